@@ -1,0 +1,34 @@
+//! dexd-core: the pure, deterministic heart of dexd.
+//!
+//! One [`engine::Engine`] holds, for one chain, every order book and every account balance, and
+//! turns [`engine::Command`]s into [`engine::Event`]s. Money is exact: amounts are integers of an
+//! asset's smallest unit, prices are whole ticks, quantities whole lots, and every arithmetic step
+//! is checked.
+//!
+//! This crate does no IO, reads no clock and draws no random numbers; the caller passes the time
+//! in. It knows nothing of HTTP, JSON, signatures or databases: those belong to the `dexd` crate
+//! around it.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod book;
+pub mod decimal;
+pub mod engine;
+pub mod ledger;
+pub mod market_data;
+pub mod money;
+pub mod order;
+pub mod pair;
+
+#[cfg(test)]
+mod engine_tests;
+
+pub use book::LevelView;
+pub use decimal::{Decimal, DecimalError};
+pub use engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TradableAmounts, Trade, Transfer, TransferKind, TransferRequest};
+pub use ledger::Balance;
+pub use market_data::{Candle, CandleInterval, Position};
+pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
+pub use order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
+pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
