@@ -1,0 +1,382 @@
+//! Property tests: random command streams through the engine, checked after every step against
+//! the engine's own invariants and against a naive reference matcher written here from the
+//! contract's rules, so that a wrong fill, a wrong fee or a lost unit shows up as a failure.
+
+use std::collections::HashMap;
+
+use dexd_core::{
+    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, Event,
+    FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, Rejection, TimeInForce,
+    TransferRequest,
+};
+use proptest::prelude::*;
+
+const BASE: AssetIndex = AssetIndex(0);
+const QUOTE: AssetIndex = AssetIndex(1);
+const PAIR: PairIndex = PairIndex(0);
+const FEES: Address = Address::from_bytes([0xfe; 20]);
+const TRADERS: usize = 4;
+/// Base units per lot and quote units per tick × lot, as the pair below makes them.
+const STEP_UNITS: u128 = 100;
+const QUOTE_UNITS_PER_TICK_LOT: u128 = 100;
+const MAKER_FEE_PPM: u128 = 1_000;
+const TAKER_FEE_PPM: u128 = 2_500;
+
+fn trader(index: usize) -> Address {
+    Address::from_bytes([index as u8 + 1; 20])
+}
+
+fn new_engine() -> Engine {
+    Engine::new(EngineConfig {
+        assets: vec![AssetSpec { decimals: 2 }, AssetSpec { decimals: 2 }],
+        pairs: vec![PairDefinition {
+            base: BASE,
+            quote: QUOTE,
+            tick_size: Decimal::parse("1").unwrap(),
+            step_size: Decimal::parse("1").unwrap(),
+            min_amount: Decimal::ZERO,
+            min_notional: Decimal::ZERO,
+            maker_fee: FeeRate::from_parts_per_million(MAKER_FEE_PPM as u32).unwrap(),
+            taker_fee: FeeRate::from_parts_per_million(TAKER_FEE_PPM as u32).unwrap(),
+        }],
+        fee_account: FEES,
+        limits: EngineLimits { max_open_orders_per_account: 30, ..EngineLimits::default() },
+    })
+    .unwrap()
+}
+
+#[derive(Clone, Debug)]
+enum Operation {
+    Deposit { trader: usize, asset: u16, units: u128 },
+    Withdraw { trader: usize, asset: u16, units: u128 },
+    Place { trader: usize, buy: bool, kind: u8, post_only: bool, price: u64, lots: u64 },
+    Cancel { trader: usize, pick: usize },
+}
+
+fn operation() -> impl Strategy<Value = Operation> {
+    prop_oneof![
+        2 => (0..TRADERS, 0..2u16, 1..200_000u128).prop_map(|(trader, asset, units)| Operation::Deposit { trader, asset, units }),
+        1 => (0..TRADERS, 0..2u16, 1..50_000u128).prop_map(|(trader, asset, units)| Operation::Withdraw { trader, asset, units }),
+        8 => (0..TRADERS, any::<bool>(), 0..4u8, prop::bool::weighted(0.15), 95..=105u64, 1..=12u64).prop_map(
+            |(trader, buy, kind, post_only, price, lots)| Operation::Place { trader, buy, kind, post_only, price, lots }
+        ),
+        3 => (0..TRADERS, any::<usize>()).prop_map(|(trader, pick)| Operation::Cancel { trader, pick }),
+    ]
+}
+
+#[derive(Clone, Debug)]
+struct ReferenceOrder {
+    order_id: OrderId,
+    account: Address,
+    direction: Direction,
+    price: u64,
+    remaining: u64,
+    sequence: u64,
+}
+
+/// The obviously correct matcher: a flat list, searched in full for the best order each time.
+#[derive(Default)]
+struct Reference {
+    resting: Vec<ReferenceOrder>,
+    totals: HashMap<(Address, AssetIndex), u128>,
+    sequence: u64,
+}
+
+struct ReferenceOutcome {
+    fills: Vec<(OrderId, u64, u64)>,
+    self_cancels: Vec<OrderId>,
+    filled: u64,
+    cost: u128,
+}
+
+impl Reference {
+    /// The fills an order would make, without changing anything.
+    fn dry_run(&self, account: Address, direction: Direction, limit: Option<u64>, lots: u64) -> ReferenceOutcome {
+        let mut candidates: Vec<&ReferenceOrder> = self
+            .resting
+            .iter()
+            .filter(|order| order.direction != direction)
+            .filter(|order| match (limit, direction) {
+                (None, _) => true,
+                (Some(limit), Direction::Buy) => order.price <= limit,
+                (Some(limit), Direction::Sell) => order.price >= limit,
+            })
+            .collect();
+        candidates.sort_by_key(|order| {
+            let price_rank = match direction {
+                Direction::Buy => order.price as i128,
+                Direction::Sell => -(order.price as i128),
+            };
+            (price_rank, order.sequence)
+        });
+        let mut outcome = ReferenceOutcome { fills: Vec::new(), self_cancels: Vec::new(), filled: 0, cost: 0 };
+        for order in candidates {
+            if outcome.filled == lots {
+                break;
+            }
+            if order.account == account {
+                outcome.self_cancels.push(order.order_id);
+                continue;
+            }
+            let quantity = order.remaining.min(lots - outcome.filled);
+            outcome.fills.push((order.order_id, order.price, quantity));
+            outcome.filled += quantity;
+            outcome.cost += u128::from(order.price) * u128::from(quantity) * QUOTE_UNITS_PER_TICK_LOT;
+        }
+        outcome
+    }
+
+    fn credit(&mut self, account: Address, asset: AssetIndex, units: u128) {
+        *self.totals.entry((account, asset)).or_default() += units;
+    }
+
+    fn debit(&mut self, account: Address, asset: AssetIndex, units: u128) {
+        let total = self.totals.entry((account, asset)).or_default();
+        *total = total.checked_sub(units).expect("reference total never goes negative");
+    }
+
+    fn apply_fills(&mut self, taker: Address, direction: Direction, outcome: &ReferenceOutcome) {
+        self.resting.retain(|order| !outcome.self_cancels.contains(&order.order_id));
+        for (maker_id, price, quantity) in &outcome.fills {
+            let maker = self.resting.iter_mut().find(|order| order.order_id == *maker_id).unwrap();
+            maker.remaining -= quantity;
+            let maker_account = maker.account;
+            let base = u128::from(*quantity) * STEP_UNITS;
+            let cost = u128::from(*price) * u128::from(*quantity) * QUOTE_UNITS_PER_TICK_LOT;
+            let (buyer, seller, buyer_rate, seller_rate) = match direction {
+                Direction::Buy => (taker, maker_account, TAKER_FEE_PPM, MAKER_FEE_PPM),
+                Direction::Sell => (maker_account, taker, MAKER_FEE_PPM, TAKER_FEE_PPM),
+            };
+            let buyer_fee = base * buyer_rate / 1_000_000;
+            let seller_fee = cost * seller_rate / 1_000_000;
+            self.debit(seller, BASE, base);
+            self.credit(buyer, BASE, base - buyer_fee);
+            self.credit(FEES, BASE, buyer_fee);
+            self.debit(buyer, QUOTE, cost);
+            self.credit(seller, QUOTE, cost - seller_fee);
+            self.credit(FEES, QUOTE, seller_fee);
+        }
+        self.resting.retain(|order| order.remaining > 0);
+    }
+}
+
+struct Harness {
+    engine: Engine,
+    reference: Reference,
+    placed: Vec<OrderId>,
+    time_ms: u64,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        Harness { engine: new_engine(), reference: Reference::default(), placed: Vec::new(), time_ms: 1 }
+    }
+
+    fn step(&mut self, operation: &Operation) -> Result<(), TestCaseError> {
+        self.time_ms += 7;
+        match operation {
+            Operation::Deposit { trader: index, asset, units } => {
+                let command = Command::Deposit(transfer(trader(*index), *asset, *units));
+                let mut events = Vec::new();
+                self.engine.execute(command, self.time_ms, &mut events).map_err(|rejection| fail(format!("{rejection:?}")))?;
+                self.reference.credit(trader(*index), AssetIndex(*asset), *units);
+            }
+            Operation::Withdraw { trader: index, asset, units } => {
+                let account = trader(*index);
+                let available = self.engine.balance(&account, AssetIndex(*asset)).available.units();
+                let command = Command::Withdraw(transfer(account, *asset, *units));
+                let mut events = Vec::new();
+                match self.engine.execute(command, self.time_ms, &mut events) {
+                    Ok(()) => self.reference.debit(account, AssetIndex(*asset), *units),
+                    Err(Rejection::InsufficientBalance) => prop_assert!(available < *units),
+                    Err(other) => return Err(fail(format!("withdrawal refused: {other:?}"))),
+                }
+            }
+            Operation::Place { trader: index, buy, kind, post_only, price, lots } => {
+                self.place(trader(*index), *buy, *kind, *post_only, *price, *lots)?;
+            }
+            Operation::Cancel { trader: index, pick } => {
+                if self.placed.is_empty() {
+                    return Ok(());
+                }
+                let order_id = self.placed[pick % self.placed.len()];
+                let account = trader(*index);
+                let resting = self.reference.resting.iter().find(|order| order.order_id == order_id).cloned();
+                let mut events = Vec::new();
+                match (self.engine.execute(Command::CancelOrder { account, order_id }, self.time_ms, &mut events), resting) {
+                    (Ok(()), Some(order)) if order.account == account => {
+                        self.reference.resting.retain(|order| order.order_id != order_id)
+                    }
+                    (Err(Rejection::NotOwner), Some(order)) if order.account != account => {}
+                    (Err(Rejection::OrderNotFound), None) => {}
+                    (result, resting) => return Err(fail(format!("cancel gave {result:?} for {resting:?}"))),
+                }
+            }
+        }
+        self.check()
+    }
+
+    fn place(&mut self, account: Address, buy: bool, kind: u8, post_only: bool, price: u64, lots: u64) -> Result<(), TestCaseError> {
+        let direction = if buy { Direction::Buy } else { Direction::Sell };
+        let (order_type, time_in_force) = match kind {
+            0 => (OrderType::Limit, TimeInForce::GoodTillCancelled),
+            1 => (OrderType::Limit, TimeInForce::ImmediateOrCancel),
+            2 => (OrderType::Limit, TimeInForce::FillOrKill),
+            _ => (OrderType::Market, TimeInForce::ImmediateOrCancel),
+        };
+        let limit = (order_type == OrderType::Limit).then_some(price);
+        let post_only = post_only && order_type == OrderType::Limit;
+        let order_id = OrderId::from_bytes(order_id_bytes(self.placed.len() as u64 + 1));
+        let order = NewOrder {
+            order_id,
+            client_order_id: None,
+            account,
+            pair: PAIR,
+            order_type,
+            direction,
+            time_in_force,
+            post_only,
+            price: limit.map(|ticks| Price::from_ticks(ticks).unwrap()),
+            quantity: Quantity::from_lots(lots),
+        };
+        let expected = self.reference.dry_run(account, direction, limit, lots);
+        let crosses_any = self.reference.dry_run(Address::from_bytes([0; 20]), direction, limit, u64::MAX).filled > 0;
+        let paid = if buy { QUOTE } else { BASE };
+        let available = self.engine.balance(&account, paid).available.units();
+        let mut events = Vec::new();
+        let result = self.engine.execute(Command::PlaceOrder(order), self.time_ms, &mut events);
+        self.placed.push(order_id);
+        match result {
+            Ok(()) => {
+                prop_assert!(!(post_only && crosses_any), "a post-only order that crosses was accepted");
+                let trades: Vec<(OrderId, u64, u64)> = events
+                    .iter()
+                    .filter_map(|event| match event {
+                        Event::TradeExecuted(trade) => Some((trade.maker_order_id, trade.price.ticks(), trade.quantity.lots())),
+                        _ => None,
+                    })
+                    .collect();
+                prop_assert_eq!(&trades, &expected.fills, "fills differ from the reference matcher");
+                self.reference.apply_fills(account, direction, &expected);
+                let remaining = lots - expected.filled;
+                if order_type == OrderType::Limit && time_in_force == TimeInForce::GoodTillCancelled && remaining > 0 {
+                    self.reference.sequence += 1;
+                    self.reference.resting.push(ReferenceOrder {
+                        order_id,
+                        account,
+                        direction,
+                        price,
+                        remaining,
+                        sequence: self.reference.sequence,
+                    });
+                }
+            }
+            Err(Rejection::PostOnlyWouldTake) => prop_assert!(post_only && crosses_any),
+            Err(Rejection::FillOrKillNotFillable) => prop_assert!(expected.filled < lots),
+            Err(Rejection::NoLiquidity) => prop_assert!(order_type == OrderType::Market && expected.filled == 0),
+            Err(Rejection::InsufficientBalance) => {
+                let required = match (direction, limit) {
+                    (Direction::Buy, Some(limit)) => u128::from(limit) * u128::from(lots) * QUOTE_UNITS_PER_TICK_LOT,
+                    (Direction::Buy, None) => expected.cost,
+                    (Direction::Sell, _) => u128::from(lots) * STEP_UNITS,
+                };
+                prop_assert!(available < required, "refused although {available} covers {required}");
+            }
+            Err(Rejection::TooManyOpenOrders) => {
+                let open = self.reference.resting.iter().filter(|order| order.account == account).count();
+                prop_assert!(open >= 30 - expected.self_cancels.len().min(30));
+            }
+            Err(other) => return Err(fail(format!("unexpected rejection {other:?}"))),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), TestCaseError> {
+        self.engine.check_invariants().map_err(fail)?;
+        prop_assert_eq!(self.engine.resting_order_count(), self.reference.resting.len());
+        for order in &self.reference.resting {
+            let record = self.engine.open_order(&order.order_id).ok_or_else(|| fail("reference order missing"))?;
+            prop_assert_eq!(record.remaining().lots(), order.remaining);
+        }
+        let mut accounts: Vec<Address> = (0..TRADERS).map(trader).collect();
+        accounts.push(FEES);
+        for account in accounts {
+            for asset in [BASE, QUOTE] {
+                let expected = self.reference.totals.get(&(account, asset)).copied().unwrap_or(0);
+                prop_assert_eq!(self.engine.balance(&account, asset).total().units(), expected);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn transfer(account: Address, asset: u16, units: u128) -> TransferRequest {
+    TransferRequest { transfer_id: [7; 32], account, asset: AssetIndex(asset), amount: Amount::from_units(units) }
+}
+
+fn order_id_bytes(number: u64) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    bytes[24..].copy_from_slice(&number.to_be_bytes());
+    bytes
+}
+
+fn fail(message: impl Into<String>) -> TestCaseError {
+    TestCaseError::fail(message.into())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_command_streams_match_the_reference_and_keep_every_invariant(
+        operations in prop::collection::vec(operation(), 1..250)
+    ) {
+        let mut harness = Harness::new();
+        for operation in &operations {
+            harness.step(operation)?;
+        }
+    }
+
+    #[test]
+    fn replaying_the_same_commands_gives_the_same_events_and_state(
+        operations in prop::collection::vec(operation(), 1..150),
+        time_steps in prop::collection::vec(0..100_000u64, 150),
+    ) {
+        let run = || {
+            let mut harness = Harness::new();
+            let mut times = time_steps.iter().cycle();
+            let mut all_events = Vec::new();
+            for (number, operation) in operations.iter().enumerate() {
+                harness.time_ms += times.next().unwrap();
+                let command = match operation {
+                    Operation::Deposit { trader: index, asset, units } => Command::Deposit(transfer(trader(*index), *asset, *units)),
+                    Operation::Withdraw { trader: index, asset, units } => Command::Withdraw(transfer(trader(*index), *asset, *units)),
+                    Operation::Place { trader: index, buy, price, lots, .. } => Command::PlaceOrder(NewOrder {
+                        order_id: OrderId::from_bytes(order_id_bytes(number as u64)),
+                        client_order_id: None,
+                        account: trader(*index),
+                        pair: PAIR,
+                        order_type: OrderType::Limit,
+                        direction: if *buy { Direction::Buy } else { Direction::Sell },
+                        time_in_force: TimeInForce::GoodTillCancelled,
+                        post_only: false,
+                        price: Price::from_ticks(*price),
+                        quantity: Quantity::from_lots(*lots),
+                    }),
+                    Operation::Cancel { trader: index, pick } => Command::CancelOrder {
+                        account: trader(*index),
+                        order_id: OrderId::from_bytes(order_id_bytes((*pick % (number + 1)) as u64)),
+                    },
+                };
+                let mut events = Vec::new();
+                let result = harness.engine.execute(command, harness.time_ms, &mut events);
+                all_events.push((result, events));
+            }
+            (all_events, harness.engine.state_hash())
+        };
+        let (first_events, first_hash) = run();
+        let (second_events, second_hash) = run();
+        prop_assert_eq!(first_events, second_events);
+        prop_assert_eq!(first_hash, second_hash);
+    }
+}
