@@ -1,1 +1,269 @@
-fn main(){}
+//! The engine alone on a realistic command mix, beside the `lobster` order-book crate on the
+//! same stream.
+//!
+//! The mix: after about 1,000 resting orders are placed near the touch, 50 % of commands are
+//! limit orders that rest, 30 % are IOC limit orders that cross and fill, 20 % cancel a random
+//! open order. Run with `cargo bench -p dexd-core --bench engine`. Besides criterion's
+//! throughput figures it prints per-command latency percentiles (hdrhistogram) for dexd.
+//!
+//! The comparison is not like for like in dexd's disfavour: lobster keeps only the book, while
+//! dexd also moves balances and locks, takes fees, folds candles and positions, and emits full
+//! order records per change.
+
+use std::time::Instant;
+
+use criterion::{BatchSize, Criterion, Throughput};
+use dexd_core::{
+    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits,
+    FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest,
+};
+use hdrhistogram::Histogram;
+
+const ACCOUNTS: u64 = 200;
+const WARM_UP_ORDERS: u64 = 1_000;
+const MEASURED_COMMANDS: usize = 200_000;
+const MID_PRICE_TICKS: u64 = 100_000;
+
+/// A small deterministic generator, so every run sees the same stream.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+}
+
+/// Uniform bytes derived from a number, as real addresses and order ids (keccak outputs) are.
+fn digest_bytes<const N: usize>(number: u64, domain: u64) -> [u8; N] {
+    let mut random = SplitMix(number.wrapping_mul(0x9e37_79b9).wrapping_add(domain));
+    let mut bytes = [0u8; N];
+    for chunk in bytes.chunks_mut(8) {
+        let word = random.next().to_be_bytes();
+        chunk.copy_from_slice(&word[..chunk.len()]);
+    }
+    bytes
+}
+
+fn account(index: u64) -> Address {
+    Address::from_bytes(digest_bytes(index, 1))
+}
+
+fn order_id(number: u64) -> OrderId {
+    let mut bytes: [u8; 32] = digest_bytes(number, 2);
+    // The lobster comparison needs the number back: keep it in the first eight bytes.
+    bytes[..8].copy_from_slice(&number.to_be_bytes());
+    OrderId::from_bytes(bytes)
+}
+
+fn new_engine() -> Engine {
+    Engine::new(EngineConfig {
+        assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
+        pairs: vec![PairDefinition {
+            base: AssetIndex(0),
+            quote: AssetIndex(1),
+            tick_size: Decimal::parse("0.01").unwrap(),
+            step_size: Decimal::parse("0.0001").unwrap(),
+            min_amount: Decimal::parse("0.0001").unwrap(),
+            min_notional: Decimal::ZERO,
+            maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
+            taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
+        }],
+        fee_account: Address::from_bytes([0xfe; 20]),
+        limits: EngineLimits::default(),
+    })
+    .unwrap()
+}
+
+fn limit_order(number: u64, trader: u64, direction: Direction, price_ticks: u64, lots: u64, time_in_force: TimeInForce) -> Command {
+    Command::PlaceOrder(NewOrder {
+        order_id: order_id(number),
+        client_order_id: None,
+        account: account(trader),
+        pair: PairIndex(0),
+        order_type: OrderType::Limit,
+        direction,
+        time_in_force,
+        post_only: false,
+        price: Price::from_ticks(price_ticks),
+        quantity: Quantity::from_lots(lots),
+    })
+}
+
+/// Funds every account and rests the warm-up orders; returns the engine and the measured
+/// stream, which is generated against a live copy so that cancels name orders that are open.
+fn prepare() -> (Engine, Vec<Command>) {
+    let mut engine = new_engine();
+    let mut events = Vec::new();
+    for trader in 0..ACCOUNTS {
+        for asset in 0..2u16 {
+            let amount = Amount::from_units(10u128.pow(30));
+            let request = TransferRequest { transfer_id: [0; 32], account: account(trader), asset: AssetIndex(asset), amount };
+            engine.execute(Command::Deposit(request), 0, &mut events).unwrap();
+        }
+    }
+    let mut random = SplitMix(42);
+    let mut number = 0u64;
+    for _ in 0..WARM_UP_ORDERS {
+        number += 1;
+        let direction = if number % 2 == 0 { Direction::Buy } else { Direction::Sell };
+        engine.execute(resting_order(&mut random, number, direction), 0, &mut events).unwrap();
+    }
+    let warm = engine.clone();
+    let mut stream = Vec::with_capacity(MEASURED_COMMANDS);
+    let mut open: Vec<(OrderId, Address)> = (1..=number).map(|n| (order_id(n), account(0))).collect();
+    while stream.len() < MEASURED_COMMANDS {
+        let roll = random.below(100);
+        let command = if roll < 50 {
+            number += 1;
+            let direction = if random.below(2) == 0 { Direction::Buy } else { Direction::Sell };
+            resting_order(&mut random, number, direction)
+        } else if roll < 80 {
+            number += 1;
+            let direction = if random.below(2) == 0 { Direction::Buy } else { Direction::Sell };
+            // Crossing orders reach every resting level; their size grows when the book is
+            // above its target, which holds it near WARM_UP_ORDERS without changing the mix.
+            let price = match direction {
+                Direction::Buy => MID_PRICE_TICKS + 60,
+                Direction::Sell => MID_PRICE_TICKS - 60,
+            };
+            let size_bound = if engine.resting_order_count() as u64 > WARM_UP_ORDERS { 90 } else { 30 };
+            limit_order(number, random.below(ACCOUNTS), direction, price, 1 + random.below(size_bound), TimeInForce::ImmediateOrCancel)
+        } else {
+            let Some(id) = pick_open_order(&engine, &mut open, &mut random) else {
+                continue;
+            };
+            let owner = engine.open_order(&id).unwrap().terms.account;
+            Command::CancelOrder { account: owner, order_id: id }
+        };
+        events.clear();
+        if engine.execute(command.clone(), 0, &mut events).is_ok() {
+            if let Command::PlaceOrder(order) = &command {
+                if engine.open_order(&order.order_id).is_some() {
+                    open.push((order.order_id, order.account));
+                }
+            }
+        }
+        stream.push(command);
+    }
+    (warm, stream)
+}
+
+/// A random open order, forgetting the filled ones it meets on the way.
+fn pick_open_order(engine: &Engine, open: &mut Vec<(OrderId, Address)>, random: &mut SplitMix) -> Option<OrderId> {
+    while !open.is_empty() {
+        let index = random.below(open.len() as u64) as usize;
+        let (id, _) = open.swap_remove(index);
+        if engine.open_order(&id).is_some() {
+            return Some(id);
+        }
+    }
+    None
+}
+
+fn resting_order(random: &mut SplitMix, number: u64, direction: Direction) -> Command {
+    let distance = 1 + random.below(50);
+    let price = match direction {
+        Direction::Buy => MID_PRICE_TICKS - distance,
+        Direction::Sell => MID_PRICE_TICKS + distance,
+    };
+    limit_order(number, random.below(ACCOUNTS), direction, price, 1 + random.below(40), TimeInForce::GoodTillCancelled)
+}
+
+fn to_lobster(command: &Command) -> lobster::OrderType {
+    let id = |order_id: &OrderId| u128::from(u64::from_be_bytes(order_id.as_bytes()[..8].try_into().unwrap()));
+    match command {
+        Command::PlaceOrder(order) => lobster::OrderType::Limit {
+            id: id(&order.order_id),
+            side: match order.direction {
+                Direction::Buy => lobster::Side::Bid,
+                Direction::Sell => lobster::Side::Ask,
+            },
+            qty: order.quantity.lots(),
+            price: order.price.map_or(0, Price::ticks),
+        },
+        Command::CancelOrder { order_id, .. } => lobster::OrderType::Cancel { id: id(order_id) },
+        _ => unreachable!("the measured stream has no transfers"),
+    }
+}
+
+fn lobster_warm_book(engine: &Engine) -> lobster::OrderBook {
+    let _ = engine;
+    let mut book = lobster::OrderBook::new(1 << 20, 16, false);
+    let mut random = SplitMix(42);
+    for number in 1..=WARM_UP_ORDERS {
+        let direction = if number % 2 == 0 { Direction::Buy } else { Direction::Sell };
+        book.execute(to_lobster(&resting_order(&mut random, number, direction)));
+    }
+    book
+}
+
+fn latency_report(warm: &Engine, stream: &[Command]) {
+    let mut engine = warm.clone();
+    let mut histogram = Histogram::<u64>::new_with_bounds(1, 10_000_000, 3).unwrap();
+    let mut events = Vec::with_capacity(64);
+    let started = Instant::now();
+    for command in stream {
+        events.clear();
+        let command = command.clone();
+        let before = Instant::now();
+        let _ = engine.execute(command, 0, &mut events);
+        histogram.record(before.elapsed().as_nanos().max(1) as u64).unwrap();
+    }
+    let elapsed = started.elapsed();
+    engine.check_invariants().expect("invariants hold after the benchmark stream");
+    println!("resting orders: {} before the stream, {} after", warm.resting_order_count(), engine.resting_order_count());
+    println!(
+        "dexd engine latency over {} commands: p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns, max {} ns; {:.0} commands/s including timer overhead",
+        stream.len(),
+        histogram.value_at_quantile(0.50),
+        histogram.value_at_quantile(0.90),
+        histogram.value_at_quantile(0.99),
+        histogram.value_at_quantile(0.999),
+        histogram.max(),
+        stream.len() as f64 / elapsed.as_secs_f64(),
+    );
+}
+
+fn main() {
+    let (warm, stream) = prepare();
+    latency_report(&warm, &stream);
+    let lobster_stream: Vec<lobster::OrderType> = stream.iter().map(to_lobster).collect();
+    let mut criterion = Criterion::default().configure_from_args().sample_size(20);
+    let mut group = criterion.benchmark_group("engine_mixed_stream");
+    group.throughput(Throughput::Elements(stream.len() as u64));
+    group.bench_function("dexd", |bencher| {
+        bencher.iter_batched(
+            || (warm.clone(), stream.clone(), Vec::with_capacity(64)),
+            |(mut engine, stream, mut events)| {
+                for command in stream {
+                    events.clear();
+                    let _ = engine.execute(command, 0, &mut events);
+                }
+                engine
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("lobster", |bencher| {
+        bencher.iter_batched(
+            || (lobster_warm_book(&warm), lobster_stream.clone()),
+            |(mut book, stream)| {
+                for command in stream {
+                    std::hint::black_box(book.execute(command));
+                }
+                book
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+    criterion.final_summary();
+}

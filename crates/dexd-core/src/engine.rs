@@ -222,6 +222,7 @@ pub struct TradableAmounts {
     pub sell_amount: Amount,
 }
 
+#[derive(Clone)]
 struct PairState {
     spec: PairSpec,
     book: OrderBook,
@@ -236,7 +237,7 @@ struct PlannedFill {
     quantity: Quantity,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Plan {
     fills: Vec<PlannedFill>,
     self_trade_cancels: Vec<SlotKey>,
@@ -245,6 +246,7 @@ struct Plan {
 }
 
 /// The engine of one chain.
+#[derive(Clone)]
 pub struct Engine {
     assets: Vec<AssetSpec>,
     pairs: Vec<PairState>,
