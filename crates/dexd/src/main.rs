@@ -1,1 +1,121 @@
-fn main() {}
+//! The `dexd` command line: `dexd serve` runs the venue.
+//!
+//! This file parses arguments, sets up logging and signal handling, and hands over to
+//! [`dexd::serve`]. It holds no venue logic.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use dexd::config::{Config, DEFAULT_CONFIG_TOML};
+use tracing_subscriber::EnvFilter;
+
+/// dexd: a trading venue for asset pairs on blockchain networks, over HTTP.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the venue's HTTP service.
+    Serve {
+        /// The address and port to listen on. Listening beyond loopback without TLS sends private
+        /// keys across the network in clear: put a TLS proxy in front.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// A TOML file of chains, assets, pairs and limits; without it the embedded default
+        /// (Ethereum 1, Sepolia 11155111, Arbitrum 42161) is used.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Where the venue keeps its data. State is held in memory in this version; the
+        /// directory is created and reserved for the embedded store.
+        #[arg(long, default_value = "dexd-data")]
+        data_dir: PathBuf,
+    },
+    /// Print the embedded default configuration, as a starting point for your own.
+    DefaultConfig,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::DefaultConfig => {
+            print!("{DEFAULT_CONFIG_TOML}");
+            ExitCode::SUCCESS
+        }
+        Command::Serve { listen, config, data_dir } => serve(listen, config, data_dir),
+    }
+}
+
+fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .init();
+    let config = match config_path {
+        None => Config::embedded_default(),
+        Some(path) => {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(error) => {
+                    eprintln!("dexd: cannot read {}: {error}", path.display());
+                    return ExitCode::from(2);
+                }
+            };
+            match Config::parse(&text) {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("dexd: {}: {error}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    if let Err(error) = std::fs::create_dir_all(&data_dir) {
+        eprintln!("dexd: cannot create the data directory {}: {error}", data_dir.display());
+        return ExitCode::from(2);
+    }
+    if !listen.ip().is_loopback() {
+        tracing::warn!(%listen, "listening beyond loopback without TLS: private keys in requests would cross the network in clear");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("the runtime starts");
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(listen).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                eprintln!("dexd: cannot listen on {listen}: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "dexd listening");
+        match dexd::serve(config, listener, shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("dexd: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            signal.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

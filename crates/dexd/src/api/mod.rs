@@ -1,0 +1,152 @@
+//! The HTTP layer: routes, parameter reading, middleware, and the contract's bodies.
+//!
+//! Only this layer knows JSON and HTTP. Each route reads its parameters into [`params::Params`],
+//! refuses unknown ones against the [`operations`] table, calls a handler, and renders the answer
+//! or an [`error::ApiError`]. Every response, errors and unknown paths included, is JSON and
+//! carries `X-Request-Id`; one log line per request records method, path (never the query),
+//! status, latency and request id, and nothing else.
+
+pub mod error;
+pub mod handlers;
+pub mod operations;
+pub mod params;
+pub mod render;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{RawQuery, Request, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::Value;
+
+use self::error::ApiError;
+use self::operations::Operation;
+use self::params::Params;
+use crate::venue::Venue;
+
+/// Builds the router for a running venue.
+pub fn router(venue: Arc<Venue>) -> Router {
+    let body_limit = venue.config.limits.max_body_bytes;
+    let mut router = Router::new();
+    router = add_post(router, &operations::ADD_ORDER, body_limit, handlers::add_order);
+    router = add_post(router, &operations::CANCEL_ORDER, body_limit, handlers::cancel_order);
+    router = add_post(router, &operations::DEPOSIT, body_limit, handlers::deposit);
+    router = add_post(router, &operations::WITHDRAW, body_limit, handlers::withdraw);
+    router = add_get(router, &operations::OPEN_ORDERS, handlers::open_orders);
+    router = add_get(router, &operations::FILLED_ORDERS, handlers::filled_orders);
+    router = add_get(router, &operations::CANCELLED_ORDERS, handlers::cancelled_orders);
+    router = add_get(router, &operations::BUY_BOOK, handlers::buy_order_book);
+    router = add_get(router, &operations::SELL_BOOK, handlers::sell_order_book);
+    router = add_get(router, &operations::OHLC, handlers::candles);
+    router = add_get(router, &operations::TRADE_HISTORY, handlers::trade_history);
+    router = add_get(router, &operations::OPEN_POSITIONS, handlers::open_positions);
+    router = add_get(router, &operations::DEPOSIT_HISTORY, handlers::deposit_history);
+    router = add_get(router, &operations::WITHDRAW_HISTORY, handlers::withdraw_history);
+    router = add_get(router, &operations::ASSETS_INFO, handlers::assets_info);
+    router = add_get(router, &operations::ASSET_BALANCES, handlers::asset_balances);
+    router = add_get(router, &operations::ASSET_PAIRS, handlers::asset_pairs);
+    router = add_get(router, &operations::TRADABLE_AMOUNTS, handlers::tradable_amounts);
+    router = add_get(router, &operations::ORDER_DETAIL, handlers::order_detail);
+    router = add_get(router, &operations::HEALTH, handlers::health);
+    router = add_get(router, &operations::OPENAPI, |_venue, _params| async { Ok(crate::openapi::document()) });
+    router
+        .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such path; see /openapi.json") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "this path does not take that method; see /openapi.json")
+        })
+        .with_state(venue)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| ApiError::internal().into_response()))
+        .layer(axum::middleware::from_fn(request_id_and_log))
+}
+
+fn add_get<Handler, Answer>(router: Router<Arc<Venue>>, operation: &'static Operation, handler: Handler) -> Router<Arc<Venue>>
+where
+    Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
+    Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
+{
+    let mut router = router;
+    for path in operation.paths {
+        let handler = handler.clone();
+        router = router.route(
+            path,
+            get(move |State(venue): State<Arc<Venue>>, RawQuery(query): RawQuery| {
+                let handler = handler.clone();
+                async move {
+                    let params = Params::from_query(query.as_deref())?;
+                    params.check_allowed(operation)?;
+                    handler(venue, params).await.map(Json)
+                }
+            }),
+        );
+    }
+    router
+}
+
+fn add_post<Handler, Answer>(router: Router<Arc<Venue>>, operation: &'static Operation, body_limit: usize, handler: Handler) -> Router<Arc<Venue>>
+where
+    Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
+    Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
+{
+    let mut router = router;
+    for path in operation.paths {
+        let handler = handler.clone();
+        router = router.route(
+            path,
+            post(move |State(venue): State<Arc<Venue>>, headers: HeaderMap, body: Body| {
+                let handler = handler.clone();
+                async move {
+                    let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
+                    let params = Params::from_body(content_type, &read_body(body, body_limit).await?)?;
+                    params.check_allowed(operation)?;
+                    handler(venue, params).await.map(Json)
+                }
+            }),
+        );
+    }
+    router
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
+    let bytes = to_bytes(body, limit).await.map_err(|_| {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", format!("the body is larger than {limit} bytes"))
+    })?;
+    // The body may hold a private key: keep our copy in memory that is erased on drop.
+    Ok(zeroize::Zeroizing::new(bytes.to_vec()))
+}
+
+static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+async fn request_id_and_log(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let number = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let request_id = format!("{:08x}-{number:x}", process_tag());
+    let method = request.method().clone();
+    // Only the path is logged: the query and the body may carry values that must not be kept.
+    let path = request.uri().path().to_string();
+    let mut response = next.run(request).await;
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    tracing::info!(
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        latency_us = started.elapsed().as_micros() as u64,
+        request_id = %request_id,
+        "request"
+    );
+    response
+}
+
+fn process_tag() -> u32 {
+    static TAG: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *TAG.get_or_init(rand::random)
+}

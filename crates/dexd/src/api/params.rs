@@ -1,0 +1,199 @@
+//! Request parameters: read from a query string, a JSON object or form data into one shape, and
+//! typed accessors that answer with the contract's errors.
+//!
+//! Strings held here are erased when the parameters are dropped, because one of them may be a
+//! private key. This module does not know which operation is running: the caller passes the
+//! operation's field list.
+
+use dexd_core::Decimal;
+use zeroize::Zeroize;
+
+use super::error::ApiError;
+use super::operations::Operation;
+use crate::crypto::PrivateKey;
+use axum::http::StatusCode;
+
+/// One parameter's value as it arrived.
+#[derive(Debug)]
+enum Value {
+    Text(String),
+    Bool(bool),
+    Number(String),
+    Structured,
+}
+
+/// Every parameter of one request, in arrival order.
+pub struct Params {
+    entries: Vec<(String, Value)>,
+}
+
+impl Drop for Params {
+    fn drop(&mut self) {
+        for (_, value) in &mut self.entries {
+            if let Value::Text(text) = value {
+                text.zeroize();
+            }
+        }
+    }
+}
+
+impl Params {
+    /// Reads a query string (GET).
+    pub fn from_query(query: Option<&str>) -> Result<Params, ApiError> {
+        Params::from_pairs(query.unwrap_or("").as_bytes())
+    }
+
+    /// Reads a POST body by its content type: JSON object or form data.
+    pub fn from_body(content_type: Option<&str>, body: &[u8]) -> Result<Params, ApiError> {
+        let media_type = content_type
+            .and_then(|value| value.split(';').next())
+            .map(|value| value.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        match media_type.as_str() {
+            "application/json" => Params::from_json(body),
+            "application/x-www-form-urlencoded" => Params::from_pairs(body),
+            _ => Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UNSUPPORTED_MEDIA_TYPE",
+                "send the body as application/json or application/x-www-form-urlencoded",
+            )),
+        }
+    }
+
+    fn from_pairs(bytes: &[u8]) -> Result<Params, ApiError> {
+        if std::str::from_utf8(bytes).is_err() {
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, "MALFORMED_BODY", "parameters must be UTF-8"));
+        }
+        let mut params = Params { entries: Vec::new() };
+        for (name, value) in form_urlencoded::parse(bytes) {
+            params.push(name.into_owned(), Value::Text(value.into_owned()))?;
+        }
+        Ok(params)
+    }
+
+    fn from_json(body: &[u8]) -> Result<Params, ApiError> {
+        let malformed = |message: &str| ApiError::new(StatusCode::BAD_REQUEST, "MALFORMED_BODY", message.to_string());
+        let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| malformed("the body is not valid JSON"))?;
+        let serde_json::Value::Object(object) = value else {
+            return Err(malformed("the body must be a JSON object"));
+        };
+        let mut params = Params { entries: Vec::new() };
+        for (name, value) in object {
+            let value = match value {
+                serde_json::Value::Null => continue,
+                serde_json::Value::String(text) => Value::Text(text),
+                serde_json::Value::Bool(flag) => Value::Bool(flag),
+                serde_json::Value::Number(number) => Value::Number(number.to_string()),
+                serde_json::Value::Array(_) | serde_json::Value::Object(_) => Value::Structured,
+            };
+            params.push(name, value)?;
+        }
+        Ok(params)
+    }
+
+    fn push(&mut self, name: String, value: Value) -> Result<(), ApiError> {
+        if self.entries.iter().any(|(existing, _)| *existing == name) {
+            return Err(ApiError::invalid(&name, "is given more than once"));
+        }
+        self.entries.push((name, value));
+        Ok(())
+    }
+
+    /// Refuses any parameter the operation does not take.
+    pub fn check_allowed(&self, operation: &Operation) -> Result<(), ApiError> {
+        for (name, _) in &self.entries {
+            if !operation.fields.iter().any(|field| field.name == name) {
+                let allowed: Vec<&str> = operation.fields.iter().map(|field| field.name).collect();
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "UNKNOWN_PARAMETER",
+                    format!("{name} is not a parameter of this operation; it takes {}", allowed.join(", ")),
+                )
+                .on(name));
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.entries.iter().find(|(existing, _)| existing == name).map(|(_, value)| value)
+    }
+
+    /// A string parameter, if present; other JSON types are refused.
+    pub fn text(&self, name: &str) -> Result<Option<&str>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Text(text)) if text.is_empty() => Err(ApiError::invalid(name, "must not be empty")),
+            Some(Value::Text(text)) => Ok(Some(text)),
+            Some(_) => Err(ApiError::invalid(name, "must be a string")),
+        }
+    }
+
+    /// A required string parameter.
+    pub fn required_text(&self, name: &str) -> Result<&str, ApiError> {
+        self.text(name)?.ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// A decimal given as a string; a JSON number is refused because floats lose precision.
+    pub fn decimal(&self, name: &str) -> Result<Option<Decimal>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Text(text)) => Decimal::parse(text)
+                .map(Some)
+                .map_err(|error| ApiError::invalid_number(name, format!("{error}; send a decimal string such as \"1.5\""))),
+            Some(Value::Number(_)) => Err(ApiError::invalid_number(name, "must be a string such as \"1.5\", not a JSON number")),
+            Some(_) => Err(ApiError::invalid_number(name, "must be a decimal string such as \"1.5\"")),
+        }
+    }
+
+    /// A required decimal.
+    pub fn required_decimal(&self, name: &str) -> Result<Decimal, ApiError> {
+        self.decimal(name)?.ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// A boolean: JSON `true`/`false` or the strings `"true"`/`"false"`.
+    pub fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(flag)) => Ok(Some(*flag)),
+            Some(Value::Text(text)) if text == "true" => Ok(Some(true)),
+            Some(Value::Text(text)) if text == "false" => Ok(Some(false)),
+            Some(_) => Err(ApiError::invalid(name, "must be true or false")),
+        }
+    }
+
+    /// A non-negative integer: a string of decimal digits or a JSON integer.
+    pub fn integer(&self, name: &str) -> Result<Option<u64>, ApiError> {
+        let digits = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::Text(text) | Value::Number(text)) => text,
+            Some(_) => return Err(ApiError::invalid(name, "must be a whole number")),
+        };
+        if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Err(ApiError::invalid(name, "must be a whole number of decimal digits"));
+        }
+        digits.parse::<u64>().map(Some).map_err(|_| ApiError::invalid(name, "is too large"))
+    }
+
+    /// The `privateKey`: 401 `UNAUTHENTICATED` when absent, 401 `INVALID_PRIVATE_KEY` when it is
+    /// not a valid key. The error never repeats the value.
+    pub fn private_key(&self) -> Result<PrivateKey, ApiError> {
+        let unauthenticated = || {
+            ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "this operation needs privateKey").on("privateKey")
+        };
+        let invalid = || {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "INVALID_PRIVATE_KEY",
+                "privateKey must be 0x + 64 hex digits forming a valid secp256k1 secret key",
+            )
+            .on("privateKey")
+        };
+        match self.get("privateKey") {
+            None => Err(unauthenticated()),
+            Some(Value::Text(text)) if text.is_empty() => Err(unauthenticated()),
+            Some(Value::Text(text)) => PrivateKey::parse(text).map_err(|_| invalid()),
+            Some(_) => Err(invalid()),
+        }
+    }
+}

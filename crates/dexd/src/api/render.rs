@@ -1,0 +1,170 @@
+//! The contract's JSON objects (Order, Trade, Transfer, Balance...) built from engine records.
+//!
+//! Every decimal is written canonically as a string; addresses are EIP-55 checksummed. Averages
+//! are rounded toward zero at the larger of the quote asset's and the tick's decimals. This
+//! module decides nothing and changes nothing.
+
+use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
+use dexd_core::{
+    AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer,
+};
+use serde_json::{json, Value};
+
+use crate::config::{ChainConfig, PairConfig};
+use crate::crypto::{checksummed, hex_prefixed, OrderMessage};
+use crate::history::StoredOrder;
+
+/// The wire name of a direction.
+pub fn direction_name(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Buy => "buy",
+        Direction::Sell => "sell",
+    }
+}
+
+/// The wire name of an order type.
+pub fn order_type_name(order_type: OrderType) -> &'static str {
+    match order_type {
+        OrderType::Limit => "limit",
+        OrderType::Market => "market",
+    }
+}
+
+/// The wire name of a time in force.
+pub fn time_in_force_name(time_in_force: TimeInForce) -> &'static str {
+    match time_in_force {
+        TimeInForce::GoodTillCancelled => "GTC",
+        TimeInForce::ImmediateOrCancel => "IOC",
+        TimeInForce::FillOrKill => "FOK",
+    }
+}
+
+fn status_name(status: OrderStatus) -> &'static str {
+    match status {
+        OrderStatus::Open => "open",
+        OrderStatus::Filled => "filled",
+        OrderStatus::Cancelled => "cancelled",
+    }
+}
+
+/// An amount of an asset, canonically.
+pub fn asset_amount(chain: &ChainConfig, asset: AssetIndex, units: u128) -> String {
+    format_scaled_units(units, chain.asset_config(asset).decimals)
+}
+
+/// A signed amount of quote or base units, canonically, with a leading `-` when negative.
+pub fn signed_amount(units: i128, decimals: u32) -> String {
+    let magnitude = format_scaled_units(units.unsigned_abs(), decimals);
+    if units < 0 {
+        format!("-{magnitude}")
+    } else {
+        magnitude
+    }
+}
+
+/// `quote_units / base_units` as a price in quote per base, rounded toward zero at the larger
+/// of the quote asset's and the tick's decimals; `None` when nothing was traded.
+pub fn average_price(pair: &PairConfig, quote_units: u128, base_units: u128) -> Option<String> {
+    if base_units == 0 {
+        return None;
+    }
+    let spec = &pair.spec;
+    let decimals = spec.quote_decimals().max(pair.definition.tick_size.scale());
+    // price = (quote / 10^quote decimals) / (base / 10^base decimals), scaled by 10^decimals.
+    let factor = power_of_ten(spec.base_decimals() + decimals - spec.quote_decimals())?;
+    let scaled = multiply_divide_rounding_down(quote_units, factor, base_units)?;
+    Some(format_scaled_units(scaled, decimals))
+}
+
+/// The signed terms of an order, exactly as signed.
+pub fn order_message(chain: &ChainConfig, terms: &NewOrder, salt: u128) -> OrderMessage {
+    let pair = chain.pair_config(terms.pair);
+    OrderMessage {
+        account: terms.account,
+        symbol: pair.symbol.clone(),
+        order_type: order_type_name(terms.order_type).to_string(),
+        direction: direction_name(terms.direction).to_string(),
+        time_in_force: time_in_force_name(terms.time_in_force).to_string(),
+        post_only: terms.post_only,
+        price: terms.price.map(|price| pair.spec.format_price(price)).unwrap_or_default(),
+        amount: asset_amount(chain, pair.spec.base(), pair.spec.base_amount(terms.quantity).units()),
+        client_order_id: terms.client_order_id.clone().unwrap_or_default(),
+        salt,
+    }
+}
+
+/// The contract's Order object.
+pub fn order(chain: &ChainConfig, stored: &StoredOrder) -> Value {
+    let record = &stored.record;
+    let pair = chain.pair_config(record.terms.pair);
+    let spec = &pair.spec;
+    let base = |quantity| asset_amount(chain, spec.base(), spec.base_amount(quantity).units());
+    let fee_asset = match record.terms.direction {
+        Direction::Buy => spec.base(),
+        Direction::Sell => spec.quote(),
+    };
+    let filled_units = spec.base_amount(record.filled).units();
+    json!({
+        "orderId": record.terms.order_id.to_string(),
+        "clientOrderId": record.terms.client_order_id,
+        "chainId": chain.chain_id.to_string(),
+        "account": checksummed(&record.terms.account),
+        "symbol": pair.symbol,
+        "type": order_type_name(record.terms.order_type),
+        "direction": direction_name(record.terms.direction),
+        "timeInForce": time_in_force_name(record.terms.time_in_force),
+        "postOnly": record.terms.post_only,
+        "price": record.terms.price.map(|price| spec.format_price(price)),
+        "amount": base(record.terms.quantity),
+        "filled": base(record.filled),
+        "remaining": base(record.remaining()),
+        "cost": asset_amount(chain, spec.quote(), record.cost.units()),
+        "average": average_price(pair, record.cost.units(), filled_units),
+        "fee": asset_amount(chain, fee_asset, record.fee.units()),
+        "feeAsset": chain.asset_config(fee_asset).symbol,
+        "status": status_name(record.status),
+        "timestamp": record.created_at_ms,
+        "updatedAt": record.updated_at_ms,
+        "signature": hex_prefixed(&stored.signature),
+    })
+}
+
+/// The contract's Trade object.
+pub fn trade(chain: &ChainConfig, trade: &Trade) -> Value {
+    let pair = chain.pair_config(trade.pair);
+    json!({
+        "tradeId": trade.trade_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
+        "symbol": pair.symbol,
+        "price": pair.spec.format_price(trade.price),
+        "amount": asset_amount(chain, pair.spec.base(), trade.base_amount.units()),
+        "cost": asset_amount(chain, pair.spec.quote(), trade.cost.units()),
+        "takerDirection": direction_name(trade.taker_direction),
+        "makerOrderId": trade.maker_order_id.to_string(),
+        "takerOrderId": trade.taker_order_id.to_string(),
+        "timestamp": trade.timestamp_ms,
+    })
+}
+
+/// The contract's Transfer object.
+pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
+    json!({
+        "id": hex_prefixed(&transfer.transfer_id),
+        "chainId": chain.chain_id.to_string(),
+        "account": checksummed(&transfer.account),
+        "symbol": chain.asset_config(transfer.asset).symbol,
+        "quantity": asset_amount(chain, transfer.asset, transfer.amount.units()),
+        "status": "confirmed",
+        "timestamp": transfer.timestamp_ms,
+    })
+}
+
+/// The contract's Balance object.
+pub fn balance(chain: &ChainConfig, asset: AssetIndex, balance: Balance) -> Value {
+    json!({
+        "symbol": chain.asset_config(asset).symbol,
+        "total": asset_amount(chain, asset, balance.total().units()),
+        "available": asset_amount(chain, asset, balance.available.units()),
+        "locked": asset_amount(chain, asset, balance.locked.units()),
+    })
+}

@@ -1,0 +1,389 @@
+//! The venue's configuration: chains, their assets and pairs, and the service's limits.
+//!
+//! A TOML file is read into raw structs, then checked as a whole: every address, symbol,
+//! decimal and pair rule. A fault is reported with the line it sits on. The embedded default
+//! (`config/default.toml`) ships in the binary. This module builds the engine's configuration
+//! but runs nothing.
+
+use std::collections::HashMap;
+
+use dexd_core::{
+    Address, AssetIndex, AssetSpec, Decimal, EngineConfig, EngineLimits, FeeRate, PairDefinition, PairIndex, PairSpec,
+};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::crypto::parse_address;
+
+/// The configuration compiled into the binary.
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
+
+/// The longest asset symbol accepted.
+pub const MAX_SYMBOL_LENGTH: usize = 16;
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The service's limits.
+    pub limits: Limits,
+    /// Every chain, in file order.
+    pub chains: Vec<ChainConfig>,
+}
+
+/// Limits of the service, all documented in the README.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Open orders one account may have on one chain.
+    pub max_open_orders_per_account: u32,
+    /// Resting orders one chain's books may hold.
+    pub max_resting_orders_per_chain: usize,
+    /// Accounts one chain may hold.
+    pub max_accounts_per_chain: usize,
+    /// State changes that may wait for one chain's writer; past this, 503.
+    pub write_queue_capacity: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_body_bytes: 64 * 1024,
+            max_open_orders_per_account: 500,
+            max_resting_orders_per_chain: 2_000_000,
+            max_accounts_per_chain: 10_000_000,
+            write_queue_capacity: 4_096,
+        }
+    }
+}
+
+/// One chain's venue.
+#[derive(Debug, Clone)]
+pub struct ChainConfig {
+    /// The chain id.
+    pub chain_id: u64,
+    /// A human name.
+    pub name: String,
+    /// The EIP-712 `verifyingContract`.
+    pub venue_contract: Address,
+    /// Where fees go.
+    pub fee_account: Address,
+    /// The chain's assets; an [`AssetIndex`] is a position here.
+    pub assets: Vec<AssetConfig>,
+    /// The chain's pairs; a [`PairIndex`] is a position here.
+    pub pairs: Vec<PairConfig>,
+    asset_by_symbol: HashMap<String, AssetIndex>,
+    pair_by_symbol: HashMap<String, PairIndex>,
+}
+
+/// One asset.
+#[derive(Debug, Clone)]
+pub struct AssetConfig {
+    /// Upper-case symbol.
+    pub symbol: String,
+    /// A human name.
+    pub name: String,
+    /// Decimals of the smallest unit.
+    pub decimals: u32,
+    /// The token contract; `None` for the native asset.
+    pub address: Option<Address>,
+}
+
+/// One pair, with its checked rules.
+#[derive(Debug, Clone)]
+pub struct PairConfig {
+    /// `BASE/QUOTE`.
+    pub symbol: String,
+    /// The definition as configured.
+    pub definition: PairDefinition,
+    /// The checked rules.
+    pub spec: PairSpec,
+}
+
+impl ChainConfig {
+    /// The asset with this symbol, case-insensitively.
+    pub fn asset(&self, symbol: &str) -> Option<AssetIndex> {
+        self.asset_by_symbol.get(&symbol.to_ascii_uppercase()).copied()
+    }
+
+    /// The pair with this `BASE/QUOTE` symbol, case-insensitively.
+    pub fn pair(&self, symbol: &str) -> Option<PairIndex> {
+        self.pair_by_symbol.get(&symbol.to_ascii_uppercase()).copied()
+    }
+
+    /// The asset behind an index.
+    pub fn asset_config(&self, asset: AssetIndex) -> &AssetConfig {
+        &self.assets[usize::from(asset.0)]
+    }
+
+    /// The pair behind an index.
+    pub fn pair_config(&self, pair: PairIndex) -> &PairConfig {
+        &self.pairs[usize::from(pair.0)]
+    }
+
+    /// The engine's configuration for this chain.
+    pub fn engine_config(&self, limits: &Limits) -> EngineConfig {
+        EngineConfig {
+            assets: self.assets.iter().map(|asset| AssetSpec { decimals: asset.decimals }).collect(),
+            pairs: self.pairs.iter().map(|pair| pair.definition.clone()).collect(),
+            fee_account: self.fee_account,
+            limits: EngineLimits {
+                max_open_orders_per_account: limits.max_open_orders_per_account,
+                max_resting_orders: limits.max_resting_orders_per_chain,
+                max_accounts: limits.max_accounts_per_chain,
+            },
+        }
+    }
+}
+
+/// A configuration fault, with the line it sits on when known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The 1-based line, when the fault has one.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(formatter, "line {line}: {}", self.message),
+            None => formatter.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    limits: Limits,
+    chains: Vec<Spanned<RawChain>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChain {
+    chain_id: u64,
+    name: String,
+    venue_contract: String,
+    fee_account: String,
+    assets: Vec<Spanned<RawAsset>>,
+    #[serde(default)]
+    pairs: Vec<Spanned<RawPair>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAsset {
+    symbol: String,
+    name: String,
+    decimals: u32,
+    #[serde(default)]
+    native: bool,
+    address: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPair {
+    base: String,
+    quote: String,
+    tick_size: String,
+    step_size: String,
+    min_amount: String,
+    min_notional: String,
+    maker_fee: String,
+    taker_fee: String,
+}
+
+impl Config {
+    /// Parses and checks a TOML configuration.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError {
+            line: error.span().map(|span| line_of(text, span.start)),
+            message: error.message().to_string(),
+        })?;
+        if raw.chains.is_empty() {
+            return Err(ConfigError { line: None, message: "at least one [[chains]] table is needed".into() });
+        }
+        let limits = raw.limits;
+        if limits.max_body_bytes == 0 || limits.write_queue_capacity == 0 || limits.max_open_orders_per_account == 0 {
+            return Err(ConfigError { line: None, message: "[limits] values must be positive".into() });
+        }
+        let mut chains: Vec<ChainConfig> = Vec::new();
+        for raw_chain in raw.chains {
+            let line = line_of(text, raw_chain.span().start);
+            let chain = check_chain(text, raw_chain.into_inner(), line)?;
+            if chains.iter().any(|other| other.chain_id == chain.chain_id) {
+                return Err(at(line, format!("chain {} is configured twice", chain.chain_id)));
+            }
+            chains.push(chain);
+        }
+        Ok(Config { limits, chains })
+    }
+
+    /// The embedded default configuration.
+    pub fn embedded_default() -> Config {
+        Config::parse(DEFAULT_CONFIG_TOML).expect("the embedded default configuration is valid")
+    }
+
+    /// The chain with this id.
+    pub fn chain(&self, chain_id: u64) -> Option<&ChainConfig> {
+        self.chains.iter().find(|chain| chain.chain_id == chain_id)
+    }
+}
+
+fn at(line: usize, message: String) -> ConfigError {
+    ConfigError { line: Some(line), message }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|byte| *byte == b'\n').count() + 1
+}
+
+fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, ConfigError> {
+    let address = |value: &str, what: &str| {
+        parse_address(value).map_err(|_| at(line, format!("{what} {value:?} is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)")))
+    };
+    let venue_contract = address(&raw.venue_contract, "venue_contract")?;
+    let fee_account = address(&raw.fee_account, "fee_account")?;
+    let mut assets = Vec::new();
+    let mut asset_by_symbol = HashMap::new();
+    for raw_asset in raw.assets {
+        let asset_line = line_of(text, raw_asset.span().start);
+        let asset = check_asset(raw_asset.into_inner(), asset_line)?;
+        let index = AssetIndex(u16::try_from(assets.len()).map_err(|_| at(asset_line, "too many assets".into()))?);
+        if asset_by_symbol.insert(asset.symbol.clone(), index).is_some() {
+            return Err(at(asset_line, format!("asset {} is configured twice", asset.symbol)));
+        }
+        assets.push(asset);
+    }
+    let specs: Vec<AssetSpec> = assets.iter().map(|asset| AssetSpec { decimals: asset.decimals }).collect();
+    let mut pairs = Vec::new();
+    let mut pair_by_symbol = HashMap::new();
+    for raw_pair in raw.pairs {
+        let pair_line = line_of(text, raw_pair.span().start);
+        let pair = check_pair(raw_pair.into_inner(), pair_line, &asset_by_symbol, &specs)?;
+        let index = PairIndex(u16::try_from(pairs.len()).map_err(|_| at(pair_line, "too many pairs".into()))?);
+        if pair_by_symbol.insert(pair.symbol.clone(), index).is_some() {
+            return Err(at(pair_line, format!("pair {} is configured twice", pair.symbol)));
+        }
+        pairs.push(pair);
+    }
+    Ok(ChainConfig {
+        chain_id: raw.chain_id,
+        name: raw.name,
+        venue_contract,
+        fee_account,
+        assets,
+        pairs,
+        asset_by_symbol,
+        pair_by_symbol,
+    })
+}
+
+fn check_asset(raw: RawAsset, line: usize) -> Result<AssetConfig, ConfigError> {
+    let symbol = raw.symbol.to_ascii_uppercase();
+    let symbol_ok = !symbol.is_empty()
+        && symbol.len() <= MAX_SYMBOL_LENGTH
+        && symbol.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-');
+    if !symbol_ok {
+        return Err(at(line, format!("asset symbol {:?} must be 1 to {MAX_SYMBOL_LENGTH} letters, digits, '.' or '-'", raw.symbol)));
+    }
+    if raw.decimals > dexd_core::pair::MAX_ASSET_DECIMALS {
+        return Err(at(line, format!("asset {symbol}: decimals must be at most {}", dexd_core::pair::MAX_ASSET_DECIMALS)));
+    }
+    let address = match (raw.native, raw.address) {
+        (true, None) => None,
+        (false, Some(text)) => Some(parse_address(&text).map_err(|_| {
+            at(line, format!("asset {symbol}: address {text:?} is not a valid address (EIP-55 checksum if mixed case)"))
+        })?),
+        (true, Some(_)) => return Err(at(line, format!("asset {symbol}: a native asset has no contract address"))),
+        (false, None) => return Err(at(line, format!("asset {symbol}: give a contract address or native = true"))),
+    };
+    Ok(AssetConfig { symbol, name: raw.name, decimals: raw.decimals, address })
+}
+
+fn check_pair(
+    raw: RawPair,
+    line: usize,
+    asset_by_symbol: &HashMap<String, AssetIndex>,
+    specs: &[AssetSpec],
+) -> Result<PairConfig, ConfigError> {
+    let lookup = |symbol: &str| {
+        asset_by_symbol
+            .get(&symbol.to_ascii_uppercase())
+            .copied()
+            .ok_or_else(|| at(line, format!("pair asset {symbol:?} is not an asset of this chain")))
+    };
+    let base = lookup(&raw.base)?;
+    let quote = lookup(&raw.quote)?;
+    let symbol = format!("{}/{}", raw.base.to_ascii_uppercase(), raw.quote.to_ascii_uppercase());
+    let decimal = |value: &str, name: &str| {
+        Decimal::parse(value).map_err(|error| at(line, format!("pair {symbol}: {name} {value:?} {error}")))
+    };
+    let fee = |value: &str, name: &str| -> Result<FeeRate, ConfigError> {
+        let rate = decimal(value, name)?;
+        let parts = rate
+            .to_scaled_units(6)
+            .ok()
+            .and_then(|parts| u32::try_from(parts).ok())
+            .and_then(FeeRate::from_parts_per_million)
+            .ok_or_else(|| at(line, format!("pair {symbol}: {name} must be between 0 and 1 with at most 6 decimals")))?;
+        Ok(parts)
+    };
+    let definition = PairDefinition {
+        base,
+        quote,
+        tick_size: decimal(&raw.tick_size, "tick_size")?,
+        step_size: decimal(&raw.step_size, "step_size")?,
+        min_amount: decimal(&raw.min_amount, "min_amount")?,
+        min_notional: decimal(&raw.min_notional, "min_notional")?,
+        maker_fee: fee(&raw.maker_fee, "maker_fee")?,
+        taker_fee: fee(&raw.taker_fee, "taker_fee")?,
+    };
+    let spec = PairSpec::new(&definition, specs).map_err(|error| at(line, format!("pair {symbol}: {error}")))?;
+    Ok(PairConfig { symbol, definition, spec })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_has_three_real_networks() {
+        let config = Config::embedded_default();
+        let ids: Vec<u64> = config.chains.iter().map(|chain| chain.chain_id).collect();
+        assert_eq!(ids, vec![1, 11_155_111, 42_161]);
+        let mainnet = config.chain(1).unwrap();
+        assert_eq!(mainnet.pair("eth/usdc"), Some(PairIndex(0)));
+        let usdc = mainnet.asset_config(mainnet.asset("usdc").unwrap());
+        assert_eq!(crate::crypto::checksummed(&usdc.address.unwrap()), "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48");
+    }
+
+    #[test]
+    fn a_bad_pair_is_refused_with_its_line() {
+        let text = DEFAULT_CONFIG_TOML.replacen("tick_size = \"0.01\"", "tick_size = \"0.000001\"", 1);
+        let error = Config::parse(&text).unwrap_err();
+        let expected_line = line_of(&text, text.find("[[chains.pairs]]").unwrap());
+        assert_eq!(error.line, Some(expected_line), "{error}");
+        assert!(error.message.contains("ETH/USDC"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_checksum_and_a_syntax_error_are_refused_with_their_lines() {
+        let text = DEFAULT_CONFIG_TOML.replacen("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", "0xa0B86991c6218b36c1d19D4a2e9Eb0cE3606eB48", 1);
+        let error = Config::parse(&text).unwrap_err();
+        assert!(error.message.contains("USDC"), "{error}");
+        assert!(error.line.is_some());
+        let error = Config::parse("[[chains]]\nchain_id = \"x\"\n").unwrap_err();
+        assert_eq!(error.line, Some(2), "{error}");
+        let error = Config::parse("[[chains]]\nchain_id = 1\nnmae = \"x\"\n").unwrap_err();
+        assert!(error.line.is_some(), "{error}");
+    }
+}
