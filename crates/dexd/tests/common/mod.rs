@@ -1,0 +1,129 @@
+//! Helpers of the black-box tests: a real server on port 0 and a small client.
+
+#![allow(dead_code)]
+
+use dexd::config::Config;
+use dexd::crypto::{checksummed, PrivateKey};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+/// A running server; it stops when dropped.
+pub struct TestServer {
+    pub base_url: String,
+    pub client: reqwest::Client,
+    _stop: oneshot::Sender<()>,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        TestServer::start_with(Config::embedded_default()).await
+    }
+
+    pub async fn start_with(config: Config) -> TestServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(dexd::serve(config, listener, async move {
+            let _ = stopped.await;
+        }));
+        TestServer { base_url: format!("http://{address}"), client: reqwest::Client::new(), _stop: stop }
+    }
+
+    /// GET with a query string; returns status and body.
+    pub async fn get(&self, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+        let response = self.client.get(format!("{}{path}", self.base_url)).query(query).send().await.unwrap();
+        read(response).await
+    }
+
+    /// GET a path with its query string written out by the caller.
+    pub async fn get_raw(&self, path_and_query: &str) -> (u16, Value) {
+        let response = self.client.get(format!("{}{path_and_query}", self.base_url)).send().await.unwrap();
+        read(response).await
+    }
+
+    /// POST a JSON body.
+    pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self.client.post(format!("{}{path}", self.base_url)).json(&body).send().await.unwrap();
+        read(response).await
+    }
+
+    /// POST form data.
+    pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, Value) {
+        let body: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        read(response).await
+    }
+
+    /// POST raw bytes with a content type.
+    pub async fn post_raw(&self, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        read(response).await
+    }
+
+    pub async fn deposit(&self, trader: &Trader, symbol: &str, quantity: &str) -> Value {
+        let (status, body) = self
+            .post_json("/portfolio/deposit", json!({"chainId": "1", "from": trader.address, "symbol": symbol, "quantity": quantity, "privateKey": trader.key}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    pub async fn limit(&self, trader: &Trader, direction: &str, price: &str, amount: &str) -> Value {
+        let (status, body) = self
+            .post_json("/order/addOrder", json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": direction, "price": price, "amount": amount, "privateKey": trader.key}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    pub async fn balance(&self, trader: &Trader, symbol: &str) -> Value {
+        let (status, body) = self.get("/account/assetBalances", &[("chainId", "1"), ("account", &trader.address)]).await;
+        assert_eq!(status, 200, "{body}");
+        body["balances"].as_array().unwrap().iter().find(|balance| balance["symbol"] == symbol).unwrap().clone()
+    }
+}
+
+async fn read(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    assert!(response.headers().contains_key("x-request-id"), "every response carries X-Request-Id");
+    let content_type = response.headers().get("content-type").map(|value| value.to_str().unwrap().to_string());
+    assert_eq!(content_type.as_deref(), Some("application/json"), "every response is JSON");
+    let body: Value = response.json().await.unwrap();
+    (status, body)
+}
+
+/// An account with its key.
+pub struct Trader {
+    pub key: String,
+    pub address: String,
+}
+
+impl Trader {
+    pub fn new(byte: u8) -> Trader {
+        let key = format!("0x{}", format!("{byte:02x}").repeat(32));
+        let address = checksummed(&PrivateKey::parse(&key).unwrap().address());
+        Trader { key, address }
+    }
+}
+
+/// Asserts an error answer's status, code and field.
+pub fn assert_error(answer: &(u16, Value), status: u16, code: &str, field: Option<&str>) {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
+    assert_eq!(answer.1["error"]["field"].as_str(), field, "{}", answer.1);
+    assert!(answer.1["error"]["message"].as_str().is_some_and(|message| !message.is_empty()));
+}
