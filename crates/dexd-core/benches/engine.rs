@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use dexd_core::{
-    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits,
-    FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest,
+    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, FeeRate,
+    NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest,
 };
 use hdrhistogram::Histogram;
 
@@ -82,7 +82,14 @@ fn new_engine() -> Engine {
     .unwrap()
 }
 
-fn limit_order(number: u64, trader: u64, direction: Direction, price_ticks: u64, lots: u64, time_in_force: TimeInForce) -> Command {
+fn limit_order(
+    number: u64,
+    trader: u64,
+    direction: Direction,
+    price_ticks: u64,
+    lots: u64,
+    time_in_force: TimeInForce,
+) -> Command {
     Command::PlaceOrder(NewOrder {
         order_id: order_id(number),
         client_order_id: None,
@@ -105,7 +112,12 @@ fn prepare() -> (Engine, Vec<Command>) {
     for trader in 0..ACCOUNTS {
         for asset in 0..2u16 {
             let amount = Amount::from_units(10u128.pow(30));
-            let request = TransferRequest { transfer_id: [0; 32], account: account(trader), asset: AssetIndex(asset), amount };
+            let request = TransferRequest {
+                transfer_id: [0; 32],
+                account: account(trader),
+                asset: AssetIndex(asset),
+                amount,
+            };
             engine.execute(Command::Deposit(request), 0, &mut events).unwrap();
         }
     }
@@ -113,8 +125,14 @@ fn prepare() -> (Engine, Vec<Command>) {
     let mut number = 0u64;
     for _ in 0..WARM_UP_ORDERS {
         number += 1;
-        let direction = if number % 2 == 0 { Direction::Buy } else { Direction::Sell };
-        engine.execute(resting_order(&mut random, number, direction), 0, &mut events).unwrap();
+        let direction = if number.is_multiple_of(2) {
+            Direction::Buy
+        } else {
+            Direction::Sell
+        };
+        engine
+            .execute(resting_order(&mut random, number, direction), 0, &mut events)
+            .unwrap();
     }
     let warm = engine.clone();
     let mut stream = Vec::with_capacity(MEASURED_COMMANDS);
@@ -123,25 +141,47 @@ fn prepare() -> (Engine, Vec<Command>) {
         let roll = random.below(100);
         let command = if roll < 50 {
             number += 1;
-            let direction = if random.below(2) == 0 { Direction::Buy } else { Direction::Sell };
+            let direction = if random.below(2) == 0 {
+                Direction::Buy
+            } else {
+                Direction::Sell
+            };
             resting_order(&mut random, number, direction)
         } else if roll < 80 {
             number += 1;
-            let direction = if random.below(2) == 0 { Direction::Buy } else { Direction::Sell };
+            let direction = if random.below(2) == 0 {
+                Direction::Buy
+            } else {
+                Direction::Sell
+            };
             // Crossing orders reach every resting level; their size grows when the book is
             // above its target, which holds it near WARM_UP_ORDERS without changing the mix.
             let price = match direction {
                 Direction::Buy => MID_PRICE_TICKS + 60,
                 Direction::Sell => MID_PRICE_TICKS - 60,
             };
-            let size_bound = if engine.resting_order_count() as u64 > WARM_UP_ORDERS { 90 } else { 30 };
-            limit_order(number, random.below(ACCOUNTS), direction, price, 1 + random.below(size_bound), TimeInForce::ImmediateOrCancel)
+            let size_bound = if engine.resting_order_count() as u64 > WARM_UP_ORDERS {
+                90
+            } else {
+                30
+            };
+            limit_order(
+                number,
+                random.below(ACCOUNTS),
+                direction,
+                price,
+                1 + random.below(size_bound),
+                TimeInForce::ImmediateOrCancel,
+            )
         } else {
             let Some(id) = pick_open_order(&engine, &mut open, &mut random) else {
                 continue;
             };
             let owner = engine.open_order(&id).unwrap().terms.account;
-            Command::CancelOrder { account: owner, order_id: id }
+            Command::CancelOrder {
+                account: owner,
+                order_id: id,
+            }
         };
         events.clear();
         if engine.execute(command.clone(), 0, &mut events).is_ok() {
@@ -174,7 +214,14 @@ fn resting_order(random: &mut SplitMix, number: u64, direction: Direction) -> Co
         Direction::Buy => MID_PRICE_TICKS - distance,
         Direction::Sell => MID_PRICE_TICKS + distance,
     };
-    limit_order(number, random.below(ACCOUNTS), direction, price, 1 + random.below(40), TimeInForce::GoodTillCancelled)
+    limit_order(
+        number,
+        random.below(ACCOUNTS),
+        direction,
+        price,
+        1 + random.below(40),
+        TimeInForce::GoodTillCancelled,
+    )
 }
 
 fn to_lobster(command: &Command) -> lobster::OrderType {
@@ -199,7 +246,11 @@ fn lobster_warm_book(engine: &Engine) -> lobster::OrderBook {
     let mut book = lobster::OrderBook::new(1 << 20, 16, false);
     let mut random = SplitMix(42);
     for number in 1..=WARM_UP_ORDERS {
-        let direction = if number % 2 == 0 { Direction::Buy } else { Direction::Sell };
+        let direction = if number % 2 == 0 {
+            Direction::Buy
+        } else {
+            Direction::Sell
+        };
         book.execute(to_lobster(&resting_order(&mut random, number, direction)));
     }
     book
@@ -218,8 +269,14 @@ fn latency_report(warm: &Engine, stream: &[Command]) {
         histogram.record(before.elapsed().as_nanos().max(1) as u64).unwrap();
     }
     let elapsed = started.elapsed();
-    engine.check_invariants().expect("invariants hold after the benchmark stream");
-    println!("resting orders: {} before the stream, {} after", warm.resting_order_count(), engine.resting_order_count());
+    engine
+        .check_invariants()
+        .expect("invariants hold after the benchmark stream");
+    println!(
+        "resting orders: {} before the stream, {} after",
+        warm.resting_order_count(),
+        engine.resting_order_count()
+    );
     println!(
         "dexd engine latency over {} commands: p50 {} ns, p90 {} ns, p99 {} ns, p99.9 {} ns, max {} ns; {:.0} commands/s including timer overhead",
         stream.len(),

@@ -162,7 +162,11 @@ impl OrderBook {
 
     /// Visits the resting orders of a side in priority order (best price first, then oldest
     /// first), until `visit` returns `false`.
-    pub fn visit_in_priority<'book>(&'book self, direction: Direction, mut visit: impl FnMut(SlotKey, &'book OrderRecord) -> bool) {
+    pub fn visit_in_priority<'book>(
+        &'book self,
+        direction: Direction,
+        mut visit: impl FnMut(SlotKey, &'book OrderRecord) -> bool,
+    ) {
         let mut visit_level = |level: &'book Level| -> bool {
             let mut key = level.head;
             while key != NO_SLOT {
@@ -254,7 +258,8 @@ impl OrderBook {
                     previous = key;
                     key = node.next;
                 }
-                if level.tail != previous || quantity != level.quantity_lots || count != level.order_count || count == 0 {
+                if level.tail != previous || quantity != level.quantity_lots || count != level.order_count || count == 0
+                {
                     return Err(format!("level totals wrong at {price:?}"));
                 }
                 seen += count as usize;

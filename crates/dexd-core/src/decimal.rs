@@ -42,9 +42,7 @@ impl fmt::Display for DecimalError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = match self {
             DecimalError::Empty => "is empty",
-            DecimalError::Malformed => {
-                "is not a plain decimal string such as \"1.5\" (no sign, exponent or spaces)"
-            }
+            DecimalError::Malformed => "is not a plain decimal string such as \"1.5\" (no sign, exponent or spaces)",
             DecimalError::Negative => "must not be negative",
             DecimalError::Overflow => "is too large",
             DecimalError::TooPrecise => "has more decimals than allowed",
@@ -62,10 +60,7 @@ pub fn power_of_ten(exponent: u32) -> Option<u128> {
 
 impl Decimal {
     /// Zero.
-    pub const ZERO: Decimal = Decimal {
-        mantissa: 0,
-        scale: 0,
-    };
+    pub const ZERO: Decimal = Decimal { mantissa: 0, scale: 0 };
 
     /// Parses the strict grammar `digits` or `digits.digits`, exactly.
     pub fn parse(text: &str) -> Result<Decimal, DecimalError> {
@@ -75,8 +70,7 @@ impl Decimal {
         if text.len() > MAX_DECIMAL_STRING_BYTES {
             return Err(DecimalError::Overflow);
         }
-        if text.starts_with('-') {
-            let rest = &text[1..];
+        if let Some(rest) = text.strip_prefix('-') {
             return match Decimal::parse(rest) {
                 Ok(_) => Err(DecimalError::Negative),
                 Err(DecimalError::Negative) => Err(DecimalError::Malformed),
@@ -125,9 +119,7 @@ impl Decimal {
             return Err(DecimalError::TooPrecise);
         }
         let factor = power_of_ten(decimals - self.scale).ok_or(DecimalError::Overflow)?;
-        self.mantissa
-            .checked_mul(factor)
-            .ok_or(DecimalError::Overflow)
+        self.mantissa.checked_mul(factor).ok_or(DecimalError::Overflow)
     }
 
     /// The mantissa after trailing zeros are removed.
@@ -149,7 +141,7 @@ impl Decimal {
         if self.mantissa == 0 {
             return Decimal::ZERO;
         }
-        while self.scale > 0 && self.mantissa % 10 == 0 {
+        while self.scale > 0 && self.mantissa.is_multiple_of(10) {
             self.mantissa /= 10;
             self.scale -= 1;
         }
@@ -229,8 +221,8 @@ mod tests {
     #[test]
     fn refuses_everything_that_is_not_the_strict_grammar() {
         for text in [
-            "", " 1", "1 ", "+1", "1e5", "1E5", "NaN", "Infinity", "inf", ".5", "5.", ".", "1.2.3",
-            "0x10", "1,5", "١", "--1", "1_000",
+            "", " 1", "1 ", "+1", "1e5", "1E5", "NaN", "Infinity", "inf", ".5", "5.", ".", "1.2.3", "0x10", "1,5", "١",
+            "--1", "1_000",
         ] {
             let result = Decimal::parse(text);
             assert!(
@@ -277,7 +269,10 @@ mod tests {
     #[test]
     fn multiply_divide_is_exact_and_rounds_down() {
         assert_eq!(multiply_divide_rounding_down(10, 3, 4), Some(7));
-        assert_eq!(multiply_divide_rounding_down(u128::MAX, 1_000, 1_000_000), Some(u128::MAX / 1_000));
+        assert_eq!(
+            multiply_divide_rounding_down(u128::MAX, 1_000, 1_000_000),
+            Some(u128::MAX / 1_000)
+        );
         assert_eq!(multiply_divide_rounding_down(u128::MAX, 2, 1), None);
         assert_eq!(multiply_divide_rounding_down(1, 1, 0), None);
     }

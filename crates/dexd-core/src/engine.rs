@@ -362,7 +362,14 @@ impl Engine {
     }
 
     /// A pair's candles that open within `[start_ms, end_ms]`, oldest first, the newest `limit`.
-    pub fn candles(&self, pair: PairIndex, interval: CandleInterval, start_ms: u64, end_ms: u64, limit: usize) -> Vec<Candle> {
+    pub fn candles(
+        &self,
+        pair: PairIndex,
+        interval: CandleInterval,
+        start_ms: u64,
+        end_ms: u64,
+        limit: usize,
+    ) -> Vec<Candle> {
         self.pairs
             .get(usize::from(pair.0))
             .map(|state| state.candles.candles(interval, start_ms, end_ms, limit))
@@ -406,7 +413,9 @@ impl Engine {
             let affordable = spec.affordable_quantity_rounded_down(price, remaining_budget);
             let take = affordable.min(record.remaining());
             let cost = spec.cost(price, take).expect("invariant: a resting order's cost fits");
-            remaining_budget = remaining_budget.checked_sub(cost).expect("affordable quantity is within budget");
+            remaining_budget = remaining_budget
+                .checked_sub(cost)
+                .expect("affordable quantity is within budget");
             buy_quantity = buy_quantity.checked_add(take).unwrap_or(buy_quantity);
             take == record.remaining()
         });
@@ -440,7 +449,14 @@ impl Engine {
                 hash_order(&mut hasher, record);
             }
             for candle in state.candles.all() {
-                for value in [candle.open_time_ms, candle.open.ticks(), candle.high.ticks(), candle.low.ticks(), candle.close.ticks(), candle.trades] {
+                for value in [
+                    candle.open_time_ms,
+                    candle.open.ticks(),
+                    candle.high.ticks(),
+                    candle.low.ticks(),
+                    candle.close.ticks(),
+                    candle.trades,
+                ] {
                     hasher.update(value.to_be_bytes());
                 }
                 hasher.update(candle.volume.units().to_be_bytes());
@@ -474,7 +490,10 @@ impl Engine {
                 resting += 1;
                 let required = required_lock(&state.spec, record);
                 if record.locked != required {
-                    return Err(format!("order {} locks {:?}, needs {:?}", record.terms.order_id, record.locked, required));
+                    return Err(format!(
+                        "order {} locks {:?}, needs {:?}",
+                        record.terms.order_id, record.locked, required
+                    ));
                 }
                 if record.status != OrderStatus::Open || record.remaining().is_zero() {
                     return Err(format!("order {} rests but is not open", record.terms.order_id));
@@ -496,16 +515,31 @@ impl Engine {
                 let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));
                 let expected = expected_locks.get(&(*address, asset)).copied().unwrap_or(0);
                 if balance.locked.units() != expected {
-                    return Err(format!("{address} locks {} of asset {index}, its orders {expected}", balance.locked.units()));
+                    return Err(format!(
+                        "{address} locks {} of asset {index}, its orders {expected}",
+                        balance.locked.units()
+                    ));
                 }
             }
         }
-        let counts: FxHashMap<Address, u32> = self.open_order_counts.iter().filter(|(_, count)| **count > 0).map(|(a, c)| (*a, *c)).collect();
+        let counts: FxHashMap<Address, u32> = self
+            .open_order_counts
+            .iter()
+            .filter(|(_, count)| **count > 0)
+            .map(|(a, c)| (*a, *c))
+            .collect();
         if counts != expected_counts {
             return Err("open order counts disagree with the books".to_string());
         }
         let client_ids: usize = self.client_order_ids.values().map(|ids| ids.len()).sum();
-        let with_client_ids = self.order_locations.keys().filter(|id| self.open_order(id).is_some_and(|record| record.terms.client_order_id.is_some())).count();
+        let with_client_ids = self
+            .order_locations
+            .keys()
+            .filter(|id| {
+                self.open_order(id)
+                    .is_some_and(|record| record.terms.client_order_id.is_some())
+            })
+            .count();
         if client_ids != with_client_ids {
             return Err("client order ids disagree with the books".to_string());
         }
@@ -514,7 +548,12 @@ impl Engine {
 
     fn place_order(&mut self, order: NewOrder, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
         let pair_position = usize::from(order.pair.0);
-        let spec = self.pairs.get(pair_position).ok_or(Rejection::UnknownPair)?.spec.clone();
+        let spec = self
+            .pairs
+            .get(pair_position)
+            .ok_or(Rejection::UnknownPair)?
+            .spec
+            .clone();
         self.check_terms(&spec, &order)?;
         self.plan_matching(&order);
         let plan_filled = self.plan.filled;
@@ -526,7 +565,9 @@ impl Engine {
             (Direction::Sell, _) => spec.base_amount(order.quantity),
         };
         let paid = paid_asset(&spec, order.direction);
-        self.ledger.lock(&order.account, paid, required).map_err(Rejection::from_ledger)?;
+        self.ledger
+            .lock(&order.account, paid, required)
+            .map_err(Rejection::from_ledger)?;
         // Every check has passed: from here on the command applies whole.
         self.touched_balances.clear();
         self.touched_balances.push((order.account, paid));
@@ -556,7 +597,10 @@ impl Engine {
         self.plan = plan;
         self.finish_taker(&spec, taker, events);
         self.push_balance_events(events);
-        assert!(!self.pairs[pair_position].book.is_crossed(), "invariant: the book is never crossed");
+        assert!(
+            !self.pairs[pair_position].book.is_crossed(),
+            "invariant: the book is never crossed"
+        );
         Ok(())
     }
 
@@ -592,7 +636,9 @@ impl Engine {
             }
         }
         if order.post_only {
-            let best_opposite = self.pairs[usize::from(order.pair.0)].book.best_price(order.direction.opposite());
+            let best_opposite = self.pairs[usize::from(order.pair.0)]
+                .book
+                .best_price(order.direction.opposite());
             let would_take = match (order.price, best_opposite) {
                 (_, None) => false,
                 (None, Some(_)) => true,
@@ -641,28 +687,32 @@ impl Engine {
         let state = &self.pairs[usize::from(order.pair.0)];
         let spec = &state.spec;
         let mut remaining = order.quantity;
-        state.book.visit_in_priority(order.direction.opposite(), |slot, record| {
-            let price = record.terms.price.expect("invariant: resting orders have prices");
-            if let Some(limit) = order.price {
-                if !crosses(order.direction, limit, price) {
-                    return false;
+        state
+            .book
+            .visit_in_priority(order.direction.opposite(), |slot, record| {
+                let price = record.terms.price.expect("invariant: resting orders have prices");
+                if let Some(limit) = order.price {
+                    if !crosses(order.direction, limit, price) {
+                        return false;
+                    }
                 }
-            }
-            if record.terms.account == order.account {
-                plan.self_trade_cancels.push(slot);
-                return true;
-            }
-            let quantity = remaining.min(record.remaining());
-            plan.fills.push(PlannedFill { slot, quantity });
-            let cost = spec.cost(price, quantity).expect("invariant: a resting order's cost fits");
-            match plan.cost.checked_add(cost) {
-                Some(total) => plan.cost = total,
-                None => overflow = true,
-            }
-            remaining = remaining.checked_sub(quantity).expect("fill within remaining");
-            plan.filled = plan.filled.checked_add(quantity).expect("fills within the quantity");
-            !remaining.is_zero() && !overflow
-        });
+                if record.terms.account == order.account {
+                    plan.self_trade_cancels.push(slot);
+                    return true;
+                }
+                let quantity = remaining.min(record.remaining());
+                plan.fills.push(PlannedFill { slot, quantity });
+                let cost = spec
+                    .cost(price, quantity)
+                    .expect("invariant: a resting order's cost fits");
+                match plan.cost.checked_add(cost) {
+                    Some(total) => plan.cost = total,
+                    None => overflow = true,
+                }
+                remaining = remaining.checked_sub(quantity).expect("fill within remaining");
+                plan.filled = plan.filled.checked_add(quantity).expect("fills within the quantity");
+                !remaining.is_zero() && !overflow
+            });
         if overflow {
             // The walk's total cost does not fit; treat it as unfillable rather than wrap.
             plan.fills.clear();
@@ -673,14 +723,23 @@ impl Engine {
     }
 
     /// Executes one planned fill: moves funds and fees, updates both orders, candles, positions.
-    fn apply_fill(&mut self, spec: &PairSpec, taker: &mut OrderRecord, fill: PlannedFill, now_ms: u64, events: &mut Vec<Event>) {
+    fn apply_fill(
+        &mut self,
+        spec: &PairSpec,
+        taker: &mut OrderRecord,
+        fill: PlannedFill,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
         let pair = taker.terms.pair;
         let pair_position = usize::from(pair.0);
         let maker = self.pairs[pair_position].book.get(fill.slot);
         let price = maker.terms.price.expect("invariant: resting orders have prices");
         let maker_account = maker.terms.account;
         let maker_order_id = maker.terms.order_id;
-        let cost = spec.cost(price, fill.quantity).expect("invariant: a resting order's cost fits");
+        let cost = spec
+            .cost(price, fill.quantity)
+            .expect("invariant: a resting order's cost fits");
         let base_amount = spec.base_amount(fill.quantity);
         let (buyer, seller, buyer_fee_rate, seller_fee_rate) = match taker.terms.direction {
             Direction::Buy => (taker.terms.account, maker_account, spec.taker_fee(), spec.maker_fee()),
@@ -691,10 +750,14 @@ impl Engine {
         let base_after_fee = base_amount.checked_sub(buyer_fee).expect("fee at most 100 %");
         let quote_after_fee = cost.checked_sub(seller_fee).expect("fee at most 100 %");
         let fee_account = self.fee_account;
-        self.ledger.transfer_locked(&seller, &buyer, spec.base(), base_after_fee);
-        self.ledger.transfer_locked(&seller, &fee_account, spec.base(), buyer_fee);
-        self.ledger.transfer_locked(&buyer, &seller, spec.quote(), quote_after_fee);
-        self.ledger.transfer_locked(&buyer, &fee_account, spec.quote(), seller_fee);
+        self.ledger
+            .transfer_locked(&seller, &buyer, spec.base(), base_after_fee);
+        self.ledger
+            .transfer_locked(&seller, &fee_account, spec.base(), buyer_fee);
+        self.ledger
+            .transfer_locked(&buyer, &seller, spec.quote(), quote_after_fee);
+        self.ledger
+            .transfer_locked(&buyer, &fee_account, spec.quote(), seller_fee);
         for account in [buyer, seller, fee_account] {
             for asset in [spec.base(), spec.quote()] {
                 self.touched_balances.push((account, asset));
@@ -707,13 +770,19 @@ impl Engine {
         taker.filled = taker.filled.checked_add(fill.quantity).expect("fill within quantity");
         taker.cost = taker.cost.checked_add(cost).expect("taker cost fits");
         taker.fee = taker.fee.checked_add(taker_fee).expect("fee fits");
-        taker.locked = taker.locked.checked_sub(taker_spent).expect("invariant: the taker's lock covers its fills");
+        taker.locked = taker
+            .locked
+            .checked_sub(taker_spent)
+            .expect("invariant: the taker's lock covers its fills");
         taker.updated_at_ms = now_ms;
         let book = &mut self.pairs[pair_position].book;
         book.fill(fill.slot, fill.quantity, |maker| {
             maker.cost = maker.cost.checked_add(cost).expect("maker cost fits");
             maker.fee = maker.fee.checked_add(maker_fee).expect("fee fits");
-            maker.locked = maker.locked.checked_sub(maker_spent).expect("invariant: the maker's lock covers its fills");
+            maker.locked = maker
+                .locked
+                .checked_sub(maker_spent)
+                .expect("invariant: the maker's lock covers its fills");
             maker.updated_at_ms = now_ms;
         });
         let trade = Trade {
@@ -748,16 +817,19 @@ impl Engine {
     fn record_market_data(&mut self, trade: &Trade) {
         let state = &mut self.pairs[usize::from(trade.pair.0)];
         state.last_price = Some(trade.price);
-        state.candles.record_trade(trade.timestamp_ms, trade.price, trade.base_amount, trade.cost);
+        state
+            .candles
+            .record_trade(trade.timestamp_ms, trade.price, trade.base_amount, trade.cost);
         let (buyer, seller) = match trade.taker_direction {
             Direction::Buy => (trade.taker_account, trade.maker_account),
             Direction::Sell => (trade.maker_account, trade.taker_account),
         };
         for (account, is_buy) in [(buyer, true), (seller, false)] {
-            self.positions
-                .entry((account, trade.pair))
-                .or_default()
-                .record_fill(is_buy, trade.base_amount.units(), trade.cost.units());
+            self.positions.entry((account, trade.pair)).or_default().record_fill(
+                is_buy,
+                trade.base_amount.units(),
+                trade.cost.units(),
+            );
         }
     }
 
@@ -767,9 +839,17 @@ impl Engine {
         let rests = taker.terms.order_type == OrderType::Limit
             && taker.terms.time_in_force == TimeInForce::GoodTillCancelled
             && !remaining.is_zero();
-        let still_needed = if rests { required_lock(spec, &taker) } else { Amount::ZERO };
-        let release = taker.locked.checked_sub(still_needed).expect("invariant: the lock covers the remainder");
-        self.ledger.unlock(&taker.terms.account, paid_asset(spec, taker.terms.direction), release);
+        let still_needed = if rests {
+            required_lock(spec, &taker)
+        } else {
+            Amount::ZERO
+        };
+        let release = taker
+            .locked
+            .checked_sub(still_needed)
+            .expect("invariant: the lock covers the remainder");
+        self.ledger
+            .unlock(&taker.terms.account, paid_asset(spec, taker.terms.direction), release);
         taker.locked = still_needed;
         if rests {
             self.register_open_order(&taker);
@@ -801,10 +881,18 @@ impl Engine {
 
     /// Forgets an order that left its book: filled when nothing remains, else cancelled for
     /// `reason`; releases its lock and updates the indexes.
-    fn close_resting_order(&mut self, spec: &PairSpec, mut record: OrderRecord, reason: CancelReason, now_ms: u64) -> OrderRecord {
+    fn close_resting_order(
+        &mut self,
+        spec: &PairSpec,
+        mut record: OrderRecord,
+        reason: CancelReason,
+        now_ms: u64,
+    ) -> OrderRecord {
         let account = record.terms.account;
-        self.ledger.unlock(&account, paid_asset(spec, record.terms.direction), record.locked);
-        self.touched_balances.push((account, paid_asset(spec, record.terms.direction)));
+        self.ledger
+            .unlock(&account, paid_asset(spec, record.terms.direction), record.locked);
+        self.touched_balances
+            .push((account, paid_asset(spec, record.terms.direction)));
         record.locked = Amount::ZERO;
         record.updated_at_ms = now_ms;
         if record.remaining().is_zero() {
@@ -831,7 +919,13 @@ impl Engine {
         record
     }
 
-    fn cancel_order(&mut self, account: Address, order_id: OrderId, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
+    fn cancel_order(
+        &mut self,
+        account: Address,
+        order_id: OrderId,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
         let (pair, slot) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
         let pair_position = usize::from(pair.0);
         if self.pairs[pair_position].book.get(slot).terms.account != account {
@@ -876,7 +970,14 @@ impl Engine {
         Ok(())
     }
 
-    fn push_transfer_events(&mut self, request: TransferRequest, kind: TransferKind, balance: Balance, now_ms: u64, events: &mut Vec<Event>) {
+    fn push_transfer_events(
+        &mut self,
+        request: TransferRequest,
+        kind: TransferKind,
+        balance: Balance,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
         events.push(Event::TransferApplied(Transfer {
             transfer_id: request.transfer_id,
             kind,
@@ -936,9 +1037,19 @@ fn hash_order(hasher: &mut Sha3_256, record: &OrderRecord) {
     hasher.update(record.terms.order_id.as_bytes());
     hasher.update(record.terms.account.as_bytes());
     hasher.update(record.terms.client_order_id.as_deref().unwrap_or("").as_bytes());
-    hasher.update([record.terms.direction as u8, record.terms.time_in_force as u8, u8::from(record.terms.post_only)]);
+    hasher.update([
+        record.terms.direction as u8,
+        record.terms.time_in_force as u8,
+        u8::from(record.terms.post_only),
+    ]);
     hasher.update(record.terms.price.map_or(0, Price::ticks).to_be_bytes());
-    for value in [record.terms.quantity.lots(), record.filled.lots(), record.created_at_ms, record.updated_at_ms, record.sequence] {
+    for value in [
+        record.terms.quantity.lots(),
+        record.filled.lots(),
+        record.created_at_ms,
+        record.updated_at_ms,
+        record.sequence,
+    ] {
         hasher.update(value.to_be_bytes());
     }
     for value in [record.cost, record.fee, record.locked] {

@@ -53,7 +53,11 @@ struct Venue {
 
 impl Venue {
     fn new() -> Venue {
-        Venue { engine: engine(), next_id: 0, time_ms: 1_000 }
+        Venue {
+            engine: engine(),
+            next_id: 0,
+            time_ms: 1_000,
+        }
     }
 
     fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
@@ -87,7 +91,11 @@ impl Venue {
             client_order_id: None,
             account,
             pair: PAIR,
-            order_type: if price.is_some() { OrderType::Limit } else { OrderType::Market },
+            order_type: if price.is_some() {
+                OrderType::Limit
+            } else {
+                OrderType::Market
+            },
             direction,
             time_in_force: TimeInForce::GoodTillCancelled,
             post_only: false,
@@ -134,7 +142,11 @@ impl Placed {
                 _ => {}
             }
         }
-        Placed { order: order.expect("the placed order is reported"), trades, others }
+        Placed {
+            order: order.expect("the placed order is reported"),
+            trades,
+            others,
+        }
     }
 }
 
@@ -151,7 +163,10 @@ fn a_resting_buy_locks_price_times_amount_of_quote() {
     assert_eq!(placed.order.locked, usdc(3_750_750_000));
     assert_eq!(
         venue.balance(ALICE, USDC),
-        Balance { available: usdc(10_000 * USDC_UNIT - 3_750_750_000), locked: usdc(3_750_750_000) }
+        Balance {
+            available: usdc(10_000 * USDC_UNIT - 3_750_750_000),
+            locked: usdc(3_750_750_000)
+        }
     );
 }
 
@@ -170,8 +185,17 @@ fn a_crossing_sell_fills_at_the_makers_price_with_fees_from_what_each_receives()
     // Alice is the maker and receives base: 0.1 % of 1 ETH.
     assert_eq!(sell.others[0].fee, Amount::from_units(ETH_UNIT / 1_000));
     assert_eq!(sell.others[0].status, OrderStatus::Filled);
-    assert_eq!(venue.balance(ALICE, ETH).available, Amount::from_units(ETH_UNIT - ETH_UNIT / 1_000));
-    assert_eq!(venue.balance(ALICE, USDC), Balance { available: usdc(7_500 * USDC_UNIT), locked: Amount::ZERO });
+    assert_eq!(
+        venue.balance(ALICE, ETH).available,
+        Amount::from_units(ETH_UNIT - ETH_UNIT / 1_000)
+    );
+    assert_eq!(
+        venue.balance(ALICE, USDC),
+        Balance {
+            available: usdc(7_500 * USDC_UNIT),
+            locked: Amount::ZERO
+        }
+    );
     assert_eq!(venue.balance(BOB, USDC).available, usdc(2_495 * USDC_UNIT));
     assert_eq!(venue.balance(BOB, ETH).available, Amount::from_units(ETH_UNIT));
     assert_eq!(venue.balance(FEES, USDC).available, usdc(5 * USDC_UNIT));
@@ -192,9 +216,16 @@ fn better_prices_fill_first_then_older_orders() {
     let ids: Vec<OrderId> = buy.trades.iter().map(|trade| trade.0).collect();
     assert_eq!(
         ids,
-        vec![at_100.order.terms.order_id, first_at_101.order.terms.order_id, second_at_101.order.terms.order_id]
+        vec![
+            at_100.order.terms.order_id,
+            first_at_101.order.terms.order_id,
+            second_at_101.order.terms.order_id
+        ]
     );
-    assert_eq!(buy.trades.iter().map(|trade| trade.2).collect::<Vec<_>>(), vec![10_000, 10_000, 5_000]);
+    assert_eq!(
+        buy.trades.iter().map(|trade| trade.2).collect::<Vec<_>>(),
+        vec![10_000, 10_000, 5_000]
+    );
     assert_eq!(buy.order.status, OrderStatus::Filled);
     assert_eq!(buy.order.cost, usdc(100 * USDC_UNIT + 101 * USDC_UNIT + 50_500_000));
     // The partly filled maker stays open with its remainder, first in line.
@@ -217,7 +248,13 @@ fn a_taker_buy_filling_below_its_limit_releases_the_difference() {
     assert_eq!(buy.order.filled, Quantity::from_lots(10_000));
     // One ETH bought at 90, one ETH resting at 100.
     assert_eq!(buy.order.locked, usdc(100 * USDC_UNIT));
-    assert_eq!(venue.balance(BOB, USDC), Balance { available: usdc(810 * USDC_UNIT), locked: usdc(100 * USDC_UNIT) });
+    assert_eq!(
+        venue.balance(BOB, USDC),
+        Balance {
+            available: usdc(810 * USDC_UNIT),
+            locked: usdc(100 * USDC_UNIT)
+        }
+    );
 }
 
 #[test]
@@ -232,7 +269,13 @@ fn ioc_cancels_its_remainder_and_releases_its_lock() {
     assert_eq!(placed.order.status, OrderStatus::Cancelled);
     assert_eq!(placed.order.cancel_reason, Some(CancelReason::UnfilledRemainder));
     assert_eq!(placed.order.filled, Quantity::from_lots(10_000));
-    assert_eq!(venue.balance(BOB, USDC), Balance { available: usdc(900 * USDC_UNIT), locked: Amount::ZERO });
+    assert_eq!(
+        venue.balance(BOB, USDC),
+        Balance {
+            available: usdc(900 * USDC_UNIT),
+            locked: Amount::ZERO
+        }
+    );
     assert!(venue.engine.book_levels(PAIR, Direction::Buy, 10).unwrap().0.is_empty());
 }
 
@@ -281,7 +324,13 @@ fn market_orders_walk_the_book_and_need_liquidity() {
     assert_eq!(placed.order.filled, Quantity::from_lots(10_000));
     assert_eq!(placed.order.cost, usdc(150 * USDC_UNIT));
     assert_eq!(placed.order.status, OrderStatus::Cancelled);
-    assert_eq!(venue.balance(BOB, USDC), Balance { available: usdc(850 * USDC_UNIT), locked: Amount::ZERO });
+    assert_eq!(
+        venue.balance(BOB, USDC),
+        Balance {
+            available: usdc(850 * USDC_UNIT),
+            locked: Amount::ZERO
+        }
+    );
     // A market buy whose walk costs more than the available quote is refused.
     venue.limit(ALICE, Direction::Sell, "2000", "1");
     let market = venue.order(BOB, Direction::Buy, None, "1");
@@ -318,7 +367,13 @@ fn cancel_releases_the_lock_and_only_the_owner_may_cancel() {
     assert_eq!(venue.run(cancel(BOB)).err(), Some(Rejection::NotOwner));
     let events = venue.run(cancel(ALICE)).unwrap();
     assert!(matches!(&events[0], Event::OrderUpdated(record) if record.status == OrderStatus::Cancelled));
-    assert_eq!(venue.balance(ALICE, USDC), Balance { available: usdc(1_000 * USDC_UNIT), locked: Amount::ZERO });
+    assert_eq!(
+        venue.balance(ALICE, USDC),
+        Balance {
+            available: usdc(1_000 * USDC_UNIT),
+            locked: Amount::ZERO
+        }
+    );
     assert_eq!(venue.run(cancel(ALICE)).err(), Some(Rejection::OrderNotFound));
 }
 
@@ -344,15 +399,26 @@ fn client_order_ids_are_unique_among_open_orders_only() {
     venue.place(first).unwrap();
     let mut second = venue.order(ALICE, Direction::Buy, Some("100"), "1");
     second.client_order_id = Some("bot-42".to_string());
-    assert_eq!(venue.place(second.clone()).err(), Some(Rejection::DuplicateClientOrderId));
-    venue.run(Command::CancelOrder { account: ALICE, order_id: first_id }).unwrap();
+    assert_eq!(
+        venue.place(second.clone()).err(),
+        Some(Rejection::DuplicateClientOrderId)
+    );
+    venue
+        .run(Command::CancelOrder {
+            account: ALICE,
+            order_id: first_id,
+        })
+        .unwrap();
     assert_eq!(venue.place(second).unwrap().order.status, OrderStatus::Open);
 }
 
 #[test]
 fn the_open_order_limit_is_enforced() {
     let mut venue = Venue::new();
-    venue.engine = engine_with_limits(EngineLimits { max_open_orders_per_account: 2, ..EngineLimits::default() });
+    venue.engine = engine_with_limits(EngineLimits {
+        max_open_orders_per_account: 2,
+        ..EngineLimits::default()
+    });
     venue.deposit(ALICE, USDC, 1_000 * USDC_UNIT);
     venue.limit(ALICE, Direction::Buy, "100", "1");
     venue.limit(ALICE, Direction::Buy, "101", "1");
@@ -366,12 +432,25 @@ fn withdrawals_need_available_funds_and_deposits_must_fit() {
     venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
     venue.limit(ALICE, Direction::Buy, "60", "1");
     let withdraw = |units| {
-        Command::Withdraw(TransferRequest { transfer_id: [1; 32], account: ALICE, asset: USDC, amount: Amount::from_units(units) })
+        Command::Withdraw(TransferRequest {
+            transfer_id: [1; 32],
+            account: ALICE,
+            asset: USDC,
+            amount: Amount::from_units(units),
+        })
     };
-    assert_eq!(venue.run(withdraw(41 * USDC_UNIT)).err(), Some(Rejection::InsufficientBalance));
+    assert_eq!(
+        venue.run(withdraw(41 * USDC_UNIT)).err(),
+        Some(Rejection::InsufficientBalance)
+    );
     venue.run(withdraw(40 * USDC_UNIT)).unwrap();
     assert_eq!(venue.engine.net_deposits(USDC), usdc(60 * USDC_UNIT));
-    let huge = Command::Deposit(TransferRequest { transfer_id: [2; 32], account: BOB, asset: USDC, amount: Amount::from_units(u128::MAX) });
+    let huge = Command::Deposit(TransferRequest {
+        transfer_id: [2; 32],
+        account: BOB,
+        asset: USDC,
+        amount: Amount::from_units(u128::MAX),
+    });
     assert_eq!(venue.run(huge).err(), Some(Rejection::AmountTooLarge));
 }
 
@@ -438,7 +517,14 @@ fn the_same_commands_at_the_same_times_give_the_same_state() {
 fn time_never_runs_backwards_inside_the_engine() {
     let mut engine = engine();
     let mut events = Vec::new();
-    let deposit = |id| Command::Deposit(TransferRequest { transfer_id: [id; 32], account: ALICE, asset: USDC, amount: usdc(1) });
+    let deposit = |id| {
+        Command::Deposit(TransferRequest {
+            transfer_id: [id; 32],
+            account: ALICE,
+            asset: USDC,
+            amount: usdc(1),
+        })
+    };
     engine.execute(deposit(1), 5_000, &mut events).unwrap();
     engine.execute(deposit(2), 4_000, &mut events).unwrap();
     let times: Vec<u64> = events

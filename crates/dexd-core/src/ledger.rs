@@ -78,7 +78,11 @@ impl Ledger {
 
     /// Every account with its balances, in address order (for hashing and checks).
     pub fn accounts_sorted(&self) -> Vec<(&Address, &[Balance])> {
-        let mut accounts: Vec<_> = self.accounts.iter().map(|(address, balances)| (address, &balances[..])).collect();
+        let mut accounts: Vec<_> = self
+            .accounts
+            .iter()
+            .map(|(address, balances)| (address, &balances[..]))
+            .collect();
         accounts.sort_unstable_by_key(|(address, _)| **address);
         accounts
     }
@@ -86,7 +90,9 @@ impl Ledger {
     /// Credits a deposit to the available balance.
     pub fn deposit(&mut self, account: &Address, asset: AssetIndex, amount: Amount) -> Result<Balance, LedgerError> {
         let index = usize::from(asset.0);
-        let net = self.net_deposits[index].checked_add(amount).ok_or(LedgerError::Overflow)?;
+        let net = self.net_deposits[index]
+            .checked_add(amount)
+            .ok_or(LedgerError::Overflow)?;
         if !self.accounts.contains_key(account) && self.accounts.len() >= self.max_accounts {
             return Err(LedgerError::TooManyAccounts);
         }
@@ -107,7 +113,9 @@ impl Ledger {
     /// Debits a withdrawal from the available balance.
     pub fn withdraw(&mut self, account: &Address, asset: AssetIndex, amount: Amount) -> Result<Balance, LedgerError> {
         let index = usize::from(asset.0);
-        let balance = self.balance_mut(account, index).ok_or(LedgerError::InsufficientBalance)?;
+        let balance = self
+            .balance_mut(account, index)
+            .ok_or(LedgerError::InsufficientBalance)?;
         balance.available = balance
             .available
             .checked_sub(amount)
@@ -156,7 +164,9 @@ impl Ledger {
             return;
         }
         let index = usize::from(asset.0);
-        let source = self.balance_mut(from, index).expect("invariant: a payer with a lock exists");
+        let source = self
+            .balance_mut(from, index)
+            .expect("invariant: a payer with a lock exists");
         source.locked = source
             .locked
             .checked_sub(amount)
@@ -219,10 +229,19 @@ mod tests {
         let mut ledger = Ledger::new(2, 10);
         ledger.deposit(&ALICE, ETH, Amount::from_units(100)).unwrap();
         ledger.lock(&ALICE, ETH, Amount::from_units(60)).unwrap();
-        assert_eq!(ledger.lock(&ALICE, ETH, Amount::from_units(41)), Err(LedgerError::InsufficientBalance));
+        assert_eq!(
+            ledger.lock(&ALICE, ETH, Amount::from_units(41)),
+            Err(LedgerError::InsufficientBalance)
+        );
         ledger.transfer_locked(&ALICE, &BOB, ETH, Amount::from_units(50));
         ledger.unlock(&ALICE, ETH, Amount::from_units(10));
-        assert_eq!(ledger.balance(&ALICE, ETH), Balance { available: Amount::from_units(50), locked: Amount::ZERO });
+        assert_eq!(
+            ledger.balance(&ALICE, ETH),
+            Balance {
+                available: Amount::from_units(50),
+                locked: Amount::ZERO
+            }
+        );
         assert_eq!(ledger.balance(&BOB, ETH).available, Amount::from_units(50));
         ledger.check_conservation().unwrap();
     }
@@ -231,8 +250,14 @@ mod tests {
     fn a_refused_withdrawal_changes_nothing() {
         let mut ledger = Ledger::new(1, 10);
         ledger.deposit(&ALICE, ETH, Amount::from_units(5)).unwrap();
-        assert_eq!(ledger.withdraw(&ALICE, ETH, Amount::from_units(6)), Err(LedgerError::InsufficientBalance));
-        assert_eq!(ledger.withdraw(&BOB, ETH, Amount::from_units(1)), Err(LedgerError::InsufficientBalance));
+        assert_eq!(
+            ledger.withdraw(&ALICE, ETH, Amount::from_units(6)),
+            Err(LedgerError::InsufficientBalance)
+        );
+        assert_eq!(
+            ledger.withdraw(&BOB, ETH, Amount::from_units(1)),
+            Err(LedgerError::InsufficientBalance)
+        );
         assert_eq!(ledger.balance(&ALICE, ETH).available, Amount::from_units(5));
         assert_eq!(ledger.net_deposits(ETH), Amount::from_units(5));
         ledger.check_conservation().unwrap();
@@ -242,8 +267,14 @@ mod tests {
     fn refuses_new_accounts_past_the_limit_and_overflowing_deposits() {
         let mut ledger = Ledger::new(1, 1);
         ledger.deposit(&ALICE, ETH, Amount::from_units(u128::MAX)).unwrap();
-        assert_eq!(ledger.deposit(&ALICE, ETH, Amount::from_units(1)), Err(LedgerError::Overflow));
-        assert_eq!(ledger.deposit(&BOB, ETH, Amount::ZERO), Err(LedgerError::TooManyAccounts));
+        assert_eq!(
+            ledger.deposit(&ALICE, ETH, Amount::from_units(1)),
+            Err(LedgerError::Overflow)
+        );
+        assert_eq!(
+            ledger.deposit(&BOB, ETH, Amount::ZERO),
+            Err(LedgerError::TooManyAccounts)
+        );
         ledger.check_conservation().unwrap();
     }
 }

@@ -26,7 +26,10 @@ mod engine_tests;
 
 pub use book::LevelView;
 pub use decimal::{Decimal, DecimalError};
-pub use engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TradableAmounts, Trade, Transfer, TransferKind, TransferRequest};
+pub use engine::{
+    Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TradableAmounts, Trade, Transfer, TransferKind,
+    TransferRequest,
+};
 pub use ledger::Balance;
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};

@@ -88,7 +88,11 @@ impl CandleInterval {
 
     /// The opening time of the candle that holds `time_ms`.
     pub fn open_time_ms(self, time_ms: u64) -> u64 {
-        let offset = if self == CandleInterval::OneWeek { WEEK_OFFSET_MS } else { 0 };
+        let offset = if self == CandleInterval::OneWeek {
+            WEEK_OFFSET_MS
+        } else {
+            0
+        };
         let length = self.length_ms();
         if time_ms < offset {
             return 0;
@@ -140,7 +144,10 @@ impl CandleSeries {
                     candle.low = candle.low.min(price);
                     candle.close = price;
                     candle.volume = candle.volume.checked_add(base).unwrap_or(Amount::from_units(u128::MAX));
-                    candle.quote_volume = candle.quote_volume.checked_add(quote).unwrap_or(Amount::from_units(u128::MAX));
+                    candle.quote_volume = candle
+                        .quote_volume
+                        .checked_add(quote)
+                        .unwrap_or(Amount::from_units(u128::MAX));
                     candle.trades += 1;
                 }
                 _ => {
@@ -213,8 +220,8 @@ impl Position {
         }
         let open_amount = self.net_base.unsigned_abs();
         let closed = base.min(open_amount);
-        let removed_cost = multiply_divide_rounding_down(self.open_cost_quote, closed, open_amount)
-            .unwrap_or(self.open_cost_quote);
+        let removed_cost =
+            multiply_divide_rounding_down(self.open_cost_quote, closed, open_amount).unwrap_or(self.open_cost_quote);
         // The quote value of the closing part of this fill, in proportion to the whole fill.
         let closing_value = multiply_divide_rounding_down(quote, closed, base).unwrap_or(quote);
         let closing_value_signed = i128::try_from(closing_value).unwrap_or(i128::MAX);
@@ -270,7 +277,10 @@ mod tests {
         assert_eq!(CandleInterval::OneWeek.open_time_ms(4 * DAY_MS), 4 * DAY_MS);
         assert_eq!(CandleInterval::OneWeek.open_time_ms(11 * DAY_MS - 1), 4 * DAY_MS);
         // 2024-11-18 (a Monday) 00:00 UTC.
-        assert_eq!(CandleInterval::OneWeek.open_time_ms(1_732_000_000_000), 1_731_888_000_000);
+        assert_eq!(
+            CandleInterval::OneWeek.open_time_ms(1_732_000_000_000),
+            1_731_888_000_000
+        );
     }
 
     #[test]
@@ -296,8 +306,14 @@ mod tests {
             }
         );
         assert_eq!(minutes[1].open_time_ms, 240_000);
-        assert_eq!(candles.candles(CandleInterval::OneMinute, 0, u64::MAX, 1)[0].open_time_ms, 240_000);
-        assert_eq!(candles.candles(CandleInterval::FiveMinutes, 0, u64::MAX, 10)[0].trades, 4);
+        assert_eq!(
+            candles.candles(CandleInterval::OneMinute, 0, u64::MAX, 1)[0].open_time_ms,
+            240_000
+        );
+        assert_eq!(
+            candles.candles(CandleInterval::FiveMinutes, 0, u64::MAX, 10)[0].trades,
+            4
+        );
     }
 
     #[test]

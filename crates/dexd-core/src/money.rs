@@ -244,19 +244,29 @@ mod tests {
     #[test]
     fn fee_rounds_down_and_never_exceeds_the_rate() {
         let rate = FeeRate::from_parts_per_million(1_000).unwrap(); // 0.1 %
-        assert_eq!(rate.fee_rounded_down(Amount::from_units(1_000_000)), Amount::from_units(1_000));
+        assert_eq!(
+            rate.fee_rounded_down(Amount::from_units(1_000_000)),
+            Amount::from_units(1_000)
+        );
         assert_eq!(rate.fee_rounded_down(Amount::from_units(999)), Amount::ZERO);
         assert_eq!(rate.fee_rounded_down(Amount::from_units(1_999)), Amount::from_units(1));
         let full = FeeRate::from_parts_per_million(FEE_RATE_PARTS).unwrap();
-        assert_eq!(full.fee_rounded_down(Amount::from_units(u128::MAX)), Amount::from_units(u128::MAX));
+        assert_eq!(
+            full.fee_rounded_down(Amount::from_units(u128::MAX)),
+            Amount::from_units(u128::MAX)
+        );
         assert!(FeeRate::from_parts_per_million(FEE_RATE_PARTS + 1).is_none());
     }
 
     #[test]
     fn checked_arithmetic_refuses_overflow() {
-        assert!(Amount::from_units(u128::MAX).checked_add(Amount::from_units(1)).is_none());
+        assert!(Amount::from_units(u128::MAX)
+            .checked_add(Amount::from_units(1))
+            .is_none());
         assert!(Amount::ZERO.checked_sub(Amount::from_units(1)).is_none());
-        assert!(Quantity::from_lots(u64::MAX).checked_add(Quantity::from_lots(1)).is_none());
+        assert!(Quantity::from_lots(u64::MAX)
+            .checked_add(Quantity::from_lots(1))
+            .is_none());
         assert!(Price::from_ticks(0).is_none());
     }
 
@@ -264,6 +274,9 @@ mod tests {
     fn identities_print_as_lowercase_hex() {
         let mut bytes = [0u8; 20];
         bytes[19] = 0xab;
-        assert_eq!(Address::from_bytes(bytes).to_string(), format!("0x{}ab", "0".repeat(38)));
+        assert_eq!(
+            Address::from_bytes(bytes).to_string(),
+            format!("0x{}ab", "0".repeat(38))
+        );
     }
 }

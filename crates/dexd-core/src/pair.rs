@@ -66,7 +66,10 @@ impl std::fmt::Display for PairSpecError {
             PairSpecError::SameAsset => write!(formatter, "base and quote must be different assets"),
             PairSpecError::ZeroSize(name) => write!(formatter, "{name} must be positive"),
             PairSpecError::StepFinerThanBaseUnit => {
-                write!(formatter, "step size must be a whole number of the base asset's smallest unit")
+                write!(
+                    formatter,
+                    "step size must be a whole number of the base asset's smallest unit"
+                )
             }
             PairSpecError::CostNotExact => write!(
                 formatter,
@@ -141,11 +144,8 @@ impl PairSpec {
         if step_units > u128::from(u64::MAX) {
             return Err(PairSpecError::TooLarge("step size"));
         }
-        let quote_units_per_tick_lot = exact_product_in_units(
-            definition.tick_size,
-            definition.step_size,
-            quote_asset.decimals,
-        )?;
+        let quote_units_per_tick_lot =
+            exact_product_in_units(definition.tick_size, definition.step_size, quote_asset.decimals)?;
         let min_units = definition
             .min_amount
             .to_scaled_units(base_asset.decimals)
@@ -154,8 +154,8 @@ impl PairSpec {
             .min_notional
             .to_scaled_units(quote_asset.decimals)
             .map_err(|_| PairSpecError::MinimumNotExact("minimum notional"))?;
-        let min_lots = u64::try_from(min_units.div_ceil(step_units))
-            .map_err(|_| PairSpecError::TooLarge("minimum amount"))?;
+        let min_lots =
+            u64::try_from(min_units.div_ceil(step_units)).map_err(|_| PairSpecError::TooLarge("minimum amount"))?;
         Ok(PairSpec {
             base: definition.base,
             quote: definition.quote,
@@ -294,8 +294,8 @@ fn exact_product_in_units(tick: Decimal, step: Decimal, decimals: u32) -> Result
         .mantissa()
         .checked_mul(step.mantissa())
         .ok_or(PairSpecError::TooLarge("tick size × step size"))?;
-    let product = Decimal::from_parts(mantissa, tick.scale() + step.scale())
-        .map_err(|_| PairSpecError::CostNotExact)?;
+    let product =
+        Decimal::from_parts(mantissa, tick.scale() + step.scale()).map_err(|_| PairSpecError::CostNotExact)?;
     let units = product.to_scaled_units(decimals).map_err(|error| match error {
         DecimalError::TooPrecise => PairSpecError::CostNotExact,
         _ => PairSpecError::TooLarge("tick size × step size"),
@@ -340,20 +340,29 @@ mod tests {
         let quantity = pair.quantity_from_decimal(decimal("1.5")).unwrap();
         assert_eq!(pair.cost(price, quantity).unwrap(), Amount::from_units(3_750_750_000));
         assert_eq!(pair.format_price(price), "2500.5");
-        assert_eq!(pair.base_amount(quantity), Amount::from_units(1_500_000_000_000_000_000));
+        assert_eq!(
+            pair.base_amount(quantity),
+            Amount::from_units(1_500_000_000_000_000_000)
+        );
         assert_eq!(pair.min_quantity(), Quantity::from_lots(10));
     }
 
     #[test]
     fn refuses_prices_off_tick_and_amounts_off_step() {
         let pair = eth_usdc();
-        assert_eq!(pair.price_from_decimal(decimal("2500.001")), Err(PairValueError::NotOnTick));
+        assert_eq!(
+            pair.price_from_decimal(decimal("2500.001")),
+            Err(PairValueError::NotOnTick)
+        );
         assert_eq!(
             pair.price_from_decimal(decimal("2500.0000001")),
             Err(PairValueError::Decimal(DecimalError::TooPrecise))
         );
         assert_eq!(pair.price_from_decimal(decimal("0")), Err(PairValueError::Zero));
-        assert_eq!(pair.quantity_from_decimal(decimal("0.00001")), Err(PairValueError::NotOnStep));
+        assert_eq!(
+            pair.quantity_from_decimal(decimal("0.00001")),
+            Err(PairValueError::NotOnStep)
+        );
         assert_eq!(
             pair.quantity_from_decimal(decimal("0.0000000000000000001")),
             Err(PairValueError::Decimal(DecimalError::TooPrecise))

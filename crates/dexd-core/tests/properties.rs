@@ -40,17 +40,38 @@ fn new_engine() -> Engine {
             taker_fee: FeeRate::from_parts_per_million(TAKER_FEE_PPM as u32).unwrap(),
         }],
         fee_account: FEES,
-        limits: EngineLimits { max_open_orders_per_account: 30, ..EngineLimits::default() },
+        limits: EngineLimits {
+            max_open_orders_per_account: 30,
+            ..EngineLimits::default()
+        },
     })
     .unwrap()
 }
 
 #[derive(Clone, Debug)]
 enum Operation {
-    Deposit { trader: usize, asset: u16, units: u128 },
-    Withdraw { trader: usize, asset: u16, units: u128 },
-    Place { trader: usize, buy: bool, kind: u8, post_only: bool, price: u64, lots: u64 },
-    Cancel { trader: usize, pick: usize },
+    Deposit {
+        trader: usize,
+        asset: u16,
+        units: u128,
+    },
+    Withdraw {
+        trader: usize,
+        asset: u16,
+        units: u128,
+    },
+    Place {
+        trader: usize,
+        buy: bool,
+        kind: u8,
+        post_only: bool,
+        price: u64,
+        lots: u64,
+    },
+    Cancel {
+        trader: usize,
+        pick: usize,
+    },
 }
 
 fn operation() -> impl Strategy<Value = Operation> {
@@ -109,7 +130,12 @@ impl Reference {
             };
             (price_rank, order.sequence)
         });
-        let mut outcome = ReferenceOutcome { fills: Vec::new(), self_cancels: Vec::new(), filled: 0, cost: 0 };
+        let mut outcome = ReferenceOutcome {
+            fills: Vec::new(),
+            self_cancels: Vec::new(),
+            filled: 0,
+            cost: 0,
+        };
         for order in candidates {
             if outcome.filled == lots {
                 break;
@@ -136,9 +162,14 @@ impl Reference {
     }
 
     fn apply_fills(&mut self, taker: Address, direction: Direction, outcome: &ReferenceOutcome) {
-        self.resting.retain(|order| !outcome.self_cancels.contains(&order.order_id));
+        self.resting
+            .retain(|order| !outcome.self_cancels.contains(&order.order_id));
         for (maker_id, price, quantity) in &outcome.fills {
-            let maker = self.resting.iter_mut().find(|order| order.order_id == *maker_id).unwrap();
+            let maker = self
+                .resting
+                .iter_mut()
+                .find(|order| order.order_id == *maker_id)
+                .unwrap();
             maker.remaining -= quantity;
             let maker_account = maker.account;
             let base = u128::from(*quantity) * STEP_UNITS;
@@ -169,19 +200,34 @@ struct Harness {
 
 impl Harness {
     fn new() -> Harness {
-        Harness { engine: new_engine(), reference: Reference::default(), placed: Vec::new(), time_ms: 1 }
+        Harness {
+            engine: new_engine(),
+            reference: Reference::default(),
+            placed: Vec::new(),
+            time_ms: 1,
+        }
     }
 
     fn step(&mut self, operation: &Operation) -> Result<(), TestCaseError> {
         self.time_ms += 7;
         match operation {
-            Operation::Deposit { trader: index, asset, units } => {
+            Operation::Deposit {
+                trader: index,
+                asset,
+                units,
+            } => {
                 let command = Command::Deposit(transfer(trader(*index), *asset, *units));
                 let mut events = Vec::new();
-                self.engine.execute(command, self.time_ms, &mut events).map_err(|rejection| fail(format!("{rejection:?}")))?;
+                self.engine
+                    .execute(command, self.time_ms, &mut events)
+                    .map_err(|rejection| fail(format!("{rejection:?}")))?;
                 self.reference.credit(trader(*index), AssetIndex(*asset), *units);
             }
-            Operation::Withdraw { trader: index, asset, units } => {
+            Operation::Withdraw {
+                trader: index,
+                asset,
+                units,
+            } => {
                 let account = trader(*index);
                 let available = self.engine.balance(&account, AssetIndex(*asset)).available.units();
                 let command = Command::Withdraw(transfer(account, *asset, *units));
@@ -192,7 +238,14 @@ impl Harness {
                     Err(other) => return Err(fail(format!("withdrawal refused: {other:?}"))),
                 }
             }
-            Operation::Place { trader: index, buy, kind, post_only, price, lots } => {
+            Operation::Place {
+                trader: index,
+                buy,
+                kind,
+                post_only,
+                price,
+                lots,
+            } => {
                 self.place(trader(*index), *buy, *kind, *post_only, *price, *lots)?;
             }
             Operation::Cancel { trader: index, pick } => {
@@ -201,9 +254,18 @@ impl Harness {
                 }
                 let order_id = self.placed[pick % self.placed.len()];
                 let account = trader(*index);
-                let resting = self.reference.resting.iter().find(|order| order.order_id == order_id).cloned();
+                let resting = self
+                    .reference
+                    .resting
+                    .iter()
+                    .find(|order| order.order_id == order_id)
+                    .cloned();
                 let mut events = Vec::new();
-                match (self.engine.execute(Command::CancelOrder { account, order_id }, self.time_ms, &mut events), resting) {
+                match (
+                    self.engine
+                        .execute(Command::CancelOrder { account, order_id }, self.time_ms, &mut events),
+                    resting,
+                ) {
                     (Ok(()), Some(order)) if order.account == account => {
                         self.reference.resting.retain(|order| order.order_id != order_id)
                     }
@@ -216,7 +278,15 @@ impl Harness {
         self.check()
     }
 
-    fn place(&mut self, account: Address, buy: bool, kind: u8, post_only: bool, price: u64, lots: u64) -> Result<(), TestCaseError> {
+    fn place(
+        &mut self,
+        account: Address,
+        buy: bool,
+        kind: u8,
+        post_only: bool,
+        price: u64,
+        lots: u64,
+    ) -> Result<(), TestCaseError> {
         let direction = if buy { Direction::Buy } else { Direction::Sell };
         let (order_type, time_in_force) = match kind {
             0 => (OrderType::Limit, TimeInForce::GoodTillCancelled),
@@ -240,19 +310,30 @@ impl Harness {
             quantity: Quantity::from_lots(lots),
         };
         let expected = self.reference.dry_run(account, direction, limit, lots);
-        let crosses_any = self.reference.dry_run(Address::from_bytes([0; 20]), direction, limit, u64::MAX).filled > 0;
+        let crosses_any = self
+            .reference
+            .dry_run(Address::from_bytes([0; 20]), direction, limit, u64::MAX)
+            .filled
+            > 0;
         let paid = if buy { QUOTE } else { BASE };
         let available = self.engine.balance(&account, paid).available.units();
         let mut events = Vec::new();
-        let result = self.engine.execute(Command::PlaceOrder(order), self.time_ms, &mut events);
+        let result = self
+            .engine
+            .execute(Command::PlaceOrder(order), self.time_ms, &mut events);
         self.placed.push(order_id);
         match result {
             Ok(()) => {
-                prop_assert!(!(post_only && crosses_any), "a post-only order that crosses was accepted");
+                prop_assert!(
+                    !(post_only && crosses_any),
+                    "a post-only order that crosses was accepted"
+                );
                 let trades: Vec<(OrderId, u64, u64)> = events
                     .iter()
                     .filter_map(|event| match event {
-                        Event::TradeExecuted(trade) => Some((trade.maker_order_id, trade.price.ticks(), trade.quantity.lots())),
+                        Event::TradeExecuted(trade) => {
+                            Some((trade.maker_order_id, trade.price.ticks(), trade.quantity.lots()))
+                        }
                         _ => None,
                     })
                     .collect();
@@ -283,7 +364,12 @@ impl Harness {
                 prop_assert!(available < required, "refused although {available} covers {required}");
             }
             Err(Rejection::TooManyOpenOrders) => {
-                let open = self.reference.resting.iter().filter(|order| order.account == account).count();
+                let open = self
+                    .reference
+                    .resting
+                    .iter()
+                    .filter(|order| order.account == account)
+                    .count();
                 prop_assert!(open >= 30 - expected.self_cancels.len().min(30));
             }
             Err(other) => return Err(fail(format!("unexpected rejection {other:?}"))),
@@ -295,7 +381,10 @@ impl Harness {
         self.engine.check_invariants().map_err(fail)?;
         prop_assert_eq!(self.engine.resting_order_count(), self.reference.resting.len());
         for order in &self.reference.resting {
-            let record = self.engine.open_order(&order.order_id).ok_or_else(|| fail("reference order missing"))?;
+            let record = self
+                .engine
+                .open_order(&order.order_id)
+                .ok_or_else(|| fail("reference order missing"))?;
             prop_assert_eq!(record.remaining().lots(), order.remaining);
         }
         let mut accounts: Vec<Address> = (0..TRADERS).map(trader).collect();
@@ -311,7 +400,12 @@ impl Harness {
 }
 
 fn transfer(account: Address, asset: u16, units: u128) -> TransferRequest {
-    TransferRequest { transfer_id: [7; 32], account, asset: AssetIndex(asset), amount: Amount::from_units(units) }
+    TransferRequest {
+        transfer_id: [7; 32],
+        account,
+        asset: AssetIndex(asset),
+        amount: Amount::from_units(units),
+    }
 }
 
 fn order_id_bytes(number: u64) -> [u8; 32] {

@@ -125,7 +125,13 @@ impl ChainConfig {
     /// The engine's configuration for this chain.
     pub fn engine_config(&self, limits: &Limits) -> EngineConfig {
         EngineConfig {
-            assets: self.assets.iter().map(|asset| AssetSpec { decimals: asset.decimals }).collect(),
+            assets: self
+                .assets
+                .iter()
+                .map(|asset| AssetSpec {
+                    decimals: asset.decimals,
+                })
+                .collect(),
             pairs: self.pairs.iter().map(|pair| pair.definition.clone()).collect(),
             fee_account: self.fee_account,
             limits: EngineLimits {
@@ -209,11 +215,17 @@ impl Config {
             message: error.message().to_string(),
         })?;
         if raw.chains.is_empty() {
-            return Err(ConfigError { line: None, message: "at least one [[chains]] table is needed".into() });
+            return Err(ConfigError {
+                line: None,
+                message: "at least one [[chains]] table is needed".into(),
+            });
         }
         let limits = raw.limits;
         if limits.max_body_bytes == 0 || limits.write_queue_capacity == 0 || limits.max_open_orders_per_account == 0 {
-            return Err(ConfigError { line: None, message: "[limits] values must be positive".into() });
+            return Err(ConfigError {
+                line: None,
+                message: "[limits] values must be positive".into(),
+            });
         }
         let mut chains: Vec<ChainConfig> = Vec::new();
         for raw_chain in raw.chains {
@@ -239,16 +251,28 @@ impl Config {
 }
 
 fn at(line: usize, message: String) -> ConfigError {
-    ConfigError { line: Some(line), message }
+    ConfigError {
+        line: Some(line),
+        message,
+    }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|byte| *byte == b'\n').count() + 1
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|byte| *byte == b'\n')
+        .count()
+        + 1
 }
 
 fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, ConfigError> {
     let address = |value: &str, what: &str| {
-        parse_address(value).map_err(|_| at(line, format!("{what} {value:?} is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)")))
+        parse_address(value).map_err(|_| {
+            at(
+                line,
+                format!("{what} {value:?} is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)"),
+            )
+        })
     };
     let venue_contract = address(&raw.venue_contract, "venue_contract")?;
     let fee_account = address(&raw.fee_account, "fee_account")?;
@@ -263,7 +287,12 @@ fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, Co
         }
         assets.push(asset);
     }
-    let specs: Vec<AssetSpec> = assets.iter().map(|asset| AssetSpec { decimals: asset.decimals }).collect();
+    let specs: Vec<AssetSpec> = assets
+        .iter()
+        .map(|asset| AssetSpec {
+            decimals: asset.decimals,
+        })
+        .collect();
     let mut pairs = Vec::new();
     let mut pair_by_symbol = HashMap::new();
     for raw_pair in raw.pairs {
@@ -291,22 +320,54 @@ fn check_asset(raw: RawAsset, line: usize) -> Result<AssetConfig, ConfigError> {
     let symbol = raw.symbol.to_ascii_uppercase();
     let symbol_ok = !symbol.is_empty()
         && symbol.len() <= MAX_SYMBOL_LENGTH
-        && symbol.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-');
+        && symbol
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-');
     if !symbol_ok {
-        return Err(at(line, format!("asset symbol {:?} must be 1 to {MAX_SYMBOL_LENGTH} letters, digits, '.' or '-'", raw.symbol)));
+        return Err(at(
+            line,
+            format!(
+                "asset symbol {:?} must be 1 to {MAX_SYMBOL_LENGTH} letters, digits, '.' or '-'",
+                raw.symbol
+            ),
+        ));
     }
     if raw.decimals > dexd_core::pair::MAX_ASSET_DECIMALS {
-        return Err(at(line, format!("asset {symbol}: decimals must be at most {}", dexd_core::pair::MAX_ASSET_DECIMALS)));
+        return Err(at(
+            line,
+            format!(
+                "asset {symbol}: decimals must be at most {}",
+                dexd_core::pair::MAX_ASSET_DECIMALS
+            ),
+        ));
     }
     let address = match (raw.native, raw.address) {
         (true, None) => None,
         (false, Some(text)) => Some(parse_address(&text).map_err(|_| {
-            at(line, format!("asset {symbol}: address {text:?} is not a valid address (EIP-55 checksum if mixed case)"))
+            at(
+                line,
+                format!("asset {symbol}: address {text:?} is not a valid address (EIP-55 checksum if mixed case)"),
+            )
         })?),
-        (true, Some(_)) => return Err(at(line, format!("asset {symbol}: a native asset has no contract address"))),
-        (false, None) => return Err(at(line, format!("asset {symbol}: give a contract address or native = true"))),
+        (true, Some(_)) => {
+            return Err(at(
+                line,
+                format!("asset {symbol}: a native asset has no contract address"),
+            ))
+        }
+        (false, None) => {
+            return Err(at(
+                line,
+                format!("asset {symbol}: give a contract address or native = true"),
+            ))
+        }
     };
-    Ok(AssetConfig { symbol, name: raw.name, decimals: raw.decimals, address })
+    Ok(AssetConfig {
+        symbol,
+        name: raw.name,
+        decimals: raw.decimals,
+        address,
+    })
 }
 
 fn check_pair(
@@ -334,7 +395,12 @@ fn check_pair(
             .ok()
             .and_then(|parts| u32::try_from(parts).ok())
             .and_then(FeeRate::from_parts_per_million)
-            .ok_or_else(|| at(line, format!("pair {symbol}: {name} must be between 0 and 1 with at most 6 decimals")))?;
+            .ok_or_else(|| {
+                at(
+                    line,
+                    format!("pair {symbol}: {name} must be between 0 and 1 with at most 6 decimals"),
+                )
+            })?;
         Ok(parts)
     };
     let definition = PairDefinition {
@@ -348,7 +414,11 @@ fn check_pair(
         taker_fee: fee(&raw.taker_fee, "taker_fee")?,
     };
     let spec = PairSpec::new(&definition, specs).map_err(|error| at(line, format!("pair {symbol}: {error}")))?;
-    Ok(PairConfig { symbol, definition, spec })
+    Ok(PairConfig {
+        symbol,
+        definition,
+        spec,
+    })
 }
 
 #[cfg(test)]
@@ -363,7 +433,10 @@ mod tests {
         let mainnet = config.chain(1).unwrap();
         assert_eq!(mainnet.pair("eth/usdc"), Some(PairIndex(0)));
         let usdc = mainnet.asset_config(mainnet.asset("usdc").unwrap());
-        assert_eq!(crate::crypto::checksummed(&usdc.address.unwrap()), "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48");
+        assert_eq!(
+            crate::crypto::checksummed(&usdc.address.unwrap()),
+            "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
+        );
     }
 
     #[test]
@@ -377,7 +450,11 @@ mod tests {
 
     #[test]
     fn a_bad_checksum_and_a_syntax_error_are_refused_with_their_lines() {
-        let text = DEFAULT_CONFIG_TOML.replacen("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", "0xa0B86991c6218b36c1d19D4a2e9Eb0cE3606eB48", 1);
+        let text = DEFAULT_CONFIG_TOML.replacen(
+            "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+            "0xa0B86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+            1,
+        );
         let error = Config::parse(&text).unwrap_err();
         assert!(error.message.contains("USDC"), "{error}");
         assert!(error.line.is_some());

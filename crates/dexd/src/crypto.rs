@@ -44,7 +44,9 @@ impl PrivateKey {
         }
         let mut bytes = Zeroizing::new([0u8; 32]);
         hex::decode_to_slice(hex_digits, &mut bytes[..]).map_err(|_| InvalidPrivateKey)?;
-        SecretKey::from_byte_array(&bytes).map(PrivateKey).map_err(|_| InvalidPrivateKey)
+        SecretKey::from_byte_array(&bytes)
+            .map(PrivateKey)
+            .map_err(|_| InvalidPrivateKey)
     }
 
     /// The account address of the key.
@@ -83,7 +85,9 @@ pub fn recover_signer(digest: [u8; 32], signature: &[u8; 65]) -> Option<Address>
     };
     let recovery_id = RecoveryId::try_from(recovery).ok()?;
     let signature = RecoverableSignature::from_compact(&signature[..64], recovery_id).ok()?;
-    let public_key = SECP256K1.recover_ecdsa(&Message::from_digest(digest), &signature).ok()?;
+    let public_key = SECP256K1
+        .recover_ecdsa(&Message::from_digest(digest), &signature)
+        .ok()?;
     Some(address_of_public_key(&public_key))
 }
 
@@ -281,17 +285,27 @@ mod tests {
 
     #[test]
     fn derives_the_published_address_of_a_known_key() {
-        assert_eq!(checksummed(&cow_key().address()), "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826");
+        assert_eq!(
+            checksummed(&cow_key().address()),
+            "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"
+        );
     }
 
     #[test]
     fn signs_the_eip712_specification_example_to_its_published_signature() {
         // The digest of the specification's Mail example (EIP-712, "Test cases").
-        let digest = parse_hex_bytes::<32>("0xbe609aee343fb3c4b28e1df9e632fca64fcfaede20f02e86244efddf30957bd2").unwrap();
+        let digest =
+            parse_hex_bytes::<32>("0xbe609aee343fb3c4b28e1df9e632fca64fcfaede20f02e86244efddf30957bd2").unwrap();
         let signature = cow_key().sign_digest(digest);
         assert_eq!(signature[64], 28);
-        assert_eq!(hex_prefixed(&signature[..32]), "0x4355c47d63924e8a72e509b65029052eb6c299d53a04e167c5775fd466751c9d");
-        assert_eq!(hex_prefixed(&signature[32..64]), "0x07299936d304c153f6443dfa05f40ff007d72911b6f72307f996231605b91562");
+        assert_eq!(
+            hex_prefixed(&signature[..32]),
+            "0x4355c47d63924e8a72e509b65029052eb6c299d53a04e167c5775fd466751c9d"
+        );
+        assert_eq!(
+            hex_prefixed(&signature[32..64]),
+            "0x07299936d304c153f6443dfa05f40ff007d72911b6f72307f996231605b91562"
+        );
         assert_eq!(recover_signer(digest, &signature), Some(cow_key().address()));
     }
 
@@ -321,9 +335,18 @@ mod tests {
         let checksummed_text = "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826";
         let address = parse_address(checksummed_text).unwrap();
         assert_eq!(parse_address(&checksummed_text.to_lowercase()).unwrap(), address);
-        assert_eq!(parse_address(&format!("0x{}", checksummed_text[2..].to_uppercase())).unwrap(), address);
-        assert_eq!(parse_address("0xcD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"), Err(AddressError::BadChecksum));
+        assert_eq!(
+            parse_address(&format!("0x{}", checksummed_text[2..].to_uppercase())).unwrap(),
+            address
+        );
+        assert_eq!(
+            parse_address("0xcD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"),
+            Err(AddressError::BadChecksum)
+        );
         assert_eq!(parse_address("0x1234"), Err(AddressError::Malformed));
-        assert_eq!(parse_address("CD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"), Err(AddressError::Malformed));
+        assert_eq!(
+            parse_address("CD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"),
+            Err(AddressError::Malformed)
+        );
     }
 }

@@ -75,7 +75,10 @@ impl History {
                 Event::TransferApplied(transfer) => {
                     self.transfer_count += 1;
                     let entry = (self.transfer_count, transfer.clone());
-                    self.transfers_by_account.entry(transfer.account).or_default().push(entry);
+                    self.transfers_by_account
+                        .entry(transfer.account)
+                        .or_default()
+                        .push(entry);
                 }
                 Event::BalanceUpdated { .. } => {}
             }
@@ -91,10 +94,17 @@ impl History {
         let Some(authorization) = authorization.filter(|authorization| authorization.order_id == order_id) else {
             return;
         };
-        self.orders_by_account.entry(record.terms.account).or_default().push(order_id);
+        self.orders_by_account
+            .entry(record.terms.account)
+            .or_default()
+            .push(order_id);
         self.orders.insert(
             order_id,
-            StoredOrder { record: record.clone(), salt: authorization.salt, signature: authorization.signature },
+            StoredOrder {
+                record: record.clone(),
+                salt: authorization.salt,
+                signature: authorization.signature,
+            },
         );
     }
 
@@ -105,8 +115,18 @@ impl History {
 
     /// An account's orders with a status, optionally on one pair, newest first. The cursor is
     /// the order's sequence number.
-    pub fn orders(&self, account: &Address, status: OrderStatus, pair: Option<PairIndex>, request: PageRequest) -> Page<StoredOrder> {
-        let ids = self.orders_by_account.get(account).map(Vec::as_slice).unwrap_or_default();
+    pub fn orders(
+        &self,
+        account: &Address,
+        status: OrderStatus,
+        pair: Option<PairIndex>,
+        request: PageRequest,
+    ) -> Page<StoredOrder> {
+        let ids = self
+            .orders_by_account
+            .get(account)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let matching = ids.iter().rev().filter_map(|id| self.orders.get(id)).filter(|stored| {
             let record = &stored.record;
             record.status == status
@@ -120,7 +140,11 @@ impl History {
 
     /// An account's open orders on one pair, oldest first.
     pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Vec<StoredOrder> {
-        let ids = self.orders_by_account.get(account).map(Vec::as_slice).unwrap_or_default();
+        let ids = self
+            .orders_by_account
+            .get(account)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         ids.iter()
             .filter_map(|id| self.orders.get(id))
             .filter(|stored| stored.record.status == OrderStatus::Open && stored.record.terms.pair == pair)
@@ -142,7 +166,11 @@ impl History {
     /// An account's deposits or withdrawals, newest first. The cursor is a chain-wide transfer
     /// sequence number.
     pub fn transfers(&self, account: &Address, kind: TransferKind, request: PageRequest) -> Page<Transfer> {
-        let transfers = self.transfers_by_account.get(account).map(Vec::as_slice).unwrap_or_default();
+        let transfers = self
+            .transfers_by_account
+            .get(account)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let matching = transfers.iter().rev().filter(|(number, transfer)| {
             transfer.kind == kind
                 && transfer.timestamp_ms >= request.start_ms
@@ -150,7 +178,10 @@ impl History {
                 && request.cursor.is_none_or(|cursor| *number < cursor)
         });
         let numbered = page(matching.cloned(), request.limit, |(number, _)| *number);
-        Page { items: numbered.items.into_iter().map(|(_, transfer)| transfer).collect(), next_cursor: numbered.next_cursor }
+        Page {
+            items: numbered.items.into_iter().map(|(_, transfer)| transfer).collect(),
+            next_cursor: numbered.next_cursor,
+        }
     }
 }
 

@@ -21,7 +21,13 @@ use tokio::net::TcpListener;
 
 /// Serves the venue on a bound listener until `shutdown` completes, then finishes the requests
 /// in flight.
-pub async fn serve(config: config::Config, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+pub async fn serve(
+    config: config::Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let venue = Arc::new(venue::Venue::start(config));
-    axum::serve(listener, api::router(venue)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, api::router(venue))
+        .with_graceful_shutdown(shutdown)
+        .await
 }

@@ -47,7 +47,11 @@ fn main() -> ExitCode {
             print!("{DEFAULT_CONFIG_TOML}");
             ExitCode::SUCCESS
         }
-        Command::Serve { listen, config, data_dir } => serve(listen, config, data_dir),
+        Command::Serve {
+            listen,
+            config,
+            data_dir,
+        } => serve(listen, config, data_dir),
     }
 }
 
@@ -81,7 +85,10 @@ fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) ->
     if !listen.ip().is_loopback() {
         tracing::warn!(%listen, "listening beyond loopback without TLS: private keys in requests would cross the network in clear");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("the runtime starts");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the runtime starts");
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::bind(listen).await {
             Ok(listener) => listener,

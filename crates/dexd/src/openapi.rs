@@ -43,8 +43,14 @@ fn operation_object(operation: &Operation, is_alias: bool) -> Value {
             .iter()
             .map(|field| (field.name.to_string(), field_schema(field.kind, field.description)))
             .collect();
-        let required: Vec<&str> = operation.fields.iter().filter(|field| field.required).map(|field| field.name).collect();
-        let body_schema = json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
+        let required: Vec<&str> = operation
+            .fields
+            .iter()
+            .filter(|field| field.required)
+            .map(|field| field.name)
+            .collect();
+        let body_schema =
+            json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
         object["requestBody"] = json!({
             "required": true,
             "content": {
@@ -78,16 +84,23 @@ fn responses(operation: &Operation) -> Value {
         json!({"description": "Success.", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", operation.response_schema)}}}}),
     );
     for status in operation.error_statuses.iter().chain([405u16, 429, 500].iter()) {
-        responses.insert(status.to_string(), json!({"$ref": format!("#/components/responses/Error{status}")}));
+        responses.insert(
+            status.to_string(),
+            json!({"$ref": format!("#/components/responses/Error{status}")}),
+        );
     }
     Value::Object(responses)
 }
 
 fn field_schema(kind: Kind, description: &str) -> Value {
     let mut schema = match kind {
-        Kind::ChainId => json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]}),
+        Kind::ChainId => {
+            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]})
+        }
         Kind::Bool => json!({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]}),
-        Kind::Integer => json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]}),
+        Kind::Integer => {
+            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]})
+        }
         other => query_schema(other),
     };
     schema["description"] = Value::String(description.to_string());
@@ -158,7 +171,10 @@ fn array_of(name: &str) -> Value {
 }
 
 fn object(properties: Value) -> Value {
-    let required: Vec<String> = properties.as_object().map(|map| map.keys().cloned().collect()).unwrap_or_default();
+    let required: Vec<String> = properties
+        .as_object()
+        .map(|map| map.keys().cloned().collect())
+        .unwrap_or_default();
     json!({"type": "object", "properties": properties, "required": required})
 }
 

@@ -45,7 +45,8 @@ pub struct Chain {
 
 impl Chain {
     fn start(config: ChainConfig, full_config: &Config) -> Chain {
-        let engine = Engine::new(config.engine_config(&full_config.limits)).expect("pairs were checked with the configuration");
+        let engine =
+            Engine::new(config.engine_config(&full_config.limits)).expect("pairs were checked with the configuration");
         let engine = Arc::new(RwLock::new(engine));
         let history = Arc::new(RwLock::new(History::default()));
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
@@ -55,14 +56,27 @@ impl Chain {
             .name(format!("writer-{}", config.chain_id))
             .spawn(move || run_writer(queue, writer_engine, writer_history))
             .expect("the writer thread starts");
-        Chain { config, engine, history, writer }
+        Chain {
+            config,
+            engine,
+            history,
+            writer,
+        }
     }
 
     /// Applies a command through the writer and returns its events.
-    pub async fn submit(&self, command: Command, authorization: Option<OrderAuthorization>) -> Result<Vec<Event>, WriteError> {
+    pub async fn submit(
+        &self,
+        command: Command,
+        authorization: Option<OrderAuthorization>,
+    ) -> Result<Vec<Event>, WriteError> {
         let (reply, answer) = oneshot::channel();
         self.writer
-            .try_send(WriteRequest { command, authorization, reply })
+            .try_send(WriteRequest {
+                command,
+                authorization,
+                reply,
+            })
             .map_err(|_| WriteError::Unavailable)?;
         match answer.await {
             Ok(Ok(events)) => Ok(events),

@@ -36,17 +36,31 @@ async fn two_accounts_trade_and_every_read_agrees_with_hand_computed_values() {
     let trades = b1["trades"].as_array().unwrap();
     assert_eq!(field(trades, "price"), ["2500", "2510"]);
     assert_eq!(field(trades, "amount"), ["1", "1.5"]);
-    assert_eq!(field(trades, "makerOrderId"), [a1["order"]["orderId"].as_str().unwrap(), a2_id.as_str()]);
+    assert_eq!(
+        field(trades, "makerOrderId"),
+        [a1["order"]["orderId"].as_str().unwrap(), a2_id.as_str()]
+    );
 
     // A resting buy that Bob cancels, and a resting sell that Alice cancels.
     let b2 = server.limit(&bob, "buy", "2400", "1").await;
     let (status, cancelled) = server
-        .post_form("/order/cancel", &[("chainId", "1"), ("symbol", "eth/usdc"), ("orderId", b2["order"]["orderId"].as_str().unwrap()), ("privateKey", &bob.key)])
+        .post_form(
+            "/order/cancel",
+            &[
+                ("chainId", "1"),
+                ("symbol", "eth/usdc"),
+                ("orderId", b2["order"]["orderId"].as_str().unwrap()),
+                ("privateKey", &bob.key),
+            ],
+        )
         .await;
     assert_eq!(status, 200, "{cancelled}");
     assert_eq!(cancelled["order"]["status"], "cancelled");
     let (status, _) = server
-        .post_json("/order/cancelOrder", json!({"chainId": 1, "symbol": "ETH/USDC", "orderId": a3["order"]["orderId"], "privateKey": alice.key}))
+        .post_json(
+            "/order/cancelOrder",
+            json!({"chainId": 1, "symbol": "ETH/USDC", "orderId": a3["order"]["orderId"], "privateKey": alice.key}),
+        )
         .await;
     assert_eq!(status, 200);
 
@@ -61,34 +75,65 @@ async fn two_accounts_trade_and_every_read_agrees_with_hand_computed_values() {
     assert_eq!(market["order"]["price"], Value::Null);
 
     let (status, withdrawal) = server
-        .post_json("/portfolio/withdraw", json!({"chainId": "1", "from": bob.address, "symbol": "USDC", "quantity": "233", "privateKey": bob.key}))
+        .post_json(
+            "/portfolio/withdraw",
+            json!({"chainId": "1", "from": bob.address, "symbol": "USDC", "quantity": "233", "privateKey": bob.key}),
+        )
         .await;
     assert_eq!(status, 200, "{withdrawal}");
     assert_eq!(withdrawal["balance"]["total"], "43000");
 
     // Balances: every figure computed by hand from the fills and fees above.
     let expect_balance = |balance: Value, total: &str, available: &str, locked: &str| {
-        assert_eq!((balance["total"].as_str(), balance["available"].as_str(), balance["locked"].as_str()), (Some(total), Some(available), Some(locked)), "{balance}");
+        assert_eq!(
+            (
+                balance["total"].as_str(),
+                balance["available"].as_str(),
+                balance["locked"].as_str()
+            ),
+            (Some(total), Some(available), Some(locked)),
+            "{balance}"
+        );
     };
     expect_balance(server.balance(&bob, "USDC").await, "43000", "43000", "0");
     expect_balance(server.balance(&bob, "ETH").await, "2.6946", "2.6946", "0");
     expect_balance(server.balance(&alice, "ETH").await, "7.3", "7", "0.3");
     expect_balance(server.balance(&alice, "USDC").await, "6760.233", "6760.233", "0");
-    let (_, fees) = server.get("/account/assetBalances", &[("chainId", "1"), ("account", "0x000000000000000000000000000000000000fee1")]).await;
-    let fee_of = |symbol: &str| fees["balances"].as_array().unwrap().iter().find(|b| b["symbol"] == symbol).unwrap()["total"].clone();
+    let (_, fees) = server
+        .get(
+            "/account/assetBalances",
+            &[
+                ("chainId", "1"),
+                ("account", "0x000000000000000000000000000000000000fee1"),
+            ],
+        )
+        .await;
+    let fee_of = |symbol: &str| {
+        fees["balances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["symbol"] == symbol)
+            .unwrap()["total"]
+            .clone()
+    };
     assert_eq!(fee_of("ETH"), "0.0054");
     assert_eq!(fee_of("USDC"), "6.767");
     // Conservation: ETH 7.3 + 2.6946 + 0.0054 = 10 deposited; USDC 43000 + 6760.233 + 6.767 = 50000 - 233 withdrawn.
 
     // Books.
-    let (_, asks) = server.get("/order/sellOrderbooks", &[("chainId", "1"), ("pair", "ETH/USDC")]).await;
+    let (_, asks) = server
+        .get("/order/sellOrderbooks", &[("chainId", "1"), ("pair", "ETH/USDC")])
+        .await;
     assert_eq!(asks["levels"], json!([{"price": "2510", "amount": "0.3", "orders": 1}]));
     assert_eq!(asks["direction"], "sell");
     let (_, bids) = server.get_raw("/order/buyOrderbooks?chainId=1&pair=eth%2Fusdc").await;
     assert_eq!(bids["levels"], json!([]));
 
     // Trades, newest first.
-    let (_, history) = server.get("/order/tradeHistories", &[("chainId", "1"), ("pair", "ETH/USDC")]).await;
+    let (_, history) = server
+        .get("/order/tradeHistories", &[("chainId", "1"), ("pair", "ETH/USDC")])
+        .await;
     let trades = history["trades"].as_array().unwrap();
     assert_eq!(field(trades, "amount"), ["0.2", "1.5", "1"]);
     assert_eq!(field(trades, "price"), ["2510", "2510", "2500"]);
@@ -96,14 +141,29 @@ async fn two_accounts_trade_and_every_read_agrees_with_hand_computed_values() {
     assert_eq!(history["nextCursor"], Value::Null);
 
     // Candles: all three trades, whichever minutes they fell in.
-    let (_, candles) = server.get("/order/tradesOHCL", &[("chainId", "1"), ("pair", "ETH/USDC"), ("interval", "1m")]).await;
+    let (_, candles) = server
+        .get(
+            "/order/tradesOHCL",
+            &[("chainId", "1"), ("pair", "ETH/USDC"), ("interval", "1m")],
+        )
+        .await;
     let candles = candles["candles"].as_array().unwrap();
     let trade_count: u64 = candles.iter().map(|candle| candle["trades"].as_u64().unwrap()).sum();
     assert_eq!(trade_count, 3);
     assert_eq!(candles.first().unwrap()["open"], "2500");
     assert_eq!(candles.last().unwrap()["close"], "2510");
-    let (_, weekly) = server.get("/order/tradeOHCL", &[("chainId", "1"), ("pair", "ETH/USDC"), ("interval", "1w")]).await;
-    let volume: f64 = weekly["candles"].as_array().unwrap().iter().map(|c| c["volume"].as_str().unwrap().parse::<f64>().unwrap()).sum();
+    let (_, weekly) = server
+        .get(
+            "/order/tradeOHCL",
+            &[("chainId", "1"), ("pair", "ETH/USDC"), ("interval", "1w")],
+        )
+        .await;
+    let volume: f64 = weekly["candles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["volume"].as_str().unwrap().parse::<f64>().unwrap())
+        .sum();
     assert!((volume - 2.7).abs() < 1e-12, "{weekly}");
 
     // Orders by status.
@@ -120,36 +180,91 @@ async fn two_accounts_trade_and_every_read_agrees_with_hand_computed_values() {
     assert_eq!(field(&open, "orderId"), [a2_id.as_str()]);
     assert_eq!(open[0]["filled"], "1.7");
     assert_eq!(open[0]["remaining"], "0.3");
-    assert_eq!(field(&list("/order/filledOrders", &alice).await, "orderId"), [a1["order"]["orderId"].as_str().unwrap()]);
-    assert_eq!(field(&list("/order/cancelledOrders", &alice).await, "orderId"), [a3["order"]["orderId"].as_str().unwrap()]);
+    assert_eq!(
+        field(&list("/order/filledOrders", &alice).await, "orderId"),
+        [a1["order"]["orderId"].as_str().unwrap()]
+    );
+    assert_eq!(
+        field(&list("/order/cancelledOrders", &alice).await, "orderId"),
+        [a3["order"]["orderId"].as_str().unwrap()]
+    );
     let bob_filled = list("/order/filledOrders", &bob).await;
-    assert_eq!(field(&bob_filled, "orderId"), [market["order"]["orderId"].as_str().unwrap(), b1["order"]["orderId"].as_str().unwrap()]);
-    assert_eq!(field(&list("/order/cancelledOrders", &bob).await, "orderId"), [b2["order"]["orderId"].as_str().unwrap()]);
+    assert_eq!(
+        field(&bob_filled, "orderId"),
+        [
+            market["order"]["orderId"].as_str().unwrap(),
+            b1["order"]["orderId"].as_str().unwrap()
+        ]
+    );
+    assert_eq!(
+        field(&list("/order/cancelledOrders", &bob).await, "orderId"),
+        [b2["order"]["orderId"].as_str().unwrap()]
+    );
     assert!(list("/order/openOrders", &bob).await.is_empty());
 
     // Positions, average cost: Bob bought 2.7 ETH for 6767 USDC.
-    let (_, position) = server.get("/order/openPositions", &[("chainId", "1"), ("pair", "ETH/USDC"), ("account", &bob.address)]).await;
+    let (_, position) = server
+        .get(
+            "/order/openPositions",
+            &[("chainId", "1"), ("pair", "ETH/USDC"), ("account", &bob.address)],
+        )
+        .await;
     assert_eq!(position["position"]["netAmount"], "2.7");
     assert_eq!(position["position"]["averageEntryPrice"], "2506.296296");
     assert_eq!(position["position"]["markPrice"], "2510");
     assert_eq!(position["position"]["unrealizedPnl"], "10");
     assert_eq!(position["position"]["realizedPnl"], "0");
     assert_eq!(position["position"]["quote"]["total"], "43000");
-    let (_, position) = server.get("/order/openPositions", &[("chainId", "1"), ("pair", "ETH/USDC"), ("account", &alice.address)]).await;
+    let (_, position) = server
+        .get(
+            "/order/openPositions",
+            &[("chainId", "1"), ("pair", "ETH/USDC"), ("account", &alice.address)],
+        )
+        .await;
     assert_eq!(position["position"]["netAmount"], "-2.7");
     assert_eq!(position["position"]["unrealizedPnl"], "-10");
-    assert_eq!(field(position["openOrders"].as_array().unwrap(), "orderId"), [a2_id.as_str()]);
+    assert_eq!(
+        field(position["openOrders"].as_array().unwrap(), "orderId"),
+        [a2_id.as_str()]
+    );
 
     // Tradable amounts: Bob's 43000 USDC can buy only the 0.3 ETH that rests.
-    let (_, tradable) = server.get("/account/tradableAmounts", &[("chainId", "1"), ("account", &bob.address)]).await;
-    let eth_usdc = tradable["tradable"].as_array().unwrap().iter().find(|t| t["symbol"] == "ETH/USDC").unwrap().clone();
-    assert_eq!(eth_usdc, json!({"symbol": "ETH/USDC", "buy": {"maxAmount": "0.3", "maxCost": "43000"}, "sell": {"maxAmount": "2.6946"}}));
+    let (_, tradable) = server
+        .get(
+            "/account/tradableAmounts",
+            &[("chainId", "1"), ("account", &bob.address)],
+        )
+        .await;
+    let eth_usdc = tradable["tradable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["symbol"] == "ETH/USDC")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        eth_usdc,
+        json!({"symbol": "ETH/USDC", "buy": {"maxAmount": "0.3", "maxCost": "43000"}, "sell": {"maxAmount": "2.6946"}})
+    );
 
     // Deposit and withdrawal histories.
-    let (_, deposits) = server.get("/portfolio/depositHistories", &[("chainId", "1"), ("account", &alice.address)]).await;
+    let (_, deposits) = server
+        .get(
+            "/portfolio/depositHistories",
+            &[("chainId", "1"), ("account", &alice.address)],
+        )
+        .await;
     assert_eq!(field(deposits["deposits"].as_array().unwrap(), "quantity"), ["10"]);
-    let (_, withdrawals) = server.get("/portfolio/withdrawHistories", &[("chainId", "1"), ("account", &bob.address)]).await;
-    assert_eq!(field(withdrawals["withdrawals"].as_array().unwrap(), "quantity"), ["233"]);
+    let (_, withdrawals) = server
+        .get(
+            "/portfolio/withdrawHistories",
+            &[("chainId", "1"), ("account", &bob.address)],
+        )
+        .await;
+    assert_eq!(
+        field(withdrawals["withdrawals"].as_array().unwrap(), "quantity"),
+        ["233"]
+    );
     assert_eq!(withdrawals["withdrawals"][0]["status"], "confirmed");
 
     // The pair's last price.

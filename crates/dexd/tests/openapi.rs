@@ -9,13 +9,30 @@ use serde_json::Value;
 
 /// Every path of CONTRACT.md with its method.
 const CONTRACT_ROUTES: &[(&str, &str)] = &[
-    ("post", "/order/addOrder"), ("post", "/order/add"), ("post", "/order/cancelOrder"), ("post", "/order/cancel"),
-    ("get", "/order/openOrders"), ("get", "/order/filledOrders"), ("get", "/order/cancelledOrders"),
-    ("get", "/order/buyOrderbooks"), ("get", "/order/sellOrderbooks"), ("get", "/order/tradesOHCL"), ("get", "/order/tradeOHCL"),
-    ("get", "/order/tradeHistories"), ("get", "/order/openPositions"), ("post", "/portfolio/deposit"), ("post", "/portfolio/withdraw"),
-    ("get", "/portfolio/depositHistories"), ("get", "/portfolio/withdrawHistories"), ("get", "/account/assetsInfo"),
-    ("get", "/account/assetBalances"), ("get", "/account/assetPairs"), ("get", "/account/tradableAmounts"),
-    ("get", "/order/orderDetail"), ("get", "/health"), ("get", "/openapi.json"),
+    ("post", "/order/addOrder"),
+    ("post", "/order/add"),
+    ("post", "/order/cancelOrder"),
+    ("post", "/order/cancel"),
+    ("get", "/order/openOrders"),
+    ("get", "/order/filledOrders"),
+    ("get", "/order/cancelledOrders"),
+    ("get", "/order/buyOrderbooks"),
+    ("get", "/order/sellOrderbooks"),
+    ("get", "/order/tradesOHCL"),
+    ("get", "/order/tradeOHCL"),
+    ("get", "/order/tradeHistories"),
+    ("get", "/order/openPositions"),
+    ("post", "/portfolio/deposit"),
+    ("post", "/portfolio/withdraw"),
+    ("get", "/portfolio/depositHistories"),
+    ("get", "/portfolio/withdrawHistories"),
+    ("get", "/account/assetsInfo"),
+    ("get", "/account/assetBalances"),
+    ("get", "/account/assetPairs"),
+    ("get", "/account/tradableAmounts"),
+    ("get", "/order/orderDetail"),
+    ("get", "/health"),
+    ("get", "/openapi.json"),
 ];
 
 #[tokio::test]
@@ -30,17 +47,30 @@ async fn the_document_lists_exactly_the_contract_routes_and_the_server_serves_ea
             documented.insert((method.clone(), path.clone()));
         }
     }
-    let contract: BTreeSet<(String, String)> = CONTRACT_ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let contract: BTreeSet<(String, String)> = CONTRACT_ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
     assert_eq!(documented, contract);
     for (method, path) in &contract {
         let url = format!("{}{path}", server.base_url);
         let response = match method.as_str() {
             "get" => server.client.get(&url).send().await.unwrap(),
-            _ => server.client.post(&url).header("content-type", "application/json").body("{}").send().await.unwrap(),
+            _ => server
+                .client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .await
+                .unwrap(),
         };
         let status = response.status().as_u16();
         let body: Value = response.json().await.unwrap();
-        assert!(status != 404 || body["error"]["code"] != "NOT_FOUND", "{method} {path} is documented but not served");
+        assert!(
+            status != 404 || body["error"]["code"] != "NOT_FOUND",
+            "{method} {path} is documented but not served"
+        );
         assert_ne!(status, 405, "{method} {path} is documented with the wrong method");
     }
 }
@@ -49,19 +79,56 @@ async fn the_document_lists_exactly_the_contract_routes_and_the_server_serves_ea
 async fn every_documented_parameter_is_accepted_and_no_other() {
     let server = TestServer::start().await;
     let (_, document) = server.get("/openapi.json", &[]).await;
-    let parameters = document["paths"]["/order/tradeHistories"]["get"]["parameters"].as_array().unwrap();
-    let names: BTreeSet<&str> = parameters.iter().map(|parameter| parameter["name"].as_str().unwrap()).collect();
-    assert_eq!(names, BTreeSet::from(["chainId", "pair", "limit", "cursor", "startTime", "endTime"]));
+    let parameters = document["paths"]["/order/tradeHistories"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let names: BTreeSet<&str> = parameters
+        .iter()
+        .map(|parameter| parameter["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["chainId", "pair", "limit", "cursor", "startTime", "endTime"])
+    );
     let body = &document["paths"]["/order/addOrder"]["post"]["requestBody"]["content"]["application/json"]["schema"];
-    let fields: BTreeSet<&str> = body["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+    let fields: BTreeSet<&str> = body["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         fields,
-        BTreeSet::from(["symbol", "type", "direction", "price", "amount", "chainId", "privateKey", "timeInForce", "postOnly", "clientOrderId"])
+        BTreeSet::from([
+            "symbol",
+            "type",
+            "direction",
+            "price",
+            "amount",
+            "chainId",
+            "privateKey",
+            "timeInForce",
+            "postOnly",
+            "clientOrderId"
+        ])
     );
-    for responses in document["paths"].as_object().unwrap().values().flat_map(|item| item.as_object().unwrap().values()) {
-        for reference in responses["responses"].as_object().unwrap().values().filter_map(|response| response["$ref"].as_str()) {
+    for responses in document["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+    {
+        for reference in responses["responses"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter_map(|response| response["$ref"].as_str())
+        {
             let name = reference.rsplit('/').next().unwrap();
-            assert!(document["components"]["responses"].get(name).is_some(), "{reference} is not defined");
+            assert!(
+                document["components"]["responses"].get(name).is_some(),
+                "{reference} is not defined"
+            );
         }
     }
 }

@@ -30,7 +30,9 @@ async fn order_detail_typed_data_hashes_to_the_order_id_and_recovers_to_the_acco
         .await;
     assert_eq!(status, 200, "{placed}");
     let order_id = placed["order"]["orderId"].as_str().unwrap();
-    let (status, detail) = server.get("/order/orderDetail", &[("chainId", "1"), ("orderId", order_id)]).await;
+    let (status, detail) = server
+        .get("/order/orderDetail", &[("chainId", "1"), ("orderId", order_id)])
+        .await;
     assert_eq!(status, 200, "{detail}");
     assert_eq!(detail["typedData"]["message"]["price"], "2000.5");
     assert_eq!(detail["typedData"]["message"]["clientOrderId"], "bot-1");

@@ -26,7 +26,12 @@ pub struct ApiError {
 impl ApiError {
     /// An error with a status, code and message.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), field: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
     }
 
     /// The same error, naming a field.
@@ -37,17 +42,32 @@ impl ApiError {
 
     /// 400 `MISSING_PARAMETER`.
     pub fn missing(field: &str) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "MISSING_PARAMETER", format!("{field} is required")).on(field)
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "MISSING_PARAMETER",
+            format!("{field} is required"),
+        )
+        .on(field)
     }
 
     /// 400 `INVALID_PARAMETER`.
     pub fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_PARAMETER", format!("{field} {}", message.into())).on(field)
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_PARAMETER",
+            format!("{field} {}", message.into()),
+        )
+        .on(field)
     }
 
     /// 400 `INVALID_NUMBER`.
     pub fn invalid_number(field: &str, message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_NUMBER", format!("{field} {}", message.into())).on(field)
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_NUMBER",
+            format!("{field} {}", message.into()),
+        )
+        .on(field)
     }
 
     /// 404 `NOT_FOUND` or another not-found code.
@@ -62,7 +82,11 @@ impl ApiError {
 
     /// 500 `INTERNAL`, saying nothing of the cause.
     pub fn internal() -> ApiError {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error; nothing was applied")
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "internal error; nothing was applied",
+        )
     }
 
     /// The error for a decimal that does not fit a pair's rules.
@@ -73,9 +97,19 @@ impl ApiError {
             }
             PairValueError::Decimal(other) => ApiError::invalid_number(field, other.to_string()),
             PairValueError::Zero => ApiError::invalid_number(field, "must be positive"),
-            PairValueError::NotOnTick => unprocessable("INVALID_TICK", format!("{field} is not a multiple of the pair's tick size")).on(field),
-            PairValueError::NotOnStep => unprocessable("INVALID_STEP", format!("{field} is not a multiple of the pair's step size")).on(field),
-            PairValueError::TooLarge => unprocessable("AMOUNT_TOO_LARGE", format!("{field} is larger than the venue accepts")).on(field),
+            PairValueError::NotOnTick => unprocessable(
+                "INVALID_TICK",
+                format!("{field} is not a multiple of the pair's tick size"),
+            )
+            .on(field),
+            PairValueError::NotOnStep => unprocessable(
+                "INVALID_STEP",
+                format!("{field} is not a multiple of the pair's step size"),
+            )
+            .on(field),
+            PairValueError::TooLarge => {
+                unprocessable("AMOUNT_TOO_LARGE", format!("{field} is larger than the venue accepts")).on(field)
+            }
         }
     }
 
@@ -85,17 +119,47 @@ impl ApiError {
             Rejection::UnknownPair => ApiError::not_found("UNKNOWN_PAIR", "no such pair on this chain"),
             Rejection::UnknownAsset => ApiError::not_found("UNKNOWN_ASSET", "no such asset on this chain"),
             Rejection::InvalidOrder(message) => ApiError::new(StatusCode::BAD_REQUEST, "INVALID_PARAMETER", message),
-            Rejection::InsufficientBalance => unprocessable("INSUFFICIENT_BALANCE", "the available balance is below what this needs"),
-            Rejection::BelowMinAmount => unprocessable("BELOW_MIN_AMOUNT", "the amount is below the pair's minimum amount").on("amount"),
-            Rejection::BelowMinNotional => unprocessable("BELOW_MIN_NOTIONAL", "price × amount is below the pair's minimum notional"),
-            Rejection::PostOnlyWouldTake => unprocessable("POST_ONLY_WOULD_TAKE", "a post-only order would trade on arrival; nothing was stored"),
-            Rejection::FillOrKillNotFillable => unprocessable("FOK_NOT_FILLABLE", "a fill-or-kill order cannot fill completely now; nothing was stored"),
-            Rejection::NoLiquidity => unprocessable("NO_LIQUIDITY", "there is nothing to trade against on the other side; nothing was stored"),
-            Rejection::TooManyOpenOrders => unprocessable("TOO_MANY_OPEN_ORDERS", "the account has its limit of open orders on this chain"),
-            Rejection::AmountTooLarge => unprocessable("AMOUNT_TOO_LARGE", "the value is larger than the venue accepts"),
-            Rejection::DuplicateClientOrderId => ApiError::new(StatusCode::CONFLICT, "DUPLICATE_CLIENT_ORDER_ID", "an open order of the account already uses this clientOrderId").on("clientOrderId"),
-            Rejection::OrderNotFound | Rejection::NotOwner => ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain for this account").on("orderId"),
-            Rejection::BookFull | Rejection::TooManyAccounts => ApiError::unavailable("the venue is at its capacity for this chain; nothing was applied"),
+            Rejection::InsufficientBalance => {
+                unprocessable("INSUFFICIENT_BALANCE", "the available balance is below what this needs")
+            }
+            Rejection::BelowMinAmount => {
+                unprocessable("BELOW_MIN_AMOUNT", "the amount is below the pair's minimum amount").on("amount")
+            }
+            Rejection::BelowMinNotional => unprocessable(
+                "BELOW_MIN_NOTIONAL",
+                "price × amount is below the pair's minimum notional",
+            ),
+            Rejection::PostOnlyWouldTake => unprocessable(
+                "POST_ONLY_WOULD_TAKE",
+                "a post-only order would trade on arrival; nothing was stored",
+            ),
+            Rejection::FillOrKillNotFillable => unprocessable(
+                "FOK_NOT_FILLABLE",
+                "a fill-or-kill order cannot fill completely now; nothing was stored",
+            ),
+            Rejection::NoLiquidity => unprocessable(
+                "NO_LIQUIDITY",
+                "there is nothing to trade against on the other side; nothing was stored",
+            ),
+            Rejection::TooManyOpenOrders => unprocessable(
+                "TOO_MANY_OPEN_ORDERS",
+                "the account has its limit of open orders on this chain",
+            ),
+            Rejection::AmountTooLarge => {
+                unprocessable("AMOUNT_TOO_LARGE", "the value is larger than the venue accepts")
+            }
+            Rejection::DuplicateClientOrderId => ApiError::new(
+                StatusCode::CONFLICT,
+                "DUPLICATE_CLIENT_ORDER_ID",
+                "an open order of the account already uses this clientOrderId",
+            )
+            .on("clientOrderId"),
+            Rejection::OrderNotFound | Rejection::NotOwner => {
+                ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain for this account").on("orderId")
+            }
+            Rejection::BookFull | Rejection::TooManyAccounts => {
+                ApiError::unavailable("the venue is at its capacity for this chain; nothing was applied")
+            }
             Rejection::DuplicateOrderId => ApiError::internal(),
         }
     }
@@ -111,7 +175,9 @@ impl IntoResponse for ApiError {
         let body = json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::TOO_MANY_REQUESTS {
-            response.headers_mut().insert("retry-after", HeaderValue::from_static("1"));
+            response
+                .headers_mut()
+                .insert("retry-after", HeaderValue::from_static("1"));
         }
         response
     }

@@ -36,14 +36,18 @@ type Answer = Result<Value, ApiError>;
 
 fn chain_of(venue: &Venue, params: &Params) -> Result<Arc<Chain>, ApiError> {
     let chain_id = params.integer("chainId")?.ok_or_else(|| ApiError::missing("chainId"))?;
-    venue
-        .chain(chain_id)
-        .ok_or_else(|| ApiError::not_found("UNKNOWN_CHAIN", format!("chain {chain_id} is not configured")).on("chainId"))
+    venue.chain(chain_id).ok_or_else(|| {
+        ApiError::not_found("UNKNOWN_CHAIN", format!("chain {chain_id} is not configured")).on("chainId")
+    })
 }
 
 fn address_param(params: &Params, name: &str) -> Result<Address, ApiError> {
-    parse_address(params.required_text(name)?)
-        .map_err(|_| ApiError::invalid(name, "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case"))
+    parse_address(params.required_text(name)?).map_err(|_| {
+        ApiError::invalid(
+            name,
+            "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
+        )
+    })
 }
 
 fn pair_param(chain: &Chain, params: &Params, name: &str) -> Result<PairIndex, ApiError> {
@@ -55,17 +59,22 @@ fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError>
         let symbol_ok = |part: &str| {
             !part.is_empty()
                 && part.len() <= crate::config::MAX_SYMBOL_LENGTH
-                && part.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
+                && part
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
         };
         symbol_ok(base) && symbol_ok(quote)
     });
     if !well_formed {
         return Err(ApiError::invalid(name, "must be a pair such as ETH/USDC"));
     }
-    chain
-        .config
-        .pair(text)
-        .ok_or_else(|| ApiError::not_found("UNKNOWN_PAIR", format!("{} is not a pair of this chain", text.to_ascii_uppercase())).on(name))
+    chain.config.pair(text).ok_or_else(|| {
+        ApiError::not_found(
+            "UNKNOWN_PAIR",
+            format!("{} is not a pair of this chain", text.to_ascii_uppercase()),
+        )
+        .on(name)
+    })
 }
 
 fn choice<'a>(params: &Params, name: &str, allowed: &[&'a str]) -> Result<Option<&'a str>, ApiError> {
@@ -101,21 +110,34 @@ fn page_request(params: &Params) -> Result<PageRequest, ApiError> {
     let limit = bounded(params, "limit", DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT)?;
     let cursor = match params.text("cursor")? {
         None => None,
-        Some(text) => Some(text.parse::<u64>().map_err(|_| ApiError::invalid("cursor", "is not a cursor this service gave"))?),
+        Some(text) => Some(
+            text.parse::<u64>()
+                .map_err(|_| ApiError::invalid("cursor", "is not a cursor this service gave"))?,
+        ),
     };
     let (start_ms, end_ms) = time_range(params)?;
-    Ok(PageRequest { limit, cursor, start_ms, end_ms })
+    Ok(PageRequest {
+        limit,
+        cursor,
+        start_ms,
+        end_ms,
+    })
 }
 
 fn write_error(error: WriteError) -> ApiError {
     match error {
         WriteError::Rejected(rejection) => ApiError::from_rejection(rejection),
-        WriteError::Unavailable => ApiError::unavailable("the chain's write queue is full; nothing was applied, retry shortly"),
+        WriteError::Unavailable => {
+            ApiError::unavailable("the chain's write queue is full; nothing was applied, retry shortly")
+        }
     }
 }
 
 fn signing_domain(chain: &Chain) -> SigningDomain {
-    SigningDomain { chain_id: chain.config.chain_id, verifying_contract: chain.config.venue_contract }
+    SigningDomain {
+        chain_id: chain.config.chain_id,
+        verifying_contract: chain.config.venue_contract,
+    }
 }
 
 fn client_order_id(params: &Params) -> Result<Option<String>, ApiError> {
@@ -123,9 +145,14 @@ fn client_order_id(params: &Params) -> Result<Option<String>, ApiError> {
         return Ok(None);
     };
     let valid = text.len() <= MAX_CLIENT_ORDER_ID_LENGTH
-        && text.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"._:-".contains(&byte));
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"._:-".contains(&byte));
     if !valid {
-        return Err(ApiError::invalid("clientOrderId", format!("must be 1 to {MAX_CLIENT_ORDER_ID_LENGTH} of A-Z a-z 0-9 . _ : -")));
+        return Err(ApiError::invalid(
+            "clientOrderId",
+            format!("must be 1 to {MAX_CLIENT_ORDER_ID_LENGTH} of A-Z a-z 0-9 . _ : -"),
+        ));
     }
     Ok(Some(text.to_string()))
 }
@@ -140,16 +167,19 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         "limit" => OrderType::Limit,
         _ => OrderType::Market,
     };
-    let direction = match choice(&params, "direction", &["buy", "sell"])?.ok_or_else(|| ApiError::missing("direction"))? {
-        "buy" => Direction::Buy,
-        _ => Direction::Sell,
-    };
+    let direction =
+        match choice(&params, "direction", &["buy", "sell"])?.ok_or_else(|| ApiError::missing("direction"))? {
+            "buy" => Direction::Buy,
+            _ => Direction::Sell,
+        };
     let price = match (order_type, params.decimal("price")?) {
         (OrderType::Limit, None) => return Err(ApiError::missing("price")),
         (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
-        (OrderType::Limit, Some(price)) => {
-            Some(pair.spec.price_from_decimal(price).map_err(|error| ApiError::from_pair_value("price", error))?)
-        }
+        (OrderType::Limit, Some(price)) => Some(
+            pair.spec
+                .price_from_decimal(price)
+                .map_err(|error| ApiError::from_pair_value("price", error))?,
+        ),
         (OrderType::Market, None) => None,
     };
     let quantity = pair
@@ -179,9 +209,16 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
     let signature = key.sign_digest(digest);
     drop(key);
     terms.order_id = OrderId::from_bytes(digest);
-    let authorization = OrderAuthorization { order_id: terms.order_id, salt, signature };
+    let authorization = OrderAuthorization {
+        order_id: terms.order_id,
+        salt,
+        signature,
+    };
     let order_id = terms.order_id;
-    let events = chain.submit(Command::PlaceOrder(terms), Some(authorization)).await.map_err(write_error)?;
+    let events = chain
+        .submit(Command::PlaceOrder(terms), Some(authorization))
+        .await
+        .map_err(write_error)?;
     let record = events
         .iter()
         .rev()
@@ -197,7 +234,11 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
             _ => None,
         })
         .collect();
-    let stored = StoredOrder { record, salt, signature };
+    let stored = StoredOrder {
+        record,
+        salt,
+        signature,
+    };
     Ok(json!({"order": render::order(&chain.config, &stored), "trades": trades}))
 }
 
@@ -208,7 +249,12 @@ fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
 }
 
 fn order_not_open() -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, "ORDER_NOT_OPEN", "the order is already filled or cancelled").on("orderId")
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "ORDER_NOT_OPEN",
+        "the order is already filled or cancelled",
+    )
+    .on("orderId")
 }
 
 /// POST /order/cancelOrder
@@ -252,7 +298,11 @@ async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> A
     };
     let request = page_request(&params)?;
     let page = chain.read_history(|history| history.orders(&account, status, pair, request));
-    let orders: Vec<Value> = page.items.iter().map(|stored| render::order(&chain.config, stored)).collect();
+    let orders: Vec<Value> = page
+        .items
+        .iter()
+        .map(|stored| render::order(&chain.config, stored))
+        .collect();
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "account": checksummed(&account),
@@ -322,7 +372,8 @@ pub async fn candles(venue: Arc<Venue>, params: Params) -> Answer {
     let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
     let interval = match params.text("interval")? {
         None => CandleInterval::OneMinute,
-        Some(text) => CandleInterval::parse(text).ok_or_else(|| ApiError::invalid("interval", format!("must be one of {}", names.join(", "))))?,
+        Some(text) => CandleInterval::parse(text)
+            .ok_or_else(|| ApiError::invalid("interval", format!("must be one of {}", names.join(", "))))?,
     };
     let (start_ms, end_ms) = time_range(&params)?;
     let limit = bounded(&params, "limit", DEFAULT_CANDLE_LIMIT, MAX_CANDLE_LIMIT)?;
@@ -357,7 +408,11 @@ pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
     let pair_index = pair_param(&chain, &params, "pair")?;
     let request = page_request(&params)?;
     let page = chain.read_history(|history| history.trades(pair_index, request));
-    let trades: Vec<Value> = page.items.iter().map(|trade| render::trade(&chain.config, trade)).collect();
+    let trades: Vec<Value> = page
+        .items
+        .iter()
+        .map(|trade| render::trade(&chain.config, trade))
+        .collect();
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "symbol": chain.config.pair_config(pair_index).symbol,
@@ -389,7 +444,10 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
     let unrealized = mark_value.map_or(0, |value| position.unrealized_pnl_quote(value));
     let quote_decimals = spec.quote_decimals();
     let open_orders = chain.read_history(|history| history.open_orders_on_pair(&account, pair_index));
-    let open_orders: Vec<Value> = open_orders.iter().map(|stored| render::order(&chain.config, stored)).collect();
+    let open_orders: Vec<Value> = open_orders
+        .iter()
+        .map(|stored| render::order(&chain.config, stored))
+        .collect();
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "symbol": pair.symbol,
@@ -412,19 +470,34 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
     let key_account = params.private_key()?.address();
     let from = address_param(&params, "from")?;
     if from != key_account {
-        return Err(ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_MISMATCH", "from is not the address of privateKey").on("from"));
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "ACCOUNT_MISMATCH",
+            "from is not the address of privateKey",
+        )
+        .on("from"));
     }
     let asset = asset_param(&chain, &params)?;
     let decimals = chain.config.asset_config(asset).decimals;
-    let units = params.required_decimal("quantity")?.to_scaled_units(decimals).map_err(|error| match error {
-        DecimalError::TooPrecise => ApiError::invalid_number("quantity", format!("has more than the asset's {decimals} decimals")),
-        _ => error_too_large("quantity"),
-    })?;
+    let units = params
+        .required_decimal("quantity")?
+        .to_scaled_units(decimals)
+        .map_err(|error| match error {
+            DecimalError::TooPrecise => {
+                ApiError::invalid_number("quantity", format!("has more than the asset's {decimals} decimals"))
+            }
+            _ => error_too_large("quantity"),
+        })?;
     if units == 0 {
         return Err(ApiError::invalid_number("quantity", "must be positive"));
     }
     let transfer_id = transaction_hash(&chain, &from, asset, units, kind);
-    let request = TransferRequest { transfer_id, account: from, asset, amount: dexd_core::Amount::from_units(units) };
+    let request = TransferRequest {
+        transfer_id,
+        account: from,
+        asset,
+        amount: dexd_core::Amount::from_units(units),
+    };
     let command = match kind {
         TransferKind::Deposit => Command::Deposit(request),
         TransferKind::Withdrawal => Command::Withdraw(request),
@@ -439,7 +512,9 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
         TransferKind::Deposit => "deposit",
         TransferKind::Withdrawal => "withdrawal",
     };
-    Ok(json!({name: transfer.ok_or_else(ApiError::internal)?, "balance": render::balance(&chain.config, asset, balance)}))
+    Ok(
+        json!({name: transfer.ok_or_else(ApiError::internal)?, "balance": render::balance(&chain.config, asset, balance)}),
+    )
 }
 
 fn error_too_large(field: &str) -> ApiError {
@@ -448,13 +523,20 @@ fn error_too_large(field: &str) -> ApiError {
 
 fn asset_param(chain: &Chain, params: &Params) -> Result<AssetIndex, ApiError> {
     let symbol = params.required_text("symbol")?;
-    if symbol.len() > crate::config::MAX_SYMBOL_LENGTH || !symbol.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-') {
+    if symbol.len() > crate::config::MAX_SYMBOL_LENGTH
+        || !symbol
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
+    {
         return Err(ApiError::invalid("symbol", "must be an asset symbol such as USDC"));
     }
-    chain
-        .config
-        .asset(symbol)
-        .ok_or_else(|| ApiError::not_found("UNKNOWN_ASSET", format!("{} is not an asset of this chain", symbol.to_ascii_uppercase())).on("symbol"))
+    chain.config.asset(symbol).ok_or_else(|| {
+        ApiError::not_found(
+            "UNKNOWN_ASSET",
+            format!("{} is not an asset of this chain", symbol.to_ascii_uppercase()),
+        )
+        .on("symbol")
+    })
 }
 
 /// The built-in ledger mode has no real chain transaction: the id is a keccak-256 hash over
@@ -486,7 +568,11 @@ async fn transfer_history(venue: Arc<Venue>, params: Params, kind: TransferKind)
     let account = address_param(&params, "account")?;
     let request = page_request(&params)?;
     let page = chain.read_history(|history| history.transfers(&account, kind, request));
-    let transfers: Vec<Value> = page.items.iter().map(|transfer| render::transfer(&chain.config, transfer)).collect();
+    let transfers: Vec<Value> = page
+        .items
+        .iter()
+        .map(|transfer| render::transfer(&chain.config, transfer))
+        .collect();
     let name = match kind {
         TransferKind::Deposit => "deposits",
         TransferKind::Withdrawal => "withdrawals",
@@ -547,7 +633,8 @@ pub async fn asset_balances(venue: Arc<Venue>, params: Params) -> Answer {
 /// GET /account/assetPairs
 pub async fn asset_pairs(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let fee = |rate: dexd_core::FeeRate| dexd_core::decimal::format_scaled_units(u128::from(rate.parts_per_million()), 6);
+    let fee =
+        |rate: dexd_core::FeeRate| dexd_core::decimal::format_scaled_units(u128::from(rate.parts_per_million()), 6);
     let pairs: Vec<Value> = chain
         .config
         .pairs

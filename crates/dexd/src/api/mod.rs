@@ -56,18 +56,30 @@ pub fn router(venue: Arc<Venue>) -> Router {
     router = add_get(router, &operations::TRADABLE_AMOUNTS, handlers::tradable_amounts);
     router = add_get(router, &operations::ORDER_DETAIL, handlers::order_detail);
     router = add_get(router, &operations::HEALTH, handlers::health);
-    router = add_get(router, &operations::OPENAPI, |_venue, _params| async { Ok(crate::openapi::document()) });
+    router = add_get(router, &operations::OPENAPI, |_venue, _params| async {
+        Ok(crate::openapi::document())
+    });
     router
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such path; see /openapi.json") })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "this path does not take that method; see /openapi.json")
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                "this path does not take that method; see /openapi.json",
+            )
         })
         .with_state(venue)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| ApiError::internal().into_response()))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            ApiError::internal().into_response()
+        }))
         .layer(axum::middleware::from_fn(request_id_and_log))
 }
 
-fn add_get<Handler, Answer>(router: Router<Arc<Venue>>, operation: &'static Operation, handler: Handler) -> Router<Arc<Venue>>
+fn add_get<Handler, Answer>(
+    router: Router<Arc<Venue>>,
+    operation: &'static Operation,
+    handler: Handler,
+) -> Router<Arc<Venue>>
 where
     Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
     Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
@@ -90,7 +102,12 @@ where
     router
 }
 
-fn add_post<Handler, Answer>(router: Router<Arc<Venue>>, operation: &'static Operation, body_limit: usize, handler: Handler) -> Router<Arc<Venue>>
+fn add_post<Handler, Answer>(
+    router: Router<Arc<Venue>>,
+    operation: &'static Operation,
+    body_limit: usize,
+    handler: Handler,
+) -> Router<Arc<Venue>>
 where
     Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
     Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
@@ -116,7 +133,11 @@ where
 
 async fn read_body(body: Body, limit: usize) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
     let bytes = to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", format!("the body is larger than {limit} bytes"))
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body is larger than {limit} bytes"),
+        )
     })?;
     // The body may hold a private key: keep our copy in memory that is erased on drop.
     Ok(zeroize::Zeroizing::new(bytes.to_vec()))

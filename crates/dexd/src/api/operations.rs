@@ -63,33 +63,93 @@ pub struct Operation {
 }
 
 const fn field(name: &'static str, required: bool, kind: Kind, description: &'static str) -> Field {
-    Field { name, required, kind, description }
+    Field {
+        name,
+        required,
+        kind,
+        description,
+    }
 }
 
 const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain, as decimal digits (\"1\").");
-const PRIVATE_KEY: Field = field("privateKey", true, Kind::PrivateKey, "The account's secp256k1 secret key, 0x + 64 hex digits. Used for this request only; never stored or logged.");
-const ACCOUNT: Field = field("account", true, Kind::Address, "The account, 0x + 40 hex digits (EIP-55 checksum if mixed case).");
+const PRIVATE_KEY: Field = field(
+    "privateKey",
+    true,
+    Kind::PrivateKey,
+    "The account's secp256k1 secret key, 0x + 64 hex digits. Used for this request only; never stored or logged.",
+);
+const ACCOUNT: Field = field(
+    "account",
+    true,
+    Kind::Address,
+    "The account, 0x + 40 hex digits (EIP-55 checksum if mixed case).",
+);
 const PAIR: Field = field("pair", true, Kind::Pair, "The pair, BASE/QUOTE, case-insensitive.");
 const SYMBOL_FILTER: Field = field("symbol", false, Kind::Pair, "Only orders on this pair.");
-const LIMIT: Field = field("limit", false, Kind::Integer, "Records per page: 1 to 1000, default 100.");
+const LIMIT: Field = field(
+    "limit",
+    false,
+    Kind::Integer,
+    "Records per page: 1 to 1000, default 100.",
+);
 const CURSOR: Field = field("cursor", false, Kind::Text, "The nextCursor of the previous page.");
-const START_TIME: Field = field("startTime", false, Kind::Integer, "Only records at or after this time (ms, inclusive).");
-const END_TIME: Field = field("endTime", false, Kind::Integer, "Only records at or before this time (ms, inclusive).");
-const FROM: Field = field("from", true, Kind::Address, "The account; must be the address of privateKey.");
+const START_TIME: Field = field(
+    "startTime",
+    false,
+    Kind::Integer,
+    "Only records at or after this time (ms, inclusive).",
+);
+const END_TIME: Field = field(
+    "endTime",
+    false,
+    Kind::Integer,
+    "Only records at or before this time (ms, inclusive).",
+);
+const FROM: Field = field(
+    "from",
+    true,
+    Kind::Address,
+    "The account; must be the address of privateKey.",
+);
 const ASSET: Field = field("symbol", true, Kind::Asset, "The asset symbol, case-insensitive.");
-const QUANTITY: Field = field("quantity", true, Kind::Decimal, "How much, as a decimal string; positive, at most the asset's decimals.");
+const QUANTITY: Field = field(
+    "quantity",
+    true,
+    Kind::Decimal,
+    "How much, as a decimal string; positive, at most the asset's decimals.",
+);
 
 const ADD_ORDER_FIELDS: &[Field] = &[
     field("symbol", true, Kind::Pair, "The pair, BASE/QUOTE."),
     field("type", true, Kind::Choice(&["limit", "market"]), "limit or market."),
     field("direction", true, Kind::Choice(&["buy", "sell"]), "buy or sell."),
-    field("price", false, Kind::Decimal, "The limit price in quote per base; required for limit orders, absent for market orders."),
+    field(
+        "price",
+        false,
+        Kind::Decimal,
+        "The limit price in quote per base; required for limit orders, absent for market orders.",
+    ),
     field("amount", true, Kind::Decimal, "The amount of base, on the pair's step."),
     CHAIN_ID,
     PRIVATE_KEY,
-    field("timeInForce", false, Kind::Choice(&["GTC", "IOC", "FOK"]), "GTC (default), IOC or FOK. Market orders act as IOC unless FOK is asked."),
-    field("postOnly", false, Kind::Bool, "Reject instead of trading on arrival. Default false."),
-    field("clientOrderId", false, Kind::Text, "Your label: 1 to 64 of A-Z a-z 0-9 . _ : -, unique among your open orders."),
+    field(
+        "timeInForce",
+        false,
+        Kind::Choice(&["GTC", "IOC", "FOK"]),
+        "GTC (default), IOC or FOK. Market orders act as IOC unless FOK is asked.",
+    ),
+    field(
+        "postOnly",
+        false,
+        Kind::Bool,
+        "Reject instead of trading on arrival. Default false.",
+    ),
+    field(
+        "clientOrderId",
+        false,
+        Kind::Text,
+        "Your label: 1 to 64 of A-Z a-z 0-9 . _ : -, unique among your open orders.",
+    ),
 ];
 
 const CANCEL_ORDER_FIELDS: &[Field] = &[
@@ -100,11 +160,20 @@ const CANCEL_ORDER_FIELDS: &[Field] = &[
 ];
 
 const ORDER_LIST_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, SYMBOL_FILTER, LIMIT, CURSOR, START_TIME, END_TIME];
-const BOOK_FIELDS: &[Field] = &[CHAIN_ID, PAIR, field("depth", false, Kind::Integer, "Levels: 1 to 1000, default 50.")];
+const BOOK_FIELDS: &[Field] = &[
+    CHAIN_ID,
+    PAIR,
+    field("depth", false, Kind::Integer, "Levels: 1 to 1000, default 50."),
+];
 const OHLC_FIELDS: &[Field] = &[
     CHAIN_ID,
     PAIR,
-    field("interval", false, Kind::Choice(&["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"]), "Candle length, default 1m."),
+    field(
+        "interval",
+        false,
+        Kind::Choice(&["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"]),
+        "Candle length, default 1m.",
+    ),
     START_TIME,
     END_TIME,
     field("limit", false, Kind::Integer, "Candles: 1 to 1000, default 500."),
@@ -121,51 +190,237 @@ const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 503];
 const READ_ERRORS: &[u16] = &[400, 404];
 
 /// Add order.
-pub const ADD_ORDER: Operation = Operation { id: "addOrder", is_post: true, paths: &["/order/addOrder", "/order/add"], summary: "Place an order; it is signed as EIP-712 typed data with the account's key.", fields: ADD_ORDER_FIELDS, response_schema: "AddOrderResponse", error_statuses: WRITE_ERRORS };
+pub const ADD_ORDER: Operation = Operation {
+    id: "addOrder",
+    is_post: true,
+    paths: &["/order/addOrder", "/order/add"],
+    summary: "Place an order; it is signed as EIP-712 typed data with the account's key.",
+    fields: ADD_ORDER_FIELDS,
+    response_schema: "AddOrderResponse",
+    error_statuses: WRITE_ERRORS,
+};
 /// Cancel order.
-pub const CANCEL_ORDER: Operation = Operation { id: "cancelOrder", is_post: true, paths: &["/order/cancelOrder", "/order/cancel"], summary: "Cancel an open order of the key's account.", fields: CANCEL_ORDER_FIELDS, response_schema: "OrderResponse", error_statuses: WRITE_ERRORS };
+pub const CANCEL_ORDER: Operation = Operation {
+    id: "cancelOrder",
+    is_post: true,
+    paths: &["/order/cancelOrder", "/order/cancel"],
+    summary: "Cancel an open order of the key's account.",
+    fields: CANCEL_ORDER_FIELDS,
+    response_schema: "OrderResponse",
+    error_statuses: WRITE_ERRORS,
+};
 /// Open orders.
-pub const OPEN_ORDERS: Operation = Operation { id: "openOrders", is_post: false, paths: &["/order/openOrders"], summary: "An account's open orders (partly filled included), newest first.", fields: ORDER_LIST_FIELDS, response_schema: "OrderListResponse", error_statuses: READ_ERRORS };
+pub const OPEN_ORDERS: Operation = Operation {
+    id: "openOrders",
+    is_post: false,
+    paths: &["/order/openOrders"],
+    summary: "An account's open orders (partly filled included), newest first.",
+    fields: ORDER_LIST_FIELDS,
+    response_schema: "OrderListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Filled orders.
-pub const FILLED_ORDERS: Operation = Operation { id: "filledOrders", is_post: false, paths: &["/order/filledOrders"], summary: "An account's completely filled orders, newest first.", fields: ORDER_LIST_FIELDS, response_schema: "OrderListResponse", error_statuses: READ_ERRORS };
+pub const FILLED_ORDERS: Operation = Operation {
+    id: "filledOrders",
+    is_post: false,
+    paths: &["/order/filledOrders"],
+    summary: "An account's completely filled orders, newest first.",
+    fields: ORDER_LIST_FIELDS,
+    response_schema: "OrderListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Cancelled orders.
-pub const CANCELLED_ORDERS: Operation = Operation { id: "cancelledOrders", is_post: false, paths: &["/order/cancelledOrders"], summary: "An account's cancelled orders (partly filled included), newest first.", fields: ORDER_LIST_FIELDS, response_schema: "OrderListResponse", error_statuses: READ_ERRORS };
+pub const CANCELLED_ORDERS: Operation = Operation {
+    id: "cancelledOrders",
+    is_post: false,
+    paths: &["/order/cancelledOrders"],
+    summary: "An account's cancelled orders (partly filled included), newest first.",
+    fields: ORDER_LIST_FIELDS,
+    response_schema: "OrderListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Buy side of the book.
-pub const BUY_BOOK: Operation = Operation { id: "buyOrderbooks", is_post: false, paths: &["/order/buyOrderbooks"], summary: "The bid levels of a pair, best price first.", fields: BOOK_FIELDS, response_schema: "OrderBookResponse", error_statuses: READ_ERRORS };
+pub const BUY_BOOK: Operation = Operation {
+    id: "buyOrderbooks",
+    is_post: false,
+    paths: &["/order/buyOrderbooks"],
+    summary: "The bid levels of a pair, best price first.",
+    fields: BOOK_FIELDS,
+    response_schema: "OrderBookResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Sell side of the book.
-pub const SELL_BOOK: Operation = Operation { id: "sellOrderbooks", is_post: false, paths: &["/order/sellOrderbooks"], summary: "The ask levels of a pair, best price first.", fields: BOOK_FIELDS, response_schema: "OrderBookResponse", error_statuses: READ_ERRORS };
+pub const SELL_BOOK: Operation = Operation {
+    id: "sellOrderbooks",
+    is_post: false,
+    paths: &["/order/sellOrderbooks"],
+    summary: "The ask levels of a pair, best price first.",
+    fields: BOOK_FIELDS,
+    response_schema: "OrderBookResponse",
+    error_statuses: READ_ERRORS,
+};
 /// OHLC candles.
-pub const OHLC: Operation = Operation { id: "tradesOHCL", is_post: false, paths: &["/order/tradesOHCL", "/order/tradeOHCL"], summary: "OHLC candles of a pair, oldest first; periods without trades are left out.", fields: OHLC_FIELDS, response_schema: "CandleResponse", error_statuses: READ_ERRORS };
+pub const OHLC: Operation = Operation {
+    id: "tradesOHCL",
+    is_post: false,
+    paths: &["/order/tradesOHCL", "/order/tradeOHCL"],
+    summary: "OHLC candles of a pair, oldest first; periods without trades are left out.",
+    fields: OHLC_FIELDS,
+    response_schema: "CandleResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Trade history.
-pub const TRADE_HISTORY: Operation = Operation { id: "tradeHistories", is_post: false, paths: &["/order/tradeHistories"], summary: "A pair's trades, newest first.", fields: TRADE_HISTORY_FIELDS, response_schema: "TradeListResponse", error_statuses: READ_ERRORS };
+pub const TRADE_HISTORY: Operation = Operation {
+    id: "tradeHistories",
+    is_post: false,
+    paths: &["/order/tradeHistories"],
+    summary: "A pair's trades, newest first.",
+    fields: TRADE_HISTORY_FIELDS,
+    response_schema: "TradeListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Open positions.
-pub const OPEN_POSITIONS: Operation = Operation { id: "openPositions", is_post: false, paths: &["/order/openPositions"], summary: "An account's average-cost position and open orders on a pair.", fields: POSITION_FIELDS, response_schema: "PositionResponse", error_statuses: READ_ERRORS };
+pub const OPEN_POSITIONS: Operation = Operation {
+    id: "openPositions",
+    is_post: false,
+    paths: &["/order/openPositions"],
+    summary: "An account's average-cost position and open orders on a pair.",
+    fields: POSITION_FIELDS,
+    response_schema: "PositionResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Deposit.
-pub const DEPOSIT: Operation = Operation { id: "deposit", is_post: true, paths: &["/portfolio/deposit"], summary: "Credit the key's account; confirmed at once in the built-in ledger mode.", fields: TRANSFER_FIELDS, response_schema: "DepositResponse", error_statuses: WRITE_ERRORS };
+pub const DEPOSIT: Operation = Operation {
+    id: "deposit",
+    is_post: true,
+    paths: &["/portfolio/deposit"],
+    summary: "Credit the key's account; confirmed at once in the built-in ledger mode.",
+    fields: TRANSFER_FIELDS,
+    response_schema: "DepositResponse",
+    error_statuses: WRITE_ERRORS,
+};
 /// Withdraw.
-pub const WITHDRAW: Operation = Operation { id: "withdraw", is_post: true, paths: &["/portfolio/withdraw"], summary: "Debit the key's account's available balance.", fields: TRANSFER_FIELDS, response_schema: "WithdrawResponse", error_statuses: WRITE_ERRORS };
+pub const WITHDRAW: Operation = Operation {
+    id: "withdraw",
+    is_post: true,
+    paths: &["/portfolio/withdraw"],
+    summary: "Debit the key's account's available balance.",
+    fields: TRANSFER_FIELDS,
+    response_schema: "WithdrawResponse",
+    error_statuses: WRITE_ERRORS,
+};
 /// Deposit history.
-pub const DEPOSIT_HISTORY: Operation = Operation { id: "depositHistories", is_post: false, paths: &["/portfolio/depositHistories"], summary: "An account's deposits, newest first.", fields: TRANSFER_HISTORY_FIELDS, response_schema: "DepositListResponse", error_statuses: READ_ERRORS };
+pub const DEPOSIT_HISTORY: Operation = Operation {
+    id: "depositHistories",
+    is_post: false,
+    paths: &["/portfolio/depositHistories"],
+    summary: "An account's deposits, newest first.",
+    fields: TRANSFER_HISTORY_FIELDS,
+    response_schema: "DepositListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Withdraw history.
-pub const WITHDRAW_HISTORY: Operation = Operation { id: "withdrawHistories", is_post: false, paths: &["/portfolio/withdrawHistories"], summary: "An account's withdrawals, newest first.", fields: TRANSFER_HISTORY_FIELDS, response_schema: "WithdrawalListResponse", error_statuses: READ_ERRORS };
+pub const WITHDRAW_HISTORY: Operation = Operation {
+    id: "withdrawHistories",
+    is_post: false,
+    paths: &["/portfolio/withdrawHistories"],
+    summary: "An account's withdrawals, newest first.",
+    fields: TRANSFER_HISTORY_FIELDS,
+    response_schema: "WithdrawalListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Assets info.
-pub const ASSETS_INFO: Operation = Operation { id: "assetsInfo", is_post: false, paths: &["/account/assetsInfo"], summary: "The chain's assets.", fields: CHAIN_FIELDS, response_schema: "AssetsResponse", error_statuses: READ_ERRORS };
+pub const ASSETS_INFO: Operation = Operation {
+    id: "assetsInfo",
+    is_post: false,
+    paths: &["/account/assetsInfo"],
+    summary: "The chain's assets.",
+    fields: CHAIN_FIELDS,
+    response_schema: "AssetsResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Asset balances.
-pub const ASSET_BALANCES: Operation = Operation { id: "assetBalances", is_post: false, paths: &["/account/assetBalances"], summary: "An account's balance in every asset of the chain, zeros included.", fields: CHAIN_ACCOUNT_FIELDS, response_schema: "BalancesResponse", error_statuses: READ_ERRORS };
+pub const ASSET_BALANCES: Operation = Operation {
+    id: "assetBalances",
+    is_post: false,
+    paths: &["/account/assetBalances"],
+    summary: "An account's balance in every asset of the chain, zeros included.",
+    fields: CHAIN_ACCOUNT_FIELDS,
+    response_schema: "BalancesResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Tradable pairs.
-pub const ASSET_PAIRS: Operation = Operation { id: "assetPairs", is_post: false, paths: &["/account/assetPairs"], summary: "The chain's pairs and their rules.", fields: CHAIN_FIELDS, response_schema: "PairsResponse", error_statuses: READ_ERRORS };
+pub const ASSET_PAIRS: Operation = Operation {
+    id: "assetPairs",
+    is_post: false,
+    paths: &["/account/assetPairs"],
+    summary: "The chain's pairs and their rules.",
+    fields: CHAIN_FIELDS,
+    response_schema: "PairsResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Tradable amounts.
-pub const TRADABLE_AMOUNTS: Operation = Operation { id: "tradableAmounts", is_post: false, paths: &["/account/tradableAmounts"], summary: "What an account can buy and sell on each pair now.", fields: CHAIN_ACCOUNT_FIELDS, response_schema: "TradableResponse", error_statuses: READ_ERRORS };
+pub const TRADABLE_AMOUNTS: Operation = Operation {
+    id: "tradableAmounts",
+    is_post: false,
+    paths: &["/account/tradableAmounts"],
+    summary: "What an account can buy and sell on each pair now.",
+    fields: CHAIN_ACCOUNT_FIELDS,
+    response_schema: "TradableResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Order detail (extension).
-pub const ORDER_DETAIL: Operation = Operation { id: "orderDetail", is_post: false, paths: &["/order/orderDetail"], summary: "An order with the EIP-712 typed data its signature covers.", fields: ORDER_DETAIL_FIELDS, response_schema: "OrderDetailResponse", error_statuses: READ_ERRORS };
+pub const ORDER_DETAIL: Operation = Operation {
+    id: "orderDetail",
+    is_post: false,
+    paths: &["/order/orderDetail"],
+    summary: "An order with the EIP-712 typed data its signature covers.",
+    fields: ORDER_DETAIL_FIELDS,
+    response_schema: "OrderDetailResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Health (extension).
-pub const HEALTH: Operation = Operation { id: "health", is_post: false, paths: &["/health"], summary: "Whether the service is up.", fields: &[], response_schema: "HealthResponse", error_statuses: &[] };
+pub const HEALTH: Operation = Operation {
+    id: "health",
+    is_post: false,
+    paths: &["/health"],
+    summary: "Whether the service is up.",
+    fields: &[],
+    response_schema: "HealthResponse",
+    error_statuses: &[],
+};
 /// The OpenAPI document (extension).
-pub const OPENAPI: Operation = Operation { id: "openapi", is_post: false, paths: &["/openapi.json"], summary: "This OpenAPI 3.1 document.", fields: &[], response_schema: "OpenApiDocument", error_statuses: &[] };
+pub const OPENAPI: Operation = Operation {
+    id: "openapi",
+    is_post: false,
+    paths: &["/openapi.json"],
+    summary: "This OpenAPI 3.1 document.",
+    fields: &[],
+    response_schema: "OpenApiDocument",
+    error_statuses: &[],
+};
 
 /// Every operation.
 pub const ALL: &[Operation] = &[
-    ADD_ORDER, CANCEL_ORDER, OPEN_ORDERS, FILLED_ORDERS, CANCELLED_ORDERS, BUY_BOOK, SELL_BOOK, OHLC, TRADE_HISTORY,
-    OPEN_POSITIONS, DEPOSIT, WITHDRAW, DEPOSIT_HISTORY, WITHDRAW_HISTORY, ASSETS_INFO, ASSET_BALANCES, ASSET_PAIRS,
-    TRADABLE_AMOUNTS, ORDER_DETAIL, HEALTH, OPENAPI,
+    ADD_ORDER,
+    CANCEL_ORDER,
+    OPEN_ORDERS,
+    FILLED_ORDERS,
+    CANCELLED_ORDERS,
+    BUY_BOOK,
+    SELL_BOOK,
+    OHLC,
+    TRADE_HISTORY,
+    OPEN_POSITIONS,
+    DEPOSIT,
+    WITHDRAW,
+    DEPOSIT_HISTORY,
+    WITHDRAW_HISTORY,
+    ASSETS_INFO,
+    ASSET_BALANCES,
+    ASSET_PAIRS,
+    TRADABLE_AMOUNTS,
+    ORDER_DETAIL,
+    HEALTH,
+    OPENAPI,
 ];

@@ -62,7 +62,11 @@ impl Params {
 
     fn from_pairs(bytes: &[u8]) -> Result<Params, ApiError> {
         if std::str::from_utf8(bytes).is_err() {
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, "MALFORMED_BODY", "parameters must be UTF-8"));
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "MALFORMED_BODY",
+                "parameters must be UTF-8",
+            ));
         }
         let mut params = Params { entries: Vec::new() };
         for (name, value) in form_urlencoded::parse(bytes) {
@@ -73,7 +77,8 @@ impl Params {
 
     fn from_json(body: &[u8]) -> Result<Params, ApiError> {
         let malformed = |message: &str| ApiError::new(StatusCode::BAD_REQUEST, "MALFORMED_BODY", message.to_string());
-        let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| malformed("the body is not valid JSON"))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(body).map_err(|_| malformed("the body is not valid JSON"))?;
         let serde_json::Value::Object(object) = value else {
             return Err(malformed("the body must be a JSON object"));
         };
@@ -107,7 +112,10 @@ impl Params {
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "UNKNOWN_PARAMETER",
-                    format!("{name} is not a parameter of this operation; it takes {}", allowed.join(", ")),
+                    format!(
+                        "{name} is not a parameter of this operation; it takes {}",
+                        allowed.join(", ")
+                    ),
                 )
                 .on(name));
             }
@@ -116,7 +124,10 @@ impl Params {
     }
 
     fn get(&self, name: &str) -> Option<&Value> {
-        self.entries.iter().find(|(existing, _)| existing == name).map(|(_, value)| value)
+        self.entries
+            .iter()
+            .find(|(existing, _)| existing == name)
+            .map(|(_, value)| value)
     }
 
     /// A string parameter, if present; other JSON types are refused.
@@ -138,11 +149,17 @@ impl Params {
     pub fn decimal(&self, name: &str) -> Result<Option<Decimal>, ApiError> {
         match self.get(name) {
             None => Ok(None),
-            Some(Value::Text(text)) => Decimal::parse(text)
-                .map(Some)
-                .map_err(|error| ApiError::invalid_number(name, format!("{error}; send a decimal string such as \"1.5\""))),
-            Some(Value::Number(_)) => Err(ApiError::invalid_number(name, "must be a string such as \"1.5\", not a JSON number")),
-            Some(_) => Err(ApiError::invalid_number(name, "must be a decimal string such as \"1.5\"")),
+            Some(Value::Text(text)) => Decimal::parse(text).map(Some).map_err(|error| {
+                ApiError::invalid_number(name, format!("{error}; send a decimal string such as \"1.5\""))
+            }),
+            Some(Value::Number(_)) => Err(ApiError::invalid_number(
+                name,
+                "must be a string such as \"1.5\", not a JSON number",
+            )),
+            Some(_) => Err(ApiError::invalid_number(
+                name,
+                "must be a decimal string such as \"1.5\"",
+            )),
         }
     }
 
@@ -172,14 +189,22 @@ impl Params {
         if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
             return Err(ApiError::invalid(name, "must be a whole number of decimal digits"));
         }
-        digits.parse::<u64>().map(Some).map_err(|_| ApiError::invalid(name, "is too large"))
+        digits
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::invalid(name, "is too large"))
     }
 
     /// The `privateKey`: 401 `UNAUTHENTICATED` when absent, 401 `INVALID_PRIVATE_KEY` when it is
     /// not a valid key. The error never repeats the value.
     pub fn private_key(&self) -> Result<PrivateKey, ApiError> {
         let unauthenticated = || {
-            ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "this operation needs privateKey").on("privateKey")
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "this operation needs privateKey",
+            )
+            .on("privateKey")
         };
         let invalid = || {
             ApiError::new(

@@ -5,9 +5,7 @@
 //! module decides nothing and changes nothing.
 
 use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
-use dexd_core::{
-    AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer,
-};
+use dexd_core::{AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer};
 use serde_json::{json, Value};
 
 use crate::config::{ChainConfig, PairConfig};
@@ -86,7 +84,10 @@ pub fn order_message(chain: &ChainConfig, terms: &NewOrder, salt: u128) -> Order
         direction: direction_name(terms.direction).to_string(),
         time_in_force: time_in_force_name(terms.time_in_force).to_string(),
         post_only: terms.post_only,
-        price: terms.price.map(|price| pair.spec.format_price(price)).unwrap_or_default(),
+        price: terms
+            .price
+            .map(|price| pair.spec.format_price(price))
+            .unwrap_or_default(),
         amount: asset_amount(chain, pair.spec.base(), pair.spec.base_amount(terms.quantity).units()),
         client_order_id: terms.client_order_id.clone().unwrap_or_default(),
         salt,

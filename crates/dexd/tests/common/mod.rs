@@ -26,30 +26,53 @@ impl TestServer {
         tokio::spawn(dexd::serve(config, listener, async move {
             let _ = stopped.await;
         }));
-        TestServer { base_url: format!("http://{address}"), client: reqwest::Client::new(), _stop: stop }
+        TestServer {
+            base_url: format!("http://{address}"),
+            client: reqwest::Client::new(),
+            _stop: stop,
+        }
     }
 
     /// GET with a query string; returns status and body.
     pub async fn get(&self, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
-        let response = self.client.get(format!("{}{path}", self.base_url)).query(query).send().await.unwrap();
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base_url))
+            .query(query)
+            .send()
+            .await
+            .unwrap();
         read(response).await
     }
 
     /// GET a path with its query string written out by the caller.
     pub async fn get_raw(&self, path_and_query: &str) -> (u16, Value) {
-        let response = self.client.get(format!("{}{path_and_query}", self.base_url)).send().await.unwrap();
+        let response = self
+            .client
+            .get(format!("{}{path_and_query}", self.base_url))
+            .send()
+            .await
+            .unwrap();
         read(response).await
     }
 
     /// POST a JSON body.
     pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self.client.post(format!("{}{path}", self.base_url)).json(&body).send().await.unwrap();
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         read(response).await
     }
 
     /// POST form data.
     pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, Value) {
-        let body: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+        let body: String = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(fields)
+            .finish();
         let response = self
             .client
             .post(format!("{}{path}", self.base_url))
@@ -91,17 +114,38 @@ impl TestServer {
     }
 
     pub async fn balance(&self, trader: &Trader, symbol: &str) -> Value {
-        let (status, body) = self.get("/account/assetBalances", &[("chainId", "1"), ("account", &trader.address)]).await;
+        let (status, body) = self
+            .get(
+                "/account/assetBalances",
+                &[("chainId", "1"), ("account", &trader.address)],
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
-        body["balances"].as_array().unwrap().iter().find(|balance| balance["symbol"] == symbol).unwrap().clone()
+        body["balances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|balance| balance["symbol"] == symbol)
+            .unwrap()
+            .clone()
     }
 }
 
 async fn read(response: reqwest::Response) -> (u16, Value) {
     let status = response.status().as_u16();
-    assert!(response.headers().contains_key("x-request-id"), "every response carries X-Request-Id");
-    let content_type = response.headers().get("content-type").map(|value| value.to_str().unwrap().to_string());
-    assert_eq!(content_type.as_deref(), Some("application/json"), "every response is JSON");
+    assert!(
+        response.headers().contains_key("x-request-id"),
+        "every response carries X-Request-Id"
+    );
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|value| value.to_str().unwrap().to_string());
+    assert_eq!(
+        content_type.as_deref(),
+        Some("application/json"),
+        "every response is JSON"
+    );
     let body: Value = response.json().await.unwrap();
     (status, body)
 }
@@ -125,5 +169,7 @@ pub fn assert_error(answer: &(u16, Value), status: u16, code: &str, field: Optio
     assert_eq!(answer.0, status, "{}", answer.1);
     assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
     assert_eq!(answer.1["error"]["field"].as_str(), field, "{}", answer.1);
-    assert!(answer.1["error"]["message"].as_str().is_some_and(|message| !message.is_empty()));
+    assert!(answer.1["error"]["message"]
+        .as_str()
+        .is_some_and(|message| !message.is_empty()));
 }
