@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use slab::Slab;
 
+use crate::ledger::AccountSlot;
 use crate::money::{Price, Quantity};
 use crate::order::{Direction, OrderRecord};
 
@@ -39,6 +40,7 @@ struct Level {
 #[derive(Clone, Debug)]
 struct Node {
     record: OrderRecord,
+    account_slot: AccountSlot,
     previous: SlotKey,
     next: SlotKey,
 }
@@ -69,12 +71,13 @@ impl OrderBook {
     }
 
     /// Adds a limit order at the back of its price level. Its price must be set.
-    pub fn insert(&mut self, record: OrderRecord) -> SlotKey {
+    pub fn insert(&mut self, record: OrderRecord, account_slot: AccountSlot) -> SlotKey {
         let price = record.terms.price.expect("invariant: only limit orders rest");
         let direction = record.terms.direction;
         let remaining = u128::from(record.remaining().lots());
         let key = self.nodes.insert(Node {
             record,
+            account_slot,
             previous: NO_SLOT,
             next: NO_SLOT,
         });
@@ -132,6 +135,11 @@ impl OrderBook {
         &self.nodes[key].record
     }
 
+    /// The ledger slot of the account of the resting order behind a key.
+    pub fn account_slot(&self, key: SlotKey) -> AccountSlot {
+        self.nodes[key].account_slot
+    }
+
     /// Records a fill of `quantity` against a resting order, keeping the level's total right.
     /// `update` applies the rest of the fill (cost, fee, lock) to the record.
     pub fn fill(&mut self, key: SlotKey, quantity: Quantity, update: impl FnOnce(&mut OrderRecord)) {
@@ -165,13 +173,13 @@ impl OrderBook {
     pub fn visit_in_priority<'book>(
         &'book self,
         direction: Direction,
-        mut visit: impl FnMut(SlotKey, &'book OrderRecord) -> bool,
+        mut visit: impl FnMut(SlotKey, &'book OrderRecord, AccountSlot) -> bool,
     ) {
         let mut visit_level = |level: &'book Level| -> bool {
             let mut key = level.head;
             while key != NO_SLOT {
                 let node = &self.nodes[key];
-                if !visit(key, &node.record) {
+                if !visit(key, &node.record, node.account_slot) {
                     return false;
                 }
                 key = node.next;
@@ -222,7 +230,7 @@ impl OrderBook {
     pub fn orders_in_priority(&self) -> Vec<&OrderRecord> {
         let mut orders = Vec::with_capacity(self.nodes.len());
         for direction in [Direction::Buy, Direction::Sell] {
-            self.visit_in_priority(direction, |_, record| {
+            self.visit_in_priority(direction, |_, record, _| {
                 orders.push(record);
                 true
             });

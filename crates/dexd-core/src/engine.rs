@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use sha3::{Digest, Sha3_256};
 
 use crate::book::{LevelView, OrderBook, SlotKey};
-use crate::ledger::{Balance, Ledger, LedgerError};
+use crate::ledger::{AccountSlot, Balance, Ledger, LedgerError};
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
@@ -233,7 +233,8 @@ struct PairState {
 /// A fill decided by the planning walk, before anything changes.
 #[derive(Clone, Copy)]
 struct PlannedFill {
-    slot: SlotKey,
+    key: SlotKey,
+    maker_slot: AccountSlot,
     quantity: Quantity,
 }
 
@@ -252,16 +253,19 @@ pub struct Engine {
     pairs: Vec<PairState>,
     ledger: Ledger,
     order_locations: FxHashMap<OrderId, (PairIndex, SlotKey)>,
-    open_order_counts: FxHashMap<Address, u32>,
+    /// Open orders per account, indexed by ledger slot.
+    open_order_counts: Vec<u32>,
     client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>>,
-    positions: FxHashMap<(Address, PairIndex), Position>,
+    /// Positions per account and pair, indexed by ledger slot; empty until the account trades.
+    positions: Vec<Vec<Position>>,
     fee_account: Address,
+    fee_slot: AccountSlot,
     limits: EngineLimits,
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
     plan: Plan,
-    touched_balances: Vec<(Address, AssetIndex)>,
+    touched_balances: Vec<(AccountSlot, AssetIndex)>,
 }
 
 impl Engine {
@@ -279,15 +283,20 @@ impl Engine {
                 })
             })
             .collect::<Result<Vec<_>, PairSpecError>>()?;
+        let mut ledger = Ledger::new(config.assets.len(), config.limits.max_accounts);
+        let fee_slot = ledger
+            .slot_or_insert(&config.fee_account, true)
+            .expect("the first account always has a slot");
         Ok(Engine {
-            ledger: Ledger::new(config.assets.len(), config.limits.max_accounts),
+            ledger,
             assets: config.assets,
             pairs,
             order_locations: FxHashMap::default(),
-            open_order_counts: FxHashMap::default(),
+            open_order_counts: Vec::new(),
             client_order_ids: FxHashMap::default(),
-            positions: FxHashMap::default(),
+            positions: Vec::new(),
             fee_account: config.fee_account,
+            fee_slot,
             limits: config.limits,
             next_order_sequence: 1,
             next_trade_id: 1,
@@ -378,7 +387,12 @@ impl Engine {
 
     /// An account's position on a pair.
     pub fn position(&self, account: &Address, pair: PairIndex) -> Position {
-        self.positions.get(&(*account, pair)).copied().unwrap_or_default()
+        self.ledger
+            .slot(account)
+            .and_then(|slot| self.positions.get(slot.index()))
+            .and_then(|positions| positions.get(usize::from(pair.0)))
+            .copied()
+            .unwrap_or_default()
     }
 
     /// An open order by id.
@@ -389,7 +403,7 @@ impl Engine {
 
     /// How many open orders an account has.
     pub fn open_order_count(&self, account: &Address) -> u32 {
-        self.open_order_counts.get(account).copied().unwrap_or(0)
+        self.ledger.slot(account).map_or(0, |slot| self.open_orders_of(slot))
     }
 
     /// How many resting orders all books hold.
@@ -405,7 +419,7 @@ impl Engine {
         let budget = self.ledger.balance(account, spec.quote()).available;
         let mut remaining_budget = budget;
         let mut buy_quantity = Quantity::ZERO;
-        state.book.visit_in_priority(Direction::Sell, |_, record| {
+        state.book.visit_in_priority(Direction::Sell, |_, record, _| {
             if record.terms.account == *account {
                 return true;
             }
@@ -463,14 +477,21 @@ impl Engine {
                 hasher.update(candle.quote_volume.units().to_be_bytes());
             }
         }
-        let mut positions: Vec<_> = self.positions.iter().collect();
-        positions.sort_unstable_by_key(|((address, pair), _)| (*address, *pair));
-        for ((address, pair), position) in positions {
+        let mut positions: Vec<(Address, &Vec<Position>)> = self
+            .positions
+            .iter()
+            .enumerate()
+            .filter(|(_, positions)| !positions.is_empty())
+            .map(|(index, positions)| (self.ledger.address(AccountSlot::from_index(index)), positions))
+            .collect();
+        positions.sort_unstable_by_key(|(address, _)| *address);
+        for (address, positions) in positions {
             hasher.update(address.as_bytes());
-            hasher.update(pair.0.to_be_bytes());
-            hasher.update(position.net_base.to_be_bytes());
-            hasher.update(position.open_cost_quote.to_be_bytes());
-            hasher.update(position.realized_pnl_quote.to_be_bytes());
+            for position in positions {
+                hasher.update(position.net_base.to_be_bytes());
+                hasher.update(position.open_cost_quote.to_be_bytes());
+                hasher.update(position.realized_pnl_quote.to_be_bytes());
+            }
         }
         hasher.finalize().into()
     }
@@ -525,8 +546,9 @@ impl Engine {
         let counts: FxHashMap<Address, u32> = self
             .open_order_counts
             .iter()
+            .enumerate()
             .filter(|(_, count)| **count > 0)
-            .map(|(a, c)| (*a, *c))
+            .map(|(index, count)| (self.ledger.address(AccountSlot::from_index(index)), *count))
             .collect();
         if counts != expected_counts {
             return Err("open order counts disagree with the books".to_string());
@@ -555,9 +577,12 @@ impl Engine {
             .spec
             .clone();
         self.check_terms(&spec, &order)?;
-        self.plan_matching(&order);
-        let plan_filled = self.plan.filled;
-        let remaining = order.quantity.checked_sub(plan_filled).expect("a plan never overfills");
+        let taker_slot = self.ledger.slot(&order.account);
+        self.plan_matching(&order, taker_slot);
+        let remaining = order
+            .quantity
+            .checked_sub(self.plan.filled)
+            .expect("a plan never overfills");
         self.check_execution(&order, remaining)?;
         let required = match (order.direction, order.price) {
             (Direction::Buy, Some(price)) => spec.cost(price, order.quantity).ok_or(Rejection::AmountTooLarge)?,
@@ -565,12 +590,13 @@ impl Engine {
             (Direction::Sell, _) => spec.base_amount(order.quantity),
         };
         let paid = paid_asset(&spec, order.direction);
+        let taker_slot = taker_slot.ok_or(Rejection::InsufficientBalance)?;
         self.ledger
-            .lock(&order.account, paid, required)
+            .lock(taker_slot, paid, required)
             .map_err(Rejection::from_ledger)?;
         // Every check has passed: from here on the command applies whole.
         self.touched_balances.clear();
-        self.touched_balances.push((order.account, paid));
+        self.touched_balances.push((taker_slot, paid));
         let sequence = self.next_order_sequence;
         self.next_order_sequence += 1;
         let mut taker = OrderRecord {
@@ -586,16 +612,17 @@ impl Engine {
             sequence,
         };
         let plan = std::mem::take(&mut self.plan);
-        for slot in &plan.self_trade_cancels {
-            let record = self.pairs[pair_position].book.remove(*slot);
-            let cancelled = self.close_resting_order(&spec, record, CancelReason::SelfTradePrevention, now_ms);
+        for key in &plan.self_trade_cancels {
+            let record = self.pairs[pair_position].book.remove(*key);
+            let cancelled =
+                self.close_resting_order(&spec, record, taker_slot, CancelReason::SelfTradePrevention, now_ms);
             events.push(Event::OrderUpdated(cancelled));
         }
         for fill in &plan.fills {
-            self.apply_fill(&spec, &mut taker, *fill, now_ms, events);
+            self.apply_fill(&spec, &mut taker, taker_slot, *fill, now_ms, events);
         }
         self.plan = plan;
-        self.finish_taker(&spec, taker, events);
+        self.finish_taker(&spec, taker, taker_slot, events);
         self.push_balance_events(events);
         assert!(
             !self.pairs[pair_position].book.is_crossed(),
@@ -677,7 +704,7 @@ impl Engine {
 
     /// Walks the opposite side in priority order and decides, without changing anything, which
     /// resting orders the new order fills and which of its own account's orders it cancels.
-    fn plan_matching(&mut self, order: &NewOrder) {
+    fn plan_matching(&mut self, order: &NewOrder, taker_slot: Option<AccountSlot>) {
         let mut plan = std::mem::take(&mut self.plan);
         plan.fills.clear();
         plan.self_trade_cancels.clear();
@@ -689,19 +716,23 @@ impl Engine {
         let mut remaining = order.quantity;
         state
             .book
-            .visit_in_priority(order.direction.opposite(), |slot, record| {
+            .visit_in_priority(order.direction.opposite(), |key, record, maker_slot| {
                 let price = record.terms.price.expect("invariant: resting orders have prices");
                 if let Some(limit) = order.price {
                     if !crosses(order.direction, limit, price) {
                         return false;
                     }
                 }
-                if record.terms.account == order.account {
-                    plan.self_trade_cancels.push(slot);
+                if Some(maker_slot) == taker_slot {
+                    plan.self_trade_cancels.push(key);
                     return true;
                 }
                 let quantity = remaining.min(record.remaining());
-                plan.fills.push(PlannedFill { slot, quantity });
+                plan.fills.push(PlannedFill {
+                    key,
+                    maker_slot,
+                    quantity,
+                });
                 let cost = spec
                     .cost(price, quantity)
                     .expect("invariant: a resting order's cost fits");
@@ -727,13 +758,14 @@ impl Engine {
         &mut self,
         spec: &PairSpec,
         taker: &mut OrderRecord,
+        taker_slot: AccountSlot,
         fill: PlannedFill,
         now_ms: u64,
         events: &mut Vec<Event>,
     ) {
         let pair = taker.terms.pair;
         let pair_position = usize::from(pair.0);
-        let maker = self.pairs[pair_position].book.get(fill.slot);
+        let maker = self.pairs[pair_position].book.get(fill.key);
         let price = maker.terms.price.expect("invariant: resting orders have prices");
         let maker_account = maker.terms.account;
         let maker_order_id = maker.terms.order_id;
@@ -742,26 +774,22 @@ impl Engine {
             .expect("invariant: a resting order's cost fits");
         let base_amount = spec.base_amount(fill.quantity);
         let (buyer, seller, buyer_fee_rate, seller_fee_rate) = match taker.terms.direction {
-            Direction::Buy => (taker.terms.account, maker_account, spec.taker_fee(), spec.maker_fee()),
-            Direction::Sell => (maker_account, taker.terms.account, spec.maker_fee(), spec.taker_fee()),
+            Direction::Buy => (taker_slot, fill.maker_slot, spec.taker_fee(), spec.maker_fee()),
+            Direction::Sell => (fill.maker_slot, taker_slot, spec.maker_fee(), spec.taker_fee()),
         };
         let buyer_fee = buyer_fee_rate.fee_rounded_down(base_amount);
         let seller_fee = seller_fee_rate.fee_rounded_down(cost);
         let base_after_fee = base_amount.checked_sub(buyer_fee).expect("fee at most 100 %");
         let quote_after_fee = cost.checked_sub(seller_fee).expect("fee at most 100 %");
-        let fee_account = self.fee_account;
+        let fee_slot = self.fee_slot;
+        self.ledger.transfer_locked(seller, buyer, spec.base(), base_after_fee);
+        self.ledger.transfer_locked(seller, fee_slot, spec.base(), buyer_fee);
         self.ledger
-            .transfer_locked(&seller, &buyer, spec.base(), base_after_fee);
-        self.ledger
-            .transfer_locked(&seller, &fee_account, spec.base(), buyer_fee);
-        self.ledger
-            .transfer_locked(&buyer, &seller, spec.quote(), quote_after_fee);
-        self.ledger
-            .transfer_locked(&buyer, &fee_account, spec.quote(), seller_fee);
-        for account in [buyer, seller, fee_account] {
-            for asset in [spec.base(), spec.quote()] {
-                self.touched_balances.push((account, asset));
-            }
+            .transfer_locked(buyer, seller, spec.quote(), quote_after_fee);
+        self.ledger.transfer_locked(buyer, fee_slot, spec.quote(), seller_fee);
+        for account in [buyer, seller, fee_slot] {
+            self.touched_balances.push((account, spec.base()));
+            self.touched_balances.push((account, spec.quote()));
         }
         let (maker_fee, taker_fee, maker_spent, taker_spent) = match taker.terms.direction {
             Direction::Buy => (seller_fee, buyer_fee, base_amount, cost),
@@ -776,7 +804,7 @@ impl Engine {
             .expect("invariant: the taker's lock covers its fills");
         taker.updated_at_ms = now_ms;
         let book = &mut self.pairs[pair_position].book;
-        book.fill(fill.slot, fill.quantity, |maker| {
+        book.fill(fill.key, fill.quantity, |maker| {
             maker.cost = maker.cost.checked_add(cost).expect("maker cost fits");
             maker.fee = maker.fee.checked_add(maker_fee).expect("fee fits");
             maker.locked = maker
@@ -802,39 +830,46 @@ impl Engine {
             timestamp_ms: now_ms,
         };
         self.next_trade_id += 1;
-        self.record_market_data(&trade);
+        self.record_market_data(&trade, buyer, seller);
         events.push(Event::TradeExecuted(trade));
-        let maker = self.pairs[pair_position].book.get(fill.slot);
+        let maker = self.pairs[pair_position].book.get(fill.key);
         if maker.remaining().is_zero() {
-            let record = self.pairs[pair_position].book.remove(fill.slot);
-            let filled = self.close_resting_order(spec, record, CancelReason::Requested, now_ms);
+            let record = self.pairs[pair_position].book.remove(fill.key);
+            let filled = self.close_resting_order(spec, record, fill.maker_slot, CancelReason::Requested, now_ms);
             events.push(Event::OrderUpdated(filled));
         } else {
             events.push(Event::OrderUpdated(maker.clone()));
         }
     }
 
-    fn record_market_data(&mut self, trade: &Trade) {
+    fn record_market_data(&mut self, trade: &Trade, buyer: AccountSlot, seller: AccountSlot) {
         let state = &mut self.pairs[usize::from(trade.pair.0)];
         state.last_price = Some(trade.price);
         state
             .candles
             .record_trade(trade.timestamp_ms, trade.price, trade.base_amount, trade.cost);
-        let (buyer, seller) = match trade.taker_direction {
-            Direction::Buy => (trade.taker_account, trade.maker_account),
-            Direction::Sell => (trade.maker_account, trade.taker_account),
-        };
-        for (account, is_buy) in [(buyer, true), (seller, false)] {
-            self.positions.entry((account, trade.pair)).or_default().record_fill(
-                is_buy,
-                trade.base_amount.units(),
-                trade.cost.units(),
-            );
+        let pair_count = self.pairs.len();
+        for (slot, is_buy) in [(buyer, true), (seller, false)] {
+            let index = slot.index();
+            if self.positions.len() <= index {
+                self.positions.resize_with(index + 1, Vec::new);
+            }
+            let positions = &mut self.positions[index];
+            if positions.is_empty() {
+                positions.resize(pair_count, Position::default());
+            }
+            positions[usize::from(trade.pair.0)].record_fill(is_buy, trade.base_amount.units(), trade.cost.units());
         }
     }
 
     /// Rests the taker's remainder or closes it, and releases what its lock no longer needs.
-    fn finish_taker(&mut self, spec: &PairSpec, mut taker: OrderRecord, events: &mut Vec<Event>) {
+    fn finish_taker(
+        &mut self,
+        spec: &PairSpec,
+        mut taker: OrderRecord,
+        taker_slot: AccountSlot,
+        events: &mut Vec<Event>,
+    ) {
         let remaining = taker.remaining();
         let rests = taker.terms.order_type == OrderType::Limit
             && taker.terms.time_in_force == TimeInForce::GoodTillCancelled
@@ -849,15 +884,15 @@ impl Engine {
             .checked_sub(still_needed)
             .expect("invariant: the lock covers the remainder");
         self.ledger
-            .unlock(&taker.terms.account, paid_asset(spec, taker.terms.direction), release);
+            .unlock(taker_slot, paid_asset(spec, taker.terms.direction), release);
         taker.locked = still_needed;
         if rests {
-            self.register_open_order(&taker);
+            self.register_open_order(&taker, taker_slot);
             let pair = taker.terms.pair;
             let order_id = taker.terms.order_id;
             events.push(Event::OrderUpdated(taker.clone()));
-            let slot = self.pairs[usize::from(pair.0)].book.insert(taker);
-            self.order_locations.insert(order_id, (pair, slot));
+            let key = self.pairs[usize::from(pair.0)].book.insert(taker, taker_slot);
+            self.order_locations.insert(order_id, (pair, key));
         } else {
             if remaining.is_zero() {
                 taker.status = OrderStatus::Filled;
@@ -869,8 +904,16 @@ impl Engine {
         }
     }
 
-    fn register_open_order(&mut self, record: &OrderRecord) {
-        *self.open_order_counts.entry(record.terms.account).or_default() += 1;
+    fn open_orders_of(&self, slot: AccountSlot) -> u32 {
+        self.open_order_counts.get(slot.index()).copied().unwrap_or(0)
+    }
+
+    fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
+        let index = slot.index();
+        if self.open_order_counts.len() <= index {
+            self.open_order_counts.resize(index + 1, 0);
+        }
+        self.open_order_counts[index] += 1;
         if let Some(client_order_id) = &record.terms.client_order_id {
             self.client_order_ids
                 .entry(record.terms.account)
@@ -885,14 +928,13 @@ impl Engine {
         &mut self,
         spec: &PairSpec,
         mut record: OrderRecord,
+        slot: AccountSlot,
         reason: CancelReason,
         now_ms: u64,
     ) -> OrderRecord {
-        let account = record.terms.account;
-        self.ledger
-            .unlock(&account, paid_asset(spec, record.terms.direction), record.locked);
-        self.touched_balances
-            .push((account, paid_asset(spec, record.terms.direction)));
+        let paid = paid_asset(spec, record.terms.direction);
+        self.ledger.unlock(slot, paid, record.locked);
+        self.touched_balances.push((slot, paid));
         record.locked = Amount::ZERO;
         record.updated_at_ms = now_ms;
         if record.remaining().is_zero() {
@@ -902,13 +944,9 @@ impl Engine {
             record.cancel_reason = Some(reason);
         }
         self.order_locations.remove(&record.terms.order_id);
-        if let Some(count) = self.open_order_counts.get_mut(&account) {
-            *count -= 1;
-            if *count == 0 {
-                self.open_order_counts.remove(&account);
-            }
-        }
+        self.open_order_counts[slot.index()] -= 1;
         if let Some(client_order_id) = &record.terms.client_order_id {
+            let account = record.terms.account;
             if let Some(ids) = self.client_order_ids.get_mut(&account) {
                 ids.remove(client_order_id);
                 if ids.is_empty() {
@@ -926,15 +964,17 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        let (pair, slot) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let (pair, key) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
         let pair_position = usize::from(pair.0);
-        if self.pairs[pair_position].book.get(slot).terms.account != account {
+        let book = &self.pairs[pair_position].book;
+        if book.get(key).terms.account != account {
             return Err(Rejection::NotOwner);
         }
+        let slot = book.account_slot(key);
         let spec = self.pairs[pair_position].spec.clone();
         self.touched_balances.clear();
-        let record = self.pairs[pair_position].book.remove(slot);
-        let cancelled = self.close_resting_order(&spec, record, CancelReason::Requested, now_ms);
+        let record = self.pairs[pair_position].book.remove(key);
+        let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
         events.push(Event::OrderUpdated(cancelled));
         self.push_balance_events(events);
         Ok(())
@@ -996,11 +1036,11 @@ impl Engine {
     fn push_balance_events(&mut self, events: &mut Vec<Event>) {
         self.touched_balances.sort_unstable();
         self.touched_balances.dedup();
-        for (account, asset) in self.touched_balances.drain(..) {
+        for (slot, asset) in self.touched_balances.drain(..) {
             events.push(Event::BalanceUpdated {
-                account,
+                account: self.ledger.address(slot),
                 asset,
-                balance: self.ledger.balance(&account, asset),
+                balance: self.ledger.balance_at(slot, asset),
             });
         }
     }

@@ -38,10 +38,34 @@ pub enum LedgerError {
     TooManyAccounts,
 }
 
+/// An account's dense position in the ledger, so that the hot path indexes a vector instead of
+/// hashing a 20-byte address. Slots are never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AccountSlot(u32);
+
+impl AccountSlot {
+    /// The slot's position.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The slot at a position; only meaningful for positions the ledger handed out.
+    pub fn from_index(index: usize) -> AccountSlot {
+        AccountSlot(u32::try_from(index).expect("slots fit u32"))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct AccountEntry {
+    address: Address,
+    balances: Box<[Balance]>,
+}
+
 /// All balances of one chain.
 #[derive(Clone, Debug)]
 pub struct Ledger {
-    accounts: FxHashMap<Address, Box<[Balance]>>,
+    slots: FxHashMap<Address, AccountSlot>,
+    accounts: Vec<AccountEntry>,
     asset_count: usize,
     net_deposits: Vec<Amount>,
     max_accounts: usize,
@@ -51,19 +75,52 @@ impl Ledger {
     /// An empty ledger for `asset_count` assets and at most `max_accounts` accounts.
     pub fn new(asset_count: usize, max_accounts: usize) -> Ledger {
         Ledger {
-            accounts: FxHashMap::default(),
+            slots: FxHashMap::default(),
+            accounts: Vec::new(),
             asset_count,
             net_deposits: vec![Amount::ZERO; asset_count],
             max_accounts,
         }
     }
 
+    /// The slot of a known account.
+    pub fn slot(&self, account: &Address) -> Option<AccountSlot> {
+        self.slots.get(account).copied()
+    }
+
+    /// The slot of an account, adding it when new; refused past the account limit unless
+    /// `beyond_limit` (for accounts that must always be payable, such as the fee account).
+    pub fn slot_or_insert(&mut self, account: &Address, beyond_limit: bool) -> Result<AccountSlot, LedgerError> {
+        if let Some(slot) = self.slots.get(account) {
+            return Ok(*slot);
+        }
+        if !beyond_limit && self.accounts.len() >= self.max_accounts {
+            return Err(LedgerError::TooManyAccounts);
+        }
+        let slot = AccountSlot(u32::try_from(self.accounts.len()).map_err(|_| LedgerError::TooManyAccounts)?);
+        self.accounts.push(AccountEntry {
+            address: *account,
+            balances: vec![Balance::default(); self.asset_count].into_boxed_slice(),
+        });
+        self.slots.insert(*account, slot);
+        Ok(slot)
+    }
+
+    /// The address behind a slot.
+    pub fn address(&self, slot: AccountSlot) -> Address {
+        self.accounts[slot.0 as usize].address
+    }
+
     /// The balance of an account in an asset; zero for an account never seen.
     pub fn balance(&self, account: &Address, asset: AssetIndex) -> Balance {
-        self.accounts
-            .get(account)
-            .map(|balances| balances[usize::from(asset.0)])
+        self.slot(account)
+            .map(|slot| self.balance_at(slot, asset))
             .unwrap_or_default()
+    }
+
+    /// The balance behind a slot.
+    pub fn balance_at(&self, slot: AccountSlot, asset: AssetIndex) -> Balance {
+        self.accounts[slot.0 as usize].balances[usize::from(asset.0)]
     }
 
     /// Deposits minus withdrawals of an asset.
@@ -81,7 +138,7 @@ impl Ledger {
         let mut accounts: Vec<_> = self
             .accounts
             .iter()
-            .map(|(address, balances)| (address, &balances[..]))
+            .map(|entry| (&entry.address, &entry.balances[..]))
             .collect();
         accounts.sort_unstable_by_key(|(address, _)| **address);
         accounts
@@ -93,34 +150,28 @@ impl Ledger {
         let net = self.net_deposits[index]
             .checked_add(amount)
             .ok_or(LedgerError::Overflow)?;
-        if !self.accounts.contains_key(account) && self.accounts.len() >= self.max_accounts {
-            return Err(LedgerError::TooManyAccounts);
-        }
-        let asset_count = self.asset_count;
-        let balances = self
-            .accounts
-            .entry(*account)
-            .or_insert_with(|| vec![Balance::default(); asset_count].into_boxed_slice());
+        let slot = self.slot_or_insert(account, false)?;
+        let balance = self.balance_mut(slot, asset);
         // No account holds more than the asset's net deposits, so this add cannot overflow.
-        balances[index].available = balances[index]
+        balance.available = balance
             .available
             .checked_add(amount)
             .expect("invariant: a balance is at most the asset's deposits");
+        let result = *balance;
         self.net_deposits[index] = net;
-        Ok(balances[index])
+        Ok(result)
     }
 
     /// Debits a withdrawal from the available balance.
     pub fn withdraw(&mut self, account: &Address, asset: AssetIndex, amount: Amount) -> Result<Balance, LedgerError> {
-        let index = usize::from(asset.0);
-        let balance = self
-            .balance_mut(account, index)
-            .ok_or(LedgerError::InsufficientBalance)?;
+        let slot = self.slot(account).ok_or(LedgerError::InsufficientBalance)?;
+        let balance = self.balance_mut(slot, asset);
         balance.available = balance
             .available
             .checked_sub(amount)
             .ok_or(LedgerError::InsufficientBalance)?;
         let result = *balance;
+        let index = usize::from(asset.0);
         self.net_deposits[index] = self.net_deposits[index]
             .checked_sub(amount)
             .expect("invariant: withdrawals never exceed deposits");
@@ -128,13 +179,8 @@ impl Ledger {
     }
 
     /// Moves `amount` from available to locked.
-    pub fn lock(&mut self, account: &Address, asset: AssetIndex, amount: Amount) -> Result<(), LedgerError> {
-        if amount.is_zero() {
-            return Ok(());
-        }
-        let balance = self
-            .balance_mut(account, usize::from(asset.0))
-            .ok_or(LedgerError::InsufficientBalance)?;
+    pub fn lock(&mut self, slot: AccountSlot, asset: AssetIndex, amount: Amount) -> Result<(), LedgerError> {
+        let balance = self.balance_mut(slot, asset);
         balance.available = balance
             .available
             .checked_sub(amount)
@@ -144,13 +190,8 @@ impl Ledger {
     }
 
     /// Moves `amount` from locked back to available. Releasing more than is locked is a bug.
-    pub fn unlock(&mut self, account: &Address, asset: AssetIndex, amount: Amount) {
-        if amount.is_zero() {
-            return;
-        }
-        let balance = self
-            .balance_mut(account, usize::from(asset.0))
-            .expect("invariant: an account with a lock exists");
+    pub fn unlock(&mut self, slot: AccountSlot, asset: AssetIndex, amount: Amount) {
+        let balance = self.balance_mut(slot, asset);
         balance.locked = balance
             .locked
             .checked_sub(amount)
@@ -158,33 +199,16 @@ impl Ledger {
         balance.available = balance.available.checked_add(amount).expect("invariant: total fits");
     }
 
-    /// Moves `amount` out of `from`'s locked balance into `to`'s available balance.
-    pub fn transfer_locked(&mut self, from: &Address, to: &Address, asset: AssetIndex, amount: Amount) {
-        if amount.is_zero() {
-            return;
-        }
-        let index = usize::from(asset.0);
-        let source = self
-            .balance_mut(from, index)
-            .expect("invariant: a payer with a lock exists");
+    /// Moves `amount` out of `from`'s locked balance into `to`'s available balance. Money moving
+    /// inside the ledger leaves the asset's total unchanged.
+    pub fn transfer_locked(&mut self, from: AccountSlot, to: AccountSlot, asset: AssetIndex, amount: Amount) {
+        let source = self.balance_mut(from, asset);
         source.locked = source
             .locked
             .checked_sub(amount)
             .expect("invariant: a payment never exceeds the payer's lock");
-        self.credit_available(to, asset, amount);
-    }
-
-    /// Adds to an account's available balance, creating the account when it is new. Used only
-    /// for money moving inside the ledger (fills and fees), so the asset total is unchanged and
-    /// the account limit does not apply: a counterparty or the fee account must always be paid.
-    pub fn credit_available(&mut self, account: &Address, asset: AssetIndex, amount: Amount) {
-        let asset_count = self.asset_count;
-        let balances = self
-            .accounts
-            .entry(*account)
-            .or_insert_with(|| vec![Balance::default(); asset_count].into_boxed_slice());
-        let index = usize::from(asset.0);
-        balances[index].available = balances[index]
+        let target = self.balance_mut(to, asset);
+        target.available = target
             .available
             .checked_add(amount)
             .expect("invariant: a balance is at most the asset's deposits");
@@ -193,8 +217,8 @@ impl Ledger {
     /// Checks conservation: for every asset the sum of all totals equals net deposits.
     pub fn check_conservation(&self) -> Result<(), String> {
         let mut sums = vec![0u128; self.asset_count];
-        for balances in self.accounts.values() {
-            for (index, balance) in balances.iter().enumerate() {
+        for entry in &self.accounts {
+            for (index, balance) in entry.balances.iter().enumerate() {
                 sums[index] = sums[index]
                     .checked_add(balance.total().units())
                     .ok_or("sum of balances overflows")?;
@@ -211,8 +235,8 @@ impl Ledger {
         Ok(())
     }
 
-    fn balance_mut(&mut self, account: &Address, index: usize) -> Option<&mut Balance> {
-        self.accounts.get_mut(account).map(|balances| &mut balances[index])
+    fn balance_mut(&mut self, slot: AccountSlot, asset: AssetIndex) -> &mut Balance {
+        &mut self.accounts[slot.0 as usize].balances[usize::from(asset.0)]
     }
 }
 
@@ -228,13 +252,15 @@ mod tests {
     fn locks_and_transfers_conserve_money() {
         let mut ledger = Ledger::new(2, 10);
         ledger.deposit(&ALICE, ETH, Amount::from_units(100)).unwrap();
-        ledger.lock(&ALICE, ETH, Amount::from_units(60)).unwrap();
+        let alice = ledger.slot(&ALICE).unwrap();
+        let bob = ledger.slot_or_insert(&BOB, false).unwrap();
+        ledger.lock(alice, ETH, Amount::from_units(60)).unwrap();
         assert_eq!(
-            ledger.lock(&ALICE, ETH, Amount::from_units(41)),
+            ledger.lock(alice, ETH, Amount::from_units(41)),
             Err(LedgerError::InsufficientBalance)
         );
-        ledger.transfer_locked(&ALICE, &BOB, ETH, Amount::from_units(50));
-        ledger.unlock(&ALICE, ETH, Amount::from_units(10));
+        ledger.transfer_locked(alice, bob, ETH, Amount::from_units(50));
+        ledger.unlock(alice, ETH, Amount::from_units(10));
         assert_eq!(
             ledger.balance(&ALICE, ETH),
             Balance {
