@@ -184,6 +184,11 @@ pub fn multiply_divide_rounding_down(value: u128, numerator: u128, denominator: 
         return None;
     }
     if let Some(product) = value.checked_mul(numerator) {
+        // A 64-bit division is several times cheaper than a 128-bit one, and fees on realistic
+        // amounts fit.
+        if let (Ok(small_product), Ok(small_denominator)) = (u64::try_from(product), u64::try_from(denominator)) {
+            return Some(u128::from(small_product / small_denominator));
+        }
         return Some(product / denominator);
     }
     // value * numerator = (q * denominator + r) * numerator, with q and r from value / denominator.

@@ -788,8 +788,8 @@ impl Engine {
             .transfer_locked(buyer, seller, spec.quote(), quote_after_fee);
         self.ledger.transfer_locked(buyer, fee_slot, spec.quote(), seller_fee);
         for account in [buyer, seller, fee_slot] {
-            self.touched_balances.push((account, spec.base()));
-            self.touched_balances.push((account, spec.quote()));
+            self.touch_balance(account, spec.base());
+            self.touch_balance(account, spec.quote());
         }
         let (maker_fee, taker_fee, maker_spent, taker_spent) = match taker.terms.direction {
             Direction::Buy => (seller_fee, buyer_fee, base_amount, cost),
@@ -934,7 +934,7 @@ impl Engine {
     ) -> OrderRecord {
         let paid = paid_asset(spec, record.terms.direction);
         self.ledger.unlock(slot, paid, record.locked);
-        self.touched_balances.push((slot, paid));
+        self.touch_balance(slot, paid);
         record.locked = Amount::ZERO;
         record.updated_at_ms = now_ms;
         if record.remaining().is_zero() {
@@ -1033,9 +1033,15 @@ impl Engine {
         });
     }
 
+    /// Notes a balance the command changed, once. The list is short (a few entries per fill),
+    /// so a scan is cheaper than sorting it at the end.
+    fn touch_balance(&mut self, slot: AccountSlot, asset: AssetIndex) {
+        if !self.touched_balances.contains(&(slot, asset)) {
+            self.touched_balances.push((slot, asset));
+        }
+    }
+
     fn push_balance_events(&mut self, events: &mut Vec<Event>) {
-        self.touched_balances.sort_unstable();
-        self.touched_balances.dedup();
         for (slot, asset) in self.touched_balances.drain(..) {
             events.push(Event::BalanceUpdated {
                 account: self.ledger.address(slot),

@@ -127,56 +127,72 @@ pub struct Candle {
 }
 
 /// The candles of one pair, for every interval.
+///
+/// A trade updates only the one-minute candle. When a minute closes, its candle is folded into
+/// every longer interval; a query for a longer interval folds in the minute still open. The
+/// results are the same as folding every trade into every interval, at an eighth of the work
+/// on the trade path.
 #[derive(Clone, Debug, Default)]
 pub struct CandleSeries {
     series: [VecDeque<Candle>; 8],
 }
 
 impl CandleSeries {
-    /// Folds one trade into every interval.
+    /// Folds one trade in.
     pub fn record_trade(&mut self, time_ms: u64, price: Price, base: Amount, quote: Amount) {
-        for interval in CandleInterval::ALL {
-            let open_time_ms = interval.open_time_ms(time_ms);
-            let series = &mut self.series[interval.index()];
-            match series.back_mut() {
-                Some(candle) if candle.open_time_ms == open_time_ms => {
-                    candle.high = candle.high.max(price);
-                    candle.low = candle.low.min(price);
-                    candle.close = price;
-                    candle.volume = candle.volume.checked_add(base).unwrap_or(Amount::from_units(u128::MAX));
-                    candle.quote_volume = candle
-                        .quote_volume
-                        .checked_add(quote)
-                        .unwrap_or(Amount::from_units(u128::MAX));
-                    candle.trades += 1;
-                }
-                _ => {
-                    if series.len() == MAX_CANDLES_PER_SERIES {
-                        series.pop_front();
-                    }
-                    series.push_back(Candle {
-                        open_time_ms,
-                        open: price,
-                        high: price,
-                        low: price,
-                        close: price,
-                        volume: base,
-                        quote_volume: quote,
-                        trades: 1,
-                    });
+        let minutes = &mut self.series[CandleInterval::OneMinute.index()];
+        if let Some(candle) = minutes.back_mut() {
+            if time_ms >= candle.open_time_ms && time_ms - candle.open_time_ms < MINUTE_MS {
+                candle.high = candle.high.max(price);
+                candle.low = candle.low.min(price);
+                candle.close = price;
+                candle.volume = candle.volume.checked_add(base).unwrap_or(Amount::from_units(u128::MAX));
+                candle.quote_volume = candle
+                    .quote_volume
+                    .checked_add(quote)
+                    .unwrap_or(Amount::from_units(u128::MAX));
+                candle.trades += 1;
+                return;
+            }
+        }
+        // The open minute closes: fold it into the longer intervals before a new one opens.
+        if let Some(closed) = minutes.back().copied() {
+            for interval in &CandleInterval::ALL[1..] {
+                let series = &mut self.series[interval.index()];
+                fold_minute(series, *interval, &closed);
+                if series.len() > MAX_CANDLES_PER_SERIES {
+                    series.pop_front();
                 }
             }
         }
+        let minutes = &mut self.series[CandleInterval::OneMinute.index()];
+        if minutes.len() == MAX_CANDLES_PER_SERIES {
+            minutes.pop_front();
+        }
+        minutes.push_back(Candle {
+            open_time_ms: CandleInterval::OneMinute.open_time_ms(time_ms),
+            open: price,
+            high: price,
+            low: price,
+            close: price,
+            volume: base,
+            quote_volume: quote,
+            trades: 1,
+        });
     }
 
     /// The candles that open within `[start_ms, end_ms]`, oldest first; when more than `limit`
     /// match, the newest `limit` of them.
     pub fn candles(&self, interval: CandleInterval, start_ms: u64, end_ms: u64, limit: usize) -> Vec<Candle> {
-        let series = &self.series[interval.index()];
+        let mut series: VecDeque<Candle> = self.series[interval.index()].clone();
+        if interval != CandleInterval::OneMinute {
+            if let Some(open_minute) = self.series[CandleInterval::OneMinute.index()].back() {
+                fold_minute(&mut series, interval, open_minute);
+            }
+        }
         let matching: Vec<Candle> = series
-            .iter()
+            .into_iter()
             .filter(|candle| candle.open_time_ms >= start_ms && candle.open_time_ms <= end_ms)
-            .copied()
             .collect();
         let skip = matching.len().saturating_sub(limit);
         matching.into_iter().skip(skip).collect()
@@ -185,6 +201,31 @@ impl CandleSeries {
     /// Every candle of every interval, for the state hash.
     pub fn all(&self) -> impl Iterator<Item = &Candle> {
         self.series.iter().flat_map(|series| series.iter())
+    }
+}
+
+/// Merges a one-minute candle into a longer interval's series.
+fn fold_minute(series: &mut VecDeque<Candle>, interval: CandleInterval, minute: &Candle) {
+    let open_time_ms = interval.open_time_ms(minute.open_time_ms);
+    match series.back_mut() {
+        Some(candle) if candle.open_time_ms == open_time_ms => {
+            candle.high = candle.high.max(minute.high);
+            candle.low = candle.low.min(minute.low);
+            candle.close = minute.close;
+            candle.volume = candle
+                .volume
+                .checked_add(minute.volume)
+                .unwrap_or(Amount::from_units(u128::MAX));
+            candle.quote_volume = candle
+                .quote_volume
+                .checked_add(minute.quote_volume)
+                .unwrap_or(Amount::from_units(u128::MAX));
+            candle.trades += minute.trades;
+        }
+        _ => series.push_back(Candle {
+            open_time_ms,
+            ..*minute
+        }),
     }
 }
 
@@ -314,6 +355,56 @@ mod tests {
             candles.candles(CandleInterval::FiveMinutes, 0, u64::MAX, 10)[0].trades,
             4
         );
+    }
+
+    #[test]
+    fn longer_intervals_agree_with_folding_every_trade_directly() {
+        let mut candles = CandleSeries::default();
+        let trades: Vec<(u64, u64)> = (0..500u64)
+            .map(|i| (i * 37_003 % 3_000_000 + i * 40_000, 100 + (i * 7919) % 50))
+            .collect();
+        let mut sorted = trades.clone();
+        sorted.sort();
+        for (time, ticks) in &sorted {
+            candles.record_trade(
+                *time,
+                price(*ticks),
+                Amount::from_units(2),
+                Amount::from_units(2 * u128::from(*ticks)),
+            );
+        }
+        for interval in CandleInterval::ALL {
+            let mut expected: Vec<Candle> = Vec::new();
+            for (time, ticks) in &sorted {
+                let open_time_ms = interval.open_time_ms(*time);
+                let quote = Amount::from_units(2 * u128::from(*ticks));
+                match expected.last_mut() {
+                    Some(candle) if candle.open_time_ms == open_time_ms => {
+                        candle.high = candle.high.max(price(*ticks));
+                        candle.low = candle.low.min(price(*ticks));
+                        candle.close = price(*ticks);
+                        candle.volume = candle.volume.checked_add(Amount::from_units(2)).unwrap();
+                        candle.quote_volume = candle.quote_volume.checked_add(quote).unwrap();
+                        candle.trades += 1;
+                    }
+                    _ => expected.push(Candle {
+                        open_time_ms,
+                        open: price(*ticks),
+                        high: price(*ticks),
+                        low: price(*ticks),
+                        close: price(*ticks),
+                        volume: Amount::from_units(2),
+                        quote_volume: quote,
+                        trades: 1,
+                    }),
+                }
+            }
+            assert_eq!(
+                candles.candles(interval, 0, u64::MAX, usize::MAX),
+                expected,
+                "{interval:?}"
+            );
+        }
     }
 
     #[test]
