@@ -44,6 +44,8 @@ pub struct Limits {
     pub max_accounts_per_chain: usize,
     /// State changes that may wait for one chain's writer; past this, 503.
     pub write_queue_capacity: usize,
+    /// How long a write waits for a locked database before the batch is answered 503.
+    pub write_lock_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -54,6 +56,7 @@ impl Default for Limits {
             max_resting_orders_per_chain: 2_000_000,
             max_accounts_per_chain: 10_000_000,
             write_queue_capacity: 4_096,
+            write_lock_timeout_ms: 5_000,
         }
     }
 }

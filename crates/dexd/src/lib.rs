@@ -2,32 +2,36 @@
 //!
 //! The crate wraps the pure engine of `dexd-core` in everything that touches the world: the
 //! configuration ([`config`]), keys and signatures ([`crypto`]), the per-chain writer
-//! ([`venue`]), the records behind the lists ([`history`]), the HTTP layer ([`api`]) and its
+//! ([`venue`]), the embedded store ([`store`], [`codec`]), the HTTP layer ([`api`]) and its
 //! OpenAPI document ([`openapi`]). It does not match orders or move money itself: the engine does.
 
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod codec;
 pub mod config;
 pub mod crypto;
-pub mod history;
 pub mod openapi;
+pub mod store;
 pub mod venue;
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-/// Serves the venue on a bound listener until `shutdown` completes, then finishes the requests
-/// in flight.
+/// Opens the venue's stores in `data_dir`, rebuilds every chain, and serves on a bound listener
+/// until `shutdown` completes, then finishes the requests in flight.
 pub async fn serve(
     config: config::Config,
+    data_dir: &Path,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let venue = Arc::new(venue::Venue::start(config));
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let venue = Arc::new(venue::Venue::start(config, data_dir)?);
     axum::serve(listener, api::router(venue))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await?;
+    Ok(())
 }

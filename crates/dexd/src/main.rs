@@ -31,8 +31,8 @@ enum Command {
         /// (Ethereum 1, Sepolia 11155111, Arbitrum 42161) is used.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Where the venue keeps its data. State is held in memory in this version; the
-        /// directory is created and reserved for the embedded store.
+        /// Where the venue keeps its data: one SQLite database per chain
+        /// (`chain-<id>.sqlite3`), created on first start.
         #[arg(long, default_value = "dexd-data")]
         data_dir: PathBuf,
     },
@@ -78,10 +78,6 @@ fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) ->
             }
         }
     };
-    if let Err(error) = std::fs::create_dir_all(&data_dir) {
-        eprintln!("dexd: cannot create the data directory {}: {error}", data_dir.display());
-        return ExitCode::from(2);
-    }
     if !listen.ip().is_loopback() {
         tracing::warn!(%listen, "listening beyond loopback without TLS: private keys in requests would cross the network in clear");
     }
@@ -98,7 +94,7 @@ fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) ->
             }
         };
         tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "dexd listening");
-        match dexd::serve(config, listener, shutdown_signal()).await {
+        match dexd::serve(config, &data_dir, listener, shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("dexd: {error}");

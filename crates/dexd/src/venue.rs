@@ -1,22 +1,27 @@
-//! The running venue: one [`Chain`] per configured chain, each with a single writer.
+//! The running venue: one [`Chain`] per configured chain, each with a single writer thread.
 //!
-//! State changes go through a bounded queue to the chain's writer thread, which owns every
-//! mutation of the engine and the history; a full queue is refused at once (503), never waited
-//! on. Reads take a short read lock on the engine or the history and never queue behind writes.
-//! This module knows nothing of HTTP or JSON.
+//! State changes go through a bounded queue to the chain's writer, which owns every mutation of
+//! the engine. It takes whatever has queued (up to [`MAX_WRITE_BATCH`], without waiting for
+//! more), applies it to the engine, writes the batch to the store in one transaction, and only
+//! then answers: group commit. If the write fails, the batch is answered 503 and the engine is
+//! rebuilt from the store, so nothing of it stays in memory. Reads take a short read lock on the
+//! engine, or go to the store; they never queue behind writes. This module knows nothing of
+//! HTTP or JSON.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dexd_core::{Command, Engine, Event, Rejection};
+use dexd_core::{Command, Engine, EngineConfig, Event, Rejection};
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::codec;
 use crate::config::{ChainConfig, Config};
-use crate::history::{History, OrderAuthorization};
+use crate::store::{self, CommittedCommand, OrderAuthorization, StoreError, StoreReader, StoreWriter};
 
-/// How many queued commands the writer takes in one batch.
+/// How many queued commands the writer takes into one transaction.
 pub const MAX_WRITE_BATCH: usize = 256;
 
 /// Why a state change was not applied.
@@ -24,47 +29,57 @@ pub const MAX_WRITE_BATCH: usize = 256;
 pub enum WriteError {
     /// The engine refused it.
     Rejected(Rejection),
-    /// The writer's queue is full or the writer is gone; nothing was applied.
+    /// The queue is full, the store could not make it durable, or the writer is gone; nothing
+    /// was applied.
     Unavailable,
 }
 
 struct WriteRequest {
     command: Command,
     authorization: Option<OrderAuthorization>,
-    reply: oneshot::Sender<Result<Vec<Event>, Rejection>>,
+    reply: oneshot::Sender<Result<Vec<Event>, WriteError>>,
 }
 
 /// One chain's venue.
 pub struct Chain {
     /// The chain's configuration.
     pub config: ChainConfig,
+    /// The chain's history, read by the handlers.
+    pub store: StoreReader,
     engine: Arc<RwLock<Engine>>,
-    history: Arc<RwLock<History>>,
     writer: mpsc::Sender<WriteRequest>,
 }
 
 impl Chain {
-    fn start(config: ChainConfig, full_config: &Config) -> Chain {
-        let engine =
-            Engine::new(config.engine_config(&full_config.limits)).expect("pairs were checked with the configuration");
+    fn start(config: ChainConfig, full_config: &Config, data_dir: &Path) -> Result<Chain, StoreError> {
+        let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
+        let (store_writer, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
+        let engine_config = config.engine_config(&full_config.limits);
+        let started = Instant::now();
+        let engine = store_writer.replay(&engine_config)?;
+        tracing::info!(
+            chain_id = config.chain_id,
+            resting_orders = engine.resting_order_count(),
+            replay_ms = started.elapsed().as_millis() as u64,
+            "chain state rebuilt from the store"
+        );
         let engine = Arc::new(RwLock::new(engine));
-        let history = Arc::new(RwLock::new(History::default()));
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
         let writer_engine = Arc::clone(&engine);
-        let writer_history = Arc::clone(&history);
+        let chain_id = config.chain_id;
         std::thread::Builder::new()
-            .name(format!("writer-{}", config.chain_id))
-            .spawn(move || run_writer(queue, writer_engine, writer_history))
+            .name(format!("writer-{chain_id}"))
+            .spawn(move || run_writer(chain_id, queue, writer_engine, store_writer, engine_config))
             .expect("the writer thread starts");
-        Chain {
+        Ok(Chain {
             config,
+            store: store_reader,
             engine,
-            history,
             writer,
-        }
+        })
     }
 
-    /// Applies a command through the writer and returns its events.
+    /// Applies a command through the writer; returns its events once they are on disk.
     pub async fn submit(
         &self,
         command: Command,
@@ -78,11 +93,7 @@ impl Chain {
                 reply,
             })
             .map_err(|_| WriteError::Unavailable)?;
-        match answer.await {
-            Ok(Ok(events)) => Ok(events),
-            Ok(Err(rejection)) => Err(WriteError::Rejected(rejection)),
-            Err(_) => Err(WriteError::Unavailable),
-        }
+        answer.await.unwrap_or(Err(WriteError::Unavailable))
     }
 
     /// Reads the engine under a short read lock.
@@ -90,13 +101,24 @@ impl Chain {
         read(&self.engine.read())
     }
 
-    /// Reads the history under a short read lock.
-    pub fn read_history<R>(&self, read: impl FnOnce(&History) -> R) -> R {
-        read(&self.history.read())
+    /// The engine's state hash (for recovery checks).
+    pub fn state_hash(&self) -> [u8; 32] {
+        self.engine.read().state_hash()
     }
 }
 
-fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, engine: Arc<RwLock<Engine>>, history: Arc<RwLock<History>>) {
+type Reply = (
+    oneshot::Sender<Result<Vec<Event>, WriteError>>,
+    Result<Vec<Event>, WriteError>,
+);
+
+fn run_writer(
+    chain_id: u64,
+    mut queue: mpsc::Receiver<WriteRequest>,
+    engine: Arc<RwLock<Engine>>,
+    mut store: StoreWriter,
+    engine_config: EngineConfig,
+) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
@@ -106,18 +128,67 @@ fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, engine: Arc<RwLock<Engine
                 Err(_) => break,
             }
         }
-        let mut replies = Vec::with_capacity(batch.len());
-        for request in batch.drain(..) {
-            let mut events = Vec::new();
-            let result = engine.write().execute(request.command, now_ms(), &mut events);
-            if result.is_ok() {
-                history.write().apply(&events, request.authorization);
+        let (committed, mut replies) = apply_batch(&engine, batch.drain(..));
+        if !committed.is_empty() {
+            if let Err(error) = store.commit(&committed) {
+                tracing::error!(chain_id, %error, "writing a batch failed; answering 503 and rebuilding from the store");
+                for (_, result) in &mut replies {
+                    if result.is_ok() {
+                        *result = Err(WriteError::Unavailable);
+                    }
+                }
+                rebuild(chain_id, &engine, &store, &engine_config);
             }
-            replies.push((request.reply, result.map(|()| events)));
         }
         // A client that went away no longer waits for its answer; that is not an error.
         for (reply, result) in replies {
             let _ = reply.send(result);
+        }
+    }
+}
+
+/// Applies a batch to the engine under one write lock; returns what to store and what to answer.
+fn apply_batch(
+    engine: &RwLock<Engine>,
+    requests: impl Iterator<Item = WriteRequest>,
+) -> (Vec<CommittedCommand>, Vec<Reply>) {
+    let mut committed = Vec::new();
+    let mut replies = Vec::new();
+    let mut engine = engine.write();
+    for request in requests {
+        let time_ms = now_ms();
+        let encoded = codec::encode_command(&request.command);
+        let mut events = Vec::new();
+        match engine.execute(request.command, time_ms, &mut events) {
+            Ok(()) => {
+                committed.push(CommittedCommand {
+                    time_ms,
+                    command: encoded,
+                    events: events.clone(),
+                    authorization: request.authorization,
+                });
+                replies.push((request.reply, Ok(events)));
+            }
+            Err(rejection) => replies.push((request.reply, Err(WriteError::Rejected(rejection)))),
+        }
+    }
+    (committed, replies)
+}
+
+/// Puts the engine back to what the store holds, after a batch could not be written. Until that
+/// succeeds the chain's writes keep failing, which is the safe side.
+fn rebuild(chain_id: u64, engine: &RwLock<Engine>, store: &StoreWriter, engine_config: &EngineConfig) {
+    loop {
+        match store.replay(engine_config) {
+            Ok(rebuilt) => {
+                *engine.write() = rebuilt;
+                tracing::info!(chain_id, "chain state rebuilt from the store after a failed write");
+                return;
+            }
+            Err(error) => {
+                tracing::error!(chain_id, %error, "rebuilding from the store failed; retrying in one second");
+                std::thread::sleep(Duration::from_secs(1));
+            }
         }
     }
 }
@@ -138,14 +209,19 @@ pub struct Venue {
 }
 
 impl Venue {
-    /// Starts a writer for every chain.
-    pub fn start(config: Config) -> Venue {
-        let chains = config
-            .chains
-            .iter()
-            .map(|chain| (chain.chain_id, Arc::new(Chain::start(chain.clone(), &config))))
-            .collect();
-        Venue { config, chains }
+    /// Opens every chain's store in `data_dir` (creating it when new), rebuilds each engine from
+    /// its log, and starts the writers.
+    pub fn start(config: Config, data_dir: &Path) -> Result<Venue, StoreError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|error| StoreError::Inconsistent(format!("cannot create {}: {error}", data_dir.display())))?;
+        let mut chains = HashMap::new();
+        for chain in &config.chains {
+            chains.insert(
+                chain.chain_id,
+                Arc::new(Chain::start(chain.clone(), &config, data_dir)?),
+            );
+        }
+        Ok(Venue { config, chains })
     }
 
     /// The chain with this id.

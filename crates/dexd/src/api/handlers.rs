@@ -20,7 +20,7 @@ use super::error::ApiError;
 use super::params::Params;
 use super::render;
 use crate::crypto::{checksummed, parse_address, parse_hex_bytes, SigningDomain};
-use crate::history::{OrderAuthorization, PageRequest, StoredOrder, MAX_PAGE_LIMIT};
+use crate::store::{OrderAuthorization, PageRequest, StoreError, StoredOrder, MAX_PAGE_LIMIT};
 use crate::venue::{now_ms, Chain, Venue, WriteError};
 
 /// The longest `clientOrderId` accepted.
@@ -122,6 +122,12 @@ fn page_request(params: &Params) -> Result<PageRequest, ApiError> {
         start_ms,
         end_ms,
     })
+}
+
+/// A store that cannot be read is an internal fault: logged here, answered as an opaque 500.
+fn store_error(error: StoreError) -> ApiError {
+    tracing::error!(%error, "reading the store failed");
+    ApiError::internal()
 }
 
 fn write_error(error: WriteError) -> ApiError {
@@ -265,7 +271,9 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     let order_id = order_id_param(&params)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
     let stored = chain
-        .read_history(|history| history.order(&order_id).cloned())
+        .store
+        .order(&order_id)
+        .map_err(store_error)?
         .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
         .ok_or_else(not_found)?;
     if stored.record.status != OrderStatus::Open {
@@ -297,7 +305,10 @@ async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> A
         None => None,
     };
     let request = page_request(&params)?;
-    let page = chain.read_history(|history| history.orders(&account, status, pair, request));
+    let page = chain
+        .store
+        .orders(&account, status, pair, request)
+        .map_err(store_error)?;
     let orders: Vec<Value> = page
         .items
         .iter()
@@ -407,7 +418,7 @@ pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
     let request = page_request(&params)?;
-    let page = chain.read_history(|history| history.trades(pair_index, request));
+    let page = chain.store.trades(pair_index, request).map_err(store_error)?;
     let trades: Vec<Value> = page
         .items
         .iter()
@@ -443,7 +454,10 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
     });
     let unrealized = mark_value.map_or(0, |value| position.unrealized_pnl_quote(value));
     let quote_decimals = spec.quote_decimals();
-    let open_orders = chain.read_history(|history| history.open_orders_on_pair(&account, pair_index));
+    let open_orders = chain
+        .store
+        .open_orders_on_pair(&account, pair_index)
+        .map_err(store_error)?;
     let open_orders: Vec<Value> = open_orders
         .iter()
         .map(|stored| render::order(&chain.config, stored))
@@ -567,7 +581,7 @@ async fn transfer_history(venue: Arc<Venue>, params: Params, kind: TransferKind)
     let chain = chain_of(&venue, &params)?;
     let account = address_param(&params, "account")?;
     let request = page_request(&params)?;
-    let page = chain.read_history(|history| history.transfers(&account, kind, request));
+    let page = chain.store.transfers(&account, kind, request).map_err(store_error)?;
     let transfers: Vec<Value> = page
         .items
         .iter()
@@ -692,7 +706,9 @@ pub async fn order_detail(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
     let order_id = order_id_param(&params)?;
     let stored = chain
-        .read_history(|history| history.order(&order_id).cloned())
+        .store
+        .order(&order_id)
+        .map_err(store_error)?
         .ok_or_else(|| ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain").on("orderId"))?;
     let message = render::order_message(&chain.config, &stored.record.terms, stored.salt);
     Ok(json!({

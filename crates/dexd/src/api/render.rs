@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::config::{ChainConfig, PairConfig};
 use crate::crypto::{checksummed, hex_prefixed, OrderMessage};
-use crate::history::StoredOrder;
+use crate::store::StoredOrder;
 
 /// The wire name of a direction.
 pub fn direction_name(direction: Direction) -> &'static str {

@@ -12,6 +12,7 @@ pub struct TestServer {
     pub base_url: String,
     pub client: reqwest::Client,
     _stop: oneshot::Sender<()>,
+    _data_dir: tempfile::TempDir,
 }
 
 impl TestServer {
@@ -23,13 +24,20 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(dexd::serve(config, listener, async move {
-            let _ = stopped.await;
-        }));
+        let data_dir = tempfile::tempdir().unwrap();
+        let path = data_dir.path().to_path_buf();
+        tokio::spawn(async move {
+            dexd::serve(config, &path, listener, async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
         TestServer {
             base_url: format!("http://{address}"),
             client: reqwest::Client::new(),
             _stop: stop,
+            _data_dir: data_dir,
         }
     }
 

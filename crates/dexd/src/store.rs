@@ -1,0 +1,497 @@
+//! The embedded store: one SQLite database per chain, in the data directory.
+//!
+//! It holds the command log (every accepted command with the time it ran at, from which the
+//! engine is rebuilt exactly by replay) and the history tables behind the list endpoints
+//! (orders with their signatures, trades, transfers), indexed for paging newest first. A batch of
+//! commands is written in one transaction that is on disk (WAL, `synchronous = FULL`) before any
+//! of them is acknowledged. This module does not decide anything and does not know HTTP.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dexd_core::{
+    Address, Command, Engine, EngineConfig, Event, OrderId, OrderRecord, OrderStatus, PairIndex, Trade, Transfer,
+    TransferKind,
+};
+use parking_lot::Mutex;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::codec::{self, CodecError};
+
+/// The most records one page may hold.
+pub const MAX_PAGE_LIMIT: usize = 1_000;
+/// Read connections kept open per chain; a busier moment opens and closes extra ones.
+pub const MAX_IDLE_READ_CONNECTIONS: usize = 8;
+
+/// The schema, one migration per version; `PRAGMA user_version` records how many have run.
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE commands (sequence INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, command BLOB NOT NULL);
+     CREATE TABLE orders (
+         order_id BLOB PRIMARY KEY, account BLOB NOT NULL, pair INTEGER NOT NULL, status INTEGER NOT NULL,
+         sequence INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         salt BLOB NOT NULL, signature BLOB NOT NULL);
+     CREATE INDEX orders_by_account ON orders (account, status, sequence);
+     CREATE TABLE trades (trade_id INTEGER PRIMARY KEY, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL, record BLOB NOT NULL);
+     CREATE INDEX trades_by_pair ON trades (pair, trade_id);
+     CREATE TABLE transfers (
+         number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
+         time_ms INTEGER NOT NULL, record BLOB NOT NULL);
+     CREATE INDEX transfers_by_account ON transfers (account, kind, number);",
+];
+
+/// Why the store could not do what was asked.
+#[derive(Debug)]
+pub enum StoreError {
+    /// SQLite refused (disk full, read-only, locked, damaged...).
+    Database(rusqlite::Error),
+    /// A stored value could not be decoded.
+    Codec(CodecError),
+    /// The store does not belong to this chain, or its log does not replay.
+    Inconsistent(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Database(error) => write!(formatter, "database: {error}"),
+            StoreError::Codec(error) => write!(formatter, "{error}"),
+            StoreError::Inconsistent(message) => formatter.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        StoreError::Database(error)
+    }
+}
+
+impl From<CodecError> for StoreError {
+    fn from(error: CodecError) -> StoreError {
+        StoreError::Codec(error)
+    }
+}
+
+/// An order with what the service signed.
+#[derive(Debug, Clone)]
+pub struct StoredOrder {
+    /// The order's latest state.
+    pub record: OrderRecord,
+    /// The salt of the signed EIP-712 message.
+    pub salt: u128,
+    /// The 65-byte EIP-712 signature.
+    pub signature: [u8; 65],
+}
+
+/// What the service signed for a new order, stored with it.
+#[derive(Debug, Clone, Copy)]
+pub struct OrderAuthorization {
+    /// The order.
+    pub order_id: OrderId,
+    /// The salt of the signed message.
+    pub salt: u128,
+    /// The signature.
+    pub signature: [u8; 65],
+}
+
+/// Which records a page wants.
+#[derive(Debug, Clone, Copy)]
+pub struct PageRequest {
+    /// At most this many records.
+    pub limit: usize,
+    /// Only records older than this cursor (from the previous page's `next_cursor`).
+    pub cursor: Option<u64>,
+    /// Only records at or after this time.
+    pub start_ms: u64,
+    /// Only records at or before this time.
+    pub end_ms: u64,
+}
+
+/// One page, newest first.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    /// The records.
+    pub items: Vec<T>,
+    /// The cursor of the next page, when more records remain.
+    pub next_cursor: Option<u64>,
+}
+
+/// One accepted command of a batch, with everything to write for it.
+pub struct CommittedCommand {
+    /// The time the engine ran it at.
+    pub time_ms: u64,
+    /// The encoded command.
+    pub command: Vec<u8>,
+    /// What it did.
+    pub events: Vec<Event>,
+    /// The signature of a new order.
+    pub authorization: Option<OrderAuthorization>,
+}
+
+/// Where a chain's database lives.
+pub fn database_path(data_dir: &Path, chain_id: u64) -> PathBuf {
+    data_dir.join(format!("chain-{chain_id}.sqlite3"))
+}
+
+fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    let connection = Connection::open(path)?;
+    connection.busy_timeout(busy_timeout)?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    // FULL: every commit waits for the WAL to reach the disk, so an acknowledged change survives
+    // a crash or a power cut.
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    Ok(connection)
+}
+
+fn migrate(connection: &mut Connection, chain_id: u64) -> Result<(), StoreError> {
+    let version: usize = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version > MIGRATIONS.len() {
+        return Err(StoreError::Inconsistent(format!(
+            "the store has schema version {version}, newer than this dexd knows ({})",
+            MIGRATIONS.len()
+        )));
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(version) {
+        let transaction = connection.transaction()?;
+        transaction.execute_batch(migration)?;
+        transaction.pragma_update(None, "user_version", index + 1)?;
+        if index == 0 {
+            transaction.execute(
+                "INSERT INTO meta (key, value) VALUES ('chain_id', ?1)",
+                [chain_id.to_string()],
+            )?;
+        }
+        transaction.commit()?;
+    }
+    let stored: String = connection.query_row("SELECT value FROM meta WHERE key = 'chain_id'", [], |row| row.get(0))?;
+    if stored != chain_id.to_string() {
+        return Err(StoreError::Inconsistent(format!(
+            "the store belongs to chain {stored}, not {chain_id}"
+        )));
+    }
+    Ok(())
+}
+
+/// The writing side of a chain's store, owned by the chain's writer thread.
+pub struct StoreWriter {
+    connection: Connection,
+}
+
+/// The reading side of a chain's store, shared by the request handlers.
+pub struct StoreReader {
+    path: PathBuf,
+    busy_timeout: Duration,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// Opens (creating and migrating when needed) a chain's store.
+pub fn open(data_dir: &Path, chain_id: u64, busy_timeout: Duration) -> Result<(StoreWriter, StoreReader), StoreError> {
+    let path = database_path(data_dir, chain_id);
+    let mut connection = open_connection(&path, busy_timeout)?;
+    migrate(&mut connection, chain_id)?;
+    let reader = StoreReader {
+        path,
+        busy_timeout,
+        idle: Mutex::new(Vec::new()),
+    };
+    Ok((StoreWriter { connection }, reader))
+}
+
+fn to_sql_integer(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl StoreWriter {
+    /// Writes a batch in one transaction; when this returns `Ok`, the batch is on disk.
+    pub fn commit(&mut self, batch: &[CommittedCommand]) -> Result<(), StoreError> {
+        let transaction = self
+            .connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert_command =
+                transaction.prepare_cached("INSERT INTO commands (time_ms, command) VALUES (?1, ?2)")?;
+            let mut insert_order = transaction.prepare_cached(
+                "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, record = excluded.record",
+            )?;
+            let mut update_order =
+                transaction.prepare_cached("UPDATE orders SET status = ?2, record = ?3 WHERE order_id = ?1")?;
+            let mut insert_trade = transaction
+                .prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
+            let mut insert_transfer = transaction
+                .prepare_cached("INSERT INTO transfers (account, kind, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
+            for entry in batch {
+                insert_command.execute(params![to_sql_integer(entry.time_ms), entry.command])?;
+                for event in &entry.events {
+                    match event {
+                        Event::OrderUpdated(record) => {
+                            let authorization = entry
+                                .authorization
+                                .filter(|authorization| authorization.order_id == record.terms.order_id);
+                            let encoded = codec::encode_order(record);
+                            match authorization {
+                                Some(authorization) => insert_order.execute(params![
+                                    record.terms.order_id.as_bytes(),
+                                    record.terms.account.as_bytes(),
+                                    record.terms.pair.0,
+                                    record.status as u8,
+                                    to_sql_integer(record.sequence),
+                                    to_sql_integer(record.created_at_ms),
+                                    encoded,
+                                    authorization.salt.to_be_bytes(),
+                                    &authorization.signature[..],
+                                ])?,
+                                None => update_order.execute(params![
+                                    record.terms.order_id.as_bytes(),
+                                    record.status as u8,
+                                    encoded
+                                ])?,
+                            };
+                        }
+                        Event::TradeExecuted(trade) => {
+                            insert_trade.execute(params![
+                                to_sql_integer(trade.trade_id),
+                                trade.pair.0,
+                                to_sql_integer(trade.timestamp_ms),
+                                codec::encode_trade(trade)
+                            ])?;
+                        }
+                        Event::TransferApplied(transfer) => {
+                            insert_transfer.execute(params![
+                                transfer.account.as_bytes(),
+                                transfer.kind as u8,
+                                to_sql_integer(transfer.timestamp_ms),
+                                codec::encode_transfer(transfer)
+                            ])?;
+                        }
+                        Event::BalanceUpdated { .. } => {}
+                    }
+                }
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Rebuilds the engine by replaying the command log at the recorded times.
+    pub fn replay(&self, config: &EngineConfig) -> Result<Engine, StoreError> {
+        replay(&self.connection, config)
+    }
+}
+
+/// Replays a command log into a fresh engine. Every logged command was accepted once, so a
+/// rejection here means the log and the engine disagree, and the store is refused.
+pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Engine, StoreError> {
+    let mut engine = Engine::new(config.clone())
+        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
+    let mut statement = connection.prepare("SELECT sequence, time_ms, command FROM commands ORDER BY sequence")?;
+    let mut rows = statement.query([])?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        let sequence: i64 = row.get(0)?;
+        let time_ms: i64 = row.get(1)?;
+        let bytes: Vec<u8> = row.get(2)?;
+        let command: Command = codec::decode_command(&bytes)?;
+        events.clear();
+        engine
+            .execute(command, u64::try_from(time_ms).unwrap_or(0), &mut events)
+            .map_err(|rejection| {
+                StoreError::Inconsistent(format!(
+                    "logged command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
+                ))
+            })?;
+    }
+    Ok(engine)
+}
+
+impl StoreReader {
+    fn with_connection<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let pooled = self.idle.lock().pop();
+        let connection = match pooled {
+            Some(connection) => connection,
+            None => open_connection(&self.path, self.busy_timeout)?,
+        };
+        let result = read(&connection);
+        let mut idle = self.idle.lock();
+        if idle.len() < MAX_IDLE_READ_CONNECTIONS {
+            idle.push(connection);
+        }
+        result
+    }
+
+    /// An order by id.
+    pub fn order(&self, order_id: &OrderId) -> Result<Option<StoredOrder>, StoreError> {
+        self.with_connection(|connection| {
+            connection
+                .query_row(
+                    "SELECT record, salt, signature FROM orders WHERE order_id = ?1",
+                    [order_id.as_bytes()],
+                    |row| {
+                        Ok((
+                            row.get::<_, Vec<u8>>(0)?,
+                            row.get::<_, Vec<u8>>(1)?,
+                            row.get::<_, Vec<u8>>(2)?,
+                        ))
+                    },
+                )
+                .optional()?
+                .map(|(record, salt, signature)| stored_order(&record, &salt, &signature))
+                .transpose()
+        })
+    }
+
+    /// An account's orders with a status, optionally on one pair, newest first. The cursor is
+    /// the order's sequence number.
+    pub fn orders(
+        &self,
+        account: &Address,
+        status: OrderStatus,
+        pair: Option<PairIndex>,
+        request: PageRequest,
+    ) -> Result<Page<StoredOrder>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, salt, signature, sequence FROM orders
+                 WHERE account = ?1 AND status = ?2 AND (?3 IS NULL OR pair = ?3)
+                   AND created_ms >= ?4 AND created_ms <= ?5 AND sequence < ?6
+                 ORDER BY sequence DESC LIMIT ?7",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    account.as_bytes(),
+                    status as u8,
+                    pair.map(|pair| pair.0),
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1)
+                ],
+                |row| {
+                    Ok((
+                        row.get::<_, Vec<u8>>(0)?,
+                        row.get::<_, Vec<u8>>(1)?,
+                        row.get::<_, Vec<u8>>(2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                },
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, salt, signature, sequence) = row?;
+                items.push((stored_order(&record, &salt, &signature)?, sequence as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+
+    /// An account's open orders on one pair, oldest first (at most its open-order limit).
+    pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Result<Vec<StoredOrder>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, salt, signature FROM orders WHERE account = ?1 AND status = ?2 AND pair = ?3 ORDER BY sequence",
+            )?;
+            let rows = statement.query_map(params![account.as_bytes(), OrderStatus::Open as u8, pair.0], |row| {
+                Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Vec<u8>>(1)?, row.get::<_, Vec<u8>>(2)?))
+            })?;
+            let mut orders = Vec::new();
+            for row in rows {
+                let (record, salt, signature) = row?;
+                orders.push(stored_order(&record, &salt, &signature)?);
+            }
+            Ok(orders)
+        })
+    }
+
+    /// A pair's trades, newest first. The cursor is the trade id.
+    pub fn trades(&self, pair: PairIndex, request: PageRequest) -> Result<Page<Trade>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, trade_id FROM trades
+                 WHERE pair = ?1 AND time_ms >= ?2 AND time_ms <= ?3 AND trade_id < ?4
+                 ORDER BY trade_id DESC LIMIT ?5",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    pair.0,
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1)
+                ],
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, trade_id) = row?;
+                items.push((codec::decode_trade(&record)?, trade_id as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+
+    /// An account's deposits or withdrawals, newest first. The cursor is a chain-wide transfer
+    /// number.
+    pub fn transfers(
+        &self,
+        account: &Address,
+        kind: TransferKind,
+        request: PageRequest,
+    ) -> Result<Page<Transfer>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, number FROM transfers
+                 WHERE account = ?1 AND kind = ?2 AND time_ms >= ?3 AND time_ms <= ?4 AND number < ?5
+                 ORDER BY number DESC LIMIT ?6",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    account.as_bytes(),
+                    kind as u8,
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1)
+                ],
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, number) = row?;
+                items.push((codec::decode_transfer(&record)?, number as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+}
+
+fn stored_order(record: &[u8], salt: &[u8], signature: &[u8]) -> Result<StoredOrder, StoreError> {
+    let salt: [u8; 16] = salt
+        .try_into()
+        .map_err(|_| StoreError::Inconsistent("bad salt".into()))?;
+    let signature: [u8; 65] = signature
+        .try_into()
+        .map_err(|_| StoreError::Inconsistent("bad signature".into()))?;
+    Ok(StoredOrder {
+        record: codec::decode_order(record)?,
+        salt: u128::from_be_bytes(salt),
+        signature,
+    })
+}
+
+/// Cuts `limit + 1` fetched rows to a page; the extra row only says that more remain.
+fn page<T>(mut items: Vec<(T, u64)>, limit: usize) -> Page<T> {
+    let next_cursor = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(|(_, key)| *key)
+    } else {
+        None
+    };
+    Page {
+        items: items.into_iter().map(|(item, _)| item).collect(),
+        next_cursor,
+    }
+}
