@@ -58,6 +58,7 @@ fn main() -> ExitCode {
 fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     let config = match config_path {
         None => Config::embedded_default(),

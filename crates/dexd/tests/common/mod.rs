@@ -12,7 +12,7 @@ pub struct TestServer {
     pub base_url: String,
     pub client: reqwest::Client,
     _stop: oneshot::Sender<()>,
-    _data_dir: tempfile::TempDir,
+    _data_dir: Option<tempfile::TempDir>,
 }
 
 impl TestServer {
@@ -21,11 +21,19 @@ impl TestServer {
     }
 
     pub async fn start_with(config: Config) -> TestServer {
+        let data_dir = tempfile::tempdir().unwrap();
+        TestServer::start_owning(config, data_dir.path().to_path_buf(), Some(data_dir)).await
+    }
+
+    /// A server on a data directory the caller keeps.
+    pub async fn start_in(config: Config, data_dir: &std::path::Path) -> TestServer {
+        TestServer::start_owning(config, data_dir.to_path_buf(), None).await
+    }
+
+    async fn start_owning(config: Config, path: std::path::PathBuf, data_dir: Option<tempfile::TempDir>) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let data_dir = tempfile::tempdir().unwrap();
-        let path = data_dir.path().to_path_buf();
         tokio::spawn(async move {
             dexd::serve(config, &path, listener, async move {
                 let _ = stopped.await;
