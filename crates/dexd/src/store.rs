@@ -20,6 +20,14 @@ use crate::codec::{self, CodecError};
 
 /// The most records one page may hold.
 pub const MAX_PAGE_LIMIT: usize = 1_000;
+/// The database page size, in bytes.
+pub const STORE_PAGE_BYTES: i64 = 1024;
+/// The page cache of each connection, in KiB.
+pub const STORE_CACHE_KIBIBYTES: i64 = 256 * 1024;
+/// How much of the database file is memory-mapped for reads, in bytes.
+pub const STORE_MMAP_BYTES: i64 = 1 << 30;
+/// WAL pages between automatic checkpoints.
+pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
 /// Read connections kept open per chain; a busier moment opens and closes extra ones.
 pub const MAX_IDLE_READ_CONNECTIONS: usize = 8;
 
@@ -139,10 +147,20 @@ pub fn database_path(data_dir: &Path, chain_id: u64) -> PathBuf {
 fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let connection = Connection::open(path)?;
     connection.busy_timeout(busy_timeout)?;
+    // Small pages: the history indexes are keyed by random ids, so nearly every row dirties its
+    // own page, and each dirty page is written whole to the WAL. Takes effect when the file is
+    // created.
+    connection.pragma_update(None, "page_size", STORE_PAGE_BYTES)?;
     connection.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: every commit waits for the WAL to reach the disk, so an acknowledged change survives
     // a crash or a power cut.
     connection.pragma_update(None, "synchronous", "FULL")?;
+    // The history indexes are keyed by random order ids; a page cache that holds their working
+    // set keeps inserts from reading pages back through the kernel.
+    connection.pragma_update(None, "cache_size", -STORE_CACHE_KIBIBYTES)?;
+    connection.pragma_update(None, "mmap_size", STORE_MMAP_BYTES)?;
+    // Checkpoint (copy the WAL into the database) in larger, rarer steps.
+    connection.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
     Ok(connection)
 }
 

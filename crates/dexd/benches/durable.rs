@@ -1,0 +1,163 @@
+//! The durable path: commands through the chain's writer, the engine and the SQLite store with
+//! group commit, acknowledged only once on disk. No HTTP and no signing: those are measured by
+//! the end-to-end benchmarks.
+//!
+//! `cargo bench -p dexd --bench durable` prints throughput and latency percentiles for a few
+//! concurrency levels. `DEXD_BENCH_SECONDS` sets the length of each run (default 5).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dexd::config::Config;
+use dexd::store::OrderAuthorization;
+use dexd::venue::{Chain, Venue};
+use dexd_core::{
+    Address, Amount, AssetIndex, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
+    TimeInForce, TransferRequest,
+};
+use hdrhistogram::Histogram;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const ACCOUNTS: usize = 200;
+const MID_PRICE_TICKS: u64 = 250_000;
+
+fn account(index: usize) -> Address {
+    let mut bytes: [u8; 20] = rand::rngs::StdRng::seed_from_u64(index as u64).gen();
+    bytes[0] = 0xab;
+    Address::from_bytes(bytes)
+}
+
+fn place(random: &mut StdRng, trader: usize) -> (Command, OrderAuthorization) {
+    let order_id = OrderId::from_bytes(random.gen());
+    let direction = if random.gen_bool(0.5) {
+        Direction::Buy
+    } else {
+        Direction::Sell
+    };
+    // About a third of the orders cross the touch.
+    let offset = random.gen_range(0..30u64);
+    let price = match direction {
+        Direction::Buy => MID_PRICE_TICKS + 10 - offset,
+        Direction::Sell => MID_PRICE_TICKS - 10 + offset,
+    };
+    let command = Command::PlaceOrder(NewOrder {
+        order_id,
+        client_order_id: None,
+        account: account(trader),
+        pair: PairIndex(0),
+        order_type: OrderType::Limit,
+        direction,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: Price::from_ticks(price),
+        quantity: Quantity::from_lots(random.gen_range(10..200)),
+    });
+    (
+        command,
+        OrderAuthorization {
+            order_id,
+            salt: 0,
+            signature: [0; 65],
+        },
+    )
+}
+
+async fn submitter(chain: Arc<Chain>, task: usize, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) -> Histogram<u64> {
+    let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+    let mut random = StdRng::seed_from_u64(task as u64 + 1_000);
+    let trader = task % ACCOUNTS;
+    let mut open: Vec<OrderId> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let (command, authorization) = if random.gen_range(0..100) < 20 && !open.is_empty() {
+            let order_id = open.swap_remove(random.gen_range(0..open.len()));
+            (
+                Command::CancelOrder {
+                    account: account(trader),
+                    order_id,
+                },
+                None,
+            )
+        } else {
+            let (command, authorization) = place(&mut random, trader);
+            (command, Some(authorization))
+        };
+        let started = Instant::now();
+        let result = chain.submit(command, authorization).await;
+        histogram.record(started.elapsed().as_micros().max(1) as u64).unwrap();
+        if let (Ok(_), Some(authorization)) = (result, authorization) {
+            open.push(authorization.order_id);
+        }
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    histogram
+}
+
+fn main() {
+    let seconds: u64 = std::env::var("DEXD_BENCH_SECONDS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(5);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("durable path: engine + SQLite group commit (WAL, synchronous=FULL), {seconds} s per run");
+    println!(
+        "{:>12} {:>14} {:>9} {:>9} {:>9} {:>9}",
+        "concurrency", "commands/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
+    );
+    for concurrency in [64usize, 256, 1024, 4096] {
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut config = Config::embedded_default();
+        config.limits.write_queue_capacity = concurrency.max(4096);
+        runtime.block_on(async {
+            let venue = Venue::start(config, data_dir.path()).unwrap();
+            let chain = venue.chain(1).unwrap();
+            for trader in 0..ACCOUNTS {
+                for asset in 0..2u16 {
+                    let request = TransferRequest {
+                        transfer_id: [0; 32],
+                        account: account(trader),
+                        asset: AssetIndex(asset),
+                        amount: Amount::from_units(10u128.pow(30)),
+                    };
+                    chain.submit(Command::Deposit(request), None).await.unwrap();
+                }
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            let done = Arc::new(AtomicU64::new(0));
+            let started = Instant::now();
+            let tasks: Vec<_> = (0..concurrency)
+                .map(|task| {
+                    tokio::spawn(submitter(
+                        Arc::clone(&chain),
+                        task,
+                        Arc::clone(&stop),
+                        Arc::clone(&done),
+                    ))
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+            stop.store(true, Ordering::Relaxed);
+            let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+            for task in tasks {
+                histogram.add(task.await.unwrap()).unwrap();
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            println!(
+                "{:>12} {:>14.0} {:>9} {:>9} {:>9} {:>9}",
+                concurrency,
+                done.load(Ordering::Relaxed) as f64 / elapsed,
+                histogram.value_at_quantile(0.5),
+                histogram.value_at_quantile(0.99),
+                histogram.value_at_quantile(0.999),
+                histogram.max()
+            );
+            let resting = chain.read_engine(|engine| engine.resting_order_count());
+            println!("{:>12} resting orders at the end: {resting}", "");
+        });
+    }
+}
