@@ -1,10 +1,15 @@
 //! The embedded store: one SQLite database per chain, in the data directory.
 //!
-//! It holds the command log (every accepted command with the time it ran at, from which the
-//! engine is rebuilt exactly by replay) and the history tables behind the list endpoints
-//! (orders with their signatures, trades, transfers), indexed for paging newest first. A batch of
-//! commands is written in one transaction that is on disk (WAL, `synchronous = FULL`) before any
-//! of them is acknowledged. This module does not decide anything and does not know HTTP.
+//! It holds the journal (every accepted command with the time it ran at and the signature of a
+//! new order, from which the engine is rebuilt exactly by replay) and the history tables behind
+//! the list endpoints (orders with their signatures, trades, transfers), indexed for paging
+//! newest first.
+//!
+//! Only the journal is on the path to an acknowledgment: a batch of commands is appended in one
+//! transaction that is on disk (WAL, `synchronous = FULL`) before any of them is answered. The
+//! history tables are written after, in larger batches, by the [`Projector`], which records in
+//! the same transaction how far it got; what it had not written before a crash is rebuilt from
+//! the journal at start. This module does not decide anything and does not know HTTP.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,11 +26,9 @@ use crate::codec::{self, CodecError};
 /// The most records one page may hold.
 pub const MAX_PAGE_LIMIT: usize = 1_000;
 /// The database page size, in bytes.
-pub const STORE_PAGE_BYTES: i64 = 1024;
+pub const STORE_PAGE_BYTES: i64 = 4096;
 /// The page cache of each connection, in KiB.
-pub const STORE_CACHE_KIBIBYTES: i64 = 256 * 1024;
-/// How much of the database file is memory-mapped for reads, in bytes.
-pub const STORE_MMAP_BYTES: i64 = 1 << 30;
+pub const STORE_CACHE_KIBIBYTES: i64 = 64 * 1024;
 /// WAL pages between automatic checkpoints.
 pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
 /// Read connections kept open per chain; a busier moment opens and closes extra ones.
@@ -46,6 +49,8 @@ const MIGRATIONS: &[&str] = &[
          number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
          time_ms INTEGER NOT NULL, record BLOB NOT NULL);
      CREATE INDEX transfers_by_account ON transfers (account, kind, number);",
+    "ALTER TABLE commands ADD COLUMN authorization BLOB;
+     INSERT INTO meta (key, value) VALUES ('projected_sequence', (SELECT COALESCE(MAX(sequence), 0) FROM commands));",
 ];
 
 /// Why the store could not do what was asked.
@@ -55,7 +60,7 @@ pub enum StoreError {
     Database(rusqlite::Error),
     /// A stored value could not be decoded.
     Codec(CodecError),
-    /// The store does not belong to this chain, or its log does not replay.
+    /// The store does not belong to this chain, or its journal does not replay.
     Inconsistent(String),
 }
 
@@ -127,16 +132,36 @@ pub struct Page<T> {
     pub next_cursor: Option<u64>,
 }
 
-/// One accepted command of a batch, with everything to write for it.
-pub struct CommittedCommand {
+/// One accepted command, as the journal keeps it.
+pub struct JournalEntry {
+    /// Its place in the chain's journal, from 1, without gaps.
+    pub sequence: u64,
     /// The time the engine ran it at.
     pub time_ms: u64,
     /// The encoded command.
     pub command: Vec<u8>,
-    /// What it did.
+    /// The signature of a new order.
+    pub authorization: Option<OrderAuthorization>,
+}
+
+/// What one journaled command did, for the history tables.
+pub struct Projection {
+    /// The command's journal sequence.
+    pub sequence: u64,
+    /// Its events.
     pub events: Vec<Event>,
     /// The signature of a new order.
     pub authorization: Option<OrderAuthorization>,
+}
+
+/// The engine rebuilt from the journal, with what the history tables still lack.
+pub struct Replayed {
+    /// The rebuilt engine.
+    pub engine: Engine,
+    /// The journal's last sequence (0 when empty).
+    pub last_sequence: u64,
+    /// The commands after the projector's mark, with their events, to write to the history.
+    pub unprojected: Vec<Projection>,
 }
 
 /// Where a chain's database lives.
@@ -147,19 +172,13 @@ pub fn database_path(data_dir: &Path, chain_id: u64) -> PathBuf {
 fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let connection = Connection::open(path)?;
     connection.busy_timeout(busy_timeout)?;
-    // Small pages: the history indexes are keyed by random ids, so nearly every row dirties its
-    // own page, and each dirty page is written whole to the WAL. Takes effect when the file is
-    // created.
+    // Takes effect only when the file is created.
     connection.pragma_update(None, "page_size", STORE_PAGE_BYTES)?;
     connection.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: every commit waits for the WAL to reach the disk, so an acknowledged change survives
-    // a crash or a power cut.
+    // a crash or a power cut. The projector lowers this on its own connection.
     connection.pragma_update(None, "synchronous", "FULL")?;
-    // The history indexes are keyed by random order ids; a page cache that holds their working
-    // set keeps inserts from reading pages back through the kernel.
     connection.pragma_update(None, "cache_size", -STORE_CACHE_KIBIBYTES)?;
-    connection.pragma_update(None, "mmap_size", STORE_MMAP_BYTES)?;
-    // Checkpoint (copy the WAL into the database) in larger, rarer steps.
     connection.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
     Ok(connection)
 }
@@ -193,8 +212,13 @@ fn migrate(connection: &mut Connection, chain_id: u64) -> Result<(), StoreError>
     Ok(())
 }
 
-/// The writing side of a chain's store, owned by the chain's writer thread.
+/// The journal of a chain's store, owned by the chain's writer thread.
 pub struct StoreWriter {
+    connection: Connection,
+}
+
+/// The writer of a chain's history tables, owned by the chain's projector thread.
+pub struct Projector {
     connection: Connection,
 }
 
@@ -206,31 +230,155 @@ pub struct StoreReader {
 }
 
 /// Opens (creating and migrating when needed) a chain's store.
-pub fn open(data_dir: &Path, chain_id: u64, busy_timeout: Duration) -> Result<(StoreWriter, StoreReader), StoreError> {
+pub fn open(
+    data_dir: &Path,
+    chain_id: u64,
+    busy_timeout: Duration,
+) -> Result<(StoreWriter, Projector, StoreReader), StoreError> {
     let path = database_path(data_dir, chain_id);
     let mut connection = open_connection(&path, busy_timeout)?;
     migrate(&mut connection, chain_id)?;
+    let projector_connection = open_connection(&path, busy_timeout)?;
+    // The projector's commits need not wait for the disk: the journal is the durable record,
+    // and the projector's mark says what to rebuild after a crash.
+    projector_connection.pragma_update(None, "synchronous", "NORMAL")?;
     let reader = StoreReader {
         path,
         busy_timeout,
         idle: Mutex::new(Vec::new()),
     };
-    Ok((StoreWriter { connection }, reader))
+    Ok((
+        StoreWriter { connection },
+        Projector {
+            connection: projector_connection,
+        },
+        reader,
+    ))
 }
 
 fn to_sql_integer(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+fn encode_authorization(authorization: &Option<OrderAuthorization>) -> Option<Vec<u8>> {
+    authorization.map(|authorization| {
+        let mut bytes = Vec::with_capacity(32 + 16 + 65);
+        bytes.extend_from_slice(authorization.order_id.as_bytes());
+        bytes.extend_from_slice(&authorization.salt.to_be_bytes());
+        bytes.extend_from_slice(&authorization.signature);
+        bytes
+    })
+}
+
+fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<OrderAuthorization>, StoreError> {
+    let Some(bytes) = bytes else {
+        return Ok(None);
+    };
+    if bytes.len() != 32 + 16 + 65 {
+        return Err(StoreError::Inconsistent("bad stored authorization".into()));
+    }
+    Ok(Some(OrderAuthorization {
+        order_id: OrderId::from_bytes(bytes[..32].try_into().expect("32 bytes")),
+        salt: u128::from_be_bytes(bytes[32..48].try_into().expect("16 bytes")),
+        signature: bytes[48..].try_into().expect("65 bytes"),
+    }))
+}
+
 impl StoreWriter {
-    /// Writes a batch in one transaction; when this returns `Ok`, the batch is on disk.
-    pub fn commit(&mut self, batch: &[CommittedCommand]) -> Result<(), StoreError> {
+    /// Appends a batch to the journal in one transaction; when this returns `Ok`, the batch is
+    /// on disk.
+    pub fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut insert_command =
-                transaction.prepare_cached("INSERT INTO commands (time_ms, command) VALUES (?1, ?2)")?;
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO commands (sequence, time_ms, command, authorization) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for entry in batch {
+                insert.execute(params![
+                    to_sql_integer(entry.sequence),
+                    to_sql_integer(entry.time_ms),
+                    entry.command,
+                    encode_authorization(&entry.authorization)
+                ])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Rebuilds the engine by replaying the journal at the recorded times, keeping the events of
+    /// the commands the projector has not written yet.
+    pub fn replay(&self, config: &EngineConfig) -> Result<Replayed, StoreError> {
+        replay(&self.connection, config)
+    }
+}
+
+/// Replays a journal into a fresh engine. Every journaled command was accepted once, so a
+/// rejection here means the journal and the engine disagree, and the store is refused.
+pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Replayed, StoreError> {
+    let mut engine = Engine::new(config.clone())
+        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
+    let projected = projected_sequence(connection)?;
+    let mut statement =
+        connection.prepare("SELECT sequence, time_ms, command, authorization FROM commands ORDER BY sequence")?;
+    let mut rows = statement.query([])?;
+    let mut last_sequence = 0;
+    let mut unprojected = Vec::new();
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        let sequence = row.get::<_, i64>(0)? as u64;
+        let time_ms = row.get::<_, i64>(1)? as u64;
+        let command: Command = codec::decode_command(row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?)?;
+        if sequence != last_sequence + 1 {
+            return Err(StoreError::Inconsistent(format!(
+                "the journal jumps from {last_sequence} to {sequence}"
+            )));
+        }
+        last_sequence = sequence;
+        events.clear();
+        engine.execute(command, time_ms, &mut events).map_err(|rejection| {
+            StoreError::Inconsistent(format!(
+                "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
+            ))
+        })?;
+        if sequence > projected {
+            let authorization = decode_authorization(row.get(3)?)?;
+            unprojected.push(Projection {
+                sequence,
+                events: std::mem::take(&mut events),
+                authorization,
+            });
+        }
+    }
+    Ok(Replayed {
+        engine,
+        last_sequence,
+        unprojected,
+    })
+}
+
+/// How far the history tables have been written.
+fn projected_sequence(connection: &Connection) -> Result<u64, StoreError> {
+    let value: String = connection.query_row("SELECT value FROM meta WHERE key = 'projected_sequence'", [], |row| {
+        row.get(0)
+    })?;
+    value
+        .parse()
+        .map_err(|_| StoreError::Inconsistent("bad projected_sequence".into()))
+}
+
+impl Projector {
+    /// Writes a batch's history rows and the new mark in one transaction.
+    pub fn project(&mut self, batch: &[Projection]) -> Result<(), StoreError> {
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        let transaction = self
+            .connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
             let mut insert_order = transaction.prepare_cached(
                 "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
@@ -243,7 +391,6 @@ impl StoreWriter {
             let mut insert_transfer = transaction
                 .prepare_cached("INSERT INTO transfers (account, kind, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
             for entry in batch {
-                insert_command.execute(params![to_sql_integer(entry.time_ms), entry.command])?;
                 for event in &entry.events {
                     match event {
                         Event::OrderUpdated(record) => {
@@ -290,40 +437,14 @@ impl StoreWriter {
                     }
                 }
             }
+            transaction.execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'projected_sequence'",
+                [last.sequence.to_string()],
+            )?;
         }
         transaction.commit()?;
         Ok(())
     }
-
-    /// Rebuilds the engine by replaying the command log at the recorded times.
-    pub fn replay(&self, config: &EngineConfig) -> Result<Engine, StoreError> {
-        replay(&self.connection, config)
-    }
-}
-
-/// Replays a command log into a fresh engine. Every logged command was accepted once, so a
-/// rejection here means the log and the engine disagree, and the store is refused.
-pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Engine, StoreError> {
-    let mut engine = Engine::new(config.clone())
-        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
-    let mut statement = connection.prepare("SELECT sequence, time_ms, command FROM commands ORDER BY sequence")?;
-    let mut rows = statement.query([])?;
-    let mut events = Vec::new();
-    while let Some(row) = rows.next()? {
-        let sequence: i64 = row.get(0)?;
-        let time_ms: i64 = row.get(1)?;
-        let bytes: Vec<u8> = row.get(2)?;
-        let command: Command = codec::decode_command(&bytes)?;
-        events.clear();
-        engine
-            .execute(command, u64::try_from(time_ms).unwrap_or(0), &mut events)
-            .map_err(|rejection| {
-                StoreError::Inconsistent(format!(
-                    "logged command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
-                ))
-            })?;
-    }
-    Ok(engine)
 }
 
 impl StoreReader {

@@ -2,27 +2,41 @@
 //!
 //! State changes go through a bounded queue to the chain's writer, which owns every mutation of
 //! the engine. It takes whatever has queued (up to [`MAX_WRITE_BATCH`], without waiting for
-//! more), applies it to the engine, writes the batch to the store in one transaction, and only
-//! then answers: group commit. If the write fails, the batch is answered 503 and the engine is
-//! rebuilt from the store, so nothing of it stays in memory. Reads take a short read lock on the
-//! engine, or go to the store; they never queue behind writes. This module knows nothing of
-//! HTTP or JSON.
+//! more), applies it to the engine, appends the batch to the journal in one transaction, and
+//! only then answers: group commit. If the append fails, the batch is answered 503 and the engine
+//! is rebuilt from the journal, so nothing of it stays in memory.
+//!
+//! The writer hands each journaled batch's events to the chain's projector thread, which writes
+//! the history tables in larger batches. A history read first waits until the projector has
+//! caught up with every command acknowledged before the read began, so a client always reads
+//! its own writes. Reads of books and market data take a short read lock on the engine; no read
+//! queues behind writes. This module knows nothing of HTTP or JSON.
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dexd_core::{Command, Engine, EngineConfig, Event, Rejection};
 use parking_lot::RwLock;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::codec;
 use crate::config::{ChainConfig, Config};
-use crate::store::{self, CommittedCommand, OrderAuthorization, StoreError, StoreReader, StoreWriter};
+use crate::store::{
+    self, JournalEntry, OrderAuthorization, Projection, Projector, StoreError, StoreReader, StoreWriter,
+};
 
-/// How many queued commands the writer takes into one transaction.
-pub const MAX_WRITE_BATCH: usize = 256;
+/// How many queued commands the writer takes into one journal transaction.
+pub const MAX_WRITE_BATCH: usize = 1_024;
+/// How many journaled batches may wait for the projector; past this the writer waits, so the
+/// write queue fills and new writes are refused (503) rather than history falling far behind.
+pub const MAX_PROJECTION_BACKLOG_BATCHES: usize = 64;
+/// How many commands the projector writes in one transaction.
+pub const MAX_PROJECTION_BATCH: usize = 16_384;
+/// How long a history read waits for the projector before it is answered 503.
+pub const HISTORY_WAIT_TIMEOUT_MS: u64 = 5_000;
 
 /// Why a state change was not applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,39 +58,83 @@ struct WriteRequest {
 pub struct Chain {
     /// The chain's configuration.
     pub config: ChainConfig,
-    /// The chain's history, read by the handlers.
-    pub store: StoreReader,
+    store: StoreReader,
     engine: Arc<RwLock<Engine>>,
     writer: mpsc::Sender<WriteRequest>,
+    /// The journal sequence of the last acknowledged command.
+    journaled: Arc<AtomicU64>,
+    /// The journal sequence the history tables have reached.
+    projected: watch::Receiver<u64>,
 }
 
 impl Chain {
     fn start(config: ChainConfig, full_config: &Config, data_dir: &Path) -> Result<Chain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
-        let (store_writer, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
+        let (store_writer, mut projector, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
         let engine_config = config.engine_config(&full_config.limits);
         let started = Instant::now();
-        let engine = store_writer.replay(&engine_config)?;
+        let replayed = store_writer.replay(&engine_config)?;
+        // What the projector had not written before the stop is written now, before serving.
+        for chunk in replayed.unprojected.chunks(MAX_PROJECTION_BATCH) {
+            projector.project(chunk)?;
+        }
         tracing::info!(
             chain_id = config.chain_id,
-            resting_orders = engine.resting_order_count(),
+            journaled_commands = replayed.last_sequence,
+            reprojected_commands = replayed.unprojected.len(),
+            resting_orders = replayed.engine.resting_order_count(),
             replay_ms = started.elapsed().as_millis() as u64,
-            "chain state rebuilt from the store"
+            "chain state rebuilt from the journal"
         );
-        let engine = Arc::new(RwLock::new(engine));
+        let engine = Arc::new(RwLock::new(replayed.engine));
+        let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
+        let (projected_sender, projected) = watch::channel(replayed.last_sequence);
+        let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
-        let writer_engine = Arc::clone(&engine);
         let chain_id = config.chain_id;
         std::thread::Builder::new()
+            .name(format!("projector-{chain_id}"))
+            .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
+            .expect("the projector thread starts");
+        let writer_state = WriterState {
+            chain_id,
+            engine: Arc::clone(&engine),
+            store: store_writer,
+            engine_config,
+            next_sequence: replayed.last_sequence + 1,
+            journaled: Arc::clone(&journaled),
+            projection: projection_sender,
+        };
+        std::thread::Builder::new()
             .name(format!("writer-{chain_id}"))
-            .spawn(move || run_writer(chain_id, queue, writer_engine, store_writer, engine_config))
+            .spawn(move || run_writer(queue, writer_state))
             .expect("the writer thread starts");
         Ok(Chain {
             config,
             store: store_reader,
             engine,
             writer,
+            journaled,
+            projected,
         })
+    }
+
+    /// The chain's history, once it holds every command acknowledged before this call: a client
+    /// reads its own writes. 503 when the projector cannot catch up in time.
+    pub async fn history(&self) -> Result<&StoreReader, WriteError> {
+        let target = self.journaled.load(Ordering::Acquire);
+        if *self.projected.borrow() >= target {
+            return Ok(&self.store);
+        }
+        let mut projected = self.projected.clone();
+        let caught_up = tokio::time::timeout(Duration::from_millis(HISTORY_WAIT_TIMEOUT_MS), async {
+            projected.wait_for(|reached| *reached >= target).await.is_ok()
+        })
+        .await;
+        match caught_up {
+            Ok(true) => Ok(&self.store),
+            _ => Err(WriteError::Unavailable),
+        }
     }
 
     /// Applies a command through the writer; returns its events once they are on disk.
@@ -112,13 +170,17 @@ type Reply = (
     Result<Vec<Event>, WriteError>,
 );
 
-fn run_writer(
+struct WriterState {
     chain_id: u64,
-    mut queue: mpsc::Receiver<WriteRequest>,
     engine: Arc<RwLock<Engine>>,
-    mut store: StoreWriter,
+    store: StoreWriter,
     engine_config: EngineConfig,
-) {
+    next_sequence: u64,
+    journaled: Arc<AtomicU64>,
+    projection: std::sync::mpsc::SyncSender<Vec<Projection>>,
+}
+
+fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, mut state: WriterState) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
@@ -128,16 +190,26 @@ fn run_writer(
                 Err(_) => break,
             }
         }
-        let (committed, mut replies) = apply_batch(&engine, batch.drain(..));
-        if !committed.is_empty() {
-            if let Err(error) = store.commit(&committed) {
-                tracing::error!(chain_id, %error, "writing a batch failed; answering 503 and rebuilding from the store");
-                for (_, result) in &mut replies {
-                    if result.is_ok() {
-                        *result = Err(WriteError::Unavailable);
+        let (journal, projections, mut replies) = apply_batch(&mut state, batch.drain(..));
+        if !journal.is_empty() {
+            match state.store.append(&journal) {
+                Ok(()) => {
+                    let last = journal.last().map_or(0, |entry| entry.sequence);
+                    state.journaled.store(last, Ordering::Release);
+                    // Blocks when the projector is far behind: the backlog is bounded.
+                    if state.projection.send(projections).is_err() {
+                        tracing::error!(chain_id = state.chain_id, "the projector is gone");
                     }
                 }
-                rebuild(chain_id, &engine, &store, &engine_config);
+                Err(error) => {
+                    tracing::error!(chain_id = state.chain_id, %error, "journaling a batch failed; answering 503 and rebuilding from the journal");
+                    for (_, result) in &mut replies {
+                        if result.is_ok() {
+                            *result = Err(WriteError::Unavailable);
+                        }
+                    }
+                    rebuild(&mut state);
+                }
             }
         }
         // A client that went away no longer waits for its answer; that is not an error.
@@ -147,23 +219,32 @@ fn run_writer(
     }
 }
 
-/// Applies a batch to the engine under one write lock; returns what to store and what to answer.
+/// Applies a batch to the engine under one write lock; returns what to journal, what to project
+/// and what to answer.
 fn apply_batch(
-    engine: &RwLock<Engine>,
+    state: &mut WriterState,
     requests: impl Iterator<Item = WriteRequest>,
-) -> (Vec<CommittedCommand>, Vec<Reply>) {
-    let mut committed = Vec::new();
+) -> (Vec<JournalEntry>, Vec<Projection>, Vec<Reply>) {
+    let mut journal = Vec::new();
+    let mut projections = Vec::new();
     let mut replies = Vec::new();
-    let mut engine = engine.write();
+    let mut engine = state.engine.write();
     for request in requests {
         let time_ms = now_ms();
         let encoded = codec::encode_command(&request.command);
         let mut events = Vec::new();
         match engine.execute(request.command, time_ms, &mut events) {
             Ok(()) => {
-                committed.push(CommittedCommand {
+                let sequence = state.next_sequence;
+                state.next_sequence += 1;
+                journal.push(JournalEntry {
+                    sequence,
                     time_ms,
                     command: encoded,
+                    authorization: request.authorization,
+                });
+                projections.push(Projection {
+                    sequence,
                     events: events.clone(),
                     authorization: request.authorization,
                 });
@@ -172,23 +253,52 @@ fn apply_batch(
             Err(rejection) => replies.push((request.reply, Err(WriteError::Rejected(rejection)))),
         }
     }
-    (committed, replies)
+    (journal, projections, replies)
 }
 
-/// Puts the engine back to what the store holds, after a batch could not be written. Until that
-/// succeeds the chain's writes keep failing, which is the safe side.
-fn rebuild(chain_id: u64, engine: &RwLock<Engine>, store: &StoreWriter, engine_config: &EngineConfig) {
+/// Puts the engine back to what the journal holds, after a batch could not be appended. Until
+/// that succeeds the chain's writes keep failing, which is the safe side.
+fn rebuild(state: &mut WriterState) {
     loop {
-        match store.replay(engine_config) {
-            Ok(rebuilt) => {
-                *engine.write() = rebuilt;
-                tracing::info!(chain_id, "chain state rebuilt from the store after a failed write");
+        match state.store.replay(&state.engine_config) {
+            Ok(replayed) => {
+                *state.engine.write() = replayed.engine;
+                state.next_sequence = replayed.last_sequence + 1;
+                tracing::info!(
+                    chain_id = state.chain_id,
+                    "chain state rebuilt from the journal after a failed write"
+                );
                 return;
             }
             Err(error) => {
-                tracing::error!(chain_id, %error, "rebuilding from the store failed; retrying in one second");
+                tracing::error!(chain_id = state.chain_id, %error, "rebuilding from the journal failed; retrying in one second");
                 std::thread::sleep(Duration::from_secs(1));
             }
+        }
+    }
+}
+
+/// Writes the history tables from the journaled batches, merging what has queued into one
+/// transaction. A failed write is retried: the history only ever moves forward, in order.
+fn run_projector(
+    chain_id: u64,
+    queue: std::sync::mpsc::Receiver<Vec<Projection>>,
+    mut projector: Projector,
+    projected: watch::Sender<u64>,
+) {
+    while let Ok(mut batch) = queue.recv() {
+        while batch.len() < MAX_PROJECTION_BATCH {
+            match queue.try_recv() {
+                Ok(more) => batch.extend(more),
+                Err(_) => break,
+            }
+        }
+        while let Err(error) = projector.project(&batch) {
+            tracing::error!(chain_id, %error, "writing the history failed; retrying");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if let Some(last) = batch.last() {
+            projected.send_replace(last.sequence);
         }
     }
 }

@@ -120,7 +120,13 @@ async fn the_rebuilt_state_hash_equals_the_state_hash_before_the_stop() {
         chain.submit(reused_client_id, authorization(31)).await.unwrap_err(),
         dexd::venue::WriteError::Rejected(dexd_core::Rejection::DuplicateClientOrderId)
     );
-    let stored = chain.store.order(&OrderId::from_bytes([21; 32])).unwrap().unwrap();
+    let stored = chain
+        .history()
+        .await
+        .unwrap()
+        .order(&OrderId::from_bytes([21; 32]))
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.record.status, dexd_core::OrderStatus::Cancelled);
     assert_eq!(stored.signature, [21; 65]);
 }
@@ -180,4 +186,43 @@ async fn a_locked_database_answers_503_changes_nothing_and_recovers() {
         )
         .await;
     assert_eq!(deposits["deposits"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn commands_journaled_but_not_yet_projected_reach_the_history_at_start() {
+    let data_dir = tempfile::tempdir().unwrap();
+    {
+        // A journal written as the writer would, with the projector stopped before it wrote.
+        let (mut journal, _projector, _reader) = dexd::store::open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let entries: Vec<dexd::store::JournalEntry> = (1..=3u8)
+            .map(|number| dexd::store::JournalEntry {
+                sequence: u64::from(number),
+                time_ms: 1_000 * u64::from(number),
+                command: dexd::codec::encode_command(&deposit(7, 1, 1_000_000 * u128::from(number), number)),
+                authorization: None,
+            })
+            .collect();
+        journal.append(&entries).unwrap();
+    }
+    let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
+    let chain = venue.chain(1).unwrap();
+    let history = chain.history().await.unwrap();
+    let request = dexd::store::PageRequest {
+        limit: 10,
+        cursor: None,
+        start_ms: 0,
+        end_ms: u64::MAX,
+    };
+    let deposits = history
+        .transfers(&account(7), dexd_core::TransferKind::Deposit, request)
+        .unwrap();
+    let amounts: Vec<u128> = deposits.items.iter().map(|transfer| transfer.amount.units()).collect();
+    assert_eq!(amounts, vec![3_000_000, 2_000_000, 1_000_000]);
+    assert_eq!(
+        chain
+            .read_engine(|engine| engine.balance(&account(7), AssetIndex(1)))
+            .total()
+            .units(),
+        6_000_000
+    );
 }

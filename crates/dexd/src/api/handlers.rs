@@ -124,6 +124,14 @@ fn page_request(params: &Params) -> Result<PageRequest, ApiError> {
     })
 }
 
+/// The chain's history, once it holds everything acknowledged before this request.
+async fn history(chain: &Chain) -> Result<&crate::store::StoreReader, ApiError> {
+    chain
+        .history()
+        .await
+        .map_err(|_| ApiError::unavailable("the history is catching up; retry shortly"))
+}
+
 /// A store that cannot be read is an internal fault: logged here, answered as an opaque 500.
 fn store_error(error: StoreError) -> ApiError {
     tracing::error!(%error, "reading the store failed");
@@ -270,8 +278,8 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
-    let stored = chain
-        .store
+    let stored = history(&chain)
+        .await?
         .order(&order_id)
         .map_err(store_error)?
         .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
@@ -305,8 +313,8 @@ async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> A
         None => None,
     };
     let request = page_request(&params)?;
-    let page = chain
-        .store
+    let page = history(&chain)
+        .await?
         .orders(&account, status, pair, request)
         .map_err(store_error)?;
     let orders: Vec<Value> = page
@@ -418,7 +426,10 @@ pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
     let request = page_request(&params)?;
-    let page = chain.store.trades(pair_index, request).map_err(store_error)?;
+    let page = history(&chain)
+        .await?
+        .trades(pair_index, request)
+        .map_err(store_error)?;
     let trades: Vec<Value> = page
         .items
         .iter()
@@ -454,8 +465,8 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
     });
     let unrealized = mark_value.map_or(0, |value| position.unrealized_pnl_quote(value));
     let quote_decimals = spec.quote_decimals();
-    let open_orders = chain
-        .store
+    let open_orders = history(&chain)
+        .await?
         .open_orders_on_pair(&account, pair_index)
         .map_err(store_error)?;
     let open_orders: Vec<Value> = open_orders
@@ -581,7 +592,10 @@ async fn transfer_history(venue: Arc<Venue>, params: Params, kind: TransferKind)
     let chain = chain_of(&venue, &params)?;
     let account = address_param(&params, "account")?;
     let request = page_request(&params)?;
-    let page = chain.store.transfers(&account, kind, request).map_err(store_error)?;
+    let page = history(&chain)
+        .await?
+        .transfers(&account, kind, request)
+        .map_err(store_error)?;
     let transfers: Vec<Value> = page
         .items
         .iter()
@@ -705,8 +719,8 @@ pub async fn tradable_amounts(venue: Arc<Venue>, params: Params) -> Answer {
 pub async fn order_detail(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
     let order_id = order_id_param(&params)?;
-    let stored = chain
-        .store
+    let stored = history(&chain)
+        .await?
         .order(&order_id)
         .map_err(store_error)?
         .ok_or_else(|| ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain").on("orderId"))?;
