@@ -238,6 +238,8 @@ pub fn open(
     let path = database_path(data_dir, chain_id);
     let mut connection = open_connection(&path, busy_timeout)?;
     migrate(&mut connection, chain_id)?;
+    // Checkpoints run on the projector's connection, never on the path to an acknowledgment.
+    connection.pragma_update(None, "wal_autocheckpoint", 0)?;
     let projector_connection = open_connection(&path, busy_timeout)?;
     // The projector's commits need not wait for the disk: the journal is the durable record,
     // and the projector's mark says what to rebuild after a crash.
@@ -381,8 +383,7 @@ impl Projector {
         {
             let mut insert_order = transaction.prepare_cached(
                 "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                 ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, record = excluded.record",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             let mut update_order =
                 transaction.prepare_cached("UPDATE orders SET status = ?2, record = ?3 WHERE order_id = ?1")?;
