@@ -1,0 +1,93 @@
+//! No private key reaches a log line (at the most verbose level) or a file in the data directory.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use dexd::crypto::{checksummed, PrivateKey};
+use serde_json::json;
+
+#[test]
+fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dexd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir.path())
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut log = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let address = loop {
+        let read = stdout.read(&mut buffer).unwrap();
+        assert!(read > 0, "dexd exited before listening");
+        log.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&log);
+        if let Some(line) = text
+            .lines()
+            .find(|line| line.contains("dexd listening") && line.contains("address="))
+        {
+            break line
+                .split("address=")
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string();
+        }
+    };
+    let keys: Vec<String> = [0x5a_u8, 0x6b]
+        .iter()
+        .map(|byte| format!("0x{}", format!("{byte:02x}").repeat(32)))
+        .collect();
+    let base_url = format!("http://{address}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let http = reqwest::Client::new();
+        for key in &keys {
+            let from = checksummed(&PrivateKey::parse(key).unwrap().address());
+            let deposit = json!({"chainId": "1", "from": from, "symbol": "USDC", "quantity": "1000", "privateKey": key});
+            assert_eq!(http.post(format!("{base_url}/portfolio/deposit")).json(&deposit).send().await.unwrap().status(), 200);
+            let order = json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100", "amount": "1", "privateKey": key});
+            let placed: serde_json::Value = http.post(format!("{base_url}/order/addOrder")).json(&order).send().await.unwrap().json().await.unwrap();
+            let cancel = [("chainId", "1"), ("symbol", "ETH/USDC"), ("orderId", placed["order"]["orderId"].as_str().unwrap()), ("privateKey", key)];
+            assert_eq!(http.post(format!("{base_url}/order/cancelOrder")).form(&cancel).send().await.unwrap().status(), 200);
+            // Refused requests carrying the key: wrong account, bad order, bad key spelling.
+            let mismatch = json!({"chainId": "1", "from": "0x0000000000000000000000000000000000000001", "symbol": "USDC", "quantity": "1", "privateKey": key});
+            assert_eq!(http.post(format!("{base_url}/portfolio/withdraw")).json(&mismatch).send().await.unwrap().status(), 403);
+            let truncated = &key[..60];
+            let bad = json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100", "amount": "1", "privateKey": truncated});
+            let answer = http.post(format!("{base_url}/order/addOrder")).json(&bad).send().await.unwrap().text().await.unwrap();
+            assert!(!answer.contains(&truncated[2..]), "an error echoes the key");
+        }
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    stdout.read_to_end(&mut log).unwrap();
+    child.stderr.take().unwrap().read_to_end(&mut log).unwrap();
+    let log = String::from_utf8_lossy(&log).to_lowercase();
+    assert!(log.contains("request"), "the trace log was captured");
+    for key in &keys {
+        let hex_digits = &key[2..];
+        assert!(!log.contains(&hex_digits[..40]), "a key appears in the log");
+        let raw = hex::decode(hex_digits).unwrap();
+        for entry in std::fs::read_dir(data_dir.path()).unwrap() {
+            let contents = std::fs::read(entry.unwrap().path()).unwrap();
+            let lowered = String::from_utf8_lossy(&contents).to_lowercase();
+            assert!(
+                !lowered.contains(&hex_digits[..40]),
+                "a key appears in a stored file as text"
+            );
+            assert!(
+                !contents.windows(raw.len()).any(|window| window == raw.as_slice()),
+                "a key appears in a stored file as bytes"
+            );
+        }
+    }
+}
