@@ -36,27 +36,57 @@ use crate::venue::Venue;
 pub fn router(venue: Arc<Venue>) -> Router {
     let body_limit = venue.config.limits.max_body_bytes;
     let mut router = Router::new();
-    router = add_post(router, &operations::ADD_ORDER, body_limit, handlers::add_order);
-    router = add_post(router, &operations::CANCEL_ORDER, body_limit, handlers::cancel_order);
-    router = add_post(router, &operations::DEPOSIT, body_limit, handlers::deposit);
-    router = add_post(router, &operations::WITHDRAW, body_limit, handlers::withdraw);
-    router = add_get(router, &operations::OPEN_ORDERS, handlers::open_orders);
-    router = add_get(router, &operations::FILLED_ORDERS, handlers::filled_orders);
-    router = add_get(router, &operations::CANCELLED_ORDERS, handlers::cancelled_orders);
-    router = add_get(router, &operations::BUY_BOOK, handlers::buy_order_book);
-    router = add_get(router, &operations::SELL_BOOK, handlers::sell_order_book);
-    router = add_get(router, &operations::OHLC, handlers::candles);
-    router = add_get(router, &operations::TRADE_HISTORY, handlers::trade_history);
-    router = add_get(router, &operations::OPEN_POSITIONS, handlers::open_positions);
-    router = add_get(router, &operations::DEPOSIT_HISTORY, handlers::deposit_history);
-    router = add_get(router, &operations::WITHDRAW_HISTORY, handlers::withdraw_history);
-    router = add_get(router, &operations::ASSETS_INFO, handlers::assets_info);
-    router = add_get(router, &operations::ASSET_BALANCES, handlers::asset_balances);
-    router = add_get(router, &operations::ASSET_PAIRS, handlers::asset_pairs);
-    router = add_get(router, &operations::TRADABLE_AMOUNTS, handlers::tradable_amounts);
-    router = add_get(router, &operations::ORDER_DETAIL, handlers::order_detail);
-    router = add_get(router, &operations::HEALTH, handlers::health);
-    router = add_get(router, &operations::OPENAPI, |_venue, _params| async {
+    router = add_operation(router, &operations::ADD_ORDER, body_limit, handlers::add_order);
+    router = add_operation(router, &operations::CANCEL_ORDER, body_limit, handlers::cancel_order);
+    router = add_operation(router, &operations::DEPOSIT, body_limit, handlers::deposit);
+    router = add_operation(router, &operations::WITHDRAW, body_limit, handlers::withdraw);
+    router = add_operation(router, &operations::OPEN_ORDERS, body_limit, handlers::open_orders);
+    router = add_operation(router, &operations::FILLED_ORDERS, body_limit, handlers::filled_orders);
+    router = add_operation(
+        router,
+        &operations::CANCELLED_ORDERS,
+        body_limit,
+        handlers::cancelled_orders,
+    );
+    router = add_operation(router, &operations::BUY_BOOK, body_limit, handlers::buy_order_book);
+    router = add_operation(router, &operations::SELL_BOOK, body_limit, handlers::sell_order_book);
+    router = add_operation(router, &operations::OHLC, body_limit, handlers::candles);
+    router = add_operation(router, &operations::TRADE_HISTORY, body_limit, handlers::trade_history);
+    router = add_operation(
+        router,
+        &operations::OPEN_POSITIONS,
+        body_limit,
+        handlers::open_positions,
+    );
+    router = add_operation(
+        router,
+        &operations::DEPOSIT_HISTORY,
+        body_limit,
+        handlers::deposit_history,
+    );
+    router = add_operation(
+        router,
+        &operations::WITHDRAW_HISTORY,
+        body_limit,
+        handlers::withdraw_history,
+    );
+    router = add_operation(router, &operations::ASSETS_INFO, body_limit, handlers::assets_info);
+    router = add_operation(
+        router,
+        &operations::ASSET_BALANCES,
+        body_limit,
+        handlers::asset_balances,
+    );
+    router = add_operation(router, &operations::ASSET_PAIRS, body_limit, handlers::asset_pairs);
+    router = add_operation(
+        router,
+        &operations::TRADABLE_AMOUNTS,
+        body_limit,
+        handlers::tradable_amounts,
+    );
+    router = add_operation(router, &operations::ORDER_DETAIL, body_limit, handlers::order_detail);
+    router = add_operation(router, &operations::HEALTH, body_limit, handlers::health);
+    router = add_operation(router, &operations::OPENAPI, body_limit, |_venue, _params| async {
         Ok(crate::openapi::document())
     });
     router
@@ -75,34 +105,8 @@ pub fn router(venue: Arc<Venue>) -> Router {
         .layer(axum::middleware::from_fn(request_id_and_log))
 }
 
-fn add_get<Handler, Answer>(
-    router: Router<Arc<Venue>>,
-    operation: &'static Operation,
-    handler: Handler,
-) -> Router<Arc<Venue>>
-where
-    Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
-    Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
-{
-    let mut router = router;
-    for path in operation.paths {
-        let handler = handler.clone();
-        router = router.route(
-            path,
-            get(move |State(venue): State<Arc<Venue>>, RawQuery(query): RawQuery| {
-                let handler = handler.clone();
-                async move {
-                    let params = Params::from_query(query.as_deref())?;
-                    params.check_allowed(operation)?;
-                    handler(venue, params).await.map(Json)
-                }
-            }),
-        );
-    }
-    router
-}
-
-fn add_post<Handler, Answer>(
+/// Routes every path of an operation, with the method its table entry names.
+fn add_operation<Handler, Answer>(
     router: Router<Arc<Venue>>,
     operation: &'static Operation,
     body_limit: usize,
@@ -115,20 +119,38 @@ where
     let mut router = router;
     for path in operation.paths {
         let handler = handler.clone();
-        router = router.route(
-            path,
+        let method_router = if operation.is_post {
             post(move |State(venue): State<Arc<Venue>>, headers: HeaderMap, body: Body| {
                 let handler = handler.clone();
                 async move {
                     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
                     let params = Params::from_body(content_type, &read_body(body, body_limit).await?)?;
-                    params.check_allowed(operation)?;
-                    handler(venue, params).await.map(Json)
+                    run_operation(operation, venue, params, handler).await
                 }
-            }),
-        );
+            })
+        } else {
+            get(move |State(venue): State<Arc<Venue>>, RawQuery(query): RawQuery| {
+                let handler = handler.clone();
+                async move { run_operation(operation, venue, Params::from_query(query.as_deref())?, handler).await }
+            })
+        };
+        router = router.route(path, method_router);
     }
     router
+}
+
+async fn run_operation<Handler, Answer>(
+    operation: &'static Operation,
+    venue: Arc<Venue>,
+    params: Params,
+    handler: Handler,
+) -> Result<Json<Value>, ApiError>
+where
+    Handler: Fn(Arc<Venue>, Params) -> Answer,
+    Answer: Future<Output = Result<Value, ApiError>>,
+{
+    params.check_allowed(operation)?;
+    handler(venue, params).await.map(Json)
 }
 
 async fn read_body(body: Body, limit: usize) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
