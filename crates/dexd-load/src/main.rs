@@ -1,0 +1,111 @@
+//! The `dexd-load` command line: see the crate documentation.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Parser;
+use dexd_load::{fund_accounts, key_limit_per_core, run, start_baseline_server, RunReport, RunSettings, Workload};
+
+/// Open-loop load against a running dexd, with the HTTP and key limits beside it.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// The dexd server.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    target: String,
+    /// place, mixed, read, or health.
+    #[arg(long, default_value = "place")]
+    workload: String,
+    /// Offered rates (requests per second), one run each.
+    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    rates: Vec<u64>,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Accounts that place orders.
+    #[arg(long, default_value_t = 64)]
+    accounts: usize,
+    /// Also measure the do-nothing axum endpoint at the same rates (the HTTP limit).
+    #[arg(long)]
+    baseline: bool,
+    /// Also measure the per-order cryptography alone (the key limit).
+    #[arg(long)]
+    key_limit: bool,
+    /// Append results to this CSV file.
+    #[arg(long)]
+    csv: Option<std::path::PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let cli = Cli::parse();
+    let workload = Workload::parse(&cli.workload).ok_or("workload must be place, mixed, read or health")?;
+    let mut reports = Vec::new();
+    if cli.key_limit {
+        let per_core = key_limit_per_core(Duration::from_secs(3));
+        println!("key limit: {per_core:.0} orders/s per core (address derivation + EIP-712 signing)");
+    }
+    if cli.baseline {
+        let baseline = start_baseline_server().await;
+        for rate in &cli.rates {
+            let settings = RunSettings {
+                target: baseline.clone(),
+                workload: Workload::Health,
+                rate_per_second: *rate,
+                duration: Duration::from_secs(cli.seconds),
+                accounts: 1,
+                chain_id: 1,
+            };
+            let report = run(settings).await;
+            print_report("axum baseline", &report);
+            reports.push(report);
+        }
+    }
+    let settings = RunSettings {
+        target: cli.target.clone(),
+        workload,
+        rate_per_second: 1,
+        duration: Duration::from_secs(cli.seconds),
+        accounts: cli.accounts,
+        chain_id: 1,
+    };
+    if workload != Workload::Health && workload != Workload::Read {
+        fund_accounts(&settings).await?;
+    }
+    for rate in &cli.rates {
+        let report = run(RunSettings {
+            rate_per_second: *rate,
+            ..settings.clone()
+        })
+        .await;
+        print_report("dexd", &report);
+        reports.push(report);
+    }
+    if let Some(path) = cli.csv {
+        let new = !path.exists();
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|error| error.to_string())?;
+        if new {
+            writeln!(file, "{}", RunReport::CSV_HEADER).map_err(|error| error.to_string())?;
+        }
+        for report in &reports {
+            writeln!(file, "{}", report.csv_row()).map_err(|error| error.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn print_report(server: &str, report: &RunReport) {
+    let [p50, p90, p99, p999, max] = report.latency_us;
+    println!(
+        "{server:>14} {:>7} offered {:>7}/s achieved {:>9.0}/s rejected {:>6} errors {:>6}  p50 {p50} µs  p90 {p90} µs  p99 {p99} µs  p99.9 {p999} µs  max {max} µs",
+        report.workload.name(),
+        report.offered_per_second,
+        report.achieved_per_second,
+        report.rejected,
+        report.failed
+    );
+}

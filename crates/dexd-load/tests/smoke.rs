@@ -1,0 +1,54 @@
+//! A short, slow run of every workload against a real server, so the load generator keeps
+//! working. The full benchmark is not part of the test suite.
+
+use std::time::Duration;
+
+use dexd_load::{fund_accounts, run, start_baseline_server, RunSettings, Workload};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_runs_without_errors_at_a_low_rate() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = format!("http://{}", listener.local_addr().unwrap());
+    let path = data_dir.path().to_path_buf();
+    tokio::spawn(async move {
+        dexd::serve(
+            dexd::config::Config::embedded_default(),
+            &path,
+            listener,
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+    });
+    let settings = RunSettings {
+        target,
+        workload: Workload::Place,
+        rate_per_second: 100,
+        duration: Duration::from_secs(1),
+        accounts: 8,
+        chain_id: 1,
+    };
+    fund_accounts(&settings).await.unwrap();
+    for workload in [Workload::Place, Workload::Mixed, Workload::Read] {
+        let report = run(RunSettings {
+            workload,
+            ..settings.clone()
+        })
+        .await;
+        assert_eq!(report.failed, 0, "{workload:?}: {report:?}");
+        assert_eq!(report.succeeded + report.rejected, 100, "{workload:?}: {report:?}");
+        // Only cancels racing a fill may be refused, and they are a small share.
+        assert!(report.rejected <= 20, "{workload:?}: {report:?}");
+        assert!(report.latency_us[0] > 0 && report.latency_us[4] >= report.latency_us[2]);
+    }
+    let baseline = start_baseline_server().await;
+    let report = run(RunSettings {
+        target: baseline,
+        workload: Workload::Health,
+        ..settings
+    })
+    .await;
+    assert_eq!((report.succeeded, report.failed), (100, 0));
+    assert!(report.csv_row().starts_with("health,100,"));
+}
