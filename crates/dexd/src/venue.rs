@@ -315,6 +315,8 @@ pub fn now_ms() -> u64 {
 pub struct Venue {
     /// The configuration it runs.
     pub config: Config,
+    /// Addresses of keys seen recently.
+    pub addresses: crate::crypto::AddressCache,
     chains: HashMap<u64, Arc<Chain>>,
 }
 
@@ -331,7 +333,11 @@ impl Venue {
                 Arc::new(Chain::start(chain.clone(), &config, data_dir)?),
             );
         }
-        Ok(Venue { config, chains })
+        Ok(Venue {
+            config,
+            addresses: crate::crypto::AddressCache::default(),
+            chains,
+        })
     }
 
     /// The chain with this id.

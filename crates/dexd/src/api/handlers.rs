@@ -209,7 +209,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
     let mut terms = NewOrder {
         order_id: OrderId::default(),
         client_order_id: client_order_id(&params)?,
-        account: key.address(),
+        account: venue.addresses.address_of(&key),
         pair: pair_index,
         order_type,
         direction,
@@ -274,7 +274,7 @@ fn order_not_open() -> ApiError {
 /// POST /order/cancelOrder
 pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let account = params.private_key()?.address();
+    let account = venue.addresses.address_of(&params.private_key()?);
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
@@ -492,7 +492,7 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
 
 async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let key_account = params.private_key()?.address();
+    let key_account = venue.addresses.address_of(&params.private_key()?);
     let from = address_param(&params, "from")?;
     if from != key_account {
         return Err(ApiError::new(
