@@ -48,22 +48,24 @@ impl Amount {
 
 /// A price as a whole number of its pair's ticks: the price in quote per base is
 /// `ticks × tick size`. A price means nothing without its pair.
+///
+/// Zero is not a price, so the tick count is a `NonZeroU64` and an `Option<Price>` takes no
+/// more room than the price itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Price(u64);
+pub struct Price(std::num::NonZeroU64);
 
 impl Price {
     /// A price of `ticks` ticks; zero is not a price.
     pub const fn from_ticks(ticks: u64) -> Option<Price> {
-        if ticks == 0 {
-            None
-        } else {
-            Some(Price(ticks))
+        match std::num::NonZeroU64::new(ticks) {
+            Some(ticks) => Some(Price(ticks)),
+            None => None,
         }
     }
 
     /// The price in ticks.
     pub const fn ticks(self) -> u64 {
-        self.0
+        self.0.get()
     }
 }
 
