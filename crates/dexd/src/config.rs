@@ -46,6 +46,10 @@ pub struct Limits {
     pub write_queue_capacity: usize,
     /// How long a write waits for a locked database before the batch is answered 503.
     pub write_lock_timeout_ms: u64,
+    /// Requests one client IP may make per second, on every path (429 past it).
+    pub requests_per_second_per_ip: u32,
+    /// State changes (orders, cancels, deposits, withdrawals) one account may make per second.
+    pub writes_per_second_per_account: u32,
 }
 
 impl Default for Limits {
@@ -57,6 +61,8 @@ impl Default for Limits {
             max_accounts_per_chain: 10_000_000,
             write_queue_capacity: 4_096,
             write_lock_timeout_ms: 5_000,
+            requests_per_second_per_ip: 20_000,
+            writes_per_second_per_account: 1_000,
         }
     }
 }
@@ -224,7 +230,12 @@ impl Config {
             });
         }
         let limits = raw.limits;
-        if limits.max_body_bytes == 0 || limits.write_queue_capacity == 0 || limits.max_open_orders_per_account == 0 {
+        if limits.max_body_bytes == 0
+            || limits.write_queue_capacity == 0
+            || limits.max_open_orders_per_account == 0
+            || limits.requests_per_second_per_ip == 0
+            || limits.writes_per_second_per_account == 0
+        {
             return Err(ConfigError {
                 line: None,
                 message: "[limits] values must be positive".into(),

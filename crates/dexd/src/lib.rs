@@ -12,6 +12,7 @@ pub mod codec;
 pub mod config;
 pub mod crypto;
 pub mod openapi;
+pub mod rate_limit;
 pub mod store;
 pub mod venue;
 
@@ -30,8 +31,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let venue = Arc::new(venue::Venue::start(config, data_dir)?);
-    axum::serve(listener, api::router(venue))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let service = api::router(venue).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, service).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }

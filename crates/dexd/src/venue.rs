@@ -317,6 +317,8 @@ pub struct Venue {
     pub config: Config,
     /// Addresses of keys seen recently.
     pub addresses: crate::crypto::AddressCache,
+    /// Request budgets per client IP and per account.
+    pub rate_limits: crate::rate_limit::RateLimits,
     chains: HashMap<u64, Arc<Chain>>,
 }
 
@@ -333,9 +335,11 @@ impl Venue {
                 Arc::new(Chain::start(chain.clone(), &config, data_dir)?),
             );
         }
+        let rate_limits = crate::rate_limit::RateLimits::new(&config.limits);
         Ok(Venue {
             config,
             addresses: crate::crypto::AddressCache::default(),
+            rate_limits,
             chains,
         })
     }

@@ -21,6 +21,8 @@ pub struct ApiError {
     pub message: String,
     /// The parameter at fault, when one is.
     pub field: Option<String>,
+    /// Seconds to wait, sent as `Retry-After` with a 429.
+    pub retry_after_seconds: Option<u64>,
 }
 
 impl ApiError {
@@ -31,6 +33,7 @@ impl ApiError {
             code,
             message: message.into(),
             field: None,
+            retry_after_seconds: None,
         }
     }
 
@@ -165,6 +168,18 @@ impl ApiError {
     }
 }
 
+/// 429 `RATE_LIMITED`, with the wait rounded up to whole seconds for `Retry-After`.
+pub fn too_many_requests(message: &str, wait: std::time::Duration) -> ApiError {
+    let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let mut error = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "RATE_LIMITED",
+        format!("{message}; retry in {seconds} s"),
+    );
+    error.retry_after_seconds = Some(seconds);
+    error
+}
+
 /// 422 with a code.
 pub fn unprocessable(code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
@@ -174,10 +189,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
         let mut response = (self.status, Json(body)).into_response();
-        if self.status == StatusCode::TOO_MANY_REQUESTS {
-            response
-                .headers_mut()
-                .insert("retry-after", HeaderValue::from_static("1"));
+        if let Some(seconds) = self.retry_after_seconds {
+            response.headers_mut().insert("retry-after", HeaderValue::from(seconds));
         }
         response
     }

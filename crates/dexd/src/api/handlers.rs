@@ -132,6 +132,13 @@ async fn history(chain: &Chain) -> Result<&crate::store::StoreReader, ApiError> 
         .map_err(|_| ApiError::unavailable("the history is catching up; retry shortly"))
 }
 
+/// Takes one state change from the account's budget.
+fn spend_write_budget(venue: &Venue, account: &Address) -> Result<(), ApiError> {
+    venue.rate_limits.check_account(account).map_err(|wait| {
+        super::error::too_many_requests("this account is making state changes faster than allowed", wait)
+    })
+}
+
 /// A store that cannot be read is an internal fault: logged here, answered as an opaque 500.
 fn store_error(error: StoreError) -> ApiError {
     tracing::error!(%error, "reading the store failed");
@@ -218,6 +225,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         price,
         quantity,
     };
+    spend_write_budget(&venue, &terms.account)?;
     let salt: u128 = rand::random();
     let digest = signing_domain(&chain).order_digest(&render::order_message(&chain.config, &terms, salt));
     let signature = key.sign_digest(digest);
@@ -275,6 +283,7 @@ fn order_not_open() -> ApiError {
 pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
     let account = venue.addresses.address_of(&params.private_key()?);
+    spend_write_budget(&venue, &account)?;
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
@@ -494,6 +503,7 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
     let chain = chain_of(&venue, &params)?;
     let key_account = venue.addresses.address_of(&params.private_key()?);
     let from = address_param(&params, "from")?;
+    spend_write_budget(&venue, &key_account)?;
     if from != key_account {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,

@@ -34,6 +34,7 @@ use crate::venue::Venue;
 
 /// Builds the router for a running venue.
 pub fn router(venue: Arc<Venue>) -> Router {
+    let venue_for_limits = Arc::clone(&venue);
     let body_limit = venue.config.limits.max_body_bytes;
     let mut router = Router::new();
     router = add_operation(router, &operations::ADD_ORDER, body_limit, handlers::add_order);
@@ -102,7 +103,35 @@ pub fn router(venue: Arc<Venue>) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::internal().into_response()
         }))
+        .layer(axum::middleware::from_fn_with_state(venue_for_limits, rate_limit_by_ip))
         .layer(axum::middleware::from_fn(request_id_and_log))
+}
+
+/// Takes every request from its client IP's budget: 429 past it, and the `RateLimit-*` headers
+/// on every answer. Without connection information (a router used in process) every request
+/// counts against one unspecified address.
+async fn rate_limit_by_ip(State(venue): State<Arc<Venue>>, request: Request, next: Next) -> Response {
+    let ip = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |info| info.0.ip());
+    match venue.rate_limits.check_ip(ip) {
+        Ok(allowance) => {
+            let mut response = next.run(request).await;
+            let headers = response.headers_mut();
+            for (name, value) in [
+                ("ratelimit-limit", u64::from(allowance.limit)),
+                ("ratelimit-remaining", u64::from(allowance.remaining)),
+                ("ratelimit-reset", allowance.reset_seconds),
+            ] {
+                headers.insert(name, HeaderValue::from(value));
+            }
+            response
+        }
+        Err(wait) => {
+            error::too_many_requests("this address is sending requests faster than allowed", wait).into_response()
+        }
+    }
 }
 
 /// Routes every path of an operation, with the method its table entry names.
