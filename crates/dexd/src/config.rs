@@ -46,6 +46,8 @@ pub struct Limits {
     pub write_queue_capacity: usize,
     /// How long a write waits for a locked database before the batch is answered 503.
     pub write_lock_timeout_ms: u64,
+    /// How long a client may take to send a request body before it is answered 408.
+    pub body_read_timeout_ms: u64,
     /// Requests one client IP may make per second, on every path (429 past it).
     pub requests_per_second_per_ip: u32,
     /// State changes (orders, cancels, deposits, withdrawals) one account may make per second.
@@ -61,6 +63,7 @@ impl Default for Limits {
             max_accounts_per_chain: 10_000_000,
             write_queue_capacity: 4_096,
             write_lock_timeout_ms: 5_000,
+            body_read_timeout_ms: 10_000,
             requests_per_second_per_ip: 20_000,
             writes_per_second_per_account: 1_000,
         }

@@ -83,7 +83,12 @@ fn responses(operation: &Operation) -> Value {
         "200".to_string(),
         json!({"description": "Success.", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", operation.response_schema)}}}}),
     );
-    for status in operation.error_statuses.iter().chain([405u16, 429, 500].iter()) {
+    let common: &[u16] = if operation.is_post {
+        &[405, 408, 429, 500]
+    } else {
+        &[405, 429, 500]
+    };
+    for status in operation.error_statuses.iter().chain(common.iter()) {
         responses.insert(
             status.to_string(),
             json!({"$ref": format!("#/components/responses/Error{status}")}),
@@ -128,6 +133,7 @@ fn error_responses() -> Value {
         (403, "ACCOUNT_MISMATCH"),
         (404, "UNKNOWN_CHAIN, UNKNOWN_PAIR, UNKNOWN_ASSET, ORDER_NOT_FOUND or NOT_FOUND"),
         (405, "METHOD_NOT_ALLOWED"),
+        (408, "REQUEST_TIMEOUT: the body did not arrive in time"),
         (409, "ORDER_NOT_OPEN or DUPLICATE_CLIENT_ORDER_ID"),
         (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"),

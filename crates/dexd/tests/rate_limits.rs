@@ -1,5 +1,5 @@
-//! Rate limits per client IP (every request) and per account (state changes): 429 with
-//! `Retry-After` past the budget, the `RateLimit-*` headers on every answer, nothing applied.
+//! Limits on clients: rates per client IP (every request) and per account (state changes), with
+//! 429, `Retry-After` and the `RateLimit-*` headers; and the time a body may take to arrive.
 
 mod common;
 
@@ -63,4 +63,27 @@ async fn an_account_past_its_write_budget_gets_429_and_nothing_is_applied() {
     // Another account is not held back by Alice's budget.
     let bob = Trader::new(0xb0);
     server.deposit(&bob, "USDC", "1").await;
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_answered_408_instead_of_held() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = Config::embedded_default();
+    config.limits.body_read_timeout_ms = 200;
+    let server = TestServer::start_with(config).await;
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = "POST /portfolio/deposit HTTP/1.1\r\nHost: dexd\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"ch";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    assert!(
+        read.is_ok(),
+        "the server answers instead of waiting for the body forever"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("\"REQUEST_TIMEOUT\""), "{text}");
 }

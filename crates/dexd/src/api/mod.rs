@@ -15,7 +15,7 @@ pub mod render;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::{to_bytes, Body};
 use axum::extract::{RawQuery, Request, State};
@@ -35,59 +35,62 @@ use crate::venue::Venue;
 /// Builds the router for a running venue.
 pub fn router(venue: Arc<Venue>) -> Router {
     let venue_for_limits = Arc::clone(&venue);
-    let body_limit = venue.config.limits.max_body_bytes;
+    let body_limits = (
+        venue.config.limits.max_body_bytes,
+        venue.config.limits.body_read_timeout_ms,
+    );
     let mut router = Router::new();
-    router = add_operation(router, &operations::ADD_ORDER, body_limit, handlers::add_order);
-    router = add_operation(router, &operations::CANCEL_ORDER, body_limit, handlers::cancel_order);
-    router = add_operation(router, &operations::DEPOSIT, body_limit, handlers::deposit);
-    router = add_operation(router, &operations::WITHDRAW, body_limit, handlers::withdraw);
-    router = add_operation(router, &operations::OPEN_ORDERS, body_limit, handlers::open_orders);
-    router = add_operation(router, &operations::FILLED_ORDERS, body_limit, handlers::filled_orders);
+    router = add_operation(router, &operations::ADD_ORDER, body_limits, handlers::add_order);
+    router = add_operation(router, &operations::CANCEL_ORDER, body_limits, handlers::cancel_order);
+    router = add_operation(router, &operations::DEPOSIT, body_limits, handlers::deposit);
+    router = add_operation(router, &operations::WITHDRAW, body_limits, handlers::withdraw);
+    router = add_operation(router, &operations::OPEN_ORDERS, body_limits, handlers::open_orders);
+    router = add_operation(router, &operations::FILLED_ORDERS, body_limits, handlers::filled_orders);
     router = add_operation(
         router,
         &operations::CANCELLED_ORDERS,
-        body_limit,
+        body_limits,
         handlers::cancelled_orders,
     );
-    router = add_operation(router, &operations::BUY_BOOK, body_limit, handlers::buy_order_book);
-    router = add_operation(router, &operations::SELL_BOOK, body_limit, handlers::sell_order_book);
-    router = add_operation(router, &operations::OHLC, body_limit, handlers::candles);
-    router = add_operation(router, &operations::TRADE_HISTORY, body_limit, handlers::trade_history);
+    router = add_operation(router, &operations::BUY_BOOK, body_limits, handlers::buy_order_book);
+    router = add_operation(router, &operations::SELL_BOOK, body_limits, handlers::sell_order_book);
+    router = add_operation(router, &operations::OHLC, body_limits, handlers::candles);
+    router = add_operation(router, &operations::TRADE_HISTORY, body_limits, handlers::trade_history);
     router = add_operation(
         router,
         &operations::OPEN_POSITIONS,
-        body_limit,
+        body_limits,
         handlers::open_positions,
     );
     router = add_operation(
         router,
         &operations::DEPOSIT_HISTORY,
-        body_limit,
+        body_limits,
         handlers::deposit_history,
     );
     router = add_operation(
         router,
         &operations::WITHDRAW_HISTORY,
-        body_limit,
+        body_limits,
         handlers::withdraw_history,
     );
-    router = add_operation(router, &operations::ASSETS_INFO, body_limit, handlers::assets_info);
+    router = add_operation(router, &operations::ASSETS_INFO, body_limits, handlers::assets_info);
     router = add_operation(
         router,
         &operations::ASSET_BALANCES,
-        body_limit,
+        body_limits,
         handlers::asset_balances,
     );
-    router = add_operation(router, &operations::ASSET_PAIRS, body_limit, handlers::asset_pairs);
+    router = add_operation(router, &operations::ASSET_PAIRS, body_limits, handlers::asset_pairs);
     router = add_operation(
         router,
         &operations::TRADABLE_AMOUNTS,
-        body_limit,
+        body_limits,
         handlers::tradable_amounts,
     );
-    router = add_operation(router, &operations::ORDER_DETAIL, body_limit, handlers::order_detail);
-    router = add_operation(router, &operations::HEALTH, body_limit, handlers::health);
-    router = add_operation(router, &operations::OPENAPI, body_limit, |_venue, _params| async {
+    router = add_operation(router, &operations::ORDER_DETAIL, body_limits, handlers::order_detail);
+    router = add_operation(router, &operations::HEALTH, body_limits, handlers::health);
+    router = add_operation(router, &operations::OPENAPI, body_limits, |_venue, _params| async {
         Ok(crate::openapi::document())
     });
     router
@@ -138,13 +141,14 @@ async fn rate_limit_by_ip(State(venue): State<Arc<Venue>>, request: Request, nex
 fn add_operation<Handler, Answer>(
     router: Router<Arc<Venue>>,
     operation: &'static Operation,
-    body_limit: usize,
+    (body_limit, body_timeout_ms): (usize, u64),
     handler: Handler,
 ) -> Router<Arc<Venue>>
 where
     Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
     Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
 {
+    let body_timeout = Duration::from_millis(body_timeout_ms);
     let mut router = router;
     for path in operation.paths {
         let handler = handler.clone();
@@ -153,7 +157,7 @@ where
                 let handler = handler.clone();
                 async move {
                     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
-                    let params = Params::from_body(content_type, &read_body(body, body_limit).await?)?;
+                    let params = Params::from_body(content_type, &read_body(body, body_limit, body_timeout).await?)?;
                     run_operation(operation, venue, params, handler).await
                 }
             })
@@ -182,14 +186,24 @@ where
     handler(venue, params).await.map(Json)
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
-    let bytes = to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            format!("the body is larger than {limit} bytes"),
-        )
-    })?;
+async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
+    let bytes = match tokio::time::timeout(timeout, to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("the body is larger than {limit} bytes"),
+            ))
+        }
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                format!("the body did not arrive within {} ms", timeout.as_millis()),
+            ))
+        }
+    };
     // The body may hold a private key: keep our copy in memory that is erased on drop.
     Ok(zeroize::Zeroizing::new(bytes.to_vec()))
 }
