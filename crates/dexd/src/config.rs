@@ -48,6 +48,10 @@ pub struct Limits {
     pub write_lock_timeout_ms: u64,
     /// How long a client may take to send a request body before it is answered 408.
     pub body_read_timeout_ms: u64,
+    /// How long a connection may take to send a request's headers before it is closed.
+    pub header_read_timeout_ms: u64,
+    /// Open connections served at once; further ones wait to be accepted.
+    pub max_connections: usize,
     /// Requests one client IP may make per second, on every path (429 past it).
     pub requests_per_second_per_ip: u32,
     /// State changes (orders, cancels, deposits, withdrawals) one account may make per second.
@@ -64,6 +68,8 @@ impl Default for Limits {
             write_queue_capacity: 4_096,
             write_lock_timeout_ms: 5_000,
             body_read_timeout_ms: 10_000,
+            header_read_timeout_ms: 10_000,
+            max_connections: 10_000,
             requests_per_second_per_ip: 20_000,
             writes_per_second_per_account: 1_000,
         }
@@ -237,6 +243,8 @@ impl Config {
             || limits.write_queue_capacity == 0
             || limits.max_open_orders_per_account == 0
             || limits.requests_per_second_per_ip == 0
+            || limits.max_connections == 0
+            || limits.header_read_timeout_ms == 0
             || limits.writes_per_second_per_account == 0
         {
             return Err(ConfigError {

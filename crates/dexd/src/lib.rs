@@ -17,13 +17,26 @@ pub mod store;
 pub mod venue;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::extract::ConnectInfo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tower::ServiceExt;
+
+/// How long a graceful shutdown waits for requests in flight before it closes what is left.
+pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 
 /// Opens the venue's stores in `data_dir`, rebuilds every chain, and serves on a bound listener
 /// until `shutdown` completes, then finishes the requests in flight.
+///
+/// Each connection is served by hyper's HTTP/1 server with a header read timeout, so a client
+/// that sends its headers slowly cannot hold a connection open; at most `max_connections` are
+/// served at once, and further ones wait in the listen queue until one closes.
 pub async fn serve(
     config: config::Config,
     data_dir: &Path,
@@ -31,7 +44,46 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let venue = Arc::new(venue::Venue::start(config, data_dir)?);
-    let service = api::router(venue).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, service).with_graceful_shutdown(shutdown).await?;
+    let limits = venue.config.limits;
+    let router = api::router(venue);
+    let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&connections).acquire_owned() => permit.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accepting a connection failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
+            router.clone().oneshot(request.map(axum::body::Body::new))
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // A client that closes or times out mid-request is not an error of the service.
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    if tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still in flight after the grace period were dropped");
+    }
     Ok(())
 }

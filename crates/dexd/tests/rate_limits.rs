@@ -87,3 +87,51 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408_instead_of_held() {
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains("\"REQUEST_TIMEOUT\""), "{text}");
 }
+
+#[tokio::test]
+async fn a_connection_that_sends_its_headers_too_slowly_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = Config::embedded_default();
+    config.limits.header_read_timeout_ms = 200;
+    let server = TestServer::start_with(config).await;
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: dexd\r\n")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    assert!(
+        closed.is_ok(),
+        "the server closes the connection instead of waiting for the headers forever"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert!(!String::from_utf8_lossy(&answer).contains("200 OK"));
+}
+
+#[tokio::test]
+async fn connections_past_the_limit_wait_until_one_closes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = Config::embedded_default();
+    config.limits.max_connections = 2;
+    let server = TestServer::start_with(config).await;
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let first = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let second = tokio::net::TcpStream::connect(&address).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut third = tokio::net::TcpStream::connect(&address).await.unwrap();
+    third
+        .write_all(b"GET /health HTTP/1.1\r\nHost: dexd\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(500), third.read_to_end(&mut answer)).await;
+    assert!(waited.is_err(), "a third connection is not served while two are open");
+    drop(first);
+    drop(second);
+    let served = tokio::time::timeout(std::time::Duration::from_secs(5), third.read_to_end(&mut answer)).await;
+    assert!(served.is_ok());
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+}
