@@ -8,6 +8,8 @@
 //! on the same runtime (the HTTP limit) and the per-order cryptography alone (the key limit).
 //! This crate does not start dexd: point it at a running server.
 
+pub mod chart;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,6 +36,8 @@ pub enum Workload {
     Read,
     /// `GET /health`, the cheapest route.
     Health,
+    /// `GET /health` against the do-nothing axum server of [`start_baseline_server`].
+    AxumBaseline,
 }
 
 impl Workload {
@@ -55,6 +59,7 @@ impl Workload {
             Workload::Mixed => "mixed",
             Workload::Read => "read",
             Workload::Health => "health",
+            Workload::AxumBaseline => "axum-baseline",
         }
     }
 }
@@ -227,7 +232,7 @@ fn request(
         get(format!("/order/{side}?chainId={chain}&pair=ETH/USDC&depth=20"))
     };
     match settings.workload {
-        Workload::Health => get("/health".to_string()),
+        Workload::Health | Workload::AxumBaseline => get("/health".to_string()),
         Workload::Place => place(random),
         Workload::Read => {
             if random.gen_bool(0.5) {

@@ -34,11 +34,22 @@ struct Cli {
     /// Append results to this CSV file.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
+    /// Instead of running: draw the chart of latency against offered load from this CSV file.
+    #[arg(long)]
+    chart_from: Option<std::path::PathBuf>,
+    /// Where `--chart-from` writes its SVG.
+    #[arg(long, default_value = "latency.svg")]
+    chart_to: std::path::PathBuf,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let cli = Cli::parse();
+    if let Some(csv) = &cli.chart_from {
+        dexd_load::chart::draw(csv, &cli.chart_to)?;
+        println!("chart written to {}", cli.chart_to.display());
+        return Ok(());
+    }
     let workload = Workload::parse(&cli.workload).ok_or("workload must be place, mixed, read or health")?;
     let mut reports = Vec::new();
     if cli.key_limit {
@@ -50,7 +61,7 @@ async fn main() -> Result<(), String> {
         for rate in &cli.rates {
             let settings = RunSettings {
                 target: baseline.clone(),
-                workload: Workload::Health,
+                workload: Workload::AxumBaseline,
                 rate_per_second: *rate,
                 duration: Duration::from_secs(cli.seconds),
                 accounts: 1,

@@ -45,10 +45,21 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
     let baseline = start_baseline_server().await;
     let report = run(RunSettings {
         target: baseline,
-        workload: Workload::Health,
+        workload: Workload::AxumBaseline,
         ..settings
     })
     .await;
     assert_eq!((report.succeeded, report.failed), (100, 0));
-    assert!(report.csv_row().starts_with("health,100,"));
+    assert!(report.csv_row().starts_with("axum-baseline,100,"));
+    // The chart is drawn from the CSV that runs write.
+    let scratch = tempfile::tempdir().unwrap();
+    let csv = scratch.path().join("results.csv");
+    std::fs::write(
+        &csv,
+        format!("{}\n{}\n", dexd_load::RunReport::CSV_HEADER, report.csv_row()),
+    )
+    .unwrap();
+    let svg = scratch.path().join("latency.svg");
+    dexd_load::chart::draw(&csv, &svg).unwrap();
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("axum-baseline p99"));
 }
