@@ -144,12 +144,15 @@ pub struct JournalEntry {
     pub authorization: Option<OrderAuthorization>,
 }
 
+/// The events of one command, shared by its reply and its projection.
+pub type Events = std::sync::Arc<Vec<Event>>;
+
 /// What one journaled command did, for the history tables.
 pub struct Projection {
     /// The command's journal sequence.
     pub sequence: u64,
     /// Its events.
-    pub events: Vec<Event>,
+    pub events: Events,
     /// The signature of a new order.
     pub authorization: Option<OrderAuthorization>,
 }
@@ -349,7 +352,7 @@ pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Replayed
             let authorization = decode_authorization(row.get(3)?)?;
             unprojected.push(Projection {
                 sequence,
-                events: std::mem::take(&mut events),
+                events: std::sync::Arc::new(std::mem::take(&mut events)),
                 authorization,
             });
         }
@@ -392,7 +395,7 @@ impl Projector {
             let mut insert_transfer = transaction
                 .prepare_cached("INSERT INTO transfers (account, kind, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
             for entry in batch {
-                for event in &entry.events {
+                for event in entry.events.iter() {
                     match event {
                         Event::OrderUpdated(record) => {
                             let authorization = entry

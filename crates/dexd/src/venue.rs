@@ -18,14 +18,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use dexd_core::{Command, Engine, EngineConfig, Event, Rejection};
+use dexd_core::{Command, Engine, EngineConfig, Rejection};
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::codec;
 use crate::config::{ChainConfig, Config};
 use crate::store::{
-    self, JournalEntry, OrderAuthorization, Projection, Projector, StoreError, StoreReader, StoreWriter,
+    self, Events, JournalEntry, OrderAuthorization, Projection, Projector, StoreError, StoreReader, StoreWriter,
 };
 
 /// How many queued commands the writer takes into one journal transaction.
@@ -51,7 +51,7 @@ pub enum WriteError {
 struct WriteRequest {
     command: Command,
     authorization: Option<OrderAuthorization>,
-    reply: oneshot::Sender<Result<Vec<Event>, WriteError>>,
+    reply: oneshot::Sender<Result<Events, WriteError>>,
 }
 
 /// One chain's venue.
@@ -142,7 +142,7 @@ impl Chain {
         &self,
         command: Command,
         authorization: Option<OrderAuthorization>,
-    ) -> Result<Vec<Event>, WriteError> {
+    ) -> Result<Events, WriteError> {
         let (reply, answer) = oneshot::channel();
         self.writer
             .try_send(WriteRequest {
@@ -165,10 +165,7 @@ impl Chain {
     }
 }
 
-type Reply = (
-    oneshot::Sender<Result<Vec<Event>, WriteError>>,
-    Result<Vec<Event>, WriteError>,
-);
+type Reply = (oneshot::Sender<Result<Events, WriteError>>, Result<Events, WriteError>);
 
 struct WriterState {
     chain_id: u64,
@@ -243,9 +240,11 @@ fn apply_batch(
                     command: encoded,
                     authorization: request.authorization,
                 });
+                // One copy of the events serves the reply and the projector.
+                let events = Arc::new(events);
                 projections.push(Projection {
                     sequence,
-                    events: events.clone(),
+                    events: Arc::clone(&events),
                     authorization: request.authorization,
                 });
                 replies.push((request.reply, Ok(events)));

@@ -304,9 +304,9 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
         Err(error) => return Err(write_error(error)),
     };
     let record = events
-        .into_iter()
+        .iter()
         .find_map(|event| match event {
-            Event::OrderUpdated(record) if record.terms.order_id == order_id => Some(record),
+            Event::OrderUpdated(record) if record.terms.order_id == order_id => Some(record.clone()),
             _ => None,
         })
         .ok_or_else(ApiError::internal)?;
