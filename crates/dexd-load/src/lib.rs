@@ -182,6 +182,9 @@ pub async fn fund_accounts(settings: &RunSettings) -> Result<(), String> {
     Ok(())
 }
 
+/// The mid price of the `place` workload, in cents of USDC (2,500.00).
+const MID_PRICE_CENTS: i64 = 250_000;
+
 /// One request to send.
 struct Request {
     is_post: bool,
@@ -210,7 +213,11 @@ fn request(
         let buy = random.gen_bool(0.5);
         // A third cross: buys up to 10 ticks above the mid, sells down to 10 below.
         let offset = random.gen_range(-20i64..10);
-        let price = if buy { 2_500_00 + offset } else { 2_500_00 - offset };
+        let price = if buy {
+            MID_PRICE_CENTS + offset
+        } else {
+            MID_PRICE_CENTS - offset
+        };
         let body = json!({
             "chainId": chain, "symbol": "ETH/USDC", "type": "limit", "direction": if buy { "buy" } else { "sell" },
             "price": format!("{}.{:02}", price / 100, price % 100), "amount": format!("0.0{}", random.gen_range(1..10)),
