@@ -14,6 +14,7 @@ use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::ledger::{AccountSlot, Balance, Ledger, LedgerError};
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
+use crate::nonces::{NonceClaim, NonceRegistry, NonceRejection};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 use crate::pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError};
 
@@ -26,6 +27,8 @@ pub struct EngineLimits {
     pub max_resting_orders: usize,
     /// Accounts the ledger may hold.
     pub max_accounts: usize,
+    /// Nonces of client-signed requests the chain keeps at once (each until its request expires).
+    pub max_live_nonces: usize,
 }
 
 impl Default for EngineLimits {
@@ -34,6 +37,7 @@ impl Default for EngineLimits {
             max_open_orders_per_account: 500,
             max_resting_orders: 2_000_000,
             max_accounts: 10_000_000,
+            max_live_nonces: 1_000_000,
         }
     }
 }
@@ -80,6 +84,17 @@ pub enum Command {
     Deposit(TransferRequest),
     /// Debit an account.
     Withdraw(TransferRequest),
+}
+
+impl Command {
+    /// The account the command acts for.
+    pub fn account(&self) -> Address {
+        match self {
+            Command::PlaceOrder(order) => order.account,
+            Command::CancelOrder { account, .. } => *account,
+            Command::Deposit(request) | Command::Withdraw(request) => request.account,
+        }
+    }
 }
 
 /// Whether funds came in or went out.
@@ -199,6 +214,8 @@ pub enum Rejection {
     BookFull,
     /// The chain holds its limit of accounts.
     TooManyAccounts,
+    /// A client-signed request's nonce was refused.
+    Nonce(NonceRejection),
 }
 
 impl Rejection {
@@ -261,6 +278,7 @@ pub struct Engine {
     fee_account: Address,
     fee_slot: AccountSlot,
     limits: EngineLimits,
+    nonces: NonceRegistry,
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
@@ -298,6 +316,7 @@ impl Engine {
             fee_account: config.fee_account,
             fee_slot,
             limits: config.limits,
+            nonces: NonceRegistry::new(config.limits.max_live_nonces),
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
@@ -311,7 +330,24 @@ impl Engine {
     /// Time never runs backwards inside the engine: a `now_ms` older than the last command's is
     /// taken as the last command's.
     pub fn execute(&mut self, command: Command, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
+        self.execute_signed(command, None, now_ms, events)
+    }
+
+    /// Like [`Engine::execute`], for a command the client signed with a nonce: the claim is
+    /// checked before anything else and recorded only if the command is applied, so a refused
+    /// command leaves its nonce free.
+    pub fn execute_signed(
+        &mut self,
+        command: Command,
+        claim: Option<NonceClaim>,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
         let now_ms = now_ms.max(self.last_time_ms);
+        let claimant = command.account();
+        if let Some(claim) = &claim {
+            self.nonces.check(&claimant, claim, now_ms).map_err(Rejection::Nonce)?;
+        }
         let result = match command {
             Command::PlaceOrder(order) => self.place_order(order, now_ms, events),
             Command::CancelOrder { account, order_id } => self.cancel_order(account, order_id, now_ms, events),
@@ -320,6 +356,9 @@ impl Engine {
         };
         if result.is_ok() {
             self.last_time_ms = now_ms;
+            if let Some(claim) = claim {
+                self.nonces.record(claimant, claim, now_ms);
+            }
         }
         result
     }
@@ -485,6 +524,11 @@ impl Engine {
             .map(|(index, positions)| (self.ledger.address(AccountSlot::from_index(index)), positions))
             .collect();
         positions.sort_unstable_by_key(|(address, _)| *address);
+        for (expiry_ms, account, nonce) in self.nonces.iter_in_order() {
+            hasher.update(expiry_ms.to_be_bytes());
+            hasher.update(account.as_bytes());
+            hasher.update(nonce.as_bytes());
+        }
         for (address, positions) in positions {
             hasher.update(address.as_bytes());
             for position in positions {

@@ -536,3 +536,50 @@ fn time_never_runs_backwards_inside_the_engine() {
         .collect();
     assert_eq!(times, vec![5_000, 5_000]);
 }
+
+#[test]
+fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
+    let mut venue = Venue::new();
+    venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
+    let claim = |expiry_ms| crate::NonceClaim {
+        nonce: crate::Nonce::from_bytes([9; 32]),
+        expiry_ms,
+    };
+    let withdraw = |units| {
+        Command::Withdraw(TransferRequest {
+            transfer_id: [1; 32],
+            account: ALICE,
+            asset: USDC,
+            amount: Amount::from_units(units),
+        })
+    };
+    let run_signed = |venue: &mut Venue, command, claim| {
+        venue.time_ms += 1;
+        let before = venue.engine.state_hash();
+        let mut events = Vec::new();
+        let result = venue
+            .engine
+            .execute_signed(command, Some(claim), venue.time_ms, &mut events);
+        if result.is_err() {
+            assert_eq!(before, venue.engine.state_hash(), "a rejection changes nothing");
+        }
+        result
+    };
+    let later = venue.time_ms + 60_000;
+    // Refused for want of funds: the nonce stays free.
+    assert_eq!(
+        run_signed(&mut venue, withdraw(1_000 * USDC_UNIT), claim(later)),
+        Err(Rejection::InsufficientBalance)
+    );
+    run_signed(&mut venue, withdraw(USDC_UNIT), claim(later)).unwrap();
+    assert_eq!(
+        run_signed(&mut venue, withdraw(USDC_UNIT), claim(later)),
+        Err(Rejection::Nonce(crate::NonceRejection::Reused))
+    );
+    let now = venue.time_ms;
+    assert_eq!(
+        run_signed(&mut venue, withdraw(USDC_UNIT), claim(now)),
+        Err(Rejection::Nonce(crate::NonceRejection::Expired))
+    );
+    assert_eq!(venue.balance(ALICE, USDC).available, usdc(99 * USDC_UNIT));
+}

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod ledger;
 pub mod market_data;
 pub mod money;
+pub mod nonces;
 pub mod order;
 pub mod pair;
 
@@ -33,5 +34,6 @@ pub use engine::{
 pub use ledger::Balance;
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
+pub use nonces::{Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS};
 pub use order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};

@@ -375,6 +375,13 @@ pub async fn start_baseline_server() -> String {
     format!("http://{address}")
 }
 
+/// A counter as a uint256 word.
+fn alloy_word(count: u64) -> [u8; 32] {
+    let mut word = [0u8; 32];
+    word[24..].copy_from_slice(&count.to_be_bytes());
+    word
+}
+
 /// The key limit: orders per second that one core can derive an address for and sign, as the
 /// service does for each order (address derivation plus EIP-712 digest and signature).
 pub fn key_limit_per_core(duration: Duration) -> f64 {
@@ -396,7 +403,8 @@ pub fn key_limit_per_core(duration: Duration) -> f64 {
             price: "2500".into(),
             amount: "0.01".into(),
             client_order_id: String::new(),
-            salt: u128::from(count),
+            nonce: alloy_word(count),
+            expiry_ms: 0,
         };
         std::hint::black_box(key.sign_digest(domain.order_digest(&message)));
         count += 1;

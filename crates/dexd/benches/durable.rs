@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dexd::config::Config;
-use dexd::store::OrderAuthorization;
+use dexd::store::Authorization;
 use dexd::venue::{Chain, Venue};
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
@@ -29,7 +29,7 @@ fn account(index: usize) -> Address {
     Address::from_bytes(bytes)
 }
 
-fn place(random: &mut StdRng, trader: usize) -> (Command, OrderAuthorization) {
+fn place(random: &mut StdRng, trader: usize) -> (Command, Authorization) {
     let order_id = OrderId::from_bytes(random.gen());
     let direction = if random.gen_bool(0.5) {
         Direction::Buy
@@ -56,10 +56,12 @@ fn place(random: &mut StdRng, trader: usize) -> (Command, OrderAuthorization) {
     });
     (
         command,
-        OrderAuthorization {
-            order_id,
-            salt: 0,
+        Authorization {
+            order_id: Some(order_id),
+            nonce: [0; 32],
+            expiry_ms: 0,
             signature: [0; 65],
+            client_signed: false,
         },
     )
 }
@@ -86,8 +88,8 @@ async fn submitter(chain: Arc<Chain>, task: usize, stop: Arc<AtomicBool>, done: 
         let started = Instant::now();
         let result = chain.submit(command, authorization).await;
         histogram.record(started.elapsed().as_micros().max(1) as u64).unwrap();
-        if let (Ok(_), Some(authorization)) = (result, authorization) {
-            open.push(authorization.order_id);
+        if let (Ok(_), Some(order_id)) = (result, authorization.and_then(|authorization| authorization.order_id)) {
+            open.push(order_id);
         }
         done.fetch_add(1, Ordering::Relaxed);
     }

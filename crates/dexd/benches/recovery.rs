@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use dexd::config::Config;
-use dexd::store::{self, JournalEntry, OrderAuthorization};
+use dexd::store::{self, Authorization, JournalEntry};
 use dexd::venue::Venue;
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
@@ -84,10 +84,12 @@ fn main() {
                         .execute(command.clone(), 1_700_000_000_000 + sequence, &mut events)
                         .expect("the generated journal is valid");
                     let authorization = match command {
-                        Command::PlaceOrder(order) => Some(OrderAuthorization {
-                            order_id: order.order_id,
-                            salt: 0,
+                        Command::PlaceOrder(order) => Some(Authorization {
+                            order_id: Some(order.order_id),
+                            nonce: [0; 32],
+                            expiry_ms: 0,
                             signature: [0; 65],
+                            client_signed: false,
                         }),
                         _ => None,
                     };

@@ -42,6 +42,9 @@ pub struct Limits {
     pub max_resting_orders_per_chain: usize,
     /// Accounts one chain may hold.
     pub max_accounts_per_chain: usize,
+    /// Nonces of client-signed requests one chain keeps at once, each until its request expires
+    /// (at most an hour); past this, signed requests are answered 503.
+    pub max_live_nonces_per_chain: usize,
     /// State changes that may wait for one chain's writer; past this, 503.
     pub write_queue_capacity: usize,
     /// How long a write waits for a locked database before the batch is answered 503.
@@ -65,6 +68,7 @@ impl Default for Limits {
             max_open_orders_per_account: 500,
             max_resting_orders_per_chain: 2_000_000,
             max_accounts_per_chain: 10_000_000,
+            max_live_nonces_per_chain: 1_000_000,
             write_queue_capacity: 4_096,
             write_lock_timeout_ms: 5_000,
             body_read_timeout_ms: 10_000,
@@ -156,6 +160,7 @@ impl ChainConfig {
                 max_open_orders_per_account: limits.max_open_orders_per_account,
                 max_resting_orders: limits.max_resting_orders_per_chain,
                 max_accounts: limits.max_accounts_per_chain,
+                max_live_nonces: limits.max_live_nonces_per_chain,
             },
         }
     }

@@ -197,8 +197,162 @@ pub const DOMAIN_NAME: &str = "dexd";
 /// The EIP-712 domain version.
 pub const DOMAIN_VERSION: &str = "1";
 const DOMAIN_TYPE: &str = "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)";
-/// The EIP-712 type of an order.
-pub const ORDER_TYPE: &str = "Order(address account,string symbol,string orderType,string direction,string timeInForce,bool postOnly,string price,string amount,string clientOrderId,uint256 salt)";
+
+/// The shape of one flat EIP-712 struct type: its name and its members as `(name, type)`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct StructType {
+    /// The type's name, such as `Order`.
+    pub name: &'static str,
+    /// Its members in order, as `(name, solidity type)`.
+    pub members: &'static [(&'static str, &'static str)],
+}
+
+impl StructType {
+    /// `encodeType`: `Name(type1 name1,type2 name2,...)`.
+    pub fn encode_type(&self) -> String {
+        let members: Vec<String> = self
+            .members
+            .iter()
+            .map(|(name, solidity_type)| format!("{solidity_type} {name}"))
+            .collect();
+        format!("{}({})", self.name, members.join(","))
+    }
+
+    /// The members as typed-data JSON: `[{"name": ..., "type": ...}]`.
+    pub fn members_json(&self) -> Value {
+        Value::Array(
+            self.members
+                .iter()
+                .map(|(name, solidity_type)| json!({"name": name, "type": solidity_type}))
+                .collect(),
+        )
+    }
+}
+
+/// The EIP-712 type of an order. The venue signs it for a `privateKey` request; a client that
+/// keeps its key signs the same type itself.
+pub const ORDER_TYPE: StructType = StructType {
+    name: "Order",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("orderType", "string"),
+        ("direction", "string"),
+        ("timeInForce", "string"),
+        ("postOnly", "bool"),
+        ("price", "string"),
+        ("amount", "string"),
+        ("clientOrderId", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed cancel.
+pub const CANCEL_ORDER_TYPE: StructType = StructType {
+    name: "CancelOrder",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("orderId", "bytes32"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed deposit.
+pub const DEPOSIT_TYPE: StructType = StructType {
+    name: "Deposit",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("quantity", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed withdrawal.
+pub const WITHDRAW_TYPE: StructType = StructType {
+    name: "Withdraw",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("quantity", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// Every type a request can be signed as.
+pub const REQUEST_TYPES: [&StructType; 4] = [&ORDER_TYPE, &CANCEL_ORDER_TYPE, &DEPOSIT_TYPE, &WITHDRAW_TYPE];
+
+/// One member's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldValue {
+    /// An `address`.
+    Address(Address),
+    /// A `string`.
+    Text(String),
+    /// A `bool`.
+    Bool(bool),
+    /// A `uint256`, big-endian.
+    Uint([u8; 32]),
+    /// A `bytes32`.
+    Bytes32([u8; 32]),
+}
+
+impl FieldValue {
+    /// A `uint256` from a u64.
+    pub fn uint(value: u64) -> FieldValue {
+        FieldValue::Uint(uint256(u128::from(value)))
+    }
+
+    fn encode(&self) -> [u8; 32] {
+        match self {
+            FieldValue::Address(address) => address_word(address),
+            FieldValue::Text(text) => keccak256(text.as_bytes()).0,
+            FieldValue::Bool(flag) => uint256(u128::from(*flag)),
+            FieldValue::Uint(word) | FieldValue::Bytes32(word) => *word,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            FieldValue::Address(address) => Value::String(checksummed(address)),
+            FieldValue::Text(text) => Value::String(text.clone()),
+            FieldValue::Bool(flag) => Value::Bool(*flag),
+            FieldValue::Uint(word) => Value::String(alloy_primitives::U256::from_be_bytes(*word).to_string()),
+            FieldValue::Bytes32(word) => Value::String(hex_prefixed(word)),
+        }
+    }
+}
+
+/// One struct of a [`StructType`] with its values, in member order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypedMessage {
+    /// Its type.
+    pub struct_type: &'static StructType,
+    /// Its values, one per member.
+    pub values: Vec<FieldValue>,
+}
+
+impl TypedMessage {
+    /// `hashStruct`: keccak-256 of the type hash followed by each encoded value.
+    pub fn struct_hash(&self) -> [u8; 32] {
+        assert_eq!(
+            self.values.len(),
+            self.struct_type.members.len(),
+            "one value per member"
+        );
+        let mut encoded = Vec::with_capacity(32 * (1 + self.values.len()));
+        encoded.extend_from_slice(keccak256(self.struct_type.encode_type()).as_slice());
+        for value in &self.values {
+            encoded.extend_from_slice(&value.encode());
+        }
+        keccak256(&encoded).0
+    }
+}
 
 /// An order's signed terms, as strings exactly as they appear in the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,8 +375,32 @@ pub struct OrderMessage {
     pub amount: String,
     /// The client's label; empty when none.
     pub client_order_id: String,
-    /// A random number drawn by the server, so that equal orders have different ids.
-    pub salt: u128,
+    /// The client's nonce, or a random number the venue drew when it signed for the client.
+    pub nonce: [u8; 32],
+    /// Until when the signature may be used to place the order, in ms since the epoch.
+    pub expiry_ms: u64,
+}
+
+impl OrderMessage {
+    /// The order as a typed message.
+    pub fn typed(&self) -> TypedMessage {
+        TypedMessage {
+            struct_type: &ORDER_TYPE,
+            values: vec![
+                FieldValue::Address(self.account),
+                FieldValue::Text(self.symbol.clone()),
+                FieldValue::Text(self.order_type.clone()),
+                FieldValue::Text(self.direction.clone()),
+                FieldValue::Text(self.time_in_force.clone()),
+                FieldValue::Bool(self.post_only),
+                FieldValue::Text(self.price.clone()),
+                FieldValue::Text(self.amount.clone()),
+                FieldValue::Text(self.client_order_id.clone()),
+                FieldValue::Uint(self.nonce),
+                FieldValue::uint(self.expiry_ms),
+            ],
+        }
+    }
 }
 
 impl SigningDomain {
@@ -237,73 +415,72 @@ impl SigningDomain {
         keccak256(&encoded).0
     }
 
-    /// The EIP-712 digest of an order: `keccak256(0x1901 ‖ domainSeparator ‖ hashStruct(order))`.
-    /// dexd uses it as the order's id.
-    pub fn order_digest(&self, order: &OrderMessage) -> [u8; 32] {
-        let mut encoded = Vec::with_capacity(11 * 32);
-        encoded.extend_from_slice(keccak256(ORDER_TYPE).as_slice());
-        encoded.extend_from_slice(&address_word(&order.account));
-        for text in [&order.symbol, &order.order_type, &order.direction, &order.time_in_force] {
-            encoded.extend_from_slice(keccak256(text.as_bytes()).as_slice());
-        }
-        encoded.extend_from_slice(&uint256(u128::from(order.post_only)));
-        for text in [&order.price, &order.amount, &order.client_order_id] {
-            encoded.extend_from_slice(keccak256(text.as_bytes()).as_slice());
-        }
-        encoded.extend_from_slice(&uint256(order.salt));
-        let struct_hash = keccak256(&encoded);
-        let mut message = Vec::with_capacity(66);
-        message.extend_from_slice(&[0x19, 0x01]);
-        message.extend_from_slice(&self.separator());
-        message.extend_from_slice(struct_hash.as_slice());
-        keccak256(&message).0
+    /// The EIP-712 digest: `keccak256(0x1901 ‖ domainSeparator ‖ hashStruct(message))`.
+    pub fn digest(&self, message: &TypedMessage) -> [u8; 32] {
+        let mut preimage = Vec::with_capacity(66);
+        preimage.extend_from_slice(&[0x19, 0x01]);
+        preimage.extend_from_slice(&self.separator());
+        preimage.extend_from_slice(&message.struct_hash());
+        keccak256(&preimage).0
     }
 
-    /// The order as EIP-712 typed data JSON (`types`, `primaryType`, `domain`, `message`), as
-    /// `eth_signTypedData_v4` and standard libraries take it.
-    pub fn order_typed_data(&self, order: &OrderMessage) -> Value {
+    /// The EIP-712 digest of an order; dexd uses it as the order's id.
+    pub fn order_digest(&self, order: &OrderMessage) -> [u8; 32] {
+        self.digest(&order.typed())
+    }
+
+    /// The domain as typed-data JSON.
+    pub fn domain_json(&self) -> Value {
         json!({
-            "types": {
-                "EIP712Domain": [
-                    {"name": "name", "type": "string"},
-                    {"name": "version", "type": "string"},
-                    {"name": "chainId", "type": "uint256"},
-                    {"name": "verifyingContract", "type": "address"}
-                ],
-                "Order": [
-                    {"name": "account", "type": "address"},
-                    {"name": "symbol", "type": "string"},
-                    {"name": "orderType", "type": "string"},
-                    {"name": "direction", "type": "string"},
-                    {"name": "timeInForce", "type": "string"},
-                    {"name": "postOnly", "type": "bool"},
-                    {"name": "price", "type": "string"},
-                    {"name": "amount", "type": "string"},
-                    {"name": "clientOrderId", "type": "string"},
-                    {"name": "salt", "type": "uint256"}
-                ]
-            },
-            "primaryType": "Order",
-            "domain": {
-                "name": DOMAIN_NAME,
-                "version": DOMAIN_VERSION,
-                "chainId": self.chain_id,
-                "verifyingContract": checksummed(&self.verifying_contract)
-            },
-            "message": {
-                "account": checksummed(&order.account),
-                "symbol": order.symbol,
-                "orderType": order.order_type,
-                "direction": order.direction,
-                "timeInForce": order.time_in_force,
-                "postOnly": order.post_only,
-                "price": order.price,
-                "amount": order.amount,
-                "clientOrderId": order.client_order_id,
-                "salt": order.salt.to_string()
-            }
+            "name": DOMAIN_NAME,
+            "version": DOMAIN_VERSION,
+            "chainId": self.chain_id,
+            "verifyingContract": checksummed(&self.verifying_contract)
         })
     }
+
+    /// A message as EIP-712 typed data JSON (`types`, `primaryType`, `domain`, `message`), as
+    /// `eth_signTypedData_v4` and standard libraries take it.
+    pub fn typed_data(&self, message: &TypedMessage) -> Value {
+        let members = message.struct_type.members.iter().zip(&message.values);
+        let values: serde_json::Map<String, Value> = members
+            .map(|((name, _), value)| ((*name).to_string(), value.to_json()))
+            .collect();
+        json!({
+            "types": {
+                "EIP712Domain": EIP712_DOMAIN_MEMBERS.members_json(),
+                message.struct_type.name: message.struct_type.members_json(),
+            },
+            "primaryType": message.struct_type.name,
+            "domain": self.domain_json(),
+            "message": values,
+        })
+    }
+
+    /// The order as typed data JSON.
+    pub fn order_typed_data(&self, order: &OrderMessage) -> Value {
+        self.typed_data(&order.typed())
+    }
+}
+
+const EIP712_DOMAIN_MEMBERS: StructType = StructType {
+    name: "EIP712Domain",
+    members: &[
+        ("name", "string"),
+        ("version", "string"),
+        ("chainId", "uint256"),
+        ("verifyingContract", "address"),
+    ],
+};
+
+/// Every type of the venue's signed requests, with the domain, as `GET /account/eip712` serves it.
+pub fn request_types_json(domain: &SigningDomain) -> Value {
+    let mut types = serde_json::Map::new();
+    types.insert("EIP712Domain".into(), EIP712_DOMAIN_MEMBERS.members_json());
+    for struct_type in REQUEST_TYPES {
+        types.insert(struct_type.name.into(), struct_type.members_json());
+    }
+    json!({"domain": domain.domain_json(), "types": types})
 }
 
 fn uint256(value: u128) -> [u8; 32] {
@@ -378,6 +555,16 @@ mod tests {
             assert_eq!(cache.address_of(&other), other.address());
         }
         assert_ne!(cache.address_of(&cow), cache.address_of(&other));
+    }
+
+    #[test]
+    fn the_order_type_encodes_as_eip712_writes_it() {
+        assert_eq!(
+            ORDER_TYPE.encode_type(),
+            "Order(address account,string symbol,string orderType,string direction,string timeInForce,\
+             bool postOnly,string price,string amount,string clientOrderId,uint256 nonce,uint256 expiry)"
+        );
+        assert_eq!(EIP712_DOMAIN_MEMBERS.encode_type(), DOMAIN_TYPE);
     }
 
     #[test]

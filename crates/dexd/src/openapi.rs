@@ -106,6 +106,9 @@ fn field_schema(kind: Kind, description: &str) -> Value {
         Kind::Integer => {
             json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]})
         }
+        Kind::Uint256 => {
+            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,78}$"}, {"type": "integer", "minimum": 0}]})
+        }
         other => query_schema(other),
     };
     schema["description"] = Value::String(description.to_string());
@@ -122,6 +125,8 @@ fn query_schema(kind: Kind) -> Value {
         Kind::Bool => json!({"type": "string", "enum": ["true", "false"]}),
         Kind::Text => json!({"type": "string", "minLength": 1, "maxLength": 64}),
         Kind::PrivateKey | Kind::OrderId => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{64}$"}),
+        Kind::Uint256 => json!({"type": "string", "pattern": "^[0-9]{1,78}$"}),
+        Kind::Signature => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{130}$"}),
         Kind::Choice(values) => json!({"type": "string", "enum": values}),
     }
 }
@@ -129,12 +134,12 @@ fn query_schema(kind: Kind) -> Value {
 fn error_responses() -> Value {
     let codes: &[(u16, &str)] = &[
         (400, "MISSING_PARAMETER, INVALID_PARAMETER, INVALID_NUMBER, UNKNOWN_PARAMETER or MALFORMED_BODY"),
-        (401, "UNAUTHENTICATED or INVALID_PRIVATE_KEY"),
+        (401, "UNAUTHENTICATED, INVALID_PRIVATE_KEY, INVALID_SIGNATURE or SIGNATURE_EXPIRED"),
         (403, "ACCOUNT_MISMATCH"),
         (404, "UNKNOWN_CHAIN, UNKNOWN_PAIR, UNKNOWN_ASSET, ORDER_NOT_FOUND or NOT_FOUND"),
         (405, "METHOD_NOT_ALLOWED"),
         (408, "REQUEST_TIMEOUT: the body did not arrive in time"),
-        (409, "ORDER_NOT_OPEN or DUPLICATE_CLIENT_ORDER_ID"),
+        (409, "ORDER_NOT_OPEN, DUPLICATE_CLIENT_ORDER_ID or NONCE_REUSED"),
         (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"),
         (422, "INSUFFICIENT_BALANCE, INVALID_TICK, INVALID_STEP, BELOW_MIN_AMOUNT, BELOW_MIN_NOTIONAL, POST_ONLY_WOULD_TAKE, FOK_NOT_FILLABLE, NO_LIQUIDITY, TOO_MANY_OPEN_ORDERS or AMOUNT_TOO_LARGE"),
@@ -256,6 +261,13 @@ fn schemas() -> Value {
         "OrderDetailResponse": object(json!({
             "order": reference("Order"),
             "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}}))
+        })),
+        "Eip712Response": object(json!({
+            "chainId": string(),
+            "domain": object(json!({"name": {"const": "dexd"}, "version": {"const": "1"}, "chainId": integer, "verifyingContract": string()})),
+            "types": {"type": "object", "additionalProperties": {"type": "array", "items": object(json!({"name": string(), "type": string()}))}},
+            "primaryTypes": object(json!({"addOrder": {"const": "Order"}, "cancelOrder": {"const": "CancelOrder"}, "deposit": {"const": "Deposit"}, "withdraw": {"const": "Withdraw"}})),
+            "maxLifetimeMs": integer
         })),
         "HealthResponse": object(json!({"status": {"const": "ok"}})),
         "OpenApiDocument": {"type": "object"},

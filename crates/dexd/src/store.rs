@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dexd_core::{
-    Address, Command, Engine, EngineConfig, Event, OrderId, OrderRecord, OrderStatus, PairIndex, Trade, Transfer,
-    TransferKind,
+    Address, Command, Engine, EngineConfig, Event, Nonce, NonceClaim, OrderId, OrderRecord, OrderStatus, PairIndex,
+    Trade, Transfer, TransferKind,
 };
 use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -51,6 +51,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX transfers_by_account ON transfers (account, kind, number);",
     "ALTER TABLE commands ADD COLUMN authorization BLOB;
      INSERT INTO meta (key, value) VALUES ('projected_sequence', (SELECT COALESCE(MAX(sequence), 0) FROM commands));",
+    // Orders are signed over a 256-bit nonce and an expiry; the old 128-bit salts become nonces.
+    "ALTER TABLE orders RENAME COLUMN salt TO nonce;
+     ALTER TABLE orders ADD COLUMN expiry_ms INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// Why the store could not do what was asked.
@@ -88,26 +91,44 @@ impl From<CodecError> for StoreError {
     }
 }
 
-/// An order with what the service signed.
+/// An order with its signature.
 #[derive(Debug, Clone)]
 pub struct StoredOrder {
     /// The order's latest state.
     pub record: OrderRecord,
-    /// The salt of the signed EIP-712 message.
-    pub salt: u128,
+    /// The nonce of the signed EIP-712 message.
+    pub nonce: [u8; 32],
+    /// The expiry of the signed message, in ms since the epoch.
+    pub expiry_ms: u64,
     /// The 65-byte EIP-712 signature.
     pub signature: [u8; 65],
 }
 
-/// What the service signed for a new order, stored with it.
-#[derive(Debug, Clone, Copy)]
-pub struct OrderAuthorization {
-    /// The order.
-    pub order_id: OrderId,
-    /// The salt of the signed message.
-    pub salt: u128,
-    /// The signature.
+/// The signature that authorised a command, journaled with it: always for a new order (whoever
+/// signed it), and for every command a client signed itself, whose nonce must be claimed again
+/// on replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Authorization {
+    /// The new order this signature placed, if the command places one.
+    pub order_id: Option<OrderId>,
+    /// The signed message's nonce.
+    pub nonce: [u8; 32],
+    /// The signed message's expiry, in ms since the epoch.
+    pub expiry_ms: u64,
+    /// The 65-byte signature.
     pub signature: [u8; 65],
+    /// Whether the client signed (its nonce is claimed) or the venue signed with the key.
+    pub client_signed: bool,
+}
+
+impl Authorization {
+    /// The nonce claim a client-signed command makes.
+    pub fn claim(&self) -> Option<NonceClaim> {
+        self.client_signed.then(|| NonceClaim {
+            nonce: Nonce::from_bytes(self.nonce),
+            expiry_ms: self.expiry_ms,
+        })
+    }
 }
 
 /// Which records a page wants.
@@ -141,7 +162,7 @@ pub struct JournalEntry {
     /// The encoded command.
     pub command: Vec<u8>,
     /// The signature of a new order.
-    pub authorization: Option<OrderAuthorization>,
+    pub authorization: Option<Authorization>,
 }
 
 /// The events of one command, shared by its reply and its projection.
@@ -154,7 +175,7 @@ pub struct Projection {
     /// Its events.
     pub events: Events,
     /// The signature of a new order.
-    pub authorization: Option<OrderAuthorization>,
+    pub authorization: Option<Authorization>,
 }
 
 /// The engine rebuilt from the journal, with what the history tables still lack.
@@ -265,27 +286,63 @@ fn to_sql_integer(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-fn encode_authorization(authorization: &Option<OrderAuthorization>) -> Option<Vec<u8>> {
+/// The journal's encoding of an [`Authorization`]: a version byte (2), a flags byte (1: client
+/// signed, 2: places an order), the order id if any, the nonce, the expiry and the signature.
+/// Schema version 2 stored `order id ‖ 128-bit salt ‖ signature` (113 bytes), read as a venue
+/// signature with the salt as nonce and no expiry.
+const AUTHORIZATION_ENCODING_VERSION: u8 = 2;
+const LEGACY_AUTHORIZATION_BYTES: usize = 32 + 16 + 65;
+
+fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec<u8>> {
     authorization.map(|authorization| {
-        let mut bytes = Vec::with_capacity(32 + 16 + 65);
-        bytes.extend_from_slice(authorization.order_id.as_bytes());
-        bytes.extend_from_slice(&authorization.salt.to_be_bytes());
+        let mut bytes = Vec::with_capacity(2 + 32 + 32 + 8 + 65);
+        bytes.push(AUTHORIZATION_ENCODING_VERSION);
+        bytes.push(u8::from(authorization.client_signed) | (u8::from(authorization.order_id.is_some()) << 1));
+        if let Some(order_id) = authorization.order_id {
+            bytes.extend_from_slice(order_id.as_bytes());
+        }
+        bytes.extend_from_slice(&authorization.nonce);
+        bytes.extend_from_slice(&authorization.expiry_ms.to_be_bytes());
         bytes.extend_from_slice(&authorization.signature);
         bytes
     })
 }
 
-fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<OrderAuthorization>, StoreError> {
+fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorization>, StoreError> {
     let Some(bytes) = bytes else {
         return Ok(None);
     };
-    if bytes.len() != 32 + 16 + 65 {
-        return Err(StoreError::Inconsistent("bad stored authorization".into()));
+    let bad = || StoreError::Inconsistent("bad stored authorization".into());
+    if bytes.len() == LEGACY_AUTHORIZATION_BYTES {
+        let mut nonce = [0u8; 32];
+        nonce[16..].copy_from_slice(&bytes[32..48]);
+        return Ok(Some(Authorization {
+            order_id: Some(OrderId::from_bytes(bytes[..32].try_into().expect("32 bytes"))),
+            nonce,
+            expiry_ms: 0,
+            signature: bytes[48..].try_into().expect("65 bytes"),
+            client_signed: false,
+        }));
     }
-    Ok(Some(OrderAuthorization {
-        order_id: OrderId::from_bytes(bytes[..32].try_into().expect("32 bytes")),
-        salt: u128::from_be_bytes(bytes[32..48].try_into().expect("16 bytes")),
-        signature: bytes[48..].try_into().expect("65 bytes"),
+    let (&[version, flags], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
+    if version != AUTHORIZATION_ENCODING_VERSION || flags > 3 {
+        return Err(bad());
+    }
+    let (order_id, rest) = if flags & 2 != 0 {
+        let (order_id, rest) = rest.split_first_chunk::<32>().ok_or_else(bad)?;
+        (Some(OrderId::from_bytes(*order_id)), rest)
+    } else {
+        (None, rest)
+    };
+    let (nonce, rest) = rest.split_first_chunk::<32>().ok_or_else(bad)?;
+    let (expiry, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
+    let signature: [u8; 65] = rest.try_into().map_err(|_| bad())?;
+    Ok(Some(Authorization {
+        order_id,
+        nonce: *nonce,
+        expiry_ms: u64::from_be_bytes(*expiry),
+        signature,
+        client_signed: flags & 1 != 0,
     }))
 }
 
@@ -343,13 +400,16 @@ pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Replayed
         }
         last_sequence = sequence;
         events.clear();
-        engine.execute(command, time_ms, &mut events).map_err(|rejection| {
-            StoreError::Inconsistent(format!(
-                "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
-            ))
-        })?;
+        let authorization = decode_authorization(row.get(3)?)?;
+        let claim = authorization.as_ref().and_then(Authorization::claim);
+        engine
+            .execute_signed(command, claim, time_ms, &mut events)
+            .map_err(|rejection| {
+                StoreError::Inconsistent(format!(
+                    "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
+                ))
+            })?;
         if sequence > projected {
-            let authorization = decode_authorization(row.get(3)?)?;
             unprojected.push(Projection {
                 sequence,
                 events: std::sync::Arc::new(std::mem::take(&mut events)),
@@ -385,8 +445,8 @@ impl Projector {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut insert_order = transaction.prepare_cached(
-                "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, nonce, expiry_ms, signature)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
             let mut update_order =
                 transaction.prepare_cached("UPDATE orders SET status = ?2, record = ?3 WHERE order_id = ?1")?;
@@ -400,7 +460,7 @@ impl Projector {
                         Event::OrderUpdated(record) => {
                             let authorization = entry
                                 .authorization
-                                .filter(|authorization| authorization.order_id == record.terms.order_id);
+                                .filter(|authorization| authorization.order_id == Some(record.terms.order_id));
                             let encoded = codec::encode_order(record);
                             match authorization {
                                 Some(authorization) => insert_order.execute(params![
@@ -411,7 +471,8 @@ impl Projector {
                                     to_sql_integer(record.sequence),
                                     to_sql_integer(record.created_at_ms),
                                     encoded,
-                                    authorization.salt.to_be_bytes(),
+                                    &authorization.nonce[..],
+                                    to_sql_integer(authorization.expiry_ms),
                                     &authorization.signature[..],
                                 ])?,
                                 None => update_order.execute(params![
@@ -471,18 +532,12 @@ impl StoreReader {
         self.with_connection(|connection| {
             connection
                 .query_row(
-                    "SELECT record, salt, signature FROM orders WHERE order_id = ?1",
+                    "SELECT record, nonce, expiry_ms, signature FROM orders WHERE order_id = ?1",
                     [order_id.as_bytes()],
-                    |row| {
-                        Ok((
-                            row.get::<_, Vec<u8>>(0)?,
-                            row.get::<_, Vec<u8>>(1)?,
-                            row.get::<_, Vec<u8>>(2)?,
-                        ))
-                    },
+                    StoredOrderColumns::read,
                 )
                 .optional()?
-                .map(|(record, salt, signature)| stored_order(&record, &salt, &signature))
+                .map(|columns| columns.decode())
                 .transpose()
         })
     }
@@ -498,7 +553,7 @@ impl StoreReader {
     ) -> Result<Page<StoredOrder>, StoreError> {
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT record, salt, signature, sequence FROM orders
+                "SELECT record, nonce, expiry_ms, signature, sequence FROM orders
                  WHERE account = ?1 AND status = ?2 AND (?3 IS NULL OR pair = ?3)
                    AND created_ms >= ?4 AND created_ms <= ?5 AND sequence < ?6
                  ORDER BY sequence DESC LIMIT ?7",
@@ -513,19 +568,12 @@ impl StoreReader {
                     to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
                     to_sql_integer(request.limit as u64 + 1)
                 ],
-                |row| {
-                    Ok((
-                        row.get::<_, Vec<u8>>(0)?,
-                        row.get::<_, Vec<u8>>(1)?,
-                        row.get::<_, Vec<u8>>(2)?,
-                        row.get::<_, i64>(3)?,
-                    ))
-                },
+                |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(4)?)),
             )?;
             let mut items = Vec::new();
             for row in rows {
-                let (record, salt, signature, sequence) = row?;
-                items.push((stored_order(&record, &salt, &signature)?, sequence as u64));
+                let (columns, sequence) = row?;
+                items.push((columns.decode()?, sequence as u64));
             }
             Ok(page(items, request.limit))
         })
@@ -535,15 +583,15 @@ impl StoreReader {
     pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Result<Vec<StoredOrder>, StoreError> {
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT record, salt, signature FROM orders WHERE account = ?1 AND status = ?2 AND pair = ?3 ORDER BY sequence",
+                "SELECT record, nonce, expiry_ms, signature FROM orders WHERE account = ?1 AND status = ?2 AND pair = ?3 ORDER BY sequence",
             )?;
-            let rows = statement.query_map(params![account.as_bytes(), OrderStatus::Open as u8, pair.0], |row| {
-                Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Vec<u8>>(1)?, row.get::<_, Vec<u8>>(2)?))
-            })?;
+            let rows = statement.query_map(
+                params![account.as_bytes(), OrderStatus::Open as u8, pair.0],
+                StoredOrderColumns::read,
+            )?;
             let mut orders = Vec::new();
             for row in rows {
-                let (record, salt, signature) = row?;
-                orders.push(stored_order(&record, &salt, &signature)?);
+                orders.push(row?.decode()?);
             }
             Ok(orders)
         })
@@ -611,18 +659,43 @@ impl StoreReader {
     }
 }
 
-fn stored_order(record: &[u8], salt: &[u8], signature: &[u8]) -> Result<StoredOrder, StoreError> {
-    let salt: [u8; 16] = salt
-        .try_into()
-        .map_err(|_| StoreError::Inconsistent("bad salt".into()))?;
-    let signature: [u8; 65] = signature
-        .try_into()
-        .map_err(|_| StoreError::Inconsistent("bad signature".into()))?;
-    Ok(StoredOrder {
-        record: codec::decode_order(record)?,
-        salt: u128::from_be_bytes(salt),
-        signature,
-    })
+/// The columns `record, nonce, expiry_ms, signature` of an order row, as read.
+struct StoredOrderColumns {
+    record: Vec<u8>,
+    nonce: Vec<u8>,
+    expiry_ms: i64,
+    signature: Vec<u8>,
+}
+
+impl StoredOrderColumns {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredOrderColumns> {
+        Ok(StoredOrderColumns {
+            record: row.get(0)?,
+            nonce: row.get(1)?,
+            expiry_ms: row.get(2)?,
+            signature: row.get(3)?,
+        })
+    }
+
+    fn decode(self) -> Result<StoredOrder, StoreError> {
+        // Orders stored before schema version 3 carry a 128-bit salt, which is the same uint256.
+        let mut nonce = [0u8; 32];
+        match self.nonce.len() {
+            32 | 16 => nonce[32 - self.nonce.len()..].copy_from_slice(&self.nonce),
+            _ => return Err(StoreError::Inconsistent("bad nonce".into())),
+        }
+        let signature: [u8; 65] = self
+            .signature
+            .as_slice()
+            .try_into()
+            .map_err(|_| StoreError::Inconsistent("bad signature".into()))?;
+        Ok(StoredOrder {
+            record: codec::decode_order(&self.record)?,
+            nonce,
+            expiry_ms: self.expiry_ms as u64,
+            signature,
+        })
+    }
 }
 
 /// Cuts `limit + 1` fetched rows to a page; the extra row only says that more remain.
@@ -636,5 +709,41 @@ fn page<T>(mut items: Vec<(T, u64)>, limit: usize) -> Page<T> {
     Page {
         items: items.into_iter().map(|(item, _)| item).collect(),
         next_cursor,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorizations_round_trip_and_legacy_ones_still_read() {
+        for authorization in [
+            Authorization {
+                order_id: Some(OrderId::from_bytes([1; 32])),
+                nonce: [2; 32],
+                expiry_ms: 3,
+                signature: [4; 65],
+                client_signed: true,
+            },
+            Authorization {
+                order_id: None,
+                nonce: [5; 32],
+                expiry_ms: u64::MAX,
+                signature: [6; 65],
+                client_signed: true,
+            },
+        ] {
+            let encoded = encode_authorization(&Some(authorization));
+            assert_eq!(decode_authorization(encoded).unwrap(), Some(authorization));
+        }
+        let mut legacy = vec![7u8; 32];
+        legacy.extend_from_slice(&42u128.to_be_bytes());
+        legacy.extend_from_slice(&[8; 65]);
+        let decoded = decode_authorization(Some(legacy)).unwrap().unwrap();
+        assert_eq!(decoded.order_id, Some(OrderId::from_bytes([7; 32])));
+        assert_eq!(decoded.nonce[31], 42);
+        assert!(!decoded.client_signed);
+        assert!(decode_authorization(Some(vec![2, 9])).is_err());
     }
 }

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::codec;
 use crate::config::{ChainConfig, Config};
 use crate::store::{
-    self, Events, JournalEntry, OrderAuthorization, Projection, Projector, StoreError, StoreReader, StoreWriter,
+    self, Authorization, Events, JournalEntry, Projection, Projector, StoreError, StoreReader, StoreWriter,
 };
 
 /// How many queued commands the writer takes into one journal transaction.
@@ -50,7 +50,7 @@ pub enum WriteError {
 
 struct WriteRequest {
     command: Command,
-    authorization: Option<OrderAuthorization>,
+    authorization: Option<Authorization>,
     reply: oneshot::Sender<Result<Events, WriteError>>,
 }
 
@@ -138,11 +138,7 @@ impl Chain {
     }
 
     /// Applies a command through the writer; returns its events once they are on disk.
-    pub async fn submit(
-        &self,
-        command: Command,
-        authorization: Option<OrderAuthorization>,
-    ) -> Result<Events, WriteError> {
+    pub async fn submit(&self, command: Command, authorization: Option<Authorization>) -> Result<Events, WriteError> {
         let (reply, answer) = oneshot::channel();
         self.writer
             .try_send(WriteRequest {
@@ -230,7 +226,8 @@ fn apply_batch(
         let time_ms = now_ms();
         let encoded = codec::encode_command(&request.command);
         let mut events = Vec::new();
-        match engine.execute(request.command, time_ms, &mut events) {
+        let claim = request.authorization.as_ref().and_then(Authorization::claim);
+        match engine.execute_signed(request.command, claim, time_ms, &mut events) {
             Ok(()) => {
                 let sequence = state.next_sequence;
                 state.next_sequence += 1;

@@ -49,11 +49,13 @@ fn order(byte: u8, id: u8, direction: Direction, price: &str, amount: &str, venu
     })
 }
 
-fn authorization(id: u8) -> Option<dexd::store::OrderAuthorization> {
-    Some(dexd::store::OrderAuthorization {
-        order_id: OrderId::from_bytes([id; 32]),
-        salt: u128::from(id),
+fn authorization(id: u8) -> Option<dexd::store::Authorization> {
+    Some(dexd::store::Authorization {
+        order_id: Some(OrderId::from_bytes([id; 32])),
+        nonce: [id; 32],
+        expiry_ms: u64::from(id),
         signature: [id; 65],
+        client_signed: false,
     })
 }
 

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use common::TestServer;
 use serde_json::Value;
 
-/// Every path of CONTRACT.md with its method.
+/// Every path of CONTRACT.md with its method, and the extensions (`orderDetail`, `eip712`,
+/// `health`, `openapi.json`).
 const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/order/addOrder"),
     ("post", "/order/add"),
@@ -31,6 +32,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/assetPairs"),
     ("get", "/account/tradableAmounts"),
     ("get", "/order/orderDetail"),
+    ("get", "/account/eip712"),
     ("get", "/health"),
     ("get", "/openapi.json"),
 ];
@@ -107,6 +109,10 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
             "amount",
             "chainId",
             "privateKey",
+            "account",
+            "nonce",
+            "expiry",
+            "signature",
             "timeInForce",
             "postOnly",
             "clientOrderId"

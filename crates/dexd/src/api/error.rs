@@ -7,7 +7,7 @@
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use dexd_core::{DecimalError, PairValueError, Rejection};
+use dexd_core::{DecimalError, NonceRejection, PairValueError, Rejection};
 use serde_json::json;
 
 /// An error answer.
@@ -164,8 +164,35 @@ impl ApiError {
                 ApiError::unavailable("the venue is at its capacity for this chain; nothing was applied")
             }
             Rejection::DuplicateOrderId => ApiError::internal(),
+            Rejection::Nonce(NonceRejection::Expired) => signature_expired(),
+            Rejection::Nonce(NonceRejection::ExpiryTooFar) => ApiError::invalid(
+                "expiry",
+                format!(
+                    "must be at most {} ms after now",
+                    dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS
+                ),
+            ),
+            Rejection::Nonce(NonceRejection::Reused) => ApiError::new(
+                StatusCode::CONFLICT,
+                "NONCE_REUSED",
+                "this account already used this nonce in a request that has not expired; sign again with a new nonce",
+            )
+            .on("nonce"),
+            Rejection::Nonce(NonceRejection::Full) => {
+                ApiError::unavailable("the venue holds its limit of live signed requests; retry shortly")
+            }
         }
     }
+}
+
+/// 401 `SIGNATURE_EXPIRED`.
+pub fn signature_expired() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "SIGNATURE_EXPIRED",
+        "the signed request's expiry has passed; sign again with a later expiry",
+    )
+    .on("expiry")
 }
 
 /// 429 `RATE_LIMITED`, with the wait rounded up to whole seconds for `Retry-After`.

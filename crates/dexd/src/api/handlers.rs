@@ -16,11 +16,13 @@ use dexd_core::{
 };
 use serde_json::{json, Value};
 
+use super::credential::Credential;
 use super::error::ApiError;
 use super::params::Params;
 use super::render;
 use crate::crypto::{checksummed, parse_address, parse_hex_bytes, SigningDomain};
-use crate::store::{OrderAuthorization, PageRequest, StoreError, StoredOrder, MAX_PAGE_LIMIT};
+use crate::crypto::{FieldValue, TypedMessage, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, WITHDRAW_TYPE};
+use crate::store::{Authorization, PageRequest, StoreError, StoredOrder, MAX_PAGE_LIMIT};
 use crate::venue::{now_ms, Chain, Venue, WriteError};
 
 /// The longest `clientOrderId` accepted.
@@ -181,7 +183,7 @@ fn client_order_id(params: &Params) -> Result<Option<String>, ApiError> {
 /// POST /order/addOrder
 pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let key = params.private_key()?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let pair = chain.config.pair_config(pair_index);
     let order_type = match choice(&params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
@@ -216,7 +218,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
     let mut terms = NewOrder {
         order_id: OrderId::default(),
         client_order_id: client_order_id(&params)?,
-        account: venue.addresses.address_of(&key),
+        account: credential.account(&venue.addresses),
         pair: pair_index,
         order_type,
         direction,
@@ -225,17 +227,12 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         price,
         quantity,
     };
-    spend_write_budget(&venue, &terms.account)?;
-    let salt: u128 = rand::random();
-    let digest = signing_domain(&chain).order_digest(&render::order_message(&chain.config, &terms, salt));
-    let signature = key.sign_digest(digest);
-    drop(key);
+    let signed = credential.nonce_and_expiry(now_ms());
+    let (nonce, expiry_ms) = signed;
+    let digest = signing_domain(&chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
     terms.order_id = OrderId::from_bytes(digest);
-    let authorization = OrderAuthorization {
-        order_id: terms.order_id,
-        salt,
-        signature,
-    };
+    let authorization = credential.authorize(digest, &terms.account, signed, Some(terms.order_id))?;
+    spend_write_budget(&venue, &terms.account)?;
     let order_id = terms.order_id;
     let events = chain
         .submit(Command::PlaceOrder(terms), Some(authorization))
@@ -258,10 +255,62 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         .collect();
     let stored = StoredOrder {
         record,
-        salt,
-        signature,
+        nonce,
+        expiry_ms,
+        signature: authorization.signature,
     };
     Ok(json!({"order": render::order(&chain.config, &stored), "trades": trades}))
+}
+
+/// What the journal keeps of a cancel's or transfer's authorization: only a client's signature,
+/// whose nonce must be claimed again on replay; the venue's own signature there proves nothing
+/// that the key did not.
+fn client_signed(authorization: Authorization) -> Option<Authorization> {
+    authorization.client_signed.then_some(authorization)
+}
+
+/// The typed data of a cancel: `CancelOrder(account, symbol, orderId, nonce, expiry)`.
+fn cancel_message(
+    chain: &Chain,
+    account: &Address,
+    pair: PairIndex,
+    order_id: &OrderId,
+    signed: ([u8; 32], u64),
+) -> TypedMessage {
+    TypedMessage {
+        struct_type: &CANCEL_ORDER_TYPE,
+        values: vec![
+            FieldValue::Address(*account),
+            FieldValue::Text(chain.config.pair_config(pair).symbol.clone()),
+            FieldValue::Bytes32(*order_id.as_bytes()),
+            FieldValue::Uint(signed.0),
+            FieldValue::uint(signed.1),
+        ],
+    }
+}
+
+/// The typed data of a transfer: `Deposit` or `Withdraw(account, symbol, quantity, nonce, expiry)`.
+fn transfer_message(
+    chain: &Chain,
+    account: &Address,
+    asset: AssetIndex,
+    units: u128,
+    kind: TransferKind,
+    signed: ([u8; 32], u64),
+) -> TypedMessage {
+    TypedMessage {
+        struct_type: match kind {
+            TransferKind::Deposit => &DEPOSIT_TYPE,
+            TransferKind::Withdrawal => &WITHDRAW_TYPE,
+        },
+        values: vec![
+            FieldValue::Address(*account),
+            FieldValue::Text(chain.config.asset_config(asset).symbol.clone()),
+            FieldValue::Text(render::asset_amount(&chain.config, asset, units)),
+            FieldValue::Uint(signed.0),
+            FieldValue::uint(signed.1),
+        ],
+    }
 }
 
 fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
@@ -282,10 +331,14 @@ fn order_not_open() -> ApiError {
 /// POST /order/cancelOrder
 pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let account = venue.addresses.address_of(&params.private_key()?);
-    spend_write_budget(&venue, &account)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let account = credential.account(&venue.addresses);
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
+    let signed = credential.nonce_and_expiry(now_ms());
+    let message = cancel_message(&chain, &account, pair_index, &order_id, signed);
+    let authorization = credential.authorize(signing_domain(&chain).digest(&message), &account, signed, None)?;
+    spend_write_budget(&venue, &account)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
     let stored = history(&chain)
         .await?
@@ -297,7 +350,7 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
         return Err(order_not_open());
     }
     let command = Command::CancelOrder { account, order_id };
-    let events = match chain.submit(command, None).await {
+    let events = match chain.submit(command, client_signed(authorization)).await {
         Ok(events) => events,
         // The order filled or was cancelled between the check and the writer.
         Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),
@@ -501,16 +554,15 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
 
 async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let key_account = venue.addresses.address_of(&params.private_key()?);
     let from = address_param(&params, "from")?;
-    spend_write_budget(&venue, &key_account)?;
-    if from != key_account {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "ACCOUNT_MISMATCH",
-            "from is not the address of privateKey",
-        )
-        .on("from"));
+    let credential = Credential::from_params(&params, params.text("from")?, now_ms())?;
+    let signer = credential.account(&venue.addresses);
+    if from != signer {
+        let message = match credential {
+            Credential::Key(_) => "from is not the address of privateKey",
+            Credential::Signed { .. } => "from is not the signing account",
+        };
+        return Err(ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_MISMATCH", message).on("from"));
     }
     let asset = asset_param(&chain, &params)?;
     let decimals = chain.config.asset_config(asset).decimals;
@@ -526,6 +578,10 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
     if units == 0 {
         return Err(ApiError::invalid_number("quantity", "must be positive"));
     }
+    let signed = credential.nonce_and_expiry(now_ms());
+    let message = transfer_message(&chain, &from, asset, units, kind, signed);
+    let authorization = credential.authorize(signing_domain(&chain).digest(&message), &from, signed, None)?;
+    spend_write_budget(&venue, &from)?;
     let transfer_id = transaction_hash(&chain, &from, asset, units, kind);
     let request = TransferRequest {
         transfer_id,
@@ -537,7 +593,10 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
         TransferKind::Deposit => Command::Deposit(request),
         TransferKind::Withdrawal => Command::Withdraw(request),
     };
-    let events = chain.submit(command, None).await.map_err(write_error)?;
+    let events = chain
+        .submit(command, client_signed(authorization))
+        .await
+        .map_err(write_error)?;
     let transfer = events.iter().find_map(|event| match event {
         Event::TransferApplied(transfer) => Some(render::transfer(&chain.config, transfer)),
         _ => None,
@@ -734,11 +793,26 @@ pub async fn order_detail(venue: Arc<Venue>, params: Params) -> Answer {
         .order(&order_id)
         .map_err(store_error)?
         .ok_or_else(|| ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain").on("orderId"))?;
-    let message = render::order_message(&chain.config, &stored.record.terms, stored.salt);
+    let message = render::order_message(&chain.config, &stored.record.terms, stored.nonce, stored.expiry_ms);
     Ok(json!({
         "order": render::order(&chain.config, &stored),
         "typedData": signing_domain(&chain).order_typed_data(&message),
     }))
+}
+
+/// GET /account/eip712
+pub async fn eip712_types(venue: Arc<Venue>, params: Params) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let mut description = crate::crypto::request_types_json(&signing_domain(&chain));
+    description["chainId"] = json!(chain.config.chain_id.to_string());
+    description["primaryTypes"] = json!({
+        "addOrder": "Order",
+        "cancelOrder": "CancelOrder",
+        "deposit": "Deposit",
+        "withdraw": "Withdraw",
+    });
+    description["maxLifetimeMs"] = json!(dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS);
+    Ok(description)
 }
 
 /// GET /health

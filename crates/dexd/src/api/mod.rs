@@ -6,6 +6,7 @@
 //! carries `X-Request-Id`; one log line per request records method, path (never the query),
 //! status, latency and request id, and nothing else.
 
+pub mod credential;
 pub mod error;
 pub mod handlers;
 pub mod operations;
@@ -89,6 +90,7 @@ pub fn router(venue: Arc<Venue>) -> Router {
         handlers::tradable_amounts,
     );
     router = add_operation(router, &operations::ORDER_DETAIL, body_limits, handlers::order_detail);
+    router = add_operation(router, &operations::EIP712_TYPES, body_limits, handlers::eip712_types);
     router = add_operation(router, &operations::HEALTH, body_limits, handlers::health);
     router = add_operation(router, &operations::OPENAPI, body_limits, |_venue, _params| async {
         Ok(crate::openapi::document())

@@ -26,6 +26,10 @@ pub enum Kind {
     PrivateKey,
     /// `0x` + 64 hex digits, an order id.
     OrderId,
+    /// A uint256 in decimal digits.
+    Uint256,
+    /// `0x` + 130 hex digits, a 65-byte signature.
+    Signature,
     /// One of a fixed list.
     Choice(&'static [&'static str]),
 }
@@ -74,9 +78,35 @@ const fn field(name: &'static str, required: bool, kind: Kind, description: &'st
 const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain, as decimal digits (\"1\").");
 const PRIVATE_KEY: Field = field(
     "privateKey",
-    true,
+    false,
     Kind::PrivateKey,
-    "The account's secp256k1 secret key, 0x + 64 hex digits. Used for this request only; never stored or logged.",
+    "The account's secp256k1 secret key, 0x + 64 hex digits; the venue signs with it for this request only and \
+     never stores or logs it. Required unless the request carries account, nonce, expiry and signature instead.",
+);
+const SIGNER: Field = field(
+    "account",
+    false,
+    Kind::Address,
+    "Signed requests: the signing account, 0x + 40 hex digits. For deposit and withdraw it defaults to from.",
+);
+const NONCE: Field = field(
+    "nonce",
+    false,
+    Kind::Uint256,
+    "Signed requests: any uint256 in decimal digits, used once per account while the request is live.",
+);
+const EXPIRY: Field = field(
+    "expiry",
+    false,
+    Kind::Integer,
+    "Signed requests: ms since the epoch after which the signature is void; at most one hour ahead.",
+);
+const SIGNATURE: Field = field(
+    "signature",
+    false,
+    Kind::Signature,
+    "Signed requests: the account's EIP-712 signature (0x + 130 hex, r ‖ s ‖ v) over the request's typed data \
+     (GET /account/eip712).",
 );
 const ACCOUNT: Field = field(
     "account",
@@ -132,6 +162,10 @@ const ADD_ORDER_FIELDS: &[Field] = &[
     field("amount", true, Kind::Decimal, "The amount of base, on the pair's step."),
     CHAIN_ID,
     PRIVATE_KEY,
+    SIGNER,
+    NONCE,
+    EXPIRY,
+    SIGNATURE,
     field(
         "timeInForce",
         false,
@@ -157,6 +191,10 @@ const CANCEL_ORDER_FIELDS: &[Field] = &[
     field("orderId", true, Kind::OrderId, "The order id."),
     CHAIN_ID,
     PRIVATE_KEY,
+    SIGNER,
+    NONCE,
+    EXPIRY,
+    SIGNATURE,
 ];
 
 const ORDER_LIST_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, SYMBOL_FILTER, LIMIT, CURSOR, START_TIME, END_TIME];
@@ -180,13 +218,23 @@ const OHLC_FIELDS: &[Field] = &[
 ];
 const TRADE_HISTORY_FIELDS: &[Field] = &[CHAIN_ID, PAIR, LIMIT, CURSOR, START_TIME, END_TIME];
 const POSITION_FIELDS: &[Field] = &[CHAIN_ID, PAIR, ACCOUNT];
-const TRANSFER_FIELDS: &[Field] = &[FROM, ASSET, QUANTITY, PRIVATE_KEY, CHAIN_ID];
+const TRANSFER_FIELDS: &[Field] = &[
+    FROM,
+    ASSET,
+    QUANTITY,
+    PRIVATE_KEY,
+    CHAIN_ID,
+    SIGNER,
+    NONCE,
+    EXPIRY,
+    SIGNATURE,
+];
 const TRANSFER_HISTORY_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, LIMIT, CURSOR, START_TIME, END_TIME];
 const CHAIN_FIELDS: &[Field] = &[CHAIN_ID];
 const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
 const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID, field("orderId", true, Kind::OrderId, "The order id.")];
 
-const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 503];
+const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 503];
 const READ_ERRORS: &[u16] = &[400, 404];
 
 /// Add order.
@@ -379,6 +427,16 @@ pub const ORDER_DETAIL: Operation = Operation {
     response_schema: "OrderDetailResponse",
     error_statuses: READ_ERRORS,
 };
+/// The EIP-712 domain and types of signed requests (extension).
+pub const EIP712_TYPES: Operation = Operation {
+    id: "eip712",
+    is_post: false,
+    paths: &["/account/eip712"],
+    summary: "The EIP-712 domain and types a client signs requests with instead of sending privateKey.",
+    fields: CHAIN_FIELDS,
+    response_schema: "Eip712Response",
+    error_statuses: READ_ERRORS,
+};
 /// Health (extension).
 pub const HEALTH: Operation = Operation {
     id: "health",
@@ -421,6 +479,7 @@ pub const ALL: &[Operation] = &[
     ASSET_PAIRS,
     TRADABLE_AMOUNTS,
     ORDER_DETAIL,
+    EIP712_TYPES,
     HEALTH,
     OPENAPI,
 ];

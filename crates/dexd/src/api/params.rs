@@ -130,6 +130,23 @@ impl Params {
             .map(|(_, value)| value)
     }
 
+    /// Whether a parameter was given at all (an empty string counts; JSON null does not).
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// A uint256 in decimal digits, as a string or a JSON integer; big-endian bytes.
+    pub fn uint256(&self, name: &str) -> Result<Option<[u8; 32]>, ApiError> {
+        let digits = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::Text(text) | Value::Number(text)) => text,
+            Some(_) => return Err(ApiError::invalid(name, "must be a whole number")),
+        };
+        super::credential::parse_uint256(digits)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(name, "must be a uint256 in decimal digits (0 to 2^256 - 1)"))
+    }
+
     /// A string parameter, if present; other JSON types are refused.
     pub fn text(&self, name: &str) -> Result<Option<&str>, ApiError> {
         match self.get(name) {

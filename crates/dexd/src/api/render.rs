@@ -75,7 +75,7 @@ pub fn average_price(pair: &PairConfig, quote_units: u128, base_units: u128) -> 
 }
 
 /// The signed terms of an order, exactly as signed.
-pub fn order_message(chain: &ChainConfig, terms: &NewOrder, salt: u128) -> OrderMessage {
+pub fn order_message(chain: &ChainConfig, terms: &NewOrder, nonce: [u8; 32], expiry_ms: u64) -> OrderMessage {
     let pair = chain.pair_config(terms.pair);
     OrderMessage {
         account: terms.account,
@@ -90,7 +90,8 @@ pub fn order_message(chain: &ChainConfig, terms: &NewOrder, salt: u128) -> Order
             .unwrap_or_default(),
         amount: asset_amount(chain, pair.spec.base(), pair.spec.base_amount(terms.quantity).units()),
         client_order_id: terms.client_order_id.clone().unwrap_or_default(),
-        salt,
+        nonce,
+        expiry_ms,
     }
 }
 

@@ -1,0 +1,203 @@
+//! Replay protection for requests the client signed itself: each account's nonces, kept until
+//! the request that carried them has expired.
+//!
+//! A signed request names a `nonce` and an `expiry` (ms since the epoch). It is accepted only
+//! while `now < expiry <= now + MAX_SIGNED_REQUEST_LIFETIME_MS`, and only if no live request of
+//! the same account carried the same nonce. Once a request has expired it can never be accepted
+//! again, so forgetting its nonce at that moment loses no protection: a signed request is accepted
+//! at most once, ever, while memory stays bounded by the requests of the last lifetime.
+//!
+//! This module does not check signatures (the `dexd` crate does, before the command is queued) and
+//! reads no clock: the time is passed in, so replay rebuilds exactly the same set.
+
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashSet;
+
+use crate::money::Address;
+
+/// The longest a signed request may stay valid: its expiry is at most this far in the future.
+pub const MAX_SIGNED_REQUEST_LIFETIME_MS: u64 = 3_600_000;
+
+/// A client's nonce: any uint256, big-endian.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Nonce([u8; 32]);
+
+impl Nonce {
+    /// The nonce with these big-endian bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Nonce {
+        Nonce(bytes)
+    }
+
+    /// Its big-endian bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// What a client-signed request claims: a nonce and the time after which it is void.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NonceClaim {
+    /// The request's nonce.
+    pub nonce: Nonce,
+    /// The request is void at and after this time, in ms since the epoch.
+    pub expiry_ms: u64,
+}
+
+/// Why a claim was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NonceRejection {
+    /// The expiry has passed.
+    Expired,
+    /// The expiry is further ahead than [`MAX_SIGNED_REQUEST_LIFETIME_MS`].
+    ExpiryTooFar,
+    /// A live request of the account already used this nonce.
+    Reused,
+    /// The registry holds its limit of live nonces.
+    Full,
+}
+
+/// The live nonces of one chain, with a documented bound.
+#[derive(Clone, Debug)]
+pub struct NonceRegistry {
+    max_live_nonces: usize,
+    live: FxHashSet<(Address, Nonce)>,
+    by_expiry: BTreeSet<(u64, Address, Nonce)>,
+}
+
+impl NonceRegistry {
+    /// An empty registry holding at most `max_live_nonces` at a time.
+    pub fn new(max_live_nonces: usize) -> NonceRegistry {
+        NonceRegistry {
+            max_live_nonces,
+            live: FxHashSet::default(),
+            by_expiry: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `account` may use `claim` at `now_ms`. Changes nothing.
+    pub fn check(&self, account: &Address, claim: &NonceClaim, now_ms: u64) -> Result<(), NonceRejection> {
+        if claim.expiry_ms <= now_ms {
+            return Err(NonceRejection::Expired);
+        }
+        if claim.expiry_ms - now_ms > MAX_SIGNED_REQUEST_LIFETIME_MS {
+            return Err(NonceRejection::ExpiryTooFar);
+        }
+        if self.live.contains(&(*account, claim.nonce)) {
+            return Err(NonceRejection::Reused);
+        }
+        if self.live.len() >= self.max_live_nonces && !self.has_expired_entries(now_ms) {
+            return Err(NonceRejection::Full);
+        }
+        Ok(())
+    }
+
+    /// Records a claim that [`NonceRegistry::check`] accepted at `now_ms`, first forgetting
+    /// every claim that has expired by then.
+    pub fn record(&mut self, account: Address, claim: NonceClaim, now_ms: u64) {
+        self.forget_expired(now_ms);
+        self.live.insert((account, claim.nonce));
+        self.by_expiry.insert((claim.expiry_ms, account, claim.nonce));
+        assert_eq!(self.live.len(), self.by_expiry.len(), "the nonce indexes agree");
+    }
+
+    /// How many nonces are live.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Whether no nonce is live.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// Every live claim in a fixed order (expiry, account, nonce), for the state hash.
+    pub fn iter_in_order(&self) -> impl Iterator<Item = &(u64, Address, Nonce)> {
+        self.by_expiry.iter()
+    }
+
+    fn has_expired_entries(&self, now_ms: u64) -> bool {
+        self.by_expiry
+            .first()
+            .is_some_and(|(expiry_ms, _, _)| *expiry_ms <= now_ms)
+    }
+
+    fn forget_expired(&mut self, now_ms: u64) {
+        while let Some(&(expiry_ms, account, nonce)) = self.by_expiry.first() {
+            if expiry_ms > now_ms {
+                break;
+            }
+            self.by_expiry.pop_first();
+            self.live.remove(&(account, nonce));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn account(byte: u8) -> Address {
+        Address::from_bytes([byte; 20])
+    }
+
+    fn claim(nonce: u8, expiry_ms: u64) -> NonceClaim {
+        NonceClaim {
+            nonce: Nonce::from_bytes([nonce; 32]),
+            expiry_ms,
+        }
+    }
+
+    #[test]
+    fn a_nonce_is_accepted_once_per_account_while_live() {
+        let mut registry = NonceRegistry::new(10);
+        registry.check(&account(1), &claim(7, 2_000), 1_000).unwrap();
+        registry.record(account(1), claim(7, 2_000), 1_000);
+        assert_eq!(
+            registry.check(&account(1), &claim(7, 3_000), 1_500),
+            Err(NonceRejection::Reused)
+        );
+        // Another account may use the same number.
+        assert_eq!(registry.check(&account(2), &claim(7, 2_000), 1_500), Ok(()));
+    }
+
+    #[test]
+    fn expired_and_far_expiries_are_refused() {
+        let registry = NonceRegistry::new(10);
+        assert_eq!(
+            registry.check(&account(1), &claim(1, 1_000), 1_000),
+            Err(NonceRejection::Expired)
+        );
+        assert_eq!(
+            registry.check(
+                &account(1),
+                &claim(1, 1_000 + MAX_SIGNED_REQUEST_LIFETIME_MS + 1),
+                1_000
+            ),
+            Err(NonceRejection::ExpiryTooFar)
+        );
+        assert_eq!(
+            registry.check(&account(1), &claim(1, 1_000 + MAX_SIGNED_REQUEST_LIFETIME_MS), 1_000),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn expired_claims_are_forgotten_and_free_room() {
+        let mut registry = NonceRegistry::new(2);
+        registry.record(account(1), claim(1, 2_000), 1_000);
+        registry.record(account(1), claim(2, 5_000), 1_000);
+        assert_eq!(
+            registry.check(&account(1), &claim(3, 6_000), 1_500),
+            Err(NonceRejection::Full)
+        );
+        // At 2,000 the first claim has expired, so there is room again.
+        registry.check(&account(1), &claim(3, 6_000), 2_000).unwrap();
+        registry.record(account(1), claim(3, 6_000), 2_000);
+        assert_eq!(registry.len(), 2);
+        assert_eq!(
+            registry.check(&account(1), &claim(2, 6_000), 2_000),
+            Err(NonceRejection::Reused)
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! Who authorises a state change: the account's `privateKey` (the venue signs for the client and
+//! drops the key), or the client's own EIP-712 signature with `account`, `nonce` and `expiry`.
+//!
+//! Either way the result is an [`Authorization`] over the digest of the request's typed data,
+//! whose signer is the account. This module checks the form of the credential and the signature;
+//! it does not claim nonces (the chain's writer does, in order, so that two requests with one
+//! nonce cannot both pass) and it does not build the typed data (the handlers do).
+
+use alloy_primitives::U256;
+use axum::http::StatusCode;
+use dexd_core::{Address, OrderId, MAX_SIGNED_REQUEST_LIFETIME_MS};
+
+use super::error::{signature_expired, ApiError};
+use super::params::Params;
+use crate::crypto::{hex_prefixed, parse_address, parse_hex_bytes, recover_signer, AddressCache, PrivateKey};
+use crate::store::Authorization;
+
+/// The parameters of a client-signed request, besides the operation's own.
+pub const SIGNED_REQUEST_FIELDS: [&str; 4] = ["account", "nonce", "expiry", "signature"];
+
+/// A request's credential, checked for form but not yet for its signature.
+pub enum Credential {
+    /// The account's key; the venue signs with it.
+    Key(PrivateKey),
+    /// The client's own signature.
+    Signed {
+        /// The account that claims to have signed.
+        account: Address,
+        /// The signed nonce.
+        nonce: [u8; 32],
+        /// The signed expiry, in ms since the epoch.
+        expiry_ms: u64,
+        /// The 65-byte `r ‖ s ‖ v` signature.
+        signature: [u8; 65],
+    },
+}
+
+impl Credential {
+    /// Reads the credential. A transfer names its account in `from`, so for it `account` may be
+    /// left out (`account_fallback`); when both are given they must agree, which the handler
+    /// checks.
+    pub fn from_params(params: &Params, account_fallback: Option<&str>, now_ms: u64) -> Result<Credential, ApiError> {
+        let signed_fields_given: Vec<&str> = SIGNED_REQUEST_FIELDS
+            .into_iter()
+            .filter(|name| params.contains(name))
+            .collect();
+        if params.contains("privateKey") {
+            if let Some(name) = signed_fields_given.first() {
+                return Err(ApiError::invalid(
+                    name,
+                    "give either privateKey, or account, nonce, expiry and signature; not both",
+                ));
+            }
+            return params.private_key().map(Credential::Key);
+        }
+        if signed_fields_given.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "this operation needs privateKey, or account, nonce, expiry and a signature",
+            )
+            .on("privateKey"));
+        }
+        Credential::signed_from_params(params, account_fallback, now_ms)
+    }
+
+    fn signed_from_params(
+        params: &Params,
+        account_fallback: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Credential, ApiError> {
+        let account_text = match params.text("account")? {
+            Some(text) => text,
+            None => account_fallback.ok_or_else(|| ApiError::missing("account"))?,
+        };
+        let account = parse_address(account_text).map_err(|_| {
+            ApiError::invalid(
+                "account",
+                "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
+            )
+        })?;
+        let nonce = params.uint256("nonce")?.ok_or_else(|| ApiError::missing("nonce"))?;
+        let expiry_ms = params.integer("expiry")?.ok_or_else(|| ApiError::missing("expiry"))?;
+        if expiry_ms <= now_ms {
+            return Err(signature_expired());
+        }
+        if expiry_ms - now_ms > MAX_SIGNED_REQUEST_LIFETIME_MS {
+            return Err(ApiError::invalid(
+                "expiry",
+                format!("must be at most {MAX_SIGNED_REQUEST_LIFETIME_MS} ms after now (ms since the epoch)"),
+            ));
+        }
+        let signature = parse_hex_bytes::<65>(params.required_text("signature")?)
+            .ok_or_else(|| ApiError::invalid("signature", "must be 0x + 130 hex digits (r ‖ s ‖ v)"))?;
+        Ok(Credential::Signed {
+            account,
+            nonce,
+            expiry_ms,
+            signature,
+        })
+    }
+
+    /// The account the request acts for (derived from the key, or as claimed by the signer).
+    pub fn account(&self, addresses: &AddressCache) -> Address {
+        match self {
+            Credential::Key(key) => addresses.address_of(key),
+            Credential::Signed { account, .. } => *account,
+        }
+    }
+
+    /// The nonce and expiry to sign with: the client's, or for a key a random nonce and an expiry
+    /// of `now_ms`, so that the venue's signature, which anyone may read back, can never be
+    /// replayed as a client-signed request.
+    pub fn nonce_and_expiry(&self, now_ms: u64) -> ([u8; 32], u64) {
+        match self {
+            Credential::Key(_) => {
+                let mut nonce = [0u8; 32];
+                nonce[16..].copy_from_slice(&rand::random::<[u8; 16]>());
+                (nonce, now_ms)
+            }
+            Credential::Signed { nonce, expiry_ms, .. } => (*nonce, *expiry_ms),
+        }
+    }
+
+    /// Signs `digest` with the key, or checks that the client's signature over it recovers to
+    /// the account: 401 `INVALID_SIGNATURE` when it does not. `signed` is what
+    /// [`Credential::nonce_and_expiry`] gave for the digest. The key is dropped here.
+    pub fn authorize(
+        self,
+        digest: [u8; 32],
+        account: &Address,
+        signed: ([u8; 32], u64),
+        order_id: Option<OrderId>,
+    ) -> Result<Authorization, ApiError> {
+        let (nonce, expiry_ms) = signed;
+        let (signature, client_signed) = match self {
+            Credential::Key(key) => (key.sign_digest(digest), false),
+            Credential::Signed { signature, .. } => {
+                if recover_signer(digest, &signature).as_ref() != Some(account) {
+                    return Err(invalid_signature(&digest));
+                }
+                (signature, true)
+            }
+        };
+        Ok(Authorization {
+            order_id,
+            nonce,
+            expiry_ms,
+            signature,
+            client_signed,
+        })
+    }
+}
+
+fn invalid_signature(digest: &[u8; 32]) -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "INVALID_SIGNATURE",
+        format!(
+            "the signature does not recover to account over the request's EIP-712 digest {}; \
+             see GET /account/eip712 for the types and the canonical form of each field",
+            hex_prefixed(digest)
+        ),
+    )
+    .on("signature")
+}
+
+/// Parses a uint256 written in decimal digits.
+pub fn parse_uint256(text: &str) -> Option<[u8; 32]> {
+    if text.is_empty() || text.len() > 78 || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    U256::from_str_radix(text, 10).ok().map(|value| value.to_be_bytes())
+}
