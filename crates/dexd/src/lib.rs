@@ -14,6 +14,7 @@ pub mod crypto;
 pub mod openapi;
 pub mod rate_limit;
 pub mod store;
+pub mod tls;
 pub mod venue;
 
 use std::future::Future;
@@ -31,18 +32,32 @@ use tower::ServiceExt;
 /// How long a graceful shutdown waits for requests in flight before it closes what is left.
 pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 
-/// Opens the venue's stores in `data_dir`, rebuilds every chain, and serves on a bound listener
-/// until `shutdown` completes, then finishes the requests in flight.
-///
-/// Each connection is served by hyper's HTTP/1 server with a header read timeout, so a client
-/// that sends its headers slowly cannot hold a connection open; at most `max_connections` are
-/// served at once, and further ones wait in the listen queue until one closes.
+/// Opens the venue's stores in `data_dir`, rebuilds every chain, and serves plain HTTP on a bound
+/// listener until `shutdown` completes, then finishes the requests in flight.
 pub async fn serve(
     config: config::Config,
     data_dir: &Path,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_with_tls(config, data_dir, listener, None, shutdown).await
+}
+
+/// Like [`serve`], over TLS when `tls` is given: each connection's handshake must finish within
+/// the header read timeout, like its headers.
+///
+/// Each connection is served by hyper's HTTP/1 server with a header read timeout, so a client
+/// that sends its headers slowly cannot hold a connection open; at most `max_connections` are
+/// served at once, and further ones wait in the listen queue until one closes.
+pub async fn serve_with_tls(
+    config: config::Config,
+    data_dir: &Path,
+    listener: TcpListener,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let handshake_timeout = Duration::from_millis(config.limits.header_read_timeout_ms);
     let venue = Arc::new(venue::Venue::start(config, data_dir)?);
     let limits = venue.config.limits;
     let router = api::router(venue);
@@ -72,12 +87,30 @@ pub async fn serve(
             request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
             router.clone().oneshot(request.map(axum::body::Body::new))
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
-            // A client that closes or times out mid-request is not an error of the service.
-            let _ = connection.await;
-            drop(permit);
-        });
+        match &tls {
+            None => {
+                let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+                tokio::spawn(async move {
+                    // A client that closes or times out mid-request is not an error of the service.
+                    let _ = connection.await;
+                    drop(permit);
+                });
+            }
+            Some(acceptor) => {
+                let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(stream));
+                let http = http.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    // A failed or slow handshake closes the connection; it is the client's fault.
+                    if let Ok(Ok(stream)) = handshake.await {
+                        let _ = watcher
+                            .watch(http.serve_connection(TokioIo::new(stream), service))
+                            .await;
+                    }
+                    drop(permit);
+                });
+            }
+        }
     }
     if tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), graceful.shutdown())
         .await

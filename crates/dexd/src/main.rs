@@ -24,9 +24,16 @@ enum Command {
     /// Run the venue's HTTP service.
     Serve {
         /// The address and port to listen on. Listening beyond loopback without TLS sends private
-        /// keys across the network in clear: put a TLS proxy in front.
+        /// keys across the network in clear: give --tls-cert and --tls-key, or put a TLS proxy in
+        /// front.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+        /// A PEM certificate chain: serve HTTPS instead of HTTP (needs --tls-key).
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
         /// A TOML file of chains, assets, pairs and limits; without it the embedded default
         /// (Ethereum 1, Sepolia 11155111, Arbitrum 42161) is used.
         #[arg(long)]
@@ -51,11 +58,18 @@ fn main() -> ExitCode {
             listen,
             config,
             data_dir,
-        } => serve(listen, config, data_dir),
+            tls_cert,
+            tls_key,
+        } => serve(listen, config, data_dir, tls_cert.zip(tls_key)),
     }
 }
 
-fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) -> ExitCode {
+fn serve(
+    listen: SocketAddr,
+    config_path: Option<PathBuf>,
+    data_dir: PathBuf,
+    tls_files: Option<(PathBuf, PathBuf)>,
+) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
@@ -79,9 +93,20 @@ fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) ->
             }
         }
     };
-    if !listen.ip().is_loopback() {
-        tracing::warn!(%listen, "listening beyond loopback without TLS: private keys in requests would cross the network in clear");
+    let tls = match tls_files {
+        None => None,
+        Some((certificate, key)) => match dexd::tls::load_server_config(&certificate, &key) {
+            Ok(tls) => Some(tls),
+            Err(error) => {
+                eprintln!("dexd: {error}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    if tls.is_none() && !listen.ip().is_loopback() {
+        tracing::warn!(%listen, "listening beyond loopback without TLS: private keys in requests would cross the network in clear; give --tls-cert and --tls-key or put a TLS proxy in front");
     }
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -94,8 +119,8 @@ fn serve(listen: SocketAddr, config_path: Option<PathBuf>, data_dir: PathBuf) ->
                 return ExitCode::from(2);
             }
         };
-        tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "dexd listening");
-        match dexd::serve(config, &data_dir, listener, shutdown_signal()).await {
+        tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), scheme, "dexd listening");
+        match dexd::serve_with_tls(config, &data_dir, listener, tls, shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("dexd: {error}");
