@@ -68,7 +68,7 @@ fn operation_object(operation: &Operation, is_alias: bool) -> Value {
                     "in": "query",
                     "required": field.required,
                     "description": field.description,
-                    "schema": query_schema(field.kind),
+                    "schema": query_schema_with_examples(field.kind),
                 })
             })
             .collect();
@@ -112,7 +112,26 @@ fn field_schema(kind: Kind, description: &str) -> Value {
         other => query_schema(other),
     };
     schema["description"] = Value::String(description.to_string());
+    add_examples(&mut schema, kind);
     schema
+}
+
+fn query_schema_with_examples(kind: Kind) -> Value {
+    let mut schema = query_schema(kind);
+    add_examples(&mut schema, kind);
+    schema
+}
+
+/// Values of the embedded configuration, so that tools generating requests from the document
+/// (schemathesis) reach past chain and pair lookup into each operation's own checks.
+fn add_examples(schema: &mut Value, kind: Kind) {
+    let examples = match kind {
+        Kind::ChainId => json!(["1", "42161"]),
+        Kind::Pair => json!(["ETH/USDC", "WBTC/USDC"]),
+        Kind::Asset => json!(["USDC", "ETH"]),
+        _ => return,
+    };
+    schema["examples"] = examples;
 }
 
 fn query_schema(kind: Kind) -> Value {
