@@ -1,0 +1,15 @@
+//! The journal's decoders on untrusted bytes (a damaged database): never panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = dexd::codec::decode_command(data);
+    let _ = dexd::codec::decode_order(data);
+    let _ = dexd::codec::decode_trade(data);
+    let _ = dexd::codec::decode_transfer(data);
+    if let Ok(command) = dexd::codec::decode_command(data) {
+        let encoded = dexd::codec::encode_command(&command);
+        assert_eq!(dexd::codec::decode_command(&encoded).ok(), Some(command));
+    }
+});
