@@ -54,6 +54,18 @@ const MIGRATIONS: &[&str] = &[
     // Orders are signed over a 256-bit nonce and an expiry; the old 128-bit salts become nonces.
     "ALTER TABLE orders RENAME COLUMN salt TO nonce;
      ALTER TABLE orders ADD COLUMN expiry_ms INTEGER NOT NULL DEFAULT 0;",
+    // Order rows keyed by their engine sequence, so that new rows append and fills update by
+    // rowid; the id index keeps only the first 8 bytes of the (random) id, so it stays dense.
+    "CREATE TABLE orders_by_sequence (
+         sequence INTEGER PRIMARY KEY, order_id BLOB NOT NULL, account BLOB NOT NULL, pair INTEGER NOT NULL,
+         status INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         nonce BLOB NOT NULL, expiry_ms INTEGER NOT NULL, signature BLOB NOT NULL);
+     INSERT INTO orders_by_sequence
+         SELECT sequence, order_id, account, pair, status, created_ms, record, nonce, expiry_ms, signature FROM orders;
+     DROP TABLE orders;
+     ALTER TABLE orders_by_sequence RENAME TO orders;
+     CREATE INDEX orders_by_id_prefix ON orders (substr(order_id, 1, 8));
+     CREATE INDEX orders_by_account ON orders (account, status, sequence);",
 ];
 
 /// Why the store could not do what was asked.
@@ -434,22 +446,27 @@ fn projected_sequence(connection: &Connection) -> Result<u64, StoreError> {
         .map_err(|_| StoreError::Inconsistent("bad projected_sequence".into()))
 }
 
+/// An order's last state within one projected batch, and whether the batch placed it.
+struct OrderWrite<'batch> {
+    record: &'batch OrderRecord,
+    placed_with: Option<Authorization>,
+}
+
 impl Projector {
     /// Writes a batch's history rows and the new mark in one transaction.
+    ///
+    /// An order touched several times in the batch (placed, then filled in parts) is written once,
+    /// in its last state: one row insert or update instead of one per event. Rows are written in
+    /// order of the order's sequence, so new rows append and updates walk the table forward.
     pub fn project(&mut self, batch: &[Projection]) -> Result<(), StoreError> {
         let Some(last) = batch.last() else {
             return Ok(());
         };
+        let mut orders: std::collections::BTreeMap<u64, OrderWrite<'_>> = std::collections::BTreeMap::new();
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut insert_order = transaction.prepare_cached(
-                "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, nonce, expiry_ms, signature)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
-            let mut update_order =
-                transaction.prepare_cached("UPDATE orders SET status = ?2, record = ?3 WHERE order_id = ?1")?;
             let mut insert_trade = transaction
                 .prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
             let mut insert_transfer = transaction
@@ -458,29 +475,15 @@ impl Projector {
                 for event in entry.events.iter() {
                     match event {
                         Event::OrderUpdated(record) => {
-                            let authorization = entry
+                            let placed_here = entry
                                 .authorization
                                 .filter(|authorization| authorization.order_id == Some(record.terms.order_id));
-                            let encoded = codec::encode_order(record);
-                            match authorization {
-                                Some(authorization) => insert_order.execute(params![
-                                    record.terms.order_id.as_bytes(),
-                                    record.terms.account.as_bytes(),
-                                    record.terms.pair.0,
-                                    record.status as u8,
-                                    to_sql_integer(record.sequence),
-                                    to_sql_integer(record.created_at_ms),
-                                    encoded,
-                                    &authorization.nonce[..],
-                                    to_sql_integer(authorization.expiry_ms),
-                                    &authorization.signature[..],
-                                ])?,
-                                None => update_order.execute(params![
-                                    record.terms.order_id.as_bytes(),
-                                    record.status as u8,
-                                    encoded
-                                ])?,
-                            };
+                            let write = orders.entry(record.sequence).or_insert(OrderWrite {
+                                record,
+                                placed_with: None,
+                            });
+                            write.record = record;
+                            write.placed_with = write.placed_with.or(placed_here);
                         }
                         Event::TradeExecuted(trade) => {
                             insert_trade.execute(params![
@@ -502,6 +505,7 @@ impl Projector {
                     }
                 }
             }
+            write_orders(&transaction, orders.values())?;
             transaction.execute(
                 "UPDATE meta SET value = ?1 WHERE key = 'projected_sequence'",
                 [last.sequence.to_string()],
@@ -510,6 +514,39 @@ impl Projector {
         transaction.commit()?;
         Ok(())
     }
+}
+
+/// Inserts the orders a batch placed and updates the others, each once, in its last state.
+fn write_orders<'batch>(
+    transaction: &rusqlite::Transaction<'_>,
+    orders: impl Iterator<Item = &'batch OrderWrite<'batch>>,
+) -> Result<(), StoreError> {
+    let mut insert_order = transaction.prepare_cached(
+        "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, nonce, expiry_ms, signature)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    let mut update_order =
+        transaction.prepare_cached("UPDATE orders SET status = ?2, record = ?3 WHERE sequence = ?1")?;
+    for write in orders {
+        let record = write.record;
+        let encoded = codec::encode_order(record);
+        match write.placed_with {
+            Some(authorization) => insert_order.execute(params![
+                record.terms.order_id.as_bytes(),
+                record.terms.account.as_bytes(),
+                record.terms.pair.0,
+                record.status as u8,
+                to_sql_integer(record.sequence),
+                to_sql_integer(record.created_at_ms),
+                encoded,
+                &authorization.nonce[..],
+                to_sql_integer(authorization.expiry_ms),
+                &authorization.signature[..],
+            ])?,
+            None => update_order.execute(params![to_sql_integer(record.sequence), record.status as u8, encoded])?,
+        };
+    }
+    Ok(())
 }
 
 impl StoreReader {
@@ -532,7 +569,8 @@ impl StoreReader {
         self.with_connection(|connection| {
             connection
                 .query_row(
-                    "SELECT record, nonce, expiry_ms, signature FROM orders WHERE order_id = ?1",
+                    "SELECT record, nonce, expiry_ms, signature FROM orders
+                     WHERE substr(order_id, 1, 8) = substr(?1, 1, 8) AND order_id = ?1",
                     [order_id.as_bytes()],
                     StoredOrderColumns::read,
                 )
@@ -715,6 +753,99 @@ fn page<T>(mut items: Vec<(T, u64)>, limit: usize) -> Page<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_of_schema_version_2_migrates_and_its_orders_read_back() {
+        let data_dir = tempfile::tempdir().unwrap();
+        let path = database_path(data_dir.path(), 1);
+        let record = {
+            let config = crate::config::Config::embedded_default();
+            let mut engine = Engine::new(config.chain(1).unwrap().engine_config(&config.limits)).unwrap();
+            let account = Address::from_bytes([0xa1; 20]);
+            let mut events = Vec::new();
+            let deposit = dexd_core::TransferRequest {
+                transfer_id: [0; 32],
+                account,
+                asset: dexd_core::AssetIndex(1),
+                amount: dexd_core::Amount::from_units(10u128.pow(12)),
+            };
+            engine.execute(Command::Deposit(deposit), 1, &mut events).unwrap();
+            let order = dexd_core::NewOrder {
+                order_id: OrderId::from_bytes([0x0d; 32]),
+                client_order_id: None,
+                account,
+                pair: PairIndex(0),
+                order_type: dexd_core::OrderType::Limit,
+                direction: dexd_core::Direction::Buy,
+                time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
+                post_only: false,
+                price: dexd_core::Price::from_ticks(100_000),
+                quantity: dexd_core::Quantity::from_lots(10),
+            };
+            events.clear();
+            engine.execute(Command::PlaceOrder(order), 2, &mut events).unwrap();
+            events
+                .into_iter()
+                .find_map(|event| match event {
+                    Event::OrderUpdated(record) => Some(record),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        {
+            // A database as dexd left it at schema version 2: a 16-byte salt, no expiry.
+            let connection = Connection::open(&path).unwrap();
+            for migration in &MIGRATIONS[..2] {
+                connection.execute_batch(migration).unwrap();
+            }
+            connection.pragma_update(None, "user_version", 2).unwrap();
+            connection
+                .execute("INSERT INTO meta (key, value) VALUES ('chain_id', '1')", [])
+                .unwrap();
+            connection
+                .execute(
+                    "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
+                     VALUES (?1, ?2, 0, ?3, ?4, 2, ?5, ?6, ?7)",
+                    params![
+                        record.terms.order_id.as_bytes(),
+                        record.terms.account.as_bytes(),
+                        record.status as u8,
+                        to_sql_integer(record.sequence),
+                        codec::encode_order(&record),
+                        42u128.to_be_bytes(),
+                        &[0x1bu8; 65][..],
+                    ],
+                )
+                .unwrap();
+        }
+        let (_writer, _projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let stored = reader
+            .order(&record.terms.order_id)
+            .unwrap()
+            .expect("the order survives the migration");
+        assert_eq!(stored.record, record);
+        assert_eq!(stored.nonce[31], 42);
+        assert_eq!(stored.expiry_ms, 0);
+        let page = reader
+            .orders(
+                &record.terms.account,
+                OrderStatus::Open,
+                None,
+                PageRequest {
+                    limit: 10,
+                    cursor: None,
+                    start_ms: 0,
+                    end_ms: u64::MAX,
+                },
+            )
+            .unwrap();
+        assert_eq!(page.items.len(), 1);
+        let version: usize = Connection::open(&path)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len());
+    }
 
     #[test]
     fn authorizations_round_trip_and_legacy_ones_still_read() {
