@@ -150,6 +150,22 @@ impl Credential {
             client_signed,
         })
     }
+
+    /// For a cancel or a transfer, where the venue's own signature would prove nothing the key
+    /// did not: with a key, nothing to sign and nothing to journal (`None`); with a client's
+    /// signature, its check over the digest `digest_of` gives for the client's nonce and expiry,
+    /// and the authorization whose nonce the writer claims.
+    pub fn authorize_client_signature(
+        self,
+        account: &Address,
+        digest_of: impl FnOnce(([u8; 32], u64)) -> [u8; 32],
+    ) -> Result<Option<Authorization>, ApiError> {
+        let Credential::Signed { nonce, expiry_ms, .. } = &self else {
+            return Ok(None);
+        };
+        let signed = (*nonce, *expiry_ms);
+        self.authorize(digest_of(signed), account, signed, None).map(Some)
+    }
 }
 
 fn invalid_signature(digest: &[u8; 32]) -> ApiError {

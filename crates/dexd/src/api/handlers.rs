@@ -22,7 +22,7 @@ use super::params::Params;
 use super::render;
 use crate::crypto::{checksummed, parse_address, parse_hex_bytes, SigningDomain};
 use crate::crypto::{FieldValue, TypedMessage, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, WITHDRAW_TYPE};
-use crate::store::{Authorization, PageRequest, StoreError, StoredOrder, MAX_PAGE_LIMIT};
+use crate::store::{PageRequest, StoreError, StoredOrder, MAX_PAGE_LIMIT};
 use crate::venue::{now_ms, Chain, Venue, WriteError};
 
 /// The longest `clientOrderId` accepted.
@@ -227,12 +227,20 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         price,
         quantity,
     };
+    // A key proves the account at once, so its budget is spent before the signing; a client's
+    // signature is checked first, or anyone could spend another account's budget.
+    let holds_key = matches!(credential, Credential::Key(_));
+    if holds_key {
+        spend_write_budget(&venue, &terms.account)?;
+    }
     let signed = credential.nonce_and_expiry(now_ms());
     let (nonce, expiry_ms) = signed;
     let digest = signing_domain(&chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
     terms.order_id = OrderId::from_bytes(digest);
     let authorization = credential.authorize(digest, &terms.account, signed, Some(terms.order_id))?;
-    spend_write_budget(&venue, &terms.account)?;
+    if !holds_key {
+        spend_write_budget(&venue, &terms.account)?;
+    }
     let order_id = terms.order_id;
     let events = chain
         .submit(Command::PlaceOrder(terms), Some(authorization))
@@ -260,13 +268,6 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         signature: authorization.signature,
     };
     Ok(json!({"order": render::order(&chain.config, &stored), "trades": trades}))
-}
-
-/// What the journal keeps of a cancel's or transfer's authorization: only a client's signature,
-/// whose nonce must be claimed again on replay; the venue's own signature there proves nothing
-/// that the key did not.
-fn client_signed(authorization: Authorization) -> Option<Authorization> {
-    authorization.client_signed.then_some(authorization)
 }
 
 /// The typed data of a cancel: `CancelOrder(account, symbol, orderId, nonce, expiry)`.
@@ -335,9 +336,9 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     let account = credential.account(&venue.addresses);
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
-    let signed = credential.nonce_and_expiry(now_ms());
-    let message = cancel_message(&chain, &account, pair_index, &order_id, signed);
-    let authorization = credential.authorize(signing_domain(&chain).digest(&message), &account, signed, None)?;
+    let authorization = credential.authorize_client_signature(&account, |signed| {
+        signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
+    })?;
     spend_write_budget(&venue, &account)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
     let stored = history(&chain)
@@ -350,7 +351,7 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
         return Err(order_not_open());
     }
     let command = Command::CancelOrder { account, order_id };
-    let events = match chain.submit(command, client_signed(authorization)).await {
+    let events = match chain.submit(command, authorization).await {
         Ok(events) => events,
         // The order filled or was cancelled between the check and the writer.
         Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),
@@ -578,9 +579,9 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
     if units == 0 {
         return Err(ApiError::invalid_number("quantity", "must be positive"));
     }
-    let signed = credential.nonce_and_expiry(now_ms());
-    let message = transfer_message(&chain, &from, asset, units, kind, signed);
-    let authorization = credential.authorize(signing_domain(&chain).digest(&message), &from, signed, None)?;
+    let authorization = credential.authorize_client_signature(&from, |signed| {
+        signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed))
+    })?;
     spend_write_budget(&venue, &from)?;
     let transfer_id = transaction_hash(&chain, &from, asset, units, kind);
     let request = TransferRequest {
@@ -593,10 +594,7 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
         TransferKind::Deposit => Command::Deposit(request),
         TransferKind::Withdrawal => Command::Withdraw(request),
     };
-    let events = chain
-        .submit(command, client_signed(authorization))
-        .await
-        .map_err(write_error)?;
+    let events = chain.submit(command, authorization).await.map_err(write_error)?;
     let transfer = events.iter().find_map(|event| match event {
         Event::TransferApplied(transfer) => Some(render::transfer(&chain.config, transfer)),
         _ => None,
