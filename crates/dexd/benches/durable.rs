@@ -9,61 +9,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod workload;
+
 use dexd::config::Config;
-use dexd::store::Authorization;
 use dexd::venue::{Chain, Venue};
-use dexd_core::{
-    Address, Amount, AssetIndex, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
-    TimeInForce, TransferRequest,
-};
+use dexd_core::{Address, Amount, AssetIndex, Command, OrderId, TransferRequest};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const ACCOUNTS: usize = 200;
-const MID_PRICE_TICKS: u64 = 250_000;
 
 fn account(index: usize) -> Address {
     let mut bytes: [u8; 20] = rand::rngs::StdRng::seed_from_u64(index as u64).gen();
     bytes[0] = 0xab;
     Address::from_bytes(bytes)
-}
-
-fn place(random: &mut StdRng, trader: usize) -> (Command, Authorization) {
-    let order_id = OrderId::from_bytes(random.gen());
-    let direction = if random.gen_bool(0.5) {
-        Direction::Buy
-    } else {
-        Direction::Sell
-    };
-    // About a third of the orders cross the touch.
-    let offset = random.gen_range(0..30u64);
-    let price = match direction {
-        Direction::Buy => MID_PRICE_TICKS + 10 - offset,
-        Direction::Sell => MID_PRICE_TICKS - 10 + offset,
-    };
-    let command = Command::PlaceOrder(NewOrder {
-        order_id,
-        client_order_id: None,
-        account: account(trader),
-        pair: PairIndex(0),
-        order_type: OrderType::Limit,
-        direction,
-        time_in_force: TimeInForce::GoodTillCancelled,
-        post_only: false,
-        price: Price::from_ticks(price),
-        quantity: Quantity::from_lots(random.gen_range(10..200)),
-    });
-    (
-        command,
-        Authorization {
-            order_id: Some(order_id),
-            nonce: [0; 32],
-            expiry_ms: 0,
-            signature: [0; 65],
-            client_signed: false,
-        },
-    )
 }
 
 async fn submitter(chain: Arc<Chain>, task: usize, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) -> Histogram<u64> {
@@ -82,7 +42,7 @@ async fn submitter(chain: Arc<Chain>, task: usize, stop: Arc<AtomicBool>, done: 
                 None,
             )
         } else {
-            let (command, authorization) = place(&mut random, trader);
+            let (command, authorization) = workload::place(&mut random, account(trader));
             (command, Some(authorization))
         };
         let started = Instant::now();

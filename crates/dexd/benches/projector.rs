@@ -9,18 +9,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod workload;
+
 use dexd::config::Config;
 use dexd::store::{self, Authorization, Projection};
 use dexd::venue::MAX_PROJECTION_BATCH;
-use dexd_core::{
-    Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
-    TimeInForce, TransferRequest,
-};
+use dexd_core::{Address, Amount, AssetIndex, Command, Engine, TransferRequest};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const ACCOUNTS: usize = 200;
-const MID_PRICE_TICKS: u64 = 250_000;
 
 fn main() {
     let commands: usize = std::env::var("DEXD_PROJECTOR_COMMANDS")
@@ -56,36 +54,8 @@ fn main() {
         }
     }
     for _ in 0..commands {
-        let order_id = OrderId::from_bytes(random.gen());
-        let direction = if random.gen_bool(0.5) {
-            Direction::Buy
-        } else {
-            Direction::Sell
-        };
-        let offset = random.gen_range(0..30u64);
-        let price = match direction {
-            Direction::Buy => MID_PRICE_TICKS + 10 - offset,
-            Direction::Sell => MID_PRICE_TICKS - 10 + offset,
-        };
-        let command = Command::PlaceOrder(NewOrder {
-            order_id,
-            client_order_id: None,
-            account: accounts[random.gen_range(0..ACCOUNTS)],
-            pair: PairIndex(0),
-            order_type: OrderType::Limit,
-            direction,
-            time_in_force: TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: Price::from_ticks(price),
-            quantity: Quantity::from_lots(random.gen_range(10..200)),
-        });
-        let authorization = Authorization {
-            order_id: Some(order_id),
-            nonce: random.gen(),
-            expiry_ms: 1_700_000_000_000,
-            signature: [0x1b; 65],
-            client_signed: false,
-        };
+        let account = accounts[random.gen_range(0..ACCOUNTS)];
+        let (command, authorization) = workload::place(&mut random, account);
         run(&mut engine, command, Some(authorization));
     }
     let data_dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,48 @@
+//! The placement stream shared by the durable and projector benchmarks: limit orders of random
+//! ids around a mid price, about a third of them crossing the touch.
+
+use dexd::store::Authorization;
+use dexd_core::{Address, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity, TimeInForce};
+use rand::rngs::StdRng;
+use rand::Rng;
+
+/// The mid price the orders are placed around, in ticks.
+pub const MID_PRICE_TICKS: u64 = 250_000;
+
+/// A random limit order of `account`, with the venue's (zeroed) authorization of it.
+pub fn place(random: &mut StdRng, account: Address) -> (Command, Authorization) {
+    let order_id = OrderId::from_bytes(random.gen());
+    let direction = if random.gen_bool(0.5) {
+        Direction::Buy
+    } else {
+        Direction::Sell
+    };
+    // About a third of the orders cross the touch.
+    let offset = random.gen_range(0..30u64);
+    let price = match direction {
+        Direction::Buy => MID_PRICE_TICKS + 10 - offset,
+        Direction::Sell => MID_PRICE_TICKS - 10 + offset,
+    };
+    let command = Command::PlaceOrder(NewOrder {
+        order_id,
+        client_order_id: None,
+        account,
+        pair: PairIndex(0),
+        order_type: OrderType::Limit,
+        direction,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: Price::from_ticks(price),
+        quantity: Quantity::from_lots(random.gen_range(10..200)),
+    });
+    (
+        command,
+        Authorization {
+            order_id: Some(order_id),
+            nonce: [0; 32],
+            expiry_ms: 0,
+            signature: [0; 65],
+            client_signed: false,
+        },
+    )
+}
