@@ -150,6 +150,16 @@ impl Placed {
     }
 }
 
+/// Alice asks to withdraw `units` of USDC.
+fn alice_withdraws_usdc(units: u128) -> Command {
+    Command::Withdraw(TransferRequest {
+        transfer_id: [1; 32],
+        account: ALICE,
+        asset: USDC,
+        amount: Amount::from_units(units),
+    })
+}
+
 fn usdc(units: u128) -> Amount {
     Amount::from_units(units)
 }
@@ -431,19 +441,11 @@ fn withdrawals_need_available_funds_and_deposits_must_fit() {
     let mut venue = Venue::new();
     venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
     venue.limit(ALICE, Direction::Buy, "60", "1");
-    let withdraw = |units| {
-        Command::Withdraw(TransferRequest {
-            transfer_id: [1; 32],
-            account: ALICE,
-            asset: USDC,
-            amount: Amount::from_units(units),
-        })
-    };
     assert_eq!(
-        venue.run(withdraw(41 * USDC_UNIT)).err(),
+        venue.run(alice_withdraws_usdc(41 * USDC_UNIT)).err(),
         Some(Rejection::InsufficientBalance)
     );
-    venue.run(withdraw(40 * USDC_UNIT)).unwrap();
+    venue.run(alice_withdraws_usdc(40 * USDC_UNIT)).unwrap();
     assert_eq!(venue.engine.net_deposits(USDC), usdc(60 * USDC_UNIT));
     let huge = Command::Deposit(TransferRequest {
         transfer_id: [2; 32],
@@ -545,14 +547,6 @@ fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
         nonce: crate::Nonce::from_bytes([9; 32]),
         expiry_ms,
     };
-    let withdraw = |units| {
-        Command::Withdraw(TransferRequest {
-            transfer_id: [1; 32],
-            account: ALICE,
-            asset: USDC,
-            amount: Amount::from_units(units),
-        })
-    };
     let run_signed = |venue: &mut Venue, command, claim| {
         venue.time_ms += 1;
         let before = venue.engine.state_hash();
@@ -568,17 +562,17 @@ fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
     let later = venue.time_ms + 60_000;
     // Refused for want of funds: the nonce stays free.
     assert_eq!(
-        run_signed(&mut venue, withdraw(1_000 * USDC_UNIT), claim(later)),
+        run_signed(&mut venue, alice_withdraws_usdc(1_000 * USDC_UNIT), claim(later)),
         Err(Rejection::InsufficientBalance)
     );
-    run_signed(&mut venue, withdraw(USDC_UNIT), claim(later)).unwrap();
+    run_signed(&mut venue, alice_withdraws_usdc(USDC_UNIT), claim(later)).unwrap();
     assert_eq!(
-        run_signed(&mut venue, withdraw(USDC_UNIT), claim(later)),
+        run_signed(&mut venue, alice_withdraws_usdc(USDC_UNIT), claim(later)),
         Err(Rejection::Nonce(crate::NonceRejection::Reused))
     );
     let now = venue.time_ms;
     assert_eq!(
-        run_signed(&mut venue, withdraw(USDC_UNIT), claim(now)),
+        run_signed(&mut venue, alice_withdraws_usdc(USDC_UNIT), claim(now)),
         Err(Rejection::Nonce(crate::NonceRejection::Expired))
     );
     assert_eq!(venue.balance(ALICE, USDC).available, usdc(99 * USDC_UNIT));
