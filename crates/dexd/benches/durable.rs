@@ -3,7 +3,8 @@
 //! the end-to-end benchmarks.
 //!
 //! `cargo bench -p dexd --bench durable` prints throughput and latency percentiles for a few
-//! concurrency levels. `DEXD_BENCH_SECONDS` sets the length of each run (default 5).
+//! concurrency levels. `DEXD_BENCH_SECONDS` sets the length of each run (default 5) and
+//! `DEXD_BENCH_CONCURRENCY` the levels (a comma-separated list; default 64,256,1024,4096).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ mod workload;
 
 use dexd::config::Config;
 use dexd::venue::{Chain, Venue};
-use dexd_core::{Address, Amount, AssetIndex, Command, OrderId, TransferRequest};
+use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -26,13 +27,32 @@ fn account(index: usize) -> Address {
     Address::from_bytes(bytes)
 }
 
-async fn submitter(chain: Arc<Chain>, task: usize, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) -> Histogram<u64> {
+/// Open orders an account keeps at most, below the venue's limit, so that the book reaches a
+/// steady size instead of running into the limit, where placements would be refused.
+const MAX_OPEN_ORDERS_PER_ACCOUNT: usize = 400;
+
+/// What the submitters counted.
+#[derive(Default)]
+struct Counts {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+}
+
+async fn submitter(
+    chain: Arc<Chain>,
+    task: usize,
+    tasks: usize,
+    stop: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+) -> Histogram<u64> {
     let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
     let mut random = StdRng::seed_from_u64(task as u64 + 1_000);
     let trader = task % ACCOUNTS;
+    let max_open = MAX_OPEN_ORDERS_PER_ACCOUNT / tasks.div_ceil(ACCOUNTS);
     let mut open: Vec<OrderId> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        let (command, authorization) = if random.gen_range(0..100) < 20 && !open.is_empty() {
+        let cancel = open.len() >= max_open || (random.gen_range(0..100) < 20 && !open.is_empty());
+        let (command, authorization) = if cancel {
             let order_id = open.swap_remove(random.gen_range(0..open.len()));
             (
                 Command::CancelOrder {
@@ -48,10 +68,25 @@ async fn submitter(chain: Arc<Chain>, task: usize, stop: Arc<AtomicBool>, done: 
         let started = Instant::now();
         let result = chain.submit(command, authorization).await;
         histogram.record(started.elapsed().as_micros().max(1) as u64).unwrap();
-        if let (Ok(_), Some(order_id)) = (result, authorization.and_then(|authorization| authorization.order_id)) {
-            open.push(order_id);
+        match result {
+            Ok(events) => {
+                counts.accepted.fetch_add(1, Ordering::Relaxed);
+                let placed = authorization.and_then(|authorization| authorization.order_id);
+                // Only an order left resting can be cancelled later.
+                let resting = events.iter().rev().find_map(|event| match event {
+                    Event::OrderUpdated(record) if Some(record.terms.order_id) == placed => {
+                        Some(record.status == OrderStatus::Open)
+                    }
+                    _ => None,
+                });
+                if let (Some(order_id), Some(true)) = (placed, resting) {
+                    open.push(order_id);
+                }
+            }
+            Err(_) => {
+                counts.refused.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        done.fetch_add(1, Ordering::Relaxed);
     }
     histogram
 }
@@ -69,9 +104,16 @@ fn main() {
     println!("durable path: engine + SQLite group commit (WAL, synchronous=FULL), {seconds} s per run");
     println!(
         "{:>12} {:>14} {:>9} {:>9} {:>9} {:>9}",
-        "concurrency", "commands/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
+        "concurrency", "accepted/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
     );
-    for concurrency in [64usize, 256, 1024, 4096] {
+    let concurrencies: Vec<usize> = match std::env::var("DEXD_BENCH_CONCURRENCY") {
+        Ok(list) => list
+            .split(',')
+            .map(|text| text.trim().parse().expect("a number"))
+            .collect(),
+        Err(_) => vec![64, 256, 1024, 4096],
+    };
+    for concurrency in concurrencies {
         let data_dir = tempfile::tempdir().unwrap();
         let mut config = Config::embedded_default();
         config.limits.write_queue_capacity = concurrency.max(4096);
@@ -90,15 +132,16 @@ fn main() {
                 }
             }
             let stop = Arc::new(AtomicBool::new(false));
-            let done = Arc::new(AtomicU64::new(0));
+            let counts = Arc::new(Counts::default());
             let started = Instant::now();
             let tasks: Vec<_> = (0..concurrency)
                 .map(|task| {
                     tokio::spawn(submitter(
                         Arc::clone(&chain),
                         task,
+                        concurrency,
                         Arc::clone(&stop),
-                        Arc::clone(&done),
+                        Arc::clone(&counts),
                     ))
                 })
                 .collect();
@@ -112,14 +155,18 @@ fn main() {
             println!(
                 "{:>12} {:>14.0} {:>9} {:>9} {:>9} {:>9}",
                 concurrency,
-                done.load(Ordering::Relaxed) as f64 / elapsed,
+                counts.accepted.load(Ordering::Relaxed) as f64 / elapsed,
                 histogram.value_at_quantile(0.5),
                 histogram.value_at_quantile(0.99),
                 histogram.value_at_quantile(0.999),
                 histogram.max()
             );
             let resting = chain.read_engine(|engine| engine.resting_order_count());
-            println!("{:>12} resting orders at the end: {resting}", "");
+            println!(
+                "{:>12} resting orders at the end: {resting}; refused commands: {}",
+                "",
+                counts.refused.load(Ordering::Relaxed)
+            );
         });
     }
 }

@@ -103,7 +103,8 @@ fn main() {
                 .collect();
             journal.append(&entries).unwrap();
         }
-        let database = rusqlite::Connection::open(store::database_path(data_dir.path(), 1)).unwrap();
+        // The history is marked as written, as after a clean stop: recovery is the replay alone.
+        let database = rusqlite::Connection::open(store::history_path(data_dir.path(), 1)).unwrap();
         database
             .execute(
                 "UPDATE meta SET value = ?1 WHERE key = 'projected_sequence'",

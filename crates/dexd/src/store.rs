@@ -1,15 +1,18 @@
-//! The embedded store: one SQLite database per chain, in the data directory.
+//! The embedded store: two SQLite databases per chain, in the data directory.
 //!
-//! It holds the journal (every accepted command with the time it ran at and the signature of a
-//! new order, from which the engine is rebuilt exactly by replay) and the history tables behind
-//! the list endpoints (orders with their signatures, trades, transfers), indexed for paging
-//! newest first.
+//! The journal (`chain-<id>.sqlite3`) holds every accepted command with the time it ran at and
+//! the signature that authorised it, from which the engine is rebuilt exactly by replay. The
+//! history (`chain-<id>-history.sqlite3`) holds the tables behind the list endpoints (orders
+//! with their signatures, trades, transfers), indexed for paging newest first.
 //!
 //! Only the journal is on the path to an acknowledgment: a batch of commands is appended in one
 //! transaction that is on disk (WAL, `synchronous = FULL`) before any of them is answered. The
-//! history tables are written after, in larger batches, by the [`Projector`], which records in
-//! the same transaction how far it got; what it had not written before a crash is rebuilt from
-//! the journal at start. This module does not decide anything and does not know HTTP.
+//! history is written after, in larger batches, by the [`Projector`], which records in the same
+//! transaction how far it got; what it had not written before a crash is rebuilt from the journal
+//! at start. The two live in separate files so that the projector's long transactions never hold
+//! the write lock a journal commit needs: SQLite allows one writer per database. The history is
+//! derived data: built from another journal (its `journal_id` differs), it is deleted and rebuilt.
+//! This module does not decide anything and does not know HTTP.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,6 +26,8 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::codec::{self, CodecError};
 
+/// How many replayed commands are written to the history in one transaction at start.
+pub const REPLAY_PROJECTION_BATCH_COMMANDS: usize = 16_384;
 /// The most records one page may hold.
 pub const MAX_PAGE_LIMIT: usize = 1_000;
 /// The database page size, in bytes.
@@ -34,8 +39,9 @@ pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
 /// Read connections kept open per chain; a busier moment opens and closes extra ones.
 pub const MAX_IDLE_READ_CONNECTIONS: usize = 8;
 
-/// The schema, one migration per version; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: &[&str] = &[
+/// The journal's schema, one migration per version; `PRAGMA user_version` records how many have
+/// run. Versions 1 to 4 kept the history tables in the same file.
+const JOURNAL_MIGRATIONS: &[&str] = &[
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE commands (sequence INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, command BLOB NOT NULL);
      CREATE TABLE orders (
@@ -66,7 +72,31 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE orders_by_sequence RENAME TO orders;
      CREATE INDEX orders_by_id_prefix ON orders (substr(order_id, 1, 8));
      CREATE INDEX orders_by_account ON orders (account, status, sequence);",
+    // The history moves to its own database, rebuilt there from the journal at the next start;
+    // the journal gets an identity, so that a history can tell which journal it was built from.
+    "DROP TABLE orders;
+     DROP TABLE trades;
+     DROP TABLE transfers;
+     DELETE FROM meta WHERE key = 'projected_sequence';
+     INSERT INTO meta (key, value) VALUES ('journal_id', lower(hex(randomblob(16))));",
 ];
+
+/// The history's schema, in its own database. Orders are keyed by their engine sequence, so new
+/// rows append and fills update by rowid; the id index keeps only the first 8 bytes of the
+/// (random) id, so it stays dense.
+const HISTORY_MIGRATIONS: &[&str] = &["CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE orders (
+         sequence INTEGER PRIMARY KEY, order_id BLOB NOT NULL, account BLOB NOT NULL, pair INTEGER NOT NULL,
+         status INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         nonce BLOB NOT NULL, expiry_ms INTEGER NOT NULL, signature BLOB NOT NULL);
+     CREATE INDEX orders_by_id_prefix ON orders (substr(order_id, 1, 8));
+     CREATE INDEX orders_by_account ON orders (account, status, sequence);
+     CREATE TABLE trades (trade_id INTEGER PRIMARY KEY, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL, record BLOB NOT NULL);
+     CREATE INDEX trades_by_pair ON trades (pair, trade_id);
+     CREATE TABLE transfers (
+         number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
+         time_ms INTEGER NOT NULL, record BLOB NOT NULL);
+     CREATE INDEX transfers_by_account ON transfers (account, kind, number);"];
 
 /// Why the store could not do what was asked.
 #[derive(Debug)]
@@ -196,13 +226,18 @@ pub struct Replayed {
     pub engine: Engine,
     /// The journal's last sequence (0 when empty).
     pub last_sequence: u64,
-    /// The commands after the projector's mark, with their events, to write to the history.
-    pub unprojected: Vec<Projection>,
+    /// How many commands were written to the history on the way.
+    pub reprojected_commands: usize,
 }
 
-/// Where a chain's database lives.
+/// Where a chain's journal lives.
 pub fn database_path(data_dir: &Path, chain_id: u64) -> PathBuf {
     data_dir.join(format!("chain-{chain_id}.sqlite3"))
+}
+
+/// Where a chain's history lives.
+pub fn history_path(data_dir: &Path, chain_id: u64) -> PathBuf {
+    data_dir.join(format!("chain-{chain_id}-history.sqlite3"))
 }
 
 fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
@@ -219,27 +254,34 @@ fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, St
     Ok(connection)
 }
 
-fn migrate(connection: &mut Connection, chain_id: u64) -> Result<(), StoreError> {
+/// Runs the migrations a database lacks. A new database also gets its `meta` rows: the chain id
+/// and `initial_meta`. Refuses a database of another chain or of a newer schema.
+fn migrate(
+    connection: &mut Connection,
+    migrations: &[&str],
+    chain_id: u64,
+    initial_meta: &[(&str, &str)],
+) -> Result<(), StoreError> {
     let version: usize = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    if version > MIGRATIONS.len() {
+    if version > migrations.len() {
         return Err(StoreError::Inconsistent(format!(
             "the store has schema version {version}, newer than this dexd knows ({})",
-            MIGRATIONS.len()
+            migrations.len()
         )));
     }
-    for (index, migration) in MIGRATIONS.iter().enumerate().skip(version) {
+    for (index, migration) in migrations.iter().enumerate().skip(version) {
         let transaction = connection.transaction()?;
         transaction.execute_batch(migration)?;
         transaction.pragma_update(None, "user_version", index + 1)?;
         if index == 0 {
-            transaction.execute(
-                "INSERT INTO meta (key, value) VALUES ('chain_id', ?1)",
-                [chain_id.to_string()],
-            )?;
+            let chain_id = chain_id.to_string();
+            for (key, value) in std::iter::once(("chain_id", chain_id.as_str())).chain(initial_meta.iter().copied()) {
+                transaction.execute("INSERT INTO meta (key, value) VALUES (?1, ?2)", [key, value])?;
+            }
         }
         transaction.commit()?;
     }
-    let stored: String = connection.query_row("SELECT value FROM meta WHERE key = 'chain_id'", [], |row| row.get(0))?;
+    let stored = meta_value(connection, "chain_id")?;
     if stored != chain_id.to_string() {
         return Err(StoreError::Inconsistent(format!(
             "the store belongs to chain {stored}, not {chain_id}"
@@ -248,14 +290,73 @@ fn migrate(connection: &mut Connection, chain_id: u64) -> Result<(), StoreError>
     Ok(())
 }
 
+fn meta_value(connection: &Connection, key: &str) -> Result<String, StoreError> {
+    connection
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::Inconsistent(format!("the store has no {key}")))
+}
+
+/// Opens (creating or rebuilding when needed) the history of the journal `journal_id`.
+fn open_history(
+    path: &Path,
+    chain_id: u64,
+    journal_id: &str,
+    busy_timeout: Duration,
+) -> Result<Connection, StoreError> {
+    let mut connection = open_connection(path, busy_timeout)?;
+    migrate(
+        &mut connection,
+        HISTORY_MIGRATIONS,
+        chain_id,
+        &[("journal_id", journal_id), ("projected_sequence", "0")],
+    )?;
+    let built_from = meta_value(&connection, "journal_id")?;
+    if built_from != journal_id {
+        tracing::warn!(
+            chain_id,
+            history = %path.display(),
+            "the history was built from another journal; deleting it to rebuild it from this one"
+        );
+        drop(connection);
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    return Err(StoreError::Inconsistent(format!(
+                        "cannot delete the stale history {}: {error}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        connection = open_connection(path, busy_timeout)?;
+        migrate(
+            &mut connection,
+            HISTORY_MIGRATIONS,
+            chain_id,
+            &[("journal_id", journal_id), ("projected_sequence", "0")],
+        )?;
+    }
+    // The projector's commits need not wait for the disk: the journal is the durable record,
+    // and the projector's mark, committed with the rows, says what to rebuild after a crash.
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(connection)
+}
+
 /// The journal of a chain's store, owned by the chain's writer thread.
 pub struct StoreWriter {
     connection: Connection,
 }
 
-/// The writer of a chain's history tables, owned by the chain's projector thread.
+/// The writer of a chain's history, owned by the chain's projector thread, which also
+/// checkpoints the journal's WAL so that the writer never does.
 pub struct Projector {
     connection: Connection,
+    journal_checkpointer: Connection,
 }
 
 /// The reading side of a chain's store, shared by the request handlers.
@@ -265,21 +366,22 @@ pub struct StoreReader {
     idle: Mutex<Vec<Connection>>,
 }
 
-/// Opens (creating and migrating when needed) a chain's store.
+/// Opens (creating and migrating when needed) a chain's journal and history.
 pub fn open(
     data_dir: &Path,
     chain_id: u64,
     busy_timeout: Duration,
 ) -> Result<(StoreWriter, Projector, StoreReader), StoreError> {
-    let path = database_path(data_dir, chain_id);
-    let mut connection = open_connection(&path, busy_timeout)?;
-    migrate(&mut connection, chain_id)?;
-    // Checkpoints run on the projector's connection, never on the path to an acknowledgment.
+    let journal_path = database_path(data_dir, chain_id);
+    let mut connection = open_connection(&journal_path, busy_timeout)?;
+    migrate(&mut connection, JOURNAL_MIGRATIONS, chain_id, &[])?;
+    // Checkpoints run on the projector's thread, never on the path to an acknowledgment.
     connection.pragma_update(None, "wal_autocheckpoint", 0)?;
-    let projector_connection = open_connection(&path, busy_timeout)?;
-    // The projector's commits need not wait for the disk: the journal is the durable record,
-    // and the projector's mark says what to rebuild after a crash.
-    projector_connection.pragma_update(None, "synchronous", "NORMAL")?;
+    let journal_id = meta_value(&connection, "journal_id")?;
+    let path = history_path(data_dir, chain_id);
+    let history_connection = open_history(&path, chain_id, &journal_id, busy_timeout)?;
+    let journal_checkpointer = open_connection(&journal_path, busy_timeout)?;
+    journal_checkpointer.pragma_update(None, "wal_autocheckpoint", 0)?;
     let reader = StoreReader {
         path,
         busy_timeout,
@@ -288,7 +390,8 @@ pub fn open(
     Ok((
         StoreWriter { connection },
         Projector {
-            connection: projector_connection,
+            connection: history_connection,
+            journal_checkpointer,
         },
         reader,
     ))
@@ -382,24 +485,33 @@ impl StoreWriter {
         Ok(())
     }
 
-    /// Rebuilds the engine by replaying the journal at the recorded times, keeping the events of
-    /// the commands the projector has not written yet.
-    pub fn replay(&self, config: &EngineConfig) -> Result<Replayed, StoreError> {
-        replay(&self.connection, config)
+    /// Rebuilds the engine by replaying the journal at the recorded times. With a `history`, the
+    /// commands it does not hold yet are written to it on the way, in batches of
+    /// [`REPLAY_PROJECTION_BATCH_COMMANDS`], so memory does not grow with what is missing.
+    pub fn replay(&self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
+        replay(&self.connection, config, history)
     }
 }
 
 /// Replays a journal into a fresh engine. Every journaled command was accepted once, so a
 /// rejection here means the journal and the engine disagree, and the store is refused.
-pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Replayed, StoreError> {
+fn replay(
+    connection: &Connection,
+    config: &EngineConfig,
+    mut history: Option<&mut Projector>,
+) -> Result<Replayed, StoreError> {
     let mut engine = Engine::new(config.clone())
         .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
-    let projected = projected_sequence(connection)?;
+    let projected = match history.as_deref() {
+        Some(projector) => projector.projected_sequence()?,
+        None => u64::MAX,
+    };
     let mut statement =
         connection.prepare("SELECT sequence, time_ms, command, authorization FROM commands ORDER BY sequence")?;
     let mut rows = statement.query([])?;
     let mut last_sequence = 0;
     let mut unprojected = Vec::new();
+    let mut reprojected_commands = 0;
     let mut events = Vec::new();
     while let Some(row) = rows.next()? {
         let sequence = row.get::<_, i64>(0)? as u64;
@@ -421,27 +533,39 @@ pub fn replay(connection: &Connection, config: &EngineConfig) -> Result<Replayed
                     "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
                 ))
             })?;
-        if sequence > projected {
+        if let Some(projector) = history.as_deref_mut().filter(|_| sequence > projected) {
             unprojected.push(Projection {
                 sequence,
                 events: std::sync::Arc::new(std::mem::take(&mut events)),
                 authorization,
             });
+            if unprojected.len() == REPLAY_PROJECTION_BATCH_COMMANDS {
+                projector.project(&unprojected)?;
+                reprojected_commands += unprojected.len();
+                unprojected.clear();
+            }
+        }
+    }
+    if let Some(projector) = history {
+        projector.project(&unprojected)?;
+        reprojected_commands += unprojected.len();
+        if projected > last_sequence {
+            return Err(StoreError::Inconsistent(format!(
+                "the history has reached command {projected} but the journal ends at {last_sequence}: \
+                 acknowledged commands are missing from the journal"
+            )));
         }
     }
     Ok(Replayed {
         engine,
         last_sequence,
-        unprojected,
+        reprojected_commands,
     })
 }
 
 /// How far the history tables have been written.
 fn projected_sequence(connection: &Connection) -> Result<u64, StoreError> {
-    let value: String = connection.query_row("SELECT value FROM meta WHERE key = 'projected_sequence'", [], |row| {
-        row.get(0)
-    })?;
-    value
+    meta_value(connection, "projected_sequence")?
         .parse()
         .map_err(|_| StoreError::Inconsistent("bad projected_sequence".into()))
 }
@@ -453,6 +577,19 @@ struct OrderWrite<'batch> {
 }
 
 impl Projector {
+    /// The journal sequence the history holds every command up to.
+    pub fn projected_sequence(&self) -> Result<u64, StoreError> {
+        projected_sequence(&self.connection)
+    }
+
+    /// Copies what the journal's WAL holds into its database file, without waiting for the
+    /// writer (SQLite's passive checkpoint), so that the WAL can start over instead of growing.
+    pub fn checkpoint_journal(&self) -> Result<(), StoreError> {
+        self.journal_checkpointer
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     /// Writes a batch's history rows and the new mark in one transaction.
     ///
     /// An order touched several times in the batch (placed, then filled in parts) is written once,
@@ -755,35 +892,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_store_of_schema_version_2_migrates_and_its_orders_read_back() {
+    fn a_store_of_schema_version_2_migrates_and_its_orders_are_rebuilt_in_the_history() {
         let data_dir = tempfile::tempdir().unwrap();
         let path = database_path(data_dir.path(), 1);
+        let config = crate::config::Config::embedded_default();
+        let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+        let account = Address::from_bytes([0xa1; 20]);
+        let deposit = Command::Deposit(dexd_core::TransferRequest {
+            transfer_id: [0; 32],
+            account,
+            asset: dexd_core::AssetIndex(1),
+            amount: dexd_core::Amount::from_units(10u128.pow(12)),
+        });
+        let order = Command::PlaceOrder(dexd_core::NewOrder {
+            order_id: OrderId::from_bytes([0x0d; 32]),
+            client_order_id: None,
+            account,
+            pair: PairIndex(0),
+            order_type: dexd_core::OrderType::Limit,
+            direction: dexd_core::Direction::Buy,
+            time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
+            post_only: false,
+            price: dexd_core::Price::from_ticks(100_000),
+            quantity: dexd_core::Quantity::from_lots(10),
+        });
         let record = {
-            let config = crate::config::Config::embedded_default();
-            let mut engine = Engine::new(config.chain(1).unwrap().engine_config(&config.limits)).unwrap();
-            let account = Address::from_bytes([0xa1; 20]);
+            let mut engine = Engine::new(engine_config.clone()).unwrap();
             let mut events = Vec::new();
-            let deposit = dexd_core::TransferRequest {
-                transfer_id: [0; 32],
-                account,
-                asset: dexd_core::AssetIndex(1),
-                amount: dexd_core::Amount::from_units(10u128.pow(12)),
-            };
-            engine.execute(Command::Deposit(deposit), 1, &mut events).unwrap();
-            let order = dexd_core::NewOrder {
-                order_id: OrderId::from_bytes([0x0d; 32]),
-                client_order_id: None,
-                account,
-                pair: PairIndex(0),
-                order_type: dexd_core::OrderType::Limit,
-                direction: dexd_core::Direction::Buy,
-                time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
-                post_only: false,
-                price: dexd_core::Price::from_ticks(100_000),
-                quantity: dexd_core::Quantity::from_lots(10),
-            };
+            engine.execute(deposit.clone(), 1, &mut events).unwrap();
             events.clear();
-            engine.execute(Command::PlaceOrder(order), 2, &mut events).unwrap();
+            engine.execute(order.clone(), 2, &mut events).unwrap();
             events
                 .into_iter()
                 .find_map(|event| match event {
@@ -794,14 +932,27 @@ mod tests {
         };
         {
             // A database as dexd left it at schema version 2: a 16-byte salt, no expiry.
+            // The journal holds the commands, the order's with the 113-byte authorization of
+            // that version; the history tables share the file.
             let connection = Connection::open(&path).unwrap();
-            for migration in &MIGRATIONS[..2] {
+            for migration in &JOURNAL_MIGRATIONS[..2] {
                 connection.execute_batch(migration).unwrap();
             }
             connection.pragma_update(None, "user_version", 2).unwrap();
             connection
                 .execute("INSERT INTO meta (key, value) VALUES ('chain_id', '1')", [])
                 .unwrap();
+            let mut legacy_authorization = record.terms.order_id.as_bytes().to_vec();
+            legacy_authorization.extend_from_slice(&42u128.to_be_bytes());
+            legacy_authorization.extend_from_slice(&[0x1b; 65]);
+            for (sequence, command, authorization) in [(1, &deposit, None), (2, &order, Some(legacy_authorization))] {
+                connection
+                    .execute(
+                        "INSERT INTO commands (sequence, time_ms, command, authorization) VALUES (?1, ?1, ?2, ?3)",
+                        params![sequence, codec::encode_command(command), authorization],
+                    )
+                    .unwrap();
+            }
             connection
                 .execute(
                     "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
@@ -818,7 +969,9 @@ mod tests {
                 )
                 .unwrap();
         }
-        let (_writer, _projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+        assert_eq!(replayed.reprojected_commands, 2);
         let stored = reader
             .order(&record.terms.order_id)
             .unwrap()
@@ -840,11 +993,111 @@ mod tests {
             )
             .unwrap();
         assert_eq!(page.items.len(), 1);
-        let version: usize = Connection::open(&path)
-            .unwrap()
+        let journal = Connection::open(&path).unwrap();
+        let version: usize = journal
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .unwrap();
-        assert_eq!(version, MIGRATIONS.len());
+        assert_eq!(version, JOURNAL_MIGRATIONS.len());
+        let history_tables_left: i64 = journal
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('orders', 'trades', 'transfers')",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(history_tables_left, 0, "the history left the journal's file");
+    }
+
+    /// A store with `count` journaled deposits of 1 to `count` units, all written to the history.
+    fn store_with_deposits(data_dir: &Path, count: u64) -> EngineConfig {
+        let config = crate::config::Config::embedded_default();
+        let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+        let (mut writer, mut projector, _reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
+        let entries: Vec<JournalEntry> = (1..=count)
+            .map(|sequence| JournalEntry {
+                sequence,
+                time_ms: sequence,
+                command: codec::encode_command(&Command::Deposit(dexd_core::TransferRequest {
+                    transfer_id: [0; 32],
+                    account: Address::from_bytes([0xa1; 20]),
+                    asset: dexd_core::AssetIndex(1),
+                    amount: dexd_core::Amount::from_units(u128::from(sequence)),
+                })),
+                authorization: None,
+            })
+            .collect();
+        writer.append(&entries).unwrap();
+        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+        assert_eq!(replayed.reprojected_commands as u64, count);
+        engine_config
+    }
+
+    fn deposit_amounts(reader: &StoreReader) -> Vec<u128> {
+        let request = PageRequest {
+            limit: 100,
+            cursor: None,
+            start_ms: 0,
+            end_ms: u64::MAX,
+        };
+        let page = reader
+            .transfers(&Address::from_bytes([0xa1; 20]), TransferKind::Deposit, request)
+            .unwrap();
+        page.items.iter().map(|transfer| transfer.amount.units()).collect()
+    }
+
+    #[test]
+    fn a_history_built_from_another_journal_is_deleted_and_rebuilt() {
+        let data_dir = tempfile::tempdir().unwrap();
+        let engine_config = store_with_deposits(data_dir.path(), 3);
+        let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+        history
+            .execute("UPDATE meta SET value = 'another journal' WHERE key = 'journal_id'", [])
+            .unwrap();
+        history
+            .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
+            .unwrap();
+        drop(history);
+        let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(projector.projected_sequence().unwrap(), 0);
+        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+        assert_eq!(replayed.reprojected_commands, 3);
+        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the stale rows are gone");
+    }
+
+    #[test]
+    fn a_history_ahead_of_its_journal_is_refused() {
+        let data_dir = tempfile::tempdir().unwrap();
+        let engine_config = store_with_deposits(data_dir.path(), 3);
+        Connection::open(history_path(data_dir.path(), 1))
+            .unwrap()
+            .execute("UPDATE meta SET value = '5' WHERE key = 'projected_sequence'", [])
+            .unwrap();
+        let (writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let error = writer.replay(&engine_config, Some(&mut projector)).err().unwrap();
+        assert!(
+            error.to_string().contains("the journal ends at 3"),
+            "unexpected error: {error}"
+        );
+    }
+
+    #[test]
+    fn the_projector_checkpoints_the_journal_into_its_database_file() {
+        let data_dir = tempfile::tempdir().unwrap();
+        let (mut writer, projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let entries: Vec<JournalEntry> = (1..=2_000)
+            .map(|sequence| JournalEntry {
+                sequence,
+                time_ms: sequence,
+                command: vec![0; 200],
+                authorization: None,
+            })
+            .collect();
+        writer.append(&entries).unwrap();
+        let file_bytes = || std::fs::metadata(database_path(data_dir.path(), 1)).unwrap().len();
+        let before = file_bytes();
+        projector.checkpoint_journal().unwrap();
+        // The writer never checkpoints: the commands reached the database file only now.
+        assert!(file_bytes() > before + 2_000 * 200, "{before} → {}", file_bytes());
     }
 
     #[test]

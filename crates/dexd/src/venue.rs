@@ -73,15 +73,12 @@ impl Chain {
         let (store_writer, mut projector, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
         let engine_config = config.engine_config(&full_config.limits);
         let started = Instant::now();
-        let replayed = store_writer.replay(&engine_config)?;
         // What the projector had not written before the stop is written now, before serving.
-        for chunk in replayed.unprojected.chunks(MAX_PROJECTION_BATCH) {
-            projector.project(chunk)?;
-        }
+        let replayed = store_writer.replay(&engine_config, Some(&mut projector))?;
         tracing::info!(
             chain_id = config.chain_id,
             journaled_commands = replayed.last_sequence,
-            reprojected_commands = replayed.unprojected.len(),
+            reprojected_commands = replayed.reprojected_commands,
             resting_orders = replayed.engine.resting_order_count(),
             replay_ms = started.elapsed().as_millis() as u64,
             "chain state rebuilt from the journal"
@@ -256,7 +253,8 @@ fn apply_batch(
 /// that succeeds the chain's writes keep failing, which is the safe side.
 fn rebuild(state: &mut WriterState) {
     loop {
-        match state.store.replay(&state.engine_config) {
+        // The history is not this thread's business: the projector has every acknowledged batch.
+        match state.store.replay(&state.engine_config, None) {
             Ok(replayed) => {
                 *state.engine.write() = replayed.engine;
                 state.next_sequence = replayed.last_sequence + 1;
@@ -295,6 +293,9 @@ fn run_projector(
         }
         if let Some(last) = batch.last() {
             projected.send_replace(last.sequence);
+        }
+        if let Err(error) = projector.checkpoint_journal() {
+            tracing::warn!(chain_id, %error, "checkpointing the journal failed; its WAL grows until one succeeds");
         }
     }
 }
