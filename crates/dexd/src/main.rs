@@ -112,6 +112,8 @@ fn serve(
         .build()
         .expect("the runtime starts");
     runtime.block_on(async move {
+        #[cfg(unix)]
+        report_file_size_limit();
         let listener = match tokio::net::TcpListener::bind(listen).await {
             Ok(listener) => listener,
             Err(error) => {
@@ -128,6 +130,27 @@ fn serve(
             }
         }
     })
+}
+
+/// A write past the process's file size limit (`RLIMIT_FSIZE`) raises SIGXFSZ, whose default
+/// action kills the process. Handling it turns such a write into the error it also returns
+/// (EFBIG), which the store answers like a full disk: 503 for the write, reads go on. PostgreSQL
+/// makes the same choice.
+#[cfg(unix)]
+fn report_file_size_limit() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::from_raw(libc::SIGXFSZ)) {
+        Ok(mut file_size_signal) => {
+            tokio::spawn(async move {
+                while file_size_signal.recv().await.is_some() {
+                    tracing::warn!(
+                        "a write went past the file size limit (RLIMIT_FSIZE); writes fail until it is raised"
+                    );
+                }
+            });
+        }
+        Err(error) => tracing::warn!(%error, "cannot handle SIGXFSZ; a write past the file size limit will stop dexd"),
+    }
 }
 
 async fn shutdown_signal() {

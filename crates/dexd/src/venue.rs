@@ -43,9 +43,13 @@ pub const HISTORY_WAIT_TIMEOUT_MS: u64 = 5_000;
 pub enum WriteError {
     /// The engine refused it.
     Rejected(Rejection),
-    /// The queue is full, the store could not make it durable, or the writer is gone; nothing
-    /// was applied.
-    Unavailable,
+    /// The chain's write queue is full; nothing was applied.
+    QueueFull,
+    /// The store could not make the change durable (full or read-only disk, locked database,
+    /// or the writer is gone); nothing was applied.
+    NotDurable,
+    /// The history did not catch up with the acknowledged changes in time.
+    HistoryBehind,
 }
 
 struct WriteRequest {
@@ -130,7 +134,7 @@ impl Chain {
         .await;
         match caught_up {
             Ok(true) => Ok(&self.store),
-            _ => Err(WriteError::Unavailable),
+            _ => Err(WriteError::HistoryBehind),
         }
     }
 
@@ -143,8 +147,11 @@ impl Chain {
                 authorization,
                 reply,
             })
-            .map_err(|_| WriteError::Unavailable)?;
-        answer.await.unwrap_or(Err(WriteError::Unavailable))
+            .map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
+                mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
+            })?;
+        answer.await.unwrap_or(Err(WriteError::NotDurable))
     }
 
     /// Reads the engine under a short read lock.
@@ -195,7 +202,7 @@ fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, mut state: WriterState) {
                     tracing::error!(chain_id = state.chain_id, %error, "journaling a batch failed; answering 503 and rebuilding from the journal");
                     for (_, result) in &mut replies {
                         if result.is_ok() {
-                            *result = Err(WriteError::Unavailable);
+                            *result = Err(WriteError::NotDurable);
                         }
                     }
                     rebuild(&mut state);

@@ -5,10 +5,9 @@
 //! `cargo test -p dexd --test crash` runs three seeds. `DEXD_CRASH_SEEDS=200` runs more (the
 //! opt-in soak); `DEXD_CRASH_SEED=17` runs one. A failure prints its seed.
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,45 +19,6 @@ use serde_json::{json, Value};
 
 const CLIENTS: usize = 4;
 const FEE_ACCOUNT: &str = "0x000000000000000000000000000000000000fee1";
-
-struct Server {
-    child: Child,
-    base_url: String,
-}
-
-/// A server that outlives a failed assertion would hold the test's output open: kill it.
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data_dir: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the dexd binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let address = loop {
-        let line = lines.next().expect("dexd prints its address").unwrap();
-        if let Some(rest) = line.split("address=").nth(1) {
-            if line.contains("dexd listening") {
-                break rest.split_whitespace().next().unwrap().to_string();
-            }
-        }
-    };
-    // Keep reading the log so that the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server {
-        child,
-        base_url: format!("http://{address}"),
-    }
-}
 
 struct Trader {
     key: String,
@@ -322,7 +282,7 @@ fn run_seed(seed: u64) {
         .build()
         .unwrap();
     let acknowledged = Arc::new(Mutex::new(Acknowledged::default()));
-    let mut server = start(data_dir.path());
+    let mut server = common::BinaryServer::start(data_dir.path());
     let kill_after = Duration::from_millis(StdRng::seed_from_u64(seed).gen_range(200..1_500));
     runtime.block_on(async {
         let clients: Vec<_> = (0..CLIENTS)
@@ -341,7 +301,7 @@ fn run_seed(seed: u64) {
         !acknowledged.orders.is_empty(),
         "seed {seed}: the clients got nothing done before the kill"
     );
-    let restarted = start(data_dir.path());
+    let restarted = common::BinaryServer::start(data_dir.path());
     runtime.block_on(check_after_restart(&restarted.base_url, &acknowledged));
 }
 

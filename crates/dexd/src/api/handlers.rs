@@ -150,8 +150,14 @@ fn store_error(error: StoreError) -> ApiError {
 fn write_error(error: WriteError) -> ApiError {
     match error {
         WriteError::Rejected(rejection) => ApiError::from_rejection(rejection),
-        WriteError::Unavailable => {
+        WriteError::QueueFull => {
             ApiError::unavailable("the chain's write queue is full; nothing was applied, retry shortly")
+        }
+        WriteError::NotDurable => {
+            ApiError::unavailable("the change could not be written to disk; nothing was applied, retry later")
+        }
+        WriteError::HistoryBehind => {
+            ApiError::unavailable("the history has not caught up with the latest changes; retry shortly")
         }
     }
 }

@@ -7,6 +7,50 @@ use dexd::crypto::{checksummed, PrivateKey};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
+/// The real `dexd` binary, serving on a port of its choosing; killed when dropped, so that a
+/// server never outlives a failed assertion and holds the test's output open.
+pub struct BinaryServer {
+    pub child: std::process::Child,
+    pub base_url: String,
+}
+
+impl BinaryServer {
+    /// Starts `dexd serve` on port 0 with `data_dir` and waits for the address it logs.
+    pub fn start(data_dir: &std::path::Path) -> BinaryServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("the dexd binary starts");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let address = loop {
+            let line = lines.next().expect("dexd prints its address").unwrap();
+            if let Some(rest) = line.split("address=").nth(1) {
+                if line.contains("dexd listening") {
+                    break rest.split_whitespace().next().unwrap().to_string();
+                }
+            }
+        };
+        // Keep reading the log so that the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        BinaryServer {
+            child,
+            base_url: format!("http://{address}"),
+        }
+    }
+}
+
+impl Drop for BinaryServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A running server; it stops when dropped.
 pub struct TestServer {
     pub base_url: String,
@@ -28,6 +72,17 @@ impl TestServer {
     /// A server on a data directory the caller keeps.
     pub async fn start_in(config: Config, data_dir: &std::path::Path) -> TestServer {
         TestServer::start_owning(config, data_dir.to_path_buf(), None).await
+    }
+
+    /// A client of a server running elsewhere (for example a [`BinaryServer`]).
+    pub fn at(base_url: &str) -> TestServer {
+        let (stop, _) = oneshot::channel::<()>();
+        TestServer {
+            base_url: base_url.to_string(),
+            client: reqwest::Client::new(),
+            _stop: stop,
+            _data_dir: None,
+        }
     }
 
     async fn start_owning(config: Config, path: std::path::PathBuf, data_dir: Option<tempfile::TempDir>) -> TestServer {
