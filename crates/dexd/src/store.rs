@@ -34,8 +34,11 @@ pub const MAX_PAGE_LIMIT: usize = 1_000;
 pub const STORE_PAGE_BYTES: i64 = 4096;
 /// The page cache of each connection, in KiB.
 pub const STORE_CACHE_KIBIBYTES: i64 = 64 * 1024;
-/// WAL pages between automatic checkpoints.
-pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 16_384;
+/// WAL pages between automatic checkpoints of the history (4 MiB). A checkpoint ends with a
+/// sync of the history's file, and on ext4 (ordered data) that sync and the journal's commits
+/// wait for each other's dirty pages: at 16,384 pages the journal's p99 over HTTP at 2,000
+/// orders/s was 213 ms, at 1,024 it is tens of ms. Smaller still costs the journal more syncs.
+pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 1_024;
 /// Read connections kept open per chain; a busier moment opens and closes extra ones.
 pub const MAX_IDLE_READ_CONNECTIONS: usize = 8;
 

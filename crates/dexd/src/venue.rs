@@ -35,6 +35,11 @@ pub const MAX_WRITE_BATCH: usize = 1_024;
 pub const MAX_PROJECTION_BACKLOG_BATCHES: usize = 64;
 /// How many commands the projector writes in one transaction.
 pub const MAX_PROJECTION_BATCH: usize = 16_384;
+/// How many projected commands pass between two checkpoints of the journal's WAL: each
+/// checkpoint syncs the journal's file, so checkpointing after every small batch would compete
+/// with the writer's own syncs (measured: p99 at 2,000 orders/s over HTTP went from tens to
+/// hundreds of ms). About 64 MiB of WAL at a few commands per commit.
+pub const JOURNAL_CHECKPOINT_INTERVAL_COMMANDS: usize = 8_192;
 /// How long a history read waits for the projector before it is answered 503.
 pub const HISTORY_WAIT_TIMEOUT_MS: u64 = 5_000;
 
@@ -287,6 +292,7 @@ fn run_projector(
     mut projector: Projector,
     projected: watch::Sender<u64>,
 ) {
+    let mut projected_since_checkpoint = 0;
     while let Ok(mut batch) = queue.recv() {
         while batch.len() < MAX_PROJECTION_BATCH {
             match queue.try_recv() {
@@ -301,8 +307,14 @@ fn run_projector(
         if let Some(last) = batch.last() {
             projected.send_replace(last.sequence);
         }
-        if let Err(error) = projector.checkpoint_journal() {
-            tracing::warn!(chain_id, %error, "checkpointing the journal failed; its WAL grows until one succeeds");
+        projected_since_checkpoint += batch.len();
+        if projected_since_checkpoint >= JOURNAL_CHECKPOINT_INTERVAL_COMMANDS {
+            match projector.checkpoint_journal() {
+                Ok(()) => projected_since_checkpoint = 0,
+                Err(error) => {
+                    tracing::warn!(chain_id, %error, "checkpointing the journal failed; its WAL grows until one succeeds")
+                }
+            }
         }
     }
 }

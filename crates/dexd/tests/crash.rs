@@ -288,6 +288,14 @@ fn run_seed(seed: u64) {
         let clients: Vec<_> = (0..CLIENTS)
             .map(|index| tokio::spawn(client(server.base_url.clone(), index, seed, Arc::clone(&acknowledged))))
             .collect();
+        // The random moment counts from the first acknowledged order, so that a slow machine
+        // still kills a server in the middle of its work rather than before it.
+        for _ in 0..1_000 {
+            if !acknowledged.lock().unwrap().orders.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         tokio::time::sleep(kill_after).await;
         // Child::kill sends SIGKILL: no chance to flush or shut down.
         server.child.kill().expect("SIGKILL");
