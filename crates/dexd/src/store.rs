@@ -355,11 +355,9 @@ pub struct StoreWriter {
     connection: Connection,
 }
 
-/// The writer of a chain's history, owned by the chain's projector thread, which also
-/// checkpoints the journal's WAL so that the writer never does.
+/// The writer of a chain's history, owned by the chain's projector thread.
 pub struct Projector {
     connection: Connection,
-    journal_checkpointer: Connection,
 }
 
 /// The reading side of a chain's store, shared by the request handlers.
@@ -378,13 +376,12 @@ pub fn open(
     let journal_path = database_path(data_dir, chain_id);
     let mut connection = open_connection(&journal_path, busy_timeout)?;
     migrate(&mut connection, JOURNAL_MIGRATIONS, chain_id, &[])?;
-    // Checkpoints run on the projector's thread, never on the path to an acknowledgment.
+    // The writer checkpoints the journal itself, between batches (`StoreWriter::checkpoint`),
+    // never inside a commit.
     connection.pragma_update(None, "wal_autocheckpoint", 0)?;
     let journal_id = meta_value(&connection, "journal_id")?;
     let path = history_path(data_dir, chain_id);
     let history_connection = open_history(&path, chain_id, &journal_id, busy_timeout)?;
-    let journal_checkpointer = open_connection(&journal_path, busy_timeout)?;
-    journal_checkpointer.pragma_update(None, "wal_autocheckpoint", 0)?;
     let reader = StoreReader {
         path,
         busy_timeout,
@@ -394,7 +391,6 @@ pub fn open(
         StoreWriter { connection },
         Projector {
             connection: history_connection,
-            journal_checkpointer,
         },
         reader,
     ))
@@ -465,6 +461,25 @@ fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorization>,
 }
 
 impl StoreWriter {
+    /// Copies what the journal's WAL holds into its database file. Run by the writer between
+    /// batches, it always completes, as no other connection writes the journal, so the next
+    /// append starts the WAL over instead of growing it. (A checkpoint from another thread
+    /// never catches up with a busy writer, and the WAL then grows without end.)
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        let (busy, wal_frames, checkpointed_frames): (i64, i64, i64) =
+            self.connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })?;
+        if busy != 0 || wal_frames != checkpointed_frames {
+            tracing::debug!(
+                wal_frames,
+                checkpointed_frames,
+                "the journal checkpoint did not complete"
+            );
+        }
+        Ok(())
+    }
+
     /// Appends a batch to the journal in one transaction; when this returns `Ok`, the batch is
     /// on disk.
     pub fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
@@ -583,14 +598,6 @@ impl Projector {
     /// The journal sequence the history holds every command up to.
     pub fn projected_sequence(&self) -> Result<u64, StoreError> {
         projected_sequence(&self.connection)
-    }
-
-    /// Copies what the journal's WAL holds into its database file, without waiting for the
-    /// writer (SQLite's passive checkpoint), so that the WAL can start over instead of growing.
-    pub fn checkpoint_journal(&self) -> Result<(), StoreError> {
-        self.journal_checkpointer
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-        Ok(())
     }
 
     /// Writes a batch's history rows and the new mark in one transaction.
@@ -1084,23 +1091,39 @@ mod tests {
     }
 
     #[test]
-    fn the_projector_checkpoints_the_journal_into_its_database_file() {
+    fn a_checkpoint_moves_the_journal_into_its_file_and_the_wal_starts_over() {
         let data_dir = tempfile::tempdir().unwrap();
-        let (mut writer, projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
-        let entries: Vec<JournalEntry> = (1..=2_000)
-            .map(|sequence| JournalEntry {
-                sequence,
-                time_ms: sequence,
-                command: vec![0; 200],
-                authorization: None,
-            })
-            .collect();
-        writer.append(&entries).unwrap();
-        let file_bytes = || std::fs::metadata(database_path(data_dir.path(), 1)).unwrap().len();
-        let before = file_bytes();
-        projector.checkpoint_journal().unwrap();
-        // The writer never checkpoints: the commands reached the database file only now.
-        assert!(file_bytes() > before + 2_000 * 200, "{before} → {}", file_bytes());
+        let (mut writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let batch = |first: u64| -> Vec<JournalEntry> {
+            (first..first + 500)
+                .map(|sequence| JournalEntry {
+                    sequence,
+                    time_ms: sequence,
+                    command: vec![0; 200],
+                    authorization: None,
+                })
+                .collect()
+        };
+        let size = |path: PathBuf| std::fs::metadata(path).unwrap().len();
+        let journal = database_path(data_dir.path(), 1);
+        let mut wal = journal.clone().into_os_string();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        // Five commits of 100 commands each, then the same again after the checkpoint.
+        for first in (1..=500).step_by(100) {
+            writer.append(&batch(first)[..100]).unwrap();
+        }
+        let wal_bytes = size(wal.clone());
+        let file_bytes = size(journal.clone());
+        writer.checkpoint().unwrap();
+        assert!(
+            size(journal.clone()) > file_bytes + 500 * 200,
+            "the commands reached the file"
+        );
+        for first in (501..=1_000).step_by(100) {
+            writer.append(&batch(first)[..100]).unwrap();
+        }
+        assert_eq!(size(wal), wal_bytes, "the WAL started over instead of growing");
     }
 
     #[test]
