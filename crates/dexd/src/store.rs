@@ -26,8 +26,9 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::codec::{self, CodecError};
 
-/// How many replayed commands are written to the history in one transaction at start.
-pub const REPLAY_PROJECTION_BATCH_COMMANDS: usize = 16_384;
+/// The most commands written to the history in one transaction, by the projector and by the
+/// replay at start.
+pub const MAX_PROJECTION_BATCH: usize = 16_384;
 /// The most records one page may hold.
 pub const MAX_PAGE_LIMIT: usize = 1_000;
 /// The database page size, in bytes.
@@ -307,15 +308,14 @@ fn open_history(
     journal_id: &str,
     busy_timeout: Duration,
 ) -> Result<Connection, StoreError> {
-    let mut connection = open_connection(path, busy_timeout)?;
-    migrate(
-        &mut connection,
-        HISTORY_MIGRATIONS,
-        chain_id,
-        &[("journal_id", journal_id), ("projected_sequence", "0")],
-    )?;
-    let built_from = meta_value(&connection, "journal_id")?;
-    if built_from != journal_id {
+    let open_and_migrate = || -> Result<Connection, StoreError> {
+        let mut connection = open_connection(path, busy_timeout)?;
+        let initial_meta = [("journal_id", journal_id), ("projected_sequence", "0")];
+        migrate(&mut connection, HISTORY_MIGRATIONS, chain_id, &initial_meta)?;
+        Ok(connection)
+    };
+    let mut connection = open_and_migrate()?;
+    if meta_value(&connection, "journal_id")? != journal_id {
         tracing::warn!(
             chain_id,
             history = %path.display(),
@@ -336,13 +336,7 @@ fn open_history(
                 }
             }
         }
-        connection = open_connection(path, busy_timeout)?;
-        migrate(
-            &mut connection,
-            HISTORY_MIGRATIONS,
-            chain_id,
-            &[("journal_id", journal_id), ("projected_sequence", "0")],
-        )?;
+        connection = open_and_migrate()?;
     }
     // The projector's commits need not wait for the disk: the journal is the durable record,
     // and the projector's mark, committed with the rows, says what to rebuild after a crash.
@@ -505,7 +499,7 @@ impl StoreWriter {
 
     /// Rebuilds the engine by replaying the journal at the recorded times. With a `history`, the
     /// commands it does not hold yet are written to it on the way, in batches of
-    /// [`REPLAY_PROJECTION_BATCH_COMMANDS`], so memory does not grow with what is missing.
+    /// [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
     pub fn replay(&self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
         replay(&self.connection, config, history)
     }
@@ -557,7 +551,7 @@ fn replay(
                 events: std::sync::Arc::new(std::mem::take(&mut events)),
                 authorization,
             });
-            if unprojected.len() == REPLAY_PROJECTION_BATCH_COMMANDS {
+            if unprojected.len() == MAX_PROJECTION_BATCH {
                 projector.project(&unprojected)?;
                 reprojected_commands += unprojected.len();
                 unprojected.clear();
@@ -565,14 +559,14 @@ fn replay(
         }
     }
     if let Some(projector) = history {
-        projector.project(&unprojected)?;
-        reprojected_commands += unprojected.len();
         if projected > last_sequence {
             return Err(StoreError::Inconsistent(format!(
                 "the history has reached command {projected} but the journal ends at {last_sequence}: \
                  acknowledged commands are missing from the journal"
             )));
         }
+        projector.project(&unprojected)?;
+        reprojected_commands += unprojected.len();
     }
     Ok(Replayed {
         engine,

@@ -33,8 +33,8 @@ pub const MAX_WRITE_BATCH: usize = 1_024;
 /// How many journaled batches may wait for the projector; past this the writer waits, so the
 /// write queue fills and new writes are refused (503) rather than history falling far behind.
 pub const MAX_PROJECTION_BACKLOG_BATCHES: usize = 64;
-/// How many commands the projector writes in one transaction.
-pub const MAX_PROJECTION_BATCH: usize = 16_384;
+/// How many commands the projector writes in one transaction (the store's limit).
+pub use crate::store::MAX_PROJECTION_BATCH;
 /// A projector batch smaller than this waits [`PROJECTION_COALESCE_WAIT_MS`] for more.
 pub const PROJECTION_COALESCE_BELOW_COMMANDS: usize = 256;
 /// How long a small projector batch waits for more.
@@ -113,7 +113,7 @@ impl Chain {
             next_sequence: replayed.last_sequence + 1,
             journaled: Arc::clone(&journaled),
             projection: projection_sender,
-            journaled_since_checkpoint: 0,
+            checkpointed_through: replayed.last_sequence,
         };
         std::thread::Builder::new()
             .name(format!("writer-{chain_id}"))
@@ -184,8 +184,8 @@ struct WriterState {
     next_sequence: u64,
     journaled: Arc<AtomicU64>,
     projection: std::sync::mpsc::SyncSender<Vec<Projection>>,
-    /// Commands journaled since the journal's last checkpoint.
-    journaled_since_checkpoint: usize,
+    /// The journal sequence the last checkpoint reached.
+    checkpointed_through: u64,
 }
 
 fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, mut state: WriterState) {
@@ -204,7 +204,6 @@ fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, mut state: WriterState) {
                 Ok(()) => {
                     let last = journal.last().map_or(0, |entry| entry.sequence);
                     state.journaled.store(last, Ordering::Release);
-                    state.journaled_since_checkpoint += journal.len();
                     // Blocks when the projector is far behind: the backlog is bounded.
                     if state.projection.send(projections).is_err() {
                         tracing::error!(chain_id = state.chain_id, "the projector is gone");
@@ -232,11 +231,12 @@ fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, mut state: WriterState) {
 /// Checkpoints the journal every [`JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], after a batch has been
 /// answered; a failure is retried at the next batch, the WAL growing meanwhile.
 fn checkpoint_when_due(state: &mut WriterState) {
-    if state.journaled_since_checkpoint < JOURNAL_CHECKPOINT_INTERVAL_COMMANDS {
+    let journaled_through = state.next_sequence - 1;
+    if journaled_through.saturating_sub(state.checkpointed_through) < JOURNAL_CHECKPOINT_INTERVAL_COMMANDS as u64 {
         return;
     }
     match state.store.checkpoint() {
-        Ok(()) => state.journaled_since_checkpoint = 0,
+        Ok(()) => state.checkpointed_through = journaled_through,
         Err(error) => tracing::warn!(chain_id = state.chain_id, %error, "checkpointing the journal failed"),
     }
 }
