@@ -12,6 +12,9 @@
 //! at start. The two live in separate files so that the projector's long transactions never hold
 //! the write lock a journal commit needs: SQLite allows one writer per database. The history is
 //! derived data: built from another journal (its `journal_id` differs), it is deleted and rebuilt.
+//! It is written without syncs, so that it never makes the journal's syncs wait; a crash of the
+//! process loses nothing of it (the operating system has the writes), and one that was open
+//! when the machine went down, rather than closed cleanly, is rebuilt from the journal.
 //! This module does not decide anything and does not know HTTP.
 
 use std::path::{Path, PathBuf};
@@ -100,7 +103,11 @@ const HISTORY_MIGRATIONS: &[&str] = &["CREATE TABLE meta (key TEXT PRIMARY KEY, 
      CREATE TABLE transfers (
          number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
          time_ms INTEGER NOT NULL, record BLOB NOT NULL);
-     CREATE INDEX transfers_by_account ON transfers (account, kind, number);"];
+     CREATE INDEX transfers_by_account ON transfers (account, kind, number);",
+    // Version 2: the history is written without syncs and records the boot it was last written
+    // in and whether it was closed cleanly (see `open_history`). Version 1 was written with
+    // syncs, so an existing one counts as closed cleanly.
+    "INSERT INTO meta (key, value) VALUES ('boot_id', ''), ('closed_cleanly', '1');"];
 
 /// Why the store could not do what was asked.
 #[derive(Debug)]
@@ -315,11 +322,12 @@ fn open_history(
         Ok(connection)
     };
     let mut connection = open_and_migrate()?;
-    if meta_value(&connection, "journal_id")? != journal_id {
+    let boot_id = current_boot_id();
+    if let Some(reason) = why_history_is_stale(&connection, journal_id, boot_id.as_deref())? {
         tracing::warn!(
             chain_id,
             history = %path.display(),
-            "the history was built from another journal; deleting it to rebuild it from this one"
+            "{reason}; deleting the history to rebuild it from the journal"
         );
         drop(connection);
         for suffix in ["", "-wal", "-shm"] {
@@ -338,10 +346,52 @@ fn open_history(
         }
         connection = open_and_migrate()?;
     }
-    // The projector's commits need not wait for the disk: the journal is the durable record,
-    // and the projector's mark, committed with the rows, says what to rebuild after a crash.
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    // This boot claims the history before its first unsynced write, and the claim itself is
+    // synced: after a power cut, the history is known to be untrustworthy.
+    let claim = connection.transaction()?;
+    claim.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'boot_id'",
+        [boot_id.as_deref().unwrap_or("")],
+    )?;
+    claim.execute("UPDATE meta SET value = '0' WHERE key = 'closed_cleanly'", [])?;
+    claim.commit()?;
+    // The projector's commits and checkpoints never wait for the disk. The journal is the
+    // durable record; the projector's mark, committed with the rows, says what to rebuild after
+    // a crash of the process (the operating system still has every write). Syncs of the history
+    // made the journal's syncs wait on ext4 (p99 over HTTP at 1,000 orders/s: 13 ms with them,
+    // 3.4 ms without).
+    connection.pragma_update(None, "synchronous", "OFF")?;
     Ok(connection)
+}
+
+/// Why an existing history cannot be trusted, if it cannot: built from another journal, or
+/// written, without syncs, during an earlier boot of the machine and not closed cleanly, so that
+/// an operating system crash or power cut may have lost or torn some of its pages.
+fn why_history_is_stale(
+    connection: &Connection,
+    journal_id: &str,
+    boot_id: Option<&str>,
+) -> Result<Option<&'static str>, StoreError> {
+    if meta_value(connection, "journal_id")? != journal_id {
+        return Ok(Some("the history was built from another journal"));
+    }
+    let stored_boot_id = meta_value(connection, "boot_id")?;
+    let written_in_this_boot = boot_id.is_some_and(|boot_id| stored_boot_id == boot_id);
+    if !written_in_this_boot && meta_value(connection, "closed_cleanly")? != "1" {
+        return Ok(Some(
+            "the machine has restarted since the history was last written, and it was not closed cleanly",
+        ));
+    }
+    Ok(None)
+}
+
+/// The identity of the running boot of the machine (Linux), or `None` where there is none to
+/// read, in which case a history not closed cleanly is always rebuilt.
+fn current_boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty())
 }
 
 /// The journal of a chain's store, owned by the chain's writer thread.
@@ -589,6 +639,24 @@ struct OrderWrite<'batch> {
 }
 
 impl Projector {
+    /// Puts the whole history on disk and marks it closed cleanly, so that it is trusted after a
+    /// restart of the machine. Called once, when the chain stops; nothing is written after.
+    pub fn close_cleanly(self) -> Result<(), StoreError> {
+        self.connection.pragma_update(None, "synchronous", "FULL")?;
+        self.connection
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        // Earlier checkpoints wrote the database file without a sync, and a checkpoint with
+        // nothing left to copy does not sync it: sync it here, whatever the checkpoint did.
+        if let Some(path) = self.connection.path().map(PathBuf::from) {
+            std::fs::File::open(&path)
+                .and_then(|file| file.sync_all())
+                .map_err(|error| StoreError::Inconsistent(format!("cannot sync {}: {error}", path.display())))?;
+        }
+        self.connection
+            .execute("UPDATE meta SET value = '1' WHERE key = 'closed_cleanly'", [])?;
+        Ok(())
+    }
+
     /// The journal sequence the history holds every command up to.
     pub fn projected_sequence(&self) -> Result<u64, StoreError> {
         projected_sequence(&self.connection)
@@ -1066,6 +1134,73 @@ mod tests {
         let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
         assert_eq!(replayed.reprojected_commands, 3);
         assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the stale rows are gone");
+    }
+
+    /// Rewrites the history's record of its last boot and clean close, and doubles its deposit
+    /// rows: rows a rebuild would drop, so that a test sees whether the history was kept.
+    fn pretend_the_history_was(data_dir: &Path, boot_id: &str, closed_cleanly: &str) {
+        let history = Connection::open(history_path(data_dir, 1)).unwrap();
+        history
+            .execute("UPDATE meta SET value = ?1 WHERE key = 'boot_id'", [boot_id])
+            .unwrap();
+        history
+            .execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'closed_cleanly'",
+                [closed_cleanly],
+            )
+            .unwrap();
+        history
+            .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
+            .unwrap();
+    }
+
+    #[test]
+    fn a_history_written_before_a_restart_of_the_machine_and_not_closed_cleanly_is_rebuilt() {
+        let data_dir = tempfile::tempdir().unwrap();
+        let engine_config = store_with_deposits(data_dir.path(), 3);
+        pretend_the_history_was(data_dir.path(), "an earlier boot", "0");
+        let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(projector.projected_sequence().unwrap(), 0);
+        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+        assert_eq!(replayed.reprojected_commands, 3);
+        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the unsynced rows are gone");
+    }
+
+    #[test]
+    fn a_history_closed_cleanly_is_kept_after_a_restart_of_the_machine() {
+        let data_dir = tempfile::tempdir().unwrap();
+        store_with_deposits(data_dir.path(), 3);
+        let (_writer, projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        projector.close_cleanly().unwrap();
+        let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+        assert_eq!(meta_value(&history, "closed_cleanly").unwrap(), "1");
+        drop(history);
+        pretend_the_history_was(data_dir.path(), "an earlier boot", "1");
+        let (_writer, projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(projector.projected_sequence().unwrap(), 3);
+        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1, 3, 2, 1], "the history was kept");
+        let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+        assert_eq!(
+            meta_value(&history, "closed_cleanly").unwrap(),
+            "0",
+            "an open history is not closed cleanly"
+        );
+        assert_eq!(
+            meta_value(&history, "boot_id").unwrap(),
+            current_boot_id().unwrap_or_default()
+        );
+    }
+
+    #[test]
+    fn a_history_not_closed_cleanly_in_this_boot_is_kept() {
+        // The process crashed, the machine did not: the operating system has every write.
+        let data_dir = tempfile::tempdir().unwrap();
+        store_with_deposits(data_dir.path(), 3);
+        let boot_id = current_boot_id().expect("this test runs where the boot has an identity");
+        pretend_the_history_was(data_dir.path(), &boot_id, "0");
+        let (_writer, projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(projector.projected_sequence().unwrap(), 3);
+        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1, 3, 2, 1], "the history was kept");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! the history tables in larger batches. A history read first waits until the projector has
 //! caught up with every command acknowledged before the read began, so a client always reads
 //! its own writes. Reads of books and market data take a short read lock on the engine; no read
-//! queues behind writes. This module knows nothing of HTTP or JSON.
+//! queues behind writes. [`Venue::close`] stops the writers after what they have queued, and the
+//! projectors after what they were handed, and marks the histories closed cleanly. This module
+//! knows nothing of HTTP or JSON.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -66,13 +68,24 @@ struct WriteRequest {
     reply: oneshot::Sender<Result<Events, WriteError>>,
 }
 
+/// What the writer's queue carries: writes, and at the end the request to stop.
+// Nearly every message is a write; boxing it to shrink the rare `Close` would cost an allocation
+// per write.
+#[allow(clippy::large_enum_variant)]
+enum WriterMessage {
+    Write(WriteRequest),
+    /// Stop the chain: answer nothing queued after this, let the projector finish, close the
+    /// history cleanly, then reply.
+    Close(oneshot::Sender<()>),
+}
+
 /// One chain's venue.
 pub struct Chain {
     /// The chain's configuration.
     pub config: ChainConfig,
     store: StoreReader,
     engine: Arc<RwLock<Engine>>,
-    writer: mpsc::Sender<WriteRequest>,
+    writer: mpsc::Sender<WriterMessage>,
     /// The journal sequence of the last acknowledged command.
     journaled: Arc<AtomicU64>,
     /// The journal sequence the history tables have reached.
@@ -101,7 +114,7 @@ impl Chain {
         let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
         let chain_id = config.chain_id;
-        std::thread::Builder::new()
+        let projector_thread = std::thread::Builder::new()
             .name(format!("projector-{chain_id}"))
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
             .expect("the projector thread starts");
@@ -117,7 +130,7 @@ impl Chain {
         };
         std::thread::Builder::new()
             .name(format!("writer-{chain_id}"))
-            .spawn(move || run_writer(queue, writer_state))
+            .spawn(move || run_writer(queue, writer_state, projector_thread))
             .expect("the writer thread starts");
         Ok(Chain {
             config,
@@ -151,16 +164,27 @@ impl Chain {
     pub async fn submit(&self, command: Command, authorization: Option<Authorization>) -> Result<Events, WriteError> {
         let (reply, answer) = oneshot::channel();
         self.writer
-            .try_send(WriteRequest {
+            .try_send(WriterMessage::Write(WriteRequest {
                 command,
                 authorization,
                 reply,
-            })
+            }))
             .map_err(|error| match error {
                 mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
                 mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
             })?;
         answer.await.unwrap_or(Err(WriteError::NotDurable))
+    }
+
+    /// Stops the chain's writer and projector, once what is queued before this call is
+    /// answered and written; the history is put on disk and marked closed cleanly. Writes after
+    /// this are answered 503.
+    pub async fn close(&self) {
+        let (reply, closed) = oneshot::channel();
+        if self.writer.send(WriterMessage::Close(reply)).await.is_ok() {
+            // An error means the writer is already gone, which is what was asked.
+            let _ = closed.await;
+        }
     }
 
     /// Reads the engine under a short read lock.
@@ -188,44 +212,72 @@ struct WriterState {
     checkpointed_through: u64,
 }
 
-fn run_writer(mut queue: mpsc::Receiver<WriteRequest>, mut state: WriterState) {
+fn run_writer(
+    mut queue: mpsc::Receiver<WriterMessage>,
+    mut state: WriterState,
+    projector_thread: std::thread::JoinHandle<()>,
+) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
-    while let Some(first) = queue.blocking_recv() {
-        batch.push(first);
-        while batch.len() < MAX_WRITE_BATCH {
+    let mut close_reply = None;
+    while close_reply.is_none() {
+        match queue.blocking_recv() {
+            Some(WriterMessage::Write(first)) => batch.push(first),
+            Some(WriterMessage::Close(reply)) => close_reply = Some(reply),
+            None => break,
+        }
+        while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() {
             match queue.try_recv() {
-                Ok(request) => batch.push(request),
+                Ok(WriterMessage::Write(request)) => batch.push(request),
+                Ok(WriterMessage::Close(reply)) => close_reply = Some(reply),
                 Err(_) => break,
             }
         }
-        let (journal, projections, mut replies) = apply_batch(&mut state, batch.drain(..));
-        if !journal.is_empty() {
-            match state.store.append(&journal) {
-                Ok(()) => {
-                    let last = journal.last().map_or(0, |entry| entry.sequence);
-                    state.journaled.store(last, Ordering::Release);
-                    // Blocks when the projector is far behind: the backlog is bounded.
-                    if state.projection.send(projections).is_err() {
-                        tracing::error!(chain_id = state.chain_id, "the projector is gone");
-                    }
-                }
-                Err(error) => {
-                    tracing::error!(chain_id = state.chain_id, %error, "journaling a batch failed; answering 503 and rebuilding from the journal");
-                    for (_, result) in &mut replies {
-                        if result.is_ok() {
-                            *result = Err(WriteError::NotDurable);
-                        }
-                    }
-                    rebuild(&mut state);
+        write_batch(&mut state, &mut batch);
+    }
+    // Requests still queued are dropped unanswered with the queue: their clients get 503, and
+    // none of them was applied.
+    drop(queue);
+    drop(state);
+    if projector_thread.join().is_err() {
+        tracing::error!("the projector thread panicked");
+    }
+    if let Some(reply) = close_reply {
+        let _ = reply.send(());
+    }
+}
+
+/// Applies, journals and answers one batch of writes; `batch` is left empty.
+fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
+    if batch.is_empty() {
+        return;
+    }
+    let (journal, projections, mut replies) = apply_batch(state, batch.drain(..));
+    if !journal.is_empty() {
+        match state.store.append(&journal) {
+            Ok(()) => {
+                let last = journal.last().map_or(0, |entry| entry.sequence);
+                state.journaled.store(last, Ordering::Release);
+                // Blocks when the projector is far behind: the backlog is bounded.
+                if state.projection.send(projections).is_err() {
+                    tracing::error!(chain_id = state.chain_id, "the projector is gone");
                 }
             }
+            Err(error) => {
+                tracing::error!(chain_id = state.chain_id, %error, "journaling a batch failed; answering 503 and rebuilding from the journal");
+                for (_, result) in &mut replies {
+                    if result.is_ok() {
+                        *result = Err(WriteError::NotDurable);
+                    }
+                }
+                rebuild(state);
+            }
         }
-        // A client that went away no longer waits for its answer; that is not an error.
-        for (reply, result) in replies {
-            let _ = reply.send(result);
-        }
-        checkpoint_when_due(&mut state);
     }
+    // A client that went away no longer waits for its answer; that is not an error.
+    for (reply, result) in replies {
+        let _ = reply.send(result);
+    }
+    checkpoint_when_due(state);
 }
 
 /// Checkpoints the journal every [`JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], after a batch has been
@@ -333,6 +385,13 @@ fn run_projector(
             projected.send_replace(last.sequence);
         }
     }
+    // The writer is gone and every batch it journaled is written: the history is complete.
+    match projector.close_cleanly() {
+        Ok(()) => tracing::info!(chain_id, "the history is on disk and closed cleanly"),
+        Err(error) => {
+            tracing::warn!(chain_id, %error, "closing the history cleanly failed; it is rebuilt after a restart of the machine")
+        }
+    }
 }
 
 /// The wall clock in ms since the Unix epoch.
@@ -374,6 +433,13 @@ impl Venue {
             rate_limits,
             chains,
         })
+    }
+
+    /// Stops every chain (see [`Chain::close`]), once what each has queued is written.
+    pub async fn close(&self) {
+        for chain in self.chains.values() {
+            chain.close().await;
+        }
     }
 
     /// The chain with this id.

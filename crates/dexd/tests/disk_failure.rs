@@ -2,7 +2,9 @@
 //! file size limit (`RLIMIT_FSIZE`, lowered and raised from outside with `prlimit`, which binds
 //! root too, unlike file permissions). Every write past the limit fails in the kernel, as on a
 //! full disk. The venue must answer 503 `UNAVAILABLE`, apply nothing, keep serving reads, resume
-//! writing when the limit is raised, and lose nothing across a SIGKILL afterwards.
+//! writing when the limit is raised, and lose nothing across a SIGKILL afterwards. Also the other
+//! way a process leaves its data directory: a graceful stop (SIGTERM), after which the history,
+//! written without syncs while running, must be on disk and marked closed cleanly.
 
 mod common;
 
@@ -121,4 +123,52 @@ async fn a_data_directory_that_takes_no_writes_answers_503_keeps_reads_and_recov
     assert_balance(&client, &alice, "105", "10").await;
     assert_eq!(deposits(&client, &alice).await.len(), 2);
     assert_eq!(open_orders(&client, &alice).await.len(), 1);
+}
+
+/// A meta value of the history of chain 1 in `data_dir`.
+fn history_meta(data_dir: &std::path::Path, key: &str) -> String {
+    let history = rusqlite::Connection::open(dexd::store::history_path(data_dir, 1)).unwrap();
+    history
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_graceful_stop_puts_the_history_on_disk_and_marks_it_closed_cleanly() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut server = BinaryServer::start(data_dir.path());
+    let client = TestServer::at(&server.base_url);
+    let alice = Trader::new(0xa1);
+    client.deposit(&alice, "USDC", "100").await;
+    let placed = client.limit(&alice, "buy", "10", "1").await;
+    assert_eq!(
+        history_meta(data_dir.path(), "closed_cleanly"),
+        "0",
+        "a running history is not closed"
+    );
+
+    // SAFETY: kill only sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) }, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = server.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(std::time::Instant::now() < deadline, "dexd did not stop after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(exit.success(), "dexd stopped with {exit}");
+    assert_eq!(history_meta(data_dir.path(), "closed_cleanly"), "1");
+    assert_eq!(
+        history_meta(data_dir.path(), "projected_sequence"),
+        "2",
+        "both commands are in the history"
+    );
+
+    let restarted = BinaryServer::start(data_dir.path());
+    let client = TestServer::at(&restarted.base_url);
+    let orders = open_orders(&client, &alice).await;
+    assert_eq!(orders.len(), 1);
+    assert_eq!(orders[0]["orderId"], placed["order"]["orderId"]);
+    assert_eq!(deposits(&client, &alice).await.len(), 1);
 }
