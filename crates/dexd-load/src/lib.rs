@@ -385,10 +385,7 @@ fn alloy_word(count: u64) -> [u8; 32] {
 /// The key limit: orders per second that one core can derive an address for and sign, as the
 /// service does for each order (address derivation plus EIP-712 digest and signature).
 pub fn key_limit_per_core(duration: Duration) -> f64 {
-    let domain = SigningDomain {
-        chain_id: 1,
-        verifying_contract: dexd_core::Address::from_bytes([0xde; 20]),
-    };
+    let domain = SigningDomain::new(1, dexd_core::Address::from_bytes([0xde; 20]));
     let started = Instant::now();
     let mut count = 0u64;
     while started.elapsed() < duration {

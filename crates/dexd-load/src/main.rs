@@ -6,6 +6,12 @@ use std::time::Duration;
 use clap::Parser;
 use dexd_load::{fund_accounts, key_limit_per_core, run, start_baseline_server, RunReport, RunSettings, Workload};
 
+/// The allocator, as in dexd: glibc's malloc and free were about a fifth of the generator's time,
+/// on the cores it shares with the server it measures. The do-nothing axum baseline runs in this
+/// process, so it has the same allocator as dexd.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Open-loop load against a running dexd, with the HTTP and key limits beside it.
 #[derive(Parser)]
 #[command(version, about)]

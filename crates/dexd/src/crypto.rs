@@ -36,7 +36,7 @@ pub struct InvalidPrivateKey;
 
 impl PrivateKey {
     /// Parses `0x` + 64 hex digits that form a valid secp256k1 secret (non-zero, below the
-    /// curve order). Intermediate copies are erased.
+    /// curve order). The decoding buffer is erased (see the note on the by-value copy below).
     pub fn parse(text: &str) -> Result<PrivateKey, InvalidPrivateKey> {
         let hex_digits = text.strip_prefix("0x").ok_or(InvalidPrivateKey)?;
         if hex_digits.len() != 64 {
@@ -44,7 +44,9 @@ impl PrivateKey {
         }
         let mut bytes = Zeroizing::new([0u8; 32]);
         hex::decode_to_slice(hex_digits, &mut bytes[..]).map_err(|_| InvalidPrivateKey)?;
-        SecretKey::from_byte_array(&bytes)
+        // The secp256k1 crate takes the array by value (since 0.30, and its `from_slice` copies
+        // too): that one copy, in this call's stack frame, is not erased; the decoding buffer is.
+        SecretKey::from_byte_array(*bytes)
             .map(PrivateKey)
             .map_err(|_| InvalidPrivateKey)
     }
@@ -57,7 +59,7 @@ impl PrivateKey {
 
     /// Signs a 32-byte digest; returns `r ‖ s ‖ v` with `v` 27 or 28, as Ethereum tools expect.
     pub fn sign_digest(&self, digest: [u8; 32]) -> [u8; 65] {
-        let signature = SECP256K1.sign_ecdsa_recoverable(&Message::from_digest(digest), &self.0);
+        let signature = SECP256K1.sign_ecdsa_recoverable(Message::from_digest(digest), &self.0);
         let (recovery_id, compact) = signature.serialize_compact();
         let mut bytes = [0u8; 65];
         bytes[..64].copy_from_slice(&compact);
@@ -129,9 +131,7 @@ pub fn recover_signer(digest: [u8; 32], signature: &[u8; 65]) -> Option<Address>
     };
     let recovery_id = RecoveryId::try_from(recovery).ok()?;
     let signature = RecoverableSignature::from_compact(&signature[..64], recovery_id).ok()?;
-    let public_key = SECP256K1
-        .recover_ecdsa(&Message::from_digest(digest), &signature)
-        .ok()?;
+    let public_key = SECP256K1.recover_ecdsa(Message::from_digest(digest), &signature).ok()?;
     Some(address_of_public_key(&public_key))
 }
 
@@ -183,13 +183,13 @@ pub fn parse_hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
     Some(bytes)
 }
 
-/// The EIP-712 domain of one chain's venue.
+/// The EIP-712 domain of one chain's venue, with its separator computed once: it is part of
+/// every digest, and its four keccak-256 hashes were a fifth of the hashing per order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SigningDomain {
-    /// The chain id.
-    pub chain_id: u64,
-    /// The venue contract, used as `verifyingContract`.
-    pub verifying_contract: Address,
+    chain_id: u64,
+    verifying_contract: Address,
+    separator: [u8; 32],
 }
 
 /// The EIP-712 domain name.
@@ -207,7 +207,27 @@ pub struct StructType {
     pub members: &'static [(&'static str, &'static str)],
 }
 
+/// The type hashes of the request types, computed once: each digest needs one, and building the
+/// `encodeType` string took a dozen allocations per order.
+static REQUEST_TYPE_HASHES: std::sync::LazyLock<Vec<(StructType, [u8; 32])>> = std::sync::LazyLock::new(|| {
+    [ORDER_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, WITHDRAW_TYPE]
+        .into_iter()
+        .map(|struct_type| {
+            let hash = keccak256(struct_type.encode_type()).0;
+            (struct_type, hash)
+        })
+        .collect()
+});
+
 impl StructType {
+    /// `typeHash`: keccak-256 of [`StructType::encode_type`].
+    pub fn type_hash(&self) -> [u8; 32] {
+        REQUEST_TYPE_HASHES
+            .iter()
+            .find(|(known, _)| known == self)
+            .map_or_else(|| keccak256(self.encode_type()).0, |(_, hash)| *hash)
+    }
+
     /// `encodeType`: `Name(type1 name1,type2 name2,...)`.
     pub fn encode_type(&self) -> String {
         let members: Vec<String> = self
@@ -346,7 +366,7 @@ impl TypedMessage {
             "one value per member"
         );
         let mut encoded = Vec::with_capacity(32 * (1 + self.values.len()));
-        encoded.extend_from_slice(keccak256(self.struct_type.encode_type()).as_slice());
+        encoded.extend_from_slice(&self.struct_type.type_hash());
         for value in &self.values {
             encoded.extend_from_slice(&value.encode());
         }
@@ -404,15 +424,34 @@ impl OrderMessage {
 }
 
 impl SigningDomain {
-    /// The domain separator: `hashStruct(EIP712Domain)`.
-    pub fn separator(&self) -> [u8; 32] {
+    /// The domain of the venue contract `verifying_contract` on chain `chain_id`.
+    pub fn new(chain_id: u64, verifying_contract: Address) -> SigningDomain {
         let mut encoded = Vec::with_capacity(5 * 32);
         encoded.extend_from_slice(keccak256(DOMAIN_TYPE).as_slice());
         encoded.extend_from_slice(keccak256(DOMAIN_NAME).as_slice());
         encoded.extend_from_slice(keccak256(DOMAIN_VERSION).as_slice());
-        encoded.extend_from_slice(&uint256(u128::from(self.chain_id)));
-        encoded.extend_from_slice(&address_word(&self.verifying_contract));
-        keccak256(&encoded).0
+        encoded.extend_from_slice(&uint256(u128::from(chain_id)));
+        encoded.extend_from_slice(&address_word(&verifying_contract));
+        SigningDomain {
+            chain_id,
+            verifying_contract,
+            separator: keccak256(&encoded).0,
+        }
+    }
+
+    /// The chain id.
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+
+    /// The venue contract, used as `verifyingContract`.
+    pub fn verifying_contract(&self) -> Address {
+        self.verifying_contract
+    }
+
+    /// The domain separator: `hashStruct(EIP712Domain)`.
+    pub fn separator(&self) -> [u8; 32] {
+        self.separator
     }
 
     /// The EIP-712 digest: `keccak256(0x1901 ‖ domainSeparator ‖ hashStruct(message))`.
@@ -502,6 +541,19 @@ mod tests {
     /// The key of the EIP-712 specification's example: keccak256("cow").
     fn cow_key() -> PrivateKey {
         PrivateKey::parse(&hex_prefixed(keccak256("cow").as_slice())).unwrap()
+    }
+
+    #[test]
+    fn cached_type_hashes_are_the_hashes_of_the_encoded_types() {
+        for struct_type in [ORDER_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, WITHDRAW_TYPE] {
+            assert_eq!(struct_type.type_hash(), keccak256(struct_type.encode_type()).0);
+        }
+        // A type that is not cached, even one named like a cached one, is hashed as it is.
+        let other = StructType {
+            name: "Order",
+            members: &[("account", "address")],
+        };
+        assert_eq!(other.type_hash(), keccak256("Order(address account)").0);
     }
 
     #[test]

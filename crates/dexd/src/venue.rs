@@ -83,6 +83,8 @@ enum WriterMessage {
 pub struct Chain {
     /// The chain's configuration.
     pub config: ChainConfig,
+    /// The chain's EIP-712 domain (its separator computed once).
+    pub signing_domain: crate::crypto::SigningDomain,
     store: StoreReader,
     engine: Arc<RwLock<Engine>>,
     writer: mpsc::Sender<WriterMessage>,
@@ -133,6 +135,7 @@ impl Chain {
             .spawn(move || run_writer(queue, writer_state, projector_thread))
             .expect("the writer thread starts");
         Ok(Chain {
+            signing_domain: crate::crypto::SigningDomain::new(config.chain_id, config.venue_contract),
             config,
             store: store_reader,
             engine,

@@ -162,11 +162,8 @@ fn write_error(error: WriteError) -> ApiError {
     }
 }
 
-fn signing_domain(chain: &Chain) -> SigningDomain {
-    SigningDomain {
-        chain_id: chain.config.chain_id,
-        verifying_contract: chain.config.venue_contract,
-    }
+fn signing_domain(chain: &Chain) -> &SigningDomain {
+    &chain.signing_domain
 }
 
 fn client_order_id(params: &Params) -> Result<Option<String>, ApiError> {
@@ -807,7 +804,7 @@ pub async fn order_detail(venue: Arc<Venue>, params: Params) -> Answer {
 /// GET /account/eip712
 pub async fn eip712_types(venue: Arc<Venue>, params: Params) -> Answer {
     let chain = chain_of(&venue, &params)?;
-    let mut description = crate::crypto::request_types_json(&signing_domain(&chain));
+    let mut description = crate::crypto::request_types_json(signing_domain(&chain));
     description["chainId"] = json!(chain.config.chain_id.to_string());
     description["primaryTypes"] = json!({
         "addOrder": "Order",
