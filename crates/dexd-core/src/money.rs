@@ -182,12 +182,22 @@ impl fmt::Debug for Address {
 
 impl fmt::Display for Address {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("0x")?;
-        for byte in self.0 {
-            write!(formatter, "{byte:02x}")?;
-        }
-        Ok(())
+        write_prefixed_hex(formatter, &self.0)
     }
+}
+
+/// Writes `0x` and the lower-case hex digits of `bytes` (at most 32) in one call: ids and
+/// addresses are printed in every answer, and a formatting call per byte was a visible cost.
+fn write_prefixed_hex(formatter: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [0u8; 2 + 2 * 32];
+    text[..2].copy_from_slice(b"0x");
+    for (index, byte) in bytes.iter().take(32).enumerate() {
+        text[2 + 2 * index] = DIGITS[usize::from(byte >> 4)];
+        text[3 + 2 * index] = DIGITS[usize::from(byte & 0x0f)];
+    }
+    let length = 2 + 2 * bytes.len().min(32);
+    formatter.write_str(std::str::from_utf8(&text[..length]).expect("hex digits are ASCII"))
 }
 
 /// An order's identity: 32 bytes chosen by the caller (dexd uses the order's EIP-712 digest).
@@ -223,11 +233,7 @@ impl fmt::Debug for OrderId {
 
 impl fmt::Display for OrderId {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("0x")?;
-        for byte in self.0 {
-            write!(formatter, "{byte:02x}")?;
-        }
-        Ok(())
+        write_prefixed_hex(formatter, &self.0)
     }
 }
 
@@ -279,6 +285,13 @@ mod tests {
         assert_eq!(
             Address::from_bytes(bytes).to_string(),
             format!("0x{}ab", "0".repeat(38))
+        );
+        let id: [u8; 32] = std::array::from_fn(|index| (index as u8).wrapping_mul(37));
+        let expected: String = id.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(OrderId::from_bytes(id).to_string(), format!("0x{expected}"));
+        assert_eq!(
+            format!("{:?}", OrderId::from_bytes(id)),
+            format!("OrderId(0x{expected})")
         );
     }
 }
