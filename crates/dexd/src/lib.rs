@@ -11,6 +11,7 @@ pub mod api;
 pub mod codec;
 pub mod config;
 pub mod crypto;
+pub mod log_output;
 pub mod openapi;
 pub mod rate_limit;
 pub mod store;

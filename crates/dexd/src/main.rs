@@ -16,12 +16,6 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Log lines waiting for the log thread; past this a logging thread waits rather than dropping
-/// a line.
-const MAX_BUFFERED_LOG_LINES: usize = 65_536;
-/// The log thread's output buffer: the lines of one burst reach stdout in one write.
-const LOG_BUFFER_BYTES: usize = 64 * 1024;
-
 /// dexd: a trading venue for asset pairs on blockchain networks, over HTTP.
 #[derive(Parser)]
 #[command(version, about, long_about = None)]
@@ -81,13 +75,9 @@ fn serve(
     data_dir: PathBuf,
     tls_files: Option<(PathBuf, PathBuf)>,
 ) -> ExitCode {
-    // Request threads hand log lines to a log thread instead of writing stdout themselves: one
-    // write per burst instead of one per line, off the path of the request.
-    let (log_writer, _flush_log_on_exit) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .buffered_lines_limit(MAX_BUFFERED_LOG_LINES)
-        .thread_name("log-writer")
-        .finish(std::io::BufWriter::with_capacity(LOG_BUFFER_BYTES, std::io::stdout()));
+    // Request threads append log lines to a buffer that a log thread writes out every few
+    // milliseconds: one write per interval instead of one per line, off the path of the request.
+    let (log_writer, _flush_log_on_exit) = dexd::log_output::buffered_log(std::io::stdout());
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
