@@ -290,8 +290,14 @@ fn checkpoint_when_due(state: &mut WriterState) {
     if journaled_through.saturating_sub(state.checkpointed_through) < JOURNAL_CHECKPOINT_INTERVAL_COMMANDS as u64 {
         return;
     }
+    let started = Instant::now();
     match state.store.checkpoint() {
-        Ok(()) => state.checkpointed_through = journaled_through,
+        Ok(()) => {
+            state.checkpointed_through = journaled_through;
+            // About 10 ms every 8,192 commands here; the writer answers nothing meanwhile.
+            let checkpoint_us = started.elapsed().as_micros() as u64;
+            tracing::debug!(chain_id = state.chain_id, checkpoint_us, "journal checkpointed");
+        }
         Err(error) => tracing::warn!(chain_id = state.chain_id, %error, "checkpointing the journal failed"),
     }
 }
