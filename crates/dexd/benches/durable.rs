@@ -19,6 +19,10 @@ use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// The allocator the `dexd` binary uses, so that the benchmark measures what the service runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ACCOUNTS: usize = 200;
 
 fn account(index: usize) -> Address {

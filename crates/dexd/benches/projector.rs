@@ -18,6 +18,10 @@ use dexd_core::{Address, Amount, AssetIndex, Command, Engine, TransferRequest};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// The allocator the `dexd` binary uses, so that the benchmark measures what the service runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ACCOUNTS: usize = 200;
 
 fn main() {

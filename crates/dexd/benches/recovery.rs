@@ -15,6 +15,10 @@ use dexd_core::{
     TimeInForce, TransferRequest,
 };
 
+/// The allocator the `dexd` binary uses, so that the benchmark measures what the service runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CHUNK: usize = 20_000;
 const SELLERS: u64 = 5_000;
 
