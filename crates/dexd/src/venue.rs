@@ -120,6 +120,7 @@ impl Chain {
             .name(format!("projector-{chain_id}"))
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
             .expect("the projector thread starts");
+        let (checkpoint_requests, checkpoints_copied) = start_journal_checkpointer(chain_id, &store_writer)?;
         let writer_state = WriterState {
             chain_id,
             engine: Arc::clone(&engine),
@@ -129,6 +130,9 @@ impl Chain {
             journaled: Arc::clone(&journaled),
             projection: projection_sender,
             checkpointed_through: replayed.last_sequence,
+            checkpoint_requests,
+            checkpoints_copied,
+            checkpoint_in_progress: false,
         };
         std::thread::Builder::new()
             .name(format!("writer-{chain_id}"))
@@ -213,6 +217,11 @@ struct WriterState {
     projection: std::sync::mpsc::SyncSender<Vec<Projection>>,
     /// The journal sequence the last checkpoint reached.
     checkpointed_through: u64,
+    /// The journal checkpointer thread: asked to copy the bulk of the WAL, it answers when done.
+    checkpoint_requests: std::sync::mpsc::SyncSender<()>,
+    checkpoints_copied: std::sync::mpsc::Receiver<()>,
+    /// Whether the checkpointer has been asked and has not answered yet.
+    checkpoint_in_progress: bool,
 }
 
 fn run_writer(
@@ -283,23 +292,70 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
     checkpoint_when_due(state);
 }
 
-/// Checkpoints the journal every [`JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], after a batch has been
-/// answered; a failure is retried at the next batch, the WAL growing meanwhile.
+/// Checkpoints the journal every [`JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], in two steps so that
+/// the writer is not held up by the bulk of it: the checkpointer thread copies the WAL into the
+/// database file and syncs it (about 10 ms here, during which the writer answered nothing when
+/// it did this itself), then the writer, between batches, copies what was appended meanwhile,
+/// so that the WAL starts over. A failure is retried at the next interval, the WAL growing
+/// meanwhile.
 fn checkpoint_when_due(state: &mut WriterState) {
     let journaled_through = state.next_sequence - 1;
+    if state.checkpoint_in_progress {
+        match state.checkpoints_copied.try_recv() {
+            Ok(()) | Err(std::sync::mpsc::TryRecvError::Disconnected) => finish_checkpoint(state),
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+        }
+        return;
+    }
     if journaled_through.saturating_sub(state.checkpointed_through) < JOURNAL_CHECKPOINT_INTERVAL_COMMANDS as u64 {
         return;
     }
+    match state.checkpoint_requests.try_send(()) {
+        Ok(()) => state.checkpoint_in_progress = true,
+        Err(std::sync::mpsc::TrySendError::Full(())) => {}
+        // Without its thread, the writer does the whole checkpoint itself.
+        Err(std::sync::mpsc::TrySendError::Disconnected(())) => finish_checkpoint(state),
+    }
+}
+
+/// The writer's part of a checkpoint: what is left in the WAL, after which it starts over.
+fn finish_checkpoint(state: &mut WriterState) {
+    let journaled_through = state.next_sequence - 1;
+    state.checkpoint_in_progress = false;
     let started = Instant::now();
     match state.store.checkpoint() {
         Ok(()) => {
             state.checkpointed_through = journaled_through;
-            // About 10 ms every 8,192 commands here; the writer answers nothing meanwhile.
             let checkpoint_us = started.elapsed().as_micros() as u64;
             tracing::debug!(chain_id = state.chain_id, checkpoint_us, "journal checkpointed");
         }
         Err(error) => tracing::warn!(chain_id = state.chain_id, %error, "checkpointing the journal failed"),
     }
+}
+
+/// Starts the thread that copies the bulk of the journal's WAL into its file when the writer
+/// asks (see [`checkpoint_when_due`]); it ends when the writer does.
+fn start_journal_checkpointer(
+    chain_id: u64,
+    store: &StoreWriter,
+) -> Result<(std::sync::mpsc::SyncSender<()>, std::sync::mpsc::Receiver<()>), StoreError> {
+    let checkpointer = store.checkpointer()?;
+    let (requests, requested) = std::sync::mpsc::sync_channel::<()>(1);
+    let (copied, checkpoints_copied) = std::sync::mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new()
+        .name(format!("checkpointer-{chain_id}"))
+        .spawn(move || {
+            while requested.recv().is_ok() {
+                if let Err(error) = checkpointer.checkpoint() {
+                    tracing::warn!(chain_id, %error, "checkpointing the journal failed");
+                }
+                if copied.send(()).is_err() {
+                    break;
+                }
+            }
+        })
+        .expect("the checkpointer thread starts");
+    Ok((requests, checkpoints_copied))
 }
 
 /// Applies a batch to the engine under one write lock; returns what to journal, what to project
