@@ -296,7 +296,8 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
 /// the writer is not held up by the bulk of it: the checkpointer thread copies the WAL into the
 /// database file and syncs it (about 10 ms here, during which the writer answered nothing when
 /// it did this itself), then the writer, between batches, copies what was appended meanwhile,
-/// so that the WAL starts over. A failure is retried at the next interval, the WAL growing
+/// so that the WAL starts over (1.3 ms at 2,000 orders/s; at 5,000/s the sync of those few
+/// pages waits 7–10 ms on the busy disk). A failure is retried at the next interval, the WAL growing
 /// meanwhile.
 fn checkpoint_when_due(state: &mut WriterState) {
     let journaled_through = state.next_sequence - 1;
