@@ -1160,15 +1160,20 @@ mod tests {
         history
             .execute("UPDATE meta SET value = 'another journal' WHERE key = 'journal_id'", [])
             .unwrap();
-        history
-            .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
-            .unwrap();
+        double_the_transfer_rows(&history);
         drop(history);
         let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
         assert_eq!(projector.projected_sequence().unwrap(), 0);
         let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
         assert_eq!(replayed.reprojected_commands, 3);
         assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the stale rows are gone");
+    }
+
+    /// Copies every transfer row of a history once more: rows a rebuild would drop.
+    fn double_the_transfer_rows(history: &Connection) {
+        history
+            .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
+            .unwrap();
     }
 
     /// Rewrites the history's record of its last boot and clean close, and doubles its deposit
@@ -1184,9 +1189,7 @@ mod tests {
                 [closed_cleanly],
             )
             .unwrap();
-        history
-            .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
-            .unwrap();
+        double_the_transfer_rows(&history);
     }
 
     #[test]
@@ -1254,40 +1257,49 @@ mod tests {
         );
     }
 
+    /// 100 journal entries from `first` on, each with a 200-byte placeholder command.
+    fn placeholder_entries(first: u64) -> Vec<JournalEntry> {
+        (first..first + 100)
+            .map(|sequence| JournalEntry {
+                sequence,
+                time_ms: sequence,
+                command: vec![0; 200],
+                authorization: None,
+            })
+            .collect()
+    }
+
+    fn file_bytes(path: &Path) -> u64 {
+        std::fs::metadata(path).unwrap().len()
+    }
+
+    /// The journal's database file and its WAL.
+    fn journal_files(data_dir: &Path) -> (PathBuf, PathBuf) {
+        let journal = database_path(data_dir, 1);
+        let wal = PathBuf::from(format!("{}-wal", journal.display()));
+        (journal, wal)
+    }
+
     #[test]
     fn a_checkpoint_moves_the_journal_into_its_file_and_the_wal_starts_over() {
         let data_dir = tempfile::tempdir().unwrap();
         let (mut writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
-        let batch = |first: u64| -> Vec<JournalEntry> {
-            (first..first + 500)
-                .map(|sequence| JournalEntry {
-                    sequence,
-                    time_ms: sequence,
-                    command: vec![0; 200],
-                    authorization: None,
-                })
-                .collect()
-        };
-        let size = |path: PathBuf| std::fs::metadata(path).unwrap().len();
-        let journal = database_path(data_dir.path(), 1);
-        let mut wal = journal.clone().into_os_string();
-        wal.push("-wal");
-        let wal = PathBuf::from(wal);
+        let (journal, wal) = journal_files(data_dir.path());
         // Five commits of 100 commands each, then the same again after the checkpoint.
         for first in (1..=500).step_by(100) {
-            writer.append(&batch(first)[..100]).unwrap();
+            writer.append(&placeholder_entries(first)).unwrap();
         }
-        let wal_bytes = size(wal.clone());
-        let file_bytes = size(journal.clone());
+        let wal_bytes = file_bytes(&wal);
+        let journal_bytes = file_bytes(&journal);
         writer.checkpoint().unwrap();
         assert!(
-            size(journal.clone()) > file_bytes + 500 * 200,
+            file_bytes(&journal) > journal_bytes + 500 * 200,
             "the commands reached the file"
         );
         for first in (501..=1_000).step_by(100) {
-            writer.append(&batch(first)[..100]).unwrap();
+            writer.append(&placeholder_entries(first)).unwrap();
         }
-        assert_eq!(size(wal), wal_bytes, "the WAL started over instead of growing");
+        assert_eq!(file_bytes(&wal), wal_bytes, "the WAL started over instead of growing");
     }
 
     #[test]
@@ -1295,36 +1307,24 @@ mod tests {
         let data_dir = tempfile::tempdir().unwrap();
         let (mut writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
         let checkpointer = writer.checkpointer().unwrap();
-        let batch = |first: u64| -> Vec<JournalEntry> {
-            (first..first + 100)
-                .map(|sequence| JournalEntry {
-                    sequence,
-                    time_ms: sequence,
-                    command: vec![0; 200],
-                    authorization: None,
-                })
-                .collect()
-        };
-        let size = |path: &Path| std::fs::metadata(path).unwrap().len();
-        let journal = database_path(data_dir.path(), 1);
-        let wal = PathBuf::from(format!("{}-wal", journal.display()));
+        let (journal, wal) = journal_files(data_dir.path());
         for first in (1..=500).step_by(100) {
-            writer.append(&batch(first)).unwrap();
+            writer.append(&placeholder_entries(first)).unwrap();
         }
-        let wal_bytes = size(&wal);
-        let file_bytes = size(&journal);
+        let wal_bytes = file_bytes(&wal);
+        let journal_bytes = file_bytes(&journal);
         checkpointer.checkpoint().unwrap();
         assert!(
-            size(&journal) > file_bytes + 500 * 200,
+            file_bytes(&journal) > journal_bytes + 500 * 200,
             "the checkpointer's own connection moved the commands into the file"
         );
         // Appended while the checkpointer worked: the writer's short checkpoint takes it.
-        writer.append(&batch(501)).unwrap();
+        writer.append(&placeholder_entries(501)).unwrap();
         writer.checkpoint().unwrap();
         for first in (601..=1_000).step_by(100) {
-            writer.append(&batch(first)).unwrap();
+            writer.append(&placeholder_entries(first)).unwrap();
         }
-        assert_eq!(size(&wal), wal_bytes, "the WAL started over instead of growing");
+        assert_eq!(file_bytes(&wal), wal_bytes, "the WAL started over instead of growing");
     }
 
     #[test]
