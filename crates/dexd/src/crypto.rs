@@ -280,28 +280,26 @@ pub const CANCEL_ORDER_TYPE: StructType = StructType {
     ],
 };
 
+/// The members of both transfer types: a deposit and a withdrawal sign the same terms and differ
+/// only in the type's name.
+const TRANSFER_MEMBERS: &[(&str, &str)] = &[
+    ("account", "address"),
+    ("symbol", "string"),
+    ("quantity", "string"),
+    ("nonce", "uint256"),
+    ("expiry", "uint256"),
+];
+
 /// The EIP-712 type of a client-signed deposit.
 pub const DEPOSIT_TYPE: StructType = StructType {
     name: "Deposit",
-    members: &[
-        ("account", "address"),
-        ("symbol", "string"),
-        ("quantity", "string"),
-        ("nonce", "uint256"),
-        ("expiry", "uint256"),
-    ],
+    members: TRANSFER_MEMBERS,
 };
 
 /// The EIP-712 type of a client-signed withdrawal.
 pub const WITHDRAW_TYPE: StructType = StructType {
     name: "Withdraw",
-    members: &[
-        ("account", "address"),
-        ("symbol", "string"),
-        ("quantity", "string"),
-        ("nonce", "uint256"),
-        ("expiry", "uint256"),
-    ],
+    members: TRANSFER_MEMBERS,
 };
 
 /// Every type a request can be signed as.
