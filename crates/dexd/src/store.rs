@@ -358,8 +358,8 @@ fn open_history(
     // The projector's commits and checkpoints never wait for the disk. The journal is the
     // durable record; the projector's mark, committed with the rows, says what to rebuild after
     // a crash of the process (the operating system still has every write). Syncs of the history
-    // made the journal's syncs wait on ext4 (p99 over HTTP at 1,000 orders/s: 13 ms with them,
-    // 3.4 ms without).
+    // made the journal's syncs wait on ext4 (p99 over HTTP at 1,000 orders/s: 12–15 ms with
+    // them, 3–8 ms without).
     connection.pragma_update(None, "synchronous", "OFF")?;
     Ok(connection)
 }
