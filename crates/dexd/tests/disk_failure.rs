@@ -34,22 +34,13 @@ fn set_file_size_limit(pid: u32, soft_bytes: Option<u64>) {
 }
 
 async fn deposits(client: &TestServer, trader: &Trader) -> Vec<Value> {
-    let (status, body) = client
-        .get(
-            "/portfolio/depositHistories",
-            &[("chainId", "1"), ("account", &trader.address)],
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["deposits"].as_array().unwrap().clone()
+    client
+        .account_list("/portfolio/depositHistories", trader, "deposits")
+        .await
 }
 
 async fn open_orders(client: &TestServer, trader: &Trader) -> Vec<Value> {
-    let (status, body) = client
-        .get("/order/openOrders", &[("chainId", "1"), ("account", &trader.address)])
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["orders"].as_array().unwrap().clone()
+    client.account_list("/order/openOrders", trader, "orders").await
 }
 
 async fn assert_balance(client: &TestServer, trader: &Trader, total: &str, locked: &str) {

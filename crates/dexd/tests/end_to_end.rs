@@ -167,28 +167,25 @@ async fn two_accounts_trade_and_every_read_agrees_with_hand_computed_values() {
     assert!((volume - 2.7).abs() < 1e-12, "{weekly}");
 
     // Orders by status.
-    let list = |path: &'static str, trader: &Trader| {
-        let address = trader.address.clone();
-        let server = &server;
-        async move {
-            let (status, body) = server.get(path, &[("chainId", "1"), ("account", &address)]).await;
-            assert_eq!(status, 200, "{body}");
-            body["orders"].as_array().unwrap().clone()
-        }
-    };
-    let open = list("/order/openOrders", &alice).await;
+    let open = server.account_list("/order/openOrders", &alice, "orders").await;
     assert_eq!(field(&open, "orderId"), [a2_id.as_str()]);
     assert_eq!(open[0]["filled"], "1.7");
     assert_eq!(open[0]["remaining"], "0.3");
     assert_eq!(
-        field(&list("/order/filledOrders", &alice).await, "orderId"),
+        field(
+            &server.account_list("/order/filledOrders", &alice, "orders").await,
+            "orderId"
+        ),
         [a1["order"]["orderId"].as_str().unwrap()]
     );
     assert_eq!(
-        field(&list("/order/cancelledOrders", &alice).await, "orderId"),
+        field(
+            &server.account_list("/order/cancelledOrders", &alice, "orders").await,
+            "orderId"
+        ),
         [a3["order"]["orderId"].as_str().unwrap()]
     );
-    let bob_filled = list("/order/filledOrders", &bob).await;
+    let bob_filled = server.account_list("/order/filledOrders", &bob, "orders").await;
     assert_eq!(
         field(&bob_filled, "orderId"),
         [
@@ -197,10 +194,16 @@ async fn two_accounts_trade_and_every_read_agrees_with_hand_computed_values() {
         ]
     );
     assert_eq!(
-        field(&list("/order/cancelledOrders", &bob).await, "orderId"),
+        field(
+            &server.account_list("/order/cancelledOrders", &bob, "orders").await,
+            "orderId"
+        ),
         [b2["order"]["orderId"].as_str().unwrap()]
     );
-    assert!(list("/order/openOrders", &bob).await.is_empty());
+    assert!(server
+        .account_list("/order/openOrders", &bob, "orders")
+        .await
+        .is_empty());
 
     // Positions, average cost: Bob bought 2.7 ETH for 6767 USDC.
     let (_, position) = server

@@ -184,6 +184,14 @@ impl TestServer {
         body
     }
 
+    /// The first page of an account list on chain 1 (`path`, such as `/order/openOrders`), the
+    /// array under `key` (`orders`, `deposits`, `withdrawals`).
+    pub async fn account_list(&self, path: &str, trader: &Trader, key: &str) -> Vec<Value> {
+        let (status, body) = self.get(path, &[("chainId", "1"), ("account", &trader.address)]).await;
+        assert_eq!(status, 200, "{body}");
+        body[key].as_array().unwrap().clone()
+    }
+
     pub async fn balance(&self, trader: &Trader, symbol: &str) -> Value {
         let (status, body) = self
             .get(
