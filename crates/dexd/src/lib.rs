@@ -12,6 +12,7 @@ pub mod codec;
 pub mod config;
 pub mod crypto;
 pub mod log_output;
+pub mod open_orders;
 pub mod openapi;
 pub mod rate_limit;
 pub mod store;

@@ -24,10 +24,13 @@ use dexd_core::{
     Address, Command, Engine, EngineConfig, Event, Nonce, NonceClaim, OrderId, OrderRecord, OrderStatus, PairIndex,
     Trade, Transfer, TransferKind,
 };
-use parking_lot::Mutex;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::codec::{self, CodecError};
+use crate::open_orders::OpenOrders;
 
 /// The most commands written to the history in one transaction, by the projector and by the
 /// replay at start. A larger transaction writes a page that several commands change once (fills
@@ -101,19 +104,22 @@ const JOURNAL_MIGRATIONS: &[&str] = &[
 /// The history's schema version. The history is derived from the journal, so a history of
 /// another version is never migrated: it is deleted and rebuilt from the journal (see
 /// [`why_history_is_stale`]). Version 2 recorded the boot of the machine and the clean close;
-/// version 3 keys the indexes of orders by integers.
-const HISTORY_SCHEMA_VERSION: usize = 3;
+/// version 3 keys the indexes of orders by integers; from version 4 the table of orders holds
+/// closed orders only, each written once, and open orders are kept in memory
+/// ([`crate::open_orders`]).
+const HISTORY_SCHEMA_VERSION: usize = 4;
 
-/// The history's schema, created whole in a new file. Orders are keyed by their engine sequence,
-/// so new rows append and fills update by rowid. The id and account indexes hold the first 8
+/// The history's schema, created whole in a new file. Closed orders are written once, in the
+/// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
+/// orders that rested a while were inserted into the middle of the table, page by page). The id and account indexes hold the first 8
 /// bytes of the (random) id and of the address as an integer ([`leading_key`]): integers compare
 /// faster than blobs and the index stays dense (the projector bench: 13 % more commands per
 /// second than with the blob prefix and the address); a read compares the whole value in the
 /// row.
 const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE orders (
-         sequence INTEGER PRIMARY KEY, order_id BLOB NOT NULL, account BLOB NOT NULL, pair INTEGER NOT NULL,
-         status INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         number INTEGER PRIMARY KEY, sequence INTEGER NOT NULL, order_id BLOB NOT NULL, account BLOB NOT NULL,
+         pair INTEGER NOT NULL, status INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
          nonce BLOB NOT NULL, expiry_ms INTEGER NOT NULL, signature BLOB NOT NULL,
          order_key INTEGER NOT NULL, account_key INTEGER NOT NULL);
      CREATE INDEX orders_by_key ON orders (order_key);
@@ -485,6 +491,8 @@ pub struct StoreWriter {
 /// The writer of a chain's history, owned by the chain's projector thread.
 pub struct Projector {
     connection: Connection,
+    /// The open orders, which have no row until they close; shared with the readers.
+    open_orders: Arc<RwLock<OpenOrders>>,
 }
 
 /// The reading side of a chain's store, shared by the request handlers.
@@ -492,6 +500,7 @@ pub struct StoreReader {
     path: PathBuf,
     busy_timeout: Duration,
     idle: Mutex<Vec<Connection>>,
+    open_orders: Arc<RwLock<OpenOrders>>,
 }
 
 /// Opens (creating and migrating when needed) a chain's journal and history.
@@ -509,15 +518,18 @@ pub fn open(
     let journal_id = meta_value(&connection, "journal_id")?;
     let path = history_path(data_dir, chain_id);
     let history_connection = open_history(&path, chain_id, &journal_id, busy_timeout)?;
+    let open_orders = Arc::new(RwLock::new(OpenOrders::default()));
     let reader = StoreReader {
         path,
         busy_timeout,
         idle: Mutex::new(Vec::new()),
+        open_orders: Arc::clone(&open_orders),
     };
     Ok((
         StoreWriter { connection },
         Projector {
             connection: history_connection,
+            open_orders,
         },
         reader,
     ))
@@ -689,10 +701,16 @@ fn replay(
                     "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
                 ))
             })?;
-        if let Some(projector) = history.as_deref_mut().filter(|_| sequence > projected) {
+        let Some(projector) = history.as_deref_mut() else {
+            continue;
+        };
+        if sequence <= projected {
+            // The history holds this command's rows; only the open orders in memory need it.
+            projector.remember(&events, authorization)?;
+        } else {
             unprojected.push(Projection {
                 sequence,
-                events: std::sync::Arc::new(std::mem::take(&mut events)),
+                events: Arc::new(std::mem::take(&mut events)),
                 authorization,
             });
             if unprojected.len() == MAX_PROJECTION_BATCH {
@@ -756,16 +774,17 @@ impl Projector {
         projected_sequence(&self.connection)
     }
 
-    /// Writes a batch's history rows and the new mark in one transaction.
+    /// Writes a batch's history rows and the new mark in one transaction, then updates the open
+    /// orders in memory.
     ///
-    /// An order touched several times in the batch (placed, then filled in parts) is written once,
-    /// in its last state: one row insert or update instead of one per event. Rows are written in
-    /// order of the order's sequence, so new rows append and updates walk the table forward.
+    /// An order touched several times in the batch (placed, then filled in parts) is settled
+    /// once, in its last state: kept in memory while open, written as one row when it closes.
+    /// Rows are written in order of the order's sequence.
     pub fn project(&mut self, batch: &[Projection]) -> Result<(), StoreError> {
         let Some(last) = batch.last() else {
             return Ok(());
         };
-        let mut orders: std::collections::BTreeMap<u64, OrderWrite<'_>> = std::collections::BTreeMap::new();
+        let (opened, closed) = self.settle_orders(batch)?;
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -774,83 +793,147 @@ impl Projector {
                 .prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
             let mut insert_transfer = transaction
                 .prepare_cached("INSERT INTO transfers (account, kind, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
-            for entry in batch {
-                for event in entry.events.iter() {
-                    match event {
-                        Event::OrderUpdated(record) => {
-                            let placed_here = entry
-                                .authorization
-                                .filter(|authorization| authorization.order_id == Some(record.terms.order_id));
-                            let write = orders.entry(record.sequence).or_insert(OrderWrite {
-                                record,
-                                placed_with: None,
-                            });
-                            write.record = record;
-                            write.placed_with = write.placed_with.or(placed_here);
-                        }
-                        Event::TradeExecuted(trade) => {
-                            insert_trade.execute(params![
-                                to_sql_integer(trade.trade_id),
-                                trade.pair.0,
-                                to_sql_integer(trade.timestamp_ms),
-                                codec::encode_trade(trade)
-                            ])?;
-                        }
-                        Event::TransferApplied(transfer) => {
-                            insert_transfer.execute(params![
-                                transfer.account.as_bytes(),
-                                transfer.kind as u8,
-                                to_sql_integer(transfer.timestamp_ms),
-                                codec::encode_transfer(transfer)
-                            ])?;
-                        }
-                        Event::BalanceUpdated { .. } => {}
+            for event in batch.iter().flat_map(|entry| entry.events.iter()) {
+                match event {
+                    Event::TradeExecuted(trade) => {
+                        insert_trade.execute(params![
+                            to_sql_integer(trade.trade_id),
+                            trade.pair.0,
+                            to_sql_integer(trade.timestamp_ms),
+                            codec::encode_trade(trade)
+                        ])?;
                     }
+                    Event::TransferApplied(transfer) => {
+                        insert_transfer.execute(params![
+                            transfer.account.as_bytes(),
+                            transfer.kind as u8,
+                            to_sql_integer(transfer.timestamp_ms),
+                            codec::encode_transfer(transfer)
+                        ])?;
+                    }
+                    Event::OrderUpdated(_) | Event::BalanceUpdated { .. } => {}
                 }
             }
-            write_orders(&transaction, orders.values())?;
+            insert_closed_orders(&transaction, &closed)?;
             transaction.execute(
                 "UPDATE meta SET value = ?1 WHERE key = 'projected_sequence'",
                 [last.sequence.to_string()],
             )?;
         }
         transaction.commit()?;
+        self.update_open_orders(opened, &closed);
         Ok(())
+    }
+
+    /// Updates the open orders in memory from a command the history already holds (at start,
+    /// up to the mark), writing nothing.
+    pub fn remember(&mut self, events: &[Event], authorization: Option<Authorization>) -> Result<(), StoreError> {
+        let mut open_orders = self.open_orders.write();
+        for event in events {
+            let Event::OrderUpdated(record) = event else {
+                continue;
+            };
+            if record.status != OrderStatus::Open {
+                open_orders.remove(record.sequence);
+            } else if !open_orders.update_record(record) {
+                let placed = authorization
+                    .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
+                    .ok_or_else(|| {
+                        StoreError::Inconsistent(format!(
+                            "order {} is open but its placement is unknown",
+                            record.sequence
+                        ))
+                    })?;
+                open_orders.upsert(StoredOrder {
+                    record: record.clone(),
+                    nonce: placed.nonce,
+                    expiry_ms: placed.expiry_ms,
+                    signature: placed.signature,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The last state of every order the batch touched, with its signature, split into those
+    /// still open and those that closed, each in order of sequence.
+    fn settle_orders(&self, batch: &[Projection]) -> Result<(Vec<StoredOrder>, Vec<StoredOrder>), StoreError> {
+        let mut orders: std::collections::BTreeMap<u64, OrderWrite<'_>> = std::collections::BTreeMap::new();
+        for entry in batch {
+            for event in entry.events.iter() {
+                if let Event::OrderUpdated(record) = event {
+                    let placed_here = entry
+                        .authorization
+                        .filter(|authorization| authorization.order_id == Some(record.terms.order_id));
+                    let write = orders.entry(record.sequence).or_insert(OrderWrite {
+                        record,
+                        placed_with: None,
+                    });
+                    write.record = record;
+                    write.placed_with = write.placed_with.or(placed_here);
+                }
+            }
+        }
+        let open_orders = self.open_orders.read();
+        let (mut opened, mut closed) = (Vec::new(), Vec::new());
+        for (sequence, write) in orders {
+            let (nonce, expiry_ms, signature) = match (write.placed_with, open_orders.by_sequence(sequence)) {
+                (Some(authorization), _) => (authorization.nonce, authorization.expiry_ms, authorization.signature),
+                (None, Some(known)) => (known.nonce, known.expiry_ms, known.signature),
+                (None, None) => {
+                    return Err(StoreError::Inconsistent(format!(
+                        "order {sequence} changed, but neither its placement nor its open state is known"
+                    )))
+                }
+            };
+            let order = StoredOrder {
+                record: write.record.clone(),
+                nonce,
+                expiry_ms,
+                signature,
+            };
+            match order.record.status {
+                OrderStatus::Open => opened.push(order),
+                OrderStatus::Filled | OrderStatus::Cancelled => closed.push(order),
+            }
+        }
+        Ok((opened, closed))
+    }
+
+    fn update_open_orders(&self, opened: Vec<StoredOrder>, closed: &[StoredOrder]) {
+        let mut open_orders = self.open_orders.write();
+        for order in closed {
+            open_orders.remove(order.record.sequence);
+        }
+        for order in opened {
+            open_orders.upsert(order);
+        }
     }
 }
 
-/// Inserts the orders a batch placed and updates the others, each once, in its last state.
-fn write_orders<'batch>(
-    transaction: &rusqlite::Transaction<'_>,
-    orders: impl Iterator<Item = &'batch OrderWrite<'batch>>,
-) -> Result<(), StoreError> {
+/// Inserts the orders that closed, each once, in its last state.
+fn insert_closed_orders(transaction: &rusqlite::Transaction<'_>, closed: &[StoredOrder]) -> Result<(), StoreError> {
     let mut insert_order = transaction.prepare_cached(
         "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, nonce, expiry_ms, signature,
                              order_key, account_key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
-    let mut update_order =
-        transaction.prepare_cached("UPDATE orders SET status = ?2, record = ?3 WHERE sequence = ?1")?;
-    for write in orders {
-        let record = write.record;
-        let encoded = codec::encode_order(record);
-        match write.placed_with {
-            Some(authorization) => insert_order.execute(params![
-                record.terms.order_id.as_bytes(),
-                record.terms.account.as_bytes(),
-                record.terms.pair.0,
-                record.status as u8,
-                to_sql_integer(record.sequence),
-                to_sql_integer(record.created_at_ms),
-                encoded,
-                &authorization.nonce[..],
-                to_sql_integer(authorization.expiry_ms),
-                &authorization.signature[..],
-                leading_key(record.terms.order_id.as_bytes()),
-                leading_key(record.terms.account.as_bytes()),
-            ])?,
-            None => update_order.execute(params![to_sql_integer(record.sequence), record.status as u8, encoded])?,
-        };
+    for order in closed {
+        let record = &order.record;
+        insert_order.execute(params![
+            record.terms.order_id.as_bytes(),
+            record.terms.account.as_bytes(),
+            record.terms.pair.0,
+            record.status as u8,
+            to_sql_integer(record.sequence),
+            to_sql_integer(record.created_at_ms),
+            codec::encode_order(record),
+            &order.nonce[..],
+            to_sql_integer(order.expiry_ms),
+            &order.signature[..],
+            leading_key(record.terms.order_id.as_bytes()),
+            leading_key(record.terms.account.as_bytes()),
+        ])?;
     }
     Ok(())
 }
@@ -870,8 +953,11 @@ impl StoreReader {
         result
     }
 
-    /// An order by id.
+    /// An order by id: an open one from memory, a closed one from the database.
     pub fn order(&self, order_id: &OrderId) -> Result<Option<StoredOrder>, StoreError> {
+        if let Some(open) = self.open_orders.read().by_id(order_id) {
+            return Ok(Some(open.clone()));
+        }
         self.with_connection(|connection| {
             connection
                 .query_row(
@@ -894,6 +980,9 @@ impl StoreReader {
         pair: Option<PairIndex>,
         request: PageRequest,
     ) -> Result<Page<StoredOrder>, StoreError> {
+        if status == OrderStatus::Open {
+            return Ok(self.open_orders.read().of_account(account, pair, request));
+        }
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT record, nonce, expiry_ms, signature, sequence FROM orders
@@ -924,27 +1013,8 @@ impl StoreReader {
     }
 
     /// An account's open orders on one pair, oldest first (at most its open-order limit).
-    pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Result<Vec<StoredOrder>, StoreError> {
-        self.with_connection(|connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT record, nonce, expiry_ms, signature FROM orders
-                 WHERE account_key = ?4 AND account = ?1 AND status = ?2 AND pair = ?3 ORDER BY sequence",
-            )?;
-            let rows = statement.query_map(
-                params![
-                    account.as_bytes(),
-                    OrderStatus::Open as u8,
-                    pair.0,
-                    leading_key(account.as_bytes())
-                ],
-                StoredOrderColumns::read,
-            )?;
-            let mut orders = Vec::new();
-            for row in rows {
-                orders.push(row?.decode()?);
-            }
-            Ok(orders)
-        })
+    pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Vec<StoredOrder> {
+        self.open_orders.read().of_account_on_pair(account, pair)
     }
 
     /// A pair's trades, newest first. The cursor is the trade id.
@@ -1256,7 +1326,7 @@ mod tests {
     }
 
     #[test]
-    fn orders_whose_ids_and_accounts_share_their_leading_bytes_are_told_apart() {
+    fn closed_orders_whose_ids_and_accounts_share_their_leading_bytes_are_told_apart() {
         let config = crate::config::Config::embedded_default();
         let mut engine = Engine::new(config.chain(1).unwrap().engine_config(&config.limits)).unwrap();
         let mut second_account = [0xa1; 20];
@@ -1297,7 +1367,11 @@ mod tests {
                 signature: [0x1b; 65],
                 client_signed: false,
             };
-            for (command, authorization) in [(deposit, None), (order, Some(authorization))] {
+            let cancel = Command::CancelOrder {
+                account: *account,
+                order_id,
+            };
+            for (command, authorization) in [(deposit, None), (order, Some(authorization)), (cancel, None)] {
                 let mut events = Vec::new();
                 let sequence = projections.len() as u64 + 1;
                 engine.execute(command, sequence, &mut events).unwrap();
@@ -1321,13 +1395,132 @@ mod tests {
             let stored = reader.order(&order_id).unwrap().expect("the order is stored");
             assert_eq!(stored.record.terms.order_id, order_id);
             assert_eq!(stored.record.terms.account, *account);
-            let listed = reader.orders(account, OrderStatus::Open, None, everything).unwrap();
+            assert_eq!(stored.record.status, OrderStatus::Cancelled);
+            assert_eq!(stored.signature, [0x1b; 65], "the placement's signature is kept");
+            let listed = reader
+                .orders(account, OrderStatus::Cancelled, None, everything)
+                .unwrap();
             let listed_ids: Vec<OrderId> = listed.items.iter().map(|order| order.record.terms.order_id).collect();
             assert_eq!(listed_ids, vec![order_id]);
-            let open = reader.open_orders_on_pair(account, PairIndex(0)).unwrap();
-            assert_eq!(open.len(), 1);
-            assert_eq!(open[0].record.terms.order_id, order_id);
+            assert!(reader.open_orders_on_pair(account, PairIndex(0)).is_empty());
         }
+    }
+
+    /// Runs `command` through `engine`, journals it and projects it, as the writer and the
+    /// projector do.
+    fn journal_and_project(
+        engine: &mut Engine,
+        writer: &mut StoreWriter,
+        projector: &mut Projector,
+        command: Command,
+        authorization: Option<Authorization>,
+    ) {
+        let sequence = projector.projected_sequence().unwrap() + 1;
+        let encoded = codec::encode_command(&command);
+        let mut events = Vec::new();
+        engine.execute(command, sequence, &mut events).unwrap();
+        writer
+            .append(&[JournalEntry {
+                sequence,
+                time_ms: sequence,
+                command: encoded,
+                authorization,
+            }])
+            .unwrap();
+        projector
+            .project(&[Projection {
+                sequence,
+                events: Arc::new(events),
+                authorization,
+            }])
+            .unwrap();
+    }
+
+    #[test]
+    fn an_open_order_lives_in_memory_survives_a_restart_and_is_written_once_when_it_fills() {
+        let config = crate::config::Config::embedded_default();
+        let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+        let mut engine = Engine::new(engine_config.clone()).unwrap();
+        let data_dir = tempfile::tempdir().unwrap();
+        let (mut writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let (maker, taker) = (Address::from_bytes([0xa1; 20]), Address::from_bytes([0xb2; 20]));
+        let maker_order_id = OrderId::from_bytes([0x0d; 32]);
+        let limit_order = |account: Address, order_id: OrderId, direction, lots| {
+            let order = Command::PlaceOrder(dexd_core::NewOrder {
+                order_id,
+                client_order_id: None,
+                account,
+                pair: PairIndex(0),
+                order_type: dexd_core::OrderType::Limit,
+                direction,
+                time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
+                post_only: false,
+                price: dexd_core::Price::from_ticks(100_000),
+                quantity: dexd_core::Quantity::from_lots(lots),
+            });
+            let authorization = Authorization {
+                order_id: Some(order_id),
+                nonce: [0; 32],
+                expiry_ms: 0,
+                signature: [order_id.as_bytes()[0]; 65],
+                client_signed: false,
+            };
+            (order, Some(authorization))
+        };
+        for (account, asset) in [(maker, 0), (taker, 1)] {
+            let deposit = Command::Deposit(dexd_core::TransferRequest {
+                transfer_id: [0; 32],
+                account,
+                asset: dexd_core::AssetIndex(asset),
+                amount: dexd_core::Amount::from_units(10u128.pow(30)),
+            });
+            journal_and_project(&mut engine, &mut writer, &mut projector, deposit, None);
+        }
+        let (sell, signed) = limit_order(maker, maker_order_id, dexd_core::Direction::Sell, 100);
+        journal_and_project(&mut engine, &mut writer, &mut projector, sell, signed);
+        let (buy, signed) = limit_order(taker, OrderId::from_bytes([0x0e; 32]), dexd_core::Direction::Buy, 40);
+        journal_and_project(&mut engine, &mut writer, &mut projector, buy, signed);
+        let history_rows = |data_dir: &Path| -> i64 {
+            Connection::open(history_path(data_dir, 1))
+                .unwrap()
+                .query_row("SELECT COUNT(*) FROM orders", [], |row| row.get(0))
+                .unwrap()
+        };
+        assert_eq!(history_rows(data_dir.path()), 1, "only the filled buy has a row");
+        drop((writer, projector));
+
+        // A restart: the history holds every command, so the open order comes back from the
+        // journal into memory alone.
+        let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+        assert_eq!(replayed.reprojected_commands, 0);
+        let everything = PageRequest {
+            limit: 10,
+            cursor: None,
+            start_ms: 0,
+            end_ms: u64::MAX,
+        };
+        let open = reader.orders(&maker, OrderStatus::Open, None, everything).unwrap();
+        assert_eq!(open.items.len(), 1);
+        assert_eq!(open.items[0].record.terms.order_id, maker_order_id);
+        assert_eq!(open.items[0].record.filled, dexd_core::Quantity::from_lots(40));
+        assert_eq!(open.items[0].signature, [0x0d; 65]);
+        assert_eq!(reader.open_orders_on_pair(&maker, PairIndex(0)).len(), 1);
+
+        let (buy, signed) = limit_order(taker, OrderId::from_bytes([0x0f; 32]), dexd_core::Direction::Buy, 60);
+        journal_and_project(&mut engine, &mut writer, &mut projector, buy, signed);
+        assert!(reader
+            .orders(&maker, OrderStatus::Open, None, everything)
+            .unwrap()
+            .items
+            .is_empty());
+        let filled = reader
+            .order(&maker_order_id)
+            .unwrap()
+            .expect("the filled order has its row");
+        assert_eq!(filled.record.status, OrderStatus::Filled);
+        assert_eq!(filled.signature, [0x0d; 65], "the placement's signature, from memory");
+        assert_eq!(history_rows(data_dir.path()), 3);
     }
 
     /// Copies every transfer row of a history once more: rows a rebuild would drop.

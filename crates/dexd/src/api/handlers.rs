@@ -531,10 +531,7 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
     });
     let unrealized = mark_value.map_or(0, |value| position.unrealized_pnl_quote(value));
     let quote_decimals = spec.quote_decimals();
-    let open_orders = history(&chain)
-        .await?
-        .open_orders_on_pair(&account, pair_index)
-        .map_err(store_error)?;
+    let open_orders = history(&chain).await?.open_orders_on_pair(&account, pair_index);
     let open_orders: Vec<Value> = open_orders
         .iter()
         .map(|stored| render::order(&chain.config, stored))
