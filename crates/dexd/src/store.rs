@@ -33,11 +33,12 @@ use crate::codec::{self, CodecError};
 use crate::open_orders::OpenOrders;
 
 /// The most commands written to the history in one transaction, by the projector and by the
-/// replay at start. A larger transaction writes a page that several commands change once (fills
-/// and cancels rewrite earlier orders' rows): the durable bench at 1,024 submitters went from
-/// 83–85 k to 86–89 k commands/s when this rose from 16,384. The cost: when the projector is
-/// saturated, a history read may wait for one such transaction (under a second); at the rates
-/// HTTP reaches, the projector's backlog never holds this many commands.
+/// replay at start. A larger transaction writes an index page that several commands change
+/// once: the durable bench at 1,024 submitters went from 83–85 k to 86–89 k commands/s when
+/// this rose from 16,384 (measured while fills still rewrote order rows, before schema 4). The
+/// cost: when the projector is saturated, a history read may wait for one such transaction
+/// (under a second); at the rates HTTP reaches, the projector's backlog never holds this many
+/// commands.
 pub const MAX_PROJECTION_BATCH: usize = 65_536;
 /// The most records one page may hold.
 pub const MAX_PAGE_LIMIT: usize = 1_000;
@@ -111,11 +112,11 @@ const HISTORY_SCHEMA_VERSION: usize = 4;
 
 /// The history's schema, created whole in a new file. Closed orders are written once, in the
 /// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
-/// orders that rested a while were inserted into the middle of the table, page by page). The id and account indexes hold the first 8
-/// bytes of the (random) id and of the address as an integer ([`leading_key`]): integers compare
-/// faster than blobs and the index stays dense (the projector bench: 13 % more commands per
-/// second than with the blob prefix and the address); a read compares the whole value in the
-/// row.
+/// orders that rested a while were inserted into the middle of the table, page by page). The id
+/// and account indexes hold the first 8 bytes of the (random) id and of the address as an
+/// integer ([`leading_key`]): integers compare faster than blobs and the index stays dense (the
+/// projector bench: about 8 % more commands per second than with the blob prefix and the
+/// address); a read compares the whole value in the row.
 const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE orders (
          number INTEGER PRIMARY KEY, sequence INTEGER NOT NULL, order_id BLOB NOT NULL, account BLOB NOT NULL,
@@ -539,7 +540,8 @@ pub fn open(
 /// indexes. Two values may share it, so a read also compares the whole value.
 fn leading_key(bytes: &[u8]) -> i64 {
     let mut leading = [0u8; 8];
-    leading.copy_from_slice(&bytes[..8]);
+    let length = bytes.len().min(leading.len());
+    leading[..length].copy_from_slice(&bytes[..length]);
     i64::from_be_bytes(leading)
 }
 
