@@ -93,11 +93,11 @@ impl OpenOrders {
     pub fn of_account(&self, account: &Address, pair: Option<PairIndex>, request: PageRequest) -> Page<StoredOrder> {
         let below = request.cursor.unwrap_or(u64::MAX);
         let mut items: Vec<StoredOrder> = self
-            .account_orders(account)
-            .filter(|order| order.record.sequence < below)
-            .collect::<Vec<_>>()
+            .by_account
+            .get(account.as_bytes())
             .into_iter()
-            .rev()
+            .flat_map(|sequences| sequences.range(..below).rev())
+            .filter_map(|sequence| self.by_sequence(*sequence))
             .filter(|order| pair.is_none_or(|pair| order.record.terms.pair == pair))
             .filter(|order| (request.start_ms..=request.end_ms).contains(&order.record.created_at_ms))
             .take(request.limit.saturating_add(1))
