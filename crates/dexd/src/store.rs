@@ -1392,6 +1392,18 @@ mod tests {
         page.items.iter().map(|transfer| transfer.amount.units()).collect()
     }
 
+    /// Opens the store of [`store_with_deposits`] (3 deposits) whose history was made stale,
+    /// and checks that the history starts empty and is rebuilt from the journal, without the
+    /// rows [`double_the_transfer_rows`] added; returns the projector for further checks.
+    fn assert_the_history_is_rebuilt(data_dir: &Path, engine_config: &EngineConfig, gone: &str) -> Projector {
+        let (writer, mut projector, reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(projector.projected_sequence().unwrap(), 0);
+        let replayed = writer.replay(engine_config, Some(&mut projector)).unwrap();
+        assert_eq!(replayed.reprojected_commands, 3);
+        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "{gone}");
+        projector
+    }
+
     #[test]
     fn a_history_built_from_another_journal_is_deleted_and_rebuilt() {
         let data_dir = tempfile::tempdir().unwrap();
@@ -1402,11 +1414,7 @@ mod tests {
             .unwrap();
         double_the_transfer_rows(&history);
         drop(history);
-        let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
-        assert_eq!(projector.projected_sequence().unwrap(), 0);
-        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
-        assert_eq!(replayed.reprojected_commands, 3);
-        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the stale rows are gone");
+        assert_the_history_is_rebuilt(data_dir.path(), &engine_config, "the stale rows are gone");
     }
 
     #[test]
@@ -1419,11 +1427,7 @@ mod tests {
             .unwrap();
         double_the_transfer_rows(&history);
         drop(history);
-        let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
-        assert_eq!(projector.projected_sequence().unwrap(), 0);
-        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
-        assert_eq!(replayed.reprojected_commands, 3);
-        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the stale rows are gone");
+        let projector = assert_the_history_is_rebuilt(data_dir.path(), &engine_config, "the stale rows are gone");
         assert_eq!(user_version(&projector.connection).unwrap(), HISTORY_SCHEMA_VERSION);
     }
 
@@ -1730,11 +1734,7 @@ mod tests {
         let data_dir = tempfile::tempdir().unwrap();
         let engine_config = store_with_deposits(data_dir.path(), 3);
         pretend_the_history_was(data_dir.path(), "an earlier boot", "0");
-        let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
-        assert_eq!(projector.projected_sequence().unwrap(), 0);
-        let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
-        assert_eq!(replayed.reprojected_commands, 3);
-        assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "the unsynced rows are gone");
+        assert_the_history_is_rebuilt(data_dir.path(), &engine_config, "the unsynced rows are gone");
     }
 
     #[test]
