@@ -10,7 +10,6 @@
 
 pub mod chart;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,12 +17,12 @@ use dexd::crypto::{checksummed, OrderMessage, PrivateKey, SigningDomain};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::{Method, StatusCode};
+use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::sync::Mutex;
-
-/// The most requests in flight at once; past it, a request waits for a slot and its latency,
-/// counted from its scheduled time, shows the wait.
-pub const MAX_IN_FLIGHT: usize = 4_096;
 
 /// What to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,7 +154,7 @@ fn hex_string(bytes: &[u8]) -> String {
 
 fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
-        .pool_max_idle_per_host(MAX_IN_FLIGHT)
+        .pool_max_idle_per_host(CONNECTIONS)
         .timeout(Duration::from_secs(30))
         .build()
         .expect("the HTTP client builds")
@@ -185,31 +184,63 @@ pub async fn fund_accounts(settings: &RunSettings) -> Result<(), String> {
 /// The mid price of the `place` workload, in cents of USDC (2,500.00).
 const MID_PRICE_CENTS: i64 = 250_000;
 
+/// Keep-alive connections a run opens before its first request, each worked by a task of its
+/// own. Past this many requests in flight, requests wait in [`MAX_QUEUED_REQUESTS`] and their
+/// latency, counted from their scheduled time, shows the wait.
+pub const CONNECTIONS: usize = 512;
+
+/// Requests scheduled but not yet taken by a connection. When it is full the scheduler waits;
+/// the requests keep their scheduled times, so the wait still shows in their latency.
+pub const MAX_QUEUED_REQUESTS: usize = 65_536;
+
+/// How long one request may take before it counts as failed and its connection is replaced.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// One request to send.
 struct Request {
     is_post: bool,
     path: String,
-    body: Value,
+    body: Bytes,
     /// The account placing an order, so that a later cancel can use its key.
     placing_account: Option<usize>,
 }
 
+/// A request and the moment the schedule says it leaves.
+struct Job {
+    scheduled: Instant,
+    request: Request,
+}
+
+/// Orders placed by the mixed workload that are still open, for its cancels: (account, id).
+type RecentOrders = std::sync::Mutex<Vec<(usize, String)>>;
+
+/// The most recent orders the mixed workload remembers for its cancels.
+const MAX_RECENT_ORDERS: usize = 1_000;
+
+/// The body of a placement. Written with `format!` rather than through a JSON value: every field
+/// is ASCII that needs no escaping (digits, a fixed symbol, a hex key), and the generator's CPU
+/// is taken from the server it measures, on the same cores.
+fn placement_body(chain: u64, buy: bool, price_cents: i64, amount_hundredths: u32, key: &str) -> Bytes {
+    let direction = if buy { "buy" } else { "sell" };
+    Bytes::from(format!(
+        "{{\"chainId\":\"{chain}\",\"symbol\":\"ETH/USDC\",\"type\":\"limit\",\"direction\":\"{direction}\",\
+         \"price\":\"{}.{:02}\",\"amount\":\"0.0{amount_hundredths}\",\"privateKey\":\"{key}\"}}",
+        price_cents / 100,
+        price_cents % 100
+    ))
+}
+
 /// The next request of a workload.
-fn request(
-    settings: &RunSettings,
-    random: &mut StdRng,
-    recent_orders: &std::sync::Mutex<Vec<(usize, String)>>,
-) -> Request {
+fn request(settings: &RunSettings, random: &mut StdRng, recent_orders: &RecentOrders) -> Request {
     let get = |path: String| Request {
         is_post: false,
         path,
-        body: Value::Null,
+        body: Bytes::new(),
         placing_account: None,
     };
-    let chain = settings.chain_id.to_string();
+    let chain = settings.chain_id;
     let place = |random: &mut StdRng| {
         let index = random.gen_range(0..settings.accounts);
-        let trader = trader(index);
         let buy = random.gen_bool(0.5);
         // A third cross: buys up to 10 ticks above the mid, sells down to 10 below.
         let offset = random.gen_range(-20i64..10);
@@ -218,15 +249,10 @@ fn request(
         } else {
             MID_PRICE_CENTS - offset
         };
-        let body = json!({
-            "chainId": chain, "symbol": "ETH/USDC", "type": "limit", "direction": if buy { "buy" } else { "sell" },
-            "price": format!("{}.{:02}", price / 100, price % 100), "amount": format!("0.0{}", random.gen_range(1..10)),
-            "privateKey": trader.key,
-        });
         Request {
             is_post: true,
             path: "/order/addOrder".to_string(),
-            body,
+            body: placement_body(chain, buy, price, random.gen_range(1..10), &trader(index).key),
             placing_account: Some(index),
         }
     };
@@ -258,11 +284,11 @@ fn request(
                     let position = random.gen_range(0..orders.len());
                     orders.swap_remove(position)
                 };
-                let body = json!({"chainId": chain, "symbol": "ETH/USDC", "orderId": order_id, "privateKey": trader(index).key});
+                let body = json!({"chainId": chain.to_string(), "symbol": "ETH/USDC", "orderId": order_id, "privateKey": trader(index).key});
                 Request {
                     is_post: true,
                     path: "/order/cancelOrder".to_string(),
-                    body,
+                    body: Bytes::from(body.to_string()),
                     placing_account: None,
                 }
             }
@@ -275,101 +301,190 @@ fn request(
     }
 }
 
-/// Offers the workload at the fixed rate for the duration and reports what came back.
-pub async fn run(settings: RunSettings) -> RunReport {
-    let http = http_client();
-    let interval = Duration::from_secs_f64(1.0 / settings.rate_per_second.max(1) as f64);
-    let total = (settings.duration.as_secs_f64() * settings.rate_per_second as f64) as u64;
-    let histogram = Arc::new(Mutex::new(
-        Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).expect("bounds are valid"),
-    ));
-    let succeeded = Arc::new(AtomicU64::new(0));
-    let rejected = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
-    let recent_orders: Arc<std::sync::Mutex<Vec<(usize, String)>>> = Arc::default();
-    let mut random = StdRng::seed_from_u64(7);
-    let remembers_orders = settings.workload == Workload::Mixed;
-    let started = Instant::now();
-    let mut tasks = Vec::with_capacity(total as usize);
-    for number in 0..total {
-        let scheduled = started + interval.mul_f64(number as f64);
-        tokio::time::sleep_until(scheduled.into()).await;
-        let Request {
-            is_post,
-            path,
-            body,
-            placing_account,
-        } = request(&settings, &mut random, &recent_orders);
-        let counters = (succeeded.clone(), rejected.clone(), failed.clone());
-        let (http, histogram, slots, recent_orders) =
-            (http.clone(), histogram.clone(), slots.clone(), recent_orders.clone());
-        let url = format!("{}{path}", settings.target);
-        tasks.push(tokio::spawn(async move {
-            let _slot = slots.acquire().await.expect("the semaphore stays open");
-            let answer = if is_post {
-                http.post(&url).json(&body).send().await
-            } else {
-                http.get(&url).send().await
-            };
-            let outcome = match answer {
-                Ok(response) if response.status().is_client_error() => {
-                    // Read to the end, so that the connection goes back to the pool.
-                    let _ = response.bytes().await;
-                    &counters.1
-                }
-                Ok(response) if response.status().is_success() => {
-                    // Only the mixed workload cancels what it placed; other workloads read the
-                    // body without parsing it. This process shares the server's cores: with
-                    // this and mimalloc, its CPU per placement at 4,000/s fell from about
-                    // 115 µs to 90 µs.
-                    if let Some(account) = placing_account.filter(|_| remembers_orders) {
-                        if let Ok(value) = response.json::<Value>().await {
-                            if value["order"]["status"] == "open" {
-                                let mut orders = recent_orders.lock().expect("not poisoned");
-                                orders.push((
-                                    account,
-                                    value["order"]["orderId"].as_str().unwrap_or_default().to_string(),
-                                ));
-                                let excess = orders.len().saturating_sub(1_000);
-                                orders.drain(..excess);
-                            }
-                        }
-                    } else {
-                        let _ = response.bytes().await;
-                    }
-                    &counters.0
-                }
-                _ => &counters.2,
-            };
-            let latency = scheduled.elapsed().as_micros().max(1) as u64;
-            histogram
-                .lock()
-                .await
-                .record(latency.min(120_000_000))
-                .expect("latency within bounds");
-            outcome.fetch_add(1, Ordering::Relaxed);
-        }));
+/// What one connection's task counted.
+struct Tally {
+    histogram: Histogram<u64>,
+    succeeded: u64,
+    rejected: u64,
+    failed: u64,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            histogram: Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).expect("bounds are valid"),
+            succeeded: 0,
+            rejected: 0,
+            failed: 0,
+        }
     }
-    for task in tasks {
-        let _ = task.await;
+
+    fn add(&mut self, other: &Tally) {
+        self.histogram.add(&other.histogram).expect("same bounds");
+        self.succeeded += other.succeeded;
+        self.rejected += other.rejected;
+        self.failed += other.failed;
+    }
+}
+
+/// `host:port` of an `http://host:port` target.
+fn authority_of(target: &str) -> String {
+    target.trim_start_matches("http://").trim_end_matches('/').to_string()
+}
+
+type Connection = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// Opens one keep-alive HTTP/1.1 connection; its driver runs as a task of its own.
+async fn connect(authority: &str) -> Result<Connection, String> {
+    let stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .map_err(|error| format!("connect to {authority}: {error}"))?;
+    stream.set_nodelay(true).map_err(|error| error.to_string())?;
+    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(driver);
+    Ok(sender)
+}
+
+/// Sends one request on `connection` and reads the whole answer (so the connection can be
+/// reused): its status and body.
+async fn exchange(connection: &mut Connection, authority: &str, request: &Request) -> Result<(StatusCode, Bytes), String> {
+    connection.ready().await.map_err(|error| error.to_string())?;
+    let outgoing = hyper::Request::builder()
+        .method(if request.is_post { Method::POST } else { Method::GET })
+        .uri(&request.path)
+        .header(HOST, authority)
+        .header(CONTENT_TYPE, "application/json")
+        .body(Full::new(request.body.clone()))
+        .map_err(|error| error.to_string())?;
+    let response = connection.send_request(outgoing).await.map_err(|error| error.to_string())?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| error.to_string())?
+        .to_bytes();
+    Ok((status, body))
+}
+
+/// Works one connection: takes the next scheduled request, sends it, counts the answer, until
+/// the schedule ends. A connection that fails is replaced before the next request.
+async fn work_connection(
+    authority: String,
+    mut connection: Option<Connection>,
+    jobs: async_channel::Receiver<Job>,
+    recent_orders: Arc<RecentOrders>,
+    remembers_orders: bool,
+) -> Tally {
+    let mut tally = Tally::new();
+    while let Ok(Job { scheduled, request }) = jobs.recv().await {
+        if connection.as_ref().is_none_or(|sender| sender.is_closed()) {
+            connection = connect(&authority).await.ok();
+        }
+        let answer = match connection.as_mut() {
+            Some(sender) => tokio::time::timeout(REQUEST_TIMEOUT, exchange(sender, &authority, &request))
+                .await
+                .unwrap_or_else(|_| Err("timed out".to_string())),
+            None => Err("no connection".to_string()),
+        };
+        match answer {
+            Ok((status, _)) if status.is_client_error() => tally.rejected += 1,
+            Ok((status, body)) if status.is_success() => {
+                // Only the mixed workload cancels what it placed; other workloads do not parse.
+                if let Some(account) = request.placing_account.filter(|_| remembers_orders) {
+                    remember_open_order(&recent_orders, account, &body);
+                }
+                tally.succeeded += 1;
+            }
+            Ok(_) => tally.failed += 1,
+            Err(_) => {
+                tally.failed += 1;
+                connection = None;
+            }
+        }
+        let latency_us = scheduled.elapsed().as_micros().clamp(1, 120_000_000) as u64;
+        tally.histogram.record(latency_us).expect("latency within bounds");
+    }
+    tally
+}
+
+fn remember_open_order(recent_orders: &RecentOrders, account: usize, body: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
+    if value["order"]["status"] == "open" {
+        let mut orders = recent_orders.lock().expect("not poisoned");
+        orders.push((account, value["order"]["orderId"].as_str().unwrap_or_default().to_string()));
+        let excess = orders.len().saturating_sub(MAX_RECENT_ORDERS);
+        orders.drain(..excess);
+    }
+}
+
+/// Offers the workload at the fixed rate for the duration and reports what came back.
+///
+/// [`CONNECTIONS`] connections are opened first. Then request `i` is queued at
+/// `start + i / rate` (the scheduler wakes every millisecond or so and queues every request that
+/// is due), whatever the answers do; each connection's task takes the next queued request as soon
+/// as its previous answer is in, and every latency counts from the scheduled moment.
+pub async fn run(settings: RunSettings) -> RunReport {
+    let authority = authority_of(&settings.target);
+    let rate = settings.rate_per_second.max(1);
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let total = (settings.duration.as_secs_f64() * settings.rate_per_second as f64) as u64;
+    let recent_orders: Arc<RecentOrders> = Arc::default();
+    let remembers_orders = settings.workload == Workload::Mixed;
+    let (queue, jobs) = async_channel::bounded::<Job>(MAX_QUEUED_REQUESTS);
+    let mut workers = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        let connection = connect(&authority).await.ok();
+        workers.push(tokio::spawn(work_connection(
+            authority.clone(),
+            connection,
+            jobs.clone(),
+            recent_orders.clone(),
+            remembers_orders,
+        )));
+    }
+    drop(jobs);
+    let mut random = StdRng::seed_from_u64(7);
+    let started = Instant::now();
+    let mut queued = 0u64;
+    while queued < total {
+        let scheduled = started + interval.mul_f64(queued as f64);
+        tokio::time::sleep_until(scheduled.into()).await;
+        let due = ((started.elapsed().as_secs_f64() * rate as f64) as u64 + 1).min(total);
+        while queued < due {
+            let scheduled = started + interval.mul_f64(queued as f64);
+            let request = request(&settings, &mut random, &recent_orders);
+            if queue.send(Job { scheduled, request }).await.is_err() {
+                break;
+            }
+            queued += 1;
+        }
+    }
+    queue.close();
+    let mut tally = Tally::new();
+    for worker in workers {
+        if let Ok(worker_tally) = worker.await {
+            tally.add(&worker_tally);
+        }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let histogram = histogram.lock().await;
-    let succeeded = succeeded.load(Ordering::Relaxed);
     RunReport {
         workload: settings.workload,
         offered_per_second: settings.rate_per_second,
-        achieved_per_second: succeeded as f64 / elapsed,
-        succeeded,
-        rejected: rejected.load(Ordering::Relaxed),
-        failed: failed.load(Ordering::Relaxed),
+        achieved_per_second: tally.succeeded as f64 / elapsed,
+        succeeded: tally.succeeded,
+        rejected: tally.rejected,
+        failed: tally.failed,
         latency_us: [
-            histogram.value_at_quantile(0.5),
-            histogram.value_at_quantile(0.9),
-            histogram.value_at_quantile(0.99),
-            histogram.value_at_quantile(0.999),
-            histogram.max(),
+            tally.histogram.value_at_quantile(0.5),
+            tally.histogram.value_at_quantile(0.9),
+            tally.histogram.value_at_quantile(0.99),
+            tally.histogram.value_at_quantile(0.999),
+            tally.histogram.max(),
         ],
     }
 }

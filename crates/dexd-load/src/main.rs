@@ -48,7 +48,7 @@ struct Cli {
     chart_to: std::path::PathBuf,
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), String> {
     let cli = Cli::parse();
     if let Some(csv) = &cli.chart_from {
