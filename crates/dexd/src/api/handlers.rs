@@ -14,6 +14,7 @@ use dexd_core::{
     Address, AssetIndex, CandleInterval, Command, Direction, Event, NewOrder, OrderId, OrderStatus, OrderType,
     PairIndex, TimeInForce, TransferKind, TransferRequest,
 };
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::credential::Credential;
@@ -184,7 +185,7 @@ fn client_order_id(params: &Params) -> Result<Option<String>, ApiError> {
 }
 
 /// POST /order/addOrder
-pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
+pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue>, ApiError> {
     let chain = chain_of(&venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let pair_index = pair_param(&chain, &params, "symbol")?;
@@ -257,7 +258,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
             _ => None,
         })
         .ok_or_else(ApiError::internal)?;
-    let trades: Vec<Value> = events
+    let trades: Vec<render::TradeObject> = events
         .iter()
         .filter_map(|event| match event {
             Event::TradeExecuted(trade) => Some(render::trade(&chain.config, trade)),
@@ -270,7 +271,20 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Answer {
         expiry_ms,
         signature: authorization.signature,
     };
-    Ok(json!({"order": render::order(&chain.config, &stored), "trades": trades}))
+    let placed = PlacedOrder {
+        order: render::order(&chain.config, &stored),
+        trades,
+    };
+    // Written out here, while the chain's configuration it borrows from is at hand, straight
+    // from the typed objects: the busiest answer builds no JSON value.
+    serde_json::value::to_raw_value(&placed).map_err(|_| ApiError::internal())
+}
+
+/// The answer to a placement: the order and the trades it made.
+#[derive(serde::Serialize)]
+struct PlacedOrder<'a> {
+    order: render::OrderObject<'a>,
+    trades: Vec<render::TradeObject<'a>>,
 }
 
 /// The typed data of a cancel: `CancelOrder(account, symbol, orderId, nonce, expiry)`.
@@ -383,7 +397,7 @@ async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> A
         .await?
         .orders(&account, status, pair, request)
         .map_err(store_error)?;
-    let orders: Vec<Value> = page
+    let orders: Vec<render::OrderObject> = page
         .items
         .iter()
         .map(|stored| render::order(&chain.config, stored))
@@ -496,7 +510,7 @@ pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
         .await?
         .trades(pair_index, request)
         .map_err(store_error)?;
-    let trades: Vec<Value> = page
+    let trades: Vec<render::TradeObject> = page
         .items
         .iter()
         .map(|trade| render::trade(&chain.config, trade))
@@ -532,7 +546,7 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
     let unrealized = mark_value.map_or(0, |value| position.unrealized_pnl_quote(value));
     let quote_decimals = spec.quote_decimals();
     let open_orders = history(&chain).await?.open_orders_on_pair(&account, pair_index);
-    let open_orders: Vec<Value> = open_orders
+    let open_orders: Vec<render::OrderObject> = open_orders
         .iter()
         .map(|stored| render::order(&chain.config, stored))
         .collect();

@@ -26,7 +26,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::Value;
 
 use self::error::ApiError;
 use self::operations::Operation;
@@ -140,7 +139,7 @@ async fn rate_limit_by_ip(State(venue): State<Arc<Venue>>, request: Request, nex
 }
 
 /// Routes every path of an operation, with the method its table entry names.
-fn add_operation<Handler, Answer>(
+fn add_operation<Handler, Answer, Answered>(
     router: Router<Arc<Venue>>,
     operation: &'static Operation,
     (body_limit, body_timeout_ms): (usize, u64),
@@ -148,7 +147,8 @@ fn add_operation<Handler, Answer>(
 ) -> Router<Arc<Venue>>
 where
     Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
-    Answer: Future<Output = Result<Value, ApiError>> + Send + 'static,
+    Answer: Future<Output = Result<Answered, ApiError>> + Send + 'static,
+    Answered: serde::Serialize + Send + 'static,
 {
     let body_timeout = Duration::from_millis(body_timeout_ms);
     let mut router = router;
@@ -174,15 +174,16 @@ where
     router
 }
 
-async fn run_operation<Handler, Answer>(
+async fn run_operation<Handler, Answer, Answered>(
     operation: &'static Operation,
     venue: Arc<Venue>,
     params: Params,
     handler: Handler,
-) -> Result<Json<Value>, ApiError>
+) -> Result<Json<Answered>, ApiError>
 where
     Handler: Fn(Arc<Venue>, Params) -> Answer,
-    Answer: Future<Output = Result<Value, ApiError>>,
+    Answer: Future<Output = Result<Answered, ApiError>>,
+    Answered: serde::Serialize,
 {
     params.check_allowed(operation)?;
     handler(venue, params).await.map(Json)

@@ -6,6 +6,7 @@
 
 use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
 use dexd_core::{AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::config::{ChainConfig, PairConfig};
@@ -95,8 +96,37 @@ pub fn order_message(chain: &ChainConfig, terms: &NewOrder, nonce: [u8; 32], exp
     }
 }
 
+/// The contract's Order object, serialized field by field in the contract's order (no JSON
+/// value is built in between: placing an order answers one, on the busiest path).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderObject<'a> {
+    order_id: String,
+    client_order_id: Option<&'a str>,
+    chain_id: String,
+    account: String,
+    symbol: &'a str,
+    #[serde(rename = "type")]
+    order_type: &'static str,
+    direction: &'static str,
+    time_in_force: &'static str,
+    post_only: bool,
+    price: Option<String>,
+    amount: String,
+    filled: String,
+    remaining: String,
+    cost: String,
+    average: Option<String>,
+    fee: String,
+    fee_asset: &'a str,
+    status: &'static str,
+    timestamp: u64,
+    updated_at: u64,
+    signature: String,
+}
+
 /// The contract's Order object.
-pub fn order(chain: &ChainConfig, stored: &StoredOrder) -> Value {
+pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject<'a> {
     let record = &stored.record;
     let pair = chain.pair_config(record.terms.pair);
     let spec = &pair.spec;
@@ -106,46 +136,62 @@ pub fn order(chain: &ChainConfig, stored: &StoredOrder) -> Value {
         Direction::Sell => spec.quote(),
     };
     let filled_units = spec.base_amount(record.filled).units();
-    json!({
-        "orderId": record.terms.order_id.to_string(),
-        "clientOrderId": record.terms.client_order_id,
-        "chainId": chain.chain_id.to_string(),
-        "account": checksummed(&record.terms.account),
-        "symbol": pair.symbol,
-        "type": order_type_name(record.terms.order_type),
-        "direction": direction_name(record.terms.direction),
-        "timeInForce": time_in_force_name(record.terms.time_in_force),
-        "postOnly": record.terms.post_only,
-        "price": record.terms.price.map(|price| spec.format_price(price)),
-        "amount": base(record.terms.quantity),
-        "filled": base(record.filled),
-        "remaining": base(record.remaining()),
-        "cost": asset_amount(chain, spec.quote(), record.cost.units()),
-        "average": average_price(pair, record.cost.units(), filled_units),
-        "fee": asset_amount(chain, fee_asset, record.fee.units()),
-        "feeAsset": chain.asset_config(fee_asset).symbol,
-        "status": status_name(record.status),
-        "timestamp": record.created_at_ms,
-        "updatedAt": record.updated_at_ms,
-        "signature": hex_prefixed(&stored.signature),
-    })
+    OrderObject {
+        order_id: record.terms.order_id.to_string(),
+        client_order_id: record.terms.client_order_id.as_deref(),
+        chain_id: chain.chain_id.to_string(),
+        account: checksummed(&record.terms.account),
+        symbol: &pair.symbol,
+        order_type: order_type_name(record.terms.order_type),
+        direction: direction_name(record.terms.direction),
+        time_in_force: time_in_force_name(record.terms.time_in_force),
+        post_only: record.terms.post_only,
+        price: record.terms.price.map(|price| spec.format_price(price)),
+        amount: base(record.terms.quantity),
+        filled: base(record.filled),
+        remaining: base(record.remaining()),
+        cost: asset_amount(chain, spec.quote(), record.cost.units()),
+        average: average_price(pair, record.cost.units(), filled_units),
+        fee: asset_amount(chain, fee_asset, record.fee.units()),
+        fee_asset: &chain.asset_config(fee_asset).symbol,
+        status: status_name(record.status),
+        timestamp: record.created_at_ms,
+        updated_at: record.updated_at_ms,
+        signature: hex_prefixed(&stored.signature),
+    }
+}
+
+/// The contract's Trade object, serialized without a JSON value in between (see [`OrderObject`]).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TradeObject<'a> {
+    trade_id: String,
+    chain_id: String,
+    symbol: &'a str,
+    price: String,
+    amount: String,
+    cost: String,
+    taker_direction: &'static str,
+    maker_order_id: String,
+    taker_order_id: String,
+    timestamp: u64,
 }
 
 /// The contract's Trade object.
-pub fn trade(chain: &ChainConfig, trade: &Trade) -> Value {
+pub fn trade<'a>(chain: &'a ChainConfig, trade: &Trade) -> TradeObject<'a> {
     let pair = chain.pair_config(trade.pair);
-    json!({
-        "tradeId": trade.trade_id.to_string(),
-        "chainId": chain.chain_id.to_string(),
-        "symbol": pair.symbol,
-        "price": pair.spec.format_price(trade.price),
-        "amount": asset_amount(chain, pair.spec.base(), trade.base_amount.units()),
-        "cost": asset_amount(chain, pair.spec.quote(), trade.cost.units()),
-        "takerDirection": direction_name(trade.taker_direction),
-        "makerOrderId": trade.maker_order_id.to_string(),
-        "takerOrderId": trade.taker_order_id.to_string(),
-        "timestamp": trade.timestamp_ms,
-    })
+    TradeObject {
+        trade_id: trade.trade_id.to_string(),
+        chain_id: chain.chain_id.to_string(),
+        symbol: &pair.symbol,
+        price: pair.spec.format_price(trade.price),
+        amount: asset_amount(chain, pair.spec.base(), trade.base_amount.units()),
+        cost: asset_amount(chain, pair.spec.quote(), trade.cost.units()),
+        taker_direction: direction_name(trade.taker_direction),
+        maker_order_id: trade.maker_order_id.to_string(),
+        taker_order_id: trade.taker_order_id.to_string(),
+        timestamp: trade.timestamp_ms,
+    }
 }
 
 /// The contract's Transfer object.
