@@ -462,8 +462,30 @@ impl SigningDomain {
     }
 
     /// The EIP-712 digest of an order; dexd uses it as the order's id.
+    ///
+    /// The same words as `self.digest(&order.typed())` (a unit test holds them equal), encoded in
+    /// place: every placement takes this path, and the typed message copied each string first.
     pub fn order_digest(&self, order: &OrderMessage) -> [u8; 32] {
-        self.digest(&order.typed())
+        let text = |value: &str| keccak256(value.as_bytes()).0;
+        let words: [[u8; 32]; 12] = [
+            ORDER_TYPE.type_hash(),
+            address_word(&order.account),
+            text(&order.symbol),
+            text(&order.order_type),
+            text(&order.direction),
+            text(&order.time_in_force),
+            uint256(u128::from(order.post_only)),
+            text(&order.price),
+            text(&order.amount),
+            text(&order.client_order_id),
+            order.nonce,
+            uint256(u128::from(order.expiry_ms)),
+        ];
+        let mut preimage = [0u8; 66];
+        preimage[..2].copy_from_slice(&[0x19, 0x01]);
+        preimage[2..34].copy_from_slice(&self.separator);
+        preimage[34..].copy_from_slice(&keccak256(words.as_flattened()).0);
+        keccak256(preimage).0
     }
 
     /// The domain as typed-data JSON.
@@ -605,6 +627,34 @@ mod tests {
             assert_eq!(cache.address_of(&other), other.address());
         }
         assert_ne!(cache.address_of(&cow), cache.address_of(&other));
+    }
+
+    #[test]
+    fn the_order_digest_encoded_in_place_is_the_typed_message_digest() {
+        let domain = SigningDomain::new(11155111, Address::from_bytes([0xde; 20]));
+        let limit = OrderMessage {
+            account: Address::from_bytes([0x12; 20]),
+            symbol: "ETH/USDC".into(),
+            order_type: "limit".into(),
+            direction: "sell".into(),
+            time_in_force: "IOC".into(),
+            post_only: true,
+            price: "2500.5".into(),
+            amount: "0.25".into(),
+            client_order_id: "bot-7".into(),
+            nonce: [0x34; 32],
+            expiry_ms: 1_800_000_000_123,
+        };
+        let market = OrderMessage {
+            order_type: "market".into(),
+            post_only: false,
+            price: String::new(),
+            client_order_id: String::new(),
+            ..limit.clone()
+        };
+        for message in [limit, market] {
+            assert_eq!(domain.order_digest(&message), domain.digest(&message.typed()));
+        }
     }
 
     #[test]
