@@ -329,7 +329,7 @@ impl FieldValue {
     fn encode(&self) -> [u8; 32] {
         match self {
             FieldValue::Address(address) => address_word(address),
-            FieldValue::Text(text) => keccak256(text.as_bytes()).0,
+            FieldValue::Text(text) => text_word(text),
             FieldValue::Bool(flag) => uint256(u128::from(*flag)),
             FieldValue::Uint(word) | FieldValue::Bytes32(word) => *word,
         }
@@ -466,7 +466,7 @@ impl SigningDomain {
     /// The same words as `self.digest(&order.typed())` (a unit test holds them equal), encoded in
     /// place: every placement takes this path, and the typed message copied each string first.
     pub fn order_digest(&self, order: &OrderMessage) -> [u8; 32] {
-        let text = |value: &str| keccak256(value.as_bytes()).0;
+        let text = text_word;
         let words: [[u8; 32]; 12] = [
             ORDER_TYPE.type_hash(),
             address_word(&order.account),
@@ -540,6 +540,24 @@ pub fn request_types_json(domain: &SigningDomain) -> Value {
         types.insert(struct_type.name.into(), struct_type.members_json());
     }
     json!({"domain": domain.domain_json(), "types": types})
+}
+
+/// The fixed words orders are made of (types, directions, times in force, and the empty string of
+/// a market order's price or a missing client order id), with their keccak-256 computed once:
+/// half of an order's hashing was of these.
+static FIXED_TEXT_WORDS: std::sync::LazyLock<Vec<(&'static str, [u8; 32])>> = std::sync::LazyLock::new(|| {
+    ["limit", "market", "buy", "sell", "GTC", "IOC", "FOK", ""]
+        .into_iter()
+        .map(|text| (text, keccak256(text.as_bytes()).0))
+        .collect()
+});
+
+/// The EIP-712 encoding of a `string`: its keccak-256, looked up for the fixed words.
+fn text_word(text: &str) -> [u8; 32] {
+    FIXED_TEXT_WORDS
+        .iter()
+        .find(|(fixed, _)| *fixed == text)
+        .map_or_else(|| keccak256(text.as_bytes()).0, |(_, hash)| *hash)
 }
 
 fn uint256(value: u128) -> [u8; 32] {
@@ -654,6 +672,9 @@ mod tests {
         };
         for message in [limit, market] {
             assert_eq!(domain.order_digest(&message), domain.digest(&message.typed()));
+        }
+        for text in ["limit", "market", "buy", "sell", "GTC", "IOC", "FOK", "", "ETH/USDC", "limit "] {
+            assert_eq!(text_word(text), keccak256(text.as_bytes()).0, "{text:?}");
         }
     }
 
