@@ -489,16 +489,42 @@ pub async fn run(settings: RunSettings) -> RunReport {
     }
 }
 
-/// Starts a do-nothing axum server on the same runtime settings, for the HTTP limit; returns its
-/// address.
-pub async fn start_baseline_server() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port is free");
-    let address = listener.local_addr().expect("bound");
-    let router = axum::Router::new().route("/health", axum::routing::get(|| async { "{\"status\":\"ok\"}" }));
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    format!("http://{address}")
+/// A do-nothing axum server, for the HTTP limit, on a runtime of its own built as dexd builds its
+/// own (multi-threaded, one worker per core): the generator runs on a single thread, which must
+/// not be the server's too. Stopped when dropped.
+pub struct BaselineServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    /// `http://127.0.0.1:port`.
+    pub address: String,
+}
+
+impl Drop for BaselineServer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            // Also allowed from inside another runtime, unlike dropping it.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Starts the do-nothing axum server on a loopback port.
+pub fn start_baseline_server() -> BaselineServer {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the baseline's runtime starts");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port is free");
+    listener.set_nonblocking(true).expect("the socket can be non-blocking");
+    let address = format!("http://{}", listener.local_addr().expect("bound"));
+    runtime.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+        let router = axum::Router::new().route("/health", axum::routing::get(|| async { "{\"status\":\"ok\"}" }));
+        axum::serve(listener, router).await
+    });
+    BaselineServer {
+        runtime: Some(runtime),
+        address,
+    }
 }
 
 /// A counter as a uint256 word.

@@ -42,9 +42,9 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
         assert!(report.rejected <= 20, "{workload:?}: {report:?}");
         assert!(report.latency_us[0] > 0 && report.latency_us[4] >= report.latency_us[2]);
     }
-    let baseline = start_baseline_server().await;
+    let baseline = start_baseline_server();
     let report = run(RunSettings {
-        target: baseline,
+        target: baseline.address.clone(),
         workload: Workload::AxumBaseline,
         ..settings
     })
