@@ -158,23 +158,29 @@ impl fmt::Display for Decimal {
 /// Formats `units / 10^decimals` canonically: no exponent, no sign, no trailing zeros after the
 /// point and no lone point (`"1.5"`, `"2000"`, `"0.0001"`, `"0"`).
 pub fn format_scaled_units(units: u128, decimals: u32) -> String {
-    let digits = units.to_string();
-    if decimals == 0 {
-        return digits;
-    }
-    let decimals = decimals as usize;
-    let padded = if digits.len() <= decimals {
-        format!("{}{}", "0".repeat(decimals + 1 - digits.len()), digits)
+    // Every amount and price of every answer passes here (a placement's answer about eight
+    // times), so the digits are written once into a buffer on the stack and the text is built
+    // with one allocation of its exact size.
+    let mut digits_buffer = itoa::Buffer::new();
+    let digits = digits_buffer.format(units);
+    let decimals = usize::try_from(decimals).unwrap_or(usize::MAX);
+    let (integer_part, fraction_digits, fraction_leading_zeros) = if digits.len() > decimals {
+        let (integer_part, fraction_digits) = digits.split_at(digits.len() - decimals);
+        (integer_part, fraction_digits, 0)
     } else {
-        digits
+        ("0", digits, decimals - digits.len())
     };
-    let (integer_part, fraction_part) = padded.split_at(padded.len() - decimals);
-    let fraction_part = fraction_part.trim_end_matches('0');
-    if fraction_part.is_empty() {
-        integer_part.to_string()
-    } else {
-        format!("{integer_part}.{fraction_part}")
+    let fraction_digits = fraction_digits.trim_end_matches('0');
+    if fraction_digits.is_empty() {
+        // Nothing after the point: the fraction was all zeros (or `units` was 0).
+        return integer_part.to_string();
     }
+    let mut text = String::with_capacity(integer_part.len() + 1 + fraction_leading_zeros + fraction_digits.len());
+    text.push_str(integer_part);
+    text.push('.');
+    text.extend(std::iter::repeat_n('0', fraction_leading_zeros));
+    text.push_str(fraction_digits);
+    text
 }
 
 /// `value * numerator / denominator`, rounded toward zero, without intermediate overflow where
@@ -269,6 +275,39 @@ mod tests {
             format_scaled_units(u128::MAX, 38),
             "3.40282366920938463463374607431768211455"
         );
+    }
+
+    /// The first implementation, kept as the reference the faster one must agree with.
+    fn reference_format_scaled_units(units: u128, decimals: u32) -> String {
+        let digits = units.to_string();
+        if decimals == 0 {
+            return digits;
+        }
+        let decimals = decimals as usize;
+        let padded = if digits.len() <= decimals {
+            format!("{}{}", "0".repeat(decimals + 1 - digits.len()), digits)
+        } else {
+            digits
+        };
+        let (integer_part, fraction_part) = padded.split_at(padded.len() - decimals);
+        let fraction_part = fraction_part.trim_end_matches('0');
+        if fraction_part.is_empty() {
+            integer_part.to_string()
+        } else {
+            format!("{integer_part}.{fraction_part}")
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn formatting_agrees_with_the_reference(units: u128, small_units in 0u128..100_000, decimals in 0u32..45) {
+            for units in [units, small_units, units % 1_000_000_000_000_000_000_000] {
+                proptest::prop_assert_eq!(
+                    format_scaled_units(units, decimals),
+                    reference_format_scaled_units(units, decimals)
+                );
+            }
+        }
     }
 
     #[test]
