@@ -107,14 +107,37 @@ pub fn router(venue: Arc<Venue>) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::internal().into_response()
         }))
-        .layer(axum::middleware::from_fn_with_state(venue_for_limits, rate_limit_by_ip))
-        .layer(axum::middleware::from_fn(request_id_and_log))
+        .layer(axum::middleware::from_fn_with_state(venue_for_limits, request_edge))
 }
 
-/// Takes every request from its client IP's budget: 429 past it, and the `RateLimit-*` headers
+/// What every request passes through first, in one middleware (each layer of its own cost an
+/// allocation and a dispatch per request): its id, its client IP's budget, and its log line.
+async fn request_edge(State(venue): State<Arc<Venue>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let number = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let request_id = format!("{:08x}-{number:x}", process_tag());
+    let method = request.method().clone();
+    // Only the path is logged: the query and the body may carry values that must not be kept.
+    let path = request.uri().path().to_string();
+    let mut response = rate_limit_by_ip(&venue, request, next).await;
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    tracing::info!(
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        latency_us = started.elapsed().as_micros() as u64,
+        request_id = %request_id,
+        "request"
+    );
+    response
+}
+
+/// Takes the request from its client IP's budget: 429 past it, and the `RateLimit-*` headers
 /// on every answer. Without connection information (a router used in process) every request
 /// counts against one unspecified address.
-async fn rate_limit_by_ip(State(venue): State<Arc<Venue>>, request: Request, next: Next) -> Response {
+async fn rate_limit_by_ip(venue: &Venue, request: Request, next: Next) -> Response {
     let ip = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
@@ -212,28 +235,6 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<zeroiz
 }
 
 static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-async fn request_id_and_log(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let number = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let request_id = format!("{:08x}-{number:x}", process_tag());
-    let method = request.method().clone();
-    // Only the path is logged: the query and the body may carry values that must not be kept.
-    let path = request.uri().path().to_string();
-    let mut response = next.run(request).await;
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("x-request-id", value);
-    }
-    tracing::info!(
-        method = %method,
-        path = %path,
-        status = response.status().as_u16(),
-        latency_us = started.elapsed().as_micros() as u64,
-        request_id = %request_id,
-        "request"
-    );
-    response
-}
 
 fn process_tag() -> u32 {
     static TAG: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
