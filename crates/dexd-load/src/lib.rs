@@ -13,15 +13,15 @@ pub mod chart;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use dexd::crypto::{checksummed, OrderMessage, PrivateKey, SigningDomain};
 use hdrhistogram::Histogram;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, StatusCode};
 use hyper_util::rt::TokioIo;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 /// What to send.
@@ -349,7 +349,11 @@ async fn connect(authority: &str) -> Result<Connection, String> {
 
 /// Sends one request on `connection` and reads the whole answer (so the connection can be
 /// reused): its status and body.
-async fn exchange(connection: &mut Connection, authority: &str, request: &Request) -> Result<(StatusCode, Bytes), String> {
+async fn exchange(
+    connection: &mut Connection,
+    authority: &str,
+    request: &Request,
+) -> Result<(StatusCode, Bytes), String> {
     connection.ready().await.map_err(|error| error.to_string())?;
     let outgoing = hyper::Request::builder()
         .method(if request.is_post { Method::POST } else { Method::GET })
@@ -358,7 +362,10 @@ async fn exchange(connection: &mut Connection, authority: &str, request: &Reques
         .header(CONTENT_TYPE, "application/json")
         .body(Full::new(request.body.clone()))
         .map_err(|error| error.to_string())?;
-    let response = connection.send_request(outgoing).await.map_err(|error| error.to_string())?;
+    let response = connection
+        .send_request(outgoing)
+        .await
+        .map_err(|error| error.to_string())?;
     let status = response.status();
     let body = response
         .into_body()
@@ -416,7 +423,10 @@ fn remember_open_order(recent_orders: &RecentOrders, account: usize, body: &[u8]
     };
     if value["order"]["status"] == "open" {
         let mut orders = recent_orders.lock().expect("not poisoned");
-        orders.push((account, value["order"]["orderId"].as_str().unwrap_or_default().to_string()));
+        orders.push((
+            account,
+            value["order"]["orderId"].as_str().unwrap_or_default().to_string(),
+        ));
         let excess = orders.len().saturating_sub(MAX_RECENT_ORDERS);
         orders.drain(..excess);
     }

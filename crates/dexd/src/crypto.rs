@@ -673,7 +673,9 @@ mod tests {
         for message in [limit, market] {
             assert_eq!(domain.order_digest(&message), domain.digest(&message.typed()));
         }
-        for text in ["limit", "market", "buy", "sell", "GTC", "IOC", "FOK", "", "ETH/USDC", "limit "] {
+        for text in [
+            "limit", "market", "buy", "sell", "GTC", "IOC", "FOK", "", "ETH/USDC", "limit ",
+        ] {
             assert_eq!(text_word(text), keccak256(text.as_bytes()).0, "{text:?}");
         }
     }
