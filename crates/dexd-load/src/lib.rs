@@ -47,6 +47,7 @@ impl Workload {
             "mixed" => Some(Workload::Mixed),
             "read" => Some(Workload::Read),
             "health" => Some(Workload::Health),
+            "axum-baseline" => Some(Workload::AxumBaseline),
             _ => None,
         }
     }

@@ -19,7 +19,7 @@ struct Cli {
     /// The dexd server.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     target: String,
-    /// place, mixed, read, or health.
+    /// place, mixed, read, health, or axum-baseline (the do-nothing axum endpoint alone).
     #[arg(long, default_value = "place")]
     workload: String,
     /// Offered rates (requests per second), one run each.
@@ -58,13 +58,14 @@ async fn main() -> Result<(), String> {
         println!("chart written to {}", cli.chart_to.display());
         return Ok(());
     }
-    let workload = Workload::parse(&cli.workload).ok_or("workload must be place, mixed, read or health")?;
+    let workload = Workload::parse(&cli.workload)
+        .ok_or("workload must be place, mixed, read, health or axum-baseline")?;
     let mut reports = Vec::new();
     if cli.key_limit {
         let per_core = key_limit_per_core(Duration::from_secs(3));
         println!("key limit: {per_core:.0} orders/s per core (address derivation + EIP-712 signing)");
     }
-    if cli.baseline {
+    if cli.baseline || workload == Workload::AxumBaseline {
         let baseline = start_baseline_server();
         for rate in &cli.rates {
             let settings = RunSettings {
@@ -79,6 +80,9 @@ async fn main() -> Result<(), String> {
             print_report("axum baseline", &report);
             reports.push(report);
         }
+    }
+    if workload == Workload::AxumBaseline {
+        return write_csv(cli.csv.as_deref(), &reports);
     }
     let settings = RunSettings {
         target: cli.target.clone(),
@@ -100,7 +104,12 @@ async fn main() -> Result<(), String> {
         print_report("dexd", &report);
         reports.push(report);
     }
-    if let Some(path) = cli.csv {
+    write_csv(cli.csv.as_deref(), &reports)
+}
+
+/// Appends the runs to the CSV file, with its header when the file is new.
+fn write_csv(path: Option<&std::path::Path>, reports: &[RunReport]) -> Result<(), String> {
+    if let Some(path) = path {
         let new = !path.exists();
         let mut file = std::fs::OpenOptions::new()
             .create(true)
@@ -110,7 +119,7 @@ async fn main() -> Result<(), String> {
         if new {
             writeln!(file, "{}", RunReport::CSV_HEADER).map_err(|error| error.to_string())?;
         }
-        for report in &reports {
+        for report in reports {
             writeln!(file, "{}", report.csv_row()).map_err(|error| error.to_string())?;
         }
     }

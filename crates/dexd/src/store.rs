@@ -477,7 +477,7 @@ fn checkpoint_passive(connection: &Connection) -> Result<(), StoreError> {
 }
 
 /// A connection to a chain's journal that only checkpoints it, on a thread of its own: it copies
-/// the bulk of the WAL into the database file and syncs it (about 10 ms per 8,192 commands here)
+/// the bulk of the WAL into the database file and syncs it (about 10 ms per 8,192 commands here, once every 32,768)
 /// while the writer goes on committing. The writer then finishes with a short checkpoint of what
 /// was appended meanwhile ([`StoreWriter::checkpoint`]), after which the WAL starts over: a
 /// checkpoint that never catches up with a busy writer lets the WAL grow without end.
