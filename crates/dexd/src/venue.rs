@@ -46,7 +46,7 @@ pub const PROJECTION_COALESCE_WAIT_MS: u64 = 5;
 /// to its file and syncs it, so running it after every batch would double the syncs, and the
 /// writer's part holds every write for 10–12 ms at 4,500 orders/s. At 8,192 that came every
 /// 1.8 s and was most of the slowest percent of placements (server-side p99 8.7–10.0 ms against
-/// 7.2–7.6 ms at 32,768). The cost: the WAL file grows to about 75 MB at that rate between
+/// 7.2–7.6 ms at 32,768). The cost: the WAL file grows to about 55 MB at that rate between
 /// checkpoints (it is reused, not regrown, after each).
 pub const JOURNAL_CHECKPOINT_INTERVAL_COMMANDS: usize = 32_768;
 /// How long a history read waits for the projector before it is answered 503.
