@@ -58,8 +58,8 @@ async fn main() -> Result<(), String> {
         println!("chart written to {}", cli.chart_to.display());
         return Ok(());
     }
-    let workload = Workload::parse(&cli.workload)
-        .ok_or("workload must be place, mixed, read, health or axum-baseline")?;
+    let workload =
+        Workload::parse(&cli.workload).ok_or("workload must be place, mixed, read, health or axum-baseline")?;
     let mut reports = Vec::new();
     if cli.key_limit {
         let per_core = key_limit_per_core(Duration::from_secs(3));
@@ -114,7 +114,7 @@ fn write_csv(path: Option<&std::path::Path>, reports: &[RunReport]) -> Result<()
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&path)
+            .open(path)
             .map_err(|error| error.to_string())?;
         if new {
             writeln!(file, "{}", RunReport::CSV_HEADER).map_err(|error| error.to_string())?;
