@@ -277,7 +277,16 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue
     };
     // Written out here, while the chain's configuration it borrows from is at hand, straight
     // from the typed objects: the busiest answer builds no JSON value.
-    serde_json::value::to_raw_value(&placed).map_err(|_| ApiError::internal())
+    serde_json::value::to_raw_value(&placed).map_err(|error| {
+        // Strings and numbers always serialize; if that ever changed, the order is on disk
+        // already and the answer must not say otherwise.
+        tracing::error!(%error, %order_id, "writing a placement's answer failed");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "internal error after the order was placed; read it back by its id",
+        )
+    })
 }
 
 /// The answer to a placement: the order and the trades it made.
