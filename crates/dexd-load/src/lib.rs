@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use dexd::crypto::{checksummed, OrderMessage, PrivateKey, SigningDomain};
+use dexd::crypto::{checksummed, hex_prefixed, OrderMessage, PrivateKey, SigningDomain};
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HOST};
@@ -139,7 +139,7 @@ fn derive_trader(index: usize) -> Trader {
     let mut random = StdRng::seed_from_u64(0xd3d0 + index as u64);
     loop {
         let bytes: [u8; 32] = random.gen();
-        let key = format!("0x{}", hex_string(&bytes));
+        let key = hex_prefixed(&bytes);
         if let Ok(parsed) = PrivateKey::parse(&key) {
             return Trader {
                 address: checksummed(&parsed.address()),
@@ -149,33 +149,27 @@ fn derive_trader(index: usize) -> Trader {
     }
 }
 
-fn hex_string(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(CONNECTIONS)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("the HTTP client builds")
-}
-
-/// Funds every account generously, so that placements never fail for money.
+/// Funds every account generously, so that placements never fail for money: one deposit after
+/// the other on one connection of the kind the runs use.
 pub async fn fund_accounts(settings: &RunSettings) -> Result<(), String> {
-    let http = http_client();
+    let authority = authority_of(&settings.target);
+    let mut connection = connect(&authority).await?;
     for index in 0..settings.accounts {
         let trader = trader(index);
         for (symbol, quantity) in [("ETH", "1000000"), ("USDC", "10000000000")] {
             let body = json!({"chainId": settings.chain_id.to_string(), "from": trader.address, "symbol": symbol, "quantity": quantity, "privateKey": trader.key});
-            let response = http
-                .post(format!("{}/portfolio/deposit", settings.target))
-                .json(&body)
-                .send()
+            let deposit = Request {
+                is_post: true,
+                path: "/portfolio/deposit".to_string(),
+                body: Bytes::from(body.to_string()),
+                placing_account: None,
+            };
+            let (status, _) = tokio::time::timeout(REQUEST_TIMEOUT, exchange(&mut connection, &authority, &deposit))
                 .await
+                .unwrap_or_else(|_| Err("timed out".to_string()))
                 .map_err(|error| format!("deposit: {error}"))?;
-            if !response.status().is_success() {
-                return Err(format!("deposit answered {}", response.status()));
+            if !status.is_success() {
+                return Err(format!("deposit answered {status}"));
             }
         }
     }
