@@ -1245,24 +1245,8 @@ mod tests {
         let config = crate::config::Config::embedded_default();
         let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
         let account = Address::from_bytes([0xa1; 20]);
-        let deposit = Command::Deposit(dexd_core::TransferRequest {
-            transfer_id: [0; 32],
-            account,
-            asset: dexd_core::AssetIndex(1),
-            amount: dexd_core::Amount::from_units(10u128.pow(12)),
-        });
-        let order = Command::PlaceOrder(dexd_core::NewOrder {
-            order_id: OrderId::from_bytes([0x0d; 32]),
-            client_order_id: None,
-            account,
-            pair: PairIndex(0),
-            order_type: dexd_core::OrderType::Limit,
-            direction: dexd_core::Direction::Buy,
-            time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: dexd_core::Price::from_ticks(100_000),
-            quantity: dexd_core::Quantity::from_lots(10),
-        });
+        let deposit = deposit(account, 1, 10u128.pow(12));
+        let order = limit_order(account, OrderId::from_bytes([0x0d; 32]), dexd_core::Direction::Buy, 10);
         let record = {
             let mut engine = Engine::new(engine_config.clone()).unwrap();
             let mut events = Vec::new();
@@ -1364,12 +1348,7 @@ mod tests {
             .map(|sequence| JournalEntry {
                 sequence,
                 time_ms: sequence,
-                command: codec::encode_command(&Command::Deposit(dexd_core::TransferRequest {
-                    transfer_id: [0; 32],
-                    account: Address::from_bytes([0xa1; 20]),
-                    asset: dexd_core::AssetIndex(1),
-                    amount: dexd_core::Amount::from_units(u128::from(sequence)),
-                })),
+                command: codec::encode_command(&deposit(Address::from_bytes([0xa1; 20]), 1, u128::from(sequence))),
                 authorization: None,
             })
             .collect();
@@ -1448,31 +1427,9 @@ mod tests {
         );
         let mut projections = Vec::new();
         for (account, order_id) in accounts.iter().zip(order_ids) {
-            let deposit = Command::Deposit(dexd_core::TransferRequest {
-                transfer_id: [0; 32],
-                account: *account,
-                asset: dexd_core::AssetIndex(1),
-                amount: dexd_core::Amount::from_units(10u128.pow(12)),
-            });
-            let order = Command::PlaceOrder(dexd_core::NewOrder {
-                order_id,
-                client_order_id: None,
-                account: *account,
-                pair: PairIndex(0),
-                order_type: dexd_core::OrderType::Limit,
-                direction: dexd_core::Direction::Buy,
-                time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
-                post_only: false,
-                price: dexd_core::Price::from_ticks(100_000),
-                quantity: dexd_core::Quantity::from_lots(10),
-            });
-            let authorization = Authorization {
-                order_id: Some(order_id),
-                nonce: [0; 32],
-                expiry_ms: 0,
-                signature: [0x1b; 65],
-                client_signed: false,
-            };
+            let deposit = deposit(*account, 1, 10u128.pow(12));
+            let order = limit_order(*account, order_id, dexd_core::Direction::Buy, 10);
+            let authorization = venue_signed(order_id, 0x1b);
             let cancel = Command::CancelOrder {
                 account: *account,
                 order_id,
@@ -1542,6 +1499,43 @@ mod tests {
             .unwrap();
     }
 
+    /// A deposit of `units` of asset `asset` of the embedded default's first chain.
+    fn deposit(account: Address, asset: u16, units: u128) -> Command {
+        Command::Deposit(dexd_core::TransferRequest {
+            transfer_id: [0; 32],
+            account,
+            asset: dexd_core::AssetIndex(asset),
+            amount: dexd_core::Amount::from_units(units),
+        })
+    }
+
+    /// A good-till-cancelled limit order on the first pair, at 100,000 ticks.
+    fn limit_order(account: Address, order_id: OrderId, direction: dexd_core::Direction, lots: u64) -> Command {
+        Command::PlaceOrder(dexd_core::NewOrder {
+            order_id,
+            client_order_id: None,
+            account,
+            pair: PairIndex(0),
+            order_type: dexd_core::OrderType::Limit,
+            direction,
+            time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
+            post_only: false,
+            price: dexd_core::Price::from_ticks(100_000),
+            quantity: dexd_core::Quantity::from_lots(lots),
+        })
+    }
+
+    /// The venue's signature of a placement, every byte of it `signature_byte`.
+    fn venue_signed(order_id: OrderId, signature_byte: u8) -> Authorization {
+        Authorization {
+            order_id: Some(order_id),
+            nonce: [0; 32],
+            expiry_ms: 0,
+            signature: [signature_byte; 65],
+            client_signed: false,
+        }
+    }
+
     #[test]
     fn an_open_order_lives_in_memory_survives_a_restart_and_is_written_once_when_it_fills() {
         let config = crate::config::Config::embedded_default();
@@ -1551,40 +1545,20 @@ mod tests {
         let (mut writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
         let (maker, taker) = (Address::from_bytes([0xa1; 20]), Address::from_bytes([0xb2; 20]));
         let maker_order_id = OrderId::from_bytes([0x0d; 32]);
-        let limit_order = |account: Address, order_id: OrderId, direction, lots| {
-            let order = Command::PlaceOrder(dexd_core::NewOrder {
-                order_id,
-                client_order_id: None,
-                account,
-                pair: PairIndex(0),
-                order_type: dexd_core::OrderType::Limit,
-                direction,
-                time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
-                post_only: false,
-                price: dexd_core::Price::from_ticks(100_000),
-                quantity: dexd_core::Quantity::from_lots(lots),
-            });
-            let authorization = Authorization {
-                order_id: Some(order_id),
-                nonce: [0; 32],
-                expiry_ms: 0,
-                signature: [order_id.as_bytes()[0]; 65],
-                client_signed: false,
-            };
-            (order, Some(authorization))
+        // Each placement signed with every byte the first of its id, so a signature tells whose it is.
+        let placement = |account: Address, order_id: OrderId, direction, lots| {
+            (
+                limit_order(account, order_id, direction, lots),
+                Some(venue_signed(order_id, order_id.as_bytes()[0])),
+            )
         };
         for (account, asset) in [(maker, 0), (taker, 1)] {
-            let deposit = Command::Deposit(dexd_core::TransferRequest {
-                transfer_id: [0; 32],
-                account,
-                asset: dexd_core::AssetIndex(asset),
-                amount: dexd_core::Amount::from_units(10u128.pow(30)),
-            });
+            let deposit = deposit(account, asset, 10u128.pow(30));
             journal_and_project(&mut engine, &mut writer, &mut projector, deposit, None);
         }
-        let (sell, signed) = limit_order(maker, maker_order_id, dexd_core::Direction::Sell, 100);
+        let (sell, signed) = placement(maker, maker_order_id, dexd_core::Direction::Sell, 100);
         journal_and_project(&mut engine, &mut writer, &mut projector, sell, signed);
-        let (buy, signed) = limit_order(taker, OrderId::from_bytes([0x0e; 32]), dexd_core::Direction::Buy, 40);
+        let (buy, signed) = placement(taker, OrderId::from_bytes([0x0e; 32]), dexd_core::Direction::Buy, 40);
         journal_and_project(&mut engine, &mut writer, &mut projector, buy, signed);
         let history_rows = |data_dir: &Path| -> i64 {
             Connection::open(history_path(data_dir, 1))
@@ -1613,7 +1587,7 @@ mod tests {
         assert_eq!(open.items[0].signature, [0x0d; 65]);
         assert_eq!(reader.open_orders_on_pair(&maker, PairIndex(0)).len(), 1);
 
-        let (buy, signed) = limit_order(taker, OrderId::from_bytes([0x0f; 32]), dexd_core::Direction::Buy, 60);
+        let (buy, signed) = placement(taker, OrderId::from_bytes([0x0f; 32]), dexd_core::Direction::Buy, 60);
         journal_and_project(&mut engine, &mut writer, &mut projector, buy, signed);
         assert!(reader
             .orders(&maker, OrderStatus::Open, None, everything)
@@ -1638,12 +1612,7 @@ mod tests {
         let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
         projector.set_id_index_run(2);
         let account = Address::from_bytes([0xa1; 20]);
-        let deposit = Command::Deposit(dexd_core::TransferRequest {
-            transfer_id: [0; 32],
-            account,
-            asset: dexd_core::AssetIndex(1),
-            amount: dexd_core::Amount::from_units(10u128.pow(30)),
-        });
+        let deposit = deposit(account, 1, 10u128.pow(30));
         journal_and_project(&mut engine, &mut writer, &mut projector, deposit, None);
         // Pairs of ids that share their first 8 bytes, so every lookup must compare whole ids.
         let order_ids: Vec<OrderId> = (0..5u8)
@@ -1654,25 +1623,8 @@ mod tests {
             })
             .collect();
         for (closed_so_far, order_id) in order_ids.iter().enumerate() {
-            let order = Command::PlaceOrder(dexd_core::NewOrder {
-                order_id: *order_id,
-                client_order_id: None,
-                account,
-                pair: PairIndex(0),
-                order_type: dexd_core::OrderType::Limit,
-                direction: dexd_core::Direction::Buy,
-                time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
-                post_only: false,
-                price: dexd_core::Price::from_ticks(100_000),
-                quantity: dexd_core::Quantity::from_lots(10),
-            });
-            let authorization = Authorization {
-                order_id: Some(*order_id),
-                nonce: [0; 32],
-                expiry_ms: 0,
-                signature: [0x1b; 65],
-                client_signed: false,
-            };
+            let order = limit_order(account, *order_id, dexd_core::Direction::Buy, 10);
+            let authorization = venue_signed(*order_id, 0x1b);
             journal_and_project(&mut engine, &mut writer, &mut projector, order, Some(authorization));
             let cancel = Command::CancelOrder {
                 account,
