@@ -2,7 +2,7 @@
 //! never panic.
 #![no_main]
 
-use dexd::api::credential::parse_uint256;
+use dexd::crypto::parse_uint256;
 use dexd::crypto::{parse_hex_bytes, recover_signer};
 use libfuzzer_sys::fuzz_target;
 

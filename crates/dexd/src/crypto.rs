@@ -183,6 +183,16 @@ pub fn parse_hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
     Some(bytes)
 }
 
+/// Parses a uint256 written in decimal digits.
+pub fn parse_uint256(text: &str) -> Option<[u8; 32]> {
+    if text.is_empty() || text.len() > 78 || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    alloy_primitives::U256::from_str_radix(text, 10)
+        .ok()
+        .map(|value| value.to_be_bytes())
+}
+
 /// The EIP-712 domain of one chain's venue, with its separator computed once: it is part of
 /// every digest, and its four keccak-256 hashes were a fifth of the hashing per order.
 #[derive(Debug, Clone, PartialEq, Eq)]

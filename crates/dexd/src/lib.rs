@@ -3,7 +3,7 @@
 //! The crate wraps the pure engine of `dexd-core` in everything that touches the world: the
 //! configuration ([`config`]), keys and signatures ([`crypto`]), the per-chain writer
 //! ([`venue`]), the embedded store ([`store`], [`codec`]), the HTTP layer ([`api`]) and its
-//! OpenAPI document ([`openapi`]). It does not match orders or move money itself: the engine does.
+//! OpenAPI document ([`api::openapi`]). It does not match orders or move money itself: the engine does.
 
 #![forbid(unsafe_code)]
 
@@ -12,8 +12,6 @@ pub mod codec;
 pub mod config;
 pub mod crypto;
 pub mod log_output;
-pub mod open_orders;
-pub mod openapi;
 pub mod rate_limit;
 pub mod store;
 pub mod tls;

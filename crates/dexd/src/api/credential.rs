@@ -6,7 +6,6 @@
 //! it does not claim nonces (the chain's writer does, in order, so that two requests with one
 //! nonce cannot both pass) and it does not build the typed data (the handlers do).
 
-use alloy_primitives::U256;
 use axum::http::StatusCode;
 use dexd_core::{Address, OrderId, MAX_SIGNED_REQUEST_LIFETIME_MS};
 
@@ -179,12 +178,4 @@ fn invalid_signature(digest: &[u8; 32]) -> ApiError {
         ),
     )
     .on("signature")
-}
-
-/// Parses a uint256 written in decimal digits.
-pub fn parse_uint256(text: &str) -> Option<[u8; 32]> {
-    if text.is_empty() || text.len() > 78 || !text.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    U256::from_str_radix(text, 10).ok().map(|value| value.to_be_bytes())
 }

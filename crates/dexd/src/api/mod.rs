@@ -9,6 +9,7 @@
 pub mod credential;
 pub mod error;
 pub mod handlers;
+pub mod openapi;
 pub mod operations;
 pub mod params;
 pub mod render;
@@ -92,7 +93,7 @@ pub fn router(venue: Arc<Venue>) -> Router {
     router = add_operation(router, &operations::EIP712_TYPES, body_limits, handlers::eip712_types);
     router = add_operation(router, &operations::HEALTH, body_limits, handlers::health);
     router = add_operation(router, &operations::OPENAPI, body_limits, |_venue, _params| async {
-        Ok(crate::openapi::document())
+        Ok(openapi::document())
     });
     router
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such path; see /openapi.json") })

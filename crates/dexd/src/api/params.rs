@@ -142,7 +142,7 @@ impl Params {
             Some(Value::Text(text) | Value::Number(text)) => text,
             Some(_) => return Err(ApiError::invalid(name, "must be a whole number")),
         };
-        super::credential::parse_uint256(digits)
+        crate::crypto::parse_uint256(digits)
             .map(Some)
             .ok_or_else(|| ApiError::invalid(name, "must be a uint256 in decimal digits (0 to 2^256 - 1)"))
     }

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use dexd_core::{Address, OrderId, OrderRecord, PairIndex};
 
-use crate::store::{Page, PageRequest, StoredOrder};
+use super::records::{Page, PageRequest, StoredOrder};
 
 /// The open orders of one chain, by sequence, by id and by account.
 #[derive(Default)]

@@ -1,0 +1,195 @@
+//! One function per operation: read the parameters, ask the venue, render the contract's body.
+//! The handlers are grouped as the seed groups its paths: [`order`] (`/order/...`),
+//! [`portfolio`] (`/portfolio/...`) and [`account`] (`/account/...`); this file holds what they
+//! share (reading a chain, an address, a pair, a page; mapping the venue's errors) and the
+//! extensions that belong to no group (`/health`).
+//!
+//! Parameters are checked in a fixed order (unknown fields, chain, credential, the rest), and
+//! every check happens before a command reaches the writer, so a refused request changes
+//! nothing. A private key is turned into an address and a signature, then dropped before the
+//! command is queued. These functions hold no state of their own.
+
+pub mod account;
+pub mod order;
+pub mod portfolio;
+
+use std::sync::Arc;
+
+use dexd_core::{Address, PairIndex};
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::params::Params;
+use crate::crypto::{parse_address, SigningDomain};
+use crate::store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
+use crate::venue::{Chain, Venue, WriteError};
+
+pub use self::account::{asset_balances, asset_pairs, assets_info, eip712_types, tradable_amounts};
+pub use self::order::{
+    add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders, open_positions,
+    order_detail, sell_order_book, trade_history,
+};
+pub use self::portfolio::{deposit, deposit_history, withdraw, withdraw_history};
+
+/// The longest `clientOrderId` accepted.
+pub const MAX_CLIENT_ORDER_ID_LENGTH: usize = 64;
+/// The deepest book page.
+pub const MAX_BOOK_DEPTH: usize = 1_000;
+pub(super) const DEFAULT_BOOK_DEPTH: usize = 50;
+pub(super) const DEFAULT_PAGE_LIMIT: usize = 100;
+pub(super) const DEFAULT_CANDLE_LIMIT: usize = 500;
+pub(super) const MAX_CANDLE_LIMIT: usize = 1_000;
+
+pub(super) type Answer = Result<Value, ApiError>;
+
+pub(super) fn chain_of(venue: &Venue, params: &Params) -> Result<Arc<Chain>, ApiError> {
+    let chain_id = params.integer("chainId")?.ok_or_else(|| ApiError::missing("chainId"))?;
+    venue.chain(chain_id).ok_or_else(|| {
+        ApiError::not_found("UNKNOWN_CHAIN", format!("chain {chain_id} is not configured")).on("chainId")
+    })
+}
+
+pub(super) fn address_param(params: &Params, name: &str) -> Result<Address, ApiError> {
+    parse_address(params.required_text(name)?).map_err(|_| {
+        ApiError::invalid(
+            name,
+            "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
+        )
+    })
+}
+
+pub(super) fn pair_param(chain: &Chain, params: &Params, name: &str) -> Result<PairIndex, ApiError> {
+    pair_of(chain, name, params.required_text(name)?)
+}
+
+pub(super) fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError> {
+    let well_formed = text.split_once('/').is_some_and(|(base, quote)| {
+        let symbol_ok = |part: &str| {
+            !part.is_empty()
+                && part.len() <= crate::config::MAX_SYMBOL_LENGTH
+                && part
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
+        };
+        symbol_ok(base) && symbol_ok(quote)
+    });
+    if !well_formed {
+        return Err(ApiError::invalid(name, "must be a pair such as ETH/USDC"));
+    }
+    chain.config.pair(text).ok_or_else(|| {
+        ApiError::not_found(
+            "UNKNOWN_PAIR",
+            format!("{} is not a pair of this chain", text.to_ascii_uppercase()),
+        )
+        .on(name)
+    })
+}
+
+pub(super) fn choice<'a>(params: &Params, name: &str, allowed: &[&'a str]) -> Result<Option<&'a str>, ApiError> {
+    let Some(text) = params.text(name)? else {
+        return Ok(None);
+    };
+    allowed
+        .iter()
+        .find(|candidate| candidate.eq_ignore_ascii_case(text))
+        .copied()
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid(name, format!("must be one of {}", allowed.join(", "))))
+}
+
+pub(super) fn bounded(params: &Params, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {
+    match params.integer(name)? {
+        None => Ok(default),
+        Some(value) if value >= 1 && value <= max as u64 => Ok(value as usize),
+        Some(_) => Err(ApiError::invalid(name, format!("must be between 1 and {max}"))),
+    }
+}
+
+pub(super) fn time_range(params: &Params) -> Result<(u64, u64), ApiError> {
+    let start = params.integer("startTime")?.unwrap_or(0);
+    let end = params.integer("endTime")?.unwrap_or(u64::MAX);
+    if start > end {
+        return Err(ApiError::invalid("startTime", "must not be after endTime"));
+    }
+    Ok((start, end))
+}
+
+pub(super) fn page_request(params: &Params) -> Result<PageRequest, ApiError> {
+    let limit = bounded(params, "limit", DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT)?;
+    let cursor = match params.text("cursor")? {
+        None => None,
+        Some(text) => Some(
+            text.parse::<u64>()
+                .map_err(|_| ApiError::invalid("cursor", "is not a cursor this service gave"))?,
+        ),
+    };
+    let (start_ms, end_ms) = time_range(params)?;
+    Ok(PageRequest {
+        limit,
+        cursor,
+        start_ms,
+        end_ms,
+    })
+}
+
+/// The chain's history, once it holds everything acknowledged before this request.
+pub(super) async fn history(chain: &Chain) -> Result<&crate::store::StoreReader, ApiError> {
+    chain
+        .history()
+        .await
+        .map_err(|_| ApiError::unavailable("the history is catching up; retry shortly"))
+}
+
+/// Takes one state change from the account's budget.
+pub(super) fn spend_write_budget(venue: &Venue, account: &Address) -> Result<(), ApiError> {
+    venue.rate_limits.check_account(account).map_err(|wait| {
+        crate::api::error::too_many_requests("this account is making state changes faster than allowed", wait)
+    })
+}
+
+/// A store that cannot be read is an internal fault: logged here, answered as an opaque 500.
+pub(super) fn store_error(error: StoreError) -> ApiError {
+    tracing::error!(%error, "reading the store failed");
+    ApiError::internal()
+}
+
+pub(super) fn write_error(error: WriteError) -> ApiError {
+    match error {
+        WriteError::Rejected(rejection) => ApiError::from_rejection(rejection),
+        WriteError::QueueFull => {
+            ApiError::unavailable("the chain's write queue is full; nothing was applied, retry shortly")
+        }
+        WriteError::NotDurable => {
+            ApiError::unavailable("the change could not be written to disk; nothing was applied, retry later")
+        }
+        WriteError::HistoryBehind => {
+            ApiError::unavailable("the history has not caught up with the latest changes; retry shortly")
+        }
+    }
+}
+
+pub(super) fn signing_domain(chain: &Chain) -> &SigningDomain {
+    &chain.signing_domain
+}
+
+pub(super) fn client_order_id(params: &Params) -> Result<Option<String>, ApiError> {
+    let Some(text) = params.text("clientOrderId")? else {
+        return Ok(None);
+    };
+    let valid = text.len() <= MAX_CLIENT_ORDER_ID_LENGTH
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"._:-".contains(&byte));
+    if !valid {
+        return Err(ApiError::invalid(
+            "clientOrderId",
+            format!("must be 1 to {MAX_CLIENT_ORDER_ID_LENGTH} of A-Z a-z 0-9 . _ : -"),
+        ));
+    }
+    Ok(Some(text.to_string()))
+}
+
+/// GET /health
+pub async fn health(_venue: Arc<Venue>, _params: Params) -> Answer {
+    Ok(json!({"status": "ok"}))
+}

@@ -1,0 +1,409 @@
+//! The order group (`/order/...`): placing and cancelling orders, the account's order lists,
+//! the books, candles, trades and positions of a pair, and the order detail extension.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use dexd_core::{
+    Address, CandleInterval, Command, Direction, Event, NewOrder, OrderId, OrderStatus, OrderType, PairIndex,
+    TimeInForce,
+};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::{
+    address_param, bounded, chain_of, choice, client_order_id, history, page_request, pair_of, pair_param,
+    signing_domain, spend_write_budget, store_error, time_range, write_error, Answer, DEFAULT_BOOK_DEPTH,
+    DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
+};
+use crate::api::credential::Credential;
+use crate::api::error::ApiError;
+use crate::api::params::Params;
+use crate::api::render;
+use crate::crypto::{checksummed, parse_hex_bytes, FieldValue, TypedMessage, CANCEL_ORDER_TYPE};
+use crate::store::StoredOrder;
+use crate::venue::{now_ms, Chain, Venue, WriteError};
+
+/// POST /order/addOrder
+pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue>, ApiError> {
+    let chain = chain_of(&venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let pair_index = pair_param(&chain, &params, "symbol")?;
+    let pair = chain.config.pair_config(pair_index);
+    let order_type = match choice(&params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
+        "limit" => OrderType::Limit,
+        _ => OrderType::Market,
+    };
+    let direction =
+        match choice(&params, "direction", &["buy", "sell"])?.ok_or_else(|| ApiError::missing("direction"))? {
+            "buy" => Direction::Buy,
+            _ => Direction::Sell,
+        };
+    let price = match (order_type, params.decimal("price")?) {
+        (OrderType::Limit, None) => return Err(ApiError::missing("price")),
+        (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
+        (OrderType::Limit, Some(price)) => Some(
+            pair.spec
+                .price_from_decimal(price)
+                .map_err(|error| ApiError::from_pair_value("price", error))?,
+        ),
+        (OrderType::Market, None) => None,
+    };
+    let quantity = pair
+        .spec
+        .quantity_from_decimal(params.required_decimal("amount")?)
+        .map_err(|error| ApiError::from_pair_value("amount", error))?;
+    let time_in_force = match choice(&params, "timeInForce", &["GTC", "IOC", "FOK"])? {
+        Some("FOK") => TimeInForce::FillOrKill,
+        Some("IOC") => TimeInForce::ImmediateOrCancel,
+        _ if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
+        _ => TimeInForce::GoodTillCancelled,
+    };
+    let mut terms = NewOrder {
+        order_id: OrderId::default(),
+        client_order_id: client_order_id(&params)?,
+        account: credential.account(&venue.addresses),
+        pair: pair_index,
+        order_type,
+        direction,
+        time_in_force,
+        post_only: params.bool("postOnly")?.unwrap_or(false),
+        price,
+        quantity,
+    };
+    // A key proves the account at once, so its budget is spent before the signing; a client's
+    // signature is checked first, or anyone could spend another account's budget.
+    let holds_key = matches!(credential, Credential::Key(_));
+    if holds_key {
+        spend_write_budget(&venue, &terms.account)?;
+    }
+    let signed = credential.nonce_and_expiry(now_ms());
+    let (nonce, expiry_ms) = signed;
+    let digest = signing_domain(&chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
+    terms.order_id = OrderId::from_bytes(digest);
+    let authorization = credential.authorize(digest, &terms.account, signed, Some(terms.order_id))?;
+    if !holds_key {
+        spend_write_budget(&venue, &terms.account)?;
+    }
+    let order_id = terms.order_id;
+    let events = chain
+        .submit(Command::PlaceOrder(terms), Some(authorization))
+        .await
+        .map_err(write_error)?;
+    let record = events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            Event::OrderUpdated(record) if record.terms.order_id == order_id => Some(record.clone()),
+            _ => None,
+        })
+        .ok_or_else(ApiError::internal)?;
+    let trades: Vec<render::TradeObject> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TradeExecuted(trade) => Some(render::trade(&chain.config, trade)),
+            _ => None,
+        })
+        .collect();
+    let stored = StoredOrder {
+        record,
+        nonce,
+        expiry_ms,
+        signature: authorization.signature,
+    };
+    let placed = PlacedOrder {
+        order: render::order(&chain.config, &stored),
+        trades,
+    };
+    // Written out here, while the chain's configuration it borrows from is at hand, straight
+    // from the typed objects: the busiest answer builds no JSON value.
+    serde_json::value::to_raw_value(&placed).map_err(|error| {
+        // Strings and numbers always serialize; if that ever changed, the order is on disk
+        // already and the answer must not say otherwise.
+        tracing::error!(%error, %order_id, "writing a placement's answer failed");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "internal error after the order was placed; read it back by its id",
+        )
+    })
+}
+
+/// The answer to a placement: the order and the trades it made.
+#[derive(serde::Serialize)]
+struct PlacedOrder<'a> {
+    order: render::OrderObject<'a>,
+    trades: Vec<render::TradeObject<'a>>,
+}
+
+/// The typed data of a cancel: `CancelOrder(account, symbol, orderId, nonce, expiry)`.
+fn cancel_message(
+    chain: &Chain,
+    account: &Address,
+    pair: PairIndex,
+    order_id: &OrderId,
+    signed: ([u8; 32], u64),
+) -> TypedMessage {
+    TypedMessage {
+        struct_type: &CANCEL_ORDER_TYPE,
+        values: vec![
+            FieldValue::Address(*account),
+            FieldValue::Text(chain.config.pair_config(pair).symbol.clone()),
+            FieldValue::Bytes32(*order_id.as_bytes()),
+            FieldValue::Uint(signed.0),
+            FieldValue::uint(signed.1),
+        ],
+    }
+}
+
+fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
+    parse_hex_bytes::<32>(params.required_text("orderId")?)
+        .map(OrderId::from_bytes)
+        .ok_or_else(|| ApiError::invalid("orderId", "must be 0x + 64 hex digits"))
+}
+
+fn order_not_open() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "ORDER_NOT_OPEN",
+        "the order is already filled or cancelled",
+    )
+    .on("orderId")
+}
+
+/// POST /order/cancelOrder
+pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let account = credential.account(&venue.addresses);
+    let pair_index = pair_param(&chain, &params, "symbol")?;
+    let order_id = order_id_param(&params)?;
+    let authorization = credential.authorize_client_signature(&account, |signed| {
+        signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
+    })?;
+    spend_write_budget(&venue, &account)?;
+    let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
+    let stored = history(&chain)
+        .await?
+        .order(&order_id)
+        .map_err(store_error)?
+        .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
+        .ok_or_else(not_found)?;
+    if stored.record.status != OrderStatus::Open {
+        return Err(order_not_open());
+    }
+    let command = Command::CancelOrder { account, order_id };
+    let events = match chain.submit(command, authorization).await {
+        Ok(events) => events,
+        // The order filled or was cancelled between the check and the writer.
+        Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),
+        Err(error) => return Err(write_error(error)),
+    };
+    let record = events
+        .iter()
+        .find_map(|event| match event {
+            Event::OrderUpdated(record) if record.terms.order_id == order_id => Some(record.clone()),
+            _ => None,
+        })
+        .ok_or_else(ApiError::internal)?;
+    let stored = StoredOrder { record, ..stored };
+    Ok(json!({"order": render::order(&chain.config, &stored)}))
+}
+
+async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let account = address_param(&params, "account")?;
+    let pair = match params.text("symbol")? {
+        Some(text) => Some(pair_of(&chain, "symbol", text)?),
+        None => None,
+    };
+    let request = page_request(&params)?;
+    let page = history(&chain)
+        .await?
+        .orders(&account, status, pair, request)
+        .map_err(store_error)?;
+    let orders: Vec<render::OrderObject> = page
+        .items
+        .iter()
+        .map(|stored| render::order(&chain.config, stored))
+        .collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "account": checksummed(&account),
+        "orders": orders,
+        "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
+    }))
+}
+
+/// GET /order/openOrders
+pub async fn open_orders(venue: Arc<Venue>, params: Params) -> Answer {
+    order_list(venue, params, OrderStatus::Open).await
+}
+
+/// GET /order/filledOrders
+pub async fn filled_orders(venue: Arc<Venue>, params: Params) -> Answer {
+    order_list(venue, params, OrderStatus::Filled).await
+}
+
+/// GET /order/cancelledOrders
+pub async fn cancelled_orders(venue: Arc<Venue>, params: Params) -> Answer {
+    order_list(venue, params, OrderStatus::Cancelled).await
+}
+
+async fn order_book(venue: Arc<Venue>, params: Params, direction: Direction) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let pair_index = pair_param(&chain, &params, "pair")?;
+    let depth = bounded(&params, "depth", DEFAULT_BOOK_DEPTH, MAX_BOOK_DEPTH)?;
+    let pair = chain.config.pair_config(pair_index);
+    let (levels, sequence) = chain
+        .read_engine(|engine| engine.book_levels(pair_index, direction, depth))
+        .ok_or_else(ApiError::internal)?;
+    let levels: Vec<Value> = levels
+        .iter()
+        .map(|level| {
+            let base_units = level.quantity.saturating_mul(pair.spec.step_units());
+            json!({
+                "price": pair.spec.format_price(level.price),
+                "amount": render::asset_amount(&chain.config, pair.spec.base(), base_units),
+                "orders": level.orders,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "symbol": pair.symbol,
+        "direction": render::direction_name(direction),
+        "levels": levels,
+        "sequence": sequence,
+        "timestamp": now_ms(),
+    }))
+}
+
+/// GET /order/buyOrderbooks
+pub async fn buy_order_book(venue: Arc<Venue>, params: Params) -> Answer {
+    order_book(venue, params, Direction::Buy).await
+}
+
+/// GET /order/sellOrderbooks
+pub async fn sell_order_book(venue: Arc<Venue>, params: Params) -> Answer {
+    order_book(venue, params, Direction::Sell).await
+}
+
+/// GET /order/tradesOHCL
+pub async fn candles(venue: Arc<Venue>, params: Params) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let pair_index = pair_param(&chain, &params, "pair")?;
+    let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
+    let interval = match params.text("interval")? {
+        None => CandleInterval::OneMinute,
+        Some(text) => CandleInterval::parse(text)
+            .ok_or_else(|| ApiError::invalid("interval", format!("must be one of {}", names.join(", "))))?,
+    };
+    let (start_ms, end_ms) = time_range(&params)?;
+    let limit = bounded(&params, "limit", DEFAULT_CANDLE_LIMIT, MAX_CANDLE_LIMIT)?;
+    let pair = chain.config.pair_config(pair_index);
+    let candles = chain.read_engine(|engine| engine.candles(pair_index, interval, start_ms, end_ms, limit));
+    let candles: Vec<Value> = candles
+        .iter()
+        .map(|candle| {
+            json!({
+                "openTime": candle.open_time_ms,
+                "open": pair.spec.format_price(candle.open),
+                "high": pair.spec.format_price(candle.high),
+                "low": pair.spec.format_price(candle.low),
+                "close": pair.spec.format_price(candle.close),
+                "volume": render::asset_amount(&chain.config, pair.spec.base(), candle.volume.units()),
+                "quoteVolume": render::asset_amount(&chain.config, pair.spec.quote(), candle.quote_volume.units()),
+                "trades": candle.trades,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "symbol": pair.symbol,
+        "interval": interval.name(),
+        "candles": candles,
+    }))
+}
+
+/// GET /order/tradeHistories
+pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let pair_index = pair_param(&chain, &params, "pair")?;
+    let request = page_request(&params)?;
+    let page = history(&chain)
+        .await?
+        .trades(pair_index, request)
+        .map_err(store_error)?;
+    let trades: Vec<render::TradeObject> = page
+        .items
+        .iter()
+        .map(|trade| render::trade(&chain.config, trade))
+        .collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "symbol": chain.config.pair_config(pair_index).symbol,
+        "trades": trades,
+        "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
+    }))
+}
+
+/// GET /order/openPositions
+pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let pair_index = pair_param(&chain, &params, "pair")?;
+    let account = address_param(&params, "account")?;
+    let pair = chain.config.pair_config(pair_index);
+    let spec = &pair.spec;
+    let (position, mark, base_balance, quote_balance) = chain.read_engine(|engine| {
+        (
+            engine.position(&account, pair_index),
+            engine.last_price(pair_index),
+            engine.balance(&account, spec.base()),
+            engine.balance(&account, spec.quote()),
+        )
+    });
+    let open_amount = position.net_base.unsigned_abs();
+    let mark_value = mark.map(|price| {
+        let lots = open_amount / spec.step_units();
+        (u128::from(price.ticks()).saturating_mul(lots)).saturating_mul(spec.quote_units_per_tick_lot())
+    });
+    let unrealized = mark_value.map_or(0, |value| position.unrealized_pnl_quote(value));
+    let quote_decimals = spec.quote_decimals();
+    let open_orders = history(&chain).await?.open_orders_on_pair(&account, pair_index);
+    let open_orders: Vec<render::OrderObject> = open_orders
+        .iter()
+        .map(|stored| render::order(&chain.config, stored))
+        .collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "symbol": pair.symbol,
+        "account": checksummed(&account),
+        "position": {
+            "netAmount": render::signed_amount(position.net_base, spec.base_decimals()),
+            "averageEntryPrice": render::average_price(pair, position.open_cost_quote, open_amount).unwrap_or_else(|| "0".to_string()),
+            "markPrice": mark.map(|price| spec.format_price(price)),
+            "realizedPnl": render::signed_amount(position.realized_pnl_quote, quote_decimals),
+            "unrealizedPnl": render::signed_amount(unrealized, quote_decimals),
+            "base": render::balance(&chain.config, spec.base(), base_balance),
+            "quote": render::balance(&chain.config, spec.quote(), quote_balance),
+        },
+        "openOrders": open_orders,
+    }))
+}
+
+/// GET /order/orderDetail
+pub async fn order_detail(venue: Arc<Venue>, params: Params) -> Answer {
+    let chain = chain_of(&venue, &params)?;
+    let order_id = order_id_param(&params)?;
+    let stored = history(&chain)
+        .await?
+        .order(&order_id)
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain").on("orderId"))?;
+    let message = render::order_message(&chain.config, &stored.record.terms, stored.nonce, stored.expiry_ms);
+    Ok(json!({
+        "order": render::order(&chain.config, &stored),
+        "typedData": signing_domain(&chain).order_typed_data(&message),
+    }))
+}

@@ -1,0 +1,290 @@
+//! The journal of a chain (`chain-<id>.sqlite3`): every accepted command with the time it ran at
+//! and the signature that authorised it, appended in one synced transaction per batch, from
+//! which the engine is rebuilt exactly by replay; its migrations, and its checkpoints.
+//!
+//! Only the journal is on the path to an acknowledgment. It does not write the history (the
+//! replay hands what the history lacks to the [`Projector`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexd_core::{Command, Engine, EngineConfig, OrderId};
+use rusqlite::{params, Connection, TransactionBehavior};
+
+use super::database::{open_connection, to_sql_integer, StoreError};
+use super::projector::{Projector, MAX_PROJECTION_BATCH};
+use super::records::{Authorization, JournalEntry, Projection};
+use crate::codec;
+
+/// The journal's schema, one migration per version; `PRAGMA user_version` records how many have
+/// run. Versions 1 to 4 kept the history tables in the same file.
+pub(super) const JOURNAL_MIGRATIONS: &[&str] = &[
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE commands (sequence INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, command BLOB NOT NULL);
+     CREATE TABLE orders (
+         order_id BLOB PRIMARY KEY, account BLOB NOT NULL, pair INTEGER NOT NULL, status INTEGER NOT NULL,
+         sequence INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         salt BLOB NOT NULL, signature BLOB NOT NULL);
+     CREATE INDEX orders_by_account ON orders (account, status, sequence);
+     CREATE TABLE trades (trade_id INTEGER PRIMARY KEY, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL, record BLOB NOT NULL);
+     CREATE INDEX trades_by_pair ON trades (pair, trade_id);
+     CREATE TABLE transfers (
+         number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
+         time_ms INTEGER NOT NULL, record BLOB NOT NULL);
+     CREATE INDEX transfers_by_account ON transfers (account, kind, number);",
+    "ALTER TABLE commands ADD COLUMN authorization BLOB;
+     INSERT INTO meta (key, value) VALUES ('projected_sequence', (SELECT COALESCE(MAX(sequence), 0) FROM commands));",
+    // Orders are signed over a 256-bit nonce and an expiry; the old 128-bit salts become nonces.
+    "ALTER TABLE orders RENAME COLUMN salt TO nonce;
+     ALTER TABLE orders ADD COLUMN expiry_ms INTEGER NOT NULL DEFAULT 0;",
+    // Order rows keyed by their engine sequence, so that new rows append and fills update by
+    // rowid; the id index keeps only the first 8 bytes of the (random) id, so it stays dense.
+    "CREATE TABLE orders_by_sequence (
+         sequence INTEGER PRIMARY KEY, order_id BLOB NOT NULL, account BLOB NOT NULL, pair INTEGER NOT NULL,
+         status INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         nonce BLOB NOT NULL, expiry_ms INTEGER NOT NULL, signature BLOB NOT NULL);
+     INSERT INTO orders_by_sequence
+         SELECT sequence, order_id, account, pair, status, created_ms, record, nonce, expiry_ms, signature FROM orders;
+     DROP TABLE orders;
+     ALTER TABLE orders_by_sequence RENAME TO orders;
+     CREATE INDEX orders_by_id_prefix ON orders (substr(order_id, 1, 8));
+     CREATE INDEX orders_by_account ON orders (account, status, sequence);",
+    // The history moves to its own database, rebuilt there from the journal at the next start;
+    // the journal gets an identity, so that a history can tell which journal it was built from.
+    "DROP TABLE orders;
+     DROP TABLE trades;
+     DROP TABLE transfers;
+     DELETE FROM meta WHERE key = 'projected_sequence';
+     INSERT INTO meta (key, value) VALUES ('journal_id', lower(hex(randomblob(16))));",
+];
+/// The engine rebuilt from the journal, with what the history tables still lack.
+pub struct Replayed {
+    /// The rebuilt engine.
+    pub engine: Engine,
+    /// The journal's last sequence (0 when empty).
+    pub last_sequence: u64,
+    /// How many commands were written to the history on the way.
+    pub reprojected_commands: usize,
+}
+/// Copies the WAL into the database file as far as it can without waiting for anyone.
+pub(super) fn checkpoint_passive(connection: &Connection) -> Result<(), StoreError> {
+    let (busy, wal_frames, checkpointed_frames): (i64, i64, i64) =
+        connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
+    if busy != 0 || wal_frames != checkpointed_frames {
+        tracing::debug!(
+            wal_frames,
+            checkpointed_frames,
+            "the journal checkpoint did not complete"
+        );
+    }
+    Ok(())
+}
+/// A connection to a chain's journal that only checkpoints it, on a thread of its own: it copies
+/// the bulk of the WAL into the database file and syncs it (about 10 ms per 8,192 commands here, once every 32,768)
+/// while the writer goes on committing. The writer then finishes with a short checkpoint of what
+/// was appended meanwhile ([`StoreWriter::checkpoint`]), after which the WAL starts over: a
+/// checkpoint that never catches up with a busy writer lets the WAL grow without end.
+pub struct JournalCheckpointer {
+    connection: Connection,
+}
+
+impl JournalCheckpointer {
+    /// Copies what the WAL holds now into the database file and syncs it.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        checkpoint_passive(&self.connection)
+    }
+}
+/// The journal of a chain's store, owned by the chain's writer thread.
+pub struct StoreWriter {
+    pub(super) connection: Connection,
+}
+/// The journal's encoding of an [`Authorization`]: a version byte (2), a flags byte (1: client
+/// signed, 2: places an order), the order id if any, the nonce, the expiry and the signature.
+/// Schema version 2 stored `order id ‖ 128-bit salt ‖ signature` (113 bytes), read as a venue
+/// signature with the salt as nonce and no expiry.
+pub(super) const AUTHORIZATION_ENCODING_VERSION: u8 = 2;
+pub(super) const LEGACY_AUTHORIZATION_BYTES: usize = 32 + 16 + 65;
+
+pub(super) fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec<u8>> {
+    authorization.map(|authorization| {
+        let mut bytes = Vec::with_capacity(2 + 32 + 32 + 8 + 65);
+        bytes.push(AUTHORIZATION_ENCODING_VERSION);
+        bytes.push(u8::from(authorization.client_signed) | (u8::from(authorization.order_id.is_some()) << 1));
+        if let Some(order_id) = authorization.order_id {
+            bytes.extend_from_slice(order_id.as_bytes());
+        }
+        bytes.extend_from_slice(&authorization.nonce);
+        bytes.extend_from_slice(&authorization.expiry_ms.to_be_bytes());
+        bytes.extend_from_slice(&authorization.signature);
+        bytes
+    })
+}
+
+pub(super) fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorization>, StoreError> {
+    let Some(bytes) = bytes else {
+        return Ok(None);
+    };
+    let bad = || StoreError::Inconsistent("bad stored authorization".into());
+    if bytes.len() == LEGACY_AUTHORIZATION_BYTES {
+        let mut nonce = [0u8; 32];
+        nonce[16..].copy_from_slice(&bytes[32..48]);
+        return Ok(Some(Authorization {
+            order_id: Some(OrderId::from_bytes(bytes[..32].try_into().expect("32 bytes"))),
+            nonce,
+            expiry_ms: 0,
+            signature: bytes[48..].try_into().expect("65 bytes"),
+            client_signed: false,
+        }));
+    }
+    let (&[version, flags], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
+    if version != AUTHORIZATION_ENCODING_VERSION || flags > 3 {
+        return Err(bad());
+    }
+    let (order_id, rest) = if flags & 2 != 0 {
+        let (order_id, rest) = rest.split_first_chunk::<32>().ok_or_else(bad)?;
+        (Some(OrderId::from_bytes(*order_id)), rest)
+    } else {
+        (None, rest)
+    };
+    let (nonce, rest) = rest.split_first_chunk::<32>().ok_or_else(bad)?;
+    let (expiry, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
+    let signature: [u8; 65] = rest.try_into().map_err(|_| bad())?;
+    Ok(Some(Authorization {
+        order_id,
+        nonce: *nonce,
+        expiry_ms: u64::from_be_bytes(*expiry),
+        signature,
+        client_signed: flags & 1 != 0,
+    }))
+}
+impl StoreWriter {
+    /// Copies what the journal's WAL holds into its database file. Run by the writer between
+    /// batches, it always completes, as no other connection writes the journal, so the next
+    /// append starts the WAL over instead of growing it. (A checkpoint from another thread
+    /// never catches up with a busy writer, and the WAL then grows without end.) After a
+    /// [`JournalCheckpointer`] has copied the bulk, this copies only what came since.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        checkpoint_passive(&self.connection)
+    }
+
+    /// A second connection to this journal, for a [`JournalCheckpointer`] on another thread.
+    pub fn checkpointer(&self) -> Result<JournalCheckpointer, StoreError> {
+        let path = self
+            .connection
+            .path()
+            .map(PathBuf::from)
+            .ok_or_else(|| StoreError::Inconsistent("the journal has no file".to_string()))?;
+        // A passive checkpoint never waits on a lock, so the busy timeout only covers opening.
+        let connection = open_connection(&path, Duration::from_secs(1))?;
+        connection.pragma_update(None, "wal_autocheckpoint", 0)?;
+        Ok(JournalCheckpointer { connection })
+    }
+
+    /// Appends a batch to the journal in one transaction; when this returns `Ok`, the batch is
+    /// on disk.
+    pub fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
+        let transaction = self
+            .connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO commands (sequence, time_ms, command, authorization) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for entry in batch {
+                insert.execute(params![
+                    to_sql_integer(entry.sequence),
+                    to_sql_integer(entry.time_ms),
+                    entry.command,
+                    encode_authorization(&entry.authorization)
+                ])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Rebuilds the engine by replaying the journal at the recorded times. With a `history`, the
+    /// commands it does not hold yet are written to it on the way, in batches of
+    /// [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
+    pub fn replay(&self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
+        replay(&self.connection, config, history)
+    }
+}
+/// Replays a journal into a fresh engine. Every journaled command was accepted once, so a
+/// rejection here means the journal and the engine disagree, and the store is refused.
+fn replay(
+    connection: &Connection,
+    config: &EngineConfig,
+    mut history: Option<&mut Projector>,
+) -> Result<Replayed, StoreError> {
+    let mut engine = Engine::new(config.clone())
+        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
+    let projected = match history.as_deref() {
+        Some(projector) => projector.projected_sequence()?,
+        None => u64::MAX,
+    };
+    let mut statement =
+        connection.prepare("SELECT sequence, time_ms, command, authorization FROM commands ORDER BY sequence")?;
+    let mut rows = statement.query([])?;
+    let mut last_sequence = 0;
+    let mut unprojected = Vec::new();
+    let mut reprojected_commands = 0;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next()? {
+        let sequence = row.get::<_, i64>(0)? as u64;
+        let time_ms = row.get::<_, i64>(1)? as u64;
+        let command: Command = codec::decode_command(row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?)?;
+        if sequence != last_sequence + 1 {
+            return Err(StoreError::Inconsistent(format!(
+                "the journal jumps from {last_sequence} to {sequence}"
+            )));
+        }
+        last_sequence = sequence;
+        events.clear();
+        let authorization = decode_authorization(row.get(3)?)?;
+        let claim = authorization.as_ref().and_then(Authorization::claim);
+        engine
+            .execute_signed(command, claim, time_ms, &mut events)
+            .map_err(|rejection| {
+                StoreError::Inconsistent(format!(
+                    "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
+                ))
+            })?;
+        let Some(projector) = history.as_deref_mut() else {
+            continue;
+        };
+        if sequence <= projected {
+            // The history holds this command's rows; only the open orders in memory need it.
+            projector.remember(&events, authorization)?;
+        } else {
+            unprojected.push(Projection {
+                sequence,
+                events: Arc::new(std::mem::take(&mut events)),
+                authorization,
+            });
+            if unprojected.len() == MAX_PROJECTION_BATCH {
+                projector.project(&unprojected)?;
+                reprojected_commands += unprojected.len();
+                unprojected.clear();
+            }
+        }
+    }
+    if let Some(projector) = history {
+        if projected > last_sequence {
+            return Err(StoreError::Inconsistent(format!(
+                "the history has reached command {projected} but the journal ends at {last_sequence}: \
+                 acknowledged commands are missing from the journal"
+            )));
+        }
+        projector.project(&unprojected)?;
+        reprojected_commands += unprojected.len();
+    }
+    Ok(Replayed {
+        engine,
+        last_sequence,
+        reprojected_commands,
+    })
+}

@@ -1,0 +1,86 @@
+//! The embedded store: two SQLite databases per chain, in the data directory.
+//!
+//! The journal (`chain-<id>.sqlite3`, `journal.rs`) holds every accepted command with the time it
+//! ran at and the signature that authorised it, from which the engine is rebuilt exactly by
+//! replay. The history (`chain-<id>-history.sqlite3`, `history.rs`) holds the tables behind the
+//! list endpoints (orders with their signatures, trades, transfers), indexed for paging newest
+//! first; the [`Projector`] writes it and the [`StoreReader`] reads it.
+//!
+//! Only the journal is on the path to an acknowledgment: a batch of commands is appended in one
+//! transaction that is on disk (WAL, `synchronous = FULL`) before any of them is answered. The
+//! history is written after, in larger batches, by the [`Projector`], which records in the same
+//! transaction how far it got; what it had not written before a crash is rebuilt from the journal
+//! at start. The two live in separate files so that the projector's long transactions never hold
+//! the write lock a journal commit needs: SQLite allows one writer per database. The history is
+//! derived data: built from another journal (its `journal_id` differs), it is deleted and rebuilt.
+//! It is written without syncs, so that it never makes the journal's syncs wait; a crash of the
+//! process loses nothing of it (the operating system has the writes), and one that was open
+//! when the machine went down, rather than closed cleanly, is rebuilt from the journal.
+//! This module does not decide anything and does not know HTTP.
+
+mod database;
+mod history;
+mod journal;
+pub mod open_orders;
+mod projector;
+mod reader;
+mod records;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+pub use self::database::{
+    database_path, history_path, StoreError, STORE_CACHE_KIBIBYTES, STORE_PAGE_BYTES, WAL_AUTOCHECKPOINT_PAGES,
+};
+pub use self::history::PROJECTOR_CACHE_KIBIBYTES;
+pub use self::journal::{JournalCheckpointer, Replayed, StoreWriter};
+pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
+pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
+pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};
+
+use self::database::{meta_value, migrate, open_connection};
+use self::history::{open_history, unindexed_order_ids};
+use self::journal::JOURNAL_MIGRATIONS;
+use self::open_orders::OpenOrders;
+
+/// Opens (creating and migrating when needed) a chain's journal and history.
+pub fn open(
+    data_dir: &Path,
+    chain_id: u64,
+    busy_timeout: Duration,
+) -> Result<(StoreWriter, Projector, StoreReader), StoreError> {
+    let journal_path = database_path(data_dir, chain_id);
+    let mut connection = open_connection(&journal_path, busy_timeout)?;
+    migrate(&mut connection, JOURNAL_MIGRATIONS, chain_id)?;
+    // The writer checkpoints the journal itself, between batches (`StoreWriter::checkpoint`),
+    // never inside a commit.
+    connection.pragma_update(None, "wal_autocheckpoint", 0)?;
+    let journal_id = meta_value(&connection, "journal_id")?;
+    let path = history_path(data_dir, chain_id);
+    let history_connection = open_history(&path, chain_id, &journal_id, busy_timeout)?;
+    let open_orders = Arc::new(RwLock::new(OpenOrders::default()));
+    let unindexed_ids = Arc::new(RwLock::new(unindexed_order_ids(&history_connection)?));
+    let reader = StoreReader {
+        path,
+        busy_timeout,
+        idle: Mutex::new(Vec::new()),
+        open_orders: Arc::clone(&open_orders),
+        unindexed_ids: Arc::clone(&unindexed_ids),
+    };
+    Ok((
+        StoreWriter { connection },
+        Projector {
+            connection: history_connection,
+            open_orders,
+            unindexed_ids,
+            id_index_run: ORDER_ID_INDEX_RUN,
+        },
+        reader,
+    ))
+}

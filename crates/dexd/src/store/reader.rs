@@ -1,0 +1,233 @@
+//! The reading side of a chain's store, shared by the request handlers: orders (open ones from
+//! memory, closed ones by index), trades and transfers, paged newest first, on a small pool of
+//! read connections to the history.
+//!
+//! It never writes, and it does not wait for the projector: the venue's read barrier does.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexd_core::{Address, OrderId, OrderStatus, PairIndex, Trade, Transfer, TransferKind};
+use parking_lot::{Mutex, RwLock};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::database::{leading_key, open_connection, to_sql_integer, StoreError};
+use super::open_orders::OpenOrders;
+use super::records::{Page, PageRequest, StoredOrder, UnindexedOrderIds};
+use crate::codec;
+
+/// The most records one page may hold.
+pub const MAX_PAGE_LIMIT: usize = 1_000;
+/// Read connections kept open per chain; a busier moment opens and closes extra ones.
+pub const MAX_IDLE_READ_CONNECTIONS: usize = 8;
+
+/// The reading side of a chain's store, shared by the request handlers.
+pub struct StoreReader {
+    pub(super) path: PathBuf,
+    pub(super) busy_timeout: Duration,
+    pub(super) idle: Mutex<Vec<Connection>>,
+    pub(super) open_orders: Arc<RwLock<OpenOrders>>,
+    pub(super) unindexed_ids: Arc<RwLock<UnindexedOrderIds>>,
+}
+impl StoreReader {
+    fn with_connection<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let pooled = self.idle.lock().pop();
+        let connection = match pooled {
+            Some(connection) => connection,
+            None => open_connection(&self.path, self.busy_timeout)?,
+        };
+        let result = read(&connection);
+        let mut idle = self.idle.lock();
+        if idle.len() < MAX_IDLE_READ_CONNECTIONS {
+            idle.push(connection);
+        }
+        result
+    }
+
+    /// An order by id: an open one from memory, a closed one from the database.
+    pub fn order(&self, order_id: &OrderId) -> Result<Option<StoredOrder>, StoreError> {
+        if let Some(open) = self.open_orders.read().by_id(order_id) {
+            return Ok(Some(open.clone()));
+        }
+        let unindexed_number = self.unindexed_ids.read().get(order_id.as_bytes()).copied();
+        self.with_connection(|connection| {
+            let columns = match unindexed_number {
+                Some(number) => connection
+                    .query_row(
+                        "SELECT record, nonce, expiry_ms, signature FROM orders WHERE number = ?1",
+                        [number],
+                        StoredOrderColumns::read,
+                    )
+                    .optional()?,
+                None => connection
+                    .query_row(
+                        "SELECT record, nonce, expiry_ms, signature FROM orders
+                         WHERE number IN (SELECT number FROM order_ids WHERE order_key = ?1) AND order_id = ?2",
+                        params![leading_key(order_id.as_bytes()), order_id.as_bytes()],
+                        StoredOrderColumns::read,
+                    )
+                    .optional()?,
+            };
+            columns.map(|columns| columns.decode()).transpose()
+        })
+    }
+
+    /// An account's orders with a status, optionally on one pair, newest first. The cursor is
+    /// the order's sequence number.
+    pub fn orders(
+        &self,
+        account: &Address,
+        status: OrderStatus,
+        pair: Option<PairIndex>,
+        request: PageRequest,
+    ) -> Result<Page<StoredOrder>, StoreError> {
+        if status == OrderStatus::Open {
+            return Ok(self.open_orders.read().of_account(account, pair, request));
+        }
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, nonce, expiry_ms, signature, sequence FROM orders
+                 WHERE account_key = ?8 AND account = ?1 AND status = ?2 AND (?3 IS NULL OR pair = ?3)
+                   AND created_ms >= ?4 AND created_ms <= ?5 AND sequence < ?6
+                 ORDER BY sequence DESC LIMIT ?7",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    account.as_bytes(),
+                    status as u8,
+                    pair.map(|pair| pair.0),
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1),
+                    leading_key(account.as_bytes()),
+                ],
+                |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(4)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (columns, sequence) = row?;
+                items.push((columns.decode()?, sequence as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+
+    /// An account's open orders on one pair, oldest first (at most its open-order limit).
+    pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Vec<StoredOrder> {
+        self.open_orders.read().of_account_on_pair(account, pair)
+    }
+
+    /// A pair's trades, newest first. The cursor is the trade id.
+    pub fn trades(&self, pair: PairIndex, request: PageRequest) -> Result<Page<Trade>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, trade_id FROM trades
+                 WHERE pair = ?1 AND time_ms >= ?2 AND time_ms <= ?3 AND trade_id < ?4
+                 ORDER BY trade_id DESC LIMIT ?5",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    pair.0,
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1)
+                ],
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, trade_id) = row?;
+                items.push((codec::decode_trade(&record)?, trade_id as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+
+    /// An account's deposits or withdrawals, newest first. The cursor is a chain-wide transfer
+    /// number.
+    pub fn transfers(
+        &self,
+        account: &Address,
+        kind: TransferKind,
+        request: PageRequest,
+    ) -> Result<Page<Transfer>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, number FROM transfers
+                 WHERE account = ?1 AND kind = ?2 AND time_ms >= ?3 AND time_ms <= ?4 AND number < ?5
+                 ORDER BY number DESC LIMIT ?6",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    account.as_bytes(),
+                    kind as u8,
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1)
+                ],
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, number) = row?;
+                items.push((codec::decode_transfer(&record)?, number as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+}
+/// The columns `record, nonce, expiry_ms, signature` of an order row, as read.
+struct StoredOrderColumns {
+    record: Vec<u8>,
+    nonce: Vec<u8>,
+    expiry_ms: i64,
+    signature: Vec<u8>,
+}
+
+impl StoredOrderColumns {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredOrderColumns> {
+        Ok(StoredOrderColumns {
+            record: row.get(0)?,
+            nonce: row.get(1)?,
+            expiry_ms: row.get(2)?,
+            signature: row.get(3)?,
+        })
+    }
+
+    fn decode(self) -> Result<StoredOrder, StoreError> {
+        // Orders stored before schema version 3 carry a 128-bit salt, which is the same uint256.
+        let mut nonce = [0u8; 32];
+        match self.nonce.len() {
+            32 | 16 => nonce[32 - self.nonce.len()..].copy_from_slice(&self.nonce),
+            _ => return Err(StoreError::Inconsistent("bad nonce".into())),
+        }
+        let signature: [u8; 65] = self
+            .signature
+            .as_slice()
+            .try_into()
+            .map_err(|_| StoreError::Inconsistent("bad signature".into()))?;
+        Ok(StoredOrder {
+            record: codec::decode_order(&self.record)?,
+            nonce,
+            expiry_ms: self.expiry_ms as u64,
+            signature,
+        })
+    }
+}
+/// Cuts `limit + 1` fetched rows to a page; the extra row only says that more remain.
+fn page<T>(mut items: Vec<(T, u64)>, limit: usize) -> Page<T> {
+    let next_cursor = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(|(_, key)| *key)
+    } else {
+        None
+    };
+    Page {
+        items: items.into_iter().map(|(item, _)| item).collect(),
+        next_cursor,
+    }
+}

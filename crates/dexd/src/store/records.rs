@@ -1,0 +1,93 @@
+//! The values the store reads and writes, shared by its files and by its callers: an order with
+//! its signature, the authorization journaled with a command, a journal entry, a projection,
+//! and the paging of list reads.
+//!
+//! Plain data; nothing here touches a database.
+
+use dexd_core::{Event, Nonce, NonceClaim, OrderId, OrderRecord};
+
+/// An order with its signature.
+#[derive(Debug, Clone)]
+pub struct StoredOrder {
+    /// The order's latest state.
+    pub record: OrderRecord,
+    /// The nonce of the signed EIP-712 message.
+    pub nonce: [u8; 32],
+    /// The expiry of the signed message, in ms since the epoch.
+    pub expiry_ms: u64,
+    /// The 65-byte EIP-712 signature.
+    pub signature: [u8; 65],
+}
+
+/// The signature that authorised a command, journaled with it: always for a new order (whoever
+/// signed it), and for every command a client signed itself, whose nonce must be claimed again
+/// on replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Authorization {
+    /// The new order this signature placed, if the command places one.
+    pub order_id: Option<OrderId>,
+    /// The signed message's nonce.
+    pub nonce: [u8; 32],
+    /// The signed message's expiry, in ms since the epoch.
+    pub expiry_ms: u64,
+    /// The 65-byte signature.
+    pub signature: [u8; 65],
+    /// Whether the client signed (its nonce is claimed) or the venue signed with the key.
+    pub client_signed: bool,
+}
+
+impl Authorization {
+    /// The nonce claim a client-signed command makes.
+    pub fn claim(&self) -> Option<NonceClaim> {
+        self.client_signed.then(|| NonceClaim {
+            nonce: Nonce::from_bytes(self.nonce),
+            expiry_ms: self.expiry_ms,
+        })
+    }
+}
+
+/// Which records a page wants.
+#[derive(Debug, Clone, Copy)]
+pub struct PageRequest {
+    /// At most this many records.
+    pub limit: usize,
+    /// Only records older than this cursor (from the previous page's `next_cursor`).
+    pub cursor: Option<u64>,
+    /// Only records at or after this time.
+    pub start_ms: u64,
+    /// Only records at or before this time.
+    pub end_ms: u64,
+}
+
+/// One page, newest first.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    /// The records.
+    pub items: Vec<T>,
+    /// The cursor of the next page, when more records remain.
+    pub next_cursor: Option<u64>,
+}
+/// One accepted command, as the journal keeps it.
+pub struct JournalEntry {
+    /// Its place in the chain's journal, from 1, without gaps.
+    pub sequence: u64,
+    /// The time the engine ran it at.
+    pub time_ms: u64,
+    /// The encoded command.
+    pub command: Vec<u8>,
+    /// The signature of a new order.
+    pub authorization: Option<Authorization>,
+}
+/// The events of one command, shared by its reply and its projection.
+pub type Events = std::sync::Arc<Vec<Event>>;
+/// What one journaled command did, for the history tables.
+pub struct Projection {
+    /// The command's journal sequence.
+    pub sequence: u64,
+    /// Its events.
+    pub events: Events,
+    /// The signature of a new order.
+    pub authorization: Option<Authorization>,
+}
+/// The row number of each closed order not yet in the id index, by order id.
+pub(super) type UnindexedOrderIds = std::collections::HashMap<[u8; 32], i64>;

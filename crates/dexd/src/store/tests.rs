@@ -1,0 +1,618 @@
+//! Unit tests of the store: migrations, the history's trust at start, open orders in memory,
+//! the id index runs, checkpoints and the authorization encoding.
+
+use std::path::{Path, PathBuf};
+
+use dexd_core::{Address, Command, Engine, EngineConfig, Event, OrderId, OrderStatus, PairIndex, TransferKind};
+use rusqlite::{params, Connection};
+
+use super::database::*;
+use super::history::*;
+use super::journal::*;
+use super::*;
+use crate::codec;
+
+#[test]
+fn a_store_of_schema_version_2_migrates_and_its_orders_are_rebuilt_in_the_history() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let path = database_path(data_dir.path(), 1);
+    let config = crate::config::Config::embedded_default();
+    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let account = Address::from_bytes([0xa1; 20]);
+    let deposit = deposit(account, 1, 10u128.pow(12));
+    let order = limit_order(account, OrderId::from_bytes([0x0d; 32]), dexd_core::Direction::Buy, 10);
+    let record = {
+        let mut engine = Engine::new(engine_config.clone()).unwrap();
+        let mut events = Vec::new();
+        engine.execute(deposit.clone(), 1, &mut events).unwrap();
+        events.clear();
+        engine.execute(order.clone(), 2, &mut events).unwrap();
+        events
+            .into_iter()
+            .find_map(|event| match event {
+                Event::OrderUpdated(record) => Some(record),
+                _ => None,
+            })
+            .unwrap()
+    };
+    {
+        // A database as dexd left it at schema version 2: a 16-byte salt, no expiry.
+        // The journal holds the commands, the order's with the 113-byte authorization of
+        // that version; the history tables share the file.
+        let connection = Connection::open(&path).unwrap();
+        for migration in &JOURNAL_MIGRATIONS[..2] {
+            connection.execute_batch(migration).unwrap();
+        }
+        connection.pragma_update(None, "user_version", 2).unwrap();
+        connection
+            .execute("INSERT INTO meta (key, value) VALUES ('chain_id', '1')", [])
+            .unwrap();
+        let mut legacy_authorization = record.terms.order_id.as_bytes().to_vec();
+        legacy_authorization.extend_from_slice(&42u128.to_be_bytes());
+        legacy_authorization.extend_from_slice(&[0x1b; 65]);
+        for (sequence, command, authorization) in [(1, &deposit, None), (2, &order, Some(legacy_authorization))] {
+            connection
+                .execute(
+                    "INSERT INTO commands (sequence, time_ms, command, authorization) VALUES (?1, ?1, ?2, ?3)",
+                    params![sequence, codec::encode_command(command), authorization],
+                )
+                .unwrap();
+        }
+        connection
+            .execute(
+                "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, salt, signature)
+                 VALUES (?1, ?2, 0, ?3, ?4, 2, ?5, ?6, ?7)",
+                params![
+                    record.terms.order_id.as_bytes(),
+                    record.terms.account.as_bytes(),
+                    record.status as u8,
+                    to_sql_integer(record.sequence),
+                    codec::encode_order(&record),
+                    42u128.to_be_bytes(),
+                    &[0x1bu8; 65][..],
+                ],
+            )
+            .unwrap();
+    }
+    let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+    assert_eq!(replayed.reprojected_commands, 2);
+    let stored = reader
+        .order(&record.terms.order_id)
+        .unwrap()
+        .expect("the order survives the migration");
+    assert_eq!(stored.record, record);
+    assert_eq!(stored.nonce[31], 42);
+    assert_eq!(stored.expiry_ms, 0);
+    let page = reader
+        .orders(
+            &record.terms.account,
+            OrderStatus::Open,
+            None,
+            PageRequest {
+                limit: 10,
+                cursor: None,
+                start_ms: 0,
+                end_ms: u64::MAX,
+            },
+        )
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    let journal = Connection::open(&path).unwrap();
+    let version: usize = journal
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, JOURNAL_MIGRATIONS.len());
+    let history_tables_left: i64 = journal
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('orders', 'trades', 'transfers')",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(history_tables_left, 0, "the history left the journal's file");
+}
+
+/// A store with `count` journaled deposits of 1 to `count` units, all written to the history.
+fn store_with_deposits(data_dir: &Path, count: u64) -> EngineConfig {
+    let config = crate::config::Config::embedded_default();
+    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let (mut writer, mut projector, _reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
+    let entries: Vec<JournalEntry> = (1..=count)
+        .map(|sequence| JournalEntry {
+            sequence,
+            time_ms: sequence,
+            command: codec::encode_command(&deposit(Address::from_bytes([0xa1; 20]), 1, u128::from(sequence))),
+            authorization: None,
+        })
+        .collect();
+    writer.append(&entries).unwrap();
+    let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+    assert_eq!(replayed.reprojected_commands as u64, count);
+    engine_config
+}
+
+fn deposit_amounts(reader: &StoreReader) -> Vec<u128> {
+    let request = PageRequest {
+        limit: 100,
+        cursor: None,
+        start_ms: 0,
+        end_ms: u64::MAX,
+    };
+    let page = reader
+        .transfers(&Address::from_bytes([0xa1; 20]), TransferKind::Deposit, request)
+        .unwrap();
+    page.items.iter().map(|transfer| transfer.amount.units()).collect()
+}
+
+/// Opens the store of [`store_with_deposits`] (3 deposits) whose history was made stale,
+/// and checks that the history starts empty and is rebuilt from the journal, without the
+/// rows [`double_the_transfer_rows`] added; returns the projector for further checks.
+fn assert_the_history_is_rebuilt(data_dir: &Path, engine_config: &EngineConfig, gone: &str) -> Projector {
+    let (writer, mut projector, reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
+    assert_eq!(projector.projected_sequence().unwrap(), 0);
+    let replayed = writer.replay(engine_config, Some(&mut projector)).unwrap();
+    assert_eq!(replayed.reprojected_commands, 3);
+    assert_eq!(deposit_amounts(&reader), vec![3, 2, 1], "{gone}");
+    projector
+}
+
+#[test]
+fn a_history_built_from_another_journal_is_deleted_and_rebuilt() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let engine_config = store_with_deposits(data_dir.path(), 3);
+    let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+    history
+        .execute("UPDATE meta SET value = 'another journal' WHERE key = 'journal_id'", [])
+        .unwrap();
+    double_the_transfer_rows(&history);
+    drop(history);
+    assert_the_history_is_rebuilt(data_dir.path(), &engine_config, "the stale rows are gone");
+}
+
+#[test]
+fn a_history_of_an_older_schema_version_is_deleted_and_rebuilt() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let engine_config = store_with_deposits(data_dir.path(), 3);
+    let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+    history
+        .pragma_update(None, "user_version", HISTORY_SCHEMA_VERSION - 1)
+        .unwrap();
+    double_the_transfer_rows(&history);
+    drop(history);
+    let projector = assert_the_history_is_rebuilt(data_dir.path(), &engine_config, "the stale rows are gone");
+    assert_eq!(user_version(&projector.connection).unwrap(), HISTORY_SCHEMA_VERSION);
+}
+
+#[test]
+fn closed_orders_whose_ids_and_accounts_share_their_leading_bytes_are_told_apart() {
+    let config = crate::config::Config::embedded_default();
+    let mut engine = Engine::new(config.chain(1).unwrap().engine_config(&config.limits)).unwrap();
+    let mut second_account = [0xa1; 20];
+    second_account[8..].fill(0xb2);
+    let accounts = [Address::from_bytes([0xa1; 20]), Address::from_bytes(second_account)];
+    let mut second_order_id = [0x0d; 32];
+    second_order_id[8..].fill(0x0e);
+    let order_ids = [OrderId::from_bytes([0x0d; 32]), OrderId::from_bytes(second_order_id)];
+    assert_eq!(leading_key(accounts[0].as_bytes()), leading_key(accounts[1].as_bytes()));
+    assert_eq!(
+        leading_key(order_ids[0].as_bytes()),
+        leading_key(order_ids[1].as_bytes())
+    );
+    let mut projections = Vec::new();
+    for (account, order_id) in accounts.iter().zip(order_ids) {
+        let deposit = deposit(*account, 1, 10u128.pow(12));
+        let order = limit_order(*account, order_id, dexd_core::Direction::Buy, 10);
+        let authorization = venue_signed(order_id, 0x1b);
+        let cancel = Command::CancelOrder {
+            account: *account,
+            order_id,
+        };
+        for (command, authorization) in [(deposit, None), (order, Some(authorization)), (cancel, None)] {
+            let mut events = Vec::new();
+            let sequence = projections.len() as u64 + 1;
+            engine.execute(command, sequence, &mut events).unwrap();
+            projections.push(Projection {
+                sequence,
+                events: std::sync::Arc::new(events),
+                authorization,
+            });
+        }
+    }
+    let data_dir = tempfile::tempdir().unwrap();
+    let (_writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    projector.project(&projections).unwrap();
+    let everything = PageRequest {
+        limit: 10,
+        cursor: None,
+        start_ms: 0,
+        end_ms: u64::MAX,
+    };
+    for (account, order_id) in accounts.iter().zip(order_ids) {
+        let stored = reader.order(&order_id).unwrap().expect("the order is stored");
+        assert_eq!(stored.record.terms.order_id, order_id);
+        assert_eq!(stored.record.terms.account, *account);
+        assert_eq!(stored.record.status, OrderStatus::Cancelled);
+        assert_eq!(stored.signature, [0x1b; 65], "the placement's signature is kept");
+        let listed = reader
+            .orders(account, OrderStatus::Cancelled, None, everything)
+            .unwrap();
+        let listed_ids: Vec<OrderId> = listed.items.iter().map(|order| order.record.terms.order_id).collect();
+        assert_eq!(listed_ids, vec![order_id]);
+        assert!(reader.open_orders_on_pair(account, PairIndex(0)).is_empty());
+    }
+}
+
+/// Runs `command` through `engine`, journals it and projects it, as the writer and the
+/// projector do.
+fn journal_and_project(
+    engine: &mut Engine,
+    writer: &mut StoreWriter,
+    projector: &mut Projector,
+    command: Command,
+    authorization: Option<Authorization>,
+) {
+    let sequence = projector.projected_sequence().unwrap() + 1;
+    let encoded = codec::encode_command(&command);
+    let mut events = Vec::new();
+    engine.execute(command, sequence, &mut events).unwrap();
+    writer
+        .append(&[JournalEntry {
+            sequence,
+            time_ms: sequence,
+            command: encoded,
+            authorization,
+        }])
+        .unwrap();
+    projector
+        .project(&[Projection {
+            sequence,
+            events: Arc::new(events),
+            authorization,
+        }])
+        .unwrap();
+}
+
+/// A deposit of `units` of asset `asset` of the embedded default's first chain.
+fn deposit(account: Address, asset: u16, units: u128) -> Command {
+    Command::Deposit(dexd_core::TransferRequest {
+        transfer_id: [0; 32],
+        account,
+        asset: dexd_core::AssetIndex(asset),
+        amount: dexd_core::Amount::from_units(units),
+    })
+}
+
+/// A good-till-cancelled limit order on the first pair, at 100,000 ticks.
+fn limit_order(account: Address, order_id: OrderId, direction: dexd_core::Direction, lots: u64) -> Command {
+    Command::PlaceOrder(dexd_core::NewOrder {
+        order_id,
+        client_order_id: None,
+        account,
+        pair: PairIndex(0),
+        order_type: dexd_core::OrderType::Limit,
+        direction,
+        time_in_force: dexd_core::TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: dexd_core::Price::from_ticks(100_000),
+        quantity: dexd_core::Quantity::from_lots(lots),
+    })
+}
+
+/// The venue's signature of a placement, every byte of it `signature_byte`.
+fn venue_signed(order_id: OrderId, signature_byte: u8) -> Authorization {
+    Authorization {
+        order_id: Some(order_id),
+        nonce: [0; 32],
+        expiry_ms: 0,
+        signature: [signature_byte; 65],
+        client_signed: false,
+    }
+}
+
+#[test]
+fn an_open_order_lives_in_memory_survives_a_restart_and_is_written_once_when_it_fills() {
+    let config = crate::config::Config::embedded_default();
+    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let mut engine = Engine::new(engine_config.clone()).unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let (maker, taker) = (Address::from_bytes([0xa1; 20]), Address::from_bytes([0xb2; 20]));
+    let maker_order_id = OrderId::from_bytes([0x0d; 32]);
+    // Each placement signed with every byte the first of its id, so a signature tells whose it is.
+    let placement = |account: Address, order_id: OrderId, direction, lots| {
+        (
+            limit_order(account, order_id, direction, lots),
+            Some(venue_signed(order_id, order_id.as_bytes()[0])),
+        )
+    };
+    for (account, asset) in [(maker, 0), (taker, 1)] {
+        let deposit = deposit(account, asset, 10u128.pow(30));
+        journal_and_project(&mut engine, &mut writer, &mut projector, deposit, None);
+    }
+    let (sell, signed) = placement(maker, maker_order_id, dexd_core::Direction::Sell, 100);
+    journal_and_project(&mut engine, &mut writer, &mut projector, sell, signed);
+    let (buy, signed) = placement(taker, OrderId::from_bytes([0x0e; 32]), dexd_core::Direction::Buy, 40);
+    journal_and_project(&mut engine, &mut writer, &mut projector, buy, signed);
+    let history_rows = |data_dir: &Path| -> i64 {
+        Connection::open(history_path(data_dir, 1))
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM orders", [], |row| row.get(0))
+            .unwrap()
+    };
+    assert_eq!(history_rows(data_dir.path()), 1, "only the filled buy has a row");
+    drop((writer, projector));
+
+    // A restart: the history holds every command, so the open order comes back from the
+    // journal into memory alone.
+    let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
+    assert_eq!(replayed.reprojected_commands, 0);
+    let everything = PageRequest {
+        limit: 10,
+        cursor: None,
+        start_ms: 0,
+        end_ms: u64::MAX,
+    };
+    let open = reader.orders(&maker, OrderStatus::Open, None, everything).unwrap();
+    assert_eq!(open.items.len(), 1);
+    assert_eq!(open.items[0].record.terms.order_id, maker_order_id);
+    assert_eq!(open.items[0].record.filled, dexd_core::Quantity::from_lots(40));
+    assert_eq!(open.items[0].signature, [0x0d; 65]);
+    assert_eq!(reader.open_orders_on_pair(&maker, PairIndex(0)).len(), 1);
+
+    let (buy, signed) = placement(taker, OrderId::from_bytes([0x0f; 32]), dexd_core::Direction::Buy, 60);
+    journal_and_project(&mut engine, &mut writer, &mut projector, buy, signed);
+    assert!(reader
+        .orders(&maker, OrderStatus::Open, None, everything)
+        .unwrap()
+        .items
+        .is_empty());
+    let filled = reader
+        .order(&maker_order_id)
+        .unwrap()
+        .expect("the filled order has its row");
+    assert_eq!(filled.record.status, OrderStatus::Filled);
+    assert_eq!(filled.signature, [0x0d; 65], "the placement's signature, from memory");
+    assert_eq!(history_rows(data_dir.path()), 3);
+}
+
+#[test]
+fn closed_orders_are_found_by_id_before_and_after_their_index_run_and_after_a_restart() {
+    let config = crate::config::Config::embedded_default();
+    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let mut engine = Engine::new(engine_config.clone()).unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    projector.set_id_index_run(2);
+    let account = Address::from_bytes([0xa1; 20]);
+    let deposit = deposit(account, 1, 10u128.pow(30));
+    journal_and_project(&mut engine, &mut writer, &mut projector, deposit, None);
+    // Pairs of ids that share their first 8 bytes, so every lookup must compare whole ids.
+    let order_ids: Vec<OrderId> = (0..5u8)
+        .map(|index| {
+            let mut id = [index / 2; 32];
+            id[31] = index;
+            OrderId::from_bytes(id)
+        })
+        .collect();
+    for (closed_so_far, order_id) in order_ids.iter().enumerate() {
+        let order = limit_order(account, *order_id, dexd_core::Direction::Buy, 10);
+        let authorization = venue_signed(*order_id, 0x1b);
+        journal_and_project(&mut engine, &mut writer, &mut projector, order, Some(authorization));
+        let cancel = Command::CancelOrder {
+            account,
+            order_id: *order_id,
+        };
+        journal_and_project(&mut engine, &mut writer, &mut projector, cancel, None);
+        for earlier in &order_ids[..=closed_so_far] {
+            let stored = reader.order(earlier).unwrap().expect("a closed order is found by id");
+            assert_eq!(stored.record.terms.order_id, *earlier);
+            assert_eq!(stored.record.status, OrderStatus::Cancelled);
+        }
+    }
+    let indexed: i64 = projector
+        .connection
+        .query_row("SELECT COUNT(*) FROM order_ids", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(indexed, 4, "two runs of two, the fifth order waits in memory");
+    drop((writer, projector, reader));
+
+    let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    writer.replay(&engine_config, Some(&mut projector)).unwrap();
+    assert_eq!(
+        reader.unindexed_ids.read().len(),
+        1,
+        "the order past the last run, from its row"
+    );
+    for order_id in &order_ids {
+        let stored = reader.order(order_id).unwrap().expect("found after a restart");
+        assert_eq!(stored.record.terms.order_id, *order_id);
+    }
+    assert!(reader.order(&OrderId::from_bytes([9; 32])).unwrap().is_none());
+}
+
+/// Copies every transfer row of a history once more: rows a rebuild would drop.
+fn double_the_transfer_rows(history: &Connection) {
+    history
+        .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
+        .unwrap();
+}
+
+/// Rewrites the history's record of its last boot and clean close, and doubles its deposit
+/// rows: rows a rebuild would drop, so that a test sees whether the history was kept.
+fn pretend_the_history_was(data_dir: &Path, boot_id: &str, closed_cleanly: &str) {
+    let history = Connection::open(history_path(data_dir, 1)).unwrap();
+    history
+        .execute("UPDATE meta SET value = ?1 WHERE key = 'boot_id'", [boot_id])
+        .unwrap();
+    history
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'closed_cleanly'",
+            [closed_cleanly],
+        )
+        .unwrap();
+    double_the_transfer_rows(&history);
+}
+
+#[test]
+fn a_history_written_before_a_restart_of_the_machine_and_not_closed_cleanly_is_rebuilt() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let engine_config = store_with_deposits(data_dir.path(), 3);
+    pretend_the_history_was(data_dir.path(), "an earlier boot", "0");
+    assert_the_history_is_rebuilt(data_dir.path(), &engine_config, "the unsynced rows are gone");
+}
+
+#[test]
+fn a_history_closed_cleanly_is_kept_after_a_restart_of_the_machine() {
+    let data_dir = tempfile::tempdir().unwrap();
+    store_with_deposits(data_dir.path(), 3);
+    let (_writer, projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    projector.close_cleanly().unwrap();
+    let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+    assert_eq!(meta_value(&history, "closed_cleanly").unwrap(), "1");
+    drop(history);
+    pretend_the_history_was(data_dir.path(), "an earlier boot", "1");
+    let (_writer, projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    assert_eq!(projector.projected_sequence().unwrap(), 3);
+    assert_eq!(deposit_amounts(&reader), vec![3, 2, 1, 3, 2, 1], "the history was kept");
+    let history = Connection::open(history_path(data_dir.path(), 1)).unwrap();
+    assert_eq!(
+        meta_value(&history, "closed_cleanly").unwrap(),
+        "0",
+        "an open history is not closed cleanly"
+    );
+    assert_eq!(
+        meta_value(&history, "boot_id").unwrap(),
+        current_boot_id().unwrap_or_default()
+    );
+}
+
+#[test]
+fn a_history_not_closed_cleanly_in_this_boot_is_kept() {
+    // The process crashed, the machine did not: the operating system has every write.
+    let data_dir = tempfile::tempdir().unwrap();
+    store_with_deposits(data_dir.path(), 3);
+    let boot_id = current_boot_id().expect("this test runs where the boot has an identity");
+    pretend_the_history_was(data_dir.path(), &boot_id, "0");
+    let (_writer, projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    assert_eq!(projector.projected_sequence().unwrap(), 3);
+    assert_eq!(deposit_amounts(&reader), vec![3, 2, 1, 3, 2, 1], "the history was kept");
+}
+
+#[test]
+fn a_history_ahead_of_its_journal_is_refused() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let engine_config = store_with_deposits(data_dir.path(), 3);
+    Connection::open(history_path(data_dir.path(), 1))
+        .unwrap()
+        .execute("UPDATE meta SET value = '5' WHERE key = 'projected_sequence'", [])
+        .unwrap();
+    let (writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let error = writer.replay(&engine_config, Some(&mut projector)).err().unwrap();
+    assert!(
+        error.to_string().contains("the journal ends at 3"),
+        "unexpected error: {error}"
+    );
+}
+
+/// 100 journal entries from `first` on, each with a 200-byte placeholder command.
+fn placeholder_entries(first: u64) -> Vec<JournalEntry> {
+    (first..first + 100)
+        .map(|sequence| JournalEntry {
+            sequence,
+            time_ms: sequence,
+            command: vec![0; 200],
+            authorization: None,
+        })
+        .collect()
+}
+
+fn file_bytes(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// The journal's database file and its WAL.
+fn journal_files(data_dir: &Path) -> (PathBuf, PathBuf) {
+    let journal = database_path(data_dir, 1);
+    let wal = PathBuf::from(format!("{}-wal", journal.display()));
+    (journal, wal)
+}
+
+#[test]
+fn a_checkpoint_moves_the_journal_into_its_file_and_the_wal_starts_over() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let (journal, wal) = journal_files(data_dir.path());
+    // Five commits of 100 commands each, then the same again after the checkpoint.
+    for first in (1..=500).step_by(100) {
+        writer.append(&placeholder_entries(first)).unwrap();
+    }
+    let wal_bytes = file_bytes(&wal);
+    let journal_bytes = file_bytes(&journal);
+    writer.checkpoint().unwrap();
+    assert!(
+        file_bytes(&journal) > journal_bytes + 500 * 200,
+        "the commands reached the file"
+    );
+    for first in (501..=1_000).step_by(100) {
+        writer.append(&placeholder_entries(first)).unwrap();
+    }
+    assert_eq!(file_bytes(&wal), wal_bytes, "the WAL started over instead of growing");
+}
+
+#[test]
+fn the_checkpointer_moves_the_bulk_and_the_writer_finishes_so_the_wal_starts_over() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let checkpointer = writer.checkpointer().unwrap();
+    let (journal, wal) = journal_files(data_dir.path());
+    for first in (1..=500).step_by(100) {
+        writer.append(&placeholder_entries(first)).unwrap();
+    }
+    let wal_bytes = file_bytes(&wal);
+    let journal_bytes = file_bytes(&journal);
+    checkpointer.checkpoint().unwrap();
+    assert!(
+        file_bytes(&journal) > journal_bytes + 500 * 200,
+        "the checkpointer's own connection moved the commands into the file"
+    );
+    // Appended while the checkpointer worked: the writer's short checkpoint takes it.
+    writer.append(&placeholder_entries(501)).unwrap();
+    writer.checkpoint().unwrap();
+    for first in (601..=1_000).step_by(100) {
+        writer.append(&placeholder_entries(first)).unwrap();
+    }
+    assert_eq!(file_bytes(&wal), wal_bytes, "the WAL started over instead of growing");
+}
+
+#[test]
+fn authorizations_round_trip_and_legacy_ones_still_read() {
+    for authorization in [
+        Authorization {
+            order_id: Some(OrderId::from_bytes([1; 32])),
+            nonce: [2; 32],
+            expiry_ms: 3,
+            signature: [4; 65],
+            client_signed: true,
+        },
+        Authorization {
+            order_id: None,
+            nonce: [5; 32],
+            expiry_ms: u64::MAX,
+            signature: [6; 65],
+            client_signed: true,
+        },
+    ] {
+        let encoded = encode_authorization(&Some(authorization));
+        assert_eq!(decode_authorization(encoded).unwrap(), Some(authorization));
+    }
+    let mut legacy = vec![7u8; 32];
+    legacy.extend_from_slice(&42u128.to_be_bytes());
+    legacy.extend_from_slice(&[8; 65]);
+    let decoded = decode_authorization(Some(legacy)).unwrap().unwrap();
+    assert_eq!(decoded.order_id, Some(OrderId::from_bytes([7; 32])));
+    assert_eq!(decoded.nonce[31], 42);
+    assert!(!decoded.client_signed);
+    assert!(decode_authorization(Some(vec![2, 9])).is_err());
+}
