@@ -27,6 +27,7 @@ fn engine() -> Engine {
             taker_fee: FeeRate::from_parts_per_million(2_500).unwrap(),
         }],
         fee_account: Address::from_bytes([0xfe; 20]),
+        custody: dexd_core::CustodyMode::Ledger,
         limits: EngineLimits {
             max_open_orders_per_account: 16,
             max_resting_orders: 48,

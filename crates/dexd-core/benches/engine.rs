@@ -77,6 +77,7 @@ fn new_engine() -> Engine {
             taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
         }],
         fee_account: Address::from_bytes([0xfe; 20]),
+        custody: dexd_core::CustodyMode::Ledger,
         limits: EngineLimits::default(),
     })
     .unwrap()

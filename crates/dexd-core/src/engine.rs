@@ -11,6 +11,10 @@ use rustc_hash::FxHashMap;
 use sha3::{Digest, Sha3_256};
 
 use crate::book::{LevelView, OrderBook, SlotKey};
+use crate::custody::{
+    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, Transfer, TransferRequest, VaultWithdrawal,
+    WithdrawalKey,
+};
 use crate::ledger::{AccountSlot, Balance, Ledger, LedgerError};
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
@@ -29,6 +33,9 @@ pub struct EngineLimits {
     pub max_accounts: usize,
     /// Nonces of client-signed requests the chain keeps at once (each until its request expires).
     pub max_live_nonces: usize,
+    /// Pending deposits, and separately pending withdrawals, the chain keeps at once (vault
+    /// custody).
+    pub max_pending_transfers: usize,
 }
 
 impl Default for EngineLimits {
@@ -38,6 +45,7 @@ impl Default for EngineLimits {
             max_resting_orders: 2_000_000,
             max_accounts: 10_000_000,
             max_live_nonces: 1_000_000,
+            max_pending_transfers: 100_000,
         }
     }
 }
@@ -51,21 +59,10 @@ pub struct EngineConfig {
     pub pairs: Vec<PairDefinition>,
     /// Where fees go.
     pub fee_account: Address,
+    /// Where the chain's balances are held.
+    pub custody: CustodyMode,
     /// The chain's limits.
     pub limits: EngineLimits,
-}
-
-/// A request to move funds in or out of an account.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TransferRequest {
-    /// The transfer's identity (dexd uses a transaction hash).
-    pub transfer_id: [u8; 32],
-    /// Whose balance.
-    pub account: Address,
-    /// Which asset.
-    pub asset: AssetIndex,
-    /// How much, in the asset's smallest unit; positive.
-    pub amount: Amount,
 }
 
 /// What the engine can be asked to do.
@@ -80,47 +77,66 @@ pub enum Command {
         /// Which order.
         order_id: OrderId,
     },
-    /// Credit an account.
+    /// Credit an account at once (ledger custody).
     Deposit(TransferRequest),
-    /// Debit an account.
+    /// Debit an account at once (ledger custody).
     Withdraw(TransferRequest),
+    /// Record a deposit transaction the venue sent for an account, as pending (vault custody).
+    SubmitChainDeposit(ChainDepositSubmission),
+    /// Credit a confirmed `Deposited` event of the vault (vault custody).
+    CreditChainDeposit(ChainDeposit),
+    /// A deposit the venue sent reverted or can never be mined (vault custody).
+    FailChainDeposit {
+        /// The deposit transaction's hash.
+        tx_hash: [u8; 32],
+    },
+    /// The chain is confirmed and scanned for deposits through this block (vault custody).
+    RecordDepositScan {
+        /// The block's number.
+        block_number: u64,
+        /// The block's hash.
+        block_hash: [u8; 32],
+    },
+    /// Debit an account for a withdrawal the vault will pay (vault custody).
+    RequestWithdrawal(VaultWithdrawal),
+    /// A transaction paying these withdrawals was broadcast (vault custody).
+    MarkWithdrawalsSent {
+        /// The transaction's hash.
+        tx_hash: [u8; 32],
+        /// The withdrawals it pays.
+        withdrawals: Vec<WithdrawalKey>,
+    },
+    /// These withdrawals were paid, with enough confirmations (vault custody).
+    ConfirmWithdrawals {
+        /// The transaction that paid them.
+        tx_hash: [u8; 32],
+        /// Its block.
+        block_number: u64,
+        /// The withdrawals it paid.
+        withdrawals: Vec<WithdrawalKey>,
+    },
+    /// A withdrawal can never be paid; its amount is credited back (vault custody).
+    FailWithdrawal(WithdrawalKey),
 }
 
 impl Command {
-    /// The account the command acts for.
-    pub fn account(&self) -> Address {
+    /// The account that asked for the command, if an account did (the chain's facts are not
+    /// asked for by anyone).
+    pub fn account(&self) -> Option<Address> {
         match self {
-            Command::PlaceOrder(order) => order.account,
-            Command::CancelOrder { account, .. } => *account,
-            Command::Deposit(request) | Command::Withdraw(request) => request.account,
+            Command::PlaceOrder(order) => Some(order.account),
+            Command::CancelOrder { account, .. } => Some(*account),
+            Command::Deposit(request) | Command::Withdraw(request) => Some(request.account),
+            Command::RequestWithdrawal(withdrawal) => Some(withdrawal.request.account),
+            Command::SubmitChainDeposit(_)
+            | Command::CreditChainDeposit(_)
+            | Command::FailChainDeposit { .. }
+            | Command::RecordDepositScan { .. }
+            | Command::MarkWithdrawalsSent { .. }
+            | Command::ConfirmWithdrawals { .. }
+            | Command::FailWithdrawal(_) => None,
         }
     }
-}
-
-/// Whether funds came in or went out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TransferKind {
-    /// Funds came in.
-    Deposit,
-    /// Funds went out.
-    Withdrawal,
-}
-
-/// A deposit or withdrawal as applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transfer {
-    /// The transfer's identity.
-    pub transfer_id: [u8; 32],
-    /// In or out.
-    pub kind: TransferKind,
-    /// Whose balance.
-    pub account: Address,
-    /// Which asset.
-    pub asset: AssetIndex,
-    /// How much, in the asset's smallest unit.
-    pub amount: Amount,
-    /// When, in ms since the epoch.
-    pub timestamp_ms: u64,
 }
 
 /// One execution between a resting (maker) order and an incoming (taker) order.
@@ -172,7 +188,7 @@ pub enum Event {
         /// The balance after the command.
         balance: Balance,
     },
-    /// A deposit or withdrawal.
+    /// A deposit or withdrawal, new or in a new state (the whole transfer each time).
     TransferApplied(Transfer),
 }
 
@@ -216,6 +232,16 @@ pub enum Rejection {
     TooManyAccounts,
     /// A client-signed request's nonce was refused.
     Nonce(NonceRejection),
+    /// The command belongs to the other custody mode than the chain's.
+    WrongCustodyMode,
+    /// A pending transfer already has this id.
+    DuplicateTransfer,
+    /// The chain holds its limit of pending deposits or of pending withdrawals.
+    TooManyPendingTransfers,
+    /// The transfer named is not pending.
+    TransferNotPending,
+    /// A chain deposit that is not the vault's next one, or a scan behind the last.
+    DepositOutOfOrder,
 }
 
 impl Rejection {
@@ -279,6 +305,7 @@ pub struct Engine {
     fee_slot: AccountSlot,
     limits: EngineLimits,
     nonces: NonceRegistry,
+    custody: Custody,
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
@@ -305,6 +332,7 @@ impl Engine {
         let fee_slot = ledger
             .slot_or_insert(&config.fee_account, true)
             .expect("the first account always has a slot");
+        let asset_count = config.assets.len();
         Ok(Engine {
             ledger,
             assets: config.assets,
@@ -317,6 +345,7 @@ impl Engine {
             fee_slot,
             limits: config.limits,
             nonces: NonceRegistry::new(config.limits.max_live_nonces),
+            custody: Custody::new(config.custody, asset_count, config.limits.max_pending_transfers),
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
@@ -344,19 +373,42 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         let now_ms = now_ms.max(self.last_time_ms);
-        let claimant = command.account();
-        if let Some(claim) = &claim {
-            self.nonces.check(&claimant, claim, now_ms).map_err(Rejection::Nonce)?;
-        }
+        let claimant = match (&claim, command.account()) {
+            (None, _) => None,
+            (Some(claim), Some(account)) => {
+                self.nonces.check(&account, claim, now_ms).map_err(Rejection::Nonce)?;
+                Some(account)
+            }
+            (Some(_), None) => return Err(Rejection::InvalidOrder("only an account's own request carries a nonce")),
+        };
+        let ledger = &mut self.ledger;
+        let custody = &mut self.custody;
         let result = match command {
             Command::PlaceOrder(order) => self.place_order(order, now_ms, events),
             Command::CancelOrder { account, order_id } => self.cancel_order(account, order_id, now_ms, events),
-            Command::Deposit(request) => self.deposit(request, now_ms, events),
-            Command::Withdraw(request) => self.withdraw(request, now_ms, events),
+            Command::Deposit(request) => custody.deposit(ledger, request, now_ms, events),
+            Command::Withdraw(request) => custody.withdraw(ledger, request, now_ms, events),
+            Command::SubmitChainDeposit(submission) => custody.submit_deposit(ledger, submission, now_ms, events),
+            Command::CreditChainDeposit(deposit) => custody.credit_deposit(ledger, deposit, now_ms, events),
+            Command::FailChainDeposit { tx_hash } => custody.fail_deposit(tx_hash, now_ms, events),
+            Command::RecordDepositScan {
+                block_number,
+                block_hash,
+            } => custody.record_scan(block_number, block_hash),
+            Command::RequestWithdrawal(withdrawal) => custody.request_withdrawal(ledger, withdrawal, now_ms, events),
+            Command::MarkWithdrawalsSent { tx_hash, withdrawals } => {
+                custody.mark_withdrawals_sent(tx_hash, &withdrawals, now_ms, events)
+            }
+            Command::ConfirmWithdrawals {
+                tx_hash,
+                block_number,
+                withdrawals,
+            } => custody.confirm_withdrawals(tx_hash, block_number, &withdrawals, now_ms, events),
+            Command::FailWithdrawal(key) => custody.fail_withdrawal(ledger, key, now_ms, events),
         };
         if result.is_ok() {
             self.last_time_ms = now_ms;
-            if let Some(claim) = claim {
+            if let (Some(claim), Some(claimant)) = (claim, claimant) {
                 self.nonces.record(claimant, claim, now_ms);
             }
         }
@@ -393,9 +445,21 @@ impl Engine {
         self.ledger.balance(account, asset)
     }
 
-    /// Deposits minus withdrawals of an asset.
+    /// Deposits minus withdrawals of an asset: what every account holds together, the fee
+    /// account included.
     pub fn net_deposits(&self, asset: AssetIndex) -> Amount {
         self.ledger.net_deposits(asset)
+    }
+
+    /// The chain's custody state: its mode, the vault's deposits as credited, the transfers in
+    /// flight.
+    pub fn custody(&self) -> &Custody {
+        &self.custody
+    }
+
+    /// How many accounts the chain holds.
+    pub fn account_count(&self) -> usize {
+        self.ledger.account_count()
     }
 
     /// The best levels of one side of a pair's book and the book's sequence number.
@@ -529,6 +593,7 @@ impl Engine {
             hasher.update(account.as_bytes());
             hasher.update(nonce.as_bytes());
         }
+        self.custody.hash_into(&mut hasher);
         for (address, positions) in positions {
             hasher.update(address.as_bytes());
             for position in positions {
@@ -609,6 +674,7 @@ impl Engine {
         if client_ids != with_client_ids {
             return Err("client order ids disagree with the books".to_string());
         }
+        self.custody.check_invariants()?;
         self.ledger.check_conservation()
     }
 
@@ -1022,59 +1088,6 @@ impl Engine {
         events.push(Event::OrderUpdated(cancelled));
         self.push_balance_events(events);
         Ok(())
-    }
-
-    fn deposit(&mut self, request: TransferRequest, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
-        self.check_transfer(&request)?;
-        let balance = self
-            .ledger
-            .deposit(&request.account, request.asset, request.amount)
-            .map_err(Rejection::from_ledger)?;
-        self.push_transfer_events(request, TransferKind::Deposit, balance, now_ms, events);
-        Ok(())
-    }
-
-    fn withdraw(&mut self, request: TransferRequest, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
-        self.check_transfer(&request)?;
-        let balance = self
-            .ledger
-            .withdraw(&request.account, request.asset, request.amount)
-            .map_err(Rejection::from_ledger)?;
-        self.push_transfer_events(request, TransferKind::Withdrawal, balance, now_ms, events);
-        Ok(())
-    }
-
-    fn check_transfer(&self, request: &TransferRequest) -> Result<(), Rejection> {
-        if usize::from(request.asset.0) >= self.assets.len() {
-            return Err(Rejection::UnknownAsset);
-        }
-        if request.amount.is_zero() {
-            return Err(Rejection::InvalidOrder("the quantity must be positive"));
-        }
-        Ok(())
-    }
-
-    fn push_transfer_events(
-        &mut self,
-        request: TransferRequest,
-        kind: TransferKind,
-        balance: Balance,
-        now_ms: u64,
-        events: &mut Vec<Event>,
-    ) {
-        events.push(Event::TransferApplied(Transfer {
-            transfer_id: request.transfer_id,
-            kind,
-            account: request.account,
-            asset: request.asset,
-            amount: request.amount,
-            timestamp_ms: now_ms,
-        }));
-        events.push(Event::BalanceUpdated {
-            account: request.account,
-            asset: request.asset,
-            balance,
-        });
     }
 
     /// Notes a balance the command changed, once. The list is short (a few entries per fill),

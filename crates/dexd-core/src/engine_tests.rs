@@ -1,7 +1,8 @@
 //! Scenario tests of the engine's rules, one small story each.
 
+use crate::custody::TransferRequest;
 use crate::decimal::Decimal;
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TransferRequest};
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection};
 use crate::ledger::Balance;
 use crate::money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
@@ -36,6 +37,7 @@ fn engine_with_limits(limits: EngineLimits) -> Engine {
             taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
         }],
         fee_account: FEES,
+        custody: crate::custody::CustodyMode::Ledger,
         limits,
     })
     .unwrap()

@@ -128,6 +128,11 @@ impl Ledger {
         self.net_deposits[usize::from(asset.0)]
     }
 
+    /// How many assets each account has a balance in.
+    pub fn asset_count(&self) -> usize {
+        self.asset_count
+    }
+
     /// How many accounts the ledger holds.
     pub fn account_count(&self) -> usize {
         self.accounts.len()
@@ -144,13 +149,21 @@ impl Ledger {
         accounts
     }
 
-    /// Credits a deposit to the available balance.
-    pub fn deposit(&mut self, account: &Address, asset: AssetIndex, amount: Amount) -> Result<Balance, LedgerError> {
+    /// Credits a deposit to the available balance. A new account past the account limit is
+    /// refused unless `beyond_account_limit` (funds that already arrived in the vault on chain
+    /// must be credited whatever the limit).
+    pub fn deposit(
+        &mut self,
+        account: &Address,
+        asset: AssetIndex,
+        amount: Amount,
+        beyond_account_limit: bool,
+    ) -> Result<Balance, LedgerError> {
         let index = usize::from(asset.0);
         let net = self.net_deposits[index]
             .checked_add(amount)
             .ok_or(LedgerError::Overflow)?;
-        let slot = self.slot_or_insert(account, false)?;
+        let slot = self.slot_or_insert(account, beyond_account_limit)?;
         let balance = self.balance_mut(slot, asset);
         // No account holds more than the asset's net deposits, so this add cannot overflow.
         balance.available = balance
@@ -251,7 +264,7 @@ mod tests {
     #[test]
     fn locks_and_transfers_conserve_money() {
         let mut ledger = Ledger::new(2, 10);
-        ledger.deposit(&ALICE, ETH, Amount::from_units(100)).unwrap();
+        ledger.deposit(&ALICE, ETH, Amount::from_units(100), false).unwrap();
         let alice = ledger.slot(&ALICE).unwrap();
         let bob = ledger.slot_or_insert(&BOB, false).unwrap();
         ledger.lock(alice, ETH, Amount::from_units(60)).unwrap();
@@ -275,7 +288,7 @@ mod tests {
     #[test]
     fn a_refused_withdrawal_changes_nothing() {
         let mut ledger = Ledger::new(1, 10);
-        ledger.deposit(&ALICE, ETH, Amount::from_units(5)).unwrap();
+        ledger.deposit(&ALICE, ETH, Amount::from_units(5), false).unwrap();
         assert_eq!(
             ledger.withdraw(&ALICE, ETH, Amount::from_units(6)),
             Err(LedgerError::InsufficientBalance)
@@ -292,13 +305,15 @@ mod tests {
     #[test]
     fn refuses_new_accounts_past_the_limit_and_overflowing_deposits() {
         let mut ledger = Ledger::new(1, 1);
-        ledger.deposit(&ALICE, ETH, Amount::from_units(u128::MAX)).unwrap();
+        ledger
+            .deposit(&ALICE, ETH, Amount::from_units(u128::MAX), false)
+            .unwrap();
         assert_eq!(
-            ledger.deposit(&ALICE, ETH, Amount::from_units(1)),
+            ledger.deposit(&ALICE, ETH, Amount::from_units(1), false),
             Err(LedgerError::Overflow)
         );
         assert_eq!(
-            ledger.deposit(&BOB, ETH, Amount::ZERO),
+            ledger.deposit(&BOB, ETH, Amount::ZERO, false),
             Err(LedgerError::TooManyAccounts)
         );
         ledger.check_conservation().unwrap();

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod book;
+pub mod custody;
 pub mod decimal;
 pub mod engine;
 pub mod ledger;
@@ -23,14 +24,17 @@ pub mod order;
 pub mod pair;
 
 #[cfg(test)]
+mod custody_tests;
+#[cfg(test)]
 mod engine_tests;
 
 pub use book::LevelView;
-pub use decimal::{Decimal, DecimalError};
-pub use engine::{
-    Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TradableAmounts, Trade, Transfer, TransferKind,
-    TransferRequest,
+pub use custody::{
+    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, PendingDeposit, PendingWithdrawal, Transfer,
+    TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
+pub use decimal::{Decimal, DecimalError};
+pub use engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TradableAmounts, Trade};
 pub use ledger::Balance;
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};

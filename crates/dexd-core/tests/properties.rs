@@ -40,6 +40,7 @@ fn new_engine() -> Engine {
             taker_fee: FeeRate::from_parts_per_million(TAKER_FEE_PPM as u32).unwrap(),
         }],
         fee_account: FEES,
+        custody: dexd_core::CustodyMode::Ledger,
         limits: EngineLimits {
             max_open_orders_per_account: 30,
             ..EngineLimits::default()

@@ -5,8 +5,9 @@
 //! what is on disk. Integers are big-endian. This module does no IO.
 
 use dexd_core::{
-    Address, Amount, AssetIndex, CancelReason, Command, Direction, NewOrder, OrderId, OrderRecord, OrderStatus,
-    OrderType, PairIndex, Price, Quantity, TimeInForce, Trade, Transfer, TransferKind, TransferRequest,
+    Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, Command, Direction, NewOrder,
+    OrderId, OrderRecord, OrderStatus, OrderType, PairIndex, Price, Quantity, TimeInForce, Trade, Transfer,
+    TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
 
 /// The version byte written first in every encoded value.
@@ -44,6 +45,25 @@ impl Writer {
     }
     fn bytes(&mut self, value: &[u8]) {
         self.0.extend_from_slice(value);
+    }
+    fn optional<T>(&mut self, value: Option<T>, put: impl FnOnce(&mut Writer, T)) {
+        match value {
+            None => self.u8(0),
+            Some(value) => {
+                self.u8(1);
+                put(self, value);
+            }
+        }
+    }
+    fn withdrawal_keys(&mut self, keys: &[WithdrawalKey]) {
+        self.u32(u32::try_from(keys.len()).expect("a batch of withdrawals is short"));
+        for key in keys {
+            self.bytes(key.account.as_bytes());
+            self.bytes(&key.withdrawal_id);
+        }
+    }
+    fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_be_bytes());
     }
     fn text(&mut self, value: Option<&str>) {
         match value {
@@ -89,6 +109,34 @@ impl<'a> Reader<'a> {
     }
     fn u128(&mut self) -> Result<u128, CodecError> {
         Ok(u128::from_be_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, CodecError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+    fn optional<T>(
+        &mut self,
+        get: impl FnOnce(&mut Reader<'a>) -> Result<T, CodecError>,
+    ) -> Result<Option<T>, CodecError> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => get(self).map(Some),
+            _ => Err(CodecError("bad option tag")),
+        }
+    }
+    fn withdrawal_keys(&mut self) -> Result<Vec<WithdrawalKey>, CodecError> {
+        let count = self.u32()? as usize;
+        // Each key takes 52 bytes: a count beyond what remains is damage, not an allocation.
+        if count > self.0.len() / 52 {
+            return Err(CodecError("truncated"));
+        }
+        (0..count)
+            .map(|_| {
+                Ok(WithdrawalKey {
+                    account: Address::from_bytes(self.array()?),
+                    withdrawal_id: self.array()?,
+                })
+            })
+            .collect()
     }
     fn text(&mut self) -> Result<Option<String>, CodecError> {
         match self.u8()? {
@@ -194,6 +242,61 @@ pub fn encode_command(command: &Command) -> Vec<u8> {
             writer.u8(3);
             put_transfer_request(&mut writer, request);
         }
+        Command::SubmitChainDeposit(submission) => {
+            writer.u8(4);
+            writer.bytes(&submission.tx_hash);
+            writer.bytes(submission.account.as_bytes());
+            writer.u16(submission.asset.0);
+            writer.u128(submission.amount.units());
+        }
+        Command::CreditChainDeposit(deposit) => {
+            writer.u8(5);
+            writer.u64(deposit.deposit_id);
+            writer.bytes(deposit.account.as_bytes());
+            writer.optional(deposit.asset, |writer, asset| writer.u16(asset.0));
+            writer.optional(deposit.amount, |writer, amount| writer.u128(amount.units()));
+            writer.bytes(&deposit.tx_hash);
+            writer.u64(deposit.log_index);
+            writer.u64(deposit.block_number);
+            writer.bytes(&deposit.block_hash);
+        }
+        Command::FailChainDeposit { tx_hash } => {
+            writer.u8(6);
+            writer.bytes(tx_hash);
+        }
+        Command::RecordDepositScan {
+            block_number,
+            block_hash,
+        } => {
+            writer.u8(7);
+            writer.u64(*block_number);
+            writer.bytes(block_hash);
+        }
+        Command::RequestWithdrawal(withdrawal) => {
+            writer.u8(8);
+            put_transfer_request(&mut writer, &withdrawal.request);
+            writer.u64(withdrawal.expiry_ms);
+            writer.bytes(&withdrawal.signature);
+        }
+        Command::MarkWithdrawalsSent { tx_hash, withdrawals } => {
+            writer.u8(9);
+            writer.bytes(tx_hash);
+            writer.withdrawal_keys(withdrawals);
+        }
+        Command::ConfirmWithdrawals {
+            tx_hash,
+            block_number,
+            withdrawals,
+        } => {
+            writer.u8(10);
+            writer.bytes(tx_hash);
+            writer.u64(*block_number);
+            writer.withdrawal_keys(withdrawals);
+        }
+        Command::FailWithdrawal(key) => {
+            writer.u8(11);
+            writer.withdrawal_keys(std::slice::from_ref(key));
+        }
     }
     writer.0
 }
@@ -209,6 +312,50 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
         },
         2 => Command::Deposit(get_transfer_request(&mut reader)?),
         3 => Command::Withdraw(get_transfer_request(&mut reader)?),
+        4 => Command::SubmitChainDeposit(ChainDepositSubmission {
+            tx_hash: reader.array()?,
+            account: Address::from_bytes(reader.array()?),
+            asset: AssetIndex(reader.u16()?),
+            amount: Amount::from_units(reader.u128()?),
+        }),
+        5 => Command::CreditChainDeposit(ChainDeposit {
+            deposit_id: reader.u64()?,
+            account: Address::from_bytes(reader.array()?),
+            asset: reader.optional(|reader| Ok(AssetIndex(reader.u16()?)))?,
+            amount: reader.optional(|reader| Ok(Amount::from_units(reader.u128()?)))?,
+            tx_hash: reader.array()?,
+            log_index: reader.u64()?,
+            block_number: reader.u64()?,
+            block_hash: reader.array()?,
+        }),
+        6 => Command::FailChainDeposit {
+            tx_hash: reader.array()?,
+        },
+        7 => Command::RecordDepositScan {
+            block_number: reader.u64()?,
+            block_hash: reader.array()?,
+        },
+        8 => Command::RequestWithdrawal(VaultWithdrawal {
+            request: get_transfer_request(&mut reader)?,
+            expiry_ms: reader.u64()?,
+            signature: reader.array()?,
+        }),
+        9 => Command::MarkWithdrawalsSent {
+            tx_hash: reader.array()?,
+            withdrawals: reader.withdrawal_keys()?,
+        },
+        10 => Command::ConfirmWithdrawals {
+            tx_hash: reader.array()?,
+            block_number: reader.u64()?,
+            withdrawals: reader.withdrawal_keys()?,
+        },
+        11 => {
+            let mut keys = reader.withdrawal_keys()?;
+            if keys.len() != 1 {
+                return Err(CodecError("a failed withdrawal names one withdrawal"));
+            }
+            Command::FailWithdrawal(keys.remove(0))
+        }
         _ => return Err(CodecError("bad command tag")),
     };
     reader.finish()?;
@@ -313,6 +460,10 @@ pub fn encode_transfer(transfer: &Transfer) -> Vec<u8> {
     writer.u16(transfer.asset.0);
     writer.u128(transfer.amount.units());
     writer.u64(transfer.timestamp_ms);
+    writer.u8(transfer.status as u8);
+    writer.optional(transfer.tx_hash, |writer, hash| writer.bytes(&hash));
+    writer.optional(transfer.block_number, |writer, number| writer.u64(number));
+    writer.u64(transfer.updated_at_ms);
     writer.0
 }
 
@@ -330,6 +481,16 @@ pub fn decode_transfer(bytes: &[u8]) -> Result<Transfer, CodecError> {
         asset: AssetIndex(reader.u16()?),
         amount: Amount::from_units(reader.u128()?),
         timestamp_ms: reader.u64()?,
+        status: match reader.u8()? {
+            0 => TransferStatus::Pending,
+            1 => TransferStatus::Sent,
+            2 => TransferStatus::Confirmed,
+            3 => TransferStatus::Failed,
+            _ => return Err(CodecError("bad transfer status")),
+        },
+        tx_hash: reader.optional(|reader| reader.array())?,
+        block_number: reader.optional(|reader| reader.u64())?,
+        updated_at_ms: reader.u64()?,
     };
     reader.finish()?;
     Ok(transfer)
@@ -375,7 +536,68 @@ mod tests {
                 order_id: OrderId::from_bytes([4; 32]),
             },
             Command::Deposit(request.clone()),
-            Command::Withdraw(request),
+            Command::Withdraw(request.clone()),
+            Command::SubmitChainDeposit(ChainDepositSubmission {
+                tx_hash: [5; 32],
+                account: Address::from_bytes([6; 20]),
+                asset: AssetIndex(2),
+                amount: Amount::from_units(77),
+            }),
+            Command::CreditChainDeposit(ChainDeposit {
+                deposit_id: 12,
+                account: Address::from_bytes([6; 20]),
+                asset: Some(AssetIndex(2)),
+                amount: None,
+                tx_hash: [5; 32],
+                log_index: 3,
+                block_number: 1_000,
+                block_hash: [8; 32],
+            }),
+            Command::CreditChainDeposit(ChainDeposit {
+                deposit_id: 13,
+                account: Address::from_bytes([6; 20]),
+                asset: None,
+                amount: Some(Amount::from_units(u128::MAX)),
+                tx_hash: [5; 32],
+                log_index: 4,
+                block_number: 1_001,
+                block_hash: [9; 32],
+            }),
+            Command::FailChainDeposit { tx_hash: [5; 32] },
+            Command::RecordDepositScan {
+                block_number: 1_002,
+                block_hash: [10; 32],
+            },
+            Command::RequestWithdrawal(VaultWithdrawal {
+                request,
+                expiry_ms: 1_700_000_000_000,
+                signature: [0x1b; 65],
+            }),
+            Command::MarkWithdrawalsSent {
+                tx_hash: [11; 32],
+                withdrawals: vec![
+                    WithdrawalKey {
+                        account: Address::from_bytes([2; 20]),
+                        withdrawal_id: [1; 32],
+                    },
+                    WithdrawalKey {
+                        account: Address::from_bytes([3; 20]),
+                        withdrawal_id: [4; 32],
+                    },
+                ],
+            },
+            Command::ConfirmWithdrawals {
+                tx_hash: [11; 32],
+                block_number: 1_003,
+                withdrawals: vec![WithdrawalKey {
+                    account: Address::from_bytes([2; 20]),
+                    withdrawal_id: [1; 32],
+                }],
+            },
+            Command::FailWithdrawal(WithdrawalKey {
+                account: Address::from_bytes([3; 20]),
+                withdrawal_id: [4; 32],
+            }),
         ] {
             assert_eq!(decode_command(&encode_command(&command)).unwrap(), command);
         }

@@ -6,9 +6,11 @@
 //! but runs nothing.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use dexd_core::{
-    Address, AssetIndex, AssetSpec, Decimal, EngineConfig, EngineLimits, FeeRate, PairDefinition, PairIndex, PairSpec,
+    Address, AssetIndex, AssetSpec, CustodyMode, Decimal, EngineConfig, EngineLimits, FeeRate, PairDefinition,
+    PairIndex, PairSpec,
 };
 use serde::Deserialize;
 use toml::Spanned;
@@ -59,6 +61,9 @@ pub struct Limits {
     pub requests_per_second_per_ip: u32,
     /// State changes (orders, cancels, deposits, withdrawals) one account may make per second.
     pub writes_per_second_per_account: u32,
+    /// Deposits sent through the venue and not yet confirmed, and separately withdrawals not yet
+    /// confirmed, one vault chain keeps at once; past this, new ones are answered 503.
+    pub max_pending_transfers_per_chain: usize,
 }
 
 impl Default for Limits {
@@ -76,6 +81,7 @@ impl Default for Limits {
             max_connections: 10_000,
             requests_per_second_per_ip: 20_000,
             writes_per_second_per_account: 1_000,
+            max_pending_transfers_per_chain: 100_000,
         }
     }
 }
@@ -87,16 +93,66 @@ pub struct ChainConfig {
     pub chain_id: u64,
     /// A human name.
     pub name: String,
-    /// The EIP-712 `verifyingContract`.
+    /// The EIP-712 `verifyingContract` (the vault, in vault custody).
     pub venue_contract: Address,
     /// Where fees go.
     pub fee_account: Address,
+    /// Where the chain's balances are held.
+    pub custody: Custody,
     /// The chain's assets; an [`AssetIndex`] is a position here.
     pub assets: Vec<AssetConfig>,
     /// The chain's pairs; a [`PairIndex`] is a position here.
     pub pairs: Vec<PairConfig>,
     asset_by_symbol: HashMap<String, AssetIndex>,
     pair_by_symbol: HashMap<String, PairIndex>,
+}
+
+/// Where a chain's balances are held, as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Custody {
+    /// The venue's own ledger (the default): no chain is contacted.
+    Ledger,
+    /// A vault contract on the chain, reached through a JSON-RPC node.
+    Vault(VaultConfig),
+}
+
+/// A vault chain's settings (`[chains.custody]` with `mode = "vault"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultConfig {
+    /// The chain's JSON-RPC endpoint (http or https).
+    pub rpc_url: String,
+    /// The vault contract.
+    pub vault: Address,
+    /// Blocks on top of a deposit's block before it is credited, and of a withdrawal's before it
+    /// is confirmed.
+    pub confirmations: u64,
+    /// How often the watcher and the payer look at the chain.
+    pub poll_interval_ms: u64,
+    /// The block the vault was deployed in: the deposit watcher starts there.
+    pub start_block: u64,
+    /// Where the operator's key is read from; never the configuration text itself.
+    pub operator_key: OperatorKeySource,
+    /// The most blocks one `eth_getLogs` asks for (halved when the node refuses a range).
+    pub max_log_range_blocks: u64,
+    /// The most withdrawals one vault transaction pays.
+    pub max_withdrawals_per_transaction: usize,
+    /// How long a withdrawal signed by the venue with the account's key may wait to be paid,
+    /// before it fails and is credited back.
+    pub withdrawal_validity_ms: u64,
+    /// How long one request to the node may take before the node counts as unavailable.
+    pub rpc_timeout_ms: u64,
+    /// How long the payer waits for a transaction to be mined before it replaces it, at the
+    /// same nonce, with higher fees.
+    pub replace_after_ms: u64,
+}
+
+/// Where an operator key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperatorKeySource {
+    /// A file holding `0x` + 64 hex digits (a path relative to the configuration file's folder).
+    File(PathBuf),
+    /// An environment variable holding `0x` + 64 hex digits.
+    Environment(String),
 }
 
 /// One asset.
@@ -144,6 +200,14 @@ impl ChainConfig {
         &self.pairs[usize::from(pair.0)]
     }
 
+    /// The vault settings, on a vault chain.
+    pub fn vault(&self) -> Option<&VaultConfig> {
+        match &self.custody {
+            Custody::Ledger => None,
+            Custody::Vault(vault) => Some(vault),
+        }
+    }
+
     /// The engine's configuration for this chain.
     pub fn engine_config(&self, limits: &Limits) -> EngineConfig {
         EngineConfig {
@@ -156,11 +220,16 @@ impl ChainConfig {
                 .collect(),
             pairs: self.pairs.iter().map(|pair| pair.definition.clone()).collect(),
             fee_account: self.fee_account,
+            custody: match self.custody {
+                Custody::Ledger => CustodyMode::Ledger,
+                Custody::Vault(_) => CustodyMode::Vault,
+            },
             limits: EngineLimits {
                 max_open_orders_per_account: limits.max_open_orders_per_account,
                 max_resting_orders: limits.max_resting_orders_per_chain,
                 max_accounts: limits.max_accounts_per_chain,
                 max_live_nonces: limits.max_live_nonces_per_chain,
+                max_pending_transfers: limits.max_pending_transfers_per_chain,
             },
         }
     }
@@ -199,11 +268,30 @@ struct RawConfig {
 struct RawChain {
     chain_id: u64,
     name: String,
-    venue_contract: String,
+    venue_contract: Option<String>,
     fee_account: String,
     assets: Vec<Spanned<RawAsset>>,
     #[serde(default)]
     pairs: Vec<Spanned<RawPair>>,
+    custody: Option<Spanned<RawCustody>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCustody {
+    mode: String,
+    rpc_url: Option<String>,
+    vault: Option<String>,
+    confirmations: Option<u64>,
+    poll_interval_ms: Option<u64>,
+    start_block: Option<u64>,
+    operator_key_file: Option<String>,
+    operator_key_env: Option<String>,
+    max_log_range_blocks: Option<u64>,
+    max_withdrawals_per_transaction: Option<usize>,
+    withdrawal_validity_ms: Option<u64>,
+    rpc_timeout_ms: Option<u64>,
+    replace_after_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -231,6 +319,29 @@ struct RawPair {
 }
 
 impl Config {
+    /// Reads, parses and checks a TOML configuration file; relative paths in it (operator key
+    /// files) are taken from the file's folder.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
+            line: None,
+            message: format!("cannot read {}: {error}", path.display()),
+        })?;
+        let mut config = Config::parse(&text)?;
+        let folder = path.parent().unwrap_or(Path::new("."));
+        for chain in &mut config.chains {
+            if let Custody::Vault(VaultConfig {
+                operator_key: OperatorKeySource::File(file),
+                ..
+            }) = &mut chain.custody
+            {
+                if file.is_relative() {
+                    *file = folder.join(&*file);
+                }
+            }
+        }
+        Ok(config)
+    }
+
     /// Parses and checks a TOML configuration.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError {
@@ -251,6 +362,7 @@ impl Config {
             || limits.max_connections == 0
             || limits.header_read_timeout_ms == 0
             || limits.writes_per_second_per_account == 0
+            || limits.max_pending_transfers_per_chain == 0
         {
             return Err(ConfigError {
                 line: None,
@@ -304,8 +416,31 @@ fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, Co
             )
         })
     };
-    let venue_contract = address(&raw.venue_contract, "venue_contract")?;
     let fee_account = address(&raw.fee_account, "fee_account")?;
+    let custody = match raw.custody {
+        None => Custody::Ledger,
+        Some(custody) => {
+            let custody_line = line_of(text, custody.span().start);
+            check_custody(custody.into_inner(), custody_line)?
+        }
+    };
+    let venue_contract = match (&custody, raw.venue_contract.as_deref()) {
+        (Custody::Vault(vault), None) => vault.vault,
+        (Custody::Vault(vault), Some(text)) => {
+            let given = address(text, "venue_contract")?;
+            if given != vault.vault {
+                return Err(at(
+                    line,
+                    "venue_contract must be the vault on a vault chain (or be left out): the vault checks \
+                     withdrawals under the same EIP-712 domain as the venue's orders"
+                        .into(),
+                ));
+            }
+            given
+        }
+        (Custody::Ledger, Some(text)) => address(text, "venue_contract")?,
+        (Custody::Ledger, None) => return Err(at(line, "venue_contract is required on a ledger chain".into())),
+    };
     let mut assets = Vec::new();
     let mut asset_by_symbol = HashMap::new();
     for raw_asset in raw.assets {
@@ -339,11 +474,96 @@ fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, Co
         name: raw.name,
         venue_contract,
         fee_account,
+        custody,
         assets,
         pairs,
         asset_by_symbol,
         pair_by_symbol,
     })
+}
+
+/// The longest time the payer may wait before replacing a transaction, and the longest
+/// validity of a venue-signed withdrawal: a week.
+const MAX_CUSTODY_WAIT_MS: u64 = 7 * 24 * 60 * 60 * 1_000;
+
+fn check_custody(raw: RawCustody, line: usize) -> Result<Custody, ConfigError> {
+    match raw.mode.as_str() {
+        "ledger" => {
+            let extra = raw.rpc_url.is_some()
+                || raw.vault.is_some()
+                || raw.confirmations.is_some()
+                || raw.operator_key_file.is_some()
+                || raw.operator_key_env.is_some();
+            if extra {
+                return Err(at(line, "custody mode \"ledger\" takes no chain settings".into()));
+            }
+            Ok(Custody::Ledger)
+        }
+        "vault" => {
+            let required = |value: Option<String>, name: &str| {
+                value.ok_or_else(|| at(line, format!("custody mode \"vault\" needs {name}")))
+            };
+            let rpc_url = required(raw.rpc_url, "rpc_url")?;
+            if !(rpc_url.starts_with("http://") || rpc_url.starts_with("https://")) {
+                return Err(at(line, "rpc_url must be an http:// or https:// URL".into()));
+            }
+            let vault_text = required(raw.vault, "vault")?;
+            let vault = parse_address(&vault_text)
+                .map_err(|_| at(line, format!("vault {vault_text:?} is not a valid address")))?;
+            let operator_key =
+                match (raw.operator_key_file, raw.operator_key_env) {
+                    (Some(file), None) => OperatorKeySource::File(PathBuf::from(file)),
+                    (None, Some(variable)) => OperatorKeySource::Environment(variable),
+                    _ => return Err(at(
+                        line,
+                        "custody mode \"vault\" needs exactly one of operator_key_file and operator_key_env (the key \
+                         itself never goes into the configuration)"
+                            .into(),
+                    )),
+                };
+            let confirmations = raw.confirmations.unwrap_or(12);
+            if !(1..=10_000).contains(&confirmations) {
+                return Err(at(line, "confirmations must be between 1 and 10000".into()));
+            }
+            let bounded = |value: Option<u64>, default: u64, name: &str, max: u64| {
+                let value = value.unwrap_or(default);
+                if value == 0 || value > max {
+                    Err(at(line, format!("{name} must be between 1 and {max}")))
+                } else {
+                    Ok(value)
+                }
+            };
+            let max_withdrawals_per_transaction = raw.max_withdrawals_per_transaction.unwrap_or(50);
+            if !(1..=500).contains(&max_withdrawals_per_transaction) {
+                return Err(at(
+                    line,
+                    "max_withdrawals_per_transaction must be between 1 and 500".into(),
+                ));
+            }
+            Ok(Custody::Vault(VaultConfig {
+                rpc_url,
+                vault,
+                confirmations,
+                poll_interval_ms: bounded(raw.poll_interval_ms, 1_000, "poll_interval_ms", 600_000)?,
+                start_block: raw.start_block.unwrap_or(0),
+                operator_key,
+                max_log_range_blocks: bounded(raw.max_log_range_blocks, 2_000, "max_log_range_blocks", 1_000_000)?,
+                max_withdrawals_per_transaction,
+                withdrawal_validity_ms: bounded(
+                    raw.withdrawal_validity_ms,
+                    24 * 60 * 60 * 1_000,
+                    "withdrawal_validity_ms",
+                    MAX_CUSTODY_WAIT_MS,
+                )?,
+                rpc_timeout_ms: bounded(raw.rpc_timeout_ms, 10_000, "rpc_timeout_ms", 600_000)?,
+                replace_after_ms: bounded(raw.replace_after_ms, 60_000, "replace_after_ms", MAX_CUSTODY_WAIT_MS)?,
+            }))
+        }
+        other => Err(at(
+            line,
+            format!("custody mode {other:?} is not known; use \"ledger\" or \"vault\""),
+        )),
+    }
 }
 
 fn check_asset(raw: RawAsset, line: usize) -> Result<AssetConfig, ConfigError> {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod crypto;
 pub mod log_output;
 pub mod rate_limit;
+pub mod settlement;
 pub mod store;
 pub mod tls;
 pub mod venue;

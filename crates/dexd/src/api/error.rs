@@ -181,6 +181,22 @@ impl ApiError {
             Rejection::Nonce(NonceRejection::Full) => {
                 ApiError::unavailable("the venue holds its limit of live signed requests; retry shortly")
             }
+            Rejection::WrongCustodyMode => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_PARAMETER",
+                "this chain's custody mode does not take this operation",
+            ),
+            Rejection::DuplicateTransfer => ApiError::new(
+                StatusCode::CONFLICT,
+                "NONCE_REUSED",
+                "a pending transfer of this account already has this id; sign again with a new nonce",
+            )
+            .on("nonce"),
+            Rejection::TooManyPendingTransfers => ApiError::unavailable(
+                "the chain holds its limit of transfers waiting for the chain; nothing was applied, retry later",
+            ),
+            // Only the chain's own watcher and payer send these; a client never causes them.
+            Rejection::TransferNotPending | Rejection::DepositOutOfOrder => ApiError::internal(),
         }
     }
 }

@@ -228,7 +228,9 @@ fn schemas() -> Value {
         })),
         "Transfer": object(json!({
             "id": string(), "chainId": string(), "account": string(), "symbol": string(), "quantity": decimal(),
-            "status": {"enum": ["confirmed"]}, "timestamp": integer
+            "status": {"enum": ["pending", "sent", "confirmed", "failed"]},
+            "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
+            "timestamp": integer, "updatedAt": integer
         })),
         "Balance": object(json!({"symbol": string(), "total": decimal(), "available": decimal(), "locked": decimal()})),
         "AddOrderResponse": object(json!({"order": reference("Order"), "trades": array_of("Trade")})),

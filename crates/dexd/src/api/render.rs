@@ -5,7 +5,9 @@
 //! module decides nothing and changes nothing.
 
 use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
-use dexd_core::{AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer};
+use dexd_core::{
+    AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer, TransferStatus,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -194,6 +196,16 @@ pub fn trade<'a>(chain: &'a ChainConfig, trade: &Trade) -> TradeObject<'a> {
     }
 }
 
+/// The wire name of a transfer's status.
+pub fn transfer_status_name(status: TransferStatus) -> &'static str {
+    match status {
+        TransferStatus::Pending => "pending",
+        TransferStatus::Sent => "sent",
+        TransferStatus::Confirmed => "confirmed",
+        TransferStatus::Failed => "failed",
+    }
+}
+
 /// The contract's Transfer object.
 pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
     json!({
@@ -202,8 +214,11 @@ pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
         "account": checksummed(&transfer.account),
         "symbol": chain.asset_config(transfer.asset).symbol,
         "quantity": asset_amount(chain, transfer.asset, transfer.amount.units()),
-        "status": "confirmed",
+        "status": transfer_status_name(transfer.status),
+        "txHash": transfer.tx_hash.as_ref().map(|hash| hex_prefixed(hash)),
+        "blockNumber": transfer.block_number,
         "timestamp": transfer.timestamp_ms,
+        "updatedAt": transfer.updated_at_ms,
     })
 }
 

@@ -26,8 +26,9 @@ pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 /// version 3 keys the indexes of orders by integers; from version 4 the table of orders holds
 /// closed orders only, each written once, and open orders are kept in memory
 /// ([`super::open_orders`]); version 5 indexes closed orders by id in sorted runs
-/// ([`ORDER_ID_INDEX_RUN`]).
-pub(super) const HISTORY_SCHEMA_VERSION: usize = 5;
+/// ([`ORDER_ID_INDEX_RUN`]); version 6 keeps each transfer once, in its latest state (vault
+/// transfers change status), keyed by account, kind and id.
+pub(super) const HISTORY_SCHEMA_VERSION: usize = 6;
 
 /// The history's schema, created whole in a new file. Closed orders are written once, in the
 /// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
@@ -48,8 +49,9 @@ pub(super) const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY
      CREATE INDEX trades_by_pair ON trades (pair, trade_id);
      CREATE TABLE transfers (
          number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
-         time_ms INTEGER NOT NULL, record BLOB NOT NULL);
-     CREATE INDEX transfers_by_account ON transfers (account, kind, number);";
+         time_ms INTEGER NOT NULL, record BLOB NOT NULL, transfer_id BLOB NOT NULL);
+     CREATE INDEX transfers_by_account ON transfers (account, kind, number);
+     CREATE UNIQUE INDEX transfers_by_id ON transfers (account, kind, transfer_id);";
 /// Opens (creating or rebuilding when needed) the history of the journal `journal_id`.
 pub(super) fn open_history(
     path: &Path,

@@ -91,8 +91,12 @@ impl Projector {
         let numbers = {
             let mut insert_trade = transaction
                 .prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
-            let mut insert_transfer = transaction
-                .prepare_cached("INSERT INTO transfers (account, kind, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
+            // A transfer keeps its first row (and its place in the account's list) as its status
+            // changes; the row holds its latest state.
+            let mut insert_transfer = transaction.prepare_cached(
+                "INSERT INTO transfers (account, kind, time_ms, record, transfer_id) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (account, kind, transfer_id) DO UPDATE SET record = excluded.record",
+            )?;
             for event in batch.iter().flat_map(|entry| entry.events.iter()) {
                 match event {
                     Event::TradeExecuted(trade) => {
@@ -108,7 +112,8 @@ impl Projector {
                             transfer.account.as_bytes(),
                             transfer.kind as u8,
                             to_sql_integer(transfer.timestamp_ms),
-                            codec::encode_transfer(transfer)
+                            codec::encode_transfer(transfer),
+                            &transfer.transfer_id[..]
                         ])?;
                     }
                     Event::OrderUpdated(_) | Event::BalanceUpdated { .. } => {}

@@ -274,9 +274,12 @@ fn journal_and_project(
 }
 
 /// A deposit of `units` of asset `asset` of the embedded default's first chain.
+/// A ledger deposit whose id is made of its amount (the history keeps one row per id).
 fn deposit(account: Address, asset: u16, units: u128) -> Command {
+    let mut transfer_id = [0; 32];
+    transfer_id[16..].copy_from_slice(&units.to_be_bytes());
     Command::Deposit(dexd_core::TransferRequest {
-        transfer_id: [0; 32],
+        transfer_id,
         account,
         asset: dexd_core::AssetIndex(asset),
         amount: dexd_core::Amount::from_units(units),
@@ -432,10 +435,15 @@ fn closed_orders_are_found_by_id_before_and_after_their_index_run_and_after_a_re
     assert!(reader.order(&OrderId::from_bytes([9; 32])).unwrap().is_none());
 }
 
-/// Copies every transfer row of a history once more: rows a rebuild would drop.
+/// Copies every transfer row of a history once more (under another id): rows a rebuild would
+/// drop.
 fn double_the_transfer_rows(history: &Connection) {
     history
-        .execute("INSERT INTO transfers (account, kind, time_ms, record) SELECT account, kind, time_ms, record FROM transfers", [])
+        .execute(
+            "INSERT INTO transfers (account, kind, time_ms, record, transfer_id)
+             SELECT account, kind, time_ms, record, transfer_id || x'ff' FROM transfers",
+            [],
+        )
         .unwrap();
 }
 

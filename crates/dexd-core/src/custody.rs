@@ -1,0 +1,741 @@
+//! Deposits and withdrawals, and custody on chain as the engine sees it.
+//!
+//! A chain runs in one of two custody modes. In **ledger** mode the ledger is the whole truth: a
+//! [`TransferRequest`] credits or debits at once and the transfer is confirmed. In **vault**
+//! mode, balances are backed by a vault contract on the chain, and every fact from the chain
+//! enters as a command that the caller journals, so that a replay reproduces it exactly:
+//!
+//! - a deposit submitted through the API is recorded as pending ([`ChainDepositSubmission`]),
+//!   and failed if its transaction reverted or can never be mined;
+//! - a `Deposited` event with enough confirmations is credited ([`ChainDeposit`]) exactly once:
+//!   the vault numbers its deposits from 0 without gaps, and the engine accepts only the next
+//!   number, so a repeated or skipped event is refused rather than credited twice or lost;
+//! - a withdrawal ([`VaultWithdrawal`]) debits the account at once and waits, with the account's
+//!   signature, until the payer reports it sent, confirmed, or never payable (failed, and the
+//!   amount credited back).
+//!
+//! This module decides what those facts do to balances and transfer records. It does no IO and
+//! trusts its caller for what it cannot check itself: that an event is confirmed, that a
+//! signature is the account's, that a withdrawal is really unpayable.
+
+use std::collections::BTreeMap;
+
+use sha3::{Digest, Keccak256};
+
+use crate::engine::{Event, Rejection};
+use crate::ledger::{Ledger, LedgerError};
+use crate::money::{Address, Amount, AssetIndex};
+
+/// Where a chain's balances are held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CustodyMode {
+    /// The venue's own ledger is the whole truth (development, demos, paper trading).
+    Ledger,
+    /// A vault contract on the chain holds what the ledger says.
+    Vault,
+}
+
+/// A request to move funds in or out of an account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransferRequest {
+    /// The transfer's identity (a transaction hash, or a withdrawal id).
+    pub transfer_id: [u8; 32],
+    /// Whose balance.
+    pub account: Address,
+    /// Which asset.
+    pub asset: AssetIndex,
+    /// How much, in the asset's smallest unit; positive.
+    pub amount: Amount,
+}
+
+/// Whether funds came in or went out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransferKind {
+    /// Funds came in.
+    Deposit,
+    /// Funds went out.
+    Withdrawal,
+}
+
+/// Where a transfer is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransferStatus {
+    /// A deposit sent and not yet confirmed, or a withdrawal debited and not yet sent.
+    Pending,
+    /// A withdrawal whose transaction is broadcast.
+    Sent,
+    /// Credited (deposit) or paid with enough confirmations (withdrawal).
+    Confirmed,
+    /// A deposit that reverted or was dropped (nothing credited), or a withdrawal that can never
+    /// be paid (its amount credited back).
+    Failed,
+}
+
+/// A deposit or withdrawal, in its latest state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The transfer's identity.
+    pub transfer_id: [u8; 32],
+    /// In or out.
+    pub kind: TransferKind,
+    /// Whose balance.
+    pub account: Address,
+    /// Which asset.
+    pub asset: AssetIndex,
+    /// How much, in the asset's smallest unit.
+    pub amount: Amount,
+    /// Where it is in its life.
+    pub status: TransferStatus,
+    /// The chain transaction that carries it, once there is one.
+    pub tx_hash: Option<[u8; 32]>,
+    /// The block of that transaction, once it is confirmed.
+    pub block_number: Option<u64>,
+    /// When the venue first recorded it, in ms since the epoch.
+    pub timestamp_ms: u64,
+    /// When it last changed, in ms since the epoch.
+    pub updated_at_ms: u64,
+}
+
+/// A deposit transaction that the venue sent for an account, not yet confirmed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainDepositSubmission {
+    /// The deposit transaction's hash; the transfer's id.
+    pub tx_hash: [u8; 32],
+    /// Who deposits.
+    pub account: Address,
+    /// Which asset.
+    pub asset: AssetIndex,
+    /// How much was sent (a fee-on-transfer token may credit less).
+    pub amount: Amount,
+}
+
+/// A `Deposited` event of the vault with enough confirmations on top.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainDeposit {
+    /// The vault's number of the deposit: 0, 1, 2... without gaps.
+    pub deposit_id: u64,
+    /// Who deposited (and is credited).
+    pub account: Address,
+    /// The asset, or `None` for a token the chain does not list (recorded, never credited).
+    pub asset: Option<AssetIndex>,
+    /// What the vault received, or `None` when it does not fit 128 bits (never credited).
+    pub amount: Option<Amount>,
+    /// The transaction that made it.
+    pub tx_hash: [u8; 32],
+    /// The event's position in its block.
+    pub log_index: u64,
+    /// The block that holds it.
+    pub block_number: u64,
+    /// That block's hash.
+    pub block_hash: [u8; 32],
+}
+
+/// An account's withdrawal in vault mode: what the account authorised the vault to pay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VaultWithdrawal {
+    /// The withdrawal: `transfer_id` is the withdrawal id the account signed.
+    pub request: TransferRequest,
+    /// Until when the vault may pay it, in ms since the epoch.
+    pub expiry_ms: u64,
+    /// The account's 65-byte EIP-712 signature of the vault's `Withdrawal`.
+    pub signature: [u8; 65],
+}
+
+/// Names one withdrawal: ids are the account's own, unique per account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WithdrawalKey {
+    /// Whose withdrawal.
+    pub account: Address,
+    /// The id the account signed.
+    pub withdrawal_id: [u8; 32],
+}
+
+/// A withdrawal debited and not yet confirmed or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingWithdrawal {
+    /// Which asset.
+    pub asset: AssetIndex,
+    /// How much.
+    pub amount: Amount,
+    /// Until when the vault may pay it, in ms since the epoch.
+    pub expiry_ms: u64,
+    /// The account's signature of the vault's `Withdrawal`.
+    pub signature: [u8; 65],
+    /// `Pending` until a transaction is broadcast, then `Sent`.
+    pub status: TransferStatus,
+    /// The last transaction broadcast for it.
+    pub tx_hash: Option<[u8; 32]>,
+    /// When it was requested, in ms since the epoch.
+    pub created_at_ms: u64,
+    /// Its place in the order of requests, from 1.
+    pub request_number: u64,
+}
+
+/// A deposit the venue sent for an account, waiting for its event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingDeposit {
+    /// Who deposits.
+    pub account: Address,
+    /// Which asset.
+    pub asset: AssetIndex,
+    /// How much was sent.
+    pub amount: Amount,
+    /// When it was sent, in ms since the epoch.
+    pub created_at_ms: u64,
+}
+
+/// The custody state of one chain: the vault's deposit counter as credited, how far the deposit
+/// watcher has confirmed the chain, and the transfers in flight.
+#[derive(Clone, Debug)]
+pub struct Custody {
+    mode: CustodyMode,
+    next_deposit_id: u64,
+    last_credited_tx: Option<[u8; 32]>,
+    scanned_through: Option<(u64, [u8; 32])>,
+    pending_deposits: BTreeMap<[u8; 32], PendingDeposit>,
+    withdrawals: BTreeMap<WithdrawalKey, PendingWithdrawal>,
+    withdrawals_in_request_order: BTreeMap<u64, WithdrawalKey>,
+    next_request_number: u64,
+    pending_withdrawal_units: Vec<Amount>,
+    max_pending_transfers: usize,
+}
+
+impl Custody {
+    /// An empty custody state for `asset_count` assets, holding at most `max_pending_transfers`
+    /// pending deposits and as many pending withdrawals.
+    pub fn new(mode: CustodyMode, asset_count: usize, max_pending_transfers: usize) -> Custody {
+        Custody {
+            mode,
+            next_deposit_id: 0,
+            last_credited_tx: None,
+            scanned_through: None,
+            pending_deposits: BTreeMap::new(),
+            withdrawals: BTreeMap::new(),
+            withdrawals_in_request_order: BTreeMap::new(),
+            next_request_number: 1,
+            pending_withdrawal_units: vec![Amount::ZERO; asset_count],
+            max_pending_transfers,
+        }
+    }
+
+    /// The chain's custody mode.
+    pub fn mode(&self) -> CustodyMode {
+        self.mode
+    }
+
+    /// The vault deposit number the engine credits next.
+    pub fn next_deposit_id(&self) -> u64 {
+        self.next_deposit_id
+    }
+
+    /// The last block (number and hash) the deposit watcher recorded as confirmed and scanned.
+    pub fn scanned_through(&self) -> Option<(u64, [u8; 32])> {
+        self.scanned_through
+    }
+
+    /// Deposits sent through the venue and not yet confirmed or failed, by transaction hash.
+    pub fn pending_deposits(&self) -> &BTreeMap<[u8; 32], PendingDeposit> {
+        &self.pending_deposits
+    }
+
+    /// Withdrawals debited and not yet confirmed or failed, oldest request first.
+    pub fn pending_withdrawals(&self) -> impl Iterator<Item = (&WithdrawalKey, &PendingWithdrawal)> {
+        self.withdrawals_in_request_order
+            .values()
+            .map(|key| (key, &self.withdrawals[key]))
+    }
+
+    /// One pending withdrawal.
+    pub fn pending_withdrawal(&self, key: &WithdrawalKey) -> Option<&PendingWithdrawal> {
+        self.withdrawals.get(key)
+    }
+
+    /// What the pending withdrawals of an asset add up to: debited from accounts, still in the
+    /// vault until they are confirmed.
+    pub fn pending_withdrawal_units(&self, asset: AssetIndex) -> Amount {
+        self.pending_withdrawal_units
+            .get(usize::from(asset.0))
+            .copied()
+            .unwrap_or(Amount::ZERO)
+    }
+
+    fn require(&self, mode: CustodyMode) -> Result<(), Rejection> {
+        if self.mode == mode {
+            Ok(())
+        } else {
+            Err(Rejection::WrongCustodyMode)
+        }
+    }
+
+    /// A ledger-mode deposit: credited and confirmed at once.
+    pub(crate) fn deposit(
+        &mut self,
+        ledger: &mut Ledger,
+        request: TransferRequest,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Ledger)?;
+        check_request(ledger, &request)?;
+        let balance = ledger
+            .deposit(&request.account, request.asset, request.amount, false)
+            .map_err(from_ledger)?;
+        events.push(Event::TransferApplied(confirmed_at_once(
+            request.clone(),
+            TransferKind::Deposit,
+            now_ms,
+        )));
+        events.push(Event::BalanceUpdated {
+            account: request.account,
+            asset: request.asset,
+            balance,
+        });
+        Ok(())
+    }
+
+    /// A ledger-mode withdrawal: debited and confirmed at once.
+    pub(crate) fn withdraw(
+        &mut self,
+        ledger: &mut Ledger,
+        request: TransferRequest,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Ledger)?;
+        check_request(ledger, &request)?;
+        let balance = ledger
+            .withdraw(&request.account, request.asset, request.amount)
+            .map_err(from_ledger)?;
+        events.push(Event::TransferApplied(confirmed_at_once(
+            request.clone(),
+            TransferKind::Withdrawal,
+            now_ms,
+        )));
+        events.push(Event::BalanceUpdated {
+            account: request.account,
+            asset: request.asset,
+            balance,
+        });
+        Ok(())
+    }
+
+    /// Records a deposit transaction the venue sent for an account, as pending.
+    pub(crate) fn submit_deposit(
+        &mut self,
+        ledger: &Ledger,
+        submission: ChainDepositSubmission,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        check_request(
+            ledger,
+            &TransferRequest {
+                transfer_id: submission.tx_hash,
+                account: submission.account,
+                asset: submission.asset,
+                amount: submission.amount,
+            },
+        )?;
+        if self.pending_deposits.contains_key(&submission.tx_hash) {
+            return Err(Rejection::DuplicateTransfer);
+        }
+        if self.pending_deposits.len() >= self.max_pending_transfers {
+            return Err(Rejection::TooManyPendingTransfers);
+        }
+        let pending = PendingDeposit {
+            account: submission.account,
+            asset: submission.asset,
+            amount: submission.amount,
+            created_at_ms: now_ms,
+        };
+        events.push(Event::TransferApplied(Transfer {
+            transfer_id: submission.tx_hash,
+            kind: TransferKind::Deposit,
+            account: pending.account,
+            asset: pending.asset,
+            amount: pending.amount,
+            status: TransferStatus::Pending,
+            tx_hash: Some(submission.tx_hash),
+            block_number: None,
+            timestamp_ms: now_ms,
+            updated_at_ms: now_ms,
+        }));
+        self.pending_deposits.insert(submission.tx_hash, pending);
+        Ok(())
+    }
+
+    /// A deposit the venue sent whose transaction reverted or can never be mined: nothing is
+    /// credited.
+    pub(crate) fn fail_deposit(
+        &mut self,
+        tx_hash: [u8; 32],
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        let pending = self
+            .pending_deposits
+            .remove(&tx_hash)
+            .ok_or(Rejection::TransferNotPending)?;
+        events.push(Event::TransferApplied(Transfer {
+            transfer_id: tx_hash,
+            kind: TransferKind::Deposit,
+            account: pending.account,
+            asset: pending.asset,
+            amount: pending.amount,
+            status: TransferStatus::Failed,
+            tx_hash: Some(tx_hash),
+            block_number: None,
+            timestamp_ms: pending.created_at_ms,
+            updated_at_ms: now_ms,
+        }));
+        Ok(())
+    }
+
+    /// Credits a confirmed `Deposited` event, which must be the vault's next deposit. A deposit
+    /// of a token the chain does not list, or too large to hold, takes its number without
+    /// crediting anything (it stays in the vault, outside the venue's books).
+    pub(crate) fn credit_deposit(
+        &mut self,
+        ledger: &mut Ledger,
+        deposit: ChainDeposit,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        if deposit.deposit_id != self.next_deposit_id {
+            return Err(Rejection::DepositOutOfOrder);
+        }
+        if self
+            .scanned_through
+            .is_some_and(|(block_number, _)| deposit.block_number < block_number)
+        {
+            // Deposits arrive in the chain's order; one behind the scanned block was skipped.
+            return Err(Rejection::DepositOutOfOrder);
+        }
+        let creditable = match (deposit.asset, deposit.amount) {
+            (Some(asset), Some(amount))
+                if usize::from(asset.0) < self.pending_withdrawal_units.len() && !amount.is_zero() =>
+            {
+                Some((asset, amount))
+            }
+            _ => None,
+        };
+        // Checked before anything changes: a credit that would overflow is not credited.
+        let credit = creditable.filter(|(asset, amount)| ledger.net_deposits(*asset).checked_add(*amount).is_some());
+        self.next_deposit_id += 1;
+        self.scanned_through = Some((deposit.block_number, deposit.block_hash));
+        let Some((asset, amount)) = credit else {
+            return Ok(());
+        };
+        let balance = ledger
+            .deposit(&deposit.account, asset, amount, true)
+            .expect("invariant: checked above that the credit fits");
+        // The transfer's id is its transaction hash; a second deposit in the same transaction
+        // gets keccak-256 of the hash and its log index instead, so ids stay unique.
+        let transfer_id = if self.last_credited_tx == Some(deposit.tx_hash) {
+            let mut hasher = Keccak256::new();
+            hasher.update(deposit.tx_hash);
+            hasher.update([0u8; 24]);
+            hasher.update(deposit.log_index.to_be_bytes());
+            hasher.finalize().into()
+        } else {
+            deposit.tx_hash
+        };
+        self.last_credited_tx = Some(deposit.tx_hash);
+        let submitted = match self.pending_deposits.get(&deposit.tx_hash) {
+            Some(pending) if pending.account == deposit.account && pending.asset == asset => {
+                self.pending_deposits.remove(&deposit.tx_hash)
+            }
+            _ => None,
+        };
+        events.push(Event::TransferApplied(Transfer {
+            transfer_id,
+            kind: TransferKind::Deposit,
+            account: deposit.account,
+            asset,
+            amount,
+            status: TransferStatus::Confirmed,
+            tx_hash: Some(deposit.tx_hash),
+            block_number: Some(deposit.block_number),
+            timestamp_ms: submitted.map_or(now_ms, |pending| pending.created_at_ms),
+            updated_at_ms: now_ms,
+        }));
+        events.push(Event::BalanceUpdated {
+            account: deposit.account,
+            asset,
+            balance,
+        });
+        Ok(())
+    }
+
+    /// Records that the chain is confirmed and scanned through a block with no deposit in it
+    /// since the last one, so that a restart resumes there and a deeper reorganisation is seen.
+    pub(crate) fn record_scan(&mut self, block_number: u64, block_hash: [u8; 32]) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        if self.scanned_through.is_some_and(|(scanned, _)| block_number <= scanned) {
+            return Err(Rejection::DepositOutOfOrder);
+        }
+        self.scanned_through = Some((block_number, block_hash));
+        Ok(())
+    }
+
+    /// Debits a vault withdrawal and keeps it, with the account's signature, for the payer.
+    pub(crate) fn request_withdrawal(
+        &mut self,
+        ledger: &mut Ledger,
+        withdrawal: VaultWithdrawal,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        let request = withdrawal.request;
+        check_request(ledger, &request)?;
+        let key = WithdrawalKey {
+            account: request.account,
+            withdrawal_id: request.transfer_id,
+        };
+        if self.withdrawals.contains_key(&key) {
+            return Err(Rejection::DuplicateTransfer);
+        }
+        if self.withdrawals.len() >= self.max_pending_transfers {
+            return Err(Rejection::TooManyPendingTransfers);
+        }
+        let index = usize::from(request.asset.0);
+        let pending_total = self.pending_withdrawal_units[index]
+            .checked_add(request.amount)
+            .ok_or(Rejection::AmountTooLarge)?;
+        let balance = ledger
+            .withdraw(&request.account, request.asset, request.amount)
+            .map_err(from_ledger)?;
+        self.pending_withdrawal_units[index] = pending_total;
+        let pending = PendingWithdrawal {
+            asset: request.asset,
+            amount: request.amount,
+            expiry_ms: withdrawal.expiry_ms,
+            signature: withdrawal.signature,
+            status: TransferStatus::Pending,
+            tx_hash: None,
+            created_at_ms: now_ms,
+            request_number: self.next_request_number,
+        };
+        self.next_request_number += 1;
+        events.push(Event::TransferApplied(withdrawal_transfer(
+            &key, &pending, None, now_ms,
+        )));
+        events.push(Event::BalanceUpdated {
+            account: request.account,
+            asset: request.asset,
+            balance,
+        });
+        self.withdrawals_in_request_order.insert(pending.request_number, key);
+        self.withdrawals.insert(key, pending);
+        Ok(())
+    }
+
+    /// Records that `tx_hash` was broadcast to pay these withdrawals (a replacement at the same
+    /// nonce records its new hash the same way).
+    pub(crate) fn mark_withdrawals_sent(
+        &mut self,
+        tx_hash: [u8; 32],
+        keys: &[WithdrawalKey],
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.check_all_pending(keys)?;
+        for key in keys {
+            let pending = self.withdrawals.get_mut(key).expect("checked above");
+            pending.status = TransferStatus::Sent;
+            pending.tx_hash = Some(tx_hash);
+            events.push(Event::TransferApplied(withdrawal_transfer(key, pending, None, now_ms)));
+        }
+        Ok(())
+    }
+
+    /// Records that these withdrawals were paid by `tx_hash` in `block_number`, with enough
+    /// confirmations: they leave the pending set for good.
+    pub(crate) fn confirm_withdrawals(
+        &mut self,
+        tx_hash: [u8; 32],
+        block_number: u64,
+        keys: &[WithdrawalKey],
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.check_all_pending(keys)?;
+        for key in keys {
+            let mut paid = self.remove_withdrawal(key);
+            paid.status = TransferStatus::Confirmed;
+            paid.tx_hash = Some(tx_hash);
+            events.push(Event::TransferApplied(withdrawal_transfer(
+                key,
+                &paid,
+                Some(block_number),
+                now_ms,
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records that a withdrawal can never be paid (its authorization expired unpaid, as the
+    /// confirmed chain shows): its amount is credited back to the account.
+    pub(crate) fn fail_withdrawal(
+        &mut self,
+        ledger: &mut Ledger,
+        key: WithdrawalKey,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.check_all_pending(&[key])?;
+        let mut failed = self.remove_withdrawal(&key);
+        let balance = ledger
+            .deposit(&key.account, failed.asset, failed.amount, true)
+            .expect("invariant: a withdrawal credited back fits, as it did before the debit");
+        failed.status = TransferStatus::Failed;
+        events.push(Event::TransferApplied(withdrawal_transfer(&key, &failed, None, now_ms)));
+        events.push(Event::BalanceUpdated {
+            account: key.account,
+            asset: failed.asset,
+            balance,
+        });
+        Ok(())
+    }
+
+    fn check_all_pending(&self, keys: &[WithdrawalKey]) -> Result<(), Rejection> {
+        if keys.is_empty() || keys.iter().any(|key| !self.withdrawals.contains_key(key)) {
+            return Err(Rejection::TransferNotPending);
+        }
+        Ok(())
+    }
+
+    fn remove_withdrawal(&mut self, key: &WithdrawalKey) -> PendingWithdrawal {
+        let pending = self.withdrawals.remove(key).expect("invariant: checked pending");
+        self.withdrawals_in_request_order.remove(&pending.request_number);
+        let index = usize::from(pending.asset.0);
+        self.pending_withdrawal_units[index] = self.pending_withdrawal_units[index]
+            .checked_sub(pending.amount)
+            .expect("invariant: the pending total covers each pending withdrawal");
+        pending
+    }
+
+    /// Feeds the whole custody state to a hash, in a fixed order.
+    pub(crate) fn hash_into(&self, hasher: &mut impl Digest) {
+        hasher.update([self.mode as u8]);
+        hasher.update(self.next_deposit_id.to_be_bytes());
+        hasher.update(self.last_credited_tx.unwrap_or_default());
+        let (block_number, block_hash) = self.scanned_through.unwrap_or_default();
+        hasher.update(block_number.to_be_bytes());
+        hasher.update(block_hash);
+        hasher.update(self.next_request_number.to_be_bytes());
+        for (tx_hash, pending) in &self.pending_deposits {
+            hasher.update(tx_hash);
+            hasher.update(pending.account.as_bytes());
+            hasher.update(pending.asset.0.to_be_bytes());
+            hasher.update(pending.amount.units().to_be_bytes());
+            hasher.update(pending.created_at_ms.to_be_bytes());
+        }
+        for (key, pending) in &self.withdrawals {
+            hasher.update(key.account.as_bytes());
+            hasher.update(key.withdrawal_id);
+            hasher.update(pending.asset.0.to_be_bytes());
+            hasher.update(pending.amount.units().to_be_bytes());
+            hasher.update(pending.expiry_ms.to_be_bytes());
+            hasher.update(pending.signature);
+            hasher.update([pending.status as u8]);
+            hasher.update(pending.tx_hash.unwrap_or_default());
+            hasher.update(pending.created_at_ms.to_be_bytes());
+            hasher.update(pending.request_number.to_be_bytes());
+        }
+    }
+
+    /// Checks the custody state's own invariants: the per-asset pending totals equal the sum of
+    /// the pending withdrawals, the request-order index matches, and the limits hold.
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        let mut totals = vec![0u128; self.pending_withdrawal_units.len()];
+        for pending in self.withdrawals.values() {
+            let total = &mut totals[usize::from(pending.asset.0)];
+            *total = total
+                .checked_add(pending.amount.units())
+                .ok_or("pending withdrawals overflow")?;
+            if !matches!(pending.status, TransferStatus::Pending | TransferStatus::Sent) {
+                return Err("a settled withdrawal is still pending".into());
+            }
+        }
+        for (index, total) in totals.iter().enumerate() {
+            if *total != self.pending_withdrawal_units[index].units() {
+                return Err(format!("asset {index}: pending withdrawals disagree with their total"));
+            }
+        }
+        if self.withdrawals_in_request_order.len() != self.withdrawals.len()
+            || self
+                .withdrawals_in_request_order
+                .iter()
+                .any(|(number, key)| self.withdrawals.get(key).map(|pending| pending.request_number) != Some(*number))
+        {
+            return Err("the withdrawal request index disagrees with the withdrawals".into());
+        }
+        if self.withdrawals.len() > self.max_pending_transfers
+            || self.pending_deposits.len() > self.max_pending_transfers
+        {
+            return Err("more pending transfers than the limit".into());
+        }
+        Ok(())
+    }
+}
+
+fn check_request(ledger: &Ledger, request: &TransferRequest) -> Result<(), Rejection> {
+    if usize::from(request.asset.0) >= ledger.asset_count() {
+        return Err(Rejection::UnknownAsset);
+    }
+    if request.amount.is_zero() {
+        return Err(Rejection::InvalidOrder("the quantity must be positive"));
+    }
+    Ok(())
+}
+
+fn from_ledger(error: LedgerError) -> Rejection {
+    match error {
+        LedgerError::InsufficientBalance => Rejection::InsufficientBalance,
+        LedgerError::Overflow => Rejection::AmountTooLarge,
+        LedgerError::TooManyAccounts => Rejection::TooManyAccounts,
+    }
+}
+
+fn confirmed_at_once(request: TransferRequest, kind: TransferKind, now_ms: u64) -> Transfer {
+    Transfer {
+        transfer_id: request.transfer_id,
+        kind,
+        account: request.account,
+        asset: request.asset,
+        amount: request.amount,
+        status: TransferStatus::Confirmed,
+        tx_hash: None,
+        block_number: None,
+        timestamp_ms: now_ms,
+        updated_at_ms: now_ms,
+    }
+}
+
+fn withdrawal_transfer(
+    key: &WithdrawalKey,
+    pending: &PendingWithdrawal,
+    block_number: Option<u64>,
+    now_ms: u64,
+) -> Transfer {
+    Transfer {
+        transfer_id: key.withdrawal_id,
+        kind: TransferKind::Withdrawal,
+        account: key.account,
+        asset: pending.asset,
+        amount: pending.amount,
+        status: pending.status,
+        tx_hash: pending.tx_hash,
+        block_number,
+        timestamp_ms: pending.created_at_ms,
+        updated_at_ms: now_ms,
+    }
+}

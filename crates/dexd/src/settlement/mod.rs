@@ -1,0 +1,2 @@
+//! Custody on chain (vault mode).
+pub mod vault;
