@@ -57,6 +57,15 @@ impl PrivateKey {
         address_of_public_key(&public_key)
     }
 
+    /// A signer of chain transactions for this key, for a vault chain's deposit that the venue
+    /// sends from the account (it lives no longer than the request that made it; its key is
+    /// erased when it is dropped).
+    pub fn transaction_signer(&self) -> alloy::signers::local::PrivateKeySigner {
+        let secret = Zeroizing::new(self.0.secret_bytes());
+        alloy::signers::local::PrivateKeySigner::from_slice(&secret[..])
+            .expect("invariant: a valid secp256k1 secret key is a valid signing key")
+    }
+
     /// Signs a 32-byte digest; returns `r ‖ s ‖ v` with `v` 27 or 28, as Ethereum tools expect.
     pub fn sign_digest(&self, digest: [u8; 32]) -> [u8; 65] {
         let signature = SECP256K1.sign_ecdsa_recoverable(Message::from_digest(digest), &self.0);
@@ -66,6 +75,48 @@ impl PrivateKey {
         bytes[64] = 27 + u8::try_from(i32::from(recovery_id)).expect("a recovery id is 0 to 3");
         bytes
     }
+}
+
+/// Why an operator key could not be read. Names where it was looked for, never what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorKeyError(pub String);
+
+impl fmt::Display for OperatorKeyError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OperatorKeyError {}
+
+/// Reads a vault chain's operator key from its file or environment variable: `0x` + 64 hex
+/// digits, surrounding whitespace ignored. The key signs the vault's withdrawal transactions for
+/// as long as the process runs; it is never written anywhere, and an error never repeats it.
+pub fn read_operator_key(
+    source: &crate::config::OperatorKeySource,
+) -> Result<alloy::signers::local::PrivateKeySigner, OperatorKeyError> {
+    use crate::config::OperatorKeySource;
+    let (text, origin) =
+        match source {
+            OperatorKeySource::File(path) => (
+                Zeroizing::new(std::fs::read_to_string(path).map_err(|error| {
+                    OperatorKeyError(format!("cannot read the operator key file {}: {error}", path.display()))
+                })?),
+                format!("the operator key file {}", path.display()),
+            ),
+            OperatorKeySource::Environment(variable) => (
+                Zeroizing::new(std::env::var(variable).map_err(|_| {
+                    OperatorKeyError(format!("the environment variable {variable} holds no operator key"))
+                })?),
+                format!("the environment variable {variable}"),
+            ),
+        };
+    let key = PrivateKey::parse(text.trim()).map_err(|_| {
+        OperatorKeyError(format!(
+            "{origin} does not hold 0x + 64 hex digits of a valid secp256k1 key"
+        ))
+    })?;
+    Ok(key.transaction_signer())
 }
 
 /// The most addresses the [`AddressCache`] keeps; when full it starts over empty.

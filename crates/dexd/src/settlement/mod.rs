@@ -1,2 +1,4 @@
 //! Custody on chain (vault mode).
+pub mod deploy;
+pub mod node;
 pub mod vault;

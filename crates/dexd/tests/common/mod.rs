@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod chain;
+
 use dexd::config::Config;
 use dexd::crypto::{checksummed, PrivateKey};
 use serde_json::{json, Value};

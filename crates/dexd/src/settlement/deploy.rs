@@ -1,0 +1,183 @@
+//! Deploying the vault (what `dexd vault deploy` runs against any chain), and the test tokens
+//! and funded accounts of a local devnet (what `dexd devnet-setup` and the tests run against
+//! anvil). Every transaction is signed locally with the key it is given.
+//!
+//! It does not run the venue; it only puts contracts and balances on a chain.
+
+use std::time::Duration;
+
+use alloy::primitives::{Address as ChainAddress, Bytes, TxKind, U256};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{SolCall, SolConstructor};
+
+use super::node::{Node, NodeError, Receipt};
+use super::vault::{DexdVault, Erc20};
+
+alloy::sol!(
+    #[sol(rpc)]
+    #[derive(Debug)]
+    TestToken,
+    "../../contracts/artifacts/TestToken.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    #[derive(Debug)]
+    FeeOnTransferToken,
+    "../../contracts/artifacts/FeeOnTransferToken.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    #[derive(Debug)]
+    ReentrantToken,
+    "../../contracts/artifacts/ReentrantToken.json"
+);
+
+/// How often a deployment polls for its receipt, and how long it waits in all.
+const RECEIPT_POLL: Duration = Duration::from_millis(50);
+const RECEIPT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A deployed contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deployed {
+    /// Its address.
+    pub address: ChainAddress,
+    /// The block it was created in.
+    pub block_number: u64,
+    /// Gas its creation used.
+    pub gas_used: u64,
+}
+
+/// Sends a transaction, waits for it, and fails unless it succeeded.
+pub async fn send_and_wait(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    to: TxKind,
+    input: Vec<u8>,
+    value: U256,
+) -> Result<Receipt, NodeError> {
+    let sent = node.send_estimated(signer, to, input, value).await?;
+    let receipt = node.wait_for_receipt(sent.hash, RECEIPT_POLL, RECEIPT_TIMEOUT).await?;
+    if !receipt.succeeded {
+        return Err(NodeError::Reverted {
+            message: format!("transaction {} reverted", sent.hash),
+            data: None,
+        });
+    }
+    Ok(receipt)
+}
+
+async fn create(node: &Node, deployer: &PrivateKeySigner, code: Vec<u8>) -> Result<Deployed, NodeError> {
+    let nonce = node.pending_nonce(deployer.address()).await?;
+    let receipt = send_and_wait(node, deployer, TxKind::Create, code, U256::ZERO).await?;
+    Ok(Deployed {
+        address: deployer.address().create(nonce),
+        block_number: receipt.block_number,
+        gas_used: receipt.gas_used,
+    })
+}
+
+fn with_constructor(bytecode: &Bytes, arguments: Vec<u8>) -> Vec<u8> {
+    let mut code = bytecode.to_vec();
+    code.extend_from_slice(&arguments);
+    code
+}
+
+/// Deploys the vault with `owner` (who may replace the operator and pause deposits) and
+/// `operator` (who pays withdrawals).
+pub async fn deploy_vault(
+    node: &Node,
+    deployer: &PrivateKeySigner,
+    owner: ChainAddress,
+    operator: ChainAddress,
+) -> Result<Deployed, NodeError> {
+    let arguments = DexdVault::constructorCall {
+        initialOwner: owner,
+        initialOperator: operator,
+    }
+    .abi_encode();
+    create(node, deployer, with_constructor(&DexdVault::BYTECODE, arguments)).await
+}
+
+/// Deploys a test token anyone may mint (for devnets and tests only).
+pub async fn deploy_test_token(
+    node: &Node,
+    deployer: &PrivateKeySigner,
+    name: &str,
+    symbol: &str,
+    decimals: u8,
+) -> Result<Deployed, NodeError> {
+    let arguments = TestToken::constructorCall {
+        name_: name.to_string(),
+        symbol_: symbol.to_string(),
+        decimals_: decimals,
+    }
+    .abi_encode();
+    create(node, deployer, with_constructor(&TestToken::BYTECODE, arguments)).await
+}
+
+/// Deploys the token that burns 1 % of every transfer (tests only).
+pub async fn deploy_fee_on_transfer_token(node: &Node, deployer: &PrivateKeySigner) -> Result<Deployed, NodeError> {
+    create(node, deployer, FeeOnTransferToken::BYTECODE.to_vec()).await
+}
+
+/// Deploys the token that calls back into a target during transfers (tests only).
+pub async fn deploy_reentrant_token(node: &Node, deployer: &PrivateKeySigner) -> Result<Deployed, NodeError> {
+    create(node, deployer, ReentrantToken::BYTECODE.to_vec()).await
+}
+
+/// Mints test tokens (any of the three test tokens: they share `mint(address,uint256)`).
+pub async fn mint(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    token: ChainAddress,
+    to: ChainAddress,
+    amount: U256,
+) -> Result<Receipt, NodeError> {
+    let input = TestToken::mintCall { to, amount }.abi_encode();
+    send_and_wait(node, signer, TxKind::Call(token), input, U256::ZERO).await
+}
+
+/// Approves `spender` for `amount` of `token` from the signer's account.
+pub async fn approve(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    token: ChainAddress,
+    spender: ChainAddress,
+    amount: U256,
+) -> Result<Receipt, NodeError> {
+    let input = Erc20::approveCall { spender, amount }.abi_encode();
+    send_and_wait(node, signer, TxKind::Call(token), input, U256::ZERO).await
+}
+
+/// Deposits straight from a wallet to the vault, as a user would without dexd: `approve`, then
+/// `deposit` (or `depositNative` when `token` is `None`). Returns the deposit's receipt.
+pub async fn deposit_from_wallet(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    token: Option<ChainAddress>,
+    amount: U256,
+) -> Result<Receipt, NodeError> {
+    match token {
+        Some(token) => {
+            approve(node, signer, token, node.vault(), amount).await?;
+            let input = DexdVault::depositCall { token, amount }.abi_encode();
+            send_and_wait(node, signer, TxKind::Call(node.vault()), input, U256::ZERO).await
+        }
+        None => {
+            let input = DexdVault::depositNativeCall {}.abi_encode();
+            send_and_wait(node, signer, TxKind::Call(node.vault()), input, amount).await
+        }
+    }
+}
+
+/// Sends the native asset from the signer to `to` (to give a devnet account gas).
+pub async fn send_native(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    to: ChainAddress,
+    amount: U256,
+) -> Result<Receipt, NodeError> {
+    send_and_wait(node, signer, TxKind::Call(to), Vec::new(), amount).await
+}

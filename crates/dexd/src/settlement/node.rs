@@ -1,0 +1,492 @@
+//! One vault chain's JSON-RPC node, as the watcher, the payer and the deposit path use it: the
+//! few calls they make, each bounded by the chain's RPC timeout, and the node's failures sorted
+//! into what they mean for dexd ([`NodeError`]).
+//!
+//! It signs and sends transactions it is given a signer for; it never sees or holds a key
+//! otherwise, and it decides nothing about custody.
+
+use std::time::Duration;
+
+use alloy::eips::{BlockId, BlockNumberOrTag, Encodable2718};
+use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+use alloy::primitives::{Address as ChainAddress, Bytes, TxKind, B256, U256};
+use alloy::providers::{Provider, RootProvider};
+use alloy::rpc::client::RpcClient;
+use alloy::rpc::types::{Filter, TransactionRequest};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{SolCall, SolEvent};
+use alloy::transports::{RpcError, TransportError};
+
+use super::vault::{DexdVault, Erc20};
+
+/// What went wrong with a request to the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeError {
+    /// The node could not be reached, timed out, or answered something unreadable: the chain is
+    /// unavailable for now, and the request may be retried.
+    Unavailable(String),
+    /// The node answered with a JSON-RPC error (a range too large, a transaction refused...).
+    Refused(String),
+    /// A call or a transaction's estimate reverted; the revert data when the node gave it.
+    Reverted {
+        /// The node's message.
+        message: String,
+        /// The revert data (an ABI-encoded custom error).
+        data: Option<Bytes>,
+    },
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeError::Unavailable(message) => write!(formatter, "the node is unavailable: {message}"),
+            NodeError::Refused(message) => write!(formatter, "the node refused: {message}"),
+            NodeError::Reverted { message, .. } => write!(formatter, "reverted: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+impl From<TransportError> for NodeError {
+    fn from(error: TransportError) -> NodeError {
+        match &error {
+            RpcError::ErrorResp(payload) => match payload.as_revert_data() {
+                Some(data) => NodeError::Reverted {
+                    message: payload.message.to_string(),
+                    data: Some(data),
+                },
+                None if payload.message.contains("revert") => NodeError::Reverted {
+                    message: payload.message.to_string(),
+                    data: None,
+                },
+                None => NodeError::Refused(format!("{} (code {})", payload.message, payload.code)),
+            },
+            _ => NodeError::Unavailable(error.to_string()),
+        }
+    }
+}
+
+/// A `Deposited` event as read from the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepositLog {
+    /// The vault's number of the deposit.
+    pub deposit_id: U256,
+    /// Who deposited.
+    pub account: ChainAddress,
+    /// The token (zero for the native asset).
+    pub token: ChainAddress,
+    /// What the vault received.
+    pub amount: U256,
+    /// The transaction.
+    pub tx_hash: B256,
+    /// The event's index in its block.
+    pub log_index: u64,
+    /// The block.
+    pub block_number: u64,
+    /// The block's hash.
+    pub block_hash: B256,
+}
+
+/// A mined transaction's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receipt {
+    /// Whether it succeeded (did not revert).
+    pub succeeded: bool,
+    /// The block it was mined in.
+    pub block_number: u64,
+    /// Gas it used.
+    pub gas_used: u64,
+}
+
+/// The fees and limit a transaction is sent with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fees {
+    /// EIP-1559 maximum fee per gas, in wei.
+    pub max_fee_per_gas: u128,
+    /// EIP-1559 priority fee per gas, in wei.
+    pub max_priority_fee_per_gas: u128,
+    /// The gas limit.
+    pub gas_limit: u64,
+}
+
+/// A signed transaction, broadcast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SentTransaction {
+    /// Its hash.
+    pub hash: B256,
+    /// The sender's nonce it used.
+    pub nonce: u64,
+    /// What it pays for gas.
+    pub fees: Fees,
+}
+
+/// The node of one vault chain.
+#[derive(Clone)]
+pub struct Node {
+    provider: RootProvider,
+    vault: ChainAddress,
+    chain_id: u64,
+}
+
+/// Gas added on top of a node's estimate, in percent: estimates are exact for the state they
+/// ran on, and a batch's cost moves with the state it runs on.
+const GAS_MARGIN_PERCENT: u64 = 25;
+
+impl Node {
+    /// A client of `rpc_url` for the vault at `vault` on chain `chain_id`; every request times
+    /// out after `timeout`.
+    pub fn connect(rpc_url: &str, vault: ChainAddress, chain_id: u64, timeout: Duration) -> Result<Node, String> {
+        let url = rpc_url
+            .parse()
+            .map_err(|error| format!("the RPC URL is not a URL: {error}"))?;
+        let http = alloy::transports::http::reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let client = RpcClient::new_http_with_client(http, url);
+        Ok(Node {
+            provider: RootProvider::new(client),
+            vault,
+            chain_id,
+        })
+    }
+
+    /// The vault's address.
+    pub fn vault(&self) -> ChainAddress {
+        self.vault
+    }
+
+    /// The chain id the node reports.
+    pub async fn chain_id(&self) -> Result<u64, NodeError> {
+        Ok(self.provider.get_chain_id().await?)
+    }
+
+    /// Checks that the node serves the configured chain.
+    pub async fn check_chain_id(&self) -> Result<(), NodeError> {
+        let reported = self.chain_id().await?;
+        if reported != self.chain_id {
+            return Err(NodeError::Refused(format!(
+                "the node serves chain {reported}, the configuration says {}",
+                self.chain_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// The number of the newest block.
+    pub async fn head(&self) -> Result<u64, NodeError> {
+        Ok(self.provider.get_block_number().await?)
+    }
+
+    /// A block's hash and timestamp (seconds), or `None` when the node has no such block.
+    pub async fn block(&self, number: u64) -> Result<Option<(B256, u64)>, NodeError> {
+        let block = self
+            .provider
+            .get_block_by_number(BlockNumberOrTag::Number(number))
+            .await?;
+        Ok(block.map(|block| (block.header.hash, block.header.timestamp)))
+    }
+
+    /// The vault's `Deposited` events in blocks `from..=to`, in chain order.
+    pub async fn deposit_logs(&self, from: u64, to: u64) -> Result<Vec<DepositLog>, NodeError> {
+        let filter = Filter::new()
+            .address(self.vault)
+            .event_signature(DexdVault::Deposited::SIGNATURE_HASH)
+            .from_block(from)
+            .to_block(to);
+        let mut deposits = Vec::new();
+        for log in self.provider.get_logs(&filter).await? {
+            let unreadable = || NodeError::Unavailable("the node returned a log without its position".into());
+            let event = DexdVault::Deposited::decode_log(&log.inner)
+                .map_err(|error| NodeError::Unavailable(format!("the node returned an unreadable log: {error}")))?;
+            if log.removed {
+                continue;
+            }
+            deposits.push(DepositLog {
+                deposit_id: event.depositId,
+                account: event.account,
+                token: event.token,
+                amount: event.amount,
+                tx_hash: log.transaction_hash.ok_or_else(unreadable)?,
+                log_index: log.log_index.ok_or_else(unreadable)?,
+                block_number: log.block_number.ok_or_else(unreadable)?,
+                block_hash: log.block_hash.ok_or_else(unreadable)?,
+            });
+        }
+        deposits.sort_by_key(|deposit| (deposit.block_number, deposit.log_index));
+        Ok(deposits)
+    }
+
+    /// The vault's `Withdrawn` event of an account's withdrawal id: its transaction and block.
+    pub async fn withdrawn_event(
+        &self,
+        account: ChainAddress,
+        withdrawal_id: U256,
+        from_block: u64,
+    ) -> Result<Option<(B256, u64)>, NodeError> {
+        let filter = Filter::new()
+            .address(self.vault)
+            .event_signature(DexdVault::Withdrawn::SIGNATURE_HASH)
+            .topic1(B256::from(withdrawal_id))
+            .topic2(account.into_word())
+            .from_block(from_block)
+            .to_block(BlockNumberOrTag::Latest);
+        let logs = self.provider.get_logs(&filter).await?;
+        Ok(logs
+            .iter()
+            .filter(|log| !log.removed)
+            .find_map(|log| Some((log.transaction_hash?, log.block_number?))))
+    }
+
+    /// Whether each (account, withdrawal id) is paid, as of `block`.
+    pub async fn withdrawn_many(&self, keys: &[(ChainAddress, U256)], block: BlockId) -> Result<Vec<bool>, NodeError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let call = DexdVault::withdrawnManyCall {
+            accounts: keys.iter().map(|(account, _)| *account).collect(),
+            withdrawalIds: keys.iter().map(|(_, id)| *id).collect(),
+        };
+        let output = self
+            .call(None, self.vault, call.abi_encode(), U256::ZERO, block)
+            .await?;
+        DexdVault::withdrawnManyCall::abi_decode_returns(&output)
+            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of withdrawnMany: {error}")))
+    }
+
+    /// The vault's operator.
+    pub async fn operator(&self) -> Result<ChainAddress, NodeError> {
+        let output = self
+            .call(
+                None,
+                self.vault,
+                DexdVault::operatorCall {}.abi_encode(),
+                U256::ZERO,
+                BlockId::latest(),
+            )
+            .await?;
+        DexdVault::operatorCall::abi_decode_returns(&output)
+            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of operator(): {error}")))
+    }
+
+    /// An account's balance of a token, or of the native asset when `token` is `None`.
+    pub async fn balance(
+        &self,
+        token: Option<ChainAddress>,
+        owner: ChainAddress,
+        block: BlockId,
+    ) -> Result<U256, NodeError> {
+        match token {
+            None => Ok(self.provider.get_balance(owner).block_id(block).await?),
+            Some(token) => {
+                let output = self
+                    .call(
+                        None,
+                        token,
+                        Erc20::balanceOfCall { account: owner }.abi_encode(),
+                        U256::ZERO,
+                        block,
+                    )
+                    .await?;
+                Erc20::balanceOfCall::abi_decode_returns(&output)
+                    .map_err(|error| NodeError::Unavailable(format!("unreadable answer of balanceOf: {error}")))
+            }
+        }
+    }
+
+    /// What `owner` allows `spender` to take of `token`.
+    pub async fn allowance(
+        &self,
+        token: ChainAddress,
+        owner: ChainAddress,
+        spender: ChainAddress,
+    ) -> Result<U256, NodeError> {
+        let output = self
+            .call(
+                None,
+                token,
+                Erc20::allowanceCall { owner, spender }.abi_encode(),
+                U256::ZERO,
+                BlockId::latest(),
+            )
+            .await?;
+        Erc20::allowanceCall::abi_decode_returns(&output)
+            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of allowance: {error}")))
+    }
+
+    /// A token's decimals.
+    pub async fn decimals(&self, token: ChainAddress) -> Result<u8, NodeError> {
+        let output = self
+            .call(
+                None,
+                token,
+                Erc20::decimalsCall {}.abi_encode(),
+                U256::ZERO,
+                BlockId::latest(),
+            )
+            .await?;
+        Erc20::decimalsCall::abi_decode_returns(&output)
+            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of decimals: {error}")))
+    }
+
+    /// Runs a call without sending it (`eth_call`).
+    pub async fn call(
+        &self,
+        from: Option<ChainAddress>,
+        to: ChainAddress,
+        input: Vec<u8>,
+        value: U256,
+        block: BlockId,
+    ) -> Result<Bytes, NodeError> {
+        let mut request = TransactionRequest::default()
+            .with_to(to)
+            .with_input(input)
+            .with_value(value);
+        if let Some(from) = from {
+            request = request.with_from(from);
+        }
+        Ok(self.provider.call(request).block(block).await?)
+    }
+
+    /// The gas a transaction would use, with [`GAS_MARGIN_PERCENT`] on top; a revert is
+    /// [`NodeError::Reverted`].
+    pub async fn estimate_gas(
+        &self,
+        from: ChainAddress,
+        to: ChainAddress,
+        input: &[u8],
+        value: U256,
+    ) -> Result<u64, NodeError> {
+        let request = TransactionRequest::default()
+            .with_from(from)
+            .with_to(to)
+            .with_input(input.to_vec())
+            .with_value(value);
+        let estimate = self.provider.estimate_gas(request).await?;
+        Ok(estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100))
+    }
+
+    /// The node's EIP-1559 fee estimate.
+    pub async fn fee_estimate(&self) -> Result<(u128, u128), NodeError> {
+        let estimate = self.provider.estimate_eip1559_fees().await?;
+        Ok((estimate.max_fee_per_gas, estimate.max_priority_fee_per_gas))
+    }
+
+    /// The next nonce of an account, counting its transactions waiting in the node's pool.
+    pub async fn pending_nonce(&self, account: ChainAddress) -> Result<u64, NodeError> {
+        Ok(self.provider.get_transaction_count(account).pending().await?)
+    }
+
+    /// The nonce of an account as of the newest block.
+    pub async fn latest_nonce(&self, account: ChainAddress) -> Result<u64, NodeError> {
+        Ok(self.provider.get_transaction_count(account).latest().await?)
+    }
+
+    /// Signs a transaction (EIP-1559, this chain) with `signer` and hands it to the node.
+    pub async fn send(
+        &self,
+        signer: &PrivateKeySigner,
+        to: TxKind,
+        input: Vec<u8>,
+        value: U256,
+        nonce: u64,
+        fees: Fees,
+    ) -> Result<SentTransaction, NodeError> {
+        let request = TransactionRequest::default()
+            .with_from(signer.address())
+            .with_kind(to)
+            .with_input(input)
+            .with_value(value)
+            .with_nonce(nonce)
+            .with_chain_id(self.chain_id)
+            .with_gas_limit(fees.gas_limit)
+            .with_max_fee_per_gas(fees.max_fee_per_gas)
+            .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+        let wallet = EthereumWallet::from(signer.clone());
+        let envelope = request
+            .build(&wallet)
+            .await
+            .map_err(|error| NodeError::Refused(format!("the transaction cannot be built: {error}")))?;
+        let hash = *envelope.tx_hash();
+        // The pending-transaction handle is not needed: the payer and the deposit path poll the
+        // receipt themselves, so that a restart loses nothing it held.
+        let _pending = self.provider.send_raw_transaction(&envelope.encoded_2718()).await?;
+        Ok(SentTransaction { hash, nonce, fees })
+    }
+
+    /// A transaction's receipt, once it is mined.
+    pub async fn receipt(&self, hash: B256) -> Result<Option<Receipt>, NodeError> {
+        let receipt = self.provider.get_transaction_receipt(hash).await?;
+        Ok(receipt.and_then(|receipt| {
+            Some(Receipt {
+                succeeded: receipt.status(),
+                block_number: receipt.block_number?,
+                gas_used: receipt.gas_used,
+            })
+        }))
+    }
+
+    /// Waits for a transaction's receipt, polling every `poll`, for at most `timeout`.
+    pub async fn wait_for_receipt(&self, hash: B256, poll: Duration, timeout: Duration) -> Result<Receipt, NodeError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(receipt) = self.receipt(hash).await? {
+                return Ok(receipt);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(NodeError::Unavailable(format!(
+                    "transaction {hash} was not mined within {} ms",
+                    timeout.as_millis()
+                )));
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// Sends a transaction from `signer` at its next nonce, with the node's fee estimate and a
+    /// gas estimate (a revert in the estimate is returned, and nothing is sent).
+    pub async fn send_estimated(
+        &self,
+        signer: &PrivateKeySigner,
+        to: TxKind,
+        input: Vec<u8>,
+        value: U256,
+    ) -> Result<SentTransaction, NodeError> {
+        let from = signer.address();
+        let mut request = TransactionRequest::default()
+            .with_from(from)
+            .with_kind(to)
+            .with_input(input.clone())
+            .with_value(value);
+        request.to = Some(to);
+        let estimate = self.provider.estimate_gas(request).await?;
+        let gas_limit = estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100);
+        let (max_fee_per_gas, max_priority_fee_per_gas) = self.fee_estimate().await?;
+        let nonce = self.pending_nonce(from).await?;
+        let fees = Fees {
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
+            gas_limit,
+        };
+        self.send(signer, to, input, value, nonce, fees).await
+    }
+
+    /// Whether the node knows a transaction at all (mined or waiting in its pool).
+    pub async fn knows_transaction(&self, hash: B256) -> Result<bool, NodeError> {
+        Ok(self.provider.get_transaction_by_hash(hash).await?.is_some())
+    }
+
+    /// Sends `method` with JSON parameters: for the test and devnet helpers that drive a local
+    /// node (`anvil_mine`, `evm_snapshot`...).
+    pub async fn raw_request(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, NodeError> {
+        Ok(self
+            .provider
+            .raw_request::<_, serde_json::Value>(method.into(), params)
+            .await?)
+    }
+}

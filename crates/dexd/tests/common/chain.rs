@@ -1,0 +1,134 @@
+//! A real EVM node for the tests: anvil (from the npm registry, installed under `contracts/`
+//! by `scripts/install-test-tools`) on a port of its choosing, with the vault and two test
+//! tokens deployed and a few funded accounts.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use alloy::node_bindings::{Anvil, AnvilInstance};
+use alloy::primitives::{Address as ChainAddress, U256};
+use alloy::signers::local::PrivateKeySigner;
+use dexd::settlement::deploy;
+use dexd::settlement::node::Node;
+
+/// Where anvil is: `DEXD_ANVIL`, or the npm package under `contracts/node_modules`.
+pub fn anvil_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("DEXD_ANVIL") {
+        return PathBuf::from(path);
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contracts/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
+    assert!(
+        path.exists(),
+        "anvil is not installed at {}: run scripts/install-test-tools (npm ci in contracts/) first",
+        path.display()
+    );
+    path
+}
+
+/// A running anvil with the vault and the test tokens; anvil stops when this is dropped.
+pub struct TestChain {
+    pub anvil: AnvilInstance,
+    pub node: Node,
+    pub chain_id: u64,
+    /// Deploys and owns the vault.
+    pub deployer: PrivateKeySigner,
+    /// The vault's operator.
+    pub operator: PrivateKeySigner,
+    /// Accounts with gas, 1,000,000 USDC and 100 WBTC each.
+    pub users: Vec<PrivateKeySigner>,
+    pub vault: ChainAddress,
+    pub vault_block: u64,
+    pub usdc: ChainAddress,
+    pub wbtc: ChainAddress,
+}
+
+pub fn signer(anvil: &AnvilInstance, index: usize) -> PrivateKeySigner {
+    PrivateKeySigner::from_signing_key(anvil.keys()[index].clone().into())
+}
+
+pub const USDC_UNIT: u128 = 1_000_000;
+pub const WBTC_UNIT: u128 = 100_000_000;
+pub const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
+
+impl TestChain {
+    /// Starts anvil (mining a block per transaction) and deploys everything.
+    pub async fn start() -> TestChain {
+        TestChain::start_with(&[]).await
+    }
+
+    /// Starts anvil with extra arguments.
+    pub async fn start_with(arguments: &[&str]) -> TestChain {
+        let anvil = Anvil::at(anvil_path())
+            .args(["--accounts", "10", "--balance", "10000"])
+            .args(arguments.iter().copied())
+            .spawn();
+        let chain_id = anvil.chain_id();
+        let deployer = signer(&anvil, 0);
+        let operator = signer(&anvil, 1);
+        let users: Vec<PrivateKeySigner> = (2..6).map(|index| signer(&anvil, index)).collect();
+        // A node client without the vault's address first, to deploy it.
+        let bootstrap =
+            Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, Duration::from_secs(10)).unwrap();
+        let vault = deploy::deploy_vault(&bootstrap, &deployer, deployer.address(), operator.address())
+            .await
+            .unwrap();
+        let node = Node::connect(&anvil.endpoint(), vault.address, chain_id, Duration::from_secs(10)).unwrap();
+        let usdc = deploy::deploy_test_token(&node, &deployer, "USD Coin", "USDC", 6)
+            .await
+            .unwrap();
+        let wbtc = deploy::deploy_test_token(&node, &deployer, "Wrapped BTC", "WBTC", 8)
+            .await
+            .unwrap();
+        for user in &users {
+            deploy::mint(
+                &node,
+                &deployer,
+                usdc.address,
+                user.address(),
+                U256::from(1_000_000 * USDC_UNIT),
+            )
+            .await
+            .unwrap();
+            deploy::mint(
+                &node,
+                &deployer,
+                wbtc.address,
+                user.address(),
+                U256::from(100 * WBTC_UNIT),
+            )
+            .await
+            .unwrap();
+        }
+        TestChain {
+            anvil,
+            node,
+            chain_id,
+            deployer,
+            operator,
+            users,
+            vault: vault.address,
+            vault_block: vault.block_number,
+            usdc: usdc.address,
+            wbtc: wbtc.address,
+        }
+    }
+
+    /// Mines `blocks` empty blocks.
+    pub async fn mine(&self, blocks: u64) {
+        self.node
+            .raw_request("anvil_mine", serde_json::json!([format!("0x{blocks:x}")]))
+            .await
+            .unwrap();
+    }
+
+    /// The vault's balance of a token (native when `None`).
+    pub async fn vault_balance(&self, token: Option<ChainAddress>) -> U256 {
+        self.node
+            .balance(token, self.vault, alloy::eips::BlockId::latest())
+            .await
+            .unwrap()
+    }
+}
