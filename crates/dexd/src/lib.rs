@@ -60,8 +60,12 @@ pub async fn serve_with_tls(
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let handshake_timeout = Duration::from_millis(config.limits.header_read_timeout_ms);
     let venue = Arc::new(venue::Venue::start(config, data_dir)?);
+    let custody = Arc::new(settlement::Custodians::start(&venue)?);
     let limits = venue.config.limits;
-    let router = api::router(Arc::clone(&venue));
+    let router = api::router(Arc::new(api::AppState {
+        venue: Arc::clone(&venue),
+        custody: Arc::clone(&custody),
+    }));
     let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -119,6 +123,9 @@ pub async fn serve_with_tls(
     {
         tracing::warn!("requests still in flight after the grace period were dropped");
     }
+    // The chain tasks stop first, so that nothing new is journaled behind the writers' stop;
+    // what they were doing is journaled or is redone after a restart.
+    custody.stop().await;
     // Everything acknowledged is in the journals already; closing puts the histories on disk
     // too, so that they are trusted after a restart of the machine instead of rebuilt.
     venue.close().await;

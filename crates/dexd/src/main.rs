@@ -1,7 +1,11 @@
-//! The `dexd` command line: `dexd serve` runs the venue.
+//! The `dexd` command line: `dexd serve` runs the venue; `dexd vault ...` deploys and governs a
+//! vault on any chain; `dexd devnet-setup` prepares a local devnet.
 //!
 //! This file parses arguments, sets up logging and signal handling, and hands over to
-//! [`dexd::serve`]. It holds no venue logic.
+//! [`dexd::serve`] (or to `chain_commands.rs` for the chain subcommands). It holds no venue
+//! logic.
+
+mod chain_commands;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,6 +54,13 @@ enum Command {
     },
     /// Print the embedded default configuration, as a starting point for your own.
     DefaultConfig,
+    /// Deploy and govern a vault contract on a chain (keys from files or environment variables,
+    /// never from the command line).
+    #[command(subcommand)]
+    Vault(chain_commands::VaultCommand),
+    /// Prepare a local devnet (anvil) for dexd: deploy the vault and test tokens, fund test
+    /// accounts, and write a configuration and devnet.json into a folder (scripts/devnet runs it).
+    DevnetSetup(chain_commands::DevnetSetup),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +70,8 @@ fn main() -> ExitCode {
             print!("{DEFAULT_CONFIG_TOML}");
             ExitCode::SUCCESS
         }
+        Command::Vault(command) => chain_commands::run_vault(command),
+        Command::DevnetSetup(setup) => chain_commands::run_devnet_setup(setup),
         Command::Serve {
             listen,
             config,
@@ -85,22 +98,13 @@ fn serve(
         .init();
     let config = match config_path {
         None => Config::embedded_default(),
-        Some(path) => {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                Err(error) => {
-                    eprintln!("dexd: cannot read {}: {error}", path.display());
-                    return ExitCode::from(2);
-                }
-            };
-            match Config::parse(&text) {
-                Ok(config) => config,
-                Err(error) => {
-                    eprintln!("dexd: {}: {error}", path.display());
-                    return ExitCode::from(2);
-                }
+        Some(path) => match Config::load(&path) {
+            Ok(config) => config,
+            Err(error) => {
+                eprintln!("dexd: {}: {error}", path.display());
+                return ExitCode::from(2);
             }
-        }
+        },
     };
     let tls = match tls_files {
         None => None,

@@ -173,6 +173,13 @@ impl Chain {
 
     /// Applies a command through the writer; returns its events once they are on disk.
     pub async fn submit(&self, command: Command, authorization: Option<Authorization>) -> Result<Events, WriteError> {
+        self.enqueue(command, authorization)?.outcome().await
+    }
+
+    /// Puts a command in the writer's queue now, without waiting for it: commands enqueued one
+    /// after the other are applied in that order (the chain watcher relies on it to credit a
+    /// backlog of deposits in the vault's order). 503 at once when the queue is full.
+    pub fn enqueue(&self, command: Command, authorization: Option<Authorization>) -> Result<QueuedWrite, WriteError> {
         let (reply, answer) = oneshot::channel();
         self.writer
             .try_send(WriterMessage::Write(WriteRequest {
@@ -184,7 +191,7 @@ impl Chain {
                 mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
                 mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
             })?;
-        answer.await.unwrap_or(Err(WriteError::NotDurable))
+        Ok(QueuedWrite(answer))
     }
 
     /// Stops the chain's writer and projector, once what is queued before this call is
@@ -206,6 +213,16 @@ impl Chain {
     /// The engine's state hash (for recovery checks).
     pub fn state_hash(&self) -> [u8; 32] {
         self.engine.read().state_hash()
+    }
+}
+
+/// A command in the writer's queue; its outcome arrives once its batch is on disk (or refused).
+pub struct QueuedWrite(oneshot::Receiver<Result<Events, WriteError>>);
+
+impl QueuedWrite {
+    /// The command's events once they are on disk, or why it was not applied.
+    pub async fn outcome(self) -> Result<Events, WriteError> {
+        self.0.await.unwrap_or(Err(WriteError::NotDurable))
     }
 }
 

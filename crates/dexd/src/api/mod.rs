@@ -31,14 +31,23 @@ use axum::{Json, Router};
 use self::error::ApiError;
 use self::operations::Operation;
 use self::params::Params;
+use crate::settlement::Custodians;
 use crate::venue::Venue;
 
+/// Everything the API serves: the venue's chains, and the custody of its vault chains.
+pub struct AppState {
+    /// The venue: its chains, limits and rate limits.
+    pub venue: Arc<Venue>,
+    /// The watchers and payers of the vault chains (none on ledger chains).
+    pub custody: Arc<Custodians>,
+}
+
 /// Builds the router for a running venue.
-pub fn router(venue: Arc<Venue>) -> Router {
-    let venue_for_limits = Arc::clone(&venue);
+pub fn router(app: Arc<AppState>) -> Router {
+    let app_for_limits = Arc::clone(&app);
     let body_limits = (
-        venue.config.limits.max_body_bytes,
-        venue.config.limits.body_read_timeout_ms,
+        app.venue.config.limits.max_body_bytes,
+        app.venue.config.limits.body_read_timeout_ms,
     );
     let mut router = Router::new();
     router = add_operation(router, &operations::ADD_ORDER, body_limits, handlers::add_order);
@@ -91,8 +100,9 @@ pub fn router(venue: Arc<Venue>) -> Router {
     );
     router = add_operation(router, &operations::ORDER_DETAIL, body_limits, handlers::order_detail);
     router = add_operation(router, &operations::EIP712_TYPES, body_limits, handlers::eip712_types);
+    router = add_operation(router, &operations::RESERVES, body_limits, handlers::reserves);
     router = add_operation(router, &operations::HEALTH, body_limits, handlers::health);
-    router = add_operation(router, &operations::OPENAPI, body_limits, |_venue, _params| async {
+    router = add_operation(router, &operations::OPENAPI, body_limits, |_app, _params| async {
         Ok(openapi::document())
     });
     router
@@ -104,23 +114,23 @@ pub fn router(venue: Arc<Venue>) -> Router {
                 "this path does not take that method; see /openapi.json",
             )
         })
-        .with_state(venue)
+        .with_state(app)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ApiError::internal().into_response()
         }))
-        .layer(axum::middleware::from_fn_with_state(venue_for_limits, request_edge))
+        .layer(axum::middleware::from_fn_with_state(app_for_limits, request_edge))
 }
 
 /// What every request passes through first, in one middleware (each layer of its own cost an
 /// allocation and a dispatch per request): its id, its client IP's budget, and its log line.
-async fn request_edge(State(venue): State<Arc<Venue>>, request: Request, next: Next) -> Response {
+async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let number = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
     let request_id = format!("{:08x}-{number:x}", process_tag());
     let method = request.method().clone();
     // Only the path is logged: the query and the body may carry values that must not be kept.
     let path = request.uri().path().to_string();
-    let mut response = rate_limit_by_ip(&venue, request, next).await;
+    let mut response = rate_limit_by_ip(&app.venue, request, next).await;
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
@@ -164,13 +174,13 @@ async fn rate_limit_by_ip(venue: &Venue, request: Request, next: Next) -> Respon
 
 /// Routes every path of an operation, with the method its table entry names.
 fn add_operation<Handler, Answer, Answered>(
-    router: Router<Arc<Venue>>,
+    router: Router<Arc<AppState>>,
     operation: &'static Operation,
     (body_limit, body_timeout_ms): (usize, u64),
     handler: Handler,
-) -> Router<Arc<Venue>>
+) -> Router<Arc<AppState>>
 where
-    Handler: Fn(Arc<Venue>, Params) -> Answer + Clone + Send + Sync + 'static,
+    Handler: Fn(Arc<AppState>, Params) -> Answer + Clone + Send + Sync + 'static,
     Answer: Future<Output = Result<Answered, ApiError>> + Send + 'static,
     Answered: serde::Serialize + Send + 'static,
 {
@@ -179,18 +189,21 @@ where
     for path in operation.paths {
         let handler = handler.clone();
         let method_router = if operation.is_post {
-            post(move |State(venue): State<Arc<Venue>>, headers: HeaderMap, body: Body| {
-                let handler = handler.clone();
-                async move {
-                    let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
-                    let params = Params::from_body(content_type, &read_body(body, body_limit, body_timeout).await?)?;
-                    run_operation(operation, venue, params, handler).await
-                }
-            })
+            post(
+                move |State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body| {
+                    let handler = handler.clone();
+                    async move {
+                        let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
+                        let params =
+                            Params::from_body(content_type, &read_body(body, body_limit, body_timeout).await?)?;
+                        run_operation(operation, app, params, handler).await
+                    }
+                },
+            )
         } else {
-            get(move |State(venue): State<Arc<Venue>>, RawQuery(query): RawQuery| {
+            get(move |State(app): State<Arc<AppState>>, RawQuery(query): RawQuery| {
                 let handler = handler.clone();
-                async move { run_operation(operation, venue, Params::from_query(query.as_deref())?, handler).await }
+                async move { run_operation(operation, app, Params::from_query(query.as_deref())?, handler).await }
             })
         };
         router = router.route(path, method_router);
@@ -200,17 +213,17 @@ where
 
 async fn run_operation<Handler, Answer, Answered>(
     operation: &'static Operation,
-    venue: Arc<Venue>,
+    app: Arc<AppState>,
     params: Params,
     handler: Handler,
 ) -> Result<Json<Answered>, ApiError>
 where
-    Handler: Fn(Arc<Venue>, Params) -> Answer,
+    Handler: Fn(Arc<AppState>, Params) -> Answer,
     Answer: Future<Output = Result<Answered, ApiError>>,
     Answered: serde::Serialize,
 {
     params.check_allowed(operation)?;
-    handler(venue, params).await.map(Json)
+    handler(app, params).await.map(Json)
 }
 
 async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {

@@ -261,8 +261,23 @@ fn schemas() -> Value {
         "WithdrawResponse": object(json!({"withdrawal": reference("Transfer"), "balance": reference("Balance")})),
         "DepositListResponse": object(json!({"chainId": string(), "account": string(), "deposits": array_of("Transfer"), "nextCursor": cursor})),
         "WithdrawalListResponse": object(json!({"chainId": string(), "account": string(), "withdrawals": array_of("Transfer"), "nextCursor": cursor})),
+        "Custody": {"oneOf": [
+            object(json!({"mode": {"const": "ledger"}})),
+            object(json!({
+                "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": integer,
+                "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string())
+            })),
+        ]},
+        "ReservesResponse": object(json!({
+            "chainId": string(), "custody": reference("Custody"),
+            "assets": {"type": "array", "items": object(json!({
+                "symbol": string(), "onChain": nullable(decimal()), "liabilities": decimal(),
+                "pendingWithdrawals": decimal(), "surplus": nullable(json!({"type": "string", "pattern": "^-?[0-9]+(\\.[0-9]*[1-9])?$"}))
+            }))},
+            "blockNumber": nullable(integer.clone())
+        })),
         "AssetsResponse": object(json!({
-            "chainId": string(),
+            "chainId": string(), "custody": reference("Custody"),
             "assets": {"type": "array", "items": object(json!({"symbol": string(), "name": string(), "decimals": integer, "address": nullable(string()), "native": {"type": "boolean"}}))}
         })),
         "BalancesResponse": object(json!({"chainId": string(), "account": string(), "balances": array_of("Balance")})),
@@ -287,7 +302,7 @@ fn schemas() -> Value {
             "chainId": string(),
             "domain": object(json!({"name": {"const": "dexd"}, "version": {"const": "1"}, "chainId": integer, "verifyingContract": string()})),
             "types": {"type": "object", "additionalProperties": {"type": "array", "items": object(json!({"name": string(), "type": string()}))}},
-            "primaryTypes": object(json!({"addOrder": {"const": "Order"}, "cancelOrder": {"const": "CancelOrder"}, "deposit": {"const": "Deposit"}, "withdraw": {"const": "Withdraw"}})),
+            "primaryTypes": object(json!({"addOrder": {"const": "Order"}, "cancelOrder": {"const": "CancelOrder"}, "deposit": {"const": "Deposit"}, "withdraw": {"enum": ["Withdraw", "Withdrawal"]}})),
             "maxLifetimeMs": integer
         })),
         "HealthResponse": object(json!({"status": {"const": "ok"}})),

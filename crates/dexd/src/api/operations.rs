@@ -234,7 +234,7 @@ const CHAIN_FIELDS: &[Field] = &[CHAIN_ID];
 const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
 const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID, field("orderId", true, Kind::OrderId, "The order id.")];
 
-const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 503];
+const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503];
 const READ_ERRORS: &[u16] = &[400, 404];
 
 /// Add order.
@@ -437,6 +437,16 @@ pub const EIP712_TYPES: Operation = Operation {
     response_schema: "Eip712Response",
     error_statuses: READ_ERRORS,
 };
+/// Reserves (extension).
+pub const RESERVES: Operation = Operation {
+    id: "reserves",
+    is_post: false,
+    paths: &["/account/reserves"],
+    summary: "Per asset, what the chain's vault holds on chain against what the venue owes (ledger chains: owed only).",
+    fields: CHAIN_FIELDS,
+    response_schema: "ReservesResponse",
+    error_statuses: &[400, 404, 502],
+};
 /// Health (extension).
 pub const HEALTH: Operation = Operation {
     id: "health",
@@ -480,6 +490,7 @@ pub const ALL: &[Operation] = &[
     TRADABLE_AMOUNTS,
     ORDER_DETAIL,
     EIP712_TYPES,
+    RESERVES,
     HEALTH,
     OPENAPI,
 ];

@@ -1,4 +1,216 @@
-//! Custody on chain (vault mode).
+//! Custody on chain: the vault chains of the venue, each with its node, its deposit watcher and
+//! its withdrawal payer.
+//!
+//! A [`VaultChain`] runs two tasks against its chain's JSON-RPC node. The deposit watcher
+//! ([`watcher`]) reads the vault's `Deposited` events once they have `confirmations` blocks on
+//! top and journals them as credits in the vault's order; it stops crediting with a loud error
+//! when the chain it had confirmed changes under it. The payer ([`payer`]) pays the pending
+//! withdrawals through the vault with the operator's key and journals each step. Both only ever
+//! change the venue through the chain's writer, as commands that a replay reproduces; neither
+//! holds state of its own that a restart would need. Deposits sent for an account with its key
+//! go through [`deposit`].
+//!
+//! What this module does not do: decide balances (the engine does), or know HTTP (the API layer
+//! turns its errors into the contract's).
+
 pub mod deploy;
+pub mod deposit;
+pub mod devnet;
 pub mod node;
+pub mod payer;
 pub mod vault;
+pub mod watcher;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::primitives::Address as ChainAddress;
+use alloy::signers::local::PrivateKeySigner;
+use dexd_core::{Address, AssetIndex};
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+use self::node::Node;
+use self::vault::chain_address;
+use crate::config::VaultConfig;
+use crate::venue::{Chain, Venue};
+
+/// What a vault chain's tasks last saw, for reserves, metrics and operators.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustodyStatus {
+    /// The newest block the node reported.
+    pub head_block: Option<u64>,
+    /// The last block the watcher confirmed and scanned.
+    pub scanned_block: Option<u64>,
+    /// The last failure to reach or use the node, cleared by the next success.
+    pub node_error: Option<String>,
+    /// Why crediting stopped for good (a reorganisation deeper than the confirmations, a node
+    /// of another chain, a gap in the vault's deposits); `None` while it runs.
+    pub halted: Option<String>,
+    /// Why withdrawals are not being paid (an operator key that is not the vault's operator).
+    pub payer_error: Option<String>,
+    /// Gas used by the vault transactions the payer sent, by how many withdrawals each paid.
+    pub withdrawal_gas: Vec<(usize, u64)>,
+}
+
+/// One vault chain: its configuration, node, and the status its tasks report.
+pub struct VaultChain {
+    /// The venue's chain it settles.
+    pub chain: Arc<Chain>,
+    /// The chain's vault settings.
+    pub config: VaultConfig,
+    /// The chain's node.
+    pub node: Node,
+    /// The operator's address (its key stays with the payer).
+    pub operator: Address,
+    assets_by_token: HashMap<ChainAddress, AssetIndex>,
+    status: RwLock<CustodyStatus>,
+    /// One deposit sent with an account's key at a time: the node hands out nonces per account,
+    /// and two sends at once from one account would take the same.
+    deposit_lock: tokio::sync::Mutex<()>,
+}
+
+impl VaultChain {
+    /// The asset a token is, on this chain (the zero address is the native asset).
+    pub fn asset_of_token(&self, token: &ChainAddress) -> Option<AssetIndex> {
+        self.assets_by_token.get(token).copied()
+    }
+
+    /// A token's address on chain, `None` for the native asset.
+    pub fn token_of_asset(&self, asset: AssetIndex) -> Option<ChainAddress> {
+        self.chain
+            .config
+            .asset_config(asset)
+            .address
+            .as_ref()
+            .map(chain_address)
+    }
+
+    /// What the tasks last saw.
+    pub fn status(&self) -> CustodyStatus {
+        self.status.read().clone()
+    }
+
+    fn update_status(&self, update: impl FnOnce(&mut CustodyStatus)) {
+        update(&mut self.status.write());
+    }
+
+    fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.config.poll_interval_ms)
+    }
+}
+
+/// The vault chains of the venue and their tasks.
+pub struct Custodians {
+    chains: HashMap<u64, Arc<VaultChain>>,
+    stop: watch::Sender<bool>,
+    tasks: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// Why custody could not start.
+#[derive(Debug)]
+pub struct CustodyStartError(pub String);
+
+impl std::fmt::Display for CustodyStartError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CustodyStartError {}
+
+impl Custodians {
+    /// Starts the watcher and payer of every vault chain of the venue. The operator keys are
+    /// read here; a node that cannot be reached is not an error (the tasks wait for it, and
+    /// trading goes on).
+    pub fn start(venue: &Venue) -> Result<Custodians, CustodyStartError> {
+        let (stop, stopped) = watch::channel(false);
+        let mut custodians = Custodians {
+            chains: HashMap::new(),
+            stop,
+            tasks: parking_lot::Mutex::new(Vec::new()),
+        };
+        for chain_config in &venue.config.chains {
+            let Some(vault_config) = chain_config.vault() else {
+                continue;
+            };
+            let chain = venue
+                .chain(chain_config.chain_id)
+                .expect("invariant: every configured chain runs");
+            let operator_key = crate::crypto::read_operator_key(&vault_config.operator_key)
+                .map_err(|error| CustodyStartError(format!("chain {}: {error}", chain_config.chain_id)))?;
+            let node = Node::connect(
+                &vault_config.rpc_url,
+                chain_address(&vault_config.vault),
+                chain_config.chain_id,
+                Duration::from_millis(vault_config.rpc_timeout_ms),
+            )
+            .map_err(|error| CustodyStartError(format!("chain {}: {error}", chain_config.chain_id)))?;
+            let assets_by_token = chain_config
+                .assets
+                .iter()
+                .enumerate()
+                .map(|(index, asset)| {
+                    let token = asset.address.as_ref().map_or(ChainAddress::ZERO, chain_address);
+                    (token, AssetIndex(index as u16))
+                })
+                .collect();
+            let vault_chain = Arc::new(VaultChain {
+                chain,
+                config: vault_config.clone(),
+                node,
+                operator: vault::venue_address(&operator_key.address()),
+                assets_by_token,
+                status: RwLock::new(CustodyStatus::default()),
+                deposit_lock: tokio::sync::Mutex::new(()),
+            });
+            tracing::info!(
+                chain_id = chain_config.chain_id,
+                vault = %crate::crypto::checksummed(&vault_config.vault),
+                operator = %crate::crypto::checksummed(&vault_chain.operator),
+                confirmations = vault_config.confirmations,
+                "vault custody starting"
+            );
+            let mut tasks = custodians.tasks.lock();
+            tasks.push(tokio::spawn(watcher::run(Arc::clone(&vault_chain), stopped.clone())));
+            tasks.push(tokio::spawn(payer::run(
+                Arc::clone(&vault_chain),
+                operator_key,
+                stopped.clone(),
+            )));
+            drop(tasks);
+            custodians.chains.insert(chain_config.chain_id, vault_chain);
+        }
+        Ok(custodians)
+    }
+
+    /// The vault chain with this id, if it is one.
+    pub fn chain(&self, chain_id: u64) -> Option<&Arc<VaultChain>> {
+        self.chains.get(&chain_id)
+    }
+
+    /// Stops the watchers and payers (what they were doing is journaled or can be redone).
+    pub async fn stop(&self) {
+        let _ = self.stop.send(true);
+        let tasks: Vec<_> = self.tasks.lock().drain(..).collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Waits `duration`, or less if asked to stop; returns whether to stop.
+async fn pause_or_stop(duration: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+    if *stop.borrow() {
+        return true;
+    }
+    tokio::select! {
+        () = tokio::time::sleep(duration) => *stop.borrow(),
+        _ = stop.changed() => true,
+    }
+}
+
+/// The key of an operator, as the payer holds it (never printed: alloy's signer shows its
+/// address only).
+pub type OperatorKey = PrivateKeySigner;

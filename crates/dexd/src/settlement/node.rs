@@ -121,6 +121,15 @@ pub struct SentTransaction {
     pub fees: Fees,
 }
 
+/// A signed transaction not yet handed to the node.
+#[derive(Debug, Clone)]
+pub struct SignedTransaction {
+    /// What it will be once sent.
+    pub sent: SentTransaction,
+    /// Its EIP-2718 encoding.
+    pub raw: Vec<u8>,
+}
+
 /// The node of one vault chain.
 #[derive(Clone)]
 pub struct Node {
@@ -383,8 +392,10 @@ impl Node {
         Ok(self.provider.get_transaction_count(account).latest().await?)
     }
 
-    /// Signs a transaction (EIP-1559, this chain) with `signer` and hands it to the node.
-    pub async fn send(
+    /// Signs a transaction (EIP-1559, this chain) with `signer`, without sending it: its hash is
+    /// known (and can be journaled) before the node ever sees it.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sign(
         &self,
         signer: &PrivateKeySigner,
         to: TxKind,
@@ -392,7 +403,7 @@ impl Node {
         value: U256,
         nonce: u64,
         fees: Fees,
-    ) -> Result<SentTransaction, NodeError> {
+    ) -> Result<SignedTransaction, NodeError> {
         let request = TransactionRequest::default()
             .with_from(signer.address())
             .with_kind(to)
@@ -408,11 +419,36 @@ impl Node {
             .build(&wallet)
             .await
             .map_err(|error| NodeError::Refused(format!("the transaction cannot be built: {error}")))?;
-        let hash = *envelope.tx_hash();
+        Ok(SignedTransaction {
+            sent: SentTransaction {
+                hash: *envelope.tx_hash(),
+                nonce,
+                fees,
+            },
+            raw: envelope.encoded_2718(),
+        })
+    }
+
+    /// Hands a signed transaction to the node.
+    pub async fn broadcast(&self, signed: &SignedTransaction) -> Result<SentTransaction, NodeError> {
         // The pending-transaction handle is not needed: the payer and the deposit path poll the
         // receipt themselves, so that a restart loses nothing it held.
-        let _pending = self.provider.send_raw_transaction(&envelope.encoded_2718()).await?;
-        Ok(SentTransaction { hash, nonce, fees })
+        let _pending = self.provider.send_raw_transaction(&signed.raw).await?;
+        Ok(signed.sent)
+    }
+
+    /// Signs a transaction and hands it to the node.
+    pub async fn send(
+        &self,
+        signer: &PrivateKeySigner,
+        to: TxKind,
+        input: Vec<u8>,
+        value: U256,
+        nonce: u64,
+        fees: Fees,
+    ) -> Result<SentTransaction, NodeError> {
+        let signed = self.sign(signer, to, input, value, nonce, fees).await?;
+        self.broadcast(&signed).await
     }
 
     /// A transaction's receipt, once it is mined.

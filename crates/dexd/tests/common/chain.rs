@@ -132,3 +132,93 @@ impl TestChain {
             .unwrap()
     }
 }
+
+impl TestChain {
+    /// The devnet description of this chain, for dexd's configuration writer.
+    pub fn devnet(&self, rpc_url: &str) -> dexd::settlement::devnet::Devnet {
+        dexd::settlement::devnet::Devnet {
+            rpc_url: rpc_url.to_string(),
+            chain_id: self.chain_id,
+            vault: self.vault,
+            vault_block: self.vault_block,
+            operator: self.operator.address(),
+            usdc: self.usdc,
+            wbtc: self.wbtc,
+            accounts: self.users.clone(),
+        }
+    }
+
+    /// Writes a dexd configuration for this chain (vault custody, `confirmations` 2, polling
+    /// every 100 ms, replacing unmined transactions after 2 s) and the operator key file into
+    /// `folder`, reaching the node at `rpc_url` (the chain's own, or a proxy in front of it).
+    pub fn write_dexd_config(&self, folder: &std::path::Path, rpc_url: &str) -> PathBuf {
+        let options = dexd::settlement::devnet::DevnetConfigOptions {
+            confirmations: 2,
+            poll_interval_ms: 100,
+            replace_after_ms: 2_000,
+        };
+        dexd::settlement::devnet::write_files(&self.devnet(rpc_url), &self.operator, folder, options, None).unwrap()
+    }
+}
+
+/// A TCP proxy in front of the node, which the test can take down (every connection refused and
+/// the open ones cut) and bring back, as a node that stops and restarts.
+pub struct NodeProxy {
+    pub url: String,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    generation: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl NodeProxy {
+    /// Listens on a free port and forwards to `target` (`host:port`).
+    pub async fn start(target: String) -> NodeProxy {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let generation = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (accept_up, accept_generation) = (up.clone(), generation.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                if !accept_up.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let target = target.clone();
+                let generation_at_start = accept_generation.load(Ordering::SeqCst);
+                let watched = accept_generation.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    let copy = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                    let cut = async {
+                        while watched.load(Ordering::SeqCst) == generation_at_start {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    };
+                    tokio::select! {
+                        _ = copy => {}
+                        () = cut => {}
+                    }
+                });
+            }
+        });
+        NodeProxy { url, up, generation }
+    }
+
+    /// Takes the node down: open connections are cut and new ones refused.
+    pub fn down(&self) {
+        use std::sync::atomic::Ordering;
+        self.up.store(false, Ordering::SeqCst);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Brings the node back.
+    pub fn up(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}

@@ -19,11 +19,32 @@ pub struct BinaryServer {
 impl BinaryServer {
     /// Starts `dexd serve` on port 0 with `data_dir` and waits for the address it logs.
     pub fn start(data_dir: &std::path::Path) -> BinaryServer {
+        BinaryServer::start_with(data_dir, None)
+    }
+
+    /// Like [`BinaryServer::start`], with a configuration file.
+    pub fn start_with(data_dir: &std::path::Path, config: Option<&std::path::Path>) -> BinaryServer {
+        BinaryServer::start_logging(data_dir, config, "info", None)
+    }
+
+    /// Like [`BinaryServer::start_with`] at log level `level`, every log line also appended to
+    /// `log` when given.
+    pub fn start_logging(
+        data_dir: &std::path::Path,
+        config: Option<&std::path::Path>,
+        level: &str,
+        log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+    ) -> BinaryServer {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("RUST_LOG", "info")
+            .arg(data_dir);
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
+        let mut child = command
+            .env("RUST_LOG", level)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -31,6 +52,10 @@ impl BinaryServer {
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let address = loop {
             let line = lines.next().expect("dexd prints its address").unwrap();
+            if let Some(log) = &log {
+                log.lock().unwrap().push_str(&line);
+                log.lock().unwrap().push('\n');
+            }
             if let Some(rest) = line.split("address=").nth(1) {
                 if line.contains("dexd listening") {
                     break rest.split_whitespace().next().unwrap().to_string();
@@ -38,11 +63,25 @@ impl BinaryServer {
             }
         };
         // Keep reading the log so that the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Some(log) = &log {
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
         BinaryServer {
             child,
             base_url: format!("http://{address}"),
         }
+    }
+
+    /// Kills the server at once (SIGKILL).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

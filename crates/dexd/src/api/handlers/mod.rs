@@ -20,11 +20,12 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::params::Params;
+use super::AppState;
 use crate::crypto::{parse_address, SigningDomain};
 use crate::store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
 use crate::venue::{Chain, Venue, WriteError};
 
-pub use self::account::{asset_balances, asset_pairs, assets_info, eip712_types, tradable_amounts};
+pub use self::account::{asset_balances, asset_pairs, assets_info, eip712_types, reserves, tradable_amounts};
 pub use self::order::{
     add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders, open_positions,
     order_detail, sell_order_book, trade_history,
@@ -190,6 +191,6 @@ pub(super) fn client_order_id(params: &Params) -> Result<Option<String>, ApiErro
 }
 
 /// GET /health
-pub async fn health(_venue: Arc<Venue>, _params: Params) -> Answer {
+pub async fn health(_app: Arc<AppState>, _params: Params) -> Answer {
     Ok(json!({"status": "ok"}))
 }

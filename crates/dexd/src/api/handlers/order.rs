@@ -20,13 +20,14 @@ use crate::api::credential::Credential;
 use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
+use crate::api::AppState;
 use crate::crypto::{checksummed, parse_hex_bytes, FieldValue, TypedMessage, CANCEL_ORDER_TYPE};
 use crate::store::StoredOrder;
-use crate::venue::{now_ms, Chain, Venue, WriteError};
+use crate::venue::{now_ms, Chain, WriteError};
 
 /// POST /order/addOrder
-pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue>, ApiError> {
-    let chain = chain_of(&venue, &params)?;
+pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
+    let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let pair = chain.config.pair_config(pair_index);
@@ -62,7 +63,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue
     let mut terms = NewOrder {
         order_id: OrderId::default(),
         client_order_id: client_order_id(&params)?,
-        account: credential.account(&venue.addresses),
+        account: credential.account(&app.venue.addresses),
         pair: pair_index,
         order_type,
         direction,
@@ -75,7 +76,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue
     // signature is checked first, or anyone could spend another account's budget.
     let holds_key = matches!(credential, Credential::Key(_));
     if holds_key {
-        spend_write_budget(&venue, &terms.account)?;
+        spend_write_budget(&app.venue, &terms.account)?;
     }
     let signed = credential.nonce_and_expiry(now_ms());
     let (nonce, expiry_ms) = signed;
@@ -83,7 +84,7 @@ pub async fn add_order(venue: Arc<Venue>, params: Params) -> Result<Box<RawValue
     terms.order_id = OrderId::from_bytes(digest);
     let authorization = credential.authorize(digest, &terms.account, signed, Some(terms.order_id))?;
     if !holds_key {
-        spend_write_budget(&venue, &terms.account)?;
+        spend_write_budget(&app.venue, &terms.account)?;
     }
     let order_id = terms.order_id;
     let events = chain
@@ -172,16 +173,16 @@ fn order_not_open() -> ApiError {
 }
 
 /// POST /order/cancelOrder
-pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
-    let account = credential.account(&venue.addresses);
+    let account = credential.account(&app.venue.addresses);
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
     let authorization = credential.authorize_client_signature(&account, |signed| {
         signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
     })?;
-    spend_write_budget(&venue, &account)?;
+    spend_write_budget(&app.venue, &account)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
     let stored = history(&chain)
         .await?
@@ -210,8 +211,8 @@ pub async fn cancel_order(venue: Arc<Venue>, params: Params) -> Answer {
     Ok(json!({"order": render::order(&chain.config, &stored)}))
 }
 
-async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+async fn order_list(app: Arc<AppState>, params: Params, status: OrderStatus) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let account = address_param(&params, "account")?;
     let pair = match params.text("symbol")? {
         Some(text) => Some(pair_of(&chain, "symbol", text)?),
@@ -236,22 +237,22 @@ async fn order_list(venue: Arc<Venue>, params: Params, status: OrderStatus) -> A
 }
 
 /// GET /order/openOrders
-pub async fn open_orders(venue: Arc<Venue>, params: Params) -> Answer {
-    order_list(venue, params, OrderStatus::Open).await
+pub async fn open_orders(app: Arc<AppState>, params: Params) -> Answer {
+    order_list(app, params, OrderStatus::Open).await
 }
 
 /// GET /order/filledOrders
-pub async fn filled_orders(venue: Arc<Venue>, params: Params) -> Answer {
-    order_list(venue, params, OrderStatus::Filled).await
+pub async fn filled_orders(app: Arc<AppState>, params: Params) -> Answer {
+    order_list(app, params, OrderStatus::Filled).await
 }
 
 /// GET /order/cancelledOrders
-pub async fn cancelled_orders(venue: Arc<Venue>, params: Params) -> Answer {
-    order_list(venue, params, OrderStatus::Cancelled).await
+pub async fn cancelled_orders(app: Arc<AppState>, params: Params) -> Answer {
+    order_list(app, params, OrderStatus::Cancelled).await
 }
 
-async fn order_book(venue: Arc<Venue>, params: Params, direction: Direction) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+async fn order_book(app: Arc<AppState>, params: Params, direction: Direction) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
     let depth = bounded(&params, "depth", DEFAULT_BOOK_DEPTH, MAX_BOOK_DEPTH)?;
     let pair = chain.config.pair_config(pair_index);
@@ -280,18 +281,18 @@ async fn order_book(venue: Arc<Venue>, params: Params, direction: Direction) -> 
 }
 
 /// GET /order/buyOrderbooks
-pub async fn buy_order_book(venue: Arc<Venue>, params: Params) -> Answer {
-    order_book(venue, params, Direction::Buy).await
+pub async fn buy_order_book(app: Arc<AppState>, params: Params) -> Answer {
+    order_book(app, params, Direction::Buy).await
 }
 
 /// GET /order/sellOrderbooks
-pub async fn sell_order_book(venue: Arc<Venue>, params: Params) -> Answer {
-    order_book(venue, params, Direction::Sell).await
+pub async fn sell_order_book(app: Arc<AppState>, params: Params) -> Answer {
+    order_book(app, params, Direction::Sell).await
 }
 
 /// GET /order/tradesOHCL
-pub async fn candles(venue: Arc<Venue>, params: Params) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
     let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
     let interval = match params.text("interval")? {
@@ -327,8 +328,8 @@ pub async fn candles(venue: Arc<Venue>, params: Params) -> Answer {
 }
 
 /// GET /order/tradeHistories
-pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
     let request = page_request(&params)?;
     let page = history(&chain)
@@ -349,8 +350,8 @@ pub async fn trade_history(venue: Arc<Venue>, params: Params) -> Answer {
 }
 
 /// GET /order/openPositions
-pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
     let account = address_param(&params, "account")?;
     let pair = chain.config.pair_config(pair_index);
@@ -393,8 +394,8 @@ pub async fn open_positions(venue: Arc<Venue>, params: Params) -> Answer {
 }
 
 /// GET /order/orderDetail
-pub async fn order_detail(venue: Arc<Venue>, params: Params) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+pub async fn order_detail(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let order_id = order_id_param(&params)?;
     let stored = history(&chain)
         .await?

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use alloy_primitives::keccak256;
 use axum::http::StatusCode;
 use dexd_core::decimal::DecimalError;
-use dexd_core::{Address, AssetIndex, Command, Event, TransferKind, TransferRequest};
+use dexd_core::{
+    Address, Amount, AssetIndex, Command, Event, Transfer, TransferKind, TransferRequest, VaultWithdrawal,
+};
 use serde_json::{json, Value};
 
 use super::{
@@ -16,8 +18,11 @@ use crate::api::credential::Credential;
 use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
+use crate::api::AppState;
 use crate::crypto::{checksummed, FieldValue, TypedMessage, DEPOSIT_TYPE, WITHDRAW_TYPE};
-use crate::venue::{now_ms, Chain, Venue};
+use crate::settlement::deposit::DepositError;
+use crate::settlement::vault::WithdrawalTerms;
+use crate::venue::{now_ms, Chain};
 
 /// The typed data of a transfer: `Deposit` or `Withdraw(account, symbol, quantity, nonce, expiry)`.
 fn transfer_message(
@@ -43,11 +48,21 @@ fn transfer_message(
     }
 }
 
-async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answer {
-    let chain = chain_of(&venue, &params)?;
-    let from = address_param(&params, "from")?;
-    let credential = Credential::from_params(&params, params.text("from")?, now_ms())?;
-    let signer = credential.account(&venue.addresses);
+/// What every transfer request names, checked: the chain, the account (`from`, which the
+/// credential must be), the asset and the amount in its smallest unit.
+struct TransferTerms {
+    chain: Arc<Chain>,
+    from: Address,
+    asset: AssetIndex,
+    units: u128,
+    credential: Credential,
+}
+
+fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiError> {
+    let chain = chain_of(&app.venue, params)?;
+    let from = address_param(params, "from")?;
+    let credential = Credential::from_params(params, params.text("from")?, now_ms())?;
+    let signer = credential.account(&app.venue.addresses);
     if from != signer {
         let message = match credential {
             Credential::Key(_) => "from is not the address of privateKey",
@@ -55,7 +70,7 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
         };
         return Err(ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_MISMATCH", message).on("from"));
     }
-    let asset = asset_param(&chain, &params)?;
+    let asset = asset_param(&chain, params)?;
     let decimals = chain.config.asset_config(asset).decimals;
     let units = params
         .required_decimal("quantity")?
@@ -69,34 +84,176 @@ async fn transfer(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answ
     if units == 0 {
         return Err(ApiError::invalid_number("quantity", "must be positive"));
     }
+    Ok(TransferTerms {
+        chain,
+        from,
+        asset,
+        units,
+        credential,
+    })
+}
+
+/// The answer to a deposit or withdrawal: the transfer and the account's balance after it.
+fn transfer_answer(chain: &Chain, terms: (Address, AssetIndex), name: &str, transfer: &Transfer) -> Value {
+    let (account, asset) = terms;
+    let balance = chain.read_engine(|engine| engine.balance(&account, asset));
+    json!({name: render::transfer(&chain.config, transfer), "balance": render::balance(&chain.config, asset, balance)})
+}
+
+fn applied_transfer(events: &[Event]) -> Result<&Transfer, ApiError> {
+    events
+        .iter()
+        .find_map(|event| match event {
+            Event::TransferApplied(transfer) => Some(transfer),
+            _ => None,
+        })
+        .ok_or_else(ApiError::internal)
+}
+
+/// A ledger chain: credited or debited at once, confirmed.
+async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKind) -> Answer {
+    let TransferTerms {
+        chain,
+        from,
+        asset,
+        units,
+        credential,
+    } = terms;
     let authorization = credential.authorize_client_signature(&from, |signed| {
         signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed))
     })?;
-    spend_write_budget(&venue, &from)?;
-    let transfer_id = transaction_hash(&chain, &from, asset, units, kind);
+    spend_write_budget(&app.venue, &from)?;
     let request = TransferRequest {
-        transfer_id,
+        transfer_id: transaction_hash(&chain, &from, asset, units, kind),
         account: from,
         asset,
-        amount: dexd_core::Amount::from_units(units),
+        amount: Amount::from_units(units),
     };
     let command = match kind {
         TransferKind::Deposit => Command::Deposit(request),
         TransferKind::Withdrawal => Command::Withdraw(request),
     };
     let events = chain.submit(command, authorization).await.map_err(write_error)?;
-    let transfer = events.iter().find_map(|event| match event {
-        Event::TransferApplied(transfer) => Some(render::transfer(&chain.config, transfer)),
-        _ => None,
-    });
-    let balance = chain.read_engine(|engine| engine.balance(&from, asset));
     let name = match kind {
         TransferKind::Deposit => "deposit",
         TransferKind::Withdrawal => "withdrawal",
     };
-    Ok(
-        json!({name: transfer.ok_or_else(ApiError::internal)?, "balance": render::balance(&chain.config, asset, balance)}),
+    Ok(transfer_answer(&chain, (from, asset), name, applied_transfer(&events)?))
+}
+
+/// A vault chain's deposit: dexd sends it from the account with its key, and the credit follows
+/// the confirmations. With a client signature there is no key to send with.
+async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
+    let vault = app
+        .custody
+        .chain(terms.chain.config.chain_id)
+        .ok_or_else(ApiError::internal)?;
+    let key = match terms.credential {
+        Credential::Key(key) => key,
+        Credential::Signed { .. } => {
+            return Err(ApiError::invalid(
+                "signature",
+                format!(
+                    "cannot make a deposit on a vault chain: dexd would need the account's key to send it; deposit from \
+                     the wallet instead, calling deposit(token, amount) after approve, or depositNative(), on the vault \
+                     {}; it is credited after {} confirmations",
+                    checksummed(&vault.config.vault),
+                    vault.config.confirmations
+                ),
+            ))
+        }
+    };
+    spend_write_budget(&app.venue, &terms.from)?;
+    let signer = key.transaction_signer();
+    drop(key);
+    let transfer = vault
+        .deposit_with_key(signer, terms.from, terms.asset, terms.units)
+        .await
+        .map_err(|error| match error {
+            DepositError::InsufficientFundsOnChain(message) => {
+                crate::api::error::unprocessable("INSUFFICIENT_FUNDS_ON_CHAIN", message).on("quantity")
+            }
+            DepositError::ChainUnavailable(message) => chain_unavailable(&message),
+            DepositError::Venue(error) => write_error(error),
+        })?;
+    Ok(transfer_answer(
+        &terms.chain,
+        (terms.from, terms.asset),
+        "deposit",
+        &transfer,
+    ))
+}
+
+/// 502 `CHAIN_UNAVAILABLE`.
+fn chain_unavailable(reason: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "CHAIN_UNAVAILABLE",
+        format!("the chain's node cannot be used now ({reason}); nothing was applied, retry later"),
     )
+}
+
+/// A vault chain's withdrawal: debited now and journaled with the account's authorization of
+/// the vault's `Withdrawal` (signed here with the key, or by the client: then its `nonce` is the
+/// withdrawal id and its `expiry` the vault's), then paid by the chain's payer.
+async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
+    let vault = app
+        .custody
+        .chain(terms.chain.config.chain_id)
+        .ok_or_else(ApiError::internal)?;
+    let TransferTerms {
+        chain,
+        from,
+        asset,
+        units,
+        credential,
+    } = terms;
+    let (withdrawal_id, expiry_ms) = match &credential {
+        Credential::Key(_) => (
+            rand::random::<[u8; 32]>(),
+            now_ms().saturating_add(vault.config.withdrawal_validity_ms),
+        ),
+        Credential::Signed { nonce, expiry_ms, .. } => (*nonce, *expiry_ms),
+    };
+    let withdrawal = WithdrawalTerms {
+        account: from,
+        token: chain.config.asset_config(asset).address,
+        amount_units: units,
+        withdrawal_id,
+        expiry_ms,
+    };
+    let digest = withdrawal.digest(signing_domain(&chain));
+    let authorization = credential.authorize(digest, &from, (withdrawal_id, expiry_ms), None)?;
+    spend_write_budget(&app.venue, &from)?;
+    let command = Command::RequestWithdrawal(VaultWithdrawal {
+        request: TransferRequest {
+            transfer_id: withdrawal_id,
+            account: from,
+            asset,
+            amount: Amount::from_units(units),
+        },
+        expiry_ms,
+        signature: authorization.signature,
+    });
+    // A client's nonce is claimed like any signed request's; the venue's own signature needs no
+    // claim (its id is random).
+    let claim = authorization.client_signed.then_some(authorization);
+    let events = chain.submit(command, claim).await.map_err(write_error)?;
+    Ok(transfer_answer(
+        &chain,
+        (from, asset),
+        "withdrawal",
+        applied_transfer(&events)?,
+    ))
+}
+
+async fn transfer(app: Arc<AppState>, params: Params, kind: TransferKind) -> Answer {
+    let terms = transfer_terms(&app, &params)?;
+    match (terms.chain.config.vault().is_some(), kind) {
+        (false, _) => ledger_transfer(&app, terms, kind).await,
+        (true, TransferKind::Deposit) => vault_deposit(&app, terms).await,
+        (true, TransferKind::Withdrawal) => vault_withdrawal(&app, terms).await,
+    }
 }
 
 fn error_too_large(field: &str) -> ApiError {
@@ -136,17 +293,17 @@ fn transaction_hash(chain: &Chain, account: &Address, asset: AssetIndex, units: 
 }
 
 /// POST /portfolio/deposit
-pub async fn deposit(venue: Arc<Venue>, params: Params) -> Answer {
-    transfer(venue, params, TransferKind::Deposit).await
+pub async fn deposit(app: Arc<AppState>, params: Params) -> Answer {
+    transfer(app, params, TransferKind::Deposit).await
 }
 
 /// POST /portfolio/withdraw
-pub async fn withdraw(venue: Arc<Venue>, params: Params) -> Answer {
-    transfer(venue, params, TransferKind::Withdrawal).await
+pub async fn withdraw(app: Arc<AppState>, params: Params) -> Answer {
+    transfer(app, params, TransferKind::Withdrawal).await
 }
 
-async fn transfer_history(venue: Arc<Venue>, params: Params, kind: TransferKind) -> Answer {
-    let chain = chain_of(&venue, &params)?;
+async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
     let account = address_param(&params, "account")?;
     let request = page_request(&params)?;
     let page = history(&chain)
@@ -171,11 +328,11 @@ async fn transfer_history(venue: Arc<Venue>, params: Params, kind: TransferKind)
 }
 
 /// GET /portfolio/depositHistories
-pub async fn deposit_history(venue: Arc<Venue>, params: Params) -> Answer {
-    transfer_history(venue, params, TransferKind::Deposit).await
+pub async fn deposit_history(app: Arc<AppState>, params: Params) -> Answer {
+    transfer_history(app, params, TransferKind::Deposit).await
 }
 
 /// GET /portfolio/withdrawHistories
-pub async fn withdraw_history(venue: Arc<Venue>, params: Params) -> Answer {
-    transfer_history(venue, params, TransferKind::Withdrawal).await
+pub async fn withdraw_history(app: Arc<AppState>, params: Params) -> Answer {
+    transfer_history(app, params, TransferKind::Withdrawal).await
 }

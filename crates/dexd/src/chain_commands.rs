@@ -1,0 +1,285 @@
+//! The chain subcommands of the `dexd` binary: `dexd vault deploy|set-operator|pause|unpause|
+//! status` for an operator on any chain, and `dexd devnet-setup` for a local devnet. Keys are
+//! read from files or environment variables, never from the command line (which other users of
+//! the machine can read); they are used to sign and never printed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use alloy::primitives::{Address as ChainAddress, TxKind, U256};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::SolCall;
+use clap::{Args, Subcommand};
+use dexd::config::OperatorKeySource;
+use dexd::crypto::{checksummed, parse_address, read_operator_key};
+use dexd::settlement::node::Node;
+use dexd::settlement::vault::{chain_address, venue_address, DexdVault};
+use dexd::settlement::{deploy, devnet};
+
+/// Where a key comes from on the command line.
+#[derive(Args, Clone)]
+pub struct KeyArguments {
+    /// A file holding the signing key, 0x + 64 hex digits.
+    #[arg(long, conflicts_with = "key_env")]
+    key_file: Option<PathBuf>,
+    /// An environment variable holding the signing key.
+    #[arg(long)]
+    key_env: Option<String>,
+}
+
+impl KeyArguments {
+    fn signer(&self) -> Result<PrivateKeySigner, String> {
+        let source = match (&self.key_file, &self.key_env) {
+            (Some(file), None) => OperatorKeySource::File(file.clone()),
+            (None, Some(variable)) => OperatorKeySource::Environment(variable.clone()),
+            _ => return Err("give the signing key with --key-file or --key-env".into()),
+        };
+        read_operator_key(&source).map_err(|error| error.to_string())
+    }
+}
+
+/// `dexd vault ...`
+#[derive(Subcommand)]
+pub enum VaultCommand {
+    /// Deploy a vault; prints its address and block as JSON. The signer becomes its owner unless
+    /// --owner is given.
+    Deploy {
+        /// The chain's JSON-RPC URL.
+        #[arg(long)]
+        rpc_url: String,
+        /// The operator: the only address that may pay withdrawals.
+        #[arg(long)]
+        operator: String,
+        /// The owner (replaces the operator, pauses deposits); default: the signer.
+        #[arg(long)]
+        owner: Option<String>,
+        #[command(flatten)]
+        key: KeyArguments,
+    },
+    /// Replace the operator (the owner's key).
+    SetOperator {
+        /// The chain's JSON-RPC URL.
+        #[arg(long)]
+        rpc_url: String,
+        /// The vault.
+        #[arg(long)]
+        vault: String,
+        /// The new operator.
+        #[arg(long)]
+        operator: String,
+        #[command(flatten)]
+        key: KeyArguments,
+    },
+    /// Stop deposits (the owner's key); withdrawals go on.
+    Pause {
+        /// The chain's JSON-RPC URL.
+        #[arg(long)]
+        rpc_url: String,
+        /// The vault.
+        #[arg(long)]
+        vault: String,
+        #[command(flatten)]
+        key: KeyArguments,
+    },
+    /// Take deposits again (the owner's key).
+    Unpause {
+        /// The chain's JSON-RPC URL.
+        #[arg(long)]
+        rpc_url: String,
+        /// The vault.
+        #[arg(long)]
+        vault: String,
+        #[command(flatten)]
+        key: KeyArguments,
+    },
+    /// Print the vault's owner, operator, pause state and deposit count as JSON.
+    Status {
+        /// The chain's JSON-RPC URL.
+        #[arg(long)]
+        rpc_url: String,
+        /// The vault.
+        #[arg(long)]
+        vault: String,
+    },
+}
+
+/// `dexd devnet-setup`
+#[derive(Args)]
+pub struct DevnetSetup {
+    /// The devnet node's JSON-RPC URL (a fresh anvil).
+    #[arg(long)]
+    rpc_url: String,
+    /// Where to write dexd.toml, operator.key and devnet.json.
+    #[arg(long)]
+    dir: PathBuf,
+    /// An environment variable holding the key of a funded account of the node (it deploys and
+    /// owns the vault and funds the test accounts).
+    #[arg(long)]
+    funder_key_env: String,
+    /// How many test accounts to fund.
+    #[arg(long, default_value_t = 4)]
+    accounts: usize,
+    /// Blocks on top before a deposit is credited (at least 2).
+    #[arg(long, default_value_t = 2)]
+    confirmations: u64,
+    /// The URL dexd will serve at, recorded in devnet.json.
+    #[arg(long)]
+    dexd_url: Option<String>,
+}
+
+fn address_argument(text: &str, name: &str) -> Result<ChainAddress, String> {
+    parse_address(text)
+        .map(|address| chain_address(&address))
+        .map_err(|_| format!("--{name} must be 0x + 40 hex digits (EIP-55 checksum if mixed case)"))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("the runtime starts")
+}
+
+async fn connect(rpc_url: &str, vault: ChainAddress) -> Result<Node, String> {
+    let probe = Node::connect(rpc_url, vault, 0, Duration::from_secs(30))?;
+    let chain_id = probe.chain_id().await.map_err(|error| error.to_string())?;
+    Node::connect(rpc_url, vault, chain_id, Duration::from_secs(30))
+}
+
+async fn owner_call(rpc_url: &str, vault: &str, key: &KeyArguments, input: Vec<u8>) -> Result<String, String> {
+    let vault = address_argument(vault, "vault")?;
+    let signer = key.signer()?;
+    let node = connect(rpc_url, vault).await?;
+    let receipt = deploy::send_and_wait(&node, &signer, TxKind::Call(vault), input, U256::ZERO)
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok(format!(
+        "{{\"block\": {}, \"gasUsed\": {}}}",
+        receipt.block_number, receipt.gas_used
+    ))
+}
+
+async fn vault_command(command: VaultCommand) -> Result<String, String> {
+    match command {
+        VaultCommand::Deploy {
+            rpc_url,
+            operator,
+            owner,
+            key,
+        } => {
+            let signer = key.signer()?;
+            let operator = address_argument(&operator, "operator")?;
+            let owner = match owner {
+                Some(owner) => address_argument(&owner, "owner")?,
+                None => signer.address(),
+            };
+            let node = connect(&rpc_url, ChainAddress::ZERO).await?;
+            let deployed = deploy::deploy_vault(&node, &signer, owner, operator)
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(serde_json::json!({
+                "vault": checksummed(&venue_address(&deployed.address)),
+                "block": deployed.block_number,
+                "gasUsed": deployed.gas_used,
+                "owner": checksummed(&venue_address(&owner)),
+                "operator": checksummed(&venue_address(&operator)),
+            })
+            .to_string())
+        }
+        VaultCommand::SetOperator {
+            rpc_url,
+            vault,
+            operator,
+            key,
+        } => {
+            let operator = address_argument(&operator, "operator")?;
+            owner_call(
+                &rpc_url,
+                &vault,
+                &key,
+                DexdVault::setOperatorCall { newOperator: operator }.abi_encode(),
+            )
+            .await
+        }
+        VaultCommand::Pause { rpc_url, vault, key } => {
+            owner_call(&rpc_url, &vault, &key, DexdVault::pauseCall {}.abi_encode()).await
+        }
+        VaultCommand::Unpause { rpc_url, vault, key } => {
+            owner_call(&rpc_url, &vault, &key, DexdVault::unpauseCall {}.abi_encode()).await
+        }
+        VaultCommand::Status { rpc_url, vault } => {
+            let vault = address_argument(&vault, "vault")?;
+            let node = connect(&rpc_url, vault).await?;
+            let read = |input: Vec<u8>| {
+                let node = node.clone();
+                async move {
+                    node.call(None, vault, input, U256::ZERO, alloy::eips::BlockId::latest())
+                        .await
+                        .map_err(|error| error.to_string())
+                }
+            };
+            let owner = DexdVault::ownerCall::abi_decode_returns(&read(DexdVault::ownerCall {}.abi_encode()).await?)
+                .map_err(|error| error.to_string())?;
+            let paused = DexdVault::pausedCall::abi_decode_returns(&read(DexdVault::pausedCall {}.abi_encode()).await?)
+                .map_err(|error| error.to_string())?;
+            let deposits = DexdVault::depositCountCall::abi_decode_returns(
+                &read(DexdVault::depositCountCall {}.abi_encode()).await?,
+            )
+            .map_err(|error| error.to_string())?;
+            let operator = node.operator().await.map_err(|error| error.to_string())?;
+            Ok(serde_json::json!({
+                "vault": checksummed(&venue_address(&vault)),
+                "owner": checksummed(&venue_address(&owner)),
+                "operator": checksummed(&venue_address(&operator)),
+                "paused": paused,
+                "depositCount": deposits.to_string(),
+            })
+            .to_string())
+        }
+    }
+}
+
+/// Runs `dexd vault ...`; prints the result as JSON.
+pub fn run_vault(command: VaultCommand) -> ExitCode {
+    match runtime().block_on(vault_command(command)) {
+        Ok(output) => {
+            println!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dexd vault: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `dexd devnet-setup`.
+pub fn run_devnet_setup(setup: DevnetSetup) -> ExitCode {
+    let result = runtime().block_on(async {
+        if setup.confirmations < 2 {
+            return Err("a devnet uses at least 2 confirmations".to_string());
+        }
+        let funder = read_operator_key(&OperatorKeySource::Environment(setup.funder_key_env.clone()))
+            .map_err(|error| error.to_string())?;
+        let (network, operator) = devnet::set_up(&setup.rpc_url, &funder, setup.accounts)
+            .await
+            .map_err(|error| error.to_string())?;
+        let options = devnet::DevnetConfigOptions {
+            confirmations: setup.confirmations,
+            ..devnet::DevnetConfigOptions::default()
+        };
+        devnet::write_files(&network, &operator, &setup.dir, options, setup.dexd_url.as_deref())
+            .map_err(|error| format!("cannot write into {}: {error}", setup.dir.display()))
+    });
+    match result {
+        Ok(config) => {
+            println!("{}", config.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dexd devnet-setup: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! The deposit watcher of one vault chain.
+//!
+//! Every poll it reads the vault's `Deposited` events from where the venue's custody state says
+//! it stopped, in bounded block ranges (halving a range the node refuses), up to the newest
+//! block with `confirmations` blocks on top, and journals each as a credit, in the vault's
+//! order: the engine takes only the vault's next deposit number, so nothing is credited twice
+//! whatever the node repeats, and nothing is skipped. Before each poll it checks that the last
+//! block it confirmed still has the hash it had: if not, the chain was reorganised deeper than
+//! `confirmations`, and crediting stops for good with a loud error (an operator must look),
+//! rather than credit a deposit that vanished or credit one twice. It also settles the deposits
+//! that the venue sent for accounts: failed when their transaction reverted or disappeared.
+//!
+//! It holds nothing a restart needs: where it is comes from the journal.
+
+use std::sync::Arc;
+
+use alloy::primitives::{B256, U256};
+use dexd_core::{Amount, ChainDeposit, Command};
+use tokio::sync::watch;
+
+use super::node::{DepositLog, NodeError};
+use super::vault::venue_address;
+use super::{pause_or_stop, VaultChain};
+use crate::venue::{now_ms, WriteError};
+
+/// Blocks between two journaled records of how far the watcher has scanned when no deposit
+/// came: a restart rescans at most this many blocks.
+pub const SCAN_RECORD_INTERVAL_BLOCKS: u64 = 1_000;
+/// A deposit the venue sent whose transaction the node has not known for this long, and that
+/// has no receipt, is failed: it was dropped (a transaction that reappears later and is mined
+/// is still credited, as a wallet deposit is).
+pub const DEPOSIT_DROP_TIMEOUT_MS: u64 = 15 * 60 * 1_000;
+/// The most credits put in the writer's queue at once, well under its capacity.
+pub const MAX_CREDITS_PER_SUBMISSION: usize = 1_024;
+
+/// Why a poll did not finish.
+#[derive(Debug)]
+enum WatchError {
+    /// The node failed; the next poll retries.
+    Node(NodeError),
+    /// The venue could not journal (full queue, disk); the next poll retries.
+    Venue(WriteError),
+    /// Crediting must stop: the chain contradicts what was confirmed.
+    Halt(String),
+}
+
+impl From<NodeError> for WatchError {
+    fn from(error: NodeError) -> WatchError {
+        WatchError::Node(error)
+    }
+}
+
+impl From<WriteError> for WatchError {
+    fn from(error: WriteError) -> WatchError {
+        WatchError::Venue(error)
+    }
+}
+
+/// What the watcher keeps between polls (all of it can be lost: the journal has the rest).
+struct Watcher {
+    chain_id_checked: bool,
+    /// The last block scanned (maybe not yet journaled) and its hash.
+    scanned: Option<(u64, B256)>,
+    /// The last block whose scan was journaled.
+    journaled_scan: Option<u64>,
+    /// The current log range; halved when the node refuses one, doubled back after successes.
+    range_blocks: u64,
+}
+
+/// Runs the watcher until `stop`.
+pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
+    let mut watcher = Watcher {
+        chain_id_checked: false,
+        scanned: None,
+        journaled_scan: None,
+        range_blocks: vault.config.max_log_range_blocks,
+    };
+    let chain_id = vault.chain.config.chain_id;
+    loop {
+        if vault.status().halted.is_none() {
+            match watcher.poll(&vault).await {
+                Ok(()) => vault.update_status(|status| status.node_error = None),
+                Err(WatchError::Node(error)) => {
+                    tracing::warn!(chain_id, %error, "the deposit watcher cannot reach the node; retrying");
+                    vault.update_status(|status| status.node_error = Some(error.to_string()));
+                }
+                Err(WatchError::Venue(error)) => {
+                    tracing::warn!(chain_id, ?error, "the deposit watcher could not journal; retrying");
+                }
+                Err(WatchError::Halt(reason)) => {
+                    tracing::error!(
+                        chain_id,
+                        reason = %reason,
+                        "DEPOSIT CREDITING STOPPED on this chain; trading and withdrawals go on; an operator must investigate"
+                    );
+                    vault.update_status(|status| status.halted = Some(reason));
+                }
+            }
+        }
+        if pause_or_stop(vault.poll_interval(), &mut stop).await {
+            break;
+        }
+    }
+}
+
+impl Watcher {
+    async fn poll(&mut self, vault: &VaultChain) -> Result<(), WatchError> {
+        let node = &vault.node;
+        if !self.chain_id_checked {
+            match node.check_chain_id().await {
+                Ok(()) => self.chain_id_checked = true,
+                Err(NodeError::Refused(message)) => return Err(WatchError::Halt(message)),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let head = node.head().await?;
+        vault.update_status(|status| status.head_block = Some(head));
+        self.settle_submitted_deposits(vault).await?;
+        let Some(confirmed_head) = head.checked_sub(vault.config.confirmations) else {
+            return Ok(());
+        };
+        let journaled = vault.chain.read_engine(|engine| engine.custody().scanned_through());
+        if let Some((block, hash)) = journaled {
+            self.journaled_scan = Some(self.journaled_scan.map_or(block, |known| known.max(block)));
+            if self.scanned.is_none_or(|(scanned, _)| scanned < block) {
+                self.scanned = Some((block, B256::from(hash)));
+            }
+        }
+        // The last confirmed block must still be the one credited from.
+        if let Some((block, hash)) = self.scanned {
+            match node.block(block).await? {
+                None => return Ok(()), // the node is behind what it served before; wait for it
+                Some((now, _)) if now != hash => {
+                    return Err(WatchError::Halt(format!(
+                        "block {block} was {hash} when its deposits were credited and is now {now}: the chain was \
+                         reorganised deeper than {} confirmations",
+                        vault.config.confirmations
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        let mut from = self.scanned.map_or(vault.config.start_block, |(block, _)| block + 1);
+        while from <= confirmed_head {
+            let to = confirmed_head.min(from.saturating_add(self.range_blocks - 1));
+            let Some((hash_before, _)) = node.block(to).await? else {
+                return Ok(());
+            };
+            let logs = match node.deposit_logs(from, to).await {
+                Ok(logs) => logs,
+                Err(NodeError::Refused(message)) if to > from => {
+                    self.range_blocks = (to - from + 1).div_ceil(2);
+                    tracing::debug!(
+                        message,
+                        range_blocks = self.range_blocks,
+                        "the node refused a log range; halving it"
+                    );
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            // The range must not have changed under the read: the hash of its last block, and so
+            // of every block before it, is the same after the logs as before.
+            match node.block(to).await? {
+                Some((hash_after, _)) if hash_after == hash_before => {}
+                _ => return Ok(()),
+            }
+            self.credit(vault, &logs, to, hash_before).await?;
+            self.scanned = Some((to, hash_before));
+            vault.update_status(|status| status.scanned_block = Some(to));
+            from = to + 1;
+            self.range_blocks = (self.range_blocks * 2).min(vault.config.max_log_range_blocks);
+        }
+        Ok(())
+    }
+
+    /// Journals the deposits of a scanned range in the vault's order, and the scan itself when
+    /// due; `to` is the range's last block.
+    async fn credit(
+        &mut self,
+        vault: &VaultChain,
+        logs: &[DepositLog],
+        to: u64,
+        to_hash: B256,
+    ) -> Result<(), WatchError> {
+        let mut next = vault.chain.read_engine(|engine| engine.custody().next_deposit_id());
+        let mut commands = Vec::new();
+        let mut last_credit_block = None;
+        for log in logs {
+            let Ok(deposit_id) = u64::try_from(log.deposit_id) else {
+                return Err(WatchError::Halt(format!(
+                    "deposit number {} does not fit 64 bits",
+                    log.deposit_id
+                )));
+            };
+            if deposit_id < next {
+                continue;
+            }
+            if deposit_id > next {
+                return Err(WatchError::Halt(format!(
+                    "the vault's deposit {next} is missing: the logs jump to {deposit_id} in block {} (was start_block \
+                     set after the vault's first deposit?)",
+                    log.block_number
+                )));
+            }
+            next += 1;
+            last_credit_block = Some(log.block_number);
+            commands.push(Command::CreditChainDeposit(ChainDeposit {
+                deposit_id,
+                account: venue_address(&log.account),
+                asset: vault.asset_of_token(&log.token),
+                amount: u128::try_from(log.amount).ok().map(Amount::from_units),
+                tx_hash: log.tx_hash.0,
+                log_index: log.log_index,
+                block_number: log.block_number,
+                block_hash: log.block_hash.0,
+            }));
+            if vault.asset_of_token(&log.token).is_none() || log.amount > U256::from(u128::MAX) {
+                tracing::warn!(
+                    chain_id = vault.chain.config.chain_id,
+                    deposit_id,
+                    token = %log.token,
+                    "a vault deposit of a token this chain does not list, or too large, is recorded and not credited"
+                );
+            }
+        }
+        let scan_due = self
+            .journaled_scan
+            .is_none_or(|journaled| to.saturating_sub(journaled) >= SCAN_RECORD_INTERVAL_BLOCKS);
+        if last_credit_block.is_some_and(|block| block < to) || (last_credit_block.is_none() && scan_due) {
+            commands.push(Command::RecordDepositScan {
+                block_number: to,
+                block_hash: to_hash.0,
+            });
+        }
+        for chunk in commands.chunks(MAX_CREDITS_PER_SUBMISSION) {
+            let mut queued = Vec::with_capacity(chunk.len());
+            for command in chunk {
+                queued.push(vault.chain.enqueue(command.clone(), None)?);
+            }
+            for write in queued {
+                write.outcome().await?;
+            }
+        }
+        if !commands.is_empty() {
+            self.journaled_scan = Some(to);
+        }
+        Ok(())
+    }
+
+    /// Fails the deposits the venue sent whose transaction reverted, or which the node has not
+    /// known for [`DEPOSIT_DROP_TIMEOUT_MS`]; a successful one waits for its event.
+    async fn settle_submitted_deposits(&self, vault: &VaultChain) -> Result<(), WatchError> {
+        let submitted: Vec<([u8; 32], u64)> = vault.chain.read_engine(|engine| {
+            engine
+                .custody()
+                .pending_deposits()
+                .iter()
+                .map(|(tx_hash, pending)| (*tx_hash, pending.created_at_ms))
+                .collect()
+        });
+        for (tx_hash, created_at_ms) in submitted {
+            let hash = B256::from(tx_hash);
+            let failed = match vault.node.receipt(hash).await? {
+                Some(receipt) => !receipt.succeeded,
+                None => {
+                    now_ms().saturating_sub(created_at_ms) > DEPOSIT_DROP_TIMEOUT_MS
+                        && !vault.node.knows_transaction(hash).await?
+                }
+            };
+            if failed {
+                tracing::info!(chain_id = vault.chain.config.chain_id, tx_hash = %hash, "a deposit sent for an account failed on chain; nothing is credited");
+                match vault.chain.submit(Command::FailChainDeposit { tx_hash }, None).await {
+                    Ok(_) | Err(WriteError::Rejected(_)) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+        Ok(())
+    }
+}
