@@ -91,3 +91,91 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
         }
     }
 }
+
+mod common;
+
+/// In vault mode the operator's key is read from its file and signs every payment, and users'
+/// keys sign chain transactions: neither reaches a log line (at trace level, alloy's and the
+/// HTTP client's included) or a file in the data directory.
+#[tokio::test]
+async fn the_operator_key_and_users_keys_never_appear_in_vault_mode() {
+    use alloy::primitives::U256;
+    let chain = common::chain::TestChain::start().await;
+    let folder = tempfile::tempdir().unwrap();
+    let config = chain.write_dexd_config(folder.path(), &chain.anvil.endpoint());
+    let data_dir = folder.path().join("data");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let server = common::BinaryServer::start_logging(&data_dir, Some(&config), "trace", Some(log.clone()));
+    let http = reqwest::Client::new();
+    let user = &chain.users[0];
+    let user_key = format!("0x{}", hex::encode(user.to_bytes()));
+    let from = checksummed(&dexd::settlement::vault::venue_address(&user.address()));
+    let chain_id = chain.chain_id.to_string();
+    let deposit =
+        json!({"chainId": chain_id, "from": from, "symbol": "USDC", "quantity": "40", "privateKey": user_key});
+    let answer = http
+        .post(format!("{}/portfolio/deposit", server.base_url))
+        .json(&deposit)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    let balances = format!(
+        "{}/account/assetBalances?chainId={chain_id}&account={from}",
+        server.base_url
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        chain.mine(1).await;
+        let body: serde_json::Value = http.get(&balances).send().await.unwrap().json().await.unwrap();
+        if body["balances"][1]["available"] == "40" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the deposit was not credited: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let withdraw =
+        json!({"chainId": chain_id, "from": from, "symbol": "USDC", "quantity": "15", "privateKey": user_key});
+    let answer = http
+        .post(format!("{}/portfolio/withdraw", server.base_url))
+        .json(&withdraw)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while chain.vault_balance(Some(chain.usdc)).await != U256::from(25_000_000u64) {
+        assert!(std::time::Instant::now() < deadline, "the withdrawal was not paid");
+        chain.mine(1).await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Let the payer confirm and log it, then stop.
+    chain.mine(3).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    drop(server);
+    let log = log.lock().unwrap().to_lowercase();
+    assert!(
+        log.contains("withdrawals sent to the vault"),
+        "the payer's log was captured"
+    );
+    let operator_key = hex::encode(chain.operator.to_bytes());
+    let user_key = hex::encode(user.to_bytes());
+    for (who, key) in [("operator", &operator_key), ("user", &user_key)] {
+        assert!(!log.contains(&key[..40]), "the {who} key appears in the log");
+        let raw = hex::decode(key).unwrap();
+        for entry in std::fs::read_dir(&data_dir).unwrap() {
+            let contents = std::fs::read(entry.unwrap().path()).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&contents).to_lowercase().contains(&key[..40]),
+                "the {who} key in a stored file"
+            );
+            assert!(
+                !contents.windows(raw.len()).any(|window| window == raw.as_slice()),
+                "the {who} key in a stored file as bytes"
+            );
+        }
+    }
+}

@@ -8,7 +8,7 @@ use common::TestServer;
 use serde_json::Value;
 
 /// Every path of CONTRACT.md with its method, and the extensions (`orderDetail`, `eip712`,
-/// `health`, `openapi.json`).
+/// `reserves`, `health`, `openapi.json`).
 const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/order/addOrder"),
     ("post", "/order/add"),
@@ -33,6 +33,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/tradableAmounts"),
     ("get", "/order/orderDetail"),
     ("get", "/account/eip712"),
+    ("get", "/account/reserves"),
     ("get", "/health"),
     ("get", "/openapi.json"),
 ];

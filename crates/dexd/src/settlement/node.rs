@@ -149,6 +149,10 @@ impl Node {
         let url = rpc_url
             .parse()
             .map_err(|error| format!("the RPC URL is not a URL: {error}"))?;
+        // TLS to https:// nodes runs on rustls with the ring provider (the one the server's TLS
+        // uses); it is the process's default from the first node on. A second install is refused
+        // harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = alloy::transports::http::reqwest::Client::builder()
             .timeout(timeout)
             .build()
