@@ -9,6 +9,7 @@
 //! This crate does not start dexd: point it at a running server.
 
 pub mod chart;
+pub mod on_chain;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -328,6 +329,24 @@ fn authority_of(target: &str) -> String {
 }
 
 type Connection = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// One GET of `path_and_query` on its own connection: the status and the JSON body.
+pub(crate) async fn get_json(target: &str, path_and_query: &str) -> Result<(u16, Value), String> {
+    let authority = authority_of(target);
+    let mut connection = connect(&authority).await?;
+    let path = path_and_query.trim_start_matches(target).to_string();
+    let request = Request {
+        is_post: false,
+        path,
+        body: Bytes::new(),
+        placing_account: None,
+    };
+    let (status, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange(&mut connection, &authority, &request))
+        .await
+        .unwrap_or_else(|_| Err("timed out".to_string()))?;
+    let body = serde_json::from_slice(&body).map_err(|error| format!("an answer that is not JSON: {error}"))?;
+    Ok((status.as_u16(), body))
+}
 
 /// Opens one keep-alive HTTP/1.1 connection; its driver runs as a task of its own.
 async fn connect(authority: &str) -> Result<Connection, String> {

@@ -37,6 +37,13 @@ struct Cli {
     /// Also measure the per-order cryptography alone (the key limit).
     #[arg(long)]
     key_limit: bool,
+    /// The chain to trade on.
+    #[arg(long, default_value_t = 1)]
+    chain_id: u64,
+    /// Fund the accounts through the vault of this devnet (its devnet.json, from scripts/devnet)
+    /// instead of ledger deposits.
+    #[arg(long)]
+    fund_on_chain: Option<std::path::PathBuf>,
     /// Append results to this CSV file.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
@@ -90,10 +97,13 @@ async fn main() -> Result<(), String> {
         rate_per_second: 1,
         duration: Duration::from_secs(cli.seconds),
         accounts: cli.accounts,
-        chain_id: 1,
+        chain_id: cli.chain_id,
     };
     if workload != Workload::Health && workload != Workload::Read {
-        fund_accounts(&settings).await?;
+        match &cli.fund_on_chain {
+            None => fund_accounts(&settings).await?,
+            Some(devnet) => dexd_load::on_chain::fund_accounts_on_chain(&settings, devnet).await?,
+        }
     }
     for rate in &cli.rates {
         let report = run(RunSettings {

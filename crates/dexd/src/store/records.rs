@@ -80,7 +80,8 @@ pub struct JournalEntry {
 }
 /// The events of one command, shared by its reply and its projection.
 pub type Events = std::sync::Arc<Vec<Event>>;
-/// What one journaled command did, for the history tables.
+/// What one journaled command did, for the history tables and the live streams.
+#[derive(Debug, Clone)]
 pub struct Projection {
     /// The command's journal sequence.
     pub sequence: u64,

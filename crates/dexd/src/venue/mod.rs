@@ -1,0 +1,260 @@
+//! The running venue: one [`Chain`] per configured chain, each with a single writer thread.
+//!
+//! State changes go through a bounded queue to the chain's writer, which owns every mutation of
+//! the engine. It takes whatever has queued (up to [`MAX_WRITE_BATCH`], without waiting for
+//! more), applies it to the engine, appends the batch to the journal in one transaction, and
+//! only then answers: group commit. If the append fails, the batch is answered 503 and the engine
+//! is rebuilt from the journal, so nothing of it stays in memory.
+//!
+//! The writer hands each journaled batch's events to the chain's projector thread, which writes
+//! the history tables in larger batches. A history read first waits until the projector has
+//! caught up with every command acknowledged before the read began, so a client always reads
+//! its own writes. Reads of books and market data take a short read lock on the engine; no read
+//! queues behind writes. [`Venue::close`] stops the writers after what they have queued, and the
+//! projectors after what they were handed, and marks the histories closed cleanly. This module
+//! knows nothing of HTTP or JSON.
+
+mod projector;
+pub mod publication;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dexd_core::{Command, Engine};
+use parking_lot::RwLock;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use self::projector::run_projector;
+use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterState};
+use crate::config::{ChainConfig, Config};
+use crate::store::{self, Authorization, Events, StoreError, StoreReader};
+
+pub use self::projector::{
+    MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
+};
+pub use self::writer::{now_ms, WriteError, JOURNAL_CHECKPOINT_INTERVAL_COMMANDS, MAX_WRITE_BATCH};
+/// How many commands the projector writes in one transaction (the store's limit).
+pub use crate::store::MAX_PROJECTION_BATCH;
+/// How long a history read waits for the projector before it is answered 503.
+pub const HISTORY_WAIT_TIMEOUT_MS: u64 = 5_000;
+
+/// One chain's venue.
+pub struct Chain {
+    /// The chain's configuration.
+    pub config: ChainConfig,
+    /// The chain's EIP-712 domain (its separator computed once).
+    pub signing_domain: crate::crypto::SigningDomain,
+    store: StoreReader,
+    engine: Arc<RwLock<Engine>>,
+    writer: mpsc::Sender<WriterMessage>,
+    /// The journal sequence of the last acknowledged command.
+    journaled: Arc<AtomicU64>,
+    /// The journal sequence the history tables have reached.
+    projected: watch::Receiver<u64>,
+    /// The streams' end of the publications, until the streams take it.
+    publications: parking_lot::Mutex<Option<publication::Publications>>,
+    /// Tokens of stream reads.
+    next_read_token: AtomicU64,
+}
+
+impl Chain {
+    fn start(config: ChainConfig, full_config: &Config, data_dir: &Path) -> Result<Chain, StoreError> {
+        let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
+        let (store_writer, mut projector, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
+        let engine_config = config.engine_config(&full_config.limits);
+        let started = Instant::now();
+        // What the projector had not written before the stop is written now, before serving.
+        let replayed = store_writer.replay(&engine_config, Some(&mut projector))?;
+        tracing::info!(
+            chain_id = config.chain_id,
+            journaled_commands = replayed.last_sequence,
+            reprojected_commands = replayed.reprojected_commands,
+            resting_orders = replayed.engine.resting_order_count(),
+            replay_ms = started.elapsed().as_millis() as u64,
+            "chain state rebuilt from the journal"
+        );
+        let engine = Arc::new(RwLock::new(replayed.engine));
+        let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
+        let (projected_sender, projected) = watch::channel(replayed.last_sequence);
+        let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
+        let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
+        let chain_id = config.chain_id;
+        let projector_thread = std::thread::Builder::new()
+            .name(format!("projector-{chain_id}"))
+            .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
+            .expect("the projector thread starts");
+        let (checkpoint_requests, checkpoints_copied) = start_journal_checkpointer(chain_id, &store_writer)?;
+        let (publisher, publications) = publication::channel(config.pairs.len());
+        let writer_state = WriterState {
+            chain_id,
+            engine: Arc::clone(&engine),
+            store: store_writer,
+            engine_config,
+            next_sequence: replayed.last_sequence + 1,
+            journaled: Arc::clone(&journaled),
+            projection: projection_sender,
+            checkpointed_through: replayed.last_sequence,
+            checkpoint_requests,
+            checkpoints_copied,
+            checkpoint_in_progress: false,
+            publisher: Some(publisher),
+        };
+        std::thread::Builder::new()
+            .name(format!("writer-{chain_id}"))
+            .spawn(move || run_writer(queue, writer_state, projector_thread))
+            .expect("the writer thread starts");
+        Ok(Chain {
+            signing_domain: crate::crypto::SigningDomain::new(config.chain_id, config.venue_contract),
+            config,
+            store: store_reader,
+            engine,
+            writer,
+            journaled,
+            projected,
+            publications: parking_lot::Mutex::new(Some(publications)),
+            next_read_token: AtomicU64::new(1),
+        })
+    }
+
+    /// The publications of the chain's journaled batches, for the live streams (once: whoever
+    /// takes them owns them). Nothing is published before they are activated.
+    pub fn take_publications(&self) -> Option<publication::Publications> {
+        self.publications.lock().take()
+    }
+
+    /// Asks the writer for a read at an exact journal position; the answer comes out of the
+    /// publications with the returned token, after the batches it includes. 503 when the
+    /// writer's queue is full.
+    pub fn request_stream_read(&self, read: publication::StreamRead) -> Result<u64, WriteError> {
+        let token = self.next_read_token.fetch_add(1, Ordering::Relaxed);
+        self.writer
+            .try_send(WriterMessage::StreamRead { token, read })
+            .map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
+                mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
+            })?;
+        Ok(token)
+    }
+
+    /// The chain's history, once it holds every command acknowledged before this call: a client
+    /// reads its own writes. 503 when the projector cannot catch up in time.
+    pub async fn history(&self) -> Result<&StoreReader, WriteError> {
+        let target = self.journaled.load(Ordering::Acquire);
+        if *self.projected.borrow() >= target {
+            return Ok(&self.store);
+        }
+        let mut projected = self.projected.clone();
+        let caught_up = tokio::time::timeout(Duration::from_millis(HISTORY_WAIT_TIMEOUT_MS), async {
+            projected.wait_for(|reached| *reached >= target).await.is_ok()
+        })
+        .await;
+        match caught_up {
+            Ok(true) => Ok(&self.store),
+            _ => Err(WriteError::HistoryBehind),
+        }
+    }
+
+    /// Applies a command through the writer; returns its events once they are on disk.
+    pub async fn submit(&self, command: Command, authorization: Option<Authorization>) -> Result<Events, WriteError> {
+        self.enqueue(command, authorization)?.outcome().await
+    }
+
+    /// Puts a command in the writer's queue now, without waiting for it: commands enqueued one
+    /// after the other are applied in that order (the chain watcher relies on it to credit a
+    /// backlog of deposits in the vault's order). 503 at once when the queue is full.
+    pub fn enqueue(&self, command: Command, authorization: Option<Authorization>) -> Result<QueuedWrite, WriteError> {
+        let (reply, answer) = oneshot::channel();
+        self.writer
+            .try_send(WriterMessage::Write(WriteRequest {
+                command,
+                authorization,
+                reply,
+            }))
+            .map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
+                mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
+            })?;
+        Ok(QueuedWrite(answer))
+    }
+
+    /// Stops the chain's writer and projector, once what is queued before this call is
+    /// answered and written; the history is put on disk and marked closed cleanly. Writes after
+    /// this are answered 503.
+    pub async fn close(&self) {
+        let (reply, closed) = oneshot::channel();
+        if self.writer.send(WriterMessage::Close(reply)).await.is_ok() {
+            // An error means the writer is already gone, which is what was asked.
+            let _ = closed.await;
+        }
+    }
+
+    /// Reads the engine under a short read lock.
+    pub fn read_engine<R>(&self, read: impl FnOnce(&Engine) -> R) -> R {
+        read(&self.engine.read())
+    }
+
+    /// The engine's state hash (for recovery checks).
+    pub fn state_hash(&self) -> [u8; 32] {
+        self.engine.read().state_hash()
+    }
+}
+
+/// A command in the writer's queue; its outcome arrives once its batch is on disk (or refused).
+pub struct QueuedWrite(oneshot::Receiver<Result<Events, WriteError>>);
+
+impl QueuedWrite {
+    /// The command's events once they are on disk, or why it was not applied.
+    pub async fn outcome(self) -> Result<Events, WriteError> {
+        self.0.await.unwrap_or(Err(WriteError::NotDurable))
+    }
+}
+
+/// Every chain of the venue.
+pub struct Venue {
+    /// The configuration it runs.
+    pub config: Config,
+    /// Addresses of keys seen recently.
+    pub addresses: crate::crypto::AddressCache,
+    /// Request budgets per client IP and per account.
+    pub rate_limits: crate::rate_limit::RateLimits,
+    chains: HashMap<u64, Arc<Chain>>,
+}
+
+impl Venue {
+    /// Opens every chain's store in `data_dir` (creating it when new), rebuilds each engine from
+    /// its log, and starts the writers.
+    pub fn start(config: Config, data_dir: &Path) -> Result<Venue, StoreError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|error| StoreError::Inconsistent(format!("cannot create {}: {error}", data_dir.display())))?;
+        let mut chains = HashMap::new();
+        for chain in &config.chains {
+            chains.insert(
+                chain.chain_id,
+                Arc::new(Chain::start(chain.clone(), &config, data_dir)?),
+            );
+        }
+        let rate_limits = crate::rate_limit::RateLimits::new(&config.limits);
+        Ok(Venue {
+            config,
+            addresses: crate::crypto::AddressCache::default(),
+            rate_limits,
+            chains,
+        })
+    }
+
+    /// Stops every chain (see [`Chain::close`]), once what each has queued is written.
+    pub async fn close(&self) {
+        for chain in self.chains.values() {
+            chain.close().await;
+        }
+    }
+
+    /// The chain with this id.
+    pub fn chain(&self, chain_id: u64) -> Option<Arc<Chain>> {
+        self.chains.get(&chain_id).cloned()
+    }
+}
