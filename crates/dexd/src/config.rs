@@ -64,6 +64,15 @@ pub struct Limits {
     /// Deposits sent through the venue and not yet confirmed, and separately withdrawals not yet
     /// confirmed, one vault chain keeps at once; past this, new ones are answered 503.
     pub max_pending_transfers_per_chain: usize,
+    /// Stream connections (`/ws`) one client IP may hold; past this the upgrade is answered 429.
+    pub max_stream_connections_per_ip: usize,
+    /// Stream connections the server holds in all; past this the upgrade is answered 503.
+    pub max_stream_connections: usize,
+    /// Messages a stream connection may have waiting to be written; past this the client is
+    /// told `SLOW_CONSUMER` and disconnected.
+    pub stream_queue_messages_per_connection: usize,
+    /// Bytes a stream connection may have waiting to be written; past this, as above.
+    pub stream_queue_bytes_per_connection: usize,
 }
 
 impl Default for Limits {
@@ -82,6 +91,10 @@ impl Default for Limits {
             requests_per_second_per_ip: 20_000,
             writes_per_second_per_account: 1_000,
             max_pending_transfers_per_chain: 100_000,
+            max_stream_connections_per_ip: 100,
+            max_stream_connections: 10_000,
+            stream_queue_messages_per_connection: 4_096,
+            stream_queue_bytes_per_connection: 4 * 1024 * 1024,
         }
     }
 }
@@ -363,6 +376,10 @@ impl Config {
             || limits.header_read_timeout_ms == 0
             || limits.writes_per_second_per_account == 0
             || limits.max_pending_transfers_per_chain == 0
+            || limits.max_stream_connections_per_ip == 0
+            || limits.max_stream_connections == 0
+            || limits.stream_queue_messages_per_connection == 0
+            || limits.stream_queue_bytes_per_connection == 0
         {
             return Err(ConfigError {
                 line: None,

@@ -26,9 +26,30 @@ use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
+
+/// Serves one HTTP connection (upgrades to streams included) until it ends; when the server
+/// stops, it finishes the request in flight and closes.
+async fn serve_until_stopped<I, S, B>(
+    connection: hyper::server::conn::http1::UpgradeableConnection<I, S>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) where
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::pin!(connection);
+    // A client that closes or times out mid-request is not an error of the service.
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        _ = stopping.wait_for(|stopped| *stopped) => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    let _ = connection.await;
+}
 
 /// How long a graceful shutdown waits for requests in flight before it closes what is left.
 pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
@@ -62,15 +83,19 @@ pub async fn serve_with_tls(
     let venue = Arc::new(venue::Venue::start(config, data_dir)?);
     let custody = Arc::new(settlement::Custodians::start(&venue)?);
     let limits = venue.config.limits;
+    let streams = Arc::new(api::streams::Streams::start(&venue));
     let router = api::router(Arc::new(api::AppState {
         venue: Arc::clone(&venue),
         custody: Arc::clone(&custody),
+        streams: Arc::clone(&streams),
     }));
     let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
-    let graceful = GracefulShutdown::new();
+    // Every connection task holds a clone of `alive`; when all are dropped, `all_closed` ends.
+    let (stop_connections, stopping) = tokio::sync::watch::channel(false);
+    let (alive, mut all_closed) = tokio::sync::mpsc::channel::<()>(1);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -92,32 +117,34 @@ pub async fn serve_with_tls(
             request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
             router.clone().oneshot(request.map(axum::body::Body::new))
         });
+        let (stopping, alive) = (stopping.clone(), alive.clone());
         match &tls {
             None => {
-                let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+                let connection = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
                 tokio::spawn(async move {
-                    // A client that closes or times out mid-request is not an error of the service.
-                    let _ = connection.await;
-                    drop(permit);
+                    serve_until_stopped(connection, stopping).await;
+                    drop((permit, alive));
                 });
             }
             Some(acceptor) => {
                 let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(stream));
                 let http = http.clone();
-                let watcher = graceful.watcher();
                 tokio::spawn(async move {
                     // A failed or slow handshake closes the connection; it is the client's fault.
                     if let Ok(Ok(stream)) = handshake.await {
-                        let _ = watcher
-                            .watch(http.serve_connection(TokioIo::new(stream), service))
-                            .await;
+                        let connection = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+                        serve_until_stopped(connection, stopping).await;
                     }
-                    drop(permit);
+                    drop((permit, alive));
                 });
             }
         }
     }
-    if tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), graceful.shutdown())
+    // Stream connections were upgraded out of the HTTP server: they are told and closed here.
+    streams.shut_down();
+    let _ = stop_connections.send(true);
+    drop(alive);
+    if tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), all_closed.recv())
         .await
         .is_err()
     {

@@ -35,6 +35,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/eip712"),
     ("get", "/account/reserves"),
     ("get", "/health"),
+    ("get", "/ws"),
     ("get", "/openapi.json"),
 ];
 
@@ -138,4 +139,26 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn the_document_mentions_the_streams_and_links_to_their_protocol_which_the_server_serves() {
+    let server = TestServer::start().await;
+    let (_, document) = server.get("/openapi.json", &[]).await;
+    let streams = &document["paths"]["/ws"]["get"];
+    assert!(streams["responses"].get("101").is_some(), "{streams}");
+    let link = streams["externalDocs"]["url"].as_str().unwrap();
+    let response = server
+        .client
+        .get(format!("{}{link}", server.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/markdown"));
+    let text = response.text().await.unwrap();
+    assert!(text.contains("SLOW_CONSUMER") && text.contains("previousSequence"));
 }

@@ -13,6 +13,7 @@ pub mod openapi;
 pub mod operations;
 pub mod params;
 pub mod render;
+pub mod streams;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,12 +35,18 @@ use self::params::Params;
 use crate::settlement::Custodians;
 use crate::venue::Venue;
 
+/// The stream protocol's description (docs/streams.md), served at `/docs/streams.md` so that
+/// the OpenAPI document's link to it works wherever the server runs.
+pub const STREAM_PROTOCOL_DOCUMENT: &str = include_str!("../../../../docs/streams.md");
+
 /// Everything the API serves: the venue's chains, and the custody of its vault chains.
 pub struct AppState {
     /// The venue: its chains, limits and rate limits.
     pub venue: Arc<Venue>,
     /// The watchers and payers of the vault chains (none on ledger chains).
     pub custody: Arc<Custodians>,
+    /// The live streams (`/ws`).
+    pub streams: Arc<streams::Streams>,
 }
 
 /// Builds the router for a running venue.
@@ -105,6 +112,16 @@ pub fn router(app: Arc<AppState>) -> Router {
     router = add_operation(router, &operations::OPENAPI, body_limits, |_app, _params| async {
         Ok(openapi::document())
     });
+    router = router.route("/ws", get(stream_upgrade));
+    router = router.route(
+        "/docs/streams.md",
+        get(|| async {
+            (
+                [(CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"))],
+                STREAM_PROTOCOL_DOCUMENT,
+            )
+        }),
+    );
     router
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such path; see /openapi.json") })
         .method_not_allowed_fallback(|| async {
@@ -119,6 +136,48 @@ pub fn router(app: Arc<AppState>) -> Router {
             ApiError::internal().into_response()
         }))
         .layer(axum::middleware::from_fn_with_state(app_for_limits, request_edge))
+}
+
+/// `GET /ws`: upgrades to a stream connection, within the connection limits (429 past the
+/// client address's, 503 past the server's). A request that is not an upgrade gets a JSON 400.
+async fn stream_upgrade(State(app): State<Arc<AppState>>, request: Request) -> Response {
+    use axum::extract::FromRequestParts;
+    let ip = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |info| info.0.ip());
+    let (mut parts, _) = request.into_parts();
+    let upgrade = match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &app).await {
+        Ok(upgrade) => upgrade,
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_PARAMETER",
+                "/ws is a WebSocket endpoint: send a GET with Connection: Upgrade and Upgrade: websocket",
+            )
+            .into_response()
+        }
+    };
+    match app.streams.admit(ip) {
+        Ok(()) => {}
+        Err(streams::Refusal::TooManyFromAddress) => {
+            return error::too_many_requests(
+                "this address holds its limit of stream connections",
+                Duration::from_secs(1),
+            )
+            .into_response()
+        }
+        Err(streams::Refusal::TooMany) => {
+            return ApiError::unavailable("the server holds its limit of stream connections; retry later")
+                .into_response()
+        }
+    }
+    let (venue, streams) = (Arc::clone(&app.venue), Arc::clone(&app.streams));
+    upgrade
+        .max_message_size(streams::connection::MAX_INBOUND_MESSAGE_BYTES)
+        .max_frame_size(streams::connection::MAX_INBOUND_MESSAGE_BYTES)
+        .on_failed_upgrade(move |_| {})
+        .on_upgrade(move |socket| streams::connection::serve(socket, venue, streams, ip))
 }
 
 /// What every request passes through first, in one middleware (each layer of its own cost an

@@ -19,6 +19,7 @@ pub fn document() -> Value {
             paths.insert(path.to_string(), Value::Object(item));
         }
     }
+    paths.insert("/ws".to_string(), streams_path());
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -148,6 +149,22 @@ fn query_schema(kind: Kind) -> Value {
         Kind::Signature => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{130}$"}),
         Kind::Choice(values) => json!({"type": "string", "enum": values}),
     }
+}
+
+/// `GET /ws`: documented here for completeness; the protocol is in docs/streams.md.
+fn streams_path() -> Value {
+    json!({"get": {
+        "operationId": "streams",
+        "summary": "Live streams: upgrade to a WebSocket (book, trades, candles, orders, balances).",
+        "description": "A WebSocket upgrade (Connection: Upgrade, Upgrade: websocket). Messages are JSON text frames: {\"op\": \"subscribe\" | \"unsubscribe\" | \"ping\", \"id\", \"channel\", ...}; each subscription gets a snapshot where its channel has one, then every durable change, none left out. The protocol, its guarantees and limits are described in docs/streams.md of the repository, which the server also serves at /docs/streams.md. A request that is not an upgrade is answered 400.",
+        "externalDocs": {"description": "The stream protocol (docs/streams.md)", "url": "/docs/streams.md"},
+        "responses": {
+            "101": {"description": "Switching Protocols: the connection is a WebSocket from here on."},
+            "400": {"$ref": "#/components/responses/Error400"},
+            "429": {"$ref": "#/components/responses/Error429"},
+            "503": {"$ref": "#/components/responses/Error503"},
+        }
+    }})
 }
 
 fn error_responses() -> Value {

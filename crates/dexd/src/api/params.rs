@@ -82,6 +82,11 @@ impl Params {
         let serde_json::Value::Object(object) = value else {
             return Err(malformed("the body must be a JSON object"));
         };
+        Params::from_json_object(object)
+    }
+
+    /// Reads the fields of a JSON object (a stream message's, for one).
+    pub fn from_json_object(object: serde_json::Map<String, serde_json::Value>) -> Result<Params, ApiError> {
         let mut params = Params { entries: Vec::new() };
         for (name, value) in object {
             let value = match value {

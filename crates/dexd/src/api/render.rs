@@ -222,6 +222,21 @@ pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
     })
 }
 
+/// The contract's candle object (as in `/order/tradesOHCL`).
+pub fn candle(chain: &ChainConfig, pair: dexd_core::PairIndex, candle: &dexd_core::Candle) -> Value {
+    let spec = &chain.pair_config(pair).spec;
+    json!({
+        "openTime": candle.open_time_ms,
+        "open": spec.format_price(candle.open),
+        "high": spec.format_price(candle.high),
+        "low": spec.format_price(candle.low),
+        "close": spec.format_price(candle.close),
+        "volume": asset_amount(chain, spec.base(), candle.volume.units()),
+        "quoteVolume": asset_amount(chain, spec.quote(), candle.quote_volume.units()),
+        "trades": candle.trades,
+    })
+}
+
 /// The contract's Balance object.
 pub fn balance(chain: &ChainConfig, asset: AssetIndex, balance: Balance) -> Value {
     json!({

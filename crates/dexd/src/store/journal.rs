@@ -258,7 +258,7 @@ fn replay(
         };
         if sequence <= projected {
             // The history holds this command's rows; only the open orders in memory need it.
-            projector.remember(&events, authorization)?;
+            projector.remember(sequence, &events, authorization)?;
         } else {
             unprojected.push(Projection {
                 sequence,

@@ -23,6 +23,8 @@ pub struct OpenOrders {
     by_id: HashMap<[u8; 32], u64>,
     /// Each account's open orders by sequence; an account with none has no entry.
     by_account: HashMap<[u8; 20], BTreeSet<u64>>,
+    /// The journal sequence these open orders are the state of.
+    mark: u64,
 }
 
 impl OpenOrders {
@@ -36,6 +38,21 @@ impl OpenOrders {
     /// An open order by its sequence.
     pub fn by_sequence(&self, sequence: u64) -> Option<&StoredOrder> {
         self.by_sequence.get(&sequence).map(|order| &**order)
+    }
+
+    /// The journal sequence these open orders are the state of.
+    pub fn mark(&self) -> u64 {
+        self.mark
+    }
+
+    /// Records that these open orders are now the state as of `sequence`.
+    pub fn set_mark(&mut self, sequence: u64) {
+        self.mark = self.mark.max(sequence);
+    }
+
+    /// An account's open orders, oldest first.
+    pub fn of_account_all(&self, account: &Address) -> Vec<StoredOrder> {
+        self.account_orders(account).cloned().collect()
     }
 
     /// How many orders are open.

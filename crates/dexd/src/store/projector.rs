@@ -142,7 +142,7 @@ impl Projector {
                 unindexed_ids.insert(*order.record.terms.order_id.as_bytes(), number);
             }
         }
-        self.update_open_orders(opened, &closed);
+        self.update_open_orders(last.sequence, opened, &closed);
         Ok(())
     }
 
@@ -155,8 +155,14 @@ impl Projector {
 
     /// Updates the open orders in memory from a command the history already holds (at start,
     /// up to the mark), writing nothing.
-    pub fn remember(&mut self, events: &[Event], authorization: Option<Authorization>) -> Result<(), StoreError> {
+    pub fn remember(
+        &mut self,
+        sequence: u64,
+        events: &[Event],
+        authorization: Option<Authorization>,
+    ) -> Result<(), StoreError> {
         let mut open_orders = self.open_orders.write();
+        open_orders.set_mark(sequence);
         for event in events {
             let Event::OrderUpdated(record) = event else {
                 continue;
@@ -228,8 +234,9 @@ impl Projector {
         Ok((opened, closed))
     }
 
-    fn update_open_orders(&self, opened: Vec<StoredOrder>, closed: &[StoredOrder]) {
+    fn update_open_orders(&self, sequence: u64, opened: Vec<StoredOrder>, closed: &[StoredOrder]) {
         let mut open_orders = self.open_orders.write();
+        open_orders.set_mark(sequence);
         for order in closed {
             open_orders.remove(order.record.sequence);
         }

@@ -114,6 +114,13 @@ impl StoreReader {
         })
     }
 
+    /// An account's open orders, oldest first, with the journal sequence they are the state of
+    /// (the projector's mark, which may be behind or ahead of a reader's own position).
+    pub fn open_orders_at_mark(&self, account: &Address) -> (Vec<StoredOrder>, u64) {
+        let open_orders = self.open_orders.read();
+        (open_orders.of_account_all(account), open_orders.mark())
+    }
+
     /// An account's open orders on one pair, oldest first (at most its open-order limit).
     pub fn open_orders_on_pair(&self, account: &Address, pair: PairIndex) -> Vec<StoredOrder> {
         self.open_orders.read().of_account_on_pair(account, pair)

@@ -192,6 +192,18 @@ impl Chain {
         }
     }
 
+    /// An account's open orders as the history's projector holds them, with the journal
+    /// sequence they are the state of (no read barrier: the live streams reconcile the position
+    /// themselves).
+    pub fn open_orders_at_mark(&self, account: &dexd_core::Address) -> (Vec<store::StoredOrder>, u64) {
+        self.store.open_orders_at_mark(account)
+    }
+
+    /// The journal sequence of the last acknowledged command.
+    pub fn journaled_sequence(&self) -> u64 {
+        self.journaled.load(Ordering::Acquire)
+    }
+
     /// Reads the engine under a short read lock.
     pub fn read_engine<R>(&self, read: impl FnOnce(&Engine) -> R) -> R {
         read(&self.engine.read())

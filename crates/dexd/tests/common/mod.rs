@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod chain;
+pub mod stream_client;
 
 use dexd::config::Config;
 use dexd::crypto::{checksummed, PrivateKey};

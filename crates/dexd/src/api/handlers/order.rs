@@ -306,18 +306,7 @@ pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
     let candles = chain.read_engine(|engine| engine.candles(pair_index, interval, start_ms, end_ms, limit));
     let candles: Vec<Value> = candles
         .iter()
-        .map(|candle| {
-            json!({
-                "openTime": candle.open_time_ms,
-                "open": pair.spec.format_price(candle.open),
-                "high": pair.spec.format_price(candle.high),
-                "low": pair.spec.format_price(candle.low),
-                "close": pair.spec.format_price(candle.close),
-                "volume": render::asset_amount(&chain.config, pair.spec.base(), candle.volume.units()),
-                "quoteVolume": render::asset_amount(&chain.config, pair.spec.quote(), candle.quote_volume.units()),
-                "trades": candle.trades,
-            })
-        })
+        .map(|candle| render::candle(&chain.config, pair_index, candle))
         .collect();
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),

@@ -1,0 +1,297 @@
+//! One WebSocket connection of `GET /ws`: its reader (client messages, parsed and checked,
+//! subscriptions forwarded to the chains' hubs), its writer (the outbox to the socket), pings,
+//! and every limit a connection has: messages per second, message size, subscriptions, the
+//! pong and idle timeouts. A graceful stop closes it with 1001.
+//!
+//! It renders no market data itself; the hubs do.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+
+use super::hub::HubRequest;
+use super::outbox::{Outbound, Outbox};
+use super::protocol::{self, ChannelKey, ClientMessage};
+use super::Streams;
+use crate::api::error::ApiError;
+use crate::venue::Venue;
+
+/// Subscriptions one connection may hold.
+pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 64;
+/// Client messages one connection may send per second (a burst of as many); more closes it.
+pub const MAX_INBOUND_MESSAGES_PER_SECOND: u32 = 50;
+/// The largest client message, in bytes; a larger one closes the connection (1009).
+pub const MAX_INBOUND_MESSAGE_BYTES: usize = 16 * 1024;
+/// How often the server pings.
+pub const PING_INTERVAL_MS: u64 = 20_000;
+/// How long a pong may take before the connection is closed.
+pub const PONG_TIMEOUT_MS: u64 = 20_000;
+/// How long a connection without subscriptions may stay silent before it is closed.
+pub const IDLE_TIMEOUT_MS: u64 = 60_000;
+/// How long one message may take to be written before the connection counts as stuck.
+pub const WRITE_TIMEOUT_MS: u64 = 10_000;
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// Serves one upgraded connection until it ends.
+pub async fn serve(socket: WebSocket, venue: Arc<Venue>, streams: Arc<Streams>, peer: IpAddr) {
+    let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+    let (max_messages, max_bytes) = streams.queue_limits;
+    let (outbox, queue) = Outbox::new(connection_id, max_messages, max_bytes);
+    let outbox = Arc::new(outbox);
+    let (sink, inbound) = socket.split();
+    let (writer_alive, writer_done) = tokio::sync::oneshot::channel::<()>();
+    let writer = tokio::spawn(write(
+        sink,
+        queue,
+        Arc::clone(&outbox),
+        streams.shutdown_signal(),
+        writer_alive,
+    ));
+    let chains = read(inbound, &venue, &streams, &outbox, writer_done).await;
+    for chain_id in chains {
+        streams.send(chain_id, HubRequest::Disconnected { connection_id });
+    }
+    // The reader ended: let the writer send what it has (a close, an error), then end.
+    if !outbox.is_slow() {
+        outbox.push_control(Outbound::Close(1000, "bye"));
+    }
+    let _ = tokio::time::timeout(Duration::from_millis(WRITE_TIMEOUT_MS), writer).await;
+    streams.connection_closed(peer);
+}
+
+/// Writes the outbox to the socket until a close, a stop, a slow client or a stuck write.
+async fn write(
+    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut queue: mpsc::Receiver<Outbound>,
+    outbox: Arc<Outbox>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    // Dropped when the writer ends, which ends the reader too.
+    _alive: tokio::sync::oneshot::Sender<()>,
+) {
+    let write_timeout = Duration::from_millis(WRITE_TIMEOUT_MS);
+    loop {
+        let outbound = tokio::select! {
+            biased;
+            () = outbox.slow_signal.notified() => {
+                let error = ApiError::new(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "SLOW_CONSUMER",
+                    "this connection fell behind its messages and is closed; connect again and resubscribe",
+                );
+                let text = protocol::error("null", &error, None);
+                let _ = tokio::time::timeout(write_timeout, sink.send(Message::Text(text.into()))).await;
+                let _ = tokio::time::timeout(write_timeout, sink.send(close(1008, "slow consumer"))).await;
+                return;
+            }
+            _ = shutdown.changed() => {
+                let _ = tokio::time::timeout(write_timeout, sink.send(close(1001, "the server is shutting down"))).await;
+                return;
+            }
+            outbound = queue.recv() => match outbound {
+                Some(outbound) => outbound,
+                None => return,
+            },
+        };
+        let (message, last) = match outbound {
+            Outbound::Text(text) => {
+                outbox.written(text.len());
+                (Message::Text(Utf8Bytes::from(text)), false)
+            }
+            Outbound::Ping => (Message::Ping(Vec::new().into()), false),
+            Outbound::Close(code, reason) => (close(code, reason), true),
+        };
+        match tokio::time::timeout(write_timeout, sink.send(message)).await {
+            Ok(Ok(())) if !last => {}
+            _ => return,
+        }
+    }
+}
+
+fn close(code: u16, reason: &'static str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: Utf8Bytes::from_static(reason),
+    }))
+}
+
+/// Reads client messages until the connection ends; returns the chains it subscribed on.
+async fn read(
+    mut inbound: futures_util::stream::SplitStream<WebSocket>,
+    venue: &Venue,
+    streams: &Streams,
+    outbox: &Arc<Outbox>,
+    mut writer_done: tokio::sync::oneshot::Receiver<()>,
+) -> HashSet<u64> {
+    let mut subscriptions: HashSet<ChannelKey> = HashSet::new();
+    let mut chains = HashSet::new();
+    let mut budget = MessageBudget::new();
+    let mut ping = tokio::time::interval(Duration::from_millis(PING_INTERVAL_MS));
+    ping.tick().await;
+    let mut last_heard = Instant::now();
+    let mut pong_due: Option<Instant> = None;
+    let mut shutdown = streams.shutdown_signal();
+    loop {
+        let message = tokio::select! {
+            message = inbound.next() => message,
+            _ = ping.tick() => {
+                if pong_due.is_some_and(|due| Instant::now() > due) {
+                    outbox.push_control(Outbound::Close(1001, "no pong"));
+                    return chains;
+                }
+                if subscriptions.is_empty() && last_heard.elapsed() > Duration::from_millis(IDLE_TIMEOUT_MS) {
+                    outbox.push_control(Outbound::Close(1000, "idle"));
+                    return chains;
+                }
+                if pong_due.is_none() {
+                    pong_due = Some(Instant::now() + Duration::from_millis(PONG_TIMEOUT_MS));
+                }
+                outbox.push_control(Outbound::Ping);
+                continue;
+            }
+            _ = shutdown.changed() => return chains,
+            _ = &mut writer_done => return chains,
+        };
+        let message = match message {
+            Some(Ok(message)) => message,
+            Some(Err(error)) => {
+                // Oversized messages end here as well as broken sockets.
+                if error.to_string().to_lowercase().contains("too long") || error.to_string().contains("size") {
+                    outbox.push_control(Outbound::Close(1009, "message too large"));
+                }
+                return chains;
+            }
+            None => return chains,
+        };
+        last_heard = Instant::now();
+        match message {
+            Message::Pong(_) => {
+                pong_due = None;
+                continue;
+            }
+            Message::Ping(_) => continue,
+            Message::Close(_) => return chains,
+            _ => {}
+        }
+        if !budget.take() {
+            outbox.push_control(Outbound::Close(1008, "too many messages"));
+            return chains;
+        }
+        let text = match message {
+            Message::Text(text) => text,
+            _ => {
+                let error = ApiError::new(
+                    axum::http::StatusCode::BAD_REQUEST,
+                    "MALFORMED_BODY",
+                    "messages are JSON text frames; binary frames are not read",
+                );
+                outbox.push(protocol::error("null", &error, None));
+                continue;
+            }
+        };
+        match protocol::parse(venue, text.as_str()) {
+            Err((id_json, error)) => {
+                outbox.push(protocol::error(&id_json, &error, None));
+            }
+            Ok(ClientMessage::Ping { id_json }) => {
+                outbox.push(protocol::message("pong", &id_json, serde_json::Map::new()));
+            }
+            Ok(ClientMessage::Subscribe(request)) => {
+                let key = request.key;
+                let parameters = || {
+                    let fields = key.parameters(venue);
+                    Some(fields)
+                };
+                if subscriptions.contains(&key) {
+                    let error = ApiError::new(
+                        axum::http::StatusCode::CONFLICT,
+                        "ALREADY_SUBSCRIBED",
+                        "this connection is already subscribed to this channel with these parameters",
+                    );
+                    outbox.push(protocol::error(&request.id_json, &error, parameters()));
+                    continue;
+                }
+                if subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_CONNECTION {
+                    let error = ApiError::new(
+                        axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                        "TOO_MANY_SUBSCRIPTIONS",
+                        format!("a connection holds at most {MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions"),
+                    );
+                    outbox.push(protocol::error(&request.id_json, &error, parameters()));
+                    continue;
+                }
+                let id_json = request.id_json.clone();
+                if streams.try_send(
+                    key.chain_id(),
+                    HubRequest::Subscribe {
+                        outbox: Arc::clone(outbox),
+                        request,
+                    },
+                ) {
+                    subscriptions.insert(key);
+                    chains.insert(key.chain_id());
+                } else {
+                    let error =
+                        ApiError::unavailable("the stream is too busy to take a subscription now; retry shortly");
+                    outbox.push(protocol::error(&id_json, &error, parameters()));
+                }
+            }
+            Ok(ClientMessage::Unsubscribe { key, id_json }) => {
+                if !subscriptions.remove(&key) {
+                    let error = ApiError::new(
+                        axum::http::StatusCode::NOT_FOUND,
+                        "NOT_SUBSCRIBED",
+                        "this connection has no subscription to this channel with these parameters",
+                    );
+                    let fields = key.parameters(venue);
+                    outbox.push(protocol::error(&id_json, &error, Some(fields)));
+                    continue;
+                }
+                streams.send(
+                    key.chain_id(),
+                    HubRequest::Unsubscribe {
+                        connection_id: outbox.connection_id,
+                        key,
+                        id_json,
+                        outbox: Arc::clone(outbox),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// A token bucket of client messages: [`MAX_INBOUND_MESSAGES_PER_SECOND`] a second, with a
+/// burst of as many.
+struct MessageBudget {
+    tokens: f64,
+    refilled: Instant,
+}
+
+impl MessageBudget {
+    fn new() -> MessageBudget {
+        MessageBudget {
+            tokens: f64::from(MAX_INBOUND_MESSAGES_PER_SECOND),
+            refilled: Instant::now(),
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let rate = f64::from(MAX_INBOUND_MESSAGES_PER_SECOND);
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.refilled).as_secs_f64() * rate).min(rate);
+        self.refilled = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! A connection's outgoing queue, bounded in messages and in bytes: the hubs push into it
+//! without ever waiting; a connection whose queue is full is marked slow, gets nothing more,
+//! and its task tells the client `SLOW_CONSUMER` and closes it. Nothing is ever skipped
+//! silently: a subscription either receives every message, or ends with its connection.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use tokio::sync::{mpsc, Notify};
+
+/// Messages one connection may have waiting to be written, by default
+/// (`[limits] stream_queue_messages_per_connection`).
+pub const MAX_QUEUED_MESSAGES_PER_CONNECTION: usize = 4_096;
+/// Bytes one connection may have waiting to be written, by default
+/// (`[limits] stream_queue_bytes_per_connection`).
+pub const MAX_QUEUED_BYTES_PER_CONNECTION: usize = 4 * 1024 * 1024;
+
+/// What a connection's task writes to its socket.
+#[derive(Debug)]
+pub enum Outbound {
+    /// A JSON text message.
+    Text(String),
+    /// A WebSocket ping.
+    Ping,
+    /// A close frame with its code and reason; the connection ends after it.
+    Close(u16, &'static str),
+}
+
+/// The hubs' and the connection's handle on the queue.
+#[derive(Debug)]
+pub struct Outbox {
+    /// The connection's number, unique in the process.
+    pub connection_id: u64,
+    sender: mpsc::Sender<Outbound>,
+    queued_bytes: AtomicUsize,
+    max_queued_bytes: usize,
+    slow: AtomicBool,
+    /// Wakes the connection's writer when it turned slow.
+    pub slow_signal: Notify,
+}
+
+impl Outbox {
+    /// A new queue for connection `connection_id` of at most `max_messages` and
+    /// `max_bytes`, and its receiving end.
+    pub fn new(connection_id: u64, max_messages: usize, max_bytes: usize) -> (Outbox, mpsc::Receiver<Outbound>) {
+        let (sender, receiver) = mpsc::channel(max_messages);
+        (
+            Outbox {
+                connection_id,
+                sender,
+                queued_bytes: AtomicUsize::new(0),
+                max_queued_bytes: max_bytes,
+                slow: AtomicBool::new(false),
+                slow_signal: Notify::new(),
+            },
+            receiver,
+        )
+    }
+
+    /// Queues a message without waiting. False when the connection is (or just turned) slow:
+    /// the message, and every later one, is not delivered, and the connection will close.
+    pub fn push(&self, text: String) -> bool {
+        if self.slow.load(Ordering::Acquire) {
+            return false;
+        }
+        let length = text.len();
+        let queued = self.queued_bytes.fetch_add(length, Ordering::AcqRel) + length;
+        if queued > self.max_queued_bytes || self.sender.try_send(Outbound::Text(text)).is_err() {
+            self.queued_bytes.fetch_sub(length, Ordering::AcqRel);
+            self.mark_slow();
+            return false;
+        }
+        true
+    }
+
+    /// Queues a control frame (a ping, a close) without waiting; a full queue marks the
+    /// connection slow.
+    pub fn push_control(&self, outbound: Outbound) {
+        if self.sender.try_send(outbound).is_err() {
+            self.mark_slow();
+        }
+    }
+
+    /// Whether the connection fell behind.
+    pub fn is_slow(&self) -> bool {
+        self.slow.load(Ordering::Acquire)
+    }
+
+    fn mark_slow(&self) {
+        if !self.slow.swap(true, Ordering::AcqRel) {
+            tracing::info!(
+                connection = self.connection_id,
+                queued_bytes = self.queued_bytes(),
+                "a stream client fell behind; it is told SLOW_CONSUMER and disconnected"
+            );
+            self.slow_signal.notify_one();
+        }
+    }
+
+    /// The writer took a message of `length` bytes off the queue.
+    pub fn written(&self, length: usize) {
+        self.queued_bytes.fetch_sub(length, Ordering::AcqRel);
+    }
+
+    /// Bytes waiting now.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_marks_the_connection_slow_and_takes_nothing_more() {
+        let (outbox, mut receiver) =
+            Outbox::new(1, MAX_QUEUED_MESSAGES_PER_CONNECTION, MAX_QUEUED_BYTES_PER_CONNECTION);
+        assert!(outbox.push("a".repeat(100)));
+        assert_eq!(outbox.queued_bytes(), 100);
+        // Over the byte limit: refused, slow from now on, even for a small message.
+        assert!(!outbox.push("b".repeat(MAX_QUEUED_BYTES_PER_CONNECTION)));
+        assert!(outbox.is_slow());
+        assert!(!outbox.push("c".into()));
+        let Some(Outbound::Text(first)) = receiver.try_recv().ok() else {
+            panic!("the first message is queued")
+        };
+        outbox.written(first.len());
+        assert_eq!(outbox.queued_bytes(), 0);
+        assert!(receiver.try_recv().is_err(), "nothing after the first was queued");
+        let (outbox, _receiver) = Outbox::new(2, MAX_QUEUED_MESSAGES_PER_CONNECTION, MAX_QUEUED_BYTES_PER_CONNECTION);
+        for _ in 0..MAX_QUEUED_MESSAGES_PER_CONNECTION {
+            assert!(outbox.push("x".into()));
+        }
+        assert!(!outbox.push("x".into()), "the message count is bounded too");
+        assert!(outbox.is_slow());
+    }
+}

@@ -1,0 +1,389 @@
+//! The stream protocol of CONTRACT.md ("Streams"): reading a client's message (`subscribe`,
+//! `unsubscribe`, `ping`) with the same validation and error codes as REST, and writing the
+//! server's messages (acknowledgments, errors, and the frame every subscription message shares:
+//! its event, channel, the client's `id` and the parameters that name it).
+//!
+//! It holds no state: the connection keeps its subscriptions, the hub delivers.
+
+use dexd_core::{Address, CandleInterval, PairIndex};
+use serde_json::{json, Map, Value};
+
+use crate::api::error::ApiError;
+use crate::api::handlers::{address_param, bounded, chain_of, pair_param};
+use crate::api::operations::{Field, Kind, Operation};
+use crate::api::params::Params;
+use crate::crypto::checksummed;
+use crate::venue::Venue;
+
+/// The longest client `id` accepted, as JSON text.
+pub const MAX_CLIENT_ID_BYTES: usize = 128;
+/// The default depth of a book subscription, as REST's.
+pub const DEFAULT_STREAM_BOOK_DEPTH: usize = 50;
+/// The shallowest book subscription: the checksum covers 25 levels of each side.
+pub const MIN_STREAM_BOOK_DEPTH: usize = super::book::CHECKSUM_LEVELS;
+/// The deepest book subscription.
+pub const MAX_STREAM_BOOK_DEPTH: usize = 1_000;
+
+/// A subscription's channel and the parameters that name it: one subscription per key per
+/// connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChannelKey {
+    /// A pair's book.
+    Book {
+        /// The chain.
+        chain_id: u64,
+        /// The pair.
+        pair: PairIndex,
+    },
+    /// A pair's trades.
+    Trades {
+        /// The chain.
+        chain_id: u64,
+        /// The pair.
+        pair: PairIndex,
+    },
+    /// A pair's candles of one interval.
+    Candles {
+        /// The chain.
+        chain_id: u64,
+        /// The pair.
+        pair: PairIndex,
+        /// The interval.
+        interval: CandleInterval,
+    },
+    /// An account's orders.
+    Orders {
+        /// The chain.
+        chain_id: u64,
+        /// The account.
+        account: Address,
+    },
+    /// An account's balances and transfers.
+    Balances {
+        /// The chain.
+        chain_id: u64,
+        /// The account.
+        account: Address,
+    },
+}
+
+impl ChannelKey {
+    /// The chain it is on.
+    pub fn chain_id(&self) -> u64 {
+        match self {
+            ChannelKey::Book { chain_id, .. }
+            | ChannelKey::Trades { chain_id, .. }
+            | ChannelKey::Candles { chain_id, .. }
+            | ChannelKey::Orders { chain_id, .. }
+            | ChannelKey::Balances { chain_id, .. } => *chain_id,
+        }
+    }
+
+    /// The channel's name.
+    pub fn channel(&self) -> &'static str {
+        match self {
+            ChannelKey::Book { .. } => "book",
+            ChannelKey::Trades { .. } => "trades",
+            ChannelKey::Candles { .. } => "candles",
+            ChannelKey::Orders { .. } => "orders",
+            ChannelKey::Balances { .. } => "balances",
+        }
+    }
+
+    /// The channel and the parameters that name the subscription, as its messages carry them.
+    pub fn parameters(&self, venue: &Venue) -> Map<String, Value> {
+        let mut parameters = Map::new();
+        parameters.insert("channel".into(), json!(self.channel()));
+        parameters.insert("chainId".into(), json!(self.chain_id().to_string()));
+        let pair_symbol = |chain_id: u64, pair: PairIndex| {
+            venue
+                .chain(chain_id)
+                .map(|chain| chain.config.pair_config(pair).symbol.clone())
+                .unwrap_or_default()
+        };
+        match self {
+            ChannelKey::Book { chain_id, pair } | ChannelKey::Trades { chain_id, pair } => {
+                parameters.insert("pair".into(), json!(pair_symbol(*chain_id, *pair)));
+            }
+            ChannelKey::Candles {
+                chain_id,
+                pair,
+                interval,
+            } => {
+                parameters.insert("pair".into(), json!(pair_symbol(*chain_id, *pair)));
+                parameters.insert("interval".into(), json!(interval.name()));
+            }
+            ChannelKey::Orders { account, .. } | ChannelKey::Balances { account, .. } => {
+                parameters.insert("account".into(), json!(checksummed(account)));
+            }
+        }
+        parameters
+    }
+}
+
+/// A subscription asked for.
+#[derive(Debug, Clone)]
+pub struct SubscribeRequest {
+    /// What to subscribe to.
+    pub key: ChannelKey,
+    /// Levels per side, for a book.
+    pub depth: usize,
+    /// The client's `id`, as JSON text.
+    pub id_json: String,
+}
+
+/// A client's message.
+#[derive(Debug, Clone)]
+pub enum ClientMessage {
+    /// Subscribe.
+    Subscribe(SubscribeRequest),
+    /// Unsubscribe.
+    Unsubscribe {
+        /// From what.
+        key: ChannelKey,
+        /// The client's `id`, as JSON text.
+        id_json: String,
+    },
+    /// Ping.
+    Ping {
+        /// The client's `id`, as JSON text.
+        id_json: String,
+    },
+}
+
+const CHAIN_ID: Field = Field {
+    name: "chainId",
+    required: true,
+    kind: Kind::ChainId,
+    description: "The chain.",
+};
+const PAIR: Field = Field {
+    name: "pair",
+    required: true,
+    kind: Kind::Pair,
+    description: "The pair.",
+};
+const ACCOUNT: Field = Field {
+    name: "account",
+    required: true,
+    kind: Kind::Address,
+    description: "The account.",
+};
+const DEPTH: Field = Field {
+    name: "depth",
+    required: false,
+    kind: Kind::Integer,
+    description: "Levels per side.",
+};
+const INTERVAL: Field = Field {
+    name: "interval",
+    required: false,
+    kind: Kind::Choice(&["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"]),
+    description: "The candle interval.",
+};
+
+const fn channel_operation(id: &'static str, fields: &'static [Field]) -> Operation {
+    Operation {
+        id,
+        is_post: false,
+        paths: &[],
+        summary: "",
+        fields,
+        response_schema: "",
+        error_statuses: &[],
+    }
+}
+
+/// Each channel's parameters, checked like an operation's (unknown ones are refused).
+const BOOK_CHANNEL: Operation = channel_operation("book", &[CHAIN_ID, PAIR, DEPTH]);
+const TRADES_CHANNEL: Operation = channel_operation("trades", &[CHAIN_ID, PAIR]);
+const CANDLES_CHANNEL: Operation = channel_operation("candles", &[CHAIN_ID, PAIR, INTERVAL]);
+const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT]);
+const BALANCES_CHANNEL: Operation = channel_operation("balances", &[CHAIN_ID, ACCOUNT]);
+
+/// The `id` of a message, as JSON text: a string, a number or null, short.
+fn client_id(object: &Map<String, Value>) -> Result<String, ApiError> {
+    let id = object.get("id").cloned().unwrap_or(Value::Null);
+    if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+        return Err(ApiError::invalid("id", "must be a string or a number"));
+    }
+    let text = id.to_string();
+    if text.len() > MAX_CLIENT_ID_BYTES {
+        return Err(ApiError::invalid(
+            "id",
+            format!("must be at most {MAX_CLIENT_ID_BYTES} bytes of JSON"),
+        ));
+    }
+    Ok(text)
+}
+
+/// Reads a client's text message. An error comes with the message's `id` when it had a
+/// readable one (`null` otherwise).
+pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiError)> {
+    let malformed = |message: &str| {
+        (
+            "null".to_string(),
+            ApiError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "MALFORMED_BODY",
+                message.to_string(),
+            ),
+        )
+    };
+    let value: Value = serde_json::from_str(text).map_err(|_| malformed("the message is not valid JSON"))?;
+    let Value::Object(mut object) = value else {
+        return Err(malformed("the message must be a JSON object"));
+    };
+    let id_json = client_id(&object).map_err(|error| ("null".to_string(), error))?;
+    let fail = |error: ApiError| (id_json.clone(), error);
+    let op = match object.remove("op") {
+        None => return Err(fail(ApiError::missing("op"))),
+        Some(Value::String(op)) => op,
+        Some(_) => return Err(fail(ApiError::invalid("op", "must be subscribe, unsubscribe or ping"))),
+    };
+    object.remove("id");
+    if op == "ping" {
+        if let Some(name) = object.keys().next() {
+            return Err(fail(unknown(name, &["op", "id"])));
+        }
+        return Ok(ClientMessage::Ping { id_json });
+    }
+    if op != "subscribe" && op != "unsubscribe" {
+        return Err(fail(ApiError::invalid("op", "must be subscribe, unsubscribe or ping")));
+    }
+    let channel = match object.remove("channel") {
+        None => return Err(fail(ApiError::missing("channel"))),
+        Some(Value::String(channel)) => channel,
+        Some(_) => return Err(fail(invalid_channel())),
+    };
+    let operation = match channel.as_str() {
+        "book" => &BOOK_CHANNEL,
+        "trades" => &TRADES_CHANNEL,
+        "candles" => &CANDLES_CHANNEL,
+        "orders" => &ORDERS_CHANNEL,
+        "balances" => &BALANCES_CHANNEL,
+        _ => return Err(fail(invalid_channel())),
+    };
+    let params = Params::from_json_object(object).map_err(fail)?;
+    params.check_allowed(operation).map_err(fail)?;
+    let chain = chain_of(venue, &params).map_err(fail)?;
+    let chain_id = chain.config.chain_id;
+    let mut depth = DEFAULT_STREAM_BOOK_DEPTH;
+    let key = match channel.as_str() {
+        "book" => {
+            let pair = pair_param(&chain, &params, "pair").map_err(fail)?;
+            depth = bounded(&params, "depth", DEFAULT_STREAM_BOOK_DEPTH, MAX_STREAM_BOOK_DEPTH).map_err(fail)?;
+            if depth < MIN_STREAM_BOOK_DEPTH {
+                return Err(fail(ApiError::invalid(
+                    "depth",
+                    format!(
+                        "must be between {MIN_STREAM_BOOK_DEPTH} and {MAX_STREAM_BOOK_DEPTH} on a stream (the checksum covers \
+                         the top {MIN_STREAM_BOOK_DEPTH} levels of each side)"
+                    ),
+                )));
+            }
+            ChannelKey::Book { chain_id, pair }
+        }
+        "trades" => ChannelKey::Trades {
+            chain_id,
+            pair: pair_param(&chain, &params, "pair").map_err(fail)?,
+        },
+        "candles" => {
+            let pair = pair_param(&chain, &params, "pair").map_err(fail)?;
+            let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
+            let interval = match params.text("interval").map_err(fail)? {
+                None => CandleInterval::OneMinute,
+                Some(text) => CandleInterval::parse(text).ok_or_else(|| {
+                    fail(ApiError::invalid(
+                        "interval",
+                        format!("must be one of {}", names.join(", ")),
+                    ))
+                })?,
+            };
+            ChannelKey::Candles {
+                chain_id,
+                pair,
+                interval,
+            }
+        }
+        "orders" => ChannelKey::Orders {
+            chain_id,
+            account: address_param(&params, "account").map_err(fail)?,
+        },
+        _ => ChannelKey::Balances {
+            chain_id,
+            account: address_param(&params, "account").map_err(fail)?,
+        },
+    };
+    Ok(if op == "subscribe" {
+        ClientMessage::Subscribe(SubscribeRequest { key, depth, id_json })
+    } else {
+        ClientMessage::Unsubscribe { key, id_json }
+    })
+}
+
+fn invalid_channel() -> ApiError {
+    ApiError::invalid("channel", "must be book, trades, candles, orders or balances")
+}
+
+fn unknown(name: &str, allowed: &[&str]) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::BAD_REQUEST,
+        "UNKNOWN_PARAMETER",
+        format!(
+            "{name} is not a parameter of this message; it takes {}",
+            allowed.join(", ")
+        ),
+    )
+    .on(name)
+}
+
+/// A message of the server: `{"event": ..., "id": ..., ...fields}`, with the client's `id` as
+/// given.
+pub fn message(event: &str, id_json: &str, fields: Map<String, Value>) -> String {
+    let rest = Value::Object(fields).to_string();
+    frame(&format!("{{\"event\":\"{event}\",\"id\":"), id_json, &rest)
+}
+
+/// Splices a client's `id` into a message: `prefix` ends where the id goes, `rest` is a JSON
+/// object whose fields follow it. One rendering of `rest` serves every subscriber.
+pub fn frame(prefix: &str, id_json: &str, rest: &str) -> String {
+    let fields = rest.strip_prefix('{').unwrap_or(rest);
+    let mut text = String::with_capacity(prefix.len() + id_json.len() + fields.len() + 1);
+    text.push_str(prefix);
+    text.push_str(id_json);
+    if fields != "}" {
+        text.push(',');
+    }
+    text.push_str(fields);
+    text
+}
+
+/// An error event: the REST error's code, message and field, with the subscription's
+/// parameters when the error is about one.
+pub fn error(id_json: &str, error: &ApiError, parameters: Option<Map<String, Value>>) -> String {
+    let mut fields = parameters.unwrap_or_default();
+    fields.insert("code".into(), json!(error.code));
+    fields.insert("message".into(), json!(error.message));
+    fields.insert("field".into(), json!(error.field));
+    message("error", id_json, fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_splices_the_id_before_the_fields() {
+        assert_eq!(
+            frame("{\"event\":\"pong\",\"id\":", "\"a\"", "{}"),
+            "{\"event\":\"pong\",\"id\":\"a\"}"
+        );
+        assert_eq!(
+            frame("{\"event\":\"update\",\"id\":", "7", "{\"x\":1}"),
+            "{\"event\":\"update\",\"id\":7,\"x\":1}"
+        );
+        let parsed: Value = serde_json::from_str(&message("subscribed", "null", Map::new())).unwrap();
+        assert_eq!(parsed, json!({"event": "subscribed", "id": null}));
+    }
+}
