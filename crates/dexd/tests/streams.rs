@@ -72,10 +72,7 @@ async fn random_flow(server: Arc<TestServer>, traders: Arc<Vec<Trader>>, seed: u
 
 /// The REST book of a pair: bids and asks as `(price, amount, orders)` and the sequence of the
 /// two reads (None when they differ: the book moved between them).
-async fn rest_book(
-    server: &TestServer,
-    depth: usize,
-) -> (Vec<(String, String, u64)>, Vec<(String, String, u64)>, Option<u64>) {
+async fn rest_book(server: &TestServer, depth: usize) -> (Levels, Levels, Option<u64>) {
     let depth = depth.to_string();
     let read = |path: &'static str| {
         let depth = depth.clone();
