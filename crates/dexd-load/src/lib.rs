@@ -10,6 +10,7 @@
 
 pub mod chart;
 pub mod on_chain;
+pub mod stream;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +39,8 @@ pub enum Workload {
     Health,
     /// `GET /health` against the do-nothing axum server of [`start_baseline_server`].
     AxumBaseline,
+    /// Placements while stream connections watch the book and trades ([`stream`]).
+    Stream,
 }
 
 impl Workload {
@@ -49,6 +52,7 @@ impl Workload {
             "read" => Some(Workload::Read),
             "health" => Some(Workload::Health),
             "axum-baseline" => Some(Workload::AxumBaseline),
+            "stream" => Some(Workload::Stream),
             _ => None,
         }
     }
@@ -61,6 +65,7 @@ impl Workload {
             Workload::Read => "read",
             Workload::Health => "health",
             Workload::AxumBaseline => "axum-baseline",
+            Workload::Stream => "stream",
         }
     }
 }
@@ -80,6 +85,8 @@ pub struct RunSettings {
     pub accounts: usize,
     /// The chain to trade on.
     pub chain_id: u64,
+    /// Where to record when placements that traded were acknowledged (the stream workload).
+    pub acks: Option<Arc<stream::AckLog>>,
 }
 
 /// One run's results.
@@ -262,7 +269,7 @@ fn request(settings: &RunSettings, random: &mut StdRng, recent_orders: &RecentOr
     };
     match settings.workload {
         Workload::Health | Workload::AxumBaseline => get("/health".to_string()),
-        Workload::Place => place(random),
+        Workload::Place | Workload::Stream => place(random),
         Workload::Read => {
             if random.gen_bool(0.5) {
                 book(random)
@@ -398,6 +405,7 @@ async fn work_connection(
     jobs: async_channel::Receiver<Job>,
     recent_orders: Arc<RecentOrders>,
     remembers_orders: bool,
+    acks: Option<Arc<stream::AckLog>>,
 ) -> Tally {
     let mut tally = Tally::new();
     while let Ok(Job { scheduled, request }) = jobs.recv().await {
@@ -416,6 +424,9 @@ async fn work_connection(
                 // Only the mixed workload cancels what it placed; other workloads do not parse.
                 if let Some(account) = request.placing_account.filter(|_| remembers_orders) {
                     remember_open_order(&recent_orders, account, &body);
+                }
+                if let (Some(acks), Some(_)) = (&acks, request.placing_account) {
+                    acks.record(&body);
                 }
                 tally.succeeded += 1;
             }
@@ -469,6 +480,7 @@ pub async fn run(settings: RunSettings) -> RunReport {
             jobs.clone(),
             recent_orders.clone(),
             remembers_orders,
+            settings.acks.clone(),
         )));
     }
     drop(jobs);

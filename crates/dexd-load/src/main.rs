@@ -19,7 +19,8 @@ struct Cli {
     /// The dexd server.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     target: String,
-    /// place, mixed, read, health, or axum-baseline (the do-nothing axum endpoint alone).
+    /// place, mixed, read, health, stream (placements while --subscribers connections watch the
+    /// book and trades), or axum-baseline (the do-nothing axum endpoint alone).
     #[arg(long, default_value = "place")]
     workload: String,
     /// Offered rates (requests per second), one run each.
@@ -44,6 +45,12 @@ struct Cli {
     /// instead of ledger deposits.
     #[arg(long)]
     fund_on_chain: Option<std::path::PathBuf>,
+    /// Stream connections for --workload stream.
+    #[arg(long, default_value_t = 1000)]
+    subscribers: usize,
+    /// The server's process id, to measure its memory per stream connection.
+    #[arg(long)]
+    server_pid: Option<u32>,
     /// Append results to this CSV file.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
@@ -66,7 +73,7 @@ async fn main() -> Result<(), String> {
         return Ok(());
     }
     let workload =
-        Workload::parse(&cli.workload).ok_or("workload must be place, mixed, read, health or axum-baseline")?;
+        Workload::parse(&cli.workload).ok_or("workload must be place, mixed, read, health, stream or axum-baseline")?;
     let mut reports = Vec::new();
     if cli.key_limit {
         let per_core = key_limit_per_core(Duration::from_secs(3));
@@ -82,6 +89,7 @@ async fn main() -> Result<(), String> {
                 duration: Duration::from_secs(cli.seconds),
                 accounts: 1,
                 chain_id: 1,
+                acks: None,
             };
             let report = run(settings).await;
             print_report("axum baseline", &report);
@@ -98,12 +106,16 @@ async fn main() -> Result<(), String> {
         duration: Duration::from_secs(cli.seconds),
         accounts: cli.accounts,
         chain_id: cli.chain_id,
+        acks: None,
     };
     if workload != Workload::Health && workload != Workload::Read {
         match &cli.fund_on_chain {
             None => fund_accounts(&settings).await?,
             Some(devnet) => dexd_load::on_chain::fund_accounts_on_chain(&settings, devnet).await?,
         }
+    }
+    if workload == Workload::Stream {
+        return run_stream(&cli, settings).await;
     }
     for rate in &cli.rates {
         let report = run(RunSettings {
@@ -115,6 +127,54 @@ async fn main() -> Result<(), String> {
         reports.push(report);
     }
     write_csv(cli.csv.as_deref(), &reports)
+}
+
+/// The stream workload: subscribers connect and take their snapshots, then placements run at
+/// each rate while they read; memory per connection from the server's resident size.
+async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
+    let acks = std::sync::Arc::new(dexd_load::stream::AckLog::default());
+    let before = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
+    let started = std::time::Instant::now();
+    let subscribers =
+        dexd_load::stream::open_subscribers(&cli.target, cli.chain_id, cli.subscribers, acks.clone()).await?;
+    let after = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
+    println!(
+        "{} stream connections subscribed to the book and trades in {:.1} s",
+        cli.subscribers,
+        started.elapsed().as_secs_f64()
+    );
+    if let (Some(before), Some(after)) = (before, after) {
+        println!(
+            "server memory: {:.1} MiB before, {:.1} MiB after: {:.1} KiB per connection",
+            before as f64 / 1_048_576.0,
+            after as f64 / 1_048_576.0,
+            after.saturating_sub(before) as f64 / 1024.0 / cli.subscribers as f64
+        );
+    }
+    for rate in &cli.rates {
+        let report = run(RunSettings {
+            rate_per_second: *rate,
+            workload: Workload::Place,
+            acks: Some(acks.clone()),
+            ..settings.clone()
+        })
+        .await;
+        print_report("dexd + streams", &report);
+    }
+    let report = subscribers.finish().await;
+    let [p50, p90, p99, p999, max] = report.latency_us;
+    println!(
+        "streams: {} connections, {} messages ({:.1} MB), {} closed by the server; delivery of trades after \
+         their acknowledgment ({} samples, {} arrived before the acknowledgment): p50 {p50} µs  p90 {p90} µs  \
+         p99 {p99} µs  p99.9 {p999} µs  max {max} µs",
+        report.connections,
+        report.messages,
+        report.bytes as f64 / 1e6,
+        report.closed,
+        report.samples,
+        report.before_ack
+    );
+    Ok(())
 }
 
 /// Appends the runs to the CSV file, with its header when the file is new.

@@ -28,6 +28,7 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
         duration: Duration::from_secs(1),
         accounts: 8,
         chain_id: 1,
+        acks: None,
     };
     fund_accounts(&settings).await.unwrap();
     for workload in [Workload::Place, Workload::Mixed, Workload::Read] {
@@ -42,6 +43,24 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
         assert!(report.rejected <= 20, "{workload:?}: {report:?}");
         assert!(report.latency_us[0] > 0 && report.latency_us[4] >= report.latency_us[2]);
     }
+    // The stream workload: subscribers take their snapshots, placements trade, and the trades
+    // reach them.
+    let acks = std::sync::Arc::new(dexd_load::stream::AckLog::default());
+    let subscribers = dexd_load::stream::open_subscribers(&settings.target, 1, 20, acks.clone())
+        .await
+        .unwrap();
+    let report = run(RunSettings {
+        workload: Workload::Stream,
+        acks: Some(acks),
+        ..settings.clone()
+    })
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let streams = subscribers.finish().await;
+    assert_eq!(streams.connections, 20);
+    assert_eq!(streams.closed, 0);
+    assert!(streams.messages > 40, "{streams:?}");
+    assert!(streams.samples + streams.before_ack > 0, "trades reached the measuring subscribers: {streams:?}");
     let baseline = start_baseline_server();
     let report = run(RunSettings {
         target: baseline.address.clone(),
