@@ -35,7 +35,9 @@ impl AckLog {
         let Some(start) = text.find("\"orderId\":\"").map(|position| position + 11) else {
             return;
         };
-        let Some(order_id) = text.get(start..start + 66) else { return };
+        let Some(order_id) = text.get(start..start + 66) else {
+            return;
+        };
         let mut acks = self.0.lock().expect("not poisoned");
         if acks.len() >= MAX_REMEMBERED_ACKS {
             acks.clear();
@@ -83,7 +85,12 @@ pub struct Subscribers {
 
 /// Opens `connections` connections to `target`'s `/ws`, each subscribed to the book (depth 25)
 /// and trades of ETH/USDC on `chain_id`; returns once every one has its book snapshot.
-pub async fn open_subscribers(target: &str, chain_id: u64, connections: usize, acks: Arc<AckLog>) -> Result<Subscribers, String> {
+pub async fn open_subscribers(
+    target: &str,
+    chain_id: u64,
+    connections: usize,
+    acks: Arc<AckLog>,
+) -> Result<Subscribers, String> {
     let url = format!("{}/ws", target.replacen("http://", "ws://", 1));
     let shared = Arc::new(Shared {
         acks,
@@ -110,7 +117,12 @@ pub async fn open_subscribers(target: &str, chain_id: u64, connections: usize, a
         }
         let (snapshot_seen, snapshot) = tokio::sync::oneshot::channel();
         ready.push(snapshot);
-        tasks.push(tokio::spawn(read(socket, Arc::clone(&shared), index % MEASURING_EVERY == 0, snapshot_seen)));
+        tasks.push(tokio::spawn(read(
+            socket,
+            Arc::clone(&shared),
+            index % MEASURING_EVERY == 0,
+            snapshot_seen,
+        )));
     }
     for snapshot in ready {
         let _ = snapshot.await;
@@ -155,7 +167,10 @@ async fn read(
             let Some(order_id) = piece.get(..66) else { continue };
             match shared.acks.acknowledged(order_id) {
                 Some(acknowledged) => {
-                    let latency = received.saturating_duration_since(acknowledged).as_micros().clamp(1, 120_000_000) as u64;
+                    let latency = received
+                        .saturating_duration_since(acknowledged)
+                        .as_micros()
+                        .clamp(1, 120_000_000) as u64;
                     histogram.record(latency).expect("within bounds");
                 }
                 None => before_ack += 1,

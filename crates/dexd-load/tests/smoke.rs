@@ -60,7 +60,10 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
     assert_eq!(streams.connections, 20);
     assert_eq!(streams.closed, 0);
     assert!(streams.messages > 40, "{streams:?}");
-    assert!(streams.samples + streams.before_ack > 0, "trades reached the measuring subscribers: {streams:?}");
+    assert!(
+        streams.samples + streams.before_ack > 0,
+        "trades reached the measuring subscribers: {streams:?}"
+    );
     let baseline = start_baseline_server();
     let report = run(RunSettings {
         target: baseline.address.clone(),

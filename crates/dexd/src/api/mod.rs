@@ -176,6 +176,11 @@ async fn stream_upgrade(State(app): State<Arc<AppState>>, request: Request) -> R
     upgrade
         .max_message_size(streams::connection::MAX_INBOUND_MESSAGE_BYTES)
         .max_frame_size(streams::connection::MAX_INBOUND_MESSAGE_BYTES)
+        // Clients send small messages: the library's 128 KiB read buffer per connection was
+        // most of a connection's memory. Outgoing frames gather in the write buffer until the
+        // writer flushes what was queued.
+        .read_buffer_size(streams::connection::READ_BUFFER_BYTES)
+        .write_buffer_size(streams::connection::WRITE_BUFFER_BYTES)
         .on_failed_upgrade(move |_| {})
         .on_upgrade(move |socket| streams::connection::serve(socket, venue, streams, ip))
 }

@@ -28,6 +28,12 @@ pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 64;
 pub const MAX_INBOUND_MESSAGES_PER_SECOND: u32 = 50;
 /// The largest client message, in bytes; a larger one closes the connection (1009).
 pub const MAX_INBOUND_MESSAGE_BYTES: usize = 16 * 1024;
+/// Queued messages written to the socket together at most.
+pub const MAX_FRAMES_PER_WRITE: usize = 64;
+/// The write buffer of a connection: frames gather in it until the flush.
+pub const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+/// The read buffer of a connection (client messages are small).
+pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// How often the server pings.
 pub const PING_INTERVAL_MS: u64 = 20_000;
 /// How long a pong may take before the connection is closed.
@@ -99,15 +105,35 @@ async fn write(
                 None => return,
             },
         };
-        let (message, last) = match outbound {
-            Outbound::Text(text) => {
-                outbox.written(text.len());
-                (Message::Text(Utf8Bytes::from(text)), false)
+        // What else is queued goes out with it: many frames, one flush (one write to the
+        // socket) instead of one each.
+        let mut next = Some(outbound);
+        let mut fed = 0;
+        let mut last = false;
+        while let Some(outbound) = next.take() {
+            let message = match outbound {
+                Outbound::Text(text) => {
+                    outbox.written(text.len());
+                    Message::Text(Utf8Bytes::from(text))
+                }
+                Outbound::Ping => Message::Ping(Vec::new().into()),
+                Outbound::Close(code, reason) => {
+                    last = true;
+                    close(code, reason)
+                }
+            };
+            if !matches!(
+                tokio::time::timeout(write_timeout, sink.feed(message)).await,
+                Ok(Ok(()))
+            ) {
+                return;
             }
-            Outbound::Ping => (Message::Ping(Vec::new().into()), false),
-            Outbound::Close(code, reason) => (close(code, reason), true),
-        };
-        match tokio::time::timeout(write_timeout, sink.send(message)).await {
+            fed += 1;
+            if !last && fed < MAX_FRAMES_PER_WRITE {
+                next = queue.try_recv().ok();
+            }
+        }
+        match tokio::time::timeout(write_timeout, sink.flush()).await {
             Ok(Ok(())) if !last => {}
             _ => return,
         }
