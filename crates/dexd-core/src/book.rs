@@ -70,6 +70,12 @@ impl OrderBook {
         self.sequence
     }
 
+    /// Sets the book's sequence, when the book is restored from a snapshot (inserting its
+    /// orders moved it).
+    pub fn restore_sequence(&mut self, sequence: u64) {
+        self.sequence = sequence;
+    }
+
     /// Adds a limit order at the back of its price level. Its price must be set.
     pub fn insert(&mut self, record: OrderRecord, account_slot: AccountSlot) -> SlotKey {
         let price = record.terms.price.expect("invariant: only limit orders rest");

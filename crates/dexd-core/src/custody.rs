@@ -184,6 +184,23 @@ pub struct PendingDeposit {
     pub created_at_ms: u64,
 }
 
+/// The custody state as plain data, for a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustodyState {
+    /// The vault deposit number credited next.
+    pub next_deposit_id: u64,
+    /// The transaction of the last credited deposit.
+    pub last_credited_tx: Option<[u8; 32]>,
+    /// The last block scanned and its hash.
+    pub scanned_through: Option<(u64, [u8; 32])>,
+    /// Deposits sent and not yet confirmed, by transaction hash.
+    pub pending_deposits: Vec<([u8; 32], PendingDeposit)>,
+    /// Withdrawals not yet confirmed or failed.
+    pub withdrawals: Vec<(WithdrawalKey, PendingWithdrawal)>,
+    /// The number the next withdrawal request gets.
+    pub next_request_number: u64,
+}
+
 /// The custody state of one chain: the vault's deposit counter as credited, how far the deposit
 /// watcher has confirmed the chain, and the transfers in flight.
 #[derive(Clone, Debug)]
@@ -216,6 +233,48 @@ impl Custody {
             pending_withdrawal_units: vec![Amount::ZERO; asset_count],
             max_pending_transfers,
         }
+    }
+
+    /// The state as plain data.
+    pub fn state(&self) -> CustodyState {
+        CustodyState {
+            next_deposit_id: self.next_deposit_id,
+            last_credited_tx: self.last_credited_tx,
+            scanned_through: self.scanned_through,
+            pending_deposits: self.pending_deposits.iter().map(|(hash, pending)| (*hash, pending.clone())).collect(),
+            withdrawals: self.withdrawals.iter().map(|(key, pending)| (*key, pending.clone())).collect(),
+            next_request_number: self.next_request_number,
+        }
+    }
+
+    /// A custody restored from its state; refuses withdrawals of unknown assets or numbered
+    /// twice.
+    pub fn restore(
+        mode: CustodyMode,
+        asset_count: usize,
+        max_pending_transfers: usize,
+        state: CustodyState,
+    ) -> Result<Custody, String> {
+        let mut custody = Custody::new(mode, asset_count, max_pending_transfers);
+        custody.next_deposit_id = state.next_deposit_id;
+        custody.last_credited_tx = state.last_credited_tx;
+        custody.scanned_through = state.scanned_through;
+        custody.next_request_number = state.next_request_number;
+        custody.pending_deposits = state.pending_deposits.into_iter().collect();
+        for (key, pending) in state.withdrawals {
+            let index = usize::from(pending.asset.0);
+            if index >= asset_count {
+                return Err("a pending withdrawal of an unknown asset".into());
+            }
+            custody.pending_withdrawal_units[index] = custody.pending_withdrawal_units[index]
+                .checked_add(pending.amount)
+                .ok_or("pending withdrawals overflow")?;
+            if custody.withdrawals_in_request_order.insert(pending.request_number, key).is_some() {
+                return Err("two pending withdrawals share a request number".into());
+            }
+            custody.withdrawals.insert(key, pending);
+        }
+        Ok(custody)
     }
 
     /// The chain's custody mode.

@@ -7,6 +7,10 @@
 //! IO, reads no clock and draws no random numbers: the same commands at the same times give the
 //! same events and the same [`Engine::state_hash`], which is what makes replay possible.
 
+mod state;
+
+pub use self::state::{EngineState, PairSnapshot, RestoreError};
+
 use rustc_hash::FxHashMap;
 use sha3::{Digest, Sha3_256};
 

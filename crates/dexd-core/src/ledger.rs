@@ -83,6 +83,45 @@ impl Ledger {
         }
     }
 
+    /// A ledger restored from its accounts in slot order and its net deposits per asset.
+    /// Refuses an account listed twice or a balance row of the wrong width.
+    pub fn restore(
+        asset_count: usize,
+        max_accounts: usize,
+        accounts: Vec<(Address, Vec<Balance>)>,
+        net_deposits: Vec<Amount>,
+    ) -> Result<Ledger, String> {
+        if net_deposits.len() != asset_count {
+            return Err("net deposits for another number of assets".into());
+        }
+        let mut ledger = Ledger::new(asset_count, max_accounts);
+        ledger.net_deposits = net_deposits;
+        for (address, balances) in accounts {
+            if balances.len() != asset_count {
+                return Err(format!("account {address} has balances for another number of assets"));
+            }
+            let slot = AccountSlot(u32::try_from(ledger.accounts.len()).map_err(|_| "too many accounts")?);
+            if ledger.slots.insert(address, slot).is_some() {
+                return Err(format!("account {address} is listed twice"));
+            }
+            ledger.accounts.push(AccountEntry {
+                address,
+                balances: balances.into_boxed_slice(),
+            });
+        }
+        Ok(ledger)
+    }
+
+    /// Every account in slot order with its balances, for a snapshot.
+    pub fn accounts_in_slot_order(&self) -> impl Iterator<Item = (&Address, &[Balance])> {
+        self.accounts.iter().map(|entry| (&entry.address, &entry.balances[..]))
+    }
+
+    /// Net deposits of every asset, in asset order.
+    pub fn all_net_deposits(&self) -> &[Amount] {
+        &self.net_deposits
+    }
+
     /// The slot of a known account.
     pub fn slot(&self, account: &Address) -> Option<AccountSlot> {
         self.slots.get(account).copied()

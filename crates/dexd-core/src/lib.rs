@@ -30,11 +30,14 @@ mod engine_tests;
 
 pub use book::LevelView;
 pub use custody::{
-    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, PendingDeposit, PendingWithdrawal, Transfer,
+    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal, Transfer,
     TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
 pub use decimal::{Decimal, DecimalError};
-pub use engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection, TradableAmounts, Trade};
+pub use engine::{
+    Command, Engine, EngineConfig, EngineLimits, EngineState, Event, PairSnapshot, Rejection, RestoreError,
+    TradableAmounts, Trade,
+};
 pub use ledger::Balance;
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};

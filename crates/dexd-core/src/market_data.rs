@@ -198,6 +198,19 @@ impl CandleSeries {
         matching.into_iter().skip(skip).collect()
     }
 
+    /// The series of each interval in [`CandleInterval::ALL`]'s order, oldest first, for a
+    /// snapshot.
+    pub fn series(&self) -> [Vec<Candle>; 8] {
+        std::array::from_fn(|index| self.series[index].iter().copied().collect())
+    }
+
+    /// A series restored from [`CandleSeries::series`].
+    pub fn restore(series: [Vec<Candle>; 8]) -> CandleSeries {
+        CandleSeries {
+            series: series.map(VecDeque::from),
+        }
+    }
+
     /// Every candle of every interval, for the state hash.
     pub fn all(&self) -> impl Iterator<Item = &Candle> {
         self.series.iter().flat_map(|series| series.iter())

@@ -75,6 +75,16 @@ impl NonceRegistry {
         }
     }
 
+    /// A registry restored from its live claims `(expiry, account, nonce)`.
+    pub fn restore(max_live_nonces: usize, claims: impl IntoIterator<Item = (u64, Address, Nonce)>) -> NonceRegistry {
+        let mut registry = NonceRegistry::new(max_live_nonces);
+        for (expiry_ms, account, nonce) in claims {
+            registry.live.insert((account, nonce));
+            registry.by_expiry.insert((expiry_ms, account, nonce));
+        }
+        registry
+    }
+
     /// Whether `account` may use `claim` at `now_ms`. Changes nothing.
     pub fn check(&self, account: &Address, claim: &NonceClaim, now_ms: u64) -> Result<(), NonceRejection> {
         if claim.expiry_ms <= now_ms {

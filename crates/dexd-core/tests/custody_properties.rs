@@ -62,14 +62,14 @@ proptest! {
 
     #[test]
     fn the_vault_always_holds_what_the_venue_owes(operations in prop::collection::vec(operation(), 1..200)) {
-        let mut engine = Engine::new(EngineConfig {
+        let config = EngineConfig {
             assets: vec![AssetSpec { decimals: 6 }; ASSETS],
             pairs: vec![],
             fee_account: Address::from_bytes([0xfe; 20]),
             custody: CustodyMode::Vault,
             limits: EngineLimits::default(),
-        })
-        .unwrap();
+        };
+        let mut engine = Engine::new(config.clone()).unwrap();
         // The model: what the vault holds on chain per asset, the deposits the chain has made
         // (by number), and each withdrawal's fate.
         let mut on_chain = [0u128; ASSETS];
@@ -165,6 +165,10 @@ proptest! {
                 prop_assert_eq!(*held, owed, "asset {}: the vault holds {} and the venue owes {}", index, held, owed);
             }
         }
+        // The custody state survives a snapshot: restored, the engine is the same.
+        let restored = Engine::from_state(config, engine.state()).map_err(|error| TestCaseError::fail(error.to_string()))?;
+        prop_assert_eq!(restored.state_hash(), engine.state_hash());
+        prop_assert_eq!(restored.state(), engine.state());
         let numbers: Vec<u64> = (0..credited_numbers.len() as u64).collect();
         prop_assert_eq!(credited_numbers, numbers, "deposits are credited in the vault's order, none skipped");
     }

@@ -27,7 +27,11 @@ fn trader(index: usize) -> Address {
 }
 
 fn new_engine() -> Engine {
-    Engine::new(EngineConfig {
+    Engine::new(engine_config()).unwrap()
+}
+
+fn engine_config() -> EngineConfig {
+    EngineConfig {
         assets: vec![AssetSpec { decimals: 2 }, AssetSpec { decimals: 2 }],
         pairs: vec![PairDefinition {
             base: BASE,
@@ -45,8 +49,7 @@ fn new_engine() -> Engine {
             max_open_orders_per_account: 30,
             ..EngineLimits::default()
         },
-    })
-    .unwrap()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -415,6 +418,30 @@ fn order_id_bytes(number: u64) -> [u8; 32] {
     bytes
 }
 
+/// The command an operation stands for, as the `number`th of a stream.
+fn command_of(number: usize, operation: &Operation) -> Command {
+    match operation {
+        Operation::Deposit { trader: index, asset, units } => Command::Deposit(transfer(trader(*index), *asset, *units)),
+        Operation::Withdraw { trader: index, asset, units } => Command::Withdraw(transfer(trader(*index), *asset, *units)),
+        Operation::Place { trader: index, buy, price, lots, .. } => Command::PlaceOrder(NewOrder {
+            order_id: OrderId::from_bytes(order_id_bytes(number as u64)),
+            client_order_id: (number % 3 == 0).then(|| format!("client-{number}")),
+            account: trader(*index),
+            pair: PAIR,
+            order_type: OrderType::Limit,
+            direction: if *buy { Direction::Buy } else { Direction::Sell },
+            time_in_force: TimeInForce::GoodTillCancelled,
+            post_only: false,
+            price: Price::from_ticks(*price),
+            quantity: Quantity::from_lots(*lots),
+        }),
+        Operation::Cancel { trader: index, pick } => Command::CancelOrder {
+            account: trader(*index),
+            order_id: OrderId::from_bytes(order_id_bytes((*pick % (number + 1)) as u64)),
+        },
+    }
+}
+
 fn fail(message: impl Into<String>) -> TestCaseError {
     TestCaseError::fail(message.into())
 }
@@ -443,26 +470,7 @@ proptest! {
             let mut all_events = Vec::new();
             for (number, operation) in operations.iter().enumerate() {
                 harness.time_ms += times.next().unwrap();
-                let command = match operation {
-                    Operation::Deposit { trader: index, asset, units } => Command::Deposit(transfer(trader(*index), *asset, *units)),
-                    Operation::Withdraw { trader: index, asset, units } => Command::Withdraw(transfer(trader(*index), *asset, *units)),
-                    Operation::Place { trader: index, buy, price, lots, .. } => Command::PlaceOrder(NewOrder {
-                        order_id: OrderId::from_bytes(order_id_bytes(number as u64)),
-                        client_order_id: None,
-                        account: trader(*index),
-                        pair: PAIR,
-                        order_type: OrderType::Limit,
-                        direction: if *buy { Direction::Buy } else { Direction::Sell },
-                        time_in_force: TimeInForce::GoodTillCancelled,
-                        post_only: false,
-                        price: Price::from_ticks(*price),
-                        quantity: Quantity::from_lots(*lots),
-                    }),
-                    Operation::Cancel { trader: index, pick } => Command::CancelOrder {
-                        account: trader(*index),
-                        order_id: OrderId::from_bytes(order_id_bytes((*pick % (number + 1)) as u64)),
-                    },
-                };
+                let command = command_of(number, operation);
                 let mut events = Vec::new();
                 let result = harness.engine.execute(command, harness.time_ms, &mut events);
                 all_events.push((result, events));
@@ -473,5 +481,35 @@ proptest! {
         let (second_events, second_hash) = run();
         prop_assert_eq!(first_events, second_events);
         prop_assert_eq!(first_hash, second_hash);
+    }
+
+    #[test]
+    fn an_engine_restored_from_its_state_is_the_same_engine_and_behaves_the_same(
+        operations in prop::collection::vec(operation(), 2..200),
+        split in 0..200usize,
+        time_steps in prop::collection::vec(0..100_000u64, 200),
+    ) {
+        let split = split % operations.len();
+        let mut original = new_engine();
+        let mut time_ms = 1_000u64;
+        let mut times = time_steps.iter().cycle();
+        for (number, operation) in operations[..split].iter().enumerate() {
+            time_ms += times.next().unwrap();
+            let mut events = Vec::new();
+            let _ = original.execute(command_of(number, operation), time_ms, &mut events);
+        }
+        let mut restored = Engine::from_state(engine_config(), original.state()).map_err(|error| fail(error.to_string()))?;
+        prop_assert_eq!(restored.state_hash(), original.state_hash());
+        restored.check_invariants().map_err(fail)?;
+        prop_assert_eq!(restored.state(), original.state());
+        for (number, operation) in operations.iter().enumerate().skip(split) {
+            time_ms += times.next().unwrap();
+            let (mut first, mut second) = (Vec::new(), Vec::new());
+            let a = original.execute(command_of(number, operation), time_ms, &mut first);
+            let b = restored.execute(command_of(number, operation), time_ms, &mut second);
+            prop_assert_eq!(a, b);
+            prop_assert_eq!(first, second);
+        }
+        prop_assert_eq!(restored.state_hash(), original.state_hash());
     }
 }

@@ -1,0 +1,195 @@
+//! The engine's whole state as plain data ([`EngineState`]), and the engine rebuilt from it: what
+//! a snapshot holds. The books keep their time priority (orders listed best price first, oldest
+//! first within a level, re-inserted in that order) and their sequence numbers; accounts keep
+//! their slots; candles, positions, nonces and custody come back as they were. Indexes that
+//! follow from the rest (order locations, open-order counts, client order ids) are rebuilt.
+//!
+//! Pure data in, pure data out: encoding it to bytes and checking it is the caller's business.
+
+use rustc_hash::FxHashMap;
+
+use super::{Engine, EngineConfig, PairState};
+use crate::custody::{Custody, CustodyState};
+use crate::ledger::{Balance, Ledger};
+use crate::market_data::{Candle, CandleSeries, Position};
+use crate::money::{Address, Amount, OrderId, PairIndex, Price};
+use crate::nonces::{Nonce, NonceRegistry};
+use crate::order::{OrderRecord, OrderStatus};
+use crate::pair::PairSpecError;
+
+/// One pair's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairSnapshot {
+    /// The book's sequence number.
+    pub book_sequence: u64,
+    /// The price of the last trade.
+    pub last_price: Option<Price>,
+    /// The resting orders: bids then asks, each best price first, oldest first in a level.
+    pub orders: Vec<OrderRecord>,
+    /// The candle series of each interval, oldest first.
+    pub candles: [Vec<Candle>; 8],
+}
+
+/// The whole state of one chain's engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineState {
+    /// The sequence the next order gets.
+    pub next_order_sequence: u64,
+    /// The id the next trade gets.
+    pub next_trade_id: u64,
+    /// The time of the last applied command.
+    pub last_time_ms: u64,
+    /// Every account in slot order, with its balance in each asset.
+    pub accounts: Vec<(Address, Vec<Balance>)>,
+    /// Deposits minus withdrawals of each asset.
+    pub net_deposits: Vec<Amount>,
+    /// Each pair's book, candles and last price.
+    pub pairs: Vec<PairSnapshot>,
+    /// Positions of the accounts that traded: (slot, one per pair).
+    pub positions: Vec<(u32, Vec<Position>)>,
+    /// Live nonces: (expiry, account, nonce).
+    pub nonces: Vec<(u64, Address, Nonce)>,
+    /// Custody.
+    pub custody: CustodyState,
+}
+
+/// Why a state could not be restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreError {
+    /// The configuration's pairs are invalid.
+    Pairs(PairSpecError),
+    /// The state contradicts the configuration or itself.
+    Inconsistent(String),
+}
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RestoreError::Pairs(error) => write!(formatter, "{error}"),
+            RestoreError::Inconsistent(message) => formatter.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for RestoreError {}
+
+impl Engine {
+    /// The whole state as plain data.
+    pub fn state(&self) -> EngineState {
+        EngineState {
+            next_order_sequence: self.next_order_sequence,
+            next_trade_id: self.next_trade_id,
+            last_time_ms: self.last_time_ms,
+            accounts: self
+                .ledger
+                .accounts_in_slot_order()
+                .map(|(address, balances)| (*address, balances.to_vec()))
+                .collect(),
+            net_deposits: self.ledger.all_net_deposits().to_vec(),
+            pairs: self
+                .pairs
+                .iter()
+                .map(|state| PairSnapshot {
+                    book_sequence: state.book.sequence(),
+                    last_price: state.last_price,
+                    orders: state.book.orders_in_priority().into_iter().cloned().collect(),
+                    candles: state.candles.series(),
+                })
+                .collect(),
+            positions: self
+                .positions
+                .iter()
+                .enumerate()
+                .filter(|(_, positions)| !positions.is_empty())
+                .map(|(slot, positions)| (u32::try_from(slot).expect("slots fit u32"), positions.clone()))
+                .collect(),
+            nonces: self.nonces.iter_in_order().copied().collect(),
+            custody: self.custody.state(),
+        }
+    }
+
+    /// The engine of `config` in `state`. Refuses a state that does not fit the configuration
+    /// (other assets or pairs) or whose orders or accounts contradict each other; a restored
+    /// engine that passes this is checked further by its caller (its state hash).
+    pub fn from_state(config: EngineConfig, state: EngineState) -> Result<Engine, RestoreError> {
+        let inconsistent = |message: String| RestoreError::Inconsistent(message);
+        let mut engine = Engine::new(config.clone()).map_err(RestoreError::Pairs)?;
+        if state.pairs.len() != engine.pairs.len() {
+            return Err(inconsistent(format!(
+                "the state has {} pairs, the configuration {}",
+                state.pairs.len(),
+                engine.pairs.len()
+            )));
+        }
+        let asset_count = config.assets.len();
+        engine.ledger = Ledger::restore(asset_count, config.limits.max_accounts, state.accounts, state.net_deposits)
+            .map_err(inconsistent)?;
+        engine.fee_slot = engine
+            .ledger
+            .slot(&config.fee_account)
+            .ok_or_else(|| inconsistent("the fee account is missing".into()))?;
+        engine.next_order_sequence = state.next_order_sequence;
+        engine.next_trade_id = state.next_trade_id;
+        engine.last_time_ms = state.last_time_ms;
+        engine.nonces = NonceRegistry::restore(config.limits.max_live_nonces, state.nonces);
+        engine.custody = Custody::restore(
+            config.custody,
+            asset_count,
+            config.limits.max_pending_transfers,
+            state.custody,
+        )
+        .map_err(inconsistent)?;
+        let pair_count = engine.pairs.len();
+        for (slot, positions) in state.positions {
+            let index = slot as usize;
+            if index >= engine.ledger.account_count() || positions.len() != pair_count {
+                return Err(inconsistent(format!("positions of slot {slot} do not fit")));
+            }
+            if engine.positions.len() <= index {
+                engine.positions.resize_with(index + 1, Vec::new);
+            }
+            engine.positions[index] = positions;
+        }
+        let mut client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>> = FxHashMap::default();
+        for (index, snapshot) in state.pairs.into_iter().enumerate() {
+            let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
+            for record in snapshot.orders {
+                if record.terms.pair != pair || record.status != OrderStatus::Open || record.terms.price.is_none() {
+                    return Err(inconsistent(format!("order {} cannot rest in pair {index}", record.terms.order_id)));
+                }
+                let slot = engine
+                    .ledger
+                    .slot(&record.terms.account)
+                    .ok_or_else(|| inconsistent(format!("order {} of an unknown account", record.terms.order_id)))?;
+                let slot_index = slot.index();
+                if engine.open_order_counts.len() <= slot_index {
+                    engine.open_order_counts.resize(slot_index + 1, 0);
+                }
+                engine.open_order_counts[slot_index] += 1;
+                if let Some(client_order_id) = &record.terms.client_order_id {
+                    client_order_ids
+                        .entry(record.terms.account)
+                        .or_default()
+                        .insert(client_order_id.clone(), record.terms.order_id);
+                }
+                let order_id = record.terms.order_id;
+                let key = engine.pairs[index].book.insert(record, slot);
+                if engine.order_locations.insert(order_id, (pair, key)).is_some() {
+                    return Err(inconsistent(format!("order {order_id} rests twice")));
+                }
+            }
+            let state: &mut PairState = &mut engine.pairs[index];
+            state.book.restore_sequence(snapshot.book_sequence);
+            state.last_price = snapshot.last_price;
+            state.candles = CandleSeries::restore(snapshot.candles);
+            if state.book.is_crossed() {
+                return Err(inconsistent(format!("the book of pair {index} is crossed")));
+            }
+            if state.book.check_structure().is_err() {
+                return Err(inconsistent(format!("the book of pair {index} is malformed")));
+            }
+        }
+        engine.client_order_ids = client_order_ids;
+        Ok(engine)
+    }
+}
