@@ -241,8 +241,16 @@ impl Custody {
             next_deposit_id: self.next_deposit_id,
             last_credited_tx: self.last_credited_tx,
             scanned_through: self.scanned_through,
-            pending_deposits: self.pending_deposits.iter().map(|(hash, pending)| (*hash, pending.clone())).collect(),
-            withdrawals: self.withdrawals.iter().map(|(key, pending)| (*key, pending.clone())).collect(),
+            pending_deposits: self
+                .pending_deposits
+                .iter()
+                .map(|(hash, pending)| (*hash, pending.clone()))
+                .collect(),
+            withdrawals: self
+                .withdrawals
+                .iter()
+                .map(|(key, pending)| (*key, pending.clone()))
+                .collect(),
             next_request_number: self.next_request_number,
         }
     }
@@ -269,7 +277,11 @@ impl Custody {
             custody.pending_withdrawal_units[index] = custody.pending_withdrawal_units[index]
                 .checked_add(pending.amount)
                 .ok_or("pending withdrawals overflow")?;
-            if custody.withdrawals_in_request_order.insert(pending.request_number, key).is_some() {
+            if custody
+                .withdrawals_in_request_order
+                .insert(pending.request_number, key)
+                .is_some()
+            {
                 return Err("two pending withdrawals share a request number".into());
             }
             custody.withdrawals.insert(key, pending);

@@ -30,8 +30,8 @@ mod engine_tests;
 
 pub use book::LevelView;
 pub use custody::{
-    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal, Transfer,
-    TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
+    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal,
+    Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
 pub use decimal::{Decimal, DecimalError};
 pub use engine::{

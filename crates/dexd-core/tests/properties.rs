@@ -421,9 +421,23 @@ fn order_id_bytes(number: u64) -> [u8; 32] {
 /// The command an operation stands for, as the `number`th of a stream.
 fn command_of(number: usize, operation: &Operation) -> Command {
     match operation {
-        Operation::Deposit { trader: index, asset, units } => Command::Deposit(transfer(trader(*index), *asset, *units)),
-        Operation::Withdraw { trader: index, asset, units } => Command::Withdraw(transfer(trader(*index), *asset, *units)),
-        Operation::Place { trader: index, buy, price, lots, .. } => Command::PlaceOrder(NewOrder {
+        Operation::Deposit {
+            trader: index,
+            asset,
+            units,
+        } => Command::Deposit(transfer(trader(*index), *asset, *units)),
+        Operation::Withdraw {
+            trader: index,
+            asset,
+            units,
+        } => Command::Withdraw(transfer(trader(*index), *asset, *units)),
+        Operation::Place {
+            trader: index,
+            buy,
+            price,
+            lots,
+            ..
+        } => Command::PlaceOrder(NewOrder {
             order_id: OrderId::from_bytes(order_id_bytes(number as u64)),
             client_order_id: (number % 3 == 0).then(|| format!("client-{number}")),
             account: trader(*index),

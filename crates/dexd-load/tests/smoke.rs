@@ -21,6 +21,14 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
         .await
         .unwrap();
     });
+    // The chains start after the listener; wait until /ready says they have.
+    let address = target.trim_start_matches("http://").to_string();
+    for _ in 0..6_000 {
+        if ready(&address).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let settings = RunSettings {
         target,
         workload: Workload::Place,
@@ -84,4 +92,19 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
     let svg = scratch.path().join("latency.svg");
     dexd_load::chart::draw(&csv, &svg).unwrap();
     assert!(std::fs::read_to_string(&svg).unwrap().contains("axum-baseline p99"));
+}
+
+/// Whether `GET /ready` answers 200 (one plain HTTP/1.1 exchange).
+async fn ready(address: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(address).await else {
+        return false;
+    };
+    let request = format!("GET /ready HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    answer.starts_with(b"HTTP/1.1 200")
 }

@@ -28,6 +28,8 @@ pub const MAX_SYMBOL_LENGTH: usize = 16;
 pub struct Config {
     /// The service's limits.
     pub limits: Limits,
+    /// When the chains' snapshots are written.
+    pub snapshots: Snapshots,
     /// Every chain, in file order.
     pub chains: Vec<ChainConfig>,
 }
@@ -95,6 +97,32 @@ impl Default for Limits {
             max_stream_connections: 10_000,
             stream_queue_messages_per_connection: 4_096,
             stream_queue_bytes_per_connection: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// When each chain's state is written to a snapshot (`[snapshots]`), so that a start replays only
+/// the journal after the newest one. Snapshots are built beside the running chain, from the
+/// previous snapshot and the journal, without stopping its writes.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Snapshots {
+    /// A snapshot is written once the journal has this many commands beyond the last one; 0
+    /// turns snapshots off (every start replays the whole journal).
+    pub every_commands: u64,
+    /// How many snapshots of each chain are kept (at least 1); older ones are deleted once a new
+    /// one is written. Two keep a fallback if the newest turns out damaged.
+    pub keep: usize,
+    /// How often the journal's length is checked against `every_commands`.
+    pub check_interval_ms: u64,
+}
+
+impl Default for Snapshots {
+    fn default() -> Snapshots {
+        Snapshots {
+            every_commands: 1_000_000,
+            keep: 2,
+            check_interval_ms: 1_000,
         }
     }
 }
@@ -273,6 +301,8 @@ impl std::error::Error for ConfigError {}
 struct RawConfig {
     #[serde(default)]
     limits: Limits,
+    #[serde(default)]
+    snapshots: Snapshots,
     chains: Vec<Spanned<RawChain>>,
 }
 
@@ -386,6 +416,13 @@ impl Config {
                 message: "[limits] values must be positive".into(),
             });
         }
+        let snapshots = raw.snapshots;
+        if snapshots.keep == 0 || snapshots.check_interval_ms == 0 {
+            return Err(ConfigError {
+                line: None,
+                message: "[snapshots] keep and check_interval_ms must be positive".into(),
+            });
+        }
         let mut chains: Vec<ChainConfig> = Vec::new();
         for raw_chain in raw.chains {
             let line = line_of(text, raw_chain.span().start);
@@ -395,7 +432,11 @@ impl Config {
             }
             chains.push(chain);
         }
-        Ok(Config { limits, chains })
+        Ok(Config {
+            limits,
+            snapshots,
+            chains,
+        })
     }
 
     /// The embedded default configuration.

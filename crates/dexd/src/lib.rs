@@ -15,14 +15,15 @@ pub mod log_output;
 pub mod rate_limit;
 pub mod settlement;
 pub mod store;
+pub mod telemetry;
 pub mod tls;
 pub mod venue;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -65,8 +66,83 @@ pub async fn serve(
     serve_with_tls(config, data_dir, listener, None, shutdown).await
 }
 
+/// What a started venue runs, for the shutdown.
+struct Started {
+    venue: Arc<venue::Venue>,
+    custody: Arc<settlement::Custodians>,
+    streams: Arc<api::streams::Streams>,
+}
+
+/// Starts every chain (journal replay, from the newest snapshot when there is one), then custody
+/// and the streams, in the background; sets the full router once all are up. Until then the
+/// server answers from the starting router (`/health`, `/ready` 503, `/metrics`).
+fn start_in_background(
+    config: config::Config,
+    data_dir: &Path,
+    telemetry: Arc<telemetry::Telemetry>,
+    connections: api::ConnectionGauge,
+    ready: Arc<OnceLock<axum::Router>>,
+    started: Arc<OnceLock<Started>>,
+) -> tokio::sync::mpsc::Receiver<Box<dyn std::error::Error + Send + Sync>> {
+    // A channel rather than a oneshot: the accept loop polls it on every turn, also after the
+    // start succeeded and dropped the sender (a closed channel answers `None` each time).
+    let (failed, start_failure) = tokio::sync::mpsc::channel(1);
+    let data_dir = data_dir.to_path_buf();
+    tokio::spawn(async move {
+        let began = Instant::now();
+        let start_telemetry = Arc::clone(&telemetry);
+        let venue = match tokio::task::spawn_blocking(move || {
+            venue::Venue::start_with_telemetry(config, &data_dir, start_telemetry)
+        })
+        .await
+        {
+            Ok(Ok(venue)) => Arc::new(venue),
+            Ok(Err(error)) => {
+                let _ = failed
+                    .send(Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
+                    .await;
+                return;
+            }
+            Err(panic) => {
+                let _ = failed.send(format!("the start failed: {panic}").into()).await;
+                return;
+            }
+        };
+        let custody = match settlement::Custodians::start(&venue) {
+            Ok(custody) => Arc::new(custody),
+            Err(error) => {
+                let _ = failed
+                    .send(Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
+                    .await;
+                return;
+            }
+        };
+        let streams = Arc::new(api::streams::Streams::start(&venue));
+        let router = api::router(Arc::new(api::AppState {
+            venue: Arc::clone(&venue),
+            custody: Arc::clone(&custody),
+            streams: Arc::clone(&streams),
+            telemetry,
+            connections,
+        }));
+        let _ = started.set(Started {
+            venue,
+            custody,
+            streams,
+        });
+        let _ = ready.set(router);
+        tracing::info!(start_ms = began.elapsed().as_millis() as u64, "dexd ready");
+    });
+    start_failure
+}
+
 /// Like [`serve`], over TLS when `tls` is given: each connection's handshake must finish within
 /// the header read timeout, like its headers.
+///
+/// The listener answers at once; the chains start in the background, and until every chain has
+/// (see [`start_in_background`]) only `/health`, `/ready` (503), `/metrics`, `/openapi.json` and
+/// the stream protocol's description are served, everything else 503. A chain that cannot
+/// start ends the server with its error.
 ///
 /// Each connection is served by hyper's HTTP/1 server with a header read timeout, so a client
 /// that sends its headers slowly cannot hold a connection open; at most `max_connections` are
@@ -80,16 +156,24 @@ pub async fn serve_with_tls(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let handshake_timeout = Duration::from_millis(config.limits.header_read_timeout_ms);
-    let venue = Arc::new(venue::Venue::start(config, data_dir)?);
-    let custody = Arc::new(settlement::Custodians::start(&venue)?);
-    let limits = venue.config.limits;
-    let streams = Arc::new(api::streams::Streams::start(&venue));
-    let router = api::router(Arc::new(api::AppState {
-        venue: Arc::clone(&venue),
-        custody: Arc::clone(&custody),
-        streams: Arc::clone(&streams),
-    }));
+    let limits = config.limits;
+    let telemetry = telemetry::Telemetry::new();
     let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let connection_gauge = api::ConnectionGauge {
+        semaphore: Arc::clone(&connections),
+        capacity: limits.max_connections,
+    };
+    let starting_router = api::starting_router(Arc::clone(&telemetry), connection_gauge.clone());
+    let ready: Arc<OnceLock<axum::Router>> = Arc::new(OnceLock::new());
+    let started: Arc<OnceLock<Started>> = Arc::new(OnceLock::new());
+    let mut start_failure = start_in_background(
+        config,
+        data_dir,
+        telemetry,
+        connection_gauge,
+        Arc::clone(&ready),
+        Arc::clone(&started),
+    );
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
@@ -101,6 +185,7 @@ pub async fn serve_with_tls(
         let permit = tokio::select! {
             permit = Arc::clone(&connections).acquire_owned() => permit.expect("the semaphore is never closed"),
             () = &mut shutdown => break,
+            Some(error) = start_failure.recv() => return Err(error),
         };
         let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -111,11 +196,13 @@ pub async fn serve_with_tls(
                 }
             },
             () = &mut shutdown => break,
+            Some(error) = start_failure.recv() => return Err(error),
         };
-        let router = router.clone();
+        let (ready, starting_router) = (Arc::clone(&ready), starting_router.clone());
         let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
             request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
-            router.clone().oneshot(request.map(axum::body::Body::new))
+            let router = ready.get().unwrap_or(&starting_router).clone();
+            router.oneshot(request.map(axum::body::Body::new))
         });
         let (stopping, alive) = (stopping.clone(), alive.clone());
         match &tls {
@@ -141,7 +228,9 @@ pub async fn serve_with_tls(
         }
     }
     // Stream connections were upgraded out of the HTTP server: they are told and closed here.
-    streams.shut_down();
+    if let Some(started) = started.get() {
+        started.streams.shut_down();
+    }
     let _ = stop_connections.send(true);
     drop(alive);
     if tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), all_closed.recv())
@@ -150,11 +239,16 @@ pub async fn serve_with_tls(
     {
         tracing::warn!("requests still in flight after the grace period were dropped");
     }
+    // A stop during the start leaves the chains to the start's thread, which the process's exit
+    // ends: nothing has been acknowledged yet, and a replay writes only derived data.
+    let Some(started) = started.get() else {
+        return Ok(());
+    };
     // The chain tasks stop first, so that nothing new is journaled behind the writers' stop;
     // what they were doing is journaled or is redone after a restart.
-    custody.stop().await;
+    started.custody.stop().await;
     // Everything acknowledged is in the journals already; closing puts the histories on disk
     // too, so that they are trusted after a restart of the machine instead of rebuilt.
-    venue.close().await;
+    started.venue.close().await;
     Ok(())
 }

@@ -2,6 +2,10 @@
 //! moment and restarted; every acknowledged change must be there, orders must agree with trades,
 //! no book may be crossed, and money must be conserved exactly.
 //!
+//! Snapshots are written every few dozen commands during the runs, so that a kill also lands
+//! during a snapshot's build or write; the restarted server (from the newest snapshot) must show
+//! exactly what a replay of the whole journal shows.
+//!
 //! `cargo test -p dexd --test crash` runs three seeds. `DEXD_CRASH_SEEDS=200` runs more (the
 //! opt-in soak); `DEXD_CRASH_SEED=17` runs one. A failure prints its seed.
 
@@ -117,37 +121,6 @@ async fn client(base_url: String, index: usize, seed: u64, acknowledged: Arc<Mut
     }
 }
 
-async fn get(http: &reqwest::Client, base_url: &str, path: &str, query: &[(&str, &str)]) -> Value {
-    let response = http.get(format!("{base_url}{path}")).query(query).send().await.unwrap();
-    assert_eq!(response.status().as_u16(), 200, "{path}");
-    response.json().await.unwrap()
-}
-
-/// Every record of a paged list.
-async fn all_pages(
-    http: &reqwest::Client,
-    base_url: &str,
-    path: &str,
-    query: &[(&str, &str)],
-    field: &str,
-) -> Vec<Value> {
-    let mut records = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut full: Vec<(&str, &str)> = query.to_vec();
-        full.push(("limit", "1000"));
-        if let Some(cursor) = &cursor {
-            full.push(("cursor", cursor));
-        }
-        let page = get(http, base_url, path, &full).await;
-        records.extend(page[field].as_array().unwrap().iter().cloned());
-        match page["nextCursor"].as_str() {
-            Some(next) => cursor = Some(next.to_string()),
-            None => return records,
-        }
-    }
-}
-
 fn units(text: &str) -> u128 {
     Decimal::parse(text).unwrap().to_scaled_units(18).unwrap()
 }
@@ -162,7 +135,9 @@ async fn check_after_restart(base_url: &str, acknowledged: &Acknowledged) {
             ("/portfolio/depositHistories", "deposits", 1i8),
             ("/portfolio/withdrawHistories", "withdrawals", -1),
         ] {
-            for transfer in all_pages(&http, base_url, path, &[("chainId", "1"), ("account", account)], field).await {
+            for transfer in
+                common::all_pages(&http, base_url, path, &[("chainId", "1"), ("account", account)], field).await
+            {
                 present_transfers.insert(transfer["id"].as_str().unwrap().to_string());
                 let entry = deposited
                     .entry(transfer["symbol"].as_str().unwrap().to_string())
@@ -178,7 +153,7 @@ async fn check_after_restart(base_url: &str, acknowledged: &Acknowledged) {
     // Conservation: all totals, the fee account's included, equal deposits minus withdrawals.
     let mut totals: HashMap<String, u128> = HashMap::new();
     for account in accounts.iter().map(String::as_str).chain([FEE_ACCOUNT]) {
-        let balances = get(
+        let balances = common::get_ok(
             &http,
             base_url,
             "/account/assetBalances",
@@ -208,7 +183,7 @@ async fn check_after_restart(base_url: &str, acknowledged: &Acknowledged) {
     let mut orders: HashMap<String, Value> = HashMap::new();
     for account in &accounts {
         for path in ["/order/openOrders", "/order/filledOrders", "/order/cancelledOrders"] {
-            for order in all_pages(
+            for order in common::all_pages(
                 &http,
                 base_url,
                 path,
@@ -231,7 +206,7 @@ async fn check_after_restart(base_url: &str, acknowledged: &Acknowledged) {
         );
     }
     let mut traded: HashMap<String, u128> = HashMap::new();
-    for trade in all_pages(
+    for trade in common::all_pages(
         &http,
         base_url,
         "/order/tradeHistories",
@@ -255,7 +230,7 @@ async fn check_after_restart(base_url: &str, acknowledged: &Acknowledged) {
     let best = |side: &'static str| {
         let http = http.clone();
         async move {
-            let book = get(
+            let book = common::get_ok(
                 &http,
                 base_url,
                 side,
@@ -274,15 +249,26 @@ async fn check_after_restart(base_url: &str, acknowledged: &Acknowledged) {
     }
 }
 
-fn run_seed(seed: u64) {
+/// The traders' addresses and the fee account's.
+fn accounts_and_fees() -> Vec<String> {
+    (0..CLIENTS)
+        .map(|index| trader(index).address)
+        .chain([FEE_ACCOUNT.to_string()])
+        .collect()
+}
+
+/// Runs one seed; returns whether the restart started from a snapshot.
+fn run_seed(seed: u64) -> bool {
     let data_dir = tempfile::tempdir().unwrap();
+    let configs = tempfile::tempdir().unwrap();
+    let with_snapshots = common::snapshot_config(configs.path(), 40);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     let acknowledged = Arc::new(Mutex::new(Acknowledged::default()));
-    let mut server = common::BinaryServer::start(data_dir.path());
+    let mut server = common::BinaryServer::start_with(data_dir.path(), Some(&with_snapshots));
     let kill_after = Duration::from_millis(StdRng::seed_from_u64(seed).gen_range(200..1_500));
     runtime.block_on(async {
         let clients: Vec<_> = (0..CLIENTS)
@@ -309,8 +295,23 @@ fn run_seed(seed: u64) {
         !acknowledged.orders.is_empty(),
         "seed {seed}: the clients got nothing done before the kill"
     );
-    let restarted = common::BinaryServer::start(data_dir.path());
+    // The same journal, started without snapshots: the whole journal replayed.
+    let copy = tempfile::tempdir().unwrap();
+    common::copy_directory(data_dir.path(), copy.path());
+    let log = Arc::new(Mutex::new(String::new()));
+    let restarted =
+        common::BinaryServer::start_logging(data_dir.path(), Some(&with_snapshots), "info", Some(Arc::clone(&log)));
     runtime.block_on(check_after_restart(&restarted.base_url, &acknowledged));
+    let from_snapshot = runtime.block_on(common::observable_state(&restarted.base_url, &accounts_and_fees()));
+    drop(restarted);
+    let replayed = common::BinaryServer::start_with(copy.path(), Some(&common::snapshot_config(configs.path(), 0)));
+    let from_journal = runtime.block_on(common::observable_state(&replayed.base_url, &accounts_and_fees()));
+    assert!(
+        from_snapshot == from_journal,
+        "seed {seed}: the start from a snapshot shows another state than the whole journal's replay"
+    );
+    let restored = log.lock().unwrap().contains("chain state restored from a snapshot");
+    restored
 }
 
 #[test]
@@ -320,11 +321,22 @@ fn acknowledged_changes_survive_sigkill_and_money_is_conserved() {
         (_, Ok(count)) => (1..=count.parse().unwrap()).collect(),
         _ => vec![1, 2, 3],
     };
-    for seed in seeds {
-        let outcome = std::panic::catch_unwind(|| run_seed(seed));
-        if let Err(panic) = outcome {
-            eprintln!("crash test failed with seed {seed} (rerun with DEXD_CRASH_SEED={seed})");
-            std::panic::resume_unwind(panic);
+    let mut restored_from_snapshots = 0;
+    for seed in &seeds {
+        let seed = *seed;
+        match std::panic::catch_unwind(|| run_seed(seed)) {
+            Ok(restored) => restored_from_snapshots += usize::from(restored),
+            Err(panic) => {
+                eprintln!("crash test failed with seed {seed} (rerun with DEXD_CRASH_SEED={seed})");
+                std::panic::resume_unwind(panic);
+            }
         }
+    }
+    // A kill comes 200 ms or more after the first order, by when snapshots have been written.
+    if seeds.len() >= 3 {
+        assert!(
+            restored_from_snapshots > 0,
+            "no restart used a snapshot: the test no longer covers them"
+        );
     }
 }

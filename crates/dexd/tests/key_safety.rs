@@ -9,8 +9,20 @@ use serde_json::json;
 #[test]
 fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
     let data_dir = tempfile::tempdir().unwrap();
+    // Snapshots after every few commands, so that one is among the stored files.
+    let config = data_dir.path().join("dexd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n[snapshots]\nevery_commands = 4\ncheck_interval_ms = 10\n",
+            dexd::config::DEFAULT_CONFIG_TOML
+        ),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
         .arg(data_dir.path())
         .env("RUST_LOG", "trace")
         .stdout(Stdio::piped())
@@ -50,6 +62,13 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
         .unwrap();
     runtime.block_on(async {
         let http = reqwest::Client::new();
+        for _ in 0..6_000 {
+            let ready = http.get(format!("{base_url}/ready")).send().await;
+            if ready.is_ok_and(|response| response.status() == 200) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         for key in &keys {
             let from = checksummed(&PrivateKey::parse(key).unwrap().address());
             let deposit = json!({"chainId": "1", "from": from, "symbol": "USDC", "quantity": "1000", "privateKey": key});
@@ -66,6 +85,14 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
             let answer = http.post(format!("{base_url}/order/addOrder")).json(&bad).send().await.unwrap().text().await.unwrap();
             assert!(!answer.contains(&truncated[2..]), "an error echoes the key");
         }
+        let snapshots = dexd::store::snapshots::snapshot_directory(data_dir.path(), 1);
+        for _ in 0..1_000 {
+            if !dexd::store::snapshots::list_snapshots(&snapshots).unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!dexd::store::snapshots::list_snapshots(&snapshots).unwrap().is_empty(), "a snapshot was written");
     });
     child.kill().unwrap();
     child.wait().unwrap();
@@ -77,8 +104,8 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
         let hex_digits = &key[2..];
         assert!(!log.contains(&hex_digits[..40]), "a key appears in the log");
         let raw = hex::decode(hex_digits).unwrap();
-        for entry in std::fs::read_dir(data_dir.path()).unwrap() {
-            let contents = std::fs::read(entry.unwrap().path()).unwrap();
+        for path in files_under(data_dir.path()) {
+            let contents = std::fs::read(path).unwrap();
             let lowered = String::from_utf8_lossy(&contents).to_lowercase();
             assert!(
                 !lowered.contains(&hex_digits[..40]),
@@ -93,6 +120,20 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
 }
 
 mod common;
+
+/// Every file under a folder, its subfolders' included.
+fn files_under(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
 
 /// In vault mode the operator's key is read from its file and signs every payment, and users'
 /// keys sign chain transactions: neither reaches a log line (at trace level, alloy's and the
@@ -166,8 +207,8 @@ async fn the_operator_key_and_users_keys_never_appear_in_vault_mode() {
     for (who, key) in [("operator", &operator_key), ("user", &user_key)] {
         assert!(!log.contains(&key[..40]), "the {who} key appears in the log");
         let raw = hex::decode(key).unwrap();
-        for entry in std::fs::read_dir(&data_dir).unwrap() {
-            let contents = std::fs::read(entry.unwrap().path()).unwrap();
+        for path in files_under(&data_dir) {
+            let contents = std::fs::read(path).unwrap();
             assert!(
                 !String::from_utf8_lossy(&contents).to_lowercase().contains(&key[..40]),
                 "the {who} key in a stored file"

@@ -711,6 +711,7 @@ async fn connections_per_address_are_limited_and_a_stop_closes_every_stream_with
         .unwrap();
     });
     let base_url = format!("http://{address}");
+    common::wait_until_ready(&reqwest::Client::new(), &base_url).await;
     let mut first = StreamClient::connect(&base_url).await;
     let _second = StreamClient::connect(&base_url).await;
     let refused = tokio_tungstenite::connect_async(format!("ws://{address}/ws")).await;

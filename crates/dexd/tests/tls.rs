@@ -58,6 +58,13 @@ async fn the_service_answers_over_https_and_refuses_plain_http_on_the_tls_port()
         .add_root_certificate(reqwest::Certificate::from_pem(certificate.pem.as_bytes()).unwrap())
         .build()
         .unwrap();
+    for _ in 0..6_000 {
+        let ready = client.get(format!("https://localhost:{port}/ready")).send().await;
+        if ready.is_ok_and(|response| response.status() == 200) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let response = client
         .get(format!("https://localhost:{port}/account/assetPairs?chainId=1"))
         .send()

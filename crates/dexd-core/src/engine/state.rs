@@ -122,8 +122,13 @@ impl Engine {
             )));
         }
         let asset_count = config.assets.len();
-        engine.ledger = Ledger::restore(asset_count, config.limits.max_accounts, state.accounts, state.net_deposits)
-            .map_err(inconsistent)?;
+        engine.ledger = Ledger::restore(
+            asset_count,
+            config.limits.max_accounts,
+            state.accounts,
+            state.net_deposits,
+        )
+        .map_err(inconsistent)?;
         engine.fee_slot = engine
             .ledger
             .slot(&config.fee_account)
@@ -155,7 +160,10 @@ impl Engine {
             let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
             for record in snapshot.orders {
                 if record.terms.pair != pair || record.status != OrderStatus::Open || record.terms.price.is_none() {
-                    return Err(inconsistent(format!("order {} cannot rest in pair {index}", record.terms.order_id)));
+                    return Err(inconsistent(format!(
+                        "order {} cannot rest in pair {index}",
+                        record.terms.order_id
+                    )));
                 }
                 let slot = engine
                     .ledger

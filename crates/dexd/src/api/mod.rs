@@ -9,6 +9,7 @@
 pub mod credential;
 pub mod error;
 pub mod handlers;
+pub mod observability;
 pub mod openapi;
 pub mod operations;
 pub mod params;
@@ -47,7 +48,13 @@ pub struct AppState {
     pub custody: Arc<Custodians>,
     /// The live streams (`/ws`).
     pub streams: Arc<streams::Streams>,
+    /// The server's metrics.
+    pub telemetry: Arc<crate::telemetry::Telemetry>,
+    /// The server's HTTP connections, to report them.
+    pub connections: ConnectionGauge,
 }
+
+pub use self::observability::{starting_router, ConnectionGauge};
 
 /// Builds the router for a running venue.
 pub fn router(app: Arc<AppState>) -> Router {
@@ -112,6 +119,10 @@ pub fn router(app: Arc<AppState>) -> Router {
     router = add_operation(router, &operations::OPENAPI, body_limits, |_app, _params| async {
         Ok(openapi::document())
     });
+    router = add_operation(router, &operations::READY, body_limits, |_app, _params| async {
+        Ok(observability::ready().await.0)
+    });
+    router = router.route("/metrics", get(observability::metrics));
     router = router.route("/ws", get(stream_upgrade));
     router = router.route(
         "/docs/streams.md",
@@ -194,10 +205,18 @@ async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: 
     let method = request.method().clone();
     // Only the path is logged: the query and the body may carry values that must not be kept.
     let path = request.uri().path().to_string();
+    // The route's path, not the request's: a bounded set of label values.
+    let operation = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |matched| matched.as_str())
+        .to_owned();
     let mut response = rate_limit_by_ip(&app.venue, request, next).await;
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
+    app.telemetry
+        .record_request(&operation, response.status().as_u16(), started.elapsed().as_secs_f64());
     tracing::info!(
         method = %method,
         path = %path,

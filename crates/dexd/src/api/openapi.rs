@@ -20,6 +20,7 @@ pub fn document() -> Value {
         }
     }
     paths.insert("/ws".to_string(), streams_path());
+    paths.insert("/metrics".to_string(), metrics_path());
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -163,6 +164,18 @@ fn streams_path() -> Value {
             "400": {"$ref": "#/components/responses/Error400"},
             "429": {"$ref": "#/components/responses/Error429"},
             "503": {"$ref": "#/components/responses/Error503"},
+        }
+    }})
+}
+
+fn metrics_path() -> Value {
+    json!({"get": {
+        "operationId": "metrics",
+        "summary": "The service's metrics in the Prometheus text exposition format (version 0.0.4).",
+        "description": "Requests by operation and status with latency histograms, write queue depth, group-commit batch sizes, journal commit latency, projector lag, resting orders, accounts, connections, stream subscriptions, snapshot age and custody figures; the README lists every metric.",
+        "responses": {
+            "200": {"description": "The exposition.", "content": {"text/plain": {"schema": {"type": "string"}}}},
+            "429": {"$ref": "#/components/responses/Error429"},
         }
     }})
 }
@@ -324,6 +337,7 @@ fn schemas() -> Value {
             "maxLifetimeMs": integer
         })),
         "HealthResponse": object(json!({"status": {"const": "ok"}})),
+        "ReadyResponse": object(json!({"status": {"const": "ready"}})),
         "OpenApiDocument": {"type": "object"},
     })
 }

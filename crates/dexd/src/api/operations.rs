@@ -457,6 +457,16 @@ pub const HEALTH: Operation = Operation {
     response_schema: "HealthResponse",
     error_statuses: &[],
 };
+/// Readiness (extension): 200 once every chain has started, 503 before.
+pub const READY: Operation = Operation {
+    id: "ready",
+    is_post: false,
+    paths: &["/ready"],
+    summary: "Whether every chain has finished its start (journal replay); 503 until then.",
+    fields: &[],
+    response_schema: "ReadyResponse",
+    error_statuses: &[503],
+};
 /// The OpenAPI document (extension).
 pub const OPENAPI: Operation = Operation {
     id: "openapi",
@@ -492,5 +502,6 @@ pub const ALL: &[Operation] = &[
     EIP712_TYPES,
     RESERVES,
     HEALTH,
+    READY,
     OPENAPI,
 ];

@@ -18,6 +18,7 @@ pub mod deposit;
 pub mod devnet;
 pub mod node;
 pub mod payer;
+pub mod reserves;
 pub mod vault;
 pub mod watcher;
 
@@ -52,6 +53,9 @@ pub struct CustodyStatus {
     pub payer_error: Option<String>,
     /// Gas used by the vault transactions the payer sent, by how many withdrawals each paid.
     pub withdrawal_gas: Vec<(usize, u64)>,
+    /// What the vault held minus what the venue owed, per asset in its smallest units, at the
+    /// reserves task's last check (empty before the first).
+    pub reserves_surplus: Vec<(AssetIndex, i128)>,
 }
 
 /// One vault chain: its configuration, node, and the status its tasks report.
@@ -179,6 +183,7 @@ impl Custodians {
                 operator_key,
                 stopped.clone(),
             )));
+            tasks.push(tokio::spawn(reserves::run(Arc::clone(&vault_chain), stopped.clone())));
             drop(tasks);
             custodians.chains.insert(chain_config.chain_id, vault_chain);
         }

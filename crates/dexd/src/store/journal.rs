@@ -12,7 +12,7 @@ use std::time::Duration;
 use dexd_core::{Command, Engine, EngineConfig, OrderId};
 use rusqlite::{params, Connection, TransactionBehavior};
 
-use super::database::{open_connection, to_sql_integer, StoreError};
+use super::database::{meta_value, open_connection, to_sql_integer, StoreError};
 use super::projector::{Projector, MAX_PROJECTION_BATCH};
 use super::records::{Authorization, JournalEntry, Projection};
 use crate::codec;
@@ -210,51 +210,150 @@ impl StoreWriter {
     /// commands it does not hold yet are written to it on the way, in batches of
     /// [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
     pub fn replay(&self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
-        replay(&self.connection, config, history)
+        let engine = Engine::new(config.clone())
+            .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
+        replay_onto(&self.connection, engine, 0, history)
+    }
+
+    /// Like [`StoreWriter::replay`], from an engine in the state of command `after` (restored
+    /// from a snapshot): only the journal after it is replayed. The history must hold at least
+    /// the commands up to `after`, with the open orders of `after` already in its memory.
+    pub fn replay_after(
+        &self,
+        engine: Engine,
+        after: u64,
+        history: Option<&mut Projector>,
+    ) -> Result<Replayed, StoreError> {
+        replay_onto(&self.connection, engine, after, history)
+    }
+
+    /// The journal's identity (a random hex string given when it was created).
+    pub fn journal_id(&self) -> Result<String, StoreError> {
+        meta_value(&self.connection, "journal_id")
+    }
+
+    /// The sequence of the last journaled command (0 when empty).
+    pub fn last_sequence(&self) -> Result<u64, StoreError> {
+        last_sequence(&self.connection)
     }
 }
-/// Replays a journal into a fresh engine. Every journaled command was accepted once, so a
-/// rejection here means the journal and the engine disagree, and the store is refused.
-fn replay(
+
+/// How many commands a replay reads in one read transaction. Reading the journal in chunks
+/// keeps a long replay beside a running writer from pinning the WAL (a checkpoint cannot go past
+/// a reader), and bounds the memory of one read.
+pub const REPLAY_READ_CHUNK_COMMANDS: u64 = 65_536;
+
+/// The sequence of the last journaled command (0 when empty).
+pub(super) fn last_sequence(connection: &Connection) -> Result<u64, StoreError> {
+    Ok(
+        connection.query_row("SELECT COALESCE(MAX(sequence), 0) FROM commands", [], |row| {
+            row.get::<_, i64>(0)
+        })? as u64,
+    )
+}
+
+/// One journaled command, decoded.
+pub struct JournaledCommand {
+    /// Its sequence.
+    pub sequence: u64,
+    /// The time it ran at.
+    pub time_ms: u64,
+    /// The command.
+    pub command: Command,
+    /// The signature journaled with it.
+    pub authorization: Option<Authorization>,
+}
+
+/// Calls `apply` with every journaled command after `after`, up to `through` included, in
+/// order, reading [`REPLAY_READ_CHUNK_COMMANDS`] at a time; stops early when `keep_going` says
+/// so between chunks. Refuses a journal with a gap. Returns the last sequence read.
+pub(super) fn for_each_command(
     connection: &Connection,
-    config: &EngineConfig,
+    after: u64,
+    through: u64,
+    keep_going: &dyn Fn() -> bool,
+    mut apply: impl FnMut(JournaledCommand) -> Result<(), StoreError>,
+) -> Result<u64, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT sequence, time_ms, command, authorization FROM commands
+         WHERE sequence > ?1 AND sequence <= ?2 ORDER BY sequence LIMIT ?3",
+    )?;
+    let mut last_sequence = after;
+    loop {
+        let mut rows = statement.query(params![
+            to_sql_integer(last_sequence),
+            to_sql_integer(through),
+            to_sql_integer(REPLAY_READ_CHUNK_COMMANDS)
+        ])?;
+        let mut read = 0;
+        while let Some(row) = rows.next()? {
+            let sequence = row.get::<_, i64>(0)? as u64;
+            if sequence != last_sequence + 1 {
+                return Err(StoreError::Inconsistent(format!(
+                    "the journal jumps from {last_sequence} to {sequence}"
+                )));
+            }
+            let time_ms = row.get::<_, i64>(1)? as u64;
+            let command = codec::decode_command(row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?)?;
+            let authorization = decode_authorization(row.get(3)?)?;
+            last_sequence = sequence;
+            read += 1;
+            apply(JournaledCommand {
+                sequence,
+                time_ms,
+                command,
+                authorization,
+            })?;
+        }
+        if read < REPLAY_READ_CHUNK_COMMANDS || last_sequence >= through || !keep_going() {
+            return Ok(last_sequence);
+        }
+    }
+}
+
+/// Runs one journaled command on the engine. Every journaled command was accepted once, so a
+/// rejection here means the journal and the engine disagree, and the store is refused.
+pub(super) fn execute_journaled(
+    engine: &mut Engine,
+    journaled: JournaledCommand,
+    events: &mut Vec<dexd_core::Event>,
+) -> Result<(), StoreError> {
+    events.clear();
+    let claim = journaled.authorization.as_ref().and_then(Authorization::claim);
+    engine
+        .execute_signed(journaled.command, claim, journaled.time_ms, events)
+        .map_err(|rejection| {
+            StoreError::Inconsistent(format!(
+                "journaled command {} is refused on replay ({rejection:?}); was the configuration changed?",
+                journaled.sequence
+            ))
+        })
+}
+
+/// Replays the journal after `after` onto an engine in the state of `after`.
+fn replay_onto(
+    connection: &Connection,
+    mut engine: Engine,
+    after: u64,
     mut history: Option<&mut Projector>,
 ) -> Result<Replayed, StoreError> {
-    let mut engine = Engine::new(config.clone())
-        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
     let projected = match history.as_deref() {
         Some(projector) => projector.projected_sequence()?,
         None => u64::MAX,
     };
-    let mut statement =
-        connection.prepare("SELECT sequence, time_ms, command, authorization FROM commands ORDER BY sequence")?;
-    let mut rows = statement.query([])?;
-    let mut last_sequence = 0;
+    if projected < after {
+        return Err(StoreError::Inconsistent(format!(
+            "the history has reached command {projected}, before the replay's start {after}"
+        )));
+    }
     let mut unprojected = Vec::new();
     let mut reprojected_commands = 0;
     let mut events = Vec::new();
-    while let Some(row) = rows.next()? {
-        let sequence = row.get::<_, i64>(0)? as u64;
-        let time_ms = row.get::<_, i64>(1)? as u64;
-        let command: Command = codec::decode_command(row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?)?;
-        if sequence != last_sequence + 1 {
-            return Err(StoreError::Inconsistent(format!(
-                "the journal jumps from {last_sequence} to {sequence}"
-            )));
-        }
-        last_sequence = sequence;
-        events.clear();
-        let authorization = decode_authorization(row.get(3)?)?;
-        let claim = authorization.as_ref().and_then(Authorization::claim);
-        engine
-            .execute_signed(command, claim, time_ms, &mut events)
-            .map_err(|rejection| {
-                StoreError::Inconsistent(format!(
-                    "journaled command {sequence} is refused on replay ({rejection:?}); was the configuration changed?"
-                ))
-            })?;
+    let last_sequence = for_each_command(connection, after, u64::MAX, &|| true, |journaled| {
+        let (sequence, authorization) = (journaled.sequence, journaled.authorization);
+        execute_journaled(&mut engine, journaled, &mut events)?;
         let Some(projector) = history.as_deref_mut() else {
-            continue;
+            return Ok(());
         };
         if sequence <= projected {
             // The history holds this command's rows; only the open orders in memory need it.
@@ -271,7 +370,8 @@ fn replay(
                 unprojected.clear();
             }
         }
-    }
+        Ok(())
+    })?;
     if let Some(projector) = history {
         if projected > last_sequence {
             return Err(StoreError::Inconsistent(format!(
@@ -287,4 +387,38 @@ fn replay(
         last_sequence,
         reprojected_commands,
     })
+}
+
+/// A read-only connection to a chain's journal, for a replay beside the running writer (the
+/// snapshots are built with one).
+pub struct JournalReader {
+    connection: Connection,
+}
+
+impl JournalReader {
+    /// Opens the journal of `chain_id` in `data_dir` read-only.
+    pub fn open(data_dir: &std::path::Path, chain_id: u64) -> Result<JournalReader, StoreError> {
+        let connection = Connection::open_with_flags(
+            super::database_path(data_dir, chain_id),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        connection.busy_timeout(Duration::from_secs(5))?;
+        Ok(JournalReader { connection })
+    }
+
+    /// The journal's identity.
+    pub fn journal_id(&self) -> Result<String, StoreError> {
+        meta_value(&self.connection, "journal_id")
+    }
+
+    /// Calls `apply` with every command after `after` up to `through`; see [`for_each_command`].
+    pub fn for_each_command(
+        &self,
+        after: u64,
+        through: u64,
+        keep_going: &dyn Fn() -> bool,
+        apply: impl FnMut(JournaledCommand) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
+        for_each_command(&self.connection, after, through, keep_going, apply)
+    }
 }

@@ -16,8 +16,11 @@
 //! It is written without syncs, so that it never makes the journal's syncs wait; a crash of the
 //! process loses nothing of it (the operating system has the writes), and one that was open
 //! when the machine went down, rather than closed cleanly, is rebuilt from the journal.
+//! Snapshots of a chain's state (`snapshots.rs`, files beside the databases) shorten the start:
+//! it restores the newest one and replays only the journal after it.
 //! This module does not decide anything and does not know HTTP.
 
+pub mod backup;
 mod database;
 mod history;
 mod journal;
@@ -25,6 +28,7 @@ pub mod open_orders;
 mod projector;
 mod reader;
 mod records;
+pub mod snapshots;
 
 #[cfg(test)]
 mod tests;
@@ -39,7 +43,9 @@ pub use self::database::{
     database_path, history_path, StoreError, STORE_CACHE_KIBIBYTES, STORE_PAGE_BYTES, WAL_AUTOCHECKPOINT_PAGES,
 };
 pub use self::history::PROJECTOR_CACHE_KIBIBYTES;
-pub use self::journal::{JournalCheckpointer, Replayed, StoreWriter};
+pub use self::journal::{
+    JournalCheckpointer, JournalReader, JournaledCommand, Replayed, StoreWriter, REPLAY_READ_CHUNK_COMMANDS,
+};
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
 pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};

@@ -10,9 +10,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use dexd_core::{Address, OrderId, OrderRecord, PairIndex};
+use dexd_core::{Address, Event, OrderId, OrderRecord, OrderStatus, PairIndex};
 
-use super::records::{Page, PageRequest, StoredOrder};
+use super::database::StoreError;
+use super::records::{Authorization, Page, PageRequest, StoredOrder};
 
 /// The open orders of one chain, by sequence, by id and by account.
 #[derive(Default)]
@@ -63,6 +64,47 @@ impl OpenOrders {
     /// Whether no order is open.
     pub fn is_empty(&self) -> bool {
         self.by_sequence.is_empty()
+    }
+
+    /// Makes room for `additional` more open orders (a snapshot's, at start).
+    pub fn reserve(&mut self, additional: usize) {
+        self.by_sequence.reserve(additional);
+        self.by_id.reserve(additional);
+    }
+
+    /// Applies the order events of one journaled command (with the signature journaled with it,
+    /// which a new order that stays open keeps), and moves the mark to its sequence.
+    pub fn apply(
+        &mut self,
+        sequence: u64,
+        events: &[Event],
+        authorization: Option<Authorization>,
+    ) -> Result<(), StoreError> {
+        self.set_mark(sequence);
+        for event in events {
+            let Event::OrderUpdated(record) = event else {
+                continue;
+            };
+            if record.status != OrderStatus::Open {
+                self.remove(record.sequence);
+            } else if !self.update_record(record) {
+                let placed = authorization
+                    .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
+                    .ok_or_else(|| {
+                        StoreError::Inconsistent(format!(
+                            "order {} is open but its placement is unknown",
+                            record.sequence
+                        ))
+                    })?;
+                self.upsert(StoredOrder {
+                    record: record.clone(),
+                    nonce: placed.nonce,
+                    expiry_ms: placed.expiry_ms,
+                    signature: placed.signature,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Records a new open order, or the new state of a known one.

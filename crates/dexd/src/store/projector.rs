@@ -161,32 +161,18 @@ impl Projector {
         events: &[Event],
         authorization: Option<Authorization>,
     ) -> Result<(), StoreError> {
-        let mut open_orders = self.open_orders.write();
-        open_orders.set_mark(sequence);
-        for event in events {
-            let Event::OrderUpdated(record) = event else {
-                continue;
-            };
-            if record.status != OrderStatus::Open {
-                open_orders.remove(record.sequence);
-            } else if !open_orders.update_record(record) {
-                let placed = authorization
-                    .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
-                    .ok_or_else(|| {
-                        StoreError::Inconsistent(format!(
-                            "order {} is open but its placement is unknown",
-                            record.sequence
-                        ))
-                    })?;
-                open_orders.upsert(StoredOrder {
-                    record: record.clone(),
-                    nonce: placed.nonce,
-                    expiry_ms: placed.expiry_ms,
-                    signature: placed.signature,
-                });
-            }
+        self.open_orders.write().apply(sequence, events, authorization)
+    }
+
+    /// Replaces the open orders in memory by those of a snapshot taken at `sequence`.
+    pub fn restore_open_orders(&mut self, orders: Vec<StoredOrder>, sequence: u64) {
+        let mut open_orders = OpenOrders::default();
+        open_orders.reserve(orders.len());
+        for order in orders {
+            open_orders.upsert(order);
         }
-        Ok(())
+        open_orders.set_mark(sequence);
+        *self.open_orders.write() = open_orders;
     }
 
     /// The last state of every order the batch touched, with its signature, split into those

@@ -16,6 +16,7 @@
 
 mod projector;
 pub mod publication;
+pub mod snapshotter;
 mod writer;
 
 use std::collections::HashMap;
@@ -29,9 +30,14 @@ use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::projector::run_projector;
-use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterState};
+use self::snapshotter::{newest_usable_snapshot, SnapshotStatus, Snapshotter, SnapshotterSetup};
+use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterMetrics, WriterState};
 use crate::config::{ChainConfig, Config};
+use crate::store::snapshots::{
+    configuration_fingerprint, remove_partial_snapshots, snapshot_directory, SnapshotIdentity,
+};
 use crate::store::{self, Authorization, Events, StoreError, StoreReader};
+use crate::telemetry::Telemetry;
 
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
@@ -59,19 +65,57 @@ pub struct Chain {
     publications: parking_lot::Mutex<Option<publication::Publications>>,
     /// Tokens of stream reads.
     next_read_token: AtomicU64,
+    /// What the chain's snapshots have done.
+    pub snapshots: Arc<SnapshotStatus>,
+    /// The snapshot thread, until the chain stops.
+    snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
 }
 
 impl Chain {
-    fn start(config: ChainConfig, full_config: &Config, data_dir: &Path) -> Result<Chain, StoreError> {
+    fn start(
+        config: ChainConfig,
+        full_config: &Config,
+        data_dir: &Path,
+        telemetry: &Telemetry,
+    ) -> Result<Chain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
         let (store_writer, mut projector, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
         let engine_config = config.engine_config(&full_config.limits);
         let started = Instant::now();
+        let chain_id = config.chain_id;
+        let identity = SnapshotIdentity {
+            chain_id,
+            journal_id: store_writer.journal_id()?,
+            configuration_fingerprint: configuration_fingerprint(&engine_config),
+        };
+        let snapshot_directory = snapshot_directory(data_dir, chain_id);
+        if let Err(error) = remove_partial_snapshots(&snapshot_directory) {
+            tracing::warn!(chain_id, %error, "cannot delete a partial snapshot");
+        }
+        let snapshot_status = Arc::new(SnapshotStatus::default());
+        // A snapshot is usable only if the history holds the commands up to it (the replay after
+        // it writes the history only beyond that) and the journal reaches it.
+        let usable_through = projector.projected_sequence()?.min(store_writer.last_sequence()?);
+        let restored = if full_config.snapshots.every_commands == 0 {
+            None
+        } else {
+            newest_usable_snapshot(&snapshot_directory, &identity, &engine_config, usable_through)
+        };
         // What the projector had not written before the stop is written now, before serving.
-        let replayed = store_writer.replay(&engine_config, Some(&mut projector))?;
+        let replayed = match restored {
+            Some(snapshot) => {
+                let sequence = snapshot.sequence;
+                snapshot_status.record(sequence, snapshot_file_time_ms(&snapshot_directory, sequence));
+                projector.restore_open_orders(snapshot.open_orders, sequence);
+                tracing::info!(chain_id, sequence, "chain state restored from a snapshot");
+                store_writer.replay_after(snapshot.engine, sequence, Some(&mut projector))?
+            }
+            None => store_writer.replay(&engine_config, Some(&mut projector))?,
+        };
         tracing::info!(
             chain_id = config.chain_id,
             journaled_commands = replayed.last_sequence,
+            replayed_commands = replayed.last_sequence - snapshot_status.newest_sequence.load(Ordering::Acquire),
             reprojected_commands = replayed.reprojected_commands,
             resting_orders = replayed.engine.resting_order_count(),
             replay_ms = started.elapsed().as_millis() as u64,
@@ -82,7 +126,17 @@ impl Chain {
         let (projected_sender, projected) = watch::channel(replayed.last_sequence);
         let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
-        let chain_id = config.chain_id;
+        let snapshotter = Snapshotter::start(SnapshotterSetup {
+            chain_id,
+            data_dir: data_dir.to_path_buf(),
+            directory: snapshot_directory.clone(),
+            identity: identity.clone(),
+            engine_config: engine_config.clone(),
+            policy: full_config.snapshots,
+            journaled: Arc::clone(&journaled),
+            projected: projected.clone(),
+            status: Arc::clone(&snapshot_status),
+        });
         let projector_thread = std::thread::Builder::new()
             .name(format!("projector-{chain_id}"))
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
@@ -102,6 +156,15 @@ impl Chain {
             checkpoints_copied,
             checkpoint_in_progress: false,
             publisher: Some(publisher),
+            snapshots: (snapshot_directory, identity),
+            metrics: WriterMetrics {
+                batch_commands: telemetry
+                    .histogram("dexd_journal_batch_commands", &[("chain_id", chain_id.to_string())]),
+                commit_seconds: telemetry.histogram(
+                    "dexd_journal_commit_duration_seconds",
+                    &[("chain_id", chain_id.to_string())],
+                ),
+            },
         };
         std::thread::Builder::new()
             .name(format!("writer-{chain_id}"))
@@ -117,6 +180,8 @@ impl Chain {
             projected,
             publications: parking_lot::Mutex::new(Some(publications)),
             next_read_token: AtomicU64::new(1),
+            snapshots: snapshot_status,
+            snapshotter: parking_lot::Mutex::new(snapshotter),
         })
     }
 
@@ -190,6 +255,11 @@ impl Chain {
             // An error means the writer is already gone, which is what was asked.
             let _ = closed.await;
         }
+        let snapshotter = self.snapshotter.lock().take();
+        if let Some(snapshotter) = snapshotter {
+            // Joining waits for at most one chunk of the journal or one file write.
+            let _ = tokio::task::spawn_blocking(move || snapshotter.stop()).await;
+        }
     }
 
     /// An account's open orders as the history's projector holds them, with the journal
@@ -209,10 +279,31 @@ impl Chain {
         read(&self.engine.read())
     }
 
+    /// State changes waiting in the writer's queue.
+    pub fn write_queue_depth(&self) -> usize {
+        self.writer.max_capacity() - self.writer.capacity()
+    }
+
+    /// The journal sequence the history tables have reached.
+    pub fn projected_sequence(&self) -> u64 {
+        *self.projected.borrow()
+    }
+
     /// The engine's state hash (for recovery checks).
     pub fn state_hash(&self) -> [u8; 32] {
         self.engine.read().state_hash()
     }
+}
+
+/// When the snapshot of `sequence` was written, from its file (0 when unknown).
+fn snapshot_file_time_ms(directory: &Path, sequence: u64) -> u64 {
+    store::snapshots::list_snapshots(directory)
+        .ok()
+        .and_then(|files| files.into_iter().find(|file| file.sequence == sequence))
+        .and_then(|file| std::fs::metadata(file.path).ok())
+        .and_then(|metadata| metadata.modified().ok())
+        .and_then(|modified| modified.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
 /// A command in the writer's queue; its outcome arrives once its batch is on disk (or refused).
@@ -234,20 +325,51 @@ pub struct Venue {
     /// Request budgets per client IP and per account.
     pub rate_limits: crate::rate_limit::RateLimits,
     chains: HashMap<u64, Arc<Chain>>,
+    /// Where the venue's metrics are recorded.
+    pub telemetry: Arc<Telemetry>,
 }
 
 impl Venue {
     /// Opens every chain's store in `data_dir` (creating it when new), rebuilds each engine from
-    /// its log, and starts the writers.
+    /// its log, and starts the writers. Its metrics go to a recorder nobody reads.
     pub fn start(config: Config, data_dir: &Path) -> Result<Venue, StoreError> {
+        Venue::start_with_telemetry(config, data_dir, Telemetry::new())
+    }
+
+    /// Like [`Venue::start`], recording the chains' metrics in `telemetry`. The chains start
+    /// side by side, one thread each.
+    pub fn start_with_telemetry(
+        config: Config,
+        data_dir: &Path,
+        telemetry: Arc<Telemetry>,
+    ) -> Result<Venue, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|error| StoreError::Inconsistent(format!("cannot create {}: {error}", data_dir.display())))?;
+        let started: Vec<Result<Chain, StoreError>> = std::thread::scope(|scope| {
+            let starts: Vec<_> = config
+                .chains
+                .iter()
+                .map(|chain| {
+                    let (config, telemetry) = (&config, &telemetry);
+                    std::thread::Builder::new()
+                        .name(format!("start-{}", chain.chain_id))
+                        .spawn_scoped(scope, move || Chain::start(chain.clone(), config, data_dir, telemetry))
+                        .expect("a start thread starts")
+                })
+                .collect();
+            starts
+                .into_iter()
+                .map(|start| {
+                    start
+                        .join()
+                        .unwrap_or_else(|_| Err(StoreError::Inconsistent("a chain's start panicked".into())))
+                })
+                .collect()
+        });
         let mut chains = HashMap::new();
-        for chain in &config.chains {
-            chains.insert(
-                chain.chain_id,
-                Arc::new(Chain::start(chain.clone(), &config, data_dir)?),
-            );
+        for chain in started {
+            let chain = chain?;
+            chains.insert(chain.config.chain_id, Arc::new(chain));
         }
         let rate_limits = crate::rate_limit::RateLimits::new(&config.limits);
         Ok(Venue {
@@ -255,6 +377,7 @@ impl Venue {
             addresses: crate::crypto::AddressCache::default(),
             rate_limits,
             chains,
+            telemetry,
         })
     }
 

@@ -68,6 +68,14 @@ pub(crate) enum WriterMessage {
 
 type Reply = (oneshot::Sender<Result<Events, WriteError>>, Result<Events, WriteError>);
 
+/// The writer's metrics (handles registered once).
+pub(crate) struct WriterMetrics {
+    /// Commands per journal append.
+    pub(crate) batch_commands: metrics::Histogram,
+    /// Time of one journal append.
+    pub(crate) commit_seconds: metrics::Histogram,
+}
+
 pub(crate) struct WriterState {
     pub(crate) chain_id: u64,
     pub(crate) engine: Arc<RwLock<Engine>>,
@@ -85,6 +93,9 @@ pub(crate) struct WriterState {
     pub(crate) checkpoint_in_progress: bool,
     /// The live streams' end of the publications.
     pub(crate) publisher: Option<Publisher>,
+    pub(crate) metrics: WriterMetrics,
+    /// Where the chain's snapshots are, and what they must match, for a rebuild.
+    pub(crate) snapshots: (std::path::PathBuf, crate::store::snapshots::SnapshotIdentity),
 }
 
 pub(crate) fn run_writer(
@@ -137,7 +148,11 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
     }
     let (journal, projections, mut replies) = apply_batch(state, batch.drain(..));
     if !journal.is_empty() {
-        match state.store.append(&journal) {
+        let appending = Instant::now();
+        let appended = state.store.append(&journal);
+        state.metrics.commit_seconds.record(appending.elapsed().as_secs_f64());
+        state.metrics.batch_commands.record(journal.len() as f64);
+        match appended {
             Ok(()) => {
                 let last = journal.last().map_or(0, |entry| entry.sequence);
                 state.journaled.store(last, Ordering::Release);
@@ -280,7 +295,16 @@ fn apply_batch(
 fn rebuild(state: &mut WriterState) {
     loop {
         // The history is not this thread's business: the projector has every acknowledged batch.
-        match state.store.replay(&state.engine_config, None) {
+        // The newest snapshot the journal reaches shortens the replay, as at start.
+        let snapshot = state.store.last_sequence().ok().and_then(|journal_end| {
+            let (directory, identity) = &state.snapshots;
+            super::snapshotter::newest_usable_snapshot(directory, identity, &state.engine_config, journal_end)
+        });
+        let replayed = match snapshot {
+            Some(snapshot) => state.store.replay_after(snapshot.engine, snapshot.sequence, None),
+            None => state.store.replay(&state.engine_config, None),
+        };
+        match replayed {
             Ok(replayed) => {
                 *state.engine.write() = replayed.engine;
                 state.next_sequence = replayed.last_sequence + 1;

@@ -36,6 +36,26 @@ impl BinaryServer {
         level: &str,
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     ) -> BinaryServer {
+        BinaryServer::launch(data_dir, config, level, log, true)
+    }
+
+    /// Starts the server and returns as soon as it listens, before its chains have started
+    /// (`/ready` may still answer 503).
+    pub fn start_listening(
+        data_dir: &std::path::Path,
+        config: Option<&std::path::Path>,
+        log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+    ) -> BinaryServer {
+        BinaryServer::launch(data_dir, config, "info", log, false)
+    }
+
+    fn launch(
+        data_dir: &std::path::Path,
+        config: Option<&std::path::Path>,
+        level: &str,
+        log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
+        wait_until_ready: bool,
+    ) -> BinaryServer {
         use std::io::BufRead;
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"));
         command
@@ -51,16 +71,24 @@ impl BinaryServer {
             .spawn()
             .expect("the dexd binary starts");
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut address = None;
         let address = loop {
-            let line = lines.next().expect("dexd prints its address").unwrap();
+            let line = lines
+                .next()
+                .expect("dexd prints its address, then that it is ready")
+                .unwrap();
             if let Some(log) = &log {
                 log.lock().unwrap().push_str(&line);
                 log.lock().unwrap().push('\n');
             }
             if let Some(rest) = line.split("address=").nth(1) {
                 if line.contains("dexd listening") {
-                    break rest.split_whitespace().next().unwrap().to_string();
+                    address = Some(rest.split_whitespace().next().unwrap().to_string());
                 }
+            }
+            match &address {
+                Some(address) if !wait_until_ready || line.contains("dexd ready") => break address.clone(),
+                _ => {}
             }
         };
         // Keep reading the log so that the server never blocks on a full pipe.
@@ -91,6 +119,22 @@ impl Drop for BinaryServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Waits until the server at `base_url` answers `/ready` with 200 (every chain has started).
+pub async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
+    for _ in 0..6_000 {
+        let ready = client
+            .get(format!("{base_url}/ready"))
+            .send()
+            .await
+            .is_ok_and(|response| response.status() == 200);
+        if ready {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the server did not become ready in 60 s");
 }
 
 /// A running server; it stops when dropped.
@@ -138,12 +182,19 @@ impl TestServer {
             .await
             .unwrap();
         });
-        TestServer {
+        let server = TestServer {
             base_url: format!("http://{address}"),
             client: reqwest::Client::new(),
             _stop: stop,
             _data_dir: data_dir,
-        }
+        };
+        server.wait_until_ready().await;
+        server
+    }
+
+    /// Waits until `/ready` answers 200 (every chain has started).
+    pub async fn wait_until_ready(&self) {
+        wait_until_ready(&self.client, &self.base_url).await;
     }
 
     /// GET with a query string; returns status and body.
@@ -293,4 +344,108 @@ pub fn assert_error(answer: &(u16, Value), status: u16, code: &str, field: Optio
     assert!(answer.1["error"]["message"]
         .as_str()
         .is_some_and(|message| !message.is_empty()));
+}
+
+/// GET a path that must answer 200; returns its JSON body.
+pub async fn get_ok(http: &reqwest::Client, base_url: &str, path: &str, query: &[(&str, &str)]) -> Value {
+    let response = http.get(format!("{base_url}{path}")).query(query).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{path}");
+    response.json().await.unwrap()
+}
+
+/// Every record of a paged list.
+pub async fn all_pages(
+    http: &reqwest::Client,
+    base_url: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    field: &str,
+) -> Vec<Value> {
+    let mut records = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut full: Vec<(&str, &str)> = query.to_vec();
+        full.push(("limit", "1000"));
+        if let Some(cursor) = &cursor {
+            full.push(("cursor", cursor));
+        }
+        let page = get_ok(http, base_url, path, &full).await;
+        records.extend(page[field].as_array().unwrap().iter().cloned());
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return records,
+        }
+    }
+}
+
+/// What a server shows of chain 1's state for `accounts`: their balances, orders and transfers,
+/// the trades of ETH/USDC and both of its books, as JSON.
+pub async fn observable_state(base_url: &str, accounts: &[String]) -> Value {
+    let http = reqwest::Client::new();
+    let mut state = serde_json::Map::new();
+    for account in accounts {
+        let query = [("chainId", "1"), ("account", account.as_str())];
+        let mut of_account = serde_json::Map::new();
+        of_account.insert(
+            "balances".into(),
+            get_ok(&http, base_url, "/account/assetBalances", &query).await,
+        );
+        for (path, field) in [
+            ("/order/openOrders", "orders"),
+            ("/order/filledOrders", "orders"),
+            ("/order/cancelledOrders", "orders"),
+            ("/portfolio/depositHistories", "deposits"),
+            ("/portfolio/withdrawHistories", "withdrawals"),
+        ] {
+            of_account.insert(
+                path.into(),
+                Value::Array(all_pages(&http, base_url, path, &query, field).await),
+            );
+        }
+        state.insert(account.clone(), Value::Object(of_account));
+    }
+    let pair = [("chainId", "1"), ("pair", "ETH/USDC")];
+    state.insert(
+        "trades".into(),
+        Value::Array(all_pages(&http, base_url, "/order/tradeHistories", &pair, "trades").await),
+    );
+    for side in ["/order/buyOrderbooks", "/order/sellOrderbooks"] {
+        let book = get_ok(
+            &http,
+            base_url,
+            side,
+            &[("chainId", "1"), ("pair", "ETH/USDC"), ("depth", "1000")],
+        )
+        .await;
+        state.insert(side.into(), book["levels"].clone());
+    }
+    Value::Object(state)
+}
+
+/// Writes a configuration file into `folder`: the embedded default, with a snapshot every
+/// `every_commands` (0: none), checked every 5 ms.
+pub fn snapshot_config(folder: &std::path::Path, every_commands: u64) -> std::path::PathBuf {
+    let path = folder.join(format!("dexd-snapshots-{every_commands}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n[snapshots]\nevery_commands = {every_commands}\ncheck_interval_ms = 5\n",
+            dexd::config::DEFAULT_CONFIG_TOML
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Copies a folder with everything in it.
+pub fn copy_directory(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_directory(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
 }

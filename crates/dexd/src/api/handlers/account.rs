@@ -3,10 +3,8 @@
 
 use std::sync::Arc;
 
-use alloy::eips::{BlockId, BlockNumberOrTag};
-use alloy::primitives::U256;
 use axum::http::StatusCode;
-use dexd_core::{AssetIndex, PairIndex, WithdrawalKey};
+use dexd_core::{AssetIndex, PairIndex};
 use serde_json::{json, Value};
 
 use super::{address_param, chain_of, signing_domain, Answer};
@@ -16,7 +14,7 @@ use crate::api::render;
 use crate::api::AppState;
 use crate::crypto::checksummed;
 use crate::settlement::node::NodeError;
-use crate::settlement::vault::chain_address;
+use crate::settlement::reserves::{ledger_reserves, vault_reserves};
 use crate::venue::Chain;
 
 /// GET /account/assetsInfo
@@ -63,90 +61,37 @@ fn custody_object(app: &AppState, chain: &Chain) -> Value {
 }
 
 /// GET /account/reserves: per asset, what the vault holds on chain against what the venue owes
-/// (every account's total, the fee account's included, plus withdrawals not yet paid). The chain
-/// is read at its newest block after the venue's state, so that what the venue credited or paid
-/// is already there and a withdrawal paid but not yet confirmed is not counted as owed: the
-/// surplus is never understated (deposits not yet confirmed make it larger for a while).
+/// (`settlement::reserves`); on a ledger chain only what it owes.
 pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
-    let asset_count = chain.config.assets.len();
-    let (owed, pending): (Vec<u128>, Vec<(WithdrawalKey, AssetIndex, u128)>) = chain.read_engine(|engine| {
-        let owed = (0..asset_count)
-            .map(|index| engine.net_deposits(AssetIndex(index as u16)).units())
-            .collect();
-        let pending = engine
-            .custody()
-            .pending_withdrawals()
-            .map(|(key, withdrawal)| (*key, withdrawal.asset, withdrawal.amount.units()))
-            .collect();
-        (owed, pending)
-    });
+    let (assets, block_number) = match app.custody.chain(chain.config.chain_id) {
+        None => (ledger_reserves(&chain), None),
+        Some(vault) => {
+            let (assets, block) = vault_reserves(vault).await.map_err(|error: NodeError| {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "CHAIN_UNAVAILABLE",
+                    format!("the chain's node cannot be read now ({error}); retry later"),
+                )
+            })?;
+            (assets, Some(block))
+        }
+    };
     let amount = |asset: AssetIndex, units: u128| render::asset_amount(&chain.config, asset, units);
-    let Some(vault) = app.custody.chain(chain.config.chain_id) else {
-        let mut pending_units = vec![0u128; asset_count];
-        for (_, asset, units) in &pending {
-            pending_units[usize::from(asset.0)] += units;
-        }
-        let assets: Vec<Value> = (0..asset_count)
-            .map(|index| {
-                let asset = AssetIndex(index as u16);
-                json!({
-                    "symbol": chain.config.asset_config(asset).symbol,
-                    "onChain": null,
-                    "liabilities": amount(asset, owed[index] + pending_units[index]),
-                    "pendingWithdrawals": amount(asset, pending_units[index]),
-                    "surplus": null,
-                })
+    let assets: Vec<Value> = assets
+        .iter()
+        .map(|reserves| {
+            let asset = reserves.asset;
+            let config = chain.config.asset_config(asset);
+            json!({
+                "symbol": config.symbol,
+                "onChain": reserves.held_units.map(|held| amount(asset, held)),
+                "liabilities": amount(asset, reserves.liabilities_units),
+                "pendingWithdrawals": amount(asset, reserves.pending_withdrawals_units),
+                "surplus": reserves.surplus_units().map(|surplus| render::signed_amount(surplus, config.decimals)),
             })
-            .collect();
-        return Ok(json!({
-            "chainId": chain.config.chain_id.to_string(),
-            "custody": custody_object(&app, &chain),
-            "assets": assets,
-            "blockNumber": null,
-        }));
-    };
-    let unavailable = |error: NodeError| {
-        ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "CHAIN_UNAVAILABLE",
-            format!("the chain's node cannot be read now ({error}); retry later"),
-        )
-    };
-    let block_number = vault.node.head().await.map_err(unavailable)?;
-    let block = BlockId::Number(BlockNumberOrTag::Number(block_number));
-    let mut pending_units = vec![0u128; asset_count];
-    for chunk in pending.chunks(RESERVES_WITHDRAWALS_PER_CALL) {
-        let ids: Vec<_> = chunk
-            .iter()
-            .map(|(key, _, _)| (chain_address(&key.account), U256::from_be_bytes(key.withdrawal_id)))
-            .collect();
-        let paid = vault.node.withdrawn_many(&ids, block).await.map_err(unavailable)?;
-        for ((_, asset, units), paid) in chunk.iter().zip(paid) {
-            if !paid {
-                pending_units[usize::from(asset.0)] += units;
-            }
-        }
-    }
-    let mut assets = Vec::with_capacity(asset_count);
-    for index in 0..asset_count {
-        let asset = AssetIndex(index as u16);
-        let held = vault
-            .node
-            .balance(vault.token_of_asset(asset), vault.node.vault(), block)
-            .await
-            .map_err(unavailable)?;
-        let held = u128::try_from(held).unwrap_or(u128::MAX);
-        let liabilities = owed[index] + pending_units[index];
-        let surplus = i128::try_from(held).unwrap_or(i128::MAX) - i128::try_from(liabilities).unwrap_or(i128::MAX);
-        assets.push(json!({
-            "symbol": chain.config.asset_config(asset).symbol,
-            "onChain": amount(asset, held),
-            "liabilities": amount(asset, liabilities),
-            "pendingWithdrawals": amount(asset, pending_units[index]),
-            "surplus": render::signed_amount(surplus, chain.config.asset_config(asset).decimals),
-        }));
-    }
+        })
+        .collect();
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "custody": custody_object(&app, &chain),
@@ -154,9 +99,6 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
         "blockNumber": block_number,
     }))
 }
-
-/// How many pending withdrawals one `withdrawnMany` call of the reserves asks about.
-pub const RESERVES_WITHDRAWALS_PER_CALL: usize = 500;
 
 /// GET /account/assetBalances
 pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {

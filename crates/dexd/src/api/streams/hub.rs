@@ -132,10 +132,17 @@ struct Hub {
     recent_from: u64,
     /// The last journal sequence the hub has taken in.
     position: u64,
+    /// How many subscriptions are live, for `/metrics`.
+    live_subscriptions: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-/// Starts a chain's hub on the current runtime; returns where to send it requests.
-pub fn start(venue: Arc<Venue>, chain: Arc<Chain>) -> Option<mpsc::Sender<HubRequest>> {
+/// Starts a chain's hub on the current runtime; returns where to send it requests. The hub
+/// keeps `live_subscriptions` at its number of subscriptions.
+pub fn start(
+    venue: Arc<Venue>,
+    chain: Arc<Chain>,
+    live_subscriptions: Arc<std::sync::atomic::AtomicUsize>,
+) -> Option<mpsc::Sender<HubRequest>> {
     let publications = chain.take_publications()?;
     publications.activate();
     let (requests, inbox) = mpsc::channel(MAX_QUEUED_HUB_REQUESTS);
@@ -157,6 +164,7 @@ pub fn start(venue: Arc<Venue>, chain: Arc<Chain>) -> Option<mpsc::Sender<HubReq
         recent_commands: 0,
         recent_from: 0,
         position,
+        live_subscriptions,
     };
     tokio::spawn(hub.run(inbox));
     Some(requests)
@@ -180,6 +188,7 @@ impl Hub {
                 request = inbox.recv() => {
                     let Some(request) = request else { break };
                     self.handle(request);
+                    self.live_subscriptions.store(self.subscriptions.len(), Ordering::Relaxed);
                 }
                 _ = waiting.tick() => self.retry_waiting_subscriptions(),
             }

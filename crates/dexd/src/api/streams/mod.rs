@@ -30,6 +30,8 @@ use crate::venue::Venue;
 /// The venue's streams: a hub per chain, the open connections per client address, the stop.
 pub struct Streams {
     hubs: HashMap<u64, mpsc::Sender<HubRequest>>,
+    /// Each chain's live subscriptions, kept by its hub.
+    subscriptions: HashMap<u64, Arc<std::sync::atomic::AtomicUsize>>,
     connections_per_ip: Mutex<HashMap<IpAddr, usize>>,
     max_connections_per_ip: usize,
     max_connections: usize,
@@ -50,16 +52,19 @@ pub enum Refusal {
 impl Streams {
     /// Starts a hub for every chain of the venue (on the current runtime).
     pub fn start(venue: &Arc<Venue>) -> Streams {
-        let mut hubs = HashMap::new();
+        let (mut hubs, mut subscriptions) = (HashMap::new(), HashMap::new());
         for chain_config in &venue.config.chains {
             let chain = venue.chain(chain_config.chain_id).expect("every configured chain runs");
-            if let Some(requests) = hub::start(Arc::clone(venue), chain) {
+            let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            if let Some(requests) = hub::start(Arc::clone(venue), chain, Arc::clone(&live)) {
                 hubs.insert(chain_config.chain_id, requests);
+                subscriptions.insert(chain_config.chain_id, live);
             }
         }
         let (shutdown, _) = watch::channel(false);
         Streams {
             hubs,
+            subscriptions,
             connections_per_ip: Mutex::new(HashMap::new()),
             max_connections_per_ip: venue.config.limits.max_stream_connections_per_ip,
             max_connections: venue.config.limits.max_stream_connections,
@@ -100,6 +105,13 @@ impl Streams {
     /// Open stream connections.
     pub fn open_connections(&self) -> usize {
         self.connections_per_ip.lock().values().sum()
+    }
+
+    /// Live subscriptions on a chain (as of its hub's last request).
+    pub fn subscriptions(&self, chain_id: u64) -> usize {
+        self.subscriptions
+            .get(&chain_id)
+            .map_or(0, |live| live.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Sends a request to a chain's hub without waiting; false when its queue is full.

@@ -2,7 +2,10 @@
 //!
 //! The command log must be readable by every later version of dexd, so its format is written out
 //! field by field here rather than derived: a change to an engine type cannot silently change
-//! what is on disk. Integers are big-endian. This module does no IO.
+//! what is on disk. Integers are big-endian. Snapshots of a chain's state are encoded in
+//! [`snapshot`]. This module does no IO.
+
+pub mod snapshot;
 
 use dexd_core::{
     Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, Command, Direction, NewOrder,
@@ -25,28 +28,28 @@ impl std::fmt::Display for CodecError {
 
 impl std::error::Error for CodecError {}
 
-struct Writer(Vec<u8>);
+pub(crate) struct Writer(pub(crate) Vec<u8>);
 
 impl Writer {
-    fn new() -> Writer {
+    pub(crate) fn new() -> Writer {
         Writer(vec![FORMAT_VERSION])
     }
-    fn u8(&mut self, value: u8) {
+    pub(crate) fn u8(&mut self, value: u8) {
         self.0.push(value);
     }
-    fn u16(&mut self, value: u16) {
+    pub(crate) fn u16(&mut self, value: u16) {
         self.0.extend_from_slice(&value.to_be_bytes());
     }
-    fn u64(&mut self, value: u64) {
+    pub(crate) fn u64(&mut self, value: u64) {
         self.0.extend_from_slice(&value.to_be_bytes());
     }
-    fn u128(&mut self, value: u128) {
+    pub(crate) fn u128(&mut self, value: u128) {
         self.0.extend_from_slice(&value.to_be_bytes());
     }
-    fn bytes(&mut self, value: &[u8]) {
+    pub(crate) fn bytes(&mut self, value: &[u8]) {
         self.0.extend_from_slice(value);
     }
-    fn optional<T>(&mut self, value: Option<T>, put: impl FnOnce(&mut Writer, T)) {
+    pub(crate) fn optional<T>(&mut self, value: Option<T>, put: impl FnOnce(&mut Writer, T)) {
         match value {
             None => self.u8(0),
             Some(value) => {
@@ -55,17 +58,17 @@ impl Writer {
             }
         }
     }
-    fn withdrawal_keys(&mut self, keys: &[WithdrawalKey]) {
+    pub(crate) fn withdrawal_keys(&mut self, keys: &[WithdrawalKey]) {
         self.u32(u32::try_from(keys.len()).expect("a batch of withdrawals is short"));
         for key in keys {
             self.bytes(key.account.as_bytes());
             self.bytes(&key.withdrawal_id);
         }
     }
-    fn u32(&mut self, value: u32) {
+    pub(crate) fn u32(&mut self, value: u32) {
         self.0.extend_from_slice(&value.to_be_bytes());
     }
-    fn text(&mut self, value: Option<&str>) {
+    pub(crate) fn text(&mut self, value: Option<&str>) {
         match value {
             None => self.u8(0),
             Some(text) => {
@@ -77,17 +80,17 @@ impl Writer {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+pub(crate) struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Result<Reader<'a>, CodecError> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Result<Reader<'a>, CodecError> {
         let mut reader = Reader(bytes);
         if reader.u8()? != FORMAT_VERSION {
             return Err(CodecError("unknown format version"));
         }
         Ok(reader)
     }
-    fn take(&mut self, length: usize) -> Result<&'a [u8], CodecError> {
+    pub(crate) fn take(&mut self, length: usize) -> Result<&'a [u8], CodecError> {
         if self.0.len() < length {
             return Err(CodecError("truncated"));
         }
@@ -95,25 +98,25 @@ impl<'a> Reader<'a> {
         self.0 = tail;
         Ok(head)
     }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         Ok(self.take(N)?.try_into().expect("took N bytes"))
     }
-    fn u8(&mut self) -> Result<u8, CodecError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, CodecError> {
         Ok(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Result<u16, CodecError> {
+    pub(crate) fn u16(&mut self) -> Result<u16, CodecError> {
         Ok(u16::from_be_bytes(self.array()?))
     }
-    fn u64(&mut self) -> Result<u64, CodecError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, CodecError> {
         Ok(u64::from_be_bytes(self.array()?))
     }
-    fn u128(&mut self) -> Result<u128, CodecError> {
+    pub(crate) fn u128(&mut self) -> Result<u128, CodecError> {
         Ok(u128::from_be_bytes(self.array()?))
     }
-    fn u32(&mut self) -> Result<u32, CodecError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, CodecError> {
         Ok(u32::from_be_bytes(self.array()?))
     }
-    fn optional<T>(
+    pub(crate) fn optional<T>(
         &mut self,
         get: impl FnOnce(&mut Reader<'a>) -> Result<T, CodecError>,
     ) -> Result<Option<T>, CodecError> {
@@ -123,7 +126,7 @@ impl<'a> Reader<'a> {
             _ => Err(CodecError("bad option tag")),
         }
     }
-    fn withdrawal_keys(&mut self) -> Result<Vec<WithdrawalKey>, CodecError> {
+    pub(crate) fn withdrawal_keys(&mut self) -> Result<Vec<WithdrawalKey>, CodecError> {
         let count = self.u32()? as usize;
         // Each key takes 52 bytes: a count beyond what remains is damage, not an allocation.
         if count > self.0.len() / 52 {
@@ -138,7 +141,7 @@ impl<'a> Reader<'a> {
             })
             .collect()
     }
-    fn text(&mut self) -> Result<Option<String>, CodecError> {
+    pub(crate) fn text(&mut self) -> Result<Option<String>, CodecError> {
         match self.u8()? {
             0 => Ok(None),
             1 => {
@@ -151,7 +154,11 @@ impl<'a> Reader<'a> {
             _ => Err(CodecError("bad option tag")),
         }
     }
-    fn finish(self) -> Result<(), CodecError> {
+    /// Bytes not read yet.
+    pub(crate) fn remaining(&self) -> usize {
+        self.0.len()
+    }
+    pub(crate) fn finish(self) -> Result<(), CodecError> {
         if self.0.is_empty() {
             Ok(())
         } else {
@@ -160,7 +167,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn put_new_order(writer: &mut Writer, order: &NewOrder) {
+pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.bytes(order.order_id.as_bytes());
     writer.text(order.client_order_id.as_deref());
     writer.bytes(order.account.as_bytes());
@@ -173,7 +180,7 @@ fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.u64(order.quantity.lots());
 }
 
-fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError> {
+pub(crate) fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError> {
     Ok(NewOrder {
         order_id: OrderId::from_bytes(reader.array()?),
         client_order_id: reader.text()?,
@@ -197,7 +204,7 @@ fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError> {
     })
 }
 
-fn direction(tag: u8) -> Result<Direction, CodecError> {
+pub(crate) fn direction(tag: u8) -> Result<Direction, CodecError> {
     match tag {
         0 => Ok(Direction::Buy),
         1 => Ok(Direction::Sell),
@@ -365,7 +372,13 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
 /// Encodes an order record.
 pub fn encode_order(record: &OrderRecord) -> Vec<u8> {
     let mut writer = Writer::new();
-    put_new_order(&mut writer, &record.terms);
+    put_order(&mut writer, record);
+    writer.0
+}
+
+/// Writes an order record's fields.
+pub(crate) fn put_order(writer: &mut Writer, record: &OrderRecord) {
+    put_new_order(writer, &record.terms);
     writer.u64(record.filled.lots());
     writer.u128(record.cost.units());
     writer.u128(record.fee.units());
@@ -375,14 +388,20 @@ pub fn encode_order(record: &OrderRecord) -> Vec<u8> {
     writer.u64(record.created_at_ms);
     writer.u64(record.updated_at_ms);
     writer.u64(record.sequence);
-    writer.0
 }
 
 /// Decodes an order record.
 pub fn decode_order(bytes: &[u8]) -> Result<OrderRecord, CodecError> {
     let mut reader = Reader::new(bytes)?;
-    let record = OrderRecord {
-        terms: get_new_order(&mut reader)?,
+    let record = get_order(&mut reader)?;
+    reader.finish()?;
+    Ok(record)
+}
+
+/// Reads an order record's fields.
+pub(crate) fn get_order(reader: &mut Reader) -> Result<OrderRecord, CodecError> {
+    Ok(OrderRecord {
+        terms: get_new_order(reader)?,
         filled: Quantity::from_lots(reader.u64()?),
         cost: Amount::from_units(reader.u128()?),
         fee: Amount::from_units(reader.u128()?),
@@ -403,9 +422,7 @@ pub fn decode_order(bytes: &[u8]) -> Result<OrderRecord, CodecError> {
         created_at_ms: reader.u64()?,
         updated_at_ms: reader.u64()?,
         sequence: reader.u64()?,
-    };
-    reader.finish()?;
-    Ok(record)
+    })
 }
 
 /// Encodes a trade.

@@ -1,0 +1,192 @@
+//! The operator's endpoints: `GET /ready`, `GET /metrics`, and the router that answers while the
+//! chains start (before the venue exists): `/health` 200, `/ready` 503, `/metrics`, the
+//! OpenAPI document and the stream protocol's description; every other path 503.
+//!
+//! `/metrics` reads the levels it reports (queues, books, lags, snapshots, custody) from their
+//! owners at scrape time and renders the server's [`Telemetry`]; it records nothing itself
+//! beyond the request counters the edge middleware keeps.
+
+use std::sync::Arc;
+
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::Semaphore;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::telemetry::Telemetry;
+use crate::venue::snapshotter::unix_now_ms;
+
+/// The content type of the Prometheus text exposition format.
+pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The server's HTTP connection limit, to report how much of it is in use.
+#[derive(Clone)]
+pub struct ConnectionGauge {
+    /// The semaphore the accept loop takes a permit of per connection.
+    pub semaphore: Arc<Semaphore>,
+    /// Its number of permits (`[limits] max_connections`).
+    pub capacity: usize,
+}
+
+impl ConnectionGauge {
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.capacity.saturating_sub(self.semaphore.available_permits())
+    }
+}
+
+/// 503 with a Retry-After of one second: the venue is still starting.
+fn starting() -> Response {
+    let mut response =
+        ApiError::unavailable("the venue is starting (rebuilding its chains' state); retry shortly").into_response();
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+fn prometheus_text(text: String) -> Response {
+    (
+        [(CONTENT_TYPE, HeaderValue::from_static(PROMETHEUS_TEXT_CONTENT_TYPE))],
+        text,
+    )
+        .into_response()
+}
+
+/// The router that answers until every chain has started.
+pub fn starting_router(telemetry: Arc<Telemetry>, connections: ConnectionGauge) -> Router {
+    Router::new()
+        .route(
+            "/health",
+            get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
+        )
+        .route("/ready", get(|| async { starting() }))
+        .route(
+            "/metrics",
+            get(move || {
+                let (telemetry, connections) = (Arc::clone(&telemetry), connections.clone());
+                async move {
+                    prometheus_text(telemetry.render(|telemetry| {
+                        telemetry.gauge("dexd_ready", &[]).set(0.0);
+                        telemetry
+                            .gauge("dexd_http_connections", &[])
+                            .set(connections.open() as f64);
+                    }))
+                }
+            }),
+        )
+        .route(
+            "/openapi.json",
+            get(|| async { axum::Json(super::openapi::document()) }),
+        )
+        .route(
+            "/docs/streams.md",
+            get(|| async {
+                (
+                    [(CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"))],
+                    super::STREAM_PROTOCOL_DOCUMENT,
+                )
+            }),
+        )
+        .fallback(|| async { starting() })
+}
+
+/// `GET /ready` once every chain has started.
+pub async fn ready() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ready"}))
+}
+
+/// `GET /metrics`: the exposition, with every level read now.
+pub async fn metrics(axum::extract::State(app): axum::extract::State<Arc<AppState>>) -> Response {
+    prometheus_text(app.telemetry.render(|telemetry| update_levels(&app, telemetry)))
+}
+
+fn update_levels(app: &AppState, telemetry: &Telemetry) {
+    telemetry.gauge("dexd_ready", &[]).set(1.0);
+    telemetry
+        .gauge("dexd_http_connections", &[])
+        .set(app.connections.open() as f64);
+    telemetry
+        .gauge("dexd_stream_connections", &[])
+        .set(app.streams.open_connections() as f64);
+    let now_ms = unix_now_ms();
+    for chain_config in &app.venue.config.chains {
+        let chain_id = chain_config.chain_id;
+        let Some(chain) = app.venue.chain(chain_id) else {
+            continue;
+        };
+        let labels = [("chain_id", chain_id.to_string())];
+        let gauge = |name: &'static str, value: f64| telemetry.gauge(name, &labels).set(value);
+        let journaled = chain.journaled_sequence();
+        gauge("dexd_write_queue_depth", chain.write_queue_depth() as f64);
+        gauge(
+            "dexd_write_queue_capacity",
+            app.venue.config.limits.write_queue_capacity as f64,
+        );
+        gauge("dexd_journal_sequence", journaled as f64);
+        gauge(
+            "dexd_projector_lag_commands",
+            journaled.saturating_sub(chain.projected_sequence()) as f64,
+        );
+        gauge("dexd_stream_subscriptions", app.streams.subscriptions(chain_id) as f64);
+        let (resting, accounts, pending_deposits, pending_withdrawals) = chain.read_engine(|engine| {
+            (
+                engine.resting_order_count(),
+                engine.account_count(),
+                engine.custody().pending_deposits().len(),
+                engine.custody().pending_withdrawals().count(),
+            )
+        });
+        gauge("dexd_resting_orders", resting as f64);
+        gauge("dexd_accounts", accounts as f64);
+        let snapshots = &chain.snapshots;
+        let ordering = std::sync::atomic::Ordering::Acquire;
+        let newest_sequence = snapshots.newest_sequence.load(ordering);
+        let written_ms = snapshots.newest_written_unix_ms.load(ordering);
+        gauge("dexd_snapshot_sequence", newest_sequence as f64);
+        gauge(
+            "dexd_snapshot_commands_behind",
+            journaled.saturating_sub(newest_sequence) as f64,
+        );
+        if written_ms > 0 {
+            gauge(
+                "dexd_snapshot_age_seconds",
+                now_ms.saturating_sub(written_ms) as f64 / 1_000.0,
+            );
+        }
+        telemetry
+            .counter("dexd_snapshots_written_total", &labels)
+            .absolute(snapshots.written_total.load(ordering));
+        telemetry
+            .counter("dexd_snapshots_failed_total", &labels)
+            .absolute(snapshots.failed_total.load(ordering));
+        let Some(vault) = app.custody.chain(chain_id) else {
+            continue;
+        };
+        let status = vault.status();
+        gauge("dexd_custody_pending_deposits", pending_deposits as f64);
+        gauge("dexd_custody_pending_withdrawals", pending_withdrawals as f64);
+        gauge("dexd_custody_halted", if status.halted.is_some() { 1.0 } else { 0.0 });
+        gauge(
+            "dexd_custody_node_up",
+            if status.node_error.is_none() { 1.0 } else { 0.0 },
+        );
+        if let (Some(head), Some(scanned)) = (status.head_block, status.scanned_block) {
+            gauge("dexd_custody_watcher_lag_blocks", head.saturating_sub(scanned) as f64);
+        }
+        for (asset, surplus) in &status.reserves_surplus {
+            let config = chain.config.asset_config(*asset);
+            let whole_units = *surplus as f64 / 10f64.powi(config.decimals.min(77) as i32);
+            telemetry
+                .gauge(
+                    "dexd_custody_reserves_surplus",
+                    &[("chain_id", chain_id.to_string()), ("asset", config.symbol.clone())],
+                )
+                .set(whole_units);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The reserves of a vault chain: per asset, what the vault holds on chain against what the
+//! venue owes (every account's total, the fee account's included, plus withdrawals not yet
+//! paid). `GET /account/reserves` answers with it; the reserves task checks it every
+//! [`RESERVES_CHECK_INTERVAL_MS`] for `/metrics` and logs an error when the vault holds less than
+//! the venue owes.
+//!
+//! The chain is read at its newest block after the venue's state, so that what the venue credited
+//! or paid is already there and a withdrawal paid but not yet confirmed is not counted as owed:
+//! the surplus is never understated (deposits not yet confirmed make it larger for a while).
+//! This module reads; it never changes the venue or the chain.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::eips::{BlockId, BlockNumberOrTag};
+use alloy::primitives::U256;
+use dexd_core::{AssetIndex, WithdrawalKey};
+use tokio::sync::watch;
+
+use super::node::NodeError;
+use super::vault::chain_address;
+use super::{pause_or_stop, VaultChain};
+
+/// How many pending withdrawals one `withdrawnMany` call asks about.
+pub const RESERVES_WITHDRAWALS_PER_CALL: usize = 500;
+/// How often the reserves task checks a vault chain's reserves.
+pub const RESERVES_CHECK_INTERVAL_MS: u64 = 30_000;
+
+/// One asset's reserves, in its smallest units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AssetReserves {
+    /// The asset.
+    pub asset: AssetIndex,
+    /// What the vault holds (`None` on a ledger chain).
+    pub held_units: Option<u128>,
+    /// What the venue owes: balances plus unpaid withdrawals.
+    pub liabilities_units: u128,
+    /// Withdrawals debited and not yet paid on chain.
+    pub pending_withdrawals_units: u128,
+}
+
+impl AssetReserves {
+    /// Held minus owed (`None` on a ledger chain).
+    pub fn surplus_units(&self) -> Option<i128> {
+        self.held_units.map(|held| {
+            i128::try_from(held).unwrap_or(i128::MAX) - i128::try_from(self.liabilities_units).unwrap_or(i128::MAX)
+        })
+    }
+}
+
+/// What the venue owes per asset and its pending withdrawals, read from the engine at once.
+pub fn liabilities(chain: &crate::venue::Chain) -> (Vec<u128>, Vec<(WithdrawalKey, AssetIndex, u128)>) {
+    let asset_count = chain.config.assets.len();
+    chain.read_engine(|engine| {
+        let owed = (0..asset_count)
+            .map(|index| engine.net_deposits(AssetIndex(index as u16)).units())
+            .collect();
+        let pending = engine
+            .custody()
+            .pending_withdrawals()
+            .map(|(key, withdrawal)| (*key, withdrawal.asset, withdrawal.amount.units()))
+            .collect();
+        (owed, pending)
+    })
+}
+
+/// The reserves of a ledger chain: nothing on chain, every pending withdrawal owed.
+pub fn ledger_reserves(chain: &crate::venue::Chain) -> Vec<AssetReserves> {
+    let (owed, pending) = liabilities(chain);
+    let mut pending_units = vec![0u128; owed.len()];
+    for (_, asset, units) in &pending {
+        pending_units[usize::from(asset.0)] += units;
+    }
+    (0..owed.len())
+        .map(|index| AssetReserves {
+            asset: AssetIndex(index as u16),
+            held_units: None,
+            liabilities_units: owed[index] + pending_units[index],
+            pending_withdrawals_units: pending_units[index],
+        })
+        .collect()
+}
+
+/// The reserves of a vault chain at the node's newest block; returns it with the block.
+pub async fn vault_reserves(vault: &VaultChain) -> Result<(Vec<AssetReserves>, u64), NodeError> {
+    let (owed, pending) = liabilities(&vault.chain);
+    let block_number = vault.node.head().await?;
+    let block = BlockId::Number(BlockNumberOrTag::Number(block_number));
+    let mut pending_units = vec![0u128; owed.len()];
+    for chunk in pending.chunks(RESERVES_WITHDRAWALS_PER_CALL) {
+        let ids: Vec<_> = chunk
+            .iter()
+            .map(|(key, _, _)| (chain_address(&key.account), U256::from_be_bytes(key.withdrawal_id)))
+            .collect();
+        let paid = vault.node.withdrawn_many(&ids, block).await?;
+        for ((_, asset, units), paid) in chunk.iter().zip(paid) {
+            if !paid {
+                pending_units[usize::from(asset.0)] += units;
+            }
+        }
+    }
+    let mut assets = Vec::with_capacity(owed.len());
+    for index in 0..owed.len() {
+        let asset = AssetIndex(index as u16);
+        let held = vault
+            .node
+            .balance(vault.token_of_asset(asset), vault.node.vault(), block)
+            .await?;
+        assets.push(AssetReserves {
+            asset,
+            held_units: Some(u128::try_from(held).unwrap_or(u128::MAX)),
+            liabilities_units: owed[index] + pending_units[index],
+            pending_withdrawals_units: pending_units[index],
+        });
+    }
+    Ok((assets, block_number))
+}
+
+/// Checks a vault chain's reserves every [`RESERVES_CHECK_INTERVAL_MS`] until stopped, keeping
+/// the surplus in the chain's status; a vault short of what the venue owes is logged as an
+/// error each time it is seen.
+pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
+    let chain_id = vault.chain.config.chain_id;
+    loop {
+        match vault_reserves(&vault).await {
+            Ok((assets, block)) => {
+                for reserves in &assets {
+                    if reserves.surplus_units().is_some_and(|surplus| surplus < 0) {
+                        tracing::error!(
+                            chain_id,
+                            asset = %vault.chain.config.asset_config(reserves.asset).symbol,
+                            block,
+                            held_units = reserves.held_units.unwrap_or(0).to_string(),
+                            liabilities_units = reserves.liabilities_units.to_string(),
+                            "THE VAULT HOLDS LESS THAN THE VENUE OWES"
+                        );
+                    }
+                }
+                vault.update_status(|status| {
+                    status.reserves_surplus = assets
+                        .iter()
+                        .filter_map(|reserves| Some((reserves.asset, reserves.surplus_units()?)))
+                        .collect();
+                });
+            }
+            Err(error) => tracing::debug!(chain_id, %error, "the reserves could not be checked now"),
+        }
+        if pause_or_stop(Duration::from_millis(RESERVES_CHECK_INTERVAL_MS), &mut stop).await {
+            break;
+        }
+    }
+}
