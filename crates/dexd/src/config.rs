@@ -34,6 +34,19 @@ pub struct Config {
     pub chains: Vec<ChainConfig>,
 }
 
+impl Config {
+    /// The most decimals any asset of any chain has: a request's decimal with more is malformed
+    /// (400 `INVALID_NUMBER`); one with fewer but finer than its own asset is off the asset's
+    /// grid (422). The OpenAPI document's decimal patterns use it.
+    pub fn max_asset_decimals(&self) -> u32 {
+        self.chains
+            .iter()
+            .flat_map(|chain| chain.assets.iter().map(|asset| asset.decimals))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// Limits of the service, all documented in the README.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields, default)]

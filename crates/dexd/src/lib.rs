@@ -158,12 +158,17 @@ pub async fn serve_with_tls(
     let handshake_timeout = Duration::from_millis(config.limits.header_read_timeout_ms);
     let limits = config.limits;
     let telemetry = telemetry::Telemetry::new();
+    telemetry::Telemetry::spawn_upkeep(&telemetry);
     let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let connection_gauge = api::ConnectionGauge {
         semaphore: Arc::clone(&connections),
         capacity: limits.max_connections,
     };
-    let starting_router = api::starting_router(Arc::clone(&telemetry), connection_gauge.clone());
+    let starting_router = api::starting_router(
+        Arc::clone(&telemetry),
+        connection_gauge.clone(),
+        Arc::new(api::openapi::document(&config)),
+    );
     let ready: Arc<OnceLock<axum::Router>> = Arc::new(OnceLock::new());
     let started: Arc<OnceLock<Started>> = Arc::new(OnceLock::new());
     let mut start_failure = start_in_background(

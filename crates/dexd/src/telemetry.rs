@@ -28,6 +28,11 @@ pub const BATCH_BUCKETS_COMMANDS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.
 /// counted under the operation `other` (the routes and statuses are fixed, so this is a guard).
 pub const MAX_REQUEST_SERIES: usize = 1_024;
 
+/// How often the recorded histogram samples are folded into their buckets. The exporter keeps
+/// each sample (8 bytes) until then: without this, a server nobody scrapes would grow by about
+/// 70 KB a second at 9,000 requests a second.
+pub const UPKEEP_INTERVAL_MS: u64 = 5_000;
+
 /// The handles of one operation's request metrics.
 struct OperationMetrics {
     duration_seconds: Histogram,
@@ -135,6 +140,26 @@ impl Telemetry {
         });
         counter.increment(1);
         metrics.duration_seconds.record(seconds);
+    }
+
+    /// Folds the recorded histogram samples into their buckets (`UPKEEP_INTERVAL_MS`).
+    pub fn run_upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+
+    /// Runs [`Telemetry::run_upkeep`] every `UPKEEP_INTERVAL_MS` on the current Tokio runtime
+    /// for as long as the telemetry lives.
+    pub fn spawn_upkeep(telemetry: &Arc<Telemetry>) {
+        let telemetry = Arc::downgrade(telemetry);
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(std::time::Duration::from_millis(UPKEEP_INTERVAL_MS));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                let Some(telemetry) = telemetry.upgrade() else { return };
+                telemetry.run_upkeep();
+            }
+        });
     }
 
     /// The exposition: `update_levels` sets the gauges that are read at scrape time first.

@@ -81,16 +81,21 @@ fn kind_bad_values(field: &Field) -> Vec<(Value, Expected)> {
             cases.push((json!("0"), expect(404, &["UNKNOWN_CHAIN"])));
             cases.push((json!("5"), expect(404, &["UNKNOWN_CHAIN"])));
         }
-        Kind::Integer => {
+        Kind::Integer | Kind::Milliseconds | Kind::Count { .. } => {
             cases.extend(numeric_text.iter().map(|text| (json!(text), invalid())));
             cases.push((json!("1.5"), invalid()));
             cases.push((json!("18446744073709551616"), invalid()));
             cases.push((json!(1.5), invalid()));
             cases.push((json!(-1), invalid()));
-            if matches!(field.name, "limit" | "depth") {
+            if let Kind::Count { max } = field.kind {
                 cases.push((json!("0"), invalid()));
-                cases.push((json!("1000001"), invalid()));
+                cases.push((json!((max + 1).to_string()), invalid()));
             }
+        }
+        Kind::Cursor => {
+            cases.extend(numeric_text.iter().map(|text| (json!(text), invalid())));
+            cases.push((json!("abc"), invalid()));
+            cases.push((json!("12345678901234567890"), invalid()));
         }
         Kind::Decimal => {
             let number = || expect(400, &["INVALID_NUMBER"]);

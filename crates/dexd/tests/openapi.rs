@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::TestServer;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Every path of CONTRACT.md with its method, and the extensions (`orderDetail`, `eip712`,
 /// `reserves`, `health`, `ready`, `metrics`, `openapi.json`).
@@ -23,6 +23,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/order/tradeOHCL"),
     ("get", "/order/tradeHistories"),
     ("get", "/order/openPositions"),
+    ("get", "/order/accountTrades"),
     ("post", "/portfolio/deposit"),
     ("post", "/portfolio/withdraw"),
     ("get", "/portfolio/depositHistories"),
@@ -105,13 +106,32 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
         names,
         BTreeSet::from(["chainId", "pair", "limit", "cursor", "startTime", "endTime"])
     );
+    // The two credential forms are alternatives that exclude each other: closed objects, one
+    // with privateKey, the other with account, nonce, expiry and signature.
     let body = &document["paths"]["/order/addOrder"]["post"]["requestBody"]["content"]["application/json"]["schema"];
-    let fields: BTreeSet<&str> = body["properties"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let forms = body["oneOf"].as_array().unwrap();
+    assert_eq!(forms.len(), 2);
+    let properties =
+        |form: &Value| -> BTreeSet<String> { form["properties"].as_object().unwrap().keys().cloned().collect() };
+    let required = |form: &Value| -> BTreeSet<String> {
+        form["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|name| name.as_str().unwrap().to_string())
+            .collect()
+    };
+    for form in forms {
+        assert_eq!(form["additionalProperties"], false);
+    }
+    assert!(properties(&forms[0]).contains("privateKey") && !properties(&forms[0]).contains("signature"));
+    assert!(required(&forms[0]).contains("privateKey"));
+    assert!(!properties(&forms[1]).contains("privateKey"));
+    for name in ["account", "nonce", "expiry", "signature"] {
+        assert!(required(&forms[1]).contains(name), "{name}");
+    }
+    let fields: BTreeSet<String> = properties(&forms[0]).union(&properties(&forms[1])).cloned().collect();
+    let fields: BTreeSet<&str> = fields.iter().map(String::as_str).collect();
     assert_eq!(
         fields,
         BTreeSet::from([
@@ -172,4 +192,93 @@ async fn the_document_mentions_the_streams_and_links_to_their_protocol_which_the
         .starts_with("text/markdown"));
     let text = response.text().await.unwrap();
     assert!(text.contains("SLOW_CONSUMER") && text.contains("previousSequence"));
+}
+
+#[tokio::test]
+async fn operations_are_grouped_named_as_methods_bounded_and_linked() {
+    let server = TestServer::start().await;
+    let (_, document) = server.get("/openapi.json", &[]).await;
+    let tags: Vec<&str> = document["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tag| tag["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags, ["order", "portfolio", "account", "extensions"]);
+    let mut operation_ids = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for operation in item.as_object().unwrap().values() {
+            let tag = operation["tags"][0].as_str().unwrap_or("extensions");
+            let id = operation["operationId"].as_str().unwrap();
+            assert!(operation_ids.insert(id.to_string()), "{id} twice");
+            assert!(
+                id.chars().next().unwrap().is_ascii_lowercase() && id.chars().all(|c| c.is_ascii_alphanumeric()),
+                "{id}"
+            );
+            let expected_tag = match path.split('/').nth(1) {
+                _ if [
+                    "/order/orderDetail",
+                    "/order/accountTrades",
+                    "/account/eip712",
+                    "/account/reserves",
+                ]
+                .contains(&path.as_str()) =>
+                {
+                    "extensions"
+                }
+                Some("order") => "order",
+                Some("portfolio") => "portfolio",
+                Some("account") => "account",
+                _ => "extensions",
+            };
+            if path != "/ws" && path != "/metrics" {
+                assert_eq!(tag, expected_tag, "{path}");
+            }
+        }
+    }
+    assert!(operation_ids.contains("getOpenOrders") && operation_ids.contains("getAccountTrades"));
+    // Every bound the server enforces on a list is in the schema.
+    let parameter = |path: &str, name: &str| -> Value {
+        document["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|parameter| parameter["name"] == name)
+            .unwrap()["schema"]
+            .clone()
+    };
+    assert_eq!(
+        parameter("/order/buyOrderbooks", "depth"),
+        json!({"type": "integer", "minimum": 1, "maximum": 1000})
+    );
+    assert_eq!(parameter("/order/openOrders", "limit")["minimum"], 1);
+    assert_eq!(parameter("/order/openOrders", "chainId")["pattern"], "^[0-9]{1,19}$");
+    // Links: from a new order to its detail and cancel, from transfers to their histories.
+    let links = |path: &str| document["paths"][path]["post"]["responses"]["200"]["links"].clone();
+    assert_eq!(
+        links("/order/addOrder")["GetOrderDetail"]["operationId"],
+        "getOrderDetail"
+    );
+    assert_eq!(links("/order/addOrder")["CancelOrder"]["operationId"], "cancelOrder");
+    assert_eq!(
+        links("/portfolio/deposit")["GetDepositHistory"]["operationId"],
+        "getDepositHistory"
+    );
+    assert_eq!(
+        links("/portfolio/withdraw")["GetWithdrawalHistory"]["operationId"],
+        "getWithdrawalHistory"
+    );
+    // Each asset's decimals bound its transfers' quantity (USDC: 6).
+    let deposit = &document["paths"]["/portfolio/deposit"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"]["oneOf"][0];
+    let usdc = deposit["allOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|condition| condition["if"]["properties"]["symbol"]["pattern"] == "^[Uu][Ss][Dd][Cc]$")
+        .unwrap();
+    assert_eq!(
+        usdc["then"]["properties"]["quantity"]["pattern"],
+        "^[0-9]{1,20}(\\.[0-9]{1,6})?$"
+    );
 }

@@ -31,6 +31,10 @@ pub enum Credential {
         expiry_ms: u64,
         /// The 65-byte `r ‖ s ‖ v` signature.
         signature: [u8; 65],
+        /// Whether `expiry_ms` is further ahead than a signed request may live. Refused only
+        /// once the signature is known good, so that a forged request learns nothing but
+        /// `INVALID_SIGNATURE`, and any well-formed expiry gets an answer about the signature.
+        lives_too_long: bool,
     },
 }
 
@@ -83,12 +87,7 @@ impl Credential {
         if expiry_ms <= now_ms {
             return Err(signature_expired());
         }
-        if expiry_ms - now_ms > MAX_SIGNED_REQUEST_LIFETIME_MS {
-            return Err(ApiError::invalid(
-                "expiry",
-                format!("must be at most {MAX_SIGNED_REQUEST_LIFETIME_MS} ms after now (ms since the epoch)"),
-            ));
-        }
+        let lives_too_long = expiry_ms - now_ms > MAX_SIGNED_REQUEST_LIFETIME_MS;
         let signature = parse_hex_bytes::<65>(params.required_text("signature")?)
             .ok_or_else(|| ApiError::invalid("signature", "must be 0x + 130 hex digits (r ‖ s ‖ v)"))?;
         Ok(Credential::Signed {
@@ -96,6 +95,7 @@ impl Credential {
             nonce,
             expiry_ms,
             signature,
+            lives_too_long,
         })
     }
 
@@ -134,9 +134,19 @@ impl Credential {
         let (nonce, expiry_ms) = signed;
         let (signature, client_signed) = match self {
             Credential::Key(key) => (key.sign_digest(digest), false),
-            Credential::Signed { signature, .. } => {
+            Credential::Signed {
+                signature,
+                lives_too_long,
+                ..
+            } => {
                 if recover_signer(digest, &signature).as_ref() != Some(account) {
                     return Err(invalid_signature(&digest));
+                }
+                if lives_too_long {
+                    return Err(ApiError::invalid(
+                        "expiry",
+                        format!("must be at most {MAX_SIGNED_REQUEST_LIFETIME_MS} ms after now (ms since the epoch)"),
+                    ));
                 }
                 (signature, true)
             }

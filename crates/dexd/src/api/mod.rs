@@ -82,6 +82,12 @@ pub fn router(app: Arc<AppState>) -> Router {
     router = add_operation(router, &operations::TRADE_HISTORY, body_limits, handlers::trade_history);
     router = add_operation(
         router,
+        &operations::ACCOUNT_TRADES,
+        body_limits,
+        handlers::account_trades,
+    );
+    router = add_operation(
+        router,
         &operations::OPEN_POSITIONS,
         body_limits,
         handlers::open_positions,
@@ -116,8 +122,8 @@ pub fn router(app: Arc<AppState>) -> Router {
     router = add_operation(router, &operations::EIP712_TYPES, body_limits, handlers::eip712_types);
     router = add_operation(router, &operations::RESERVES, body_limits, handlers::reserves);
     router = add_operation(router, &operations::HEALTH, body_limits, handlers::health);
-    router = add_operation(router, &operations::OPENAPI, body_limits, |_app, _params| async {
-        Ok(openapi::document())
+    router = add_operation(router, &operations::OPENAPI, body_limits, |app, _params| async move {
+        Ok(openapi::document(&app.venue.config))
     });
     router = add_operation(router, &operations::READY, body_limits, |_app, _params| async {
         Ok(observability::ready().await.0)

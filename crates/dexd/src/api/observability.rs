@@ -58,7 +58,11 @@ fn prometheus_text(text: String) -> Response {
 }
 
 /// The router that answers until every chain has started.
-pub fn starting_router(telemetry: Arc<Telemetry>, connections: ConnectionGauge) -> Router {
+pub fn starting_router(
+    telemetry: Arc<Telemetry>,
+    connections: ConnectionGauge,
+    document: Arc<serde_json::Value>,
+) -> Router {
     Router::new()
         .route(
             "/health",
@@ -81,7 +85,10 @@ pub fn starting_router(telemetry: Arc<Telemetry>, connections: ConnectionGauge) 
         )
         .route(
             "/openapi.json",
-            get(|| async { axum::Json(super::openapi::document()) }),
+            get(move || {
+                let document = Arc::clone(&document);
+                async move { axum::Json(document.as_ref().clone()) }
+            }),
         )
         .route(
             "/docs/streams.md",

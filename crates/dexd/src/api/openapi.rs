@@ -6,16 +6,20 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::api::credential::SIGNED_REQUEST_FIELDS;
 use crate::api::operations::{self, Kind, Operation};
+use crate::config::Config;
 
-/// The whole document.
-pub fn document() -> Value {
+/// The whole document, for the venue's configuration: its assets' and pairs' decimals bound the
+/// decimal parameters (see [`DecimalRules`]).
+pub fn document(config: &Config) -> Value {
+    let rules = DecimalRules::of(config);
     let mut paths = Map::new();
     for operation in operations::ALL {
         for (index, path) in operation.paths.iter().enumerate() {
             let method = if operation.is_post { "post" } else { "get" };
             let mut item = Map::new();
-            item.insert(method.to_string(), operation_object(operation, index > 0));
+            item.insert(method.to_string(), operation_object(operation, index > 0, &rules));
             paths.insert(path.to_string(), Value::Object(item));
         }
     }
@@ -25,39 +29,146 @@ pub fn document() -> Value {
         "openapi": "3.1.0",
         "info": {
             "title": "dexd",
-            "version": "1",
-            "description": "A trading venue for asset pairs on blockchain networks. Every decimal is a string; every error is {\"error\": {\"code\", \"message\", \"field\"}}. State-changing calls carry the account's privateKey, which signs (EIP-712) and is never kept."
+            "version": "2",
+            "description": "A trading venue for asset pairs on blockchain networks. Every decimal is a string; every error is {\"error\": {\"code\", \"message\", \"field\"}}. State-changing calls carry either the account's privateKey, which the venue signs with (EIP-712) and never keeps, or the client's own EIP-712 signature with account, nonce and expiry (GET /account/eip712 gives the domain and types); the two forms exclude each other. Rules that JSON Schema cannot state are in the descriptions: a mixed-case address must carry a valid EIP-55 checksum; a decimal may not have more decimals than its asset (a price: than the quote asset), and must be on the pair's tick and step (422 otherwise); a signed request's expiry is at most one hour ahead."
         },
+        "tags": [
+            {"name": "order", "description": "Orders, order books, candles, trades and positions (the contract's /order group)."},
+            {"name": "portfolio", "description": "Deposits and withdrawals (the contract's /portfolio group)."},
+            {"name": "account", "description": "Assets, balances, pairs and tradable amounts (the contract's /account group)."},
+            {"name": "extensions", "description": "What dexd adds: order detail with its typed data, the account's own fills, EIP-712 types for client signing, reserves, health, readiness, metrics, live streams and this document."},
+        ],
         "paths": paths,
         "components": {"schemas": schemas(), "responses": error_responses()},
     })
 }
 
-fn operation_object(operation: &Operation, is_alias: bool) -> Value {
+/// How many decimals each decimal parameter may have, from the configuration: the most any
+/// asset has (every decimal parameter), and per asset symbol and per pair symbol the asset's
+/// own (a transfer's quantity; an order's amount by its base, its price by its quote). The
+/// server answers more decimals than that with 400 `INVALID_NUMBER`, so the document says it
+/// with conditions (`if` the symbol is this one, `then` this many decimals). A symbol that means
+/// assets of different decimals on different chains gets the larger.
+struct DecimalRules {
+    max_decimals: u32,
+    assets: std::collections::BTreeMap<String, u32>,
+    pairs: std::collections::BTreeMap<String, (u32, u32)>,
+}
+
+impl DecimalRules {
+    fn of(config: &Config) -> DecimalRules {
+        let mut assets = std::collections::BTreeMap::new();
+        let mut pairs = std::collections::BTreeMap::new();
+        for chain in &config.chains {
+            for asset in &chain.assets {
+                let decimals = assets.entry(asset.symbol.to_ascii_uppercase()).or_insert(0);
+                *decimals = asset.decimals.max(*decimals);
+            }
+            for pair in &chain.pairs {
+                let entry = pairs.entry(pair.symbol.to_ascii_uppercase()).or_insert((0, 0));
+                entry.0 = pair.spec.base_decimals().max(entry.0);
+                entry.1 = pair.spec.quote_decimals().max(entry.1);
+            }
+        }
+        DecimalRules {
+            max_decimals: config.max_asset_decimals(),
+            assets,
+            pairs,
+        }
+    }
+
+    /// A positive decimal string with at most `decimals` decimals and at most 38 digits in all
+    /// (so that every value the pattern allows parses).
+    fn schema(&self, decimals: u32) -> Value {
+        let integer = 38u32.saturating_sub(self.max_decimals).max(1);
+        let pattern = if decimals == 0 {
+            format!("^[0-9]{{1,{integer}}}$")
+        } else {
+            format!("^[0-9]{{1,{integer}}}(\\.[0-9]{{1,{decimals}}})?$")
+        };
+        json!({
+            "type": "string",
+            "pattern": pattern,
+            "not": {"pattern": "^[0.]*$"},
+        })
+    }
+
+    /// The schema of every decimal parameter, with the rule in words.
+    fn any_decimal(&self) -> Value {
+        let mut schema = self.schema(self.max_decimals);
+        schema["description"] = json!(format!(
+            "A positive decimal string (no sign, exponent or spaces). At most as many decimals as its asset has (a price: its quote asset; 400 INVALID_NUMBER beyond), stated per symbol by the body's conditions; on the pair's tick and step (422 otherwise)."
+        ));
+        schema
+    }
+
+    /// `if symbol is S then field has at most D decimals`, for every symbol, case-insensitively.
+    fn conditions(&self, operation: &Operation) -> Vec<Value> {
+        let mut conditions = Vec::new();
+        let is_order = operation.fields.iter().any(|field| field.name == "price");
+        let is_transfer = operation.fields.iter().any(|field| field.name == "quantity");
+        if is_order {
+            for (symbol, (base_decimals, quote_decimals)) in &self.pairs {
+                conditions.push(json!({
+                    "if": {"properties": {"symbol": {"pattern": case_insensitive(symbol)}}, "required": ["symbol"]},
+                    "then": {"properties": {"price": self.schema(*quote_decimals), "amount": self.schema(*base_decimals)}}
+                }));
+            }
+        } else if is_transfer {
+            for (symbol, decimals) in &self.assets {
+                conditions.push(json!({
+                    "if": {"properties": {"symbol": {"pattern": case_insensitive(symbol)}}, "required": ["symbol"]},
+                    "then": {"properties": {"quantity": self.schema(*decimals)}}
+                }));
+            }
+        }
+        conditions
+    }
+}
+
+/// A pattern matching `symbol` in any case (`ETH/USDC` → `^[Ee][Tt][Hh]/[Uu][Ss][Dd][Cc]$`).
+fn case_insensitive(symbol: &str) -> String {
+    let mut pattern = String::from("^");
+    for character in symbol.chars() {
+        if character.is_ascii_alphabetic() {
+            pattern.push('[');
+            pattern.push(character.to_ascii_uppercase());
+            pattern.push(character.to_ascii_lowercase());
+            pattern.push(']');
+        } else if character == '.' {
+            pattern.push_str("\\.");
+        } else {
+            pattern.push(character);
+        }
+    }
+    pattern.push('$');
+    pattern
+}
+
+fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules) -> Value {
     let mut object = json!({
         "operationId": if is_alias { format!("{}Alias", operation.id) } else { operation.id.to_string() },
         "summary": operation.summary,
+        "tags": [operation.tag.name()],
         "responses": responses(operation),
     });
+    if is_alias {
+        object["description"] = Value::String(format!(
+            "The same operation as {} (the contract names both paths).",
+            operation.paths[0]
+        ));
+    }
     if operation.is_post {
-        let properties: Map<String, Value> = operation
-            .fields
-            .iter()
-            .map(|field| (field.name.to_string(), field_schema(field.kind, field.description)))
-            .collect();
-        let required: Vec<&str> = operation
-            .fields
-            .iter()
-            .filter(|field| field.required)
-            .map(|field| field.name)
-            .collect();
-        let body_schema =
-            json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
+        let body_schema = request_body_schema(operation, rules);
+        let mut media = json!({"schema": body_schema});
+        if let Some(examples) = body_examples(operation) {
+            media["examples"] = examples;
+        }
         object["requestBody"] = json!({
             "required": true,
             "content": {
-                "application/json": {"schema": body_schema},
-                "application/x-www-form-urlencoded": {"schema": body_schema},
+                "application/json": media.clone(),
+                "application/x-www-form-urlencoded": media,
             }
         });
     } else {
@@ -70,7 +181,7 @@ fn operation_object(operation: &Operation, is_alias: bool) -> Value {
                     "in": "query",
                     "required": field.required,
                     "description": field.description,
-                    "schema": query_schema_with_examples(field.kind),
+                    "schema": query_schema_with_examples(field.kind, rules),
                 })
             })
             .collect();
@@ -79,12 +190,155 @@ fn operation_object(operation: &Operation, is_alias: bool) -> Value {
     object
 }
 
+/// A state change's body: the operation's own fields with one of the two credentials, which
+/// exclude each other (`oneOf` of two closed objects).
+fn request_body_schema(operation: &Operation, rules: &DecimalRules) -> Value {
+    let is_signed_field = |name: &str| SIGNED_REQUEST_FIELDS.contains(&name);
+    let has_credential = operation.fields.iter().any(|field| field.name == "privateKey");
+    let form = |with_key: bool| {
+        let fields: Vec<&operations::Field> = operation
+            .fields
+            .iter()
+            .filter(|field| {
+                !has_credential
+                    || if with_key {
+                        !is_signed_field(field.name)
+                    } else {
+                        field.name != "privateKey"
+                    }
+            })
+            .collect();
+        let properties: Map<String, Value> = fields
+            .iter()
+            .map(|field| {
+                (
+                    field.name.to_string(),
+                    field_schema(field.kind, field.description, rules),
+                )
+            })
+            .collect();
+        let is_transfer = operation.fields.iter().any(|field| field.name == "from");
+        let required: Vec<&str> = fields
+            .iter()
+            .filter(|field| {
+                field.required
+                    || (has_credential && with_key && field.name == "privateKey")
+                    || (has_credential
+                        && !with_key
+                        && is_signed_field(field.name)
+                        && !(is_transfer && field.name == "account"))
+            })
+            .map(|field| field.name)
+            .collect();
+        let mut schema =
+            json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
+        let mut conditions = rules.conditions(operation);
+        if operation.fields.iter().any(|field| field.name == "price") {
+            // A limit order needs a price; a market order takes none.
+            conditions.push(json!({
+                "if": {"properties": {"type": {"const": "market"}}, "required": ["type"]},
+                "then": {"not": {"required": ["price"]}},
+                "else": {"required": ["price"]}
+            }));
+        }
+        if !conditions.is_empty() {
+            schema["allOf"] = Value::Array(conditions);
+        }
+        schema
+    };
+    if !has_credential {
+        return form(true);
+    }
+    let mut with_key = form(true);
+    with_key["title"] = json!("With privateKey");
+    with_key["description"] = json!("The venue signs with the account's key for this request only.");
+    let mut signed = form(false);
+    signed["title"] = json!("Signed by the client");
+    signed["description"] =
+        json!("The client's own EIP-712 signature of the request's typed data (GET /account/eip712); no key is sent.");
+    json!({"oneOf": [with_key, signed]})
+}
+
+/// Request bodies that run against the embedded configuration in ledger mode (test keys only).
+fn body_examples(operation: &Operation) -> Option<Value> {
+    const TEST_KEY: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
+    const TEST_ADDRESS: &str = "0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A";
+    let example = match operation.id {
+        "deposit" => {
+            json!({"chainId": "1", "from": TEST_ADDRESS, "symbol": "USDC", "quantity": "1000", "privateKey": TEST_KEY})
+        }
+        "withdraw" => {
+            json!({"chainId": "1", "from": TEST_ADDRESS, "symbol": "USDC", "quantity": "1", "privateKey": TEST_KEY})
+        }
+        "addOrder" => {
+            json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100", "amount": "0.01", "timeInForce": "GTC", "postOnly": false, "clientOrderId": "example-1", "privateKey": TEST_KEY})
+        }
+        _ => return None,
+    };
+    Some(
+        json!({"withTestKey": {"summary": "A test key (never a real one) on the embedded configuration", "value": example}}),
+    )
+}
+
+/// Where an answer leads: from an order to its detail and its cancel, from a transfer to its
+/// history.
+fn links(operation: &Operation) -> Option<Value> {
+    let links = match operation.id {
+        "addOrder" | "cancelOrder" => json!({
+            "GetOrderDetail": {
+                "operationId": "getOrderDetail",
+                "description": "The order with the typed data its signature covers.",
+                "parameters": {"chainId": "$response.body#/order/chainId", "orderId": "$response.body#/order/orderId"}
+            },
+            "GetOpenOrders": {
+                "operationId": "getOpenOrders",
+                "description": "The account's open orders.",
+                "parameters": {"chainId": "$response.body#/order/chainId", "account": "$response.body#/order/account"}
+            },
+            "CancelOrder": {
+                "operationId": "cancelOrder",
+                "description": "Cancel the order (with the same credential).",
+                "requestBody": {
+                    "chainId": "$response.body#/order/chainId",
+                    "symbol": "$response.body#/order/symbol",
+                    "orderId": "$response.body#/order/orderId"
+                }
+            }
+        }),
+        "deposit" => json!({
+            "GetDepositHistory": {
+                "operationId": "getDepositHistory",
+                "description": "The account's deposits, this one first.",
+                "parameters": {"chainId": "$response.body#/deposit/chainId", "account": "$response.body#/deposit/account"}
+            },
+            "GetBalances": {
+                "operationId": "getBalances",
+                "parameters": {"chainId": "$response.body#/deposit/chainId", "account": "$response.body#/deposit/account"}
+            }
+        }),
+        "withdraw" => json!({
+            "GetWithdrawalHistory": {
+                "operationId": "getWithdrawalHistory",
+                "description": "The account's withdrawals, this one first.",
+                "parameters": {"chainId": "$response.body#/withdrawal/chainId", "account": "$response.body#/withdrawal/account"}
+            },
+            "GetBalances": {
+                "operationId": "getBalances",
+                "parameters": {"chainId": "$response.body#/withdrawal/chainId", "account": "$response.body#/withdrawal/account"}
+            }
+        }),
+        _ => return None,
+    };
+    Some(links)
+}
+
 fn responses(operation: &Operation) -> Value {
     let mut responses = Map::new();
-    responses.insert(
-        "200".to_string(),
-        json!({"description": "Success.", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", operation.response_schema)}}}}),
-    );
+    let mut success = json!({"description": "Success.", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", operation.response_schema)}}}});
+    if let Some(links) = links(operation) {
+        success["links"] = links;
+    }
+    responses.insert("200".to_string(), success);
     let common: &[u16] = if operation.is_post {
         &[405, 408, 429, 500]
     } else {
@@ -99,27 +353,36 @@ fn responses(operation: &Operation) -> Value {
     Value::Object(responses)
 }
 
-fn field_schema(kind: Kind, description: &str) -> Value {
+/// The largest 64-bit number, the bound of every whole-number parameter.
+const MAX_U64: u64 = u64::MAX;
+
+fn field_schema(kind: Kind, description: &str, rules: &DecimalRules) -> Value {
     let mut schema = match kind {
-        Kind::ChainId => {
-            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]})
-        }
+        Kind::ChainId => json!({"oneOf": [
+            {"type": "string", "pattern": "^[0-9]{1,19}$"},
+            {"type": "integer", "minimum": 0, "maximum": 9_999_999_999_999_999_999u64}
+        ]}),
         Kind::Bool => json!({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]}),
-        Kind::Integer => {
-            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]})
-        }
+        Kind::Integer | Kind::Milliseconds => json!({"oneOf": [
+            {"type": "string", "pattern": "^[0-9]{1,19}$"},
+            {"type": "integer", "minimum": 0, "maximum": MAX_U64}
+        ]}),
         Kind::Uint256 => {
-            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,78}$"}, {"type": "integer", "minimum": 0}]})
+            json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,77}$"}, {"type": "integer", "minimum": 0, "maximum": MAX_U64}]})
         }
-        other => query_schema(other),
+        other => query_schema(other, rules),
     };
-    schema["description"] = Value::String(description.to_string());
+    let description = match schema.get("description").and_then(Value::as_str) {
+        Some(rule) => format!("{description} {rule}"),
+        None => description.to_string(),
+    };
+    schema["description"] = Value::String(description);
     add_examples(&mut schema, kind);
     schema
 }
 
-fn query_schema_with_examples(kind: Kind) -> Value {
-    let mut schema = query_schema(kind);
+fn query_schema_with_examples(kind: Kind, rules: &DecimalRules) -> Value {
+    let mut schema = query_schema(kind, rules);
     add_examples(&mut schema, kind);
     schema
 }
@@ -131,22 +394,30 @@ fn add_examples(schema: &mut Value, kind: Kind) {
         Kind::ChainId => json!(["1", "42161"]),
         Kind::Pair => json!(["ETH/USDC", "WBTC/USDC"]),
         Kind::Asset => json!(["USDC", "ETH"]),
+        Kind::Address => json!(["0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A"]),
         _ => return,
     };
     schema["examples"] = examples;
 }
 
-fn query_schema(kind: Kind) -> Value {
+fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
     match kind {
-        Kind::ChainId | Kind::Integer => json!({"type": "string", "pattern": "^[0-9]{1,20}$"}),
-        Kind::Address => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}),
+        Kind::ChainId => json!({"type": "string", "pattern": "^[0-9]{1,19}$"}),
+        Kind::Integer | Kind::Milliseconds => json!({"type": "integer", "minimum": 0, "maximum": MAX_U64}),
+        Kind::Count { max } => json!({"type": "integer", "minimum": 1, "maximum": max}),
+        Kind::Cursor => json!({"type": "string", "pattern": "^[0-9]{1,19}$"}),
+        Kind::Address => json!({
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "0x + 40 hex digits. Not expressible in the pattern: a mixed-case address must carry a valid EIP-55 checksum (all lower or all upper case needs none)."
+        }),
         Kind::Asset => json!({"type": "string", "pattern": "^[A-Za-z0-9.-]{1,16}$"}),
         Kind::Pair => json!({"type": "string", "pattern": "^[A-Za-z0-9.-]{1,16}/[A-Za-z0-9.-]{1,16}$"}),
-        Kind::Decimal => json!({"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"}),
+        Kind::Decimal => rules.any_decimal(),
         Kind::Bool => json!({"type": "string", "enum": ["true", "false"]}),
-        Kind::Text => json!({"type": "string", "minLength": 1, "maxLength": 64}),
+        Kind::Text => json!({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"}),
         Kind::PrivateKey | Kind::OrderId => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{64}$"}),
-        Kind::Uint256 => json!({"type": "string", "pattern": "^[0-9]{1,78}$"}),
+        Kind::Uint256 => json!({"type": "string", "pattern": "^[0-9]{1,77}$"}),
         Kind::Signature => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{130}$"}),
         Kind::Choice(values) => json!({"type": "string", "enum": values}),
     }
@@ -159,6 +430,12 @@ fn streams_path() -> Value {
         "summary": "Live streams: upgrade to a WebSocket (book, trades, candles, orders, balances).",
         "description": "A WebSocket upgrade (Connection: Upgrade, Upgrade: websocket). Messages are JSON text frames: {\"op\": \"subscribe\" | \"unsubscribe\" | \"ping\", \"id\", \"channel\", ...}; each subscription gets a snapshot where its channel has one, then every durable change, none left out. The protocol, its guarantees and limits are described in docs/streams.md of the repository, which the server also serves at /docs/streams.md. A request that is not an upgrade is answered 400.",
         "externalDocs": {"description": "The stream protocol (docs/streams.md)", "url": "/docs/streams.md"},
+        "parameters": [
+            {"name": "Connection", "in": "header", "required": true, "schema": {"const": "Upgrade"}, "description": "The WebSocket handshake (RFC 6455)."},
+            {"name": "Upgrade", "in": "header", "required": true, "schema": {"const": "websocket"}},
+            {"name": "Sec-WebSocket-Version", "in": "header", "required": true, "schema": {"const": "13"}},
+            {"name": "Sec-WebSocket-Key", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1}, "description": "16 random bytes in base64 (RFC 6455; the server does not check them)."},
+        ],
         "responses": {
             "101": {"description": "Switching Protocols: the connection is a WebSocket from here on."},
             "400": {"$ref": "#/components/responses/Error400"},
@@ -279,6 +556,10 @@ fn schemas() -> Value {
                 "volume": decimal(), "quoteVolume": decimal(), "trades": integer
             }))}
         })),
+        "AccountTrade": {"allOf": [reference("Trade"), object(json!({
+            "orderId": string(), "role": {"enum": ["maker", "taker"]}, "fee": decimal(), "feeAsset": string()
+        }))]},
+        "AccountTradeListResponse": object(json!({"chainId": string(), "account": string(), "trades": array_of("AccountTrade"), "nextCursor": cursor})),
         "TradeListResponse": object(json!({"chainId": string(), "symbol": string(), "trades": array_of("Trade"), "nextCursor": cursor})),
         "PositionResponse": object(json!({
             "chainId": string(), "symbol": string(), "account": string(),

@@ -18,8 +18,17 @@ pub enum Kind {
     Decimal,
     /// `true` / `false`.
     Bool,
-    /// A whole number.
+    /// A whole number (fits in 64 bits).
     Integer,
+    /// A count from 1 to `max` (a page's length, a book's depth).
+    Count {
+        /// The largest accepted.
+        max: u64,
+    },
+    /// A time in ms since the epoch.
+    Milliseconds,
+    /// A list cursor: the `nextCursor` of a previous page (1 to 19 digits).
+    Cursor,
     /// Free text within documented limits.
     Text,
     /// `0x` + 64 hex digits, a secp256k1 secret key.
@@ -47,11 +56,39 @@ pub struct Field {
     pub description: &'static str,
 }
 
+/// The group an operation is listed under (the OpenAPI tag): the seed's three, and the
+/// extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// Orders, books, candles, trades, positions.
+    Order,
+    /// Deposits and withdrawals.
+    Portfolio,
+    /// Assets, balances, pairs, tradable amounts.
+    Account,
+    /// What dexd adds to the contract's seed.
+    Extensions,
+}
+
+impl Tag {
+    /// The tag's name in the OpenAPI document.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tag::Order => "order",
+            Tag::Portfolio => "portfolio",
+            Tag::Account => "account",
+            Tag::Extensions => "extensions",
+        }
+    }
+}
+
 /// One operation of the contract.
 #[derive(Debug, Clone, Copy)]
 pub struct Operation {
-    /// A stable identifier, used as the OpenAPI `operationId`.
+    /// A stable identifier that reads as a method name, used as the OpenAPI `operationId`.
     pub id: &'static str,
+    /// Its group.
+    pub tag: Tag,
     /// POST (body) or GET (query string).
     pub is_post: bool,
     /// Its paths, the contract's first.
@@ -98,7 +135,7 @@ const NONCE: Field = field(
 const EXPIRY: Field = field(
     "expiry",
     false,
-    Kind::Integer,
+    Kind::Milliseconds,
     "Signed requests: ms since the epoch after which the signature is void; at most one hour ahead.",
 );
 const SIGNATURE: Field = field(
@@ -119,20 +156,25 @@ const SYMBOL_FILTER: Field = field("symbol", false, Kind::Pair, "Only orders on 
 const LIMIT: Field = field(
     "limit",
     false,
-    Kind::Integer,
+    Kind::Count { max: 1_000 },
     "Records per page: 1 to 1000, default 100.",
 );
-const CURSOR: Field = field("cursor", false, Kind::Text, "The nextCursor of the previous page.");
+const CURSOR: Field = field(
+    "cursor",
+    false,
+    Kind::Cursor,
+    "The nextCursor of the previous page (opaque; digits today).",
+);
 const START_TIME: Field = field(
     "startTime",
     false,
-    Kind::Integer,
+    Kind::Milliseconds,
     "Only records at or after this time (ms, inclusive).",
 );
 const END_TIME: Field = field(
     "endTime",
     false,
-    Kind::Integer,
+    Kind::Milliseconds,
     "Only records at or before this time (ms, inclusive).",
 );
 const FROM: Field = field(
@@ -201,7 +243,12 @@ const ORDER_LIST_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, SYMBOL_FILTER, LIMIT, C
 const BOOK_FIELDS: &[Field] = &[
     CHAIN_ID,
     PAIR,
-    field("depth", false, Kind::Integer, "Levels: 1 to 1000, default 50."),
+    field(
+        "depth",
+        false,
+        Kind::Count { max: 1_000 },
+        "Levels: 1 to 1000, default 50.",
+    ),
 ];
 const OHLC_FIELDS: &[Field] = &[
     CHAIN_ID,
@@ -214,9 +261,23 @@ const OHLC_FIELDS: &[Field] = &[
     ),
     START_TIME,
     END_TIME,
-    field("limit", false, Kind::Integer, "Candles: 1 to 1000, default 500."),
+    field(
+        "limit",
+        false,
+        Kind::Count { max: 1_000 },
+        "Candles: 1 to 1000, default 500.",
+    ),
 ];
 const TRADE_HISTORY_FIELDS: &[Field] = &[CHAIN_ID, PAIR, LIMIT, CURSOR, START_TIME, END_TIME];
+const ACCOUNT_TRADE_FIELDS: &[Field] = &[
+    CHAIN_ID,
+    ACCOUNT,
+    field("pair", false, Kind::Pair, "Only trades on this pair."),
+    LIMIT,
+    CURSOR,
+    START_TIME,
+    END_TIME,
+];
 const POSITION_FIELDS: &[Field] = &[CHAIN_ID, PAIR, ACCOUNT];
 const TRANSFER_FIELDS: &[Field] = &[
     FROM,
@@ -240,6 +301,7 @@ const READ_ERRORS: &[u16] = &[400, 404];
 /// Add order.
 pub const ADD_ORDER: Operation = Operation {
     id: "addOrder",
+    tag: Tag::Order,
     is_post: true,
     paths: &["/order/addOrder", "/order/add"],
     summary: "Place an order; it is signed as EIP-712 typed data with the account's key.",
@@ -250,6 +312,7 @@ pub const ADD_ORDER: Operation = Operation {
 /// Cancel order.
 pub const CANCEL_ORDER: Operation = Operation {
     id: "cancelOrder",
+    tag: Tag::Order,
     is_post: true,
     paths: &["/order/cancelOrder", "/order/cancel"],
     summary: "Cancel an open order of the key's account.",
@@ -259,7 +322,8 @@ pub const CANCEL_ORDER: Operation = Operation {
 };
 /// Open orders.
 pub const OPEN_ORDERS: Operation = Operation {
-    id: "openOrders",
+    id: "getOpenOrders",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/openOrders"],
     summary: "An account's open orders (partly filled included), newest first.",
@@ -269,7 +333,8 @@ pub const OPEN_ORDERS: Operation = Operation {
 };
 /// Filled orders.
 pub const FILLED_ORDERS: Operation = Operation {
-    id: "filledOrders",
+    id: "getFilledOrders",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/filledOrders"],
     summary: "An account's completely filled orders, newest first.",
@@ -279,7 +344,8 @@ pub const FILLED_ORDERS: Operation = Operation {
 };
 /// Cancelled orders.
 pub const CANCELLED_ORDERS: Operation = Operation {
-    id: "cancelledOrders",
+    id: "getCancelledOrders",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/cancelledOrders"],
     summary: "An account's cancelled orders (partly filled included), newest first.",
@@ -289,7 +355,8 @@ pub const CANCELLED_ORDERS: Operation = Operation {
 };
 /// Buy side of the book.
 pub const BUY_BOOK: Operation = Operation {
-    id: "buyOrderbooks",
+    id: "getBuyOrderBook",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/buyOrderbooks"],
     summary: "The bid levels of a pair, best price first.",
@@ -299,7 +366,8 @@ pub const BUY_BOOK: Operation = Operation {
 };
 /// Sell side of the book.
 pub const SELL_BOOK: Operation = Operation {
-    id: "sellOrderbooks",
+    id: "getSellOrderBook",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/sellOrderbooks"],
     summary: "The ask levels of a pair, best price first.",
@@ -309,7 +377,8 @@ pub const SELL_BOOK: Operation = Operation {
 };
 /// OHLC candles.
 pub const OHLC: Operation = Operation {
-    id: "tradesOHCL",
+    id: "getCandles",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/tradesOHCL", "/order/tradeOHCL"],
     summary: "OHLC candles of a pair, oldest first; periods without trades are left out.",
@@ -319,7 +388,8 @@ pub const OHLC: Operation = Operation {
 };
 /// Trade history.
 pub const TRADE_HISTORY: Operation = Operation {
-    id: "tradeHistories",
+    id: "getTradeHistory",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/tradeHistories"],
     summary: "A pair's trades, newest first.",
@@ -327,9 +397,21 @@ pub const TRADE_HISTORY: Operation = Operation {
     response_schema: "TradeListResponse",
     error_statuses: READ_ERRORS,
 };
+/// Account trades (extension).
+pub const ACCOUNT_TRADES: Operation = Operation {
+    id: "getAccountTrades",
+    tag: Tag::Extensions,
+    is_post: false,
+    paths: &["/order/accountTrades"],
+    summary: "An account's own fills (maker or taker) with order id, role and fee, newest first.",
+    fields: ACCOUNT_TRADE_FIELDS,
+    response_schema: "AccountTradeListResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Open positions.
 pub const OPEN_POSITIONS: Operation = Operation {
-    id: "openPositions",
+    id: "getOpenPosition",
+    tag: Tag::Order,
     is_post: false,
     paths: &["/order/openPositions"],
     summary: "An account's average-cost position and open orders on a pair.",
@@ -340,6 +422,7 @@ pub const OPEN_POSITIONS: Operation = Operation {
 /// Deposit.
 pub const DEPOSIT: Operation = Operation {
     id: "deposit",
+    tag: Tag::Portfolio,
     is_post: true,
     paths: &["/portfolio/deposit"],
     summary: "Credit the key's account; confirmed at once in the built-in ledger mode.",
@@ -350,6 +433,7 @@ pub const DEPOSIT: Operation = Operation {
 /// Withdraw.
 pub const WITHDRAW: Operation = Operation {
     id: "withdraw",
+    tag: Tag::Portfolio,
     is_post: true,
     paths: &["/portfolio/withdraw"],
     summary: "Debit the key's account's available balance.",
@@ -359,7 +443,8 @@ pub const WITHDRAW: Operation = Operation {
 };
 /// Deposit history.
 pub const DEPOSIT_HISTORY: Operation = Operation {
-    id: "depositHistories",
+    id: "getDepositHistory",
+    tag: Tag::Portfolio,
     is_post: false,
     paths: &["/portfolio/depositHistories"],
     summary: "An account's deposits, newest first.",
@@ -369,7 +454,8 @@ pub const DEPOSIT_HISTORY: Operation = Operation {
 };
 /// Withdraw history.
 pub const WITHDRAW_HISTORY: Operation = Operation {
-    id: "withdrawHistories",
+    id: "getWithdrawalHistory",
+    tag: Tag::Portfolio,
     is_post: false,
     paths: &["/portfolio/withdrawHistories"],
     summary: "An account's withdrawals, newest first.",
@@ -379,7 +465,8 @@ pub const WITHDRAW_HISTORY: Operation = Operation {
 };
 /// Assets info.
 pub const ASSETS_INFO: Operation = Operation {
-    id: "assetsInfo",
+    id: "getAssets",
+    tag: Tag::Account,
     is_post: false,
     paths: &["/account/assetsInfo"],
     summary: "The chain's assets.",
@@ -389,7 +476,8 @@ pub const ASSETS_INFO: Operation = Operation {
 };
 /// Asset balances.
 pub const ASSET_BALANCES: Operation = Operation {
-    id: "assetBalances",
+    id: "getBalances",
+    tag: Tag::Account,
     is_post: false,
     paths: &["/account/assetBalances"],
     summary: "An account's balance in every asset of the chain, zeros included.",
@@ -399,7 +487,8 @@ pub const ASSET_BALANCES: Operation = Operation {
 };
 /// Tradable pairs.
 pub const ASSET_PAIRS: Operation = Operation {
-    id: "assetPairs",
+    id: "getPairs",
+    tag: Tag::Account,
     is_post: false,
     paths: &["/account/assetPairs"],
     summary: "The chain's pairs and their rules.",
@@ -409,7 +498,8 @@ pub const ASSET_PAIRS: Operation = Operation {
 };
 /// Tradable amounts.
 pub const TRADABLE_AMOUNTS: Operation = Operation {
-    id: "tradableAmounts",
+    id: "getTradableAmounts",
+    tag: Tag::Account,
     is_post: false,
     paths: &["/account/tradableAmounts"],
     summary: "What an account can buy and sell on each pair now.",
@@ -419,7 +509,8 @@ pub const TRADABLE_AMOUNTS: Operation = Operation {
 };
 /// Order detail (extension).
 pub const ORDER_DETAIL: Operation = Operation {
-    id: "orderDetail",
+    id: "getOrderDetail",
+    tag: Tag::Extensions,
     is_post: false,
     paths: &["/order/orderDetail"],
     summary: "An order with the EIP-712 typed data its signature covers.",
@@ -429,7 +520,8 @@ pub const ORDER_DETAIL: Operation = Operation {
 };
 /// The EIP-712 domain and types of signed requests (extension).
 pub const EIP712_TYPES: Operation = Operation {
-    id: "eip712",
+    id: "getEip712Types",
+    tag: Tag::Extensions,
     is_post: false,
     paths: &["/account/eip712"],
     summary: "The EIP-712 domain and types a client signs requests with instead of sending privateKey.",
@@ -439,7 +531,8 @@ pub const EIP712_TYPES: Operation = Operation {
 };
 /// Reserves (extension).
 pub const RESERVES: Operation = Operation {
-    id: "reserves",
+    id: "getReserves",
+    tag: Tag::Extensions,
     is_post: false,
     paths: &["/account/reserves"],
     summary: "Per asset, what the chain's vault holds on chain against what the venue owes (ledger chains: owed only).",
@@ -449,7 +542,8 @@ pub const RESERVES: Operation = Operation {
 };
 /// Health (extension).
 pub const HEALTH: Operation = Operation {
-    id: "health",
+    id: "getHealth",
+    tag: Tag::Extensions,
     is_post: false,
     paths: &["/health"],
     summary: "Whether the service is up.",
@@ -459,7 +553,8 @@ pub const HEALTH: Operation = Operation {
 };
 /// Readiness (extension): 200 once every chain has started, 503 before.
 pub const READY: Operation = Operation {
-    id: "ready",
+    id: "getReadiness",
+    tag: Tag::Extensions,
     is_post: false,
     paths: &["/ready"],
     summary: "Whether every chain has finished its start (journal replay); 503 until then.",
@@ -469,7 +564,8 @@ pub const READY: Operation = Operation {
 };
 /// The OpenAPI document (extension).
 pub const OPENAPI: Operation = Operation {
-    id: "openapi",
+    id: "getOpenApiDocument",
+    tag: Tag::Extensions,
     is_post: false,
     paths: &["/openapi.json"],
     summary: "This OpenAPI 3.1 document.",
@@ -489,6 +585,7 @@ pub const ALL: &[Operation] = &[
     SELL_BOOK,
     OHLC,
     TRADE_HISTORY,
+    ACCOUNT_TRADES,
     OPEN_POSITIONS,
     DEPOSIT,
     WITHDRAW,

@@ -196,6 +196,48 @@ pub fn trade<'a>(chain: &'a ChainConfig, trade: &Trade) -> TradeObject<'a> {
     }
 }
 
+/// One of an account's own fills: the contract's Trade with the account's side of it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountTradeObject<'a> {
+    #[serde(flatten)]
+    trade: TradeObject<'a>,
+    order_id: String,
+    role: &'static str,
+    fee: String,
+    fee_asset: &'a str,
+}
+
+/// `trade` as a fill of `account`, which is its maker or its taker (never both: an order never
+/// fills against its own account). The fee is in the asset the account received: base for the
+/// buyer, quote for the seller.
+pub fn account_trade<'a>(
+    chain: &'a ChainConfig,
+    trade: &Trade,
+    account: &dexd_core::Address,
+) -> AccountTradeObject<'a> {
+    let pair = chain.pair_config(trade.pair);
+    let is_maker = trade.maker_account == *account;
+    let account_buys = (trade.taker_direction == Direction::Buy) != is_maker;
+    let fee_asset = if account_buys {
+        pair.spec.base()
+    } else {
+        pair.spec.quote()
+    };
+    let (order_id, fee) = if is_maker {
+        (trade.maker_order_id, trade.maker_fee)
+    } else {
+        (trade.taker_order_id, trade.taker_fee)
+    };
+    AccountTradeObject {
+        trade: self::trade(chain, trade),
+        order_id: order_id.to_string(),
+        role: if is_maker { "maker" } else { "taker" },
+        fee: asset_amount(chain, fee_asset, fee.units()),
+        fee_asset: &chain.asset_config(fee_asset).symbol,
+    }
+}
+
 /// The wire name of a transfer's status.
 pub fn transfer_status_name(status: TransferStatus) -> &'static str {
     match status {

@@ -27,8 +27,9 @@ pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 /// closed orders only, each written once, and open orders are kept in memory
 /// ([`super::open_orders`]); version 5 indexes closed orders by id in sorted runs
 /// ([`ORDER_ID_INDEX_RUN`]); version 6 keeps each transfer once, in its latest state (vault
-/// transfers change status), keyed by account, kind and id.
-pub(super) const HISTORY_SCHEMA_VERSION: usize = 6;
+/// transfers change status), keyed by account, kind and id; version 7 indexes each trade under
+/// its two accounts (`account_trades`, for `/order/accountTrades`).
+pub(super) const HISTORY_SCHEMA_VERSION: usize = 7;
 
 /// The history's schema, created whole in a new file. Closed orders are written once, in the
 /// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
@@ -47,6 +48,9 @@ pub(super) const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY
      CREATE INDEX orders_by_account ON orders (account_key, status, sequence);
      CREATE TABLE trades (trade_id INTEGER PRIMARY KEY, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL, record BLOB NOT NULL);
      CREATE INDEX trades_by_pair ON trades (pair, trade_id);
+     CREATE TABLE account_trades (
+         account BLOB NOT NULL, trade_id INTEGER NOT NULL, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL,
+         PRIMARY KEY (account, trade_id)) WITHOUT ROWID;
      CREATE TABLE transfers (
          number INTEGER PRIMARY KEY AUTOINCREMENT, account BLOB NOT NULL, kind INTEGER NOT NULL,
          time_ms INTEGER NOT NULL, record BLOB NOT NULL, transfer_id BLOB NOT NULL);

@@ -91,6 +91,11 @@ impl Projector {
         let numbers = {
             let mut insert_trade = transaction
                 .prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
+            // A trade under each of its two accounts (never the same one: an order never fills
+            // against its own account).
+            let mut insert_account_trade = transaction.prepare_cached(
+                "INSERT INTO account_trades (account, trade_id, pair, time_ms) VALUES (?1, ?2, ?3, ?4)",
+            )?;
             // A transfer keeps its first row (and its place in the account's list) as its status
             // changes; the row holds its latest state.
             let mut insert_transfer = transaction.prepare_cached(
@@ -106,6 +111,14 @@ impl Projector {
                             to_sql_integer(trade.timestamp_ms),
                             codec::encode_trade(trade)
                         ])?;
+                        for account in [&trade.maker_account, &trade.taker_account] {
+                            insert_account_trade.execute(params![
+                                account.as_bytes(),
+                                to_sql_integer(trade.trade_id),
+                                trade.pair.0,
+                                to_sql_integer(trade.timestamp_ms)
+                            ])?;
+                        }
                     }
                     Event::TransferApplied(transfer) => {
                         insert_transfer.execute(params![

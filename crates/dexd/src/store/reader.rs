@@ -153,6 +153,42 @@ impl StoreReader {
         })
     }
 
+    /// An account's own trades (as maker or taker), optionally on one pair, newest first. The
+    /// cursor is the trade id.
+    pub fn account_trades(
+        &self,
+        account: &Address,
+        pair: Option<PairIndex>,
+        request: PageRequest,
+    ) -> Result<Page<Trade>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT trades.record, account_trades.trade_id FROM account_trades
+                 JOIN trades ON trades.trade_id = account_trades.trade_id
+                 WHERE account_trades.account = ?1 AND (?2 IS NULL OR account_trades.pair = ?2)
+                   AND account_trades.time_ms >= ?3 AND account_trades.time_ms <= ?4 AND account_trades.trade_id < ?5
+                 ORDER BY account_trades.trade_id DESC LIMIT ?6",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    account.as_bytes(),
+                    pair.map(|pair| pair.0),
+                    to_sql_integer(request.start_ms),
+                    to_sql_integer(request.end_ms),
+                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+                    to_sql_integer(request.limit as u64 + 1)
+                ],
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, trade_id) = row?;
+                items.push((codec::decode_trade(&record)?, trade_id as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+
     /// An account's deposits or withdrawals, newest first. The cursor is a chain-wide transfer
     /// number.
     pub fn transfers(

@@ -27,8 +27,8 @@ use crate::venue::{Chain, Venue, WriteError};
 
 pub use self::account::{asset_balances, asset_pairs, assets_info, eip712_types, reserves, tradable_amounts};
 pub use self::order::{
-    add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders, open_positions,
-    order_detail, sell_order_book, trade_history,
+    account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,
+    open_positions, order_detail, sell_order_book, trade_history,
 };
 pub use self::portfolio::{deposit, deposit_history, withdraw, withdraw_history};
 
@@ -107,11 +107,10 @@ pub(super) fn bounded(params: &Params, name: &str, default: usize, max: usize) -
 }
 
 pub(super) fn time_range(params: &Params) -> Result<(u64, u64), ApiError> {
+    // A startTime after the endTime is an empty range (an empty list), not an error: every
+    // pair of times the document allows is a request the server answers.
     let start = params.integer("startTime")?.unwrap_or(0);
     let end = params.integer("endTime")?.unwrap_or(u64::MAX);
-    if start > end {
-        return Err(ApiError::invalid("startTime", "must not be after endTime"));
-    }
     Ok((start, end))
 }
 
@@ -119,10 +118,12 @@ pub(super) fn page_request(params: &Params) -> Result<PageRequest, ApiError> {
     let limit = bounded(params, "limit", DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT)?;
     let cursor = match params.text("cursor")? {
         None => None,
-        Some(text) => Some(
+        // Cursors this service gives are row numbers and sequences, under 10^19.
+        Some(text) if text.len() <= 19 && text.bytes().all(|byte| byte.is_ascii_digit()) => Some(
             text.parse::<u64>()
                 .map_err(|_| ApiError::invalid("cursor", "is not a cursor this service gave"))?,
         ),
+        Some(_) => return Err(ApiError::invalid("cursor", "is not a cursor this service gave")),
     };
     let (start_ms, end_ms) = time_range(params)?;
     Ok(PageRequest {

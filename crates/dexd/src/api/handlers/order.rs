@@ -338,6 +338,32 @@ pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
     }))
 }
 
+/// GET /order/accountTrades (extension): the account's own fills, newest first.
+pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let account = address_param(&params, "account")?;
+    let pair = match params.text("pair")? {
+        Some(text) => Some(pair_of(&chain, "pair", text)?),
+        None => None,
+    };
+    let request = page_request(&params)?;
+    let page = history(&chain)
+        .await?
+        .account_trades(&account, pair, request)
+        .map_err(store_error)?;
+    let trades: Vec<render::AccountTradeObject> = page
+        .items
+        .iter()
+        .map(|trade| render::account_trade(&chain.config, trade, &account))
+        .collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "account": checksummed(&account),
+        "trades": trades,
+        "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
+    }))
+}
+
 /// GET /order/openPositions
 pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;

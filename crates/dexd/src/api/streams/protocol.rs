@@ -185,6 +185,7 @@ const INTERVAL: Field = Field {
 const fn channel_operation(id: &'static str, fields: &'static [Field]) -> Operation {
     Operation {
         id,
+        tag: crate::api::operations::Tag::Extensions,
         is_post: false,
         paths: &[],
         summary: "",

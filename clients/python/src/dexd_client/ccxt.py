@@ -1,0 +1,417 @@
+"""``dexd``: a CCXT exchange class for dexd, signing every write locally.
+
+    from dexd_client.ccxt import dexd
+    exchange = dexd({"walletAddress": "0x…", "privateKey": "0x…",
+                     "options": {"baseUrl": "http://127.0.0.1:8080", "chainId": "1"}})
+    exchange.create_order("ETH/USDC", "limit", "buy", 0.5, 1500)
+
+It subclasses ``ccxt.Exchange`` (no fork of CCXT) and implements the unified methods on top of
+:class:`dexd_client.Client`, which signs orders, cancels, deposits and withdrawals as EIP-712
+typed data in this process: ``privateKey`` is never sent. Results are CCXT's unified structures
+(built with CCXT's own ``safe_order``, ``safe_trade``... helpers), precision is in CCXT's
+``TICK_SIZE`` mode from the pairs' tick and step, and the contract's error codes become CCXT's
+exception classes. dexd is spot only: no margin, no positions in CCXT's sense.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import ccxt
+from ccxt.base.decimal_to_precision import TICK_SIZE
+
+from . import errors as dexd_errors
+from .client import Client
+
+#: The contract's error codes → CCXT's exception classes (by status when a code is not listed).
+EXCEPTIONS_BY_CODE: dict[str, type[Exception]] = {
+    "INSUFFICIENT_BALANCE": ccxt.InsufficientFunds,
+    "INSUFFICIENT_FUNDS_ON_CHAIN": ccxt.InsufficientFunds,
+    "ORDER_NOT_FOUND": ccxt.OrderNotFound,
+    "ORDER_NOT_OPEN": ccxt.InvalidOrder,
+    "DUPLICATE_CLIENT_ORDER_ID": ccxt.DuplicateOrderId,
+    "POST_ONLY_WOULD_TAKE": ccxt.OrderImmediatelyFillable,
+    "FOK_NOT_FILLABLE": ccxt.OrderNotFillable,
+    "NO_LIQUIDITY": ccxt.OrderNotFillable,
+    "INVALID_TICK": ccxt.InvalidOrder,
+    "INVALID_STEP": ccxt.InvalidOrder,
+    "BELOW_MIN_AMOUNT": ccxt.InvalidOrder,
+    "BELOW_MIN_NOTIONAL": ccxt.InvalidOrder,
+    "TOO_MANY_OPEN_ORDERS": ccxt.InvalidOrder,
+    "AMOUNT_TOO_LARGE": ccxt.InvalidOrder,
+    "UNKNOWN_PAIR": ccxt.BadSymbol,
+    "UNKNOWN_ASSET": ccxt.BadRequest,
+    "UNKNOWN_CHAIN": ccxt.BadRequest,
+    "NONCE_REUSED": ccxt.InvalidNonce,
+    "INVALID_SIGNATURE": ccxt.AuthenticationError,
+    "SIGNATURE_EXPIRED": ccxt.AuthenticationError,
+    "INVALID_PRIVATE_KEY": ccxt.AuthenticationError,
+    "UNAUTHENTICATED": ccxt.AuthenticationError,
+    "ACCOUNT_MISMATCH": ccxt.PermissionDenied,
+    "RATE_LIMITED": ccxt.RateLimitExceeded,
+    "CHAIN_UNAVAILABLE": ccxt.ExchangeNotAvailable,
+    "UNAVAILABLE": ccxt.ExchangeNotAvailable,
+    "UNREACHABLE": ccxt.NetworkError,
+}
+EXCEPTIONS_BY_STATUS: dict[int, type[Exception]] = {
+    400: ccxt.BadRequest, 401: ccxt.AuthenticationError, 403: ccxt.PermissionDenied, 404: ccxt.BadRequest,
+    409: ccxt.InvalidOrder, 422: ccxt.InvalidOrder, 429: ccxt.RateLimitExceeded, 502: ccxt.ExchangeNotAvailable,
+    503: ccxt.ExchangeNotAvailable,
+}
+
+#: Transfer statuses → CCXT's transaction statuses.
+TRANSFER_STATUSES = {"pending": "pending", "sent": "pending", "confirmed": "ok", "failed": "failed"}
+#: CCXT's network codes of the chains the embedded configuration serves.
+NETWORKS_BY_CHAIN_ID = {"1": "ERC20", "42161": "ARBONE", "11155111": "SEPOLIA"}
+#: Order statuses → CCXT's (a filled order is "closed").
+ORDER_STATUSES = {"open": "open", "filled": "closed", "cancelled": "canceled"}
+
+
+def ccxt_exception(error: dexd_errors.DexdError) -> Exception:
+    """The CCXT exception for a dexd error (its message keeps the code)."""
+    cls = EXCEPTIONS_BY_CODE.get(error.code) or EXCEPTIONS_BY_STATUS.get(error.status, ccxt.ExchangeError)
+    return cls(f"dexd {error.code}: {error.message}")
+
+
+class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower case)
+    """dexd, one chain of it (``options.chainId``), as a CCXT exchange."""
+
+    def describe(self) -> dict:
+        return self.deep_extend(super().describe(), {
+            "id": "dexd",
+            "name": "dexd",
+            "countries": [],
+            "version": "2",
+            "rateLimit": 0,
+            "certified": False,
+            "pro": False,
+            "dex": True,
+            "precisionMode": TICK_SIZE,
+            "requiredCredentials": {"apiKey": False, "secret": False, "walletAddress": True, "privateKey": True},
+            "has": {
+                "CORS": None, "spot": True, "margin": False, "swap": False, "future": False, "option": False,
+                "cancelOrder": True, "createOrder": True, "createMarketOrder": True, "createLimitOrder": True,
+                "fetchBalance": True, "fetchCanceledOrders": True, "fetchClosedOrders": True,
+                "fetchCurrencies": True, "fetchDeposits": True, "fetchMarkets": True, "fetchMyTrades": True,
+                "fetchOHLCV": True, "fetchOpenOrders": True, "fetchOrder": True, "fetchOrderBook": True,
+                "fetchTicker": True, "fetchTrades": True, "fetchWithdrawals": True, "withdraw": True,
+                "fetchTickers": False, "fetchPositions": False, "fetchOrders": False, "fetchTime": False,
+            },
+            "timeframes": {"1m": "1m", "5m": "5m", "15m": "15m", "30m": "30m", "1h": "1h", "4h": "4h",
+                           "1d": "1d", "1w": "1w"},
+            "urls": {"api": {"rest": "http://127.0.0.1:8080"}, "www": "https://github.com/", "doc": []},
+            "options": {"baseUrl": "http://127.0.0.1:8080", "chainId": "1"},
+        })
+
+    def __init__(self, config: Optional[dict] = None):
+        super().__init__(config or {})
+        self._client: Optional[Client] = None
+
+    def __repr__(self) -> str:  # never the key
+        return f"dexd({self.options.get('baseUrl')!r}, chainId={self.options.get('chainId')!r})"
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Client:
+        """The dexd client this exchange signs and calls with (made on first use)."""
+        if self._client is None:
+            self._client = Client(self.options["baseUrl"], self.options["chainId"], private_key=self.privateKey or None)
+            if self.walletAddress and self._client.address and \
+                    self._client.address.lower() != self.walletAddress.lower():
+                raise ccxt.AuthenticationError("dexd walletAddress is not the address of privateKey")
+        return self._client
+
+    def _call(self, method, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except dexd_errors.DexdError as error:
+            raise ccxt_exception(error) from None
+
+    def _account(self) -> str:
+        account = self.walletAddress or self.client.address
+        if not account:
+            raise ccxt.AuthenticationError("dexd needs walletAddress (and privateKey to trade)")
+        return account
+
+    def _raw(self, path: str, **params: Any) -> Any:
+        return self._call(self.client._get, path, **params)
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def fetch_markets(self, params={}) -> list:
+        answer = self._raw("/account/assetPairs")
+        return [self._parse_market(pair) for pair in answer["pairs"]]
+
+    def _parse_market(self, pair: dict) -> dict:
+        return self.safe_market_structure({
+            "id": pair["symbol"], "symbol": pair["symbol"], "base": pair["base"], "quote": pair["quote"],
+            "baseId": pair["base"], "quoteId": pair["quote"], "settle": None, "settleId": None,
+            "type": "spot", "spot": True, "margin": False, "swap": False, "future": False, "option": False,
+            "active": True, "contract": False, "linear": None, "inverse": None,
+            "taker": self.parse_number(pair["takerFee"]), "maker": self.parse_number(pair["makerFee"]),
+            "percentage": True, "tierBased": False, "feeSide": "get",
+            "contractSize": None, "expiry": None, "expiryDatetime": None, "strike": None, "optionType": None,
+            "precision": {"amount": self.parse_number(pair["stepSize"]), "price": self.parse_number(pair["tickSize"])},
+            "limits": {
+                "leverage": {"min": None, "max": None},
+                "amount": {"min": self.parse_number(pair["minAmount"]), "max": None},
+                "price": {"min": self.parse_number(pair["tickSize"]), "max": None},
+                "cost": {"min": self.parse_number(pair["minNotional"]), "max": None},
+            },
+            "created": None,
+            "info": pair,
+        })
+
+    def fetch_currencies(self, params={}) -> dict:
+        answer = self._raw("/account/assetsInfo")
+        result = {}
+        for asset in answer["assets"]:
+            code = asset["symbol"]
+            result[code] = self.safe_currency_structure({
+                "id": code, "code": code, "name": asset["name"], "active": True, "deposit": True,
+                "withdraw": True, "fee": None, "fees": {},
+                "precision": self.parse_number(self.parse_precision(str(asset["decimals"]))),
+                "limits": {"amount": {"min": None, "max": None}, "withdraw": {"min": None, "max": None},
+                           "deposit": {"min": None, "max": None}},
+                "networks": {}, "type": "crypto", "info": asset,
+            })
+        return result
+
+    def fetch_order_book(self, symbol: str, limit: Optional[int] = None, params={}) -> dict:
+        self.load_markets()
+        market = self.market(symbol)
+        depth = limit or 50
+        bids = self._raw("/order/buyOrderbooks", pair=market["id"], depth=depth)
+        asks = self._raw("/order/sellOrderbooks", pair=market["id"], depth=depth)
+        timestamp = max(bids["timestamp"], asks["timestamp"])
+        book = self.parse_order_book({
+            "bids": [[level["price"], level["amount"]] for level in bids["levels"]],
+            "asks": [[level["price"], level["amount"]] for level in asks["levels"]],
+        }, market["symbol"], timestamp)
+        book["nonce"] = min(bids["sequence"], asks["sequence"])
+        return book
+
+    def fetch_ohlcv(self, symbol: str, timeframe="1m", since: Optional[int] = None, limit: Optional[int] = None,
+                    params={}) -> list:
+        self.load_markets()
+        market = self.market(symbol)
+        answer = self._raw("/order/tradesOHCL", pair=market["id"], interval=self.timeframes[timeframe],
+                           startTime=since, limit=min(limit or 500, 1000))
+        return [[candle["openTime"], self.parse_number(candle["open"]), self.parse_number(candle["high"]),
+                 self.parse_number(candle["low"]), self.parse_number(candle["close"]),
+                 self.parse_number(candle["volume"])] for candle in answer["candles"]]
+
+    def fetch_trades(self, symbol: str, since: Optional[int] = None, limit: Optional[int] = None, params={}) -> list:
+        self.load_markets()
+        market = self.market(symbol)
+        answer = self._raw("/order/tradeHistories", pair=market["id"], startTime=since,
+                           limit=min(limit or 100, 1000))
+        trades = [self._parse_public_trade(trade, market) for trade in answer["trades"]]
+        return self.filter_by_since_limit(self.sort_by(trades, "timestamp"), since, limit)
+
+    def _parse_public_trade(self, trade: dict, market: dict) -> dict:
+        return self.safe_trade({
+            "id": trade["tradeId"], "order": None, "info": trade, "timestamp": trade["timestamp"],
+            "datetime": self.iso8601(trade["timestamp"]), "symbol": market["symbol"], "type": None,
+            "side": trade["takerDirection"], "takerOrMaker": "taker", "price": trade["price"],
+            "amount": trade["amount"], "cost": trade["cost"], "fee": None,
+        }, market)
+
+    def fetch_ticker(self, symbol: str, params={}) -> dict:
+        """From the last 24 hourly candles and the top of the book (dexd has no ticker call)."""
+        self.load_markets()
+        market = self.market(symbol)
+        now = self.milliseconds()
+        candles = self._raw("/order/tradesOHCL", pair=market["id"], interval="1h",
+                            startTime=now - 24 * 3_600_000, limit=25)["candles"]
+        book = self.fetch_order_book(symbol, 1)
+        last = candles[-1]["close"] if candles else None
+        open_price = candles[0]["open"] if candles else None
+        return self.safe_ticker({
+            "symbol": market["symbol"], "timestamp": now, "datetime": self.iso8601(now),
+            "high": max((c["high"] for c in candles), key=float) if candles else None,
+            "low": min((c["low"] for c in candles), key=float) if candles else None,
+            "bid": book["bids"][0][0] if book["bids"] else None,
+            "bidVolume": book["bids"][0][1] if book["bids"] else None,
+            "ask": book["asks"][0][0] if book["asks"] else None,
+            "askVolume": book["asks"][0][1] if book["asks"] else None,
+            "vwap": None, "open": open_price, "close": last, "last": last, "previousClose": None,
+            "change": None, "percentage": None, "average": None,
+            "baseVolume": sum(float(c["volume"]) for c in candles) if candles else None,
+            "quoteVolume": sum(float(c["quoteVolume"]) for c in candles) if candles else None,
+            "info": {"candles": candles},
+        }, market)
+
+    # -- private --------------------------------------------------------------------------------
+
+    def fetch_balance(self, params={}) -> dict:
+        answer = self._raw("/account/assetBalances", account=self._account())
+        result: dict = {"info": answer, "timestamp": None, "datetime": None}
+        for balance in answer["balances"]:
+            account = self.account()
+            account["free"] = balance["available"]
+            account["used"] = balance["locked"]
+            account["total"] = balance["total"]
+            result[balance["symbol"]] = account
+        return self.safe_balance(result)
+
+    def _parse_dexd_order(self, order: dict, trades: Optional[list] = None) -> dict:
+        market = self.safe_market(order["symbol"])
+        fee = {"cost": self.parse_number(order["fee"]), "currency": order["feeAsset"]}
+        return self.safe_order({
+            "id": order["orderId"], "clientOrderId": order["clientOrderId"], "info": order,
+            "timestamp": order["timestamp"], "datetime": self.iso8601(order["timestamp"]),
+            "lastTradeTimestamp": order["updatedAt"] if order["filled"] != "0" else None,
+            "lastUpdateTimestamp": order["updatedAt"],
+            "symbol": market["symbol"], "type": order["type"], "timeInForce": order["timeInForce"],
+            "postOnly": order["postOnly"], "side": order["direction"], "price": order["price"],
+            "stopPrice": None, "triggerPrice": None, "amount": order["amount"], "cost": order["cost"],
+            "average": order["average"], "filled": order["filled"], "remaining": order["remaining"],
+            "status": ORDER_STATUSES[order["status"]], "fee": fee, "trades": trades,
+        }, market)
+
+    def create_order(self, symbol: str, type: str, side: str, amount: float, price: Optional[float] = None,
+                     params={}) -> dict:
+        self.load_markets()
+        market = self.market(symbol)
+        time_in_force = self.safe_string_upper(params, "timeInForce")
+        post_only = self.safe_bool(params, "postOnly", False)
+        if time_in_force == "PO":
+            time_in_force, post_only = "GTC", True
+        client_order_id = self.safe_string_2(params, "clientOrderId", "client_order_id")
+        amount_text = self.amount_to_precision(symbol, amount)
+        price_text = None if type == "market" else self.price_to_precision(symbol, price)
+        order, _trades = self._call(
+            self.client.add_order, market["id"], side, amount_text, price_text, type=type,
+            time_in_force=time_in_force, post_only=post_only, client_order_id=client_order_id,
+        )
+        return self._parse_dexd_order(self._order_json(order))
+
+    def _order_json(self, order) -> dict:
+        """The dexd order object as the server sent it (the typed result converted back)."""
+        text = lambda value: None if value is None else format(value, "f")
+        return {
+            "orderId": order.order_id, "clientOrderId": order.client_order_id, "chainId": order.chain_id,
+            "account": order.account, "symbol": order.symbol, "type": order.type, "direction": order.direction,
+            "timeInForce": order.time_in_force, "postOnly": order.post_only, "price": text(order.price),
+            "amount": text(order.amount), "filled": text(order.filled), "remaining": text(order.remaining),
+            "cost": text(order.cost), "average": text(order.average), "fee": text(order.fee),
+            "feeAsset": order.fee_asset, "status": order.status, "timestamp": order.timestamp,
+            "updatedAt": order.updated_at, "signature": order.signature,
+        }
+
+    def cancel_order(self, id: str, symbol: Optional[str] = None, params={}) -> dict:
+        if symbol is None:
+            symbol = self.fetch_order(id)["symbol"]
+        self.load_markets()
+        market = self.market(symbol)
+        order = self._call(self.client.cancel_order, market["id"], id)
+        return self._parse_dexd_order(self._order_json(order))
+
+    def fetch_order(self, id: str, symbol: Optional[str] = None, params={}) -> dict:
+        self.load_markets()
+        answer = self._raw("/order/orderDetail", orderId=id)
+        return self._parse_dexd_order(answer["order"])
+
+    def _fetch_orders(self, path: str, symbol: Optional[str], since: Optional[int], limit: Optional[int]) -> list:
+        self.load_markets()
+        market = self.market(symbol) if symbol else None
+        answer = self._raw(path, account=self._account(), symbol=market["id"] if market else None,
+                           startTime=since, limit=min(limit or 100, 1000))
+        orders = [self._parse_dexd_order(order) for order in answer["orders"]]
+        return self.filter_by_since_limit(self.sort_by(orders, "timestamp"), since, limit)
+
+    def fetch_open_orders(self, symbol: Optional[str] = None, since: Optional[int] = None,
+                          limit: Optional[int] = None, params={}) -> list:
+        return self._fetch_orders("/order/openOrders", symbol, since, limit)
+
+    def fetch_closed_orders(self, symbol: Optional[str] = None, since: Optional[int] = None,
+                            limit: Optional[int] = None, params={}) -> list:
+        return self._fetch_orders("/order/filledOrders", symbol, since, limit)
+
+    def fetch_canceled_orders(self, symbol: Optional[str] = None, since: Optional[int] = None,
+                              limit: Optional[int] = None, params={}) -> list:
+        return self._fetch_orders("/order/cancelledOrders", symbol, since, limit)
+
+    def fetch_my_trades(self, symbol: Optional[str] = None, since: Optional[int] = None,
+                        limit: Optional[int] = None, params={}) -> list:
+        self.load_markets()
+        market = self.market(symbol) if symbol else None
+        answer = self._raw("/order/accountTrades", account=self._account(), pair=market["id"] if market else None,
+                           startTime=since, limit=min(limit or 100, 1000))
+        trades = []
+        for trade in answer["trades"]:
+            trade_market = self.safe_market(trade["symbol"])
+            taker_buys = trade["takerDirection"] == "buy"
+            side = "buy" if taker_buys == (trade["role"] == "taker") else "sell"
+            trades.append(self.safe_trade({
+                "id": trade["tradeId"], "order": trade["orderId"], "info": trade,
+                "timestamp": trade["timestamp"], "datetime": self.iso8601(trade["timestamp"]),
+                "symbol": trade_market["symbol"], "type": None, "side": side, "takerOrMaker": trade["role"],
+                "price": trade["price"], "amount": trade["amount"], "cost": trade["cost"],
+                "fee": {"cost": self.parse_number(trade["fee"]), "currency": trade["feeAsset"]},
+            }, trade_market))
+        return self.filter_by_since_limit(self.sort_by(trades, "timestamp"), since, limit)
+
+    def _parse_transfer(self, transfer: dict, kind: str) -> dict:
+        return {
+            "info": transfer, "id": transfer["id"], "txid": transfer["txHash"], "type": kind,
+            "currency": transfer["symbol"], "network": self._network(),
+            "amount": self.parse_number(transfer["quantity"]),
+            "status": TRANSFER_STATUSES[transfer["status"]], "timestamp": transfer["timestamp"],
+            "datetime": self.iso8601(transfer["timestamp"]), "address": transfer["account"],
+            # The account is both ends: it deposits from its wallet, and the vault pays only it.
+            "addressFrom": transfer["account"], "addressTo": transfer["account"],
+            "tag": None, "tagFrom": None, "tagTo": None, "updated": transfer["updatedAt"], "comment": None,
+            "internal": False,
+            # dexd charges nothing for a transfer (the chain's gas is the sender's).
+            "fee": {"cost": self.parse_number("0"), "currency": transfer["symbol"]},
+        }
+
+    def _network(self) -> str:
+        """CCXT's unified network code of the chain (``options.network`` overrides it)."""
+        chain_id = str(self.options["chainId"])
+        return self.options.get("network") or NETWORKS_BY_CHAIN_ID.get(chain_id, f"EVM{chain_id}")
+
+    def _fetch_transfers(self, path: str, key: str, kind: str, code: Optional[str], since: Optional[int],
+                         limit: Optional[int]) -> list:
+        answer = self._raw(path, account=self._account(), startTime=since, limit=min(limit or 100, 1000))
+        transfers = [self._parse_transfer(item, kind) for item in answer[key]
+                     if code is None or item["symbol"] == code]
+        return self.filter_by_since_limit(self.sort_by(transfers, "timestamp"), since, limit)
+
+    def fetch_deposits(self, code: Optional[str] = None, since: Optional[int] = None, limit: Optional[int] = None,
+                       params={}) -> list:
+        return self._fetch_transfers("/portfolio/depositHistories", "deposits", "deposit", code, since, limit)
+
+    def fetch_withdrawals(self, code: Optional[str] = None, since: Optional[int] = None,
+                          limit: Optional[int] = None, params={}) -> list:
+        return self._fetch_transfers("/portfolio/withdrawHistories", "withdrawals", "withdrawal", code, since,
+                                     limit)
+
+    def withdraw(self, code: str, amount: float, address: str, tag=None, params={}) -> dict:
+        """dexd pays only the account itself: ``address`` must be the wallet address."""
+        if address.lower() != self._account().lower():
+            raise ccxt.BadRequest("dexd withdraws only to the account's own address")
+        transfer, _balance = self._call(self.client.withdraw, code, self.number_to_string(amount))
+        return self._parse_transfer({
+            "id": transfer.id, "chainId": transfer.chain_id, "account": transfer.account,
+            "symbol": transfer.symbol, "quantity": format(transfer.quantity, "f"), "status": transfer.status,
+            "txHash": transfer.tx_hash, "blockNumber": transfer.block_number, "timestamp": transfer.timestamp,
+            "updatedAt": transfer.updated_at,
+        }, "withdrawal")
+
+    def deposit(self, code: str, amount: float, params={}) -> dict:
+        """A ledger-mode deposit (not a CCXT unified method; on a vault chain deposit from a wallet)."""
+        transfer, _balance = self._call(self.client.deposit, code, self.number_to_string(amount))
+        return self._parse_transfer({
+            "id": transfer.id, "chainId": transfer.chain_id, "account": transfer.account,
+            "symbol": transfer.symbol, "quantity": format(transfer.quantity, "f"), "status": transfer.status,
+            "txHash": transfer.tx_hash, "blockNumber": transfer.block_number, "timestamp": transfer.timestamp,
+            "updatedAt": transfer.updated_at,
+        }, "deposit")
+
+    def milliseconds(self) -> int:
+        return int(time.time() * 1000)

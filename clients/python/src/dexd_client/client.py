@@ -1,0 +1,278 @@
+"""``Client``: dexd's REST API with typed results and every write signed locally.
+
+A client is bound to one venue (``base_url``) and one chain (``chain_id``); give it the account's
+key to trade. Writes (orders, cancels, deposits, withdrawals) are signed here with eth-account as
+the venue's EIP-712 typed data and sent with ``account``, ``nonce``, ``expiry`` and
+``signature``: the key never leaves the process and ``privateKey`` is never sent. Errors are the
+exceptions of :mod:`dexd_client.errors`. Live streams are :meth:`Client.stream`
+(:mod:`dexd_client.streams`).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Iterator, Optional
+
+import requests
+
+from .errors import Unavailable, error_from_answer
+from .signing import RequestSigner, canonical_decimal
+from .types import (AccountTrade, Asset, Balance, Candle, Level, Order, OrderBook, Page, Pair, Position, Trade,
+                    Transfer)
+
+#: Seconds to wait for an answer.
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+
+class Client:
+    """dexd's REST API for one chain, optionally as one account."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8080", chain_id: str | int = "1",
+                 private_key: Optional[str] = None, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+                 session: Optional[requests.Session] = None):
+        self.base_url = base_url.rstrip("/")
+        self.chain_id = str(chain_id)
+        self.timeout_seconds = timeout_seconds
+        self._session = session or requests.Session()
+        self._signer = RequestSigner(private_key) if private_key else None
+        self._eip712: Optional[dict] = None
+        self._assets: Optional[dict[str, dict]] = None
+
+    def __repr__(self) -> str:  # never the key
+        return f"Client({self.base_url!r}, chain_id={self.chain_id!r}, account={self.address!r})"
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def address(self) -> Optional[str]:
+        """The account's address, when the client has a key."""
+        return self._signer.address if self._signer else None
+
+    def _account(self, account: Optional[str]) -> str:
+        account = account or self.address
+        if account is None:
+            raise ValueError("no account: give one, or make the client with private_key")
+        return account
+
+    def request(self, method: str, path: str, params: Optional[dict] = None, body: Optional[dict] = None) -> Any:
+        """One call; the decoded JSON answer, or the contract's error as an exception."""
+        query = {key: value for key, value in (params or {}).items() if value is not None}
+        try:
+            response = self._session.request(method, self.base_url + path, params=query, json=body,
+                                             timeout=self.timeout_seconds)
+        except requests.RequestException as error:
+            raise Unavailable(0, "UNREACHABLE", f"{method} {path}: {type(error).__name__}") from None
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if response.status_code != 200:
+            raise error_from_answer(response.status_code, answer, response.headers.get("Retry-After"))
+        return answer
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, {"chainId": self.chain_id, **params})
+
+    def _signed_post(self, path: str, primary_type: str, message: dict, body: dict) -> Any:
+        if self._signer is None:
+            raise ValueError("this client has no key: make it with private_key to sign writes")
+        fields = self._signer.sign(self.eip712(), primary_type, message)
+        return self.request("POST", path, body={"chainId": self.chain_id, **body, **fields})
+
+    def eip712(self) -> dict:
+        """The chain's EIP-712 domain and request types (cached)."""
+        if self._eip712 is None:
+            self._eip712 = self._get("/account/eip712")
+        return self._eip712
+
+    # -- market data ----------------------------------------------------------------------------
+
+    def assets(self) -> list[Asset]:
+        answer = self._get("/account/assetsInfo")
+        return [Asset(item["symbol"], item["name"], item["decimals"], item["address"], item["native"])
+                for item in answer["assets"]]
+
+    def custody(self) -> dict:
+        """The chain's custody: ``{"mode": "ledger"}`` or the vault's address and confirmations."""
+        return self._get("/account/assetsInfo")["custody"]
+
+    def pairs(self) -> list[Pair]:
+        return [Pair.from_json(item) for item in self._get("/account/assetPairs")["pairs"]]
+
+    def order_book(self, pair: str, depth: int = 50) -> OrderBook:
+        bids = self._get("/order/buyOrderbooks", pair=pair, depth=depth)
+        asks = self._get("/order/sellOrderbooks", pair=pair, depth=depth)
+        side = lambda answer: [Level(Decimal(level["price"]), Decimal(level["amount"]), level["orders"])
+                               for level in answer["levels"]]
+        return OrderBook(symbol=bids["symbol"], bids=side(bids), asks=side(asks), bids_sequence=bids["sequence"],
+                         asks_sequence=asks["sequence"], timestamp=max(bids["timestamp"], asks["timestamp"]))
+
+    def candles(self, pair: str, interval: str = "1m", start_time: Optional[int] = None,
+                end_time: Optional[int] = None, limit: Optional[int] = None) -> list[Candle]:
+        answer = self._get("/order/tradesOHCL", pair=pair, interval=interval, startTime=start_time,
+                           endTime=end_time, limit=limit)
+        return [Candle.from_json(item) for item in answer["candles"]]
+
+    def trades(self, pair: str, limit: Optional[int] = None, cursor: Optional[str] = None,
+               start_time: Optional[int] = None, end_time: Optional[int] = None) -> Page:
+        answer = self._get("/order/tradeHistories", pair=pair, limit=limit, cursor=cursor, startTime=start_time,
+                           endTime=end_time)
+        return Page([Trade.from_json(item) for item in answer["trades"]], answer["nextCursor"])
+
+    # -- the account's state --------------------------------------------------------------------
+
+    def balances(self, account: Optional[str] = None) -> dict[str, Balance]:
+        answer = self._get("/account/assetBalances", account=self._account(account))
+        return {item["symbol"]: Balance.from_json(item) for item in answer["balances"]}
+
+    def tradable_amounts(self, account: Optional[str] = None) -> list[dict]:
+        return self._get("/account/tradableAmounts", account=self._account(account))["tradable"]
+
+    def _orders(self, path: str, account: Optional[str], symbol: Optional[str], limit: Optional[int],
+                cursor: Optional[str], start_time: Optional[int], end_time: Optional[int]) -> Page:
+        answer = self._get(path, account=self._account(account), symbol=symbol, limit=limit, cursor=cursor,
+                           startTime=start_time, endTime=end_time)
+        return Page([Order.from_json(item) for item in answer["orders"]], answer["nextCursor"])
+
+    def open_orders(self, symbol: Optional[str] = None, account: Optional[str] = None, limit: Optional[int] = None,
+                    cursor: Optional[str] = None, start_time: Optional[int] = None,
+                    end_time: Optional[int] = None) -> Page:
+        return self._orders("/order/openOrders", account, symbol, limit, cursor, start_time, end_time)
+
+    def filled_orders(self, symbol: Optional[str] = None, account: Optional[str] = None,
+                      limit: Optional[int] = None, cursor: Optional[str] = None, start_time: Optional[int] = None,
+                      end_time: Optional[int] = None) -> Page:
+        return self._orders("/order/filledOrders", account, symbol, limit, cursor, start_time, end_time)
+
+    def cancelled_orders(self, symbol: Optional[str] = None, account: Optional[str] = None,
+                         limit: Optional[int] = None, cursor: Optional[str] = None,
+                         start_time: Optional[int] = None, end_time: Optional[int] = None) -> Page:
+        return self._orders("/order/cancelledOrders", account, symbol, limit, cursor, start_time, end_time)
+
+    def order(self, order_id: str) -> Order:
+        """An order by id (any account's), from ``/order/orderDetail``."""
+        return Order.from_json(self._get("/order/orderDetail", orderId=order_id)["order"])
+
+    def order_typed_data(self, order_id: str) -> dict:
+        """The EIP-712 typed data an order's signature covers, to verify it independently."""
+        return self._get("/order/orderDetail", orderId=order_id)["typedData"]
+
+    def account_trades(self, pair: Optional[str] = None, account: Optional[str] = None,
+                       limit: Optional[int] = None, cursor: Optional[str] = None,
+                       start_time: Optional[int] = None, end_time: Optional[int] = None) -> Page:
+        """The account's own fills, newest first."""
+        answer = self._get("/order/accountTrades", account=self._account(account), pair=pair, limit=limit,
+                           cursor=cursor, startTime=start_time, endTime=end_time)
+        return Page([AccountTrade.from_json(item) for item in answer["trades"]], answer["nextCursor"])
+
+    def position(self, pair: str, account: Optional[str] = None) -> Position:
+        answer = self._get("/order/openPositions", pair=pair, account=self._account(account))
+        position = answer["position"]
+        return Position(
+            symbol=answer["symbol"], net_amount=Decimal(position["netAmount"]),
+            average_entry_price=Decimal(position["averageEntryPrice"]),
+            mark_price=None if position["markPrice"] is None else Decimal(position["markPrice"]),
+            realized_pnl=Decimal(position["realizedPnl"]), unrealized_pnl=Decimal(position["unrealizedPnl"]),
+            base=Balance.from_json(position["base"]), quote=Balance.from_json(position["quote"]),
+            open_orders=[Order.from_json(item) for item in answer["openOrders"]],
+        )
+
+    def deposits(self, account: Optional[str] = None, limit: Optional[int] = None,
+                 cursor: Optional[str] = None) -> Page:
+        answer = self._get("/portfolio/depositHistories", account=self._account(account), limit=limit, cursor=cursor)
+        return Page([Transfer.from_json(item) for item in answer["deposits"]], answer["nextCursor"])
+
+    def withdrawals(self, account: Optional[str] = None, limit: Optional[int] = None,
+                    cursor: Optional[str] = None) -> Page:
+        answer = self._get("/portfolio/withdrawHistories", account=self._account(account), limit=limit,
+                           cursor=cursor)
+        return Page([Transfer.from_json(item) for item in answer["withdrawals"]], answer["nextCursor"])
+
+    def reserves(self) -> dict:
+        return self._get("/account/reserves")
+
+    def all_pages(self, method, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """Every item of a list method (``client.all_pages(client.trades, "ETH/USDC")``)."""
+        cursor = None
+        while True:
+            page = method(*args, cursor=cursor, limit=1000, **kwargs)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # -- writes, signed here --------------------------------------------------------------------
+
+    def add_order(self, symbol: str, direction: str, amount: Any, price: Any = None, type: Optional[str] = None,
+                  time_in_force: Optional[str] = None, post_only: bool = False,
+                  client_order_id: Optional[str] = None) -> tuple[Order, list[Trade]]:
+        """Places an order; a ``price`` makes it a limit order unless ``type`` says otherwise.
+
+        Returns the order and the trades it made on arrival.
+        """
+        order_type = type or ("market" if price is None else "limit")
+        time_in_force = (time_in_force or ("IOC" if order_type == "market" else "GTC")).upper()
+        symbol = self._listed_pair(symbol)
+        message = {
+            "symbol": symbol, "orderType": order_type, "direction": direction.lower(), "timeInForce": time_in_force,
+            "postOnly": bool(post_only), "price": "" if price is None else canonical_decimal(price),
+            "amount": canonical_decimal(amount), "clientOrderId": client_order_id or "",
+        }
+        body = {"symbol": symbol, "type": order_type, "direction": direction.lower(),
+                "amount": message["amount"], "timeInForce": time_in_force, "postOnly": bool(post_only)}
+        if price is not None:
+            body["price"] = message["price"]
+        if client_order_id:
+            body["clientOrderId"] = client_order_id
+        answer = self._signed_post("/order/addOrder", "Order", message, body)
+        return Order.from_json(answer["order"]), [Trade.from_json(item) for item in answer["trades"]]
+
+    def cancel_order(self, symbol: str, order_id: str) -> Order:
+        symbol = self._listed_pair(symbol)
+        message = {"symbol": symbol, "orderId": order_id}
+        answer = self._signed_post("/order/cancelOrder", "CancelOrder", message, dict(message))
+        return Order.from_json(answer["order"])
+
+    def deposit(self, symbol: str, quantity: Any) -> tuple[Transfer, Balance]:
+        """A ledger-mode deposit (on a vault chain, send the tokens to the vault from a wallet)."""
+        asset = self._asset(symbol)
+        message = {"symbol": asset["symbol"], "quantity": canonical_decimal(quantity)}
+        body = {"from": self.address, **message}
+        answer = self._signed_post("/portfolio/deposit", "Deposit", message, body)
+        return Transfer.from_json(answer["deposit"]), Balance.from_json(answer["balance"])
+
+    def withdraw(self, symbol: str, quantity: Any) -> tuple[Transfer, Balance]:
+        """A withdrawal: on a vault chain signed as the vault's own ``Withdrawal``, which the
+        operator then pays on chain."""
+        asset = self._asset(symbol)
+        quantity_text = canonical_decimal(quantity)
+        body = {"from": self.address, "symbol": asset["symbol"], "quantity": quantity_text}
+        if self.eip712()["primaryTypes"]["withdraw"] == "Withdrawal":
+            units = int(Decimal(quantity_text).scaleb(asset["decimals"]))
+            token = asset["address"] or "0x0000000000000000000000000000000000000000"
+            message = {"token": token, "amount": units}
+            answer = self._signed_post("/portfolio/withdraw", "Withdrawal", message, body)
+        else:
+            message = {"symbol": asset["symbol"], "quantity": quantity_text}
+            answer = self._signed_post("/portfolio/withdraw", "Withdraw", message, body)
+        return Transfer.from_json(answer["withdrawal"]), Balance.from_json(answer["balance"])
+
+    def _asset(self, symbol: str) -> dict:
+        if self._assets is None:
+            self._assets = {item["symbol"].upper(): item for item in self._get("/account/assetsInfo")["assets"]}
+        asset = self._assets.get(symbol.upper())
+        if asset is None:
+            from .errors import NotFound
+            raise NotFound(404, "UNKNOWN_ASSET", f"no asset {symbol} on chain {self.chain_id}", "symbol")
+        return asset
+
+    def _listed_pair(self, symbol: str) -> str:
+        """The pair as the venue lists it (the symbol is signed in that form)."""
+        return symbol.upper()
+
+    # -- streams --------------------------------------------------------------------------------
+
+    def stream(self):
+        """A live stream connection (async context manager); see :mod:`dexd_client.streams`."""
+        from .streams import Stream
+        return Stream(self.base_url, self.chain_id)
