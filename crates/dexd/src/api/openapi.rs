@@ -426,7 +426,8 @@ fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
 /// `GET /ws`: documented here for completeness; the protocol is in docs/streams.md.
 fn streams_path() -> Value {
     json!({"get": {
-        "operationId": "streams",
+        "operationId": "openStream",
+        "tags": ["extensions"],
         "summary": "Live streams: upgrade to a WebSocket (book, trades, candles, orders, balances).",
         "description": "A WebSocket upgrade (Connection: Upgrade, Upgrade: websocket). Messages are JSON text frames: {\"op\": \"subscribe\" | \"unsubscribe\" | \"ping\", \"id\", \"channel\", ...}; each subscription gets a snapshot where its channel has one, then every durable change, none left out. The protocol, its guarantees and limits are described in docs/streams.md of the repository, which the server also serves at /docs/streams.md. A request that is not an upgrade is answered 400.",
         "externalDocs": {"description": "The stream protocol (docs/streams.md)", "url": "/docs/streams.md"},
@@ -447,7 +448,8 @@ fn streams_path() -> Value {
 
 fn metrics_path() -> Value {
     json!({"get": {
-        "operationId": "metrics",
+        "operationId": "getMetrics",
+        "tags": ["extensions"],
         "summary": "The service's metrics in the Prometheus text exposition format (version 0.0.4).",
         "description": "Requests by operation and status with latency histograms, write queue depth, group-commit batch sizes, journal commit latency, projector lag, resting orders, accounts, connections, stream subscriptions, snapshot age and custody figures; the README lists every metric.",
         "responses": {
