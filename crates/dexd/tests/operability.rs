@@ -229,7 +229,16 @@ async fn metrics_parse_as_prometheus_text_and_move_with_traffic() {
     let (status, _) = server.get("/order/openOrders", &[("chainId", "1")]).await;
     assert_eq!(status, 400);
 
-    let after = scrape().await;
+    // The projector writes the history after the acknowledgment (gathering a small batch for up
+    // to 5 ms), so its lag is a level that reaches 0 shortly after the last write, not at once.
+    let mut after = scrape().await;
+    for _ in 0..100 {
+        if sample(&after, "dexd_projector_lag_commands", &[("chain_id", "1")]) == 0.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        after = scrape().await;
+    }
     for family in after.iter().map(|sample| sample["family"].as_str().unwrap()) {
         assert!(family.starts_with("dexd_"), "{family} lacks the prefix");
     }
