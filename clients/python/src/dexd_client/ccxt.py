@@ -15,7 +15,6 @@ exception classes. dexd is spot only: no margin, no positions in CCXT's sense.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Optional
 
 import ccxt
@@ -283,32 +282,19 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         client_order_id = self.safe_string_2(params, "clientOrderId", "client_order_id")
         amount_text = self.amount_to_precision(symbol, amount)
         price_text = None if type == "market" else self.price_to_precision(symbol, price)
-        order, _trades = self._call(
-            self.client.add_order, market["id"], side, amount_text, price_text, type=type,
+        answer = self._call(
+            self.client.add_order_answer, market["id"], side, amount_text, price_text, type=type,
             time_in_force=time_in_force, post_only=post_only, client_order_id=client_order_id,
         )
-        return self._parse_dexd_order(self._order_json(order))
-
-    def _order_json(self, order) -> dict:
-        """The dexd order object as the server sent it (the typed result converted back)."""
-        text = lambda value: None if value is None else format(value, "f")
-        return {
-            "orderId": order.order_id, "clientOrderId": order.client_order_id, "chainId": order.chain_id,
-            "account": order.account, "symbol": order.symbol, "type": order.type, "direction": order.direction,
-            "timeInForce": order.time_in_force, "postOnly": order.post_only, "price": text(order.price),
-            "amount": text(order.amount), "filled": text(order.filled), "remaining": text(order.remaining),
-            "cost": text(order.cost), "average": text(order.average), "fee": text(order.fee),
-            "feeAsset": order.fee_asset, "status": order.status, "timestamp": order.timestamp,
-            "updatedAt": order.updated_at, "signature": order.signature,
-        }
+        return self._parse_dexd_order(answer["order"])
 
     def cancel_order(self, id: str, symbol: Optional[str] = None, params={}) -> dict:
         if symbol is None:
             symbol = self.fetch_order(id)["symbol"]
         self.load_markets()
         market = self.market(symbol)
-        order = self._call(self.client.cancel_order, market["id"], id)
-        return self._parse_dexd_order(self._order_json(order))
+        answer = self._call(self.client.cancel_order_answer, market["id"], id)
+        return self._parse_dexd_order(answer["order"])
 
     def fetch_order(self, id: str, symbol: Optional[str] = None, params={}) -> dict:
         self.load_markets()
@@ -395,23 +381,10 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         """dexd pays only the account itself: ``address`` must be the wallet address."""
         if address.lower() != self._account().lower():
             raise ccxt.BadRequest("dexd withdraws only to the account's own address")
-        transfer, _balance = self._call(self.client.withdraw, code, self.number_to_string(amount))
-        return self._parse_transfer({
-            "id": transfer.id, "chainId": transfer.chain_id, "account": transfer.account,
-            "symbol": transfer.symbol, "quantity": format(transfer.quantity, "f"), "status": transfer.status,
-            "txHash": transfer.tx_hash, "blockNumber": transfer.block_number, "timestamp": transfer.timestamp,
-            "updatedAt": transfer.updated_at,
-        }, "withdrawal")
+        answer = self._call(self.client.withdraw_answer, code, self.number_to_string(amount))
+        return self._parse_transfer(answer["withdrawal"], "withdrawal")
 
     def deposit(self, code: str, amount: float, params={}) -> dict:
         """A ledger-mode deposit (not a CCXT unified method; on a vault chain deposit from a wallet)."""
-        transfer, _balance = self._call(self.client.deposit, code, self.number_to_string(amount))
-        return self._parse_transfer({
-            "id": transfer.id, "chainId": transfer.chain_id, "account": transfer.account,
-            "symbol": transfer.symbol, "quantity": format(transfer.quantity, "f"), "status": transfer.status,
-            "txHash": transfer.tx_hash, "blockNumber": transfer.block_number, "timestamp": transfer.timestamp,
-            "updatedAt": transfer.updated_at,
-        }, "deposit")
-
-    def milliseconds(self) -> int:
-        return int(time.time() * 1000)
+        answer = self._call(self.client.deposit_answer, code, self.number_to_string(amount))
+        return self._parse_transfer(answer["deposit"], "deposit")

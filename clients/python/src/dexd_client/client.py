@@ -203,6 +203,9 @@ class Client:
 
     # -- writes, signed here --------------------------------------------------------------------
 
+    # Each write has a typed form and an ``*_answer`` form that returns the server's JSON as sent
+    # (the CCXT class builds its structures from that).
+
     def add_order(self, symbol: str, direction: str, amount: Any, price: Any = None, type: Optional[str] = None,
                   time_in_force: Optional[str] = None, post_only: bool = False,
                   client_order_id: Optional[str] = None) -> tuple[Order, list[Trade]]:
@@ -210,6 +213,14 @@ class Client:
 
         Returns the order and the trades it made on arrival.
         """
+        answer = self.add_order_answer(symbol, direction, amount, price, type, time_in_force, post_only,
+                                       client_order_id)
+        return Order.from_json(answer["order"]), [Trade.from_json(item) for item in answer["trades"]]
+
+    def add_order_answer(self, symbol: str, direction: str, amount: Any, price: Any = None,
+                         type: Optional[str] = None, time_in_force: Optional[str] = None, post_only: bool = False,
+                         client_order_id: Optional[str] = None) -> dict:
+        """:meth:`add_order`, answered as the server's JSON (``{"order", "trades"}``)."""
         order_type = type or ("market" if price is None else "limit")
         time_in_force = (time_in_force or ("IOC" if order_type == "market" else "GTC")).upper()
         symbol = self._listed_pair(symbol)
@@ -224,26 +235,37 @@ class Client:
             body["price"] = message["price"]
         if client_order_id:
             body["clientOrderId"] = client_order_id
-        answer = self._signed_post("/order/addOrder", "Order", message, body)
-        return Order.from_json(answer["order"]), [Trade.from_json(item) for item in answer["trades"]]
+        return self._signed_post("/order/addOrder", "Order", message, body)
 
     def cancel_order(self, symbol: str, order_id: str) -> Order:
+        return Order.from_json(self.cancel_order_answer(symbol, order_id)["order"])
+
+    def cancel_order_answer(self, symbol: str, order_id: str) -> dict:
+        """:meth:`cancel_order`, answered as the server's JSON (``{"order"}``)."""
         symbol = self._listed_pair(symbol)
         message = {"symbol": symbol, "orderId": order_id}
-        answer = self._signed_post("/order/cancelOrder", "CancelOrder", message, dict(message))
-        return Order.from_json(answer["order"])
+        return self._signed_post("/order/cancelOrder", "CancelOrder", message, dict(message))
 
     def deposit(self, symbol: str, quantity: Any) -> tuple[Transfer, Balance]:
         """A ledger-mode deposit (on a vault chain, send the tokens to the vault from a wallet)."""
+        answer = self.deposit_answer(symbol, quantity)
+        return Transfer.from_json(answer["deposit"]), Balance.from_json(answer["balance"])
+
+    def deposit_answer(self, symbol: str, quantity: Any) -> dict:
+        """:meth:`deposit`, answered as the server's JSON (``{"deposit", "balance"}``)."""
         asset = self._asset(symbol)
         message = {"symbol": asset["symbol"], "quantity": canonical_decimal(quantity)}
         body = {"from": self.address, **message}
-        answer = self._signed_post("/portfolio/deposit", "Deposit", message, body)
-        return Transfer.from_json(answer["deposit"]), Balance.from_json(answer["balance"])
+        return self._signed_post("/portfolio/deposit", "Deposit", message, body)
 
     def withdraw(self, symbol: str, quantity: Any) -> tuple[Transfer, Balance]:
         """A withdrawal: on a vault chain signed as the vault's own ``Withdrawal``, which the
         operator then pays on chain."""
+        answer = self.withdraw_answer(symbol, quantity)
+        return Transfer.from_json(answer["withdrawal"]), Balance.from_json(answer["balance"])
+
+    def withdraw_answer(self, symbol: str, quantity: Any) -> dict:
+        """:meth:`withdraw`, answered as the server's JSON (``{"withdrawal", "balance"}``)."""
         asset = self._asset(symbol)
         quantity_text = canonical_decimal(quantity)
         body = {"from": self.address, "symbol": asset["symbol"], "quantity": quantity_text}
@@ -251,11 +273,9 @@ class Client:
             units = int(Decimal(quantity_text).scaleb(asset["decimals"]))
             token = asset["address"] or "0x0000000000000000000000000000000000000000"
             message = {"token": token, "amount": units}
-            answer = self._signed_post("/portfolio/withdraw", "Withdrawal", message, body)
-        else:
-            message = {"symbol": asset["symbol"], "quantity": quantity_text}
-            answer = self._signed_post("/portfolio/withdraw", "Withdraw", message, body)
-        return Transfer.from_json(answer["withdrawal"]), Balance.from_json(answer["balance"])
+            return self._signed_post("/portfolio/withdraw", "Withdrawal", message, body)
+        message = {"symbol": asset["symbol"], "quantity": quantity_text}
+        return self._signed_post("/portfolio/withdraw", "Withdraw", message, body)
 
     def _asset(self, symbol: str) -> dict:
         if self._assets is None:

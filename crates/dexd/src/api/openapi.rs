@@ -96,9 +96,9 @@ impl DecimalRules {
     /// The schema of every decimal parameter, with the rule in words.
     fn any_decimal(&self) -> Value {
         let mut schema = self.schema(self.max_decimals);
-        schema["description"] = json!(format!(
+        schema["description"] = json!(
             "A positive decimal string (no sign, exponent or spaces). At most as many decimals as its asset has (a price: its quote asset; 400 INVALID_NUMBER beyond), stated per symbol by the body's conditions; on the pair's tick and step (422 otherwise)."
-        ));
+        );
         schema
     }
 

@@ -134,7 +134,8 @@ impl StoreReader {
                  WHERE pair = ?1 AND time_ms >= ?2 AND time_ms <= ?3 AND trade_id < ?4
                  ORDER BY trade_id DESC LIMIT ?5",
             )?;
-            let rows = statement.query_map(
+            trade_page(
+                &mut statement,
                 params![
                     pair.0,
                     to_sql_integer(request.start_ms),
@@ -142,14 +143,8 @@ impl StoreReader {
                     to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
                     to_sql_integer(request.limit as u64 + 1)
                 ],
-                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
-            )?;
-            let mut items = Vec::new();
-            for row in rows {
-                let (record, trade_id) = row?;
-                items.push((codec::decode_trade(&record)?, trade_id as u64));
-            }
-            Ok(page(items, request.limit))
+                request.limit,
+            )
         })
     }
 
@@ -169,7 +164,8 @@ impl StoreReader {
                    AND account_trades.time_ms >= ?3 AND account_trades.time_ms <= ?4 AND account_trades.trade_id < ?5
                  ORDER BY account_trades.trade_id DESC LIMIT ?6",
             )?;
-            let rows = statement.query_map(
+            trade_page(
+                &mut statement,
                 params![
                     account.as_bytes(),
                     pair.map(|pair| pair.0),
@@ -178,14 +174,8 @@ impl StoreReader {
                     to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
                     to_sql_integer(request.limit as u64 + 1)
                 ],
-                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
-            )?;
-            let mut items = Vec::new();
-            for row in rows {
-                let (record, trade_id) = row?;
-                items.push((codec::decode_trade(&record)?, trade_id as u64));
-            }
-            Ok(page(items, request.limit))
+                request.limit,
+            )
         })
     }
 
@@ -273,4 +263,20 @@ fn page<T>(mut items: Vec<(T, u64)>, limit: usize) -> Page<T> {
         items: items.into_iter().map(|(item, _)| item).collect(),
         next_cursor,
     }
+}
+
+/// A page of trades from a statement that selects `(record, trade_id)` rows, newest first and
+/// one more than `limit` (the cursor is the trade id).
+fn trade_page(
+    statement: &mut rusqlite::CachedStatement<'_>,
+    parameters: impl rusqlite::Params,
+    limit: usize,
+) -> Result<Page<Trade>, StoreError> {
+    let rows = statement.query_map(parameters, |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)))?;
+    let mut items = Vec::new();
+    for row in rows {
+        let (record, trade_id) = row?;
+        items.push((codec::decode_trade(&record)?, trade_id as u64));
+    }
+    Ok(page(items, limit))
 }
