@@ -3,6 +3,7 @@ with a fresh data directory, and a spy on every HTTP request this process sends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -27,8 +28,9 @@ def dexd_binary() -> Path:
     return target / "debug" / "dexd"
 
 
-@pytest.fixture(scope="session")
-def dexd_url():
+@contextlib.contextmanager
+def running_dexd():
+    """A dexd on port 0 with a fresh data directory, yielding its base URL; stopped at the end."""
     binary = dexd_binary()
     if not binary.exists():
         raise RuntimeError(f"{binary} is missing: run cargo build -p dexd first")
@@ -56,6 +58,12 @@ def dexd_url():
         finally:
             server.terminate()
             server.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def dexd_url():
+    with running_dexd() as url:
+        yield url
 
 
 class RequestSpy:

@@ -4,6 +4,8 @@
 //! journal's end; and from that snapshot with 100,000 more commands after it.
 //!
 //! `cargo bench -p dexd --bench recovery`. `DEXD_RECOVERY_SCALE=0.1` runs a tenth of it.
+//! `DEXD_RECOVERY_DATA_DIR=DIR` keeps the data in DIR; a second run on the same DIR only times
+//! the start from its snapshot and tail, three times (to profile the start alone).
 //! The history is marked as already projected, as it is after a clean run: the measurement is
 //! the rebuild of the engine and of the open orders, which every start does.
 
@@ -216,7 +218,22 @@ fn main() {
         .ok()
         .and_then(|text| text.parse().ok())
         .unwrap_or(1.0);
-    let data_dir = tempfile::tempdir().unwrap();
+    let temporary = tempfile::tempdir().unwrap();
+    let kept = std::env::var_os("DEXD_RECOVERY_DATA_DIR").map(std::path::PathBuf::from);
+    let data_dir_path = kept.clone().unwrap_or_else(|| temporary.path().to_path_buf());
+    let complete_marker = data_dir_path.join("recovery-bench-complete");
+    if complete_marker.exists() {
+        for run in 1..=3 {
+            timed_start(
+                &format!("start from the kept snapshot and its tail, run {run}"),
+                &data_dir_path,
+                1_000_000_000,
+            );
+        }
+        return;
+    }
+    std::fs::create_dir_all(&data_dir_path).unwrap();
+    let data_dir = DataDir(&data_dir_path);
     let engine_config: EngineConfig = config(0).chain(1).unwrap().engine_config(&config(0).limits);
     let mut commands = Commands {
         resting: (1_000_000.0 * scale) as u64,
@@ -298,4 +315,16 @@ fn main() {
         data_dir.path(),
         1_000_000_000,
     );
+    if kept.is_some() {
+        std::fs::write(&complete_marker, b"").unwrap();
+    }
+}
+
+/// The data directory, named as `tempfile`'s is.
+struct DataDir<'a>(&'a Path);
+
+impl DataDir<'_> {
+    fn path(&self) -> &Path {
+        self.0
+    }
 }

@@ -15,7 +15,18 @@ use crate::config::Config;
 pub fn document(config: &Config) -> Value {
     let rules = DecimalRules::of(config);
     let mut paths = Map::new();
+    let mut component_schemas = match schemas() {
+        Value::Object(map) => map,
+        _ => unreachable!("schemas() is an object"),
+    };
     for operation in operations::ALL {
+        if operation.is_post {
+            for content in [BodyContent::Json, BodyContent::Form] {
+                for (name, schema) in request_body_schemas(operation, &rules, content) {
+                    component_schemas.insert(name, schema);
+                }
+            }
+        }
         for (index, path) in operation.paths.iter().enumerate() {
             let method = if operation.is_post { "post" } else { "get" };
             let mut item = Map::new();
@@ -39,7 +50,7 @@ pub fn document(config: &Config) -> Value {
             {"name": "extensions", "description": "What dexd adds: order detail with its typed data, the account's own fills, EIP-712 types for client signing, reserves, health, readiness, metrics, live streams and this document."},
         ],
         "paths": paths,
-        "components": {"schemas": schemas(), "responses": error_responses()},
+        "components": {"schemas": component_schemas, "responses": error_responses()},
     })
 }
 
@@ -159,16 +170,26 @@ fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules)
         ));
     }
     if operation.is_post {
-        let body_schema = request_body_schema(operation, rules);
-        let mut media = json!({"schema": body_schema});
-        if let Some(examples) = body_examples(operation) {
-            media["examples"] = examples;
-        }
+        let media = |content: BodyContent| {
+            let names: Vec<Value> = request_body_schemas(operation, rules, content)
+                .into_iter()
+                .map(|(name, _)| reference(&name))
+                .collect();
+            let schema = match <[Value; 1]>::try_from(names) {
+                Ok([only]) => only,
+                Err(names) => json!({"oneOf": names}),
+            };
+            let mut media = json!({"schema": schema});
+            if let Some(examples) = body_examples(operation, content) {
+                media["examples"] = examples;
+            }
+            media
+        };
         object["requestBody"] = json!({
             "required": true,
             "content": {
-                "application/json": media.clone(),
-                "application/x-www-form-urlencoded": media,
+                "application/json": media(BodyContent::Json),
+                "application/x-www-form-urlencoded": media(BodyContent::Form),
             }
         });
     } else {
@@ -190,9 +211,21 @@ fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules)
     object
 }
 
-/// A state change's body: the operation's own fields with one of the two credentials, which
-/// exclude each other (`oneOf` of two closed objects).
-fn request_body_schema(operation: &Operation, rules: &DecimalRules) -> Value {
+/// How a body is encoded. Both carry the same fields; form data carries every value as text, so
+/// its schemas admit only the string forms (`"1"`, `"true"`), where JSON also admits numbers
+/// and booleans. Each gets its own named schemas, so a client generator can tell which
+/// encoding a value is meant for.
+#[derive(Clone, Copy)]
+enum BodyContent {
+    Json,
+    Form,
+}
+
+/// A state change's body schemas, named for `components/schemas`: the operation's own fields
+/// with one of the two credentials, which exclude each other (two closed objects, offered as a
+/// `oneOf`): `AddOrderWithKey` and `AddOrderSigned`, `AddOrderFormWithKey` and
+/// `AddOrderFormSigned`, and so on. An alias path refers to its operation's schemas.
+fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: BodyContent) -> Vec<(String, Value)> {
     let is_signed_field = |name: &str| SIGNED_REQUEST_FIELDS.contains(&name);
     let has_credential = operation.fields.iter().any(|field| field.name == "privateKey");
     let form = |with_key: bool| {
@@ -213,7 +246,7 @@ fn request_body_schema(operation: &Operation, rules: &DecimalRules) -> Value {
             .map(|field| {
                 (
                     field.name.to_string(),
-                    field_schema(field.kind, field.description, rules),
+                    field_schema(field.kind, field.description, rules, content),
                 )
             })
             .collect();
@@ -246,21 +279,31 @@ fn request_body_schema(operation: &Operation, rules: &DecimalRules) -> Value {
         }
         schema
     };
-    if !has_credential {
-        return form(true);
+    let mut stem = operation.id[..1].to_uppercase() + &operation.id[1..];
+    if let BodyContent::Form = content {
+        stem.push_str("Form");
     }
+    // Titles are the schema's own name: generators name their classes by the title.
+    if !has_credential {
+        let name = format!("{stem}Body");
+        let mut only = form(true);
+        only["title"] = json!(name);
+        return vec![(name, only)];
+    }
+    let with_key_name = format!("{stem}WithKey");
     let mut with_key = form(true);
-    with_key["title"] = json!("With privateKey");
+    with_key["title"] = json!(with_key_name);
     with_key["description"] = json!("The venue signs with the account's key for this request only.");
+    let signed_name = format!("{stem}Signed");
     let mut signed = form(false);
-    signed["title"] = json!("Signed by the client");
+    signed["title"] = json!(signed_name);
     signed["description"] =
         json!("The client's own EIP-712 signature of the request's typed data (GET /account/eip712); no key is sent.");
-    json!({"oneOf": [with_key, signed]})
+    vec![(with_key_name, with_key), (signed_name, signed)]
 }
 
 /// Request bodies that run against the embedded configuration in ledger mode (test keys only).
-fn body_examples(operation: &Operation) -> Option<Value> {
+fn body_examples(operation: &Operation, content: BodyContent) -> Option<Value> {
     const TEST_KEY: &str = "0x1111111111111111111111111111111111111111111111111111111111111111";
     const TEST_ADDRESS: &str = "0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A";
     let example = match operation.id {
@@ -271,7 +314,11 @@ fn body_examples(operation: &Operation) -> Option<Value> {
             json!({"chainId": "1", "from": TEST_ADDRESS, "symbol": "USDC", "quantity": "1", "privateKey": TEST_KEY})
         }
         "addOrder" => {
-            json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100", "amount": "0.01", "timeInForce": "GTC", "postOnly": false, "clientOrderId": "example-1", "privateKey": TEST_KEY})
+            let post_only = match content {
+                BodyContent::Json => json!(false),
+                BodyContent::Form => json!("false"),
+            };
+            json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100", "amount": "0.01", "timeInForce": "GTC", "postOnly": post_only, "clientOrderId": "example-1", "privateKey": TEST_KEY})
         }
         _ => return None,
     };
@@ -356,21 +403,25 @@ fn responses(operation: &Operation) -> Value {
 /// The largest 64-bit number, the bound of every whole-number parameter.
 const MAX_U64: u64 = u64::MAX;
 
-fn field_schema(kind: Kind, description: &str, rules: &DecimalRules) -> Value {
-    let mut schema = match kind {
-        Kind::ChainId => json!({"oneOf": [
+fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: BodyContent) -> Value {
+    let mut schema = match (kind, content) {
+        // Form data is text: the query forms (strings only) are exact.
+        (_, BodyContent::Form) => query_schema(kind, rules),
+        (Kind::ChainId, BodyContent::Json) => json!({"oneOf": [
             {"type": "string", "pattern": "^[0-9]{1,19}$"},
             {"type": "integer", "minimum": 0, "maximum": 9_999_999_999_999_999_999u64}
         ]}),
-        Kind::Bool => json!({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]}),
-        Kind::Integer | Kind::Milliseconds => json!({"oneOf": [
+        (Kind::Bool, BodyContent::Json) => {
+            json!({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]})
+        }
+        (Kind::Integer | Kind::Milliseconds, BodyContent::Json) => json!({"oneOf": [
             {"type": "string", "pattern": "^[0-9]{1,19}$"},
             {"type": "integer", "minimum": 0, "maximum": MAX_U64}
         ]}),
-        Kind::Uint256 => {
+        (Kind::Uint256, BodyContent::Json) => {
             json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,77}$"}, {"type": "integer", "minimum": 0, "maximum": MAX_U64}]})
         }
-        other => query_schema(other, rules),
+        (other, BodyContent::Json) => query_schema(other, rules),
     };
     let description = match schema.get("description").and_then(Value::as_str) {
         Some(rule) => format!("{description} {rule}"),
