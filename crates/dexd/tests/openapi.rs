@@ -8,7 +8,7 @@ use common::TestServer;
 use serde_json::{json, Value};
 
 /// Every path of CONTRACT.md with its method, and the extensions (`orderDetail`, `eip712`,
-/// `reserves`, `health`, `ready`, `metrics`, `openapi.json`).
+/// `reserves`, `chains`, `health`, `ready`, `metrics`, `openapi.json`).
 const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/order/addOrder"),
     ("post", "/order/add"),
@@ -35,6 +35,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/order/orderDetail"),
     ("get", "/account/eip712"),
     ("get", "/account/reserves"),
+    ("get", "/chains"),
     ("get", "/health"),
     ("get", "/ready"),
     ("get", "/metrics"),

@@ -12,6 +12,7 @@ pub mod handlers;
 pub mod observability;
 pub mod openapi;
 pub mod operations;
+pub mod page;
 pub mod params;
 pub mod render;
 pub mod streams;
@@ -128,6 +129,8 @@ pub fn router(app: Arc<AppState>) -> Router {
     router = add_operation(router, &operations::READY, body_limits, |_app, _params| async {
         Ok(observability::ready().await.0)
     });
+    router = add_operation(router, &operations::CHAINS, body_limits, handlers::chains);
+    router = page::routes(router);
     router = router.route("/metrics", get(observability::metrics));
     router = router.route("/ws", get(stream_upgrade));
     router = router.route(

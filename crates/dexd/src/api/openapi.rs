@@ -671,6 +671,11 @@ fn schemas() -> Value {
             "maxLifetimeMs": integer
         })),
         "HealthResponse": object(json!({"status": {"const": "ok"}})),
+        "ChainsResponse": object(json!({
+            "chains": {"type": "array", "items": object(json!({
+                "chainId": string(), "name": string(), "custody": {"enum": ["ledger", "vault"]}
+            }))}
+        })),
         "ReadyResponse": object(json!({"status": {"const": "ready"}})),
         "OpenApiDocument": {"type": "object"},
     })

@@ -574,6 +574,18 @@ pub const OPENAPI: Operation = Operation {
     error_statuses: &[],
 };
 
+/// The venue's chains (extension): what a client (the trading page) can pick from.
+pub const CHAINS: Operation = Operation {
+    id: "getChains",
+    tag: Tag::Extensions,
+    is_post: false,
+    paths: &["/chains"],
+    summary: "The venue's chains: id, name and custody mode.",
+    fields: &[],
+    response_schema: "ChainsResponse",
+    error_statuses: &[],
+};
+
 /// Every operation.
 pub const ALL: &[Operation] = &[
     ADD_ORDER,
@@ -601,4 +613,5 @@ pub const ALL: &[Operation] = &[
     HEALTH,
     READY,
     OPENAPI,
+    CHAINS,
 ];

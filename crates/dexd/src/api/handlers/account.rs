@@ -43,6 +43,26 @@ pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
 
 /// The contract's custody object of a chain: its mode, and on a vault chain the vault, the
 /// operator, the confirmations and whether deposits are being credited.
+/// GET /chains (extension): every configured chain with its name and custody mode, in the
+/// configuration's order.
+pub async fn chains(app: Arc<AppState>, _params: Params) -> Answer {
+    let chains: Vec<Value> = app
+        .venue
+        .config
+        .chains
+        .iter()
+        .map(|chain| {
+            let mode = if app.custody.chain(chain.chain_id).is_some() {
+                "vault"
+            } else {
+                "ledger"
+            };
+            json!({"chainId": chain.chain_id.to_string(), "name": chain.name, "custody": mode})
+        })
+        .collect();
+    Ok(json!({ "chains": chains }))
+}
+
 fn custody_object(app: &AppState, chain: &Chain) -> Value {
     match app.custody.chain(chain.config.chain_id) {
         None => json!({"mode": "ledger"}),

@@ -1,0 +1,492 @@
+//! The account: who signs, the order form with its preview, deposits and withdrawals, and the
+//! account's views (open orders with cancel, order history, fills, balances and the vault's
+//! reserves, position, transfers). Open orders and balances are live from the stream; the
+//! histories are read again whenever the stream says something changed.
+
+import {
+  describe,
+  get, post, type AccountTrade, type Asset, type Balance, type Custody, type Eip712, type Order, type Pair,
+  type Position, type Reserve, type Tradable, type Transfer,
+} from "./api";
+import { canonical, multiply, toUnits } from "./decimal";
+import { dateTime, element, fill, row } from "./dom";
+import { depositFromWallet, injectedWallet, keySigner, signRequest, walletSigner, type Signer } from "./signing";
+import type { Message, Stream } from "./stream";
+
+/** Rows of each history shown. */
+const HISTORY_ROWS = 50;
+/** How long the views wait after a stream message before reading the histories again. */
+const REFRESH_DELAY_MS = 150;
+
+export interface Venue {
+  chainId: string;
+  pair: Pair;
+  assets: Asset[];
+  custody: Custody;
+  eip712: Eip712;
+}
+
+export interface AccountCallbacks {
+  announce(text: string): void;
+  fail(text: string): void;
+  /** The best prices on the book now, for a market order's preview. */
+  bestPrices(): { ask: string | null; bid: string | null };
+}
+
+export class Account {
+  private signer: Signer | null = null;
+  private venue: Venue | null = null;
+  private subscriptions: string[] = [];
+  private openOrders = new Map<string, Order>();
+  private balances = new Map<string, Balance>();
+  private tradable: Tradable[] = [];
+  private refreshTimer: number | undefined;
+
+  constructor(private readonly stream: Stream, private readonly callbacks: AccountCallbacks) {
+    element("connect-wallet").addEventListener("click", () => void this.connectWallet());
+    element<HTMLFormElement>("key-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.useKey();
+    });
+    element("disconnect").addEventListener("click", () => this.disconnect());
+    element<HTMLFormElement>("order-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      void this.placeOrder();
+    });
+    element<HTMLFormElement>("order-form").addEventListener("input", () => this.preview());
+    element<HTMLFormElement>("transfer-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const action = ((event as SubmitEvent).submitter as HTMLButtonElement | null)?.value ?? "deposit";
+      void this.transfer(action === "withdraw" ? "withdraw" : "deposit");
+    });
+    element("connect-wallet").hidden = injectedWallet() === null;
+    this.renderSigner();
+  }
+
+  /** A new chain or pair: the account's subscriptions follow it. */
+  async show(venue: Venue): Promise<void> {
+    this.venue = venue;
+    const select = element<HTMLSelectElement>("transfer-asset");
+    select.replaceChildren(...venue.assets.map((asset) => new Option(asset.symbol, asset.symbol)));
+    this.renderVaultHelp();
+    this.preview();
+    await this.follow();
+  }
+
+  private async connectWallet(): Promise<void> {
+    const provider = injectedWallet();
+    if (!provider) return this.callbacks.fail("No browser wallet was found on this page.");
+    try {
+      this.signer = await walletSigner(provider);
+    } catch (error) {
+      return this.callbacks.fail(`The wallet did not connect: ${describe(error)}`);
+    }
+    this.renderSigner();
+    this.callbacks.announce(`Connected ${this.signer.address} through the browser wallet.`);
+    await this.follow();
+  }
+
+  private useKey(): void {
+    const input = element<HTMLInputElement>("private-key");
+    try {
+      this.signer = keySigner(input.value);
+    } catch (error) {
+      this.callbacks.fail((error as Error).message);
+      return;
+    } finally {
+      // The field is emptied at once: the key lives on only inside the signer's closure.
+      input.value = "";
+    }
+    this.renderSigner();
+    this.callbacks.announce(`Using ${this.signer.address}, signing in this page.`);
+    void this.follow();
+  }
+
+  private disconnect(): void {
+    this.signer = null;
+    for (const id of this.subscriptions) this.stream.unsubscribe(id);
+    this.subscriptions = [];
+    this.openOrders.clear();
+    this.balances.clear();
+    this.tradable = [];
+    this.renderSigner();
+    this.renderAll();
+    this.callbacks.announce("Disconnected; the key is forgotten.");
+  }
+
+  private renderSigner(): void {
+    const signer = this.signer;
+    element("signer-state").textContent = signer
+      ? `${signer.address} — signing with ${signer.description}.`
+      : "Not connected: reading the market only. Connect a wallet or paste a key to trade.";
+    element("key-form").hidden = signer !== null;
+    element("connect-wallet").hidden = signer !== null || injectedWallet() === null;
+    element("disconnect").hidden = signer === null;
+    element("transfer-form").hidden = signer === null;
+    element<HTMLButtonElement>("place-order").disabled = signer === null;
+    document.body.dataset.signing = signer?.kind ?? "none";
+  }
+
+  private renderVaultHelp(): void {
+    const help = element("vault-help");
+    const custody = this.venue?.custody;
+    if (custody?.mode === "vault") {
+      help.hidden = false;
+      help.textContent =
+        `This chain keeps funds in the vault ${custody.vault}. A deposit is a transaction from your own wallet: ` +
+        `approve the vault for the token, then call deposit(token, amount) (or depositNative() with the value for ` +
+        `the native asset). It is credited after ${custody.confirmations} confirmations.`;
+    } else {
+      help.hidden = true;
+      help.textContent = "";
+    }
+  }
+
+  /** Subscribes to the account's orders and balances and reads its histories. */
+  private async follow(): Promise<void> {
+    for (const id of this.subscriptions) this.stream.unsubscribe(id);
+    this.subscriptions = [];
+    this.openOrders.clear();
+    this.balances.clear();
+    const venue = this.venue;
+    const signer = this.signer;
+    if (!venue || !signer) return this.renderAll();
+    const name = { chainId: venue.chainId, account: signer.address };
+    this.subscriptions.push(
+      this.stream.subscribe({ channel: "orders", ...name }, (message) => this.onOrders(message)),
+      this.stream.subscribe({ channel: "balances", ...name }, (message) => this.onBalances(message)),
+    );
+    await this.refresh();
+  }
+
+  /** After a reconnect the stream sends new snapshots; the histories are read again. */
+  async resynchronise(): Promise<void> {
+    await this.refresh();
+  }
+
+  private onOrders(message: Message): void {
+    const orders = message.orders as Order[] | undefined;
+    if (!orders) return;
+    if (message.event === "snapshot") this.openOrders.clear();
+    for (const order of orders) {
+      if (order.status === "open") this.openOrders.set(order.orderId, order);
+      else this.openOrders.delete(order.orderId);
+    }
+    this.renderOpenOrders();
+    if (message.event === "update") this.scheduleRefresh();
+  }
+
+  private onBalances(message: Message): void {
+    if (message.event === "snapshot") this.balances.clear();
+    for (const balance of (message.balances as Balance[] | undefined) ?? []) this.balances.set(balance.symbol, balance);
+    this.renderBalances();
+    if (message.event === "update") this.scheduleRefresh();
+  }
+
+  private scheduleRefresh(): void {
+    window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => void this.refresh(), REFRESH_DELAY_MS);
+  }
+
+  /** Reads everything the stream does not carry whole: histories, fills, position, reserves. */
+  private async refresh(): Promise<void> {
+    const venue = this.venue;
+    const signer = this.signer;
+    if (!venue) return;
+    const chainId = venue.chainId;
+    const reserves = venue.custody.mode === "vault"
+      ? get<{ assets: Reserve[] }>("/account/reserves", { chainId }).then((answer) => this.renderReserves(answer.assets))
+      : Promise.resolve(this.renderReserves(null));
+    if (!signer) {
+      await reserves;
+      return;
+    }
+    const account = signer.address;
+    const list = { chainId, account, limit: HISTORY_ROWS };
+    try {
+      const [filled, cancelled, fills, position, tradable, deposits, withdrawals] = await Promise.all([
+        get<{ orders: Order[] }>("/order/filledOrders", list),
+        get<{ orders: Order[] }>("/order/cancelledOrders", list),
+        get<{ trades: AccountTrade[] }>("/order/accountTrades", { ...list, pair: venue.pair.symbol }),
+        get<{ position: Position }>("/order/openPositions", { chainId, account, pair: venue.pair.symbol }),
+        get<{ tradable: Tradable[] }>("/account/tradableAmounts", { chainId, account }),
+        get<{ deposits: Transfer[] }>("/portfolio/depositHistories", list),
+        get<{ withdrawals: Transfer[] }>("/portfolio/withdrawHistories", list),
+        reserves,
+      ]);
+      if (signer !== this.signer || venue !== this.venue) return;
+      this.renderHistory([...filled.orders, ...cancelled.orders].sort((a, b) => b.updatedAt - a.updatedAt).slice(0, HISTORY_ROWS));
+      this.renderFills(fills.trades);
+      this.renderPosition(position.position);
+      this.tradable = tradable.tradable;
+      this.renderTransfers(deposits.deposits, withdrawals.withdrawals);
+      this.preview();
+    } catch (error) {
+      this.callbacks.fail(`Account: ${describe(error)}`);
+    }
+  }
+
+  private renderAll(): void {
+    this.renderOpenOrders();
+    this.renderBalances();
+    if (!this.signer) {
+      this.renderHistory([]);
+      this.renderFills([]);
+      this.renderPosition(null);
+      this.renderTransfers([], []);
+    }
+    this.preview();
+  }
+
+  private renderOpenOrders(): void {
+    const orders = [...this.openOrders.values()].sort((a, b) => b.timestamp - a.timestamp);
+    fill(
+      "open-orders",
+      orders.map((order) => {
+        const cancel = document.createElement("button");
+        cancel.type = "button";
+        cancel.textContent = "Cancel";
+        cancel.setAttribute("aria-label", `Cancel ${order.direction} ${order.amount} ${order.symbol} at ${order.price ?? "market"}`);
+        cancel.addEventListener("click", () => void this.cancel(order, cancel));
+        return row([`${order.direction} ${order.symbol}`, order.price ?? "market", order.amount, order.filled, order.clientOrderId ?? "", cancel], {
+          "data-order-id": order.orderId,
+        });
+      }),
+      this.signer ? "No open orders." : "Connect to see your orders.",
+    );
+  }
+
+  private renderHistory(orders: Order[]): void {
+    fill(
+      "order-history",
+      orders.map((order) =>
+        row([`${order.direction} ${order.symbol}`, order.type, order.price ?? "market", order.amount, order.filled, order.status, dateTime(order.updatedAt)], {
+          "data-order-id": order.orderId,
+        }),
+      ),
+      "No closed orders.",
+    );
+  }
+
+  private renderFills(trades: AccountTrade[]): void {
+    fill(
+      "fills",
+      trades.map((trade) => {
+        const side = trade.role === "taker" ? trade.takerDirection : trade.takerDirection === "buy" ? "sell" : "buy";
+        return row([side, trade.role, trade.price, trade.amount, `${trade.fee} ${trade.feeAsset}`, dateTime(trade.timestamp)], {
+          "data-trade-id": trade.tradeId,
+        });
+      }),
+      "No fills.",
+    );
+  }
+
+  private renderBalances(): void {
+    fill(
+      "balances",
+      [...this.balances.values()].map((balance) =>
+        row([balance.symbol, balance.total, balance.available, balance.locked], { "data-symbol": balance.symbol }),
+      ),
+      this.signer ? "Loading balances…" : "Connect to see your balances.",
+    );
+  }
+
+  private renderReserves(reserves: Reserve[] | null): void {
+    element("reserves").hidden = reserves === null;
+    if (reserves) {
+      fill("reserves-table", reserves.map((item) => row([item.symbol, item.onChain ?? "–", item.liabilities, item.surplus ?? "–"])), "No assets.");
+    }
+  }
+
+  private renderPosition(position: Position | null): void {
+    const list = element("position");
+    list.replaceChildren();
+    if (!position) {
+      list.textContent = this.signer ? "No position." : "Connect to see your position.";
+      return;
+    }
+    const entries: [string, string][] = [
+      ["Net amount", position.netAmount],
+      ["Average entry price", position.averageEntryPrice],
+      ["Mark price", position.markPrice ?? "–"],
+      ["Realized PnL", position.realizedPnl],
+      ["Unrealized PnL", position.unrealizedPnl],
+    ];
+    for (const [term, value] of entries) {
+      const wrapper = document.createElement("div");
+      const dt = document.createElement("dt");
+      dt.textContent = term;
+      const dd = document.createElement("dd");
+      dd.textContent = value;
+      wrapper.append(dt, dd);
+      list.append(wrapper);
+    }
+  }
+
+  private renderTransfers(deposits: Transfer[], withdrawals: Transfer[]): void {
+    const all = [
+      ...deposits.map((transfer) => ({ kind: "Deposit", transfer })),
+      ...withdrawals.map((transfer) => ({ kind: "Withdrawal", transfer })),
+    ].sort((a, b) => b.transfer.timestamp - a.transfer.timestamp);
+    fill(
+      "transfers",
+      all.map(({ kind, transfer }) =>
+        row([kind, transfer.symbol, transfer.quantity, transfer.status, transfer.txHash ?? "–", dateTime(transfer.timestamp)], {
+          "data-transfer-id": transfer.id,
+        }),
+      ),
+      "No deposits or withdrawals.",
+    );
+  }
+
+  /** The order form's preview: cost, the most fee, and the most the account can trade. */
+  preview(): void {
+    const venue = this.venue;
+    const form = this.readForm();
+    const pair = venue?.pair;
+    let cost = "–";
+    let fee = "–";
+    let most = "–";
+    if (pair) {
+      const best = this.callbacks.bestPrices();
+      const price = form.type === "limit" ? form.price : form.direction === "buy" ? best.ask : best.bid;
+      const amount = form.amount;
+      const feeRate = pair.takerFee;
+      if (price && amount) {
+        const notional = multiply(price, amount);
+        if (notional) {
+          cost = `${notional} ${pair.quote}${form.type === "market" ? " (at the best price now)" : ""}`;
+          fee = form.direction === "buy"
+            ? `${multiply(amount, feeRate) ?? "–"} ${pair.base}`
+            : `${multiply(notional, feeRate) ?? "–"} ${pair.quote}`;
+        }
+      }
+      const tradable = this.tradable.find((item) => item.symbol === pair.symbol);
+      if (tradable) {
+        most = form.direction === "buy"
+          ? `${tradable.buy.maxAmount} ${pair.base} (${tradable.buy.maxCost} ${pair.quote} available)`
+          : `${tradable.sell.maxAmount} ${pair.base}`;
+      } else if (!this.signer) {
+        most = "connect to see";
+      }
+    }
+    element("preview-cost").textContent = cost;
+    element("preview-fee").textContent = fee;
+    element("preview-max").textContent = most;
+    element<HTMLInputElement>("order-price").disabled = form.type === "market";
+  }
+
+  private readForm() {
+    const form = element<HTMLFormElement>("order-form");
+    const value = (name: string) => (form.querySelector<HTMLInputElement>(`input[name="${name}"]:checked`)?.value ?? "");
+    return {
+      direction: value("direction") === "sell" ? "sell" : "buy",
+      type: value("type") === "market" ? "market" : "limit",
+      price: canonical(element<HTMLInputElement>("order-price").value),
+      amount: canonical(element<HTMLInputElement>("order-amount").value),
+      rawPrice: element<HTMLInputElement>("order-price").value.trim(),
+      rawAmount: element<HTMLInputElement>("order-amount").value.trim(),
+      timeInForce: element<HTMLSelectElement>("order-tif").value,
+      postOnly: element<HTMLInputElement>("order-post-only").checked,
+      clientOrderId: element<HTMLInputElement>("order-client-id").value.trim(),
+    } as const;
+  }
+
+  private async placeOrder(): Promise<void> {
+    const venue = this.venue;
+    const signer = this.signer;
+    if (!venue || !signer) return this.callbacks.fail("Connect a wallet or paste a key to place orders.");
+    const form = this.readForm();
+    if (!form.amount) return this.callbacks.fail(`The amount "${form.rawAmount}" is not a positive decimal number.`);
+    if (form.type === "limit" && !form.price) return this.callbacks.fail(`The price "${form.rawPrice}" is not a positive decimal number.`);
+    const timeInForce = form.type === "market" && form.timeInForce === "GTC" ? "IOC" : form.timeInForce;
+    const symbol = venue.pair.symbol;
+    const message = {
+      symbol, orderType: form.type, direction: form.direction, timeInForce, postOnly: form.postOnly,
+      price: form.type === "limit" ? form.price : "", amount: form.amount, clientOrderId: form.clientOrderId,
+    };
+    const button = element<HTMLButtonElement>("place-order");
+    button.disabled = true;
+    try {
+      const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.addOrder, message);
+      const body: Record<string, unknown> = {
+        chainId: venue.chainId, symbol, type: form.type, direction: form.direction, amount: form.amount, timeInForce,
+        postOnly: form.postOnly, ...signed,
+      };
+      if (form.type === "limit") body.price = form.price;
+      if (form.clientOrderId) body.clientOrderId = form.clientOrderId;
+      const answer = await post<{ order: Order; trades: unknown[] }>("/order/addOrder", body);
+      const order = answer.order;
+      this.callbacks.announce(
+        `Order ${order.status}: ${order.direction} ${order.amount} ${symbol}` +
+          `${order.price ? ` at ${order.price}` : ""}, filled ${order.filled} in ${answer.trades.length} trade(s).`,
+      );
+    } catch (error) {
+      this.callbacks.fail(`Order refused: ${describe(error)}`);
+    } finally {
+      button.disabled = this.signer === null;
+    }
+  }
+
+  private async cancel(order: Order, button: HTMLButtonElement): Promise<void> {
+    const venue = this.venue;
+    const signer = this.signer;
+    if (!venue || !signer) return;
+    button.disabled = true;
+    try {
+      const message = { symbol: order.symbol, orderId: order.orderId };
+      const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.cancelOrder, message);
+      await post("/order/cancelOrder", { chainId: venue.chainId, ...message, ...signed });
+      this.callbacks.announce(`Cancelled the ${order.direction} order of ${order.amount} ${order.symbol}.`);
+    } catch (error) {
+      button.disabled = false;
+      this.callbacks.fail(`Cancel refused: ${describe(error)}`);
+    }
+  }
+
+  private async transfer(kind: "deposit" | "withdraw"): Promise<void> {
+    const venue = this.venue;
+    const signer = this.signer;
+    if (!venue || !signer) return;
+    const symbol = element<HTMLSelectElement>("transfer-asset").value;
+    const raw = element<HTMLInputElement>("transfer-quantity").value.trim();
+    const quantity = canonical(raw);
+    if (!quantity) return this.callbacks.fail(`The quantity "${raw}" is not a positive decimal number.`);
+    const asset = venue.assets.find((item) => item.symbol === symbol);
+    if (!asset) return this.callbacks.fail(`No asset ${symbol} on this chain.`);
+    try {
+      if (kind === "deposit" && venue.custody.mode === "vault") {
+        const provider = signer.kind === "wallet" ? injectedWallet() : null;
+        if (!provider) {
+          return this.callbacks.fail(
+            "On a vault chain a deposit is a transaction from your own wallet: connect a browser wallet, or send it " +
+              "yourself as the help below the form says.",
+          );
+        }
+        const units = toUnits(quantity, asset.decimals);
+        if (units === null) return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
+        const hash = await depositFromWallet(provider, venue.chainId, signer.address, venue.custody.vault, asset.native ? null : asset.address, units);
+        this.callbacks.announce(`Deposit sent (${hash}); it is credited after ${venue.custody.confirmations} confirmations.`);
+        return;
+      }
+      let primaryType = kind === "deposit" ? venue.eip712.primaryTypes.deposit : venue.eip712.primaryTypes.withdraw;
+      let message: Record<string, unknown> = { symbol: asset.symbol, quantity };
+      if (primaryType === "Withdrawal") {
+        const units = toUnits(quantity, asset.decimals);
+        if (units === null) return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
+        message = { token: asset.address ?? "0x0000000000000000000000000000000000000000", amount: units };
+      }
+      primaryType = primaryType || (kind === "deposit" ? "Deposit" : "Withdraw");
+      const signed = await signRequest(signer, venue.eip712, primaryType, message);
+      const path = kind === "deposit" ? "/portfolio/deposit" : "/portfolio/withdraw";
+      const answer = await post<{ deposit?: Transfer; withdrawal?: Transfer }>(path, {
+        chainId: venue.chainId, from: signer.address, symbol: asset.symbol, quantity, ...signed,
+      });
+      const transfer = answer.deposit ?? answer.withdrawal;
+      this.callbacks.announce(`${kind === "deposit" ? "Deposit" : "Withdrawal"} of ${quantity} ${asset.symbol}: ${transfer?.status ?? "sent"}.`);
+      element<HTMLInputElement>("transfer-quantity").value = "";
+    } catch (error) {
+      this.callbacks.fail(`${kind === "deposit" ? "Deposit" : "Withdrawal"} refused: ${describe(error)}`);
+    }
+  }
+}

@@ -1,0 +1,104 @@
+//! The page's start: one stream, the chain and pair pickers, the market and account views, and
+//! the two live regions (errors in an alert, results in a status). Everything the page shows
+//! comes from the dexd that serves it.
+
+import "./style.css";
+import { Account } from "./account";
+import { describe, get, type Asset, type Chain, type Custody, type Eip712, type Pair } from "./api";
+import { element } from "./dom";
+import { Market } from "./market";
+import { Stream, type StreamStatus } from "./stream";
+import { setUpTabs } from "./tabs";
+
+function announce(text: string): void {
+  element("announcer").textContent = text;
+  element("errors").replaceChildren();
+}
+
+function fail(text: string): void {
+  const errors = element("errors");
+  const paragraph = document.createElement("p");
+  paragraph.textContent = text;
+  errors.replaceChildren(paragraph);
+}
+
+async function main(): Promise<void> {
+  setUpTabs(element("account-tabs"));
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  let market: Market | null = null;
+  let account: Account | null = null;
+  const stream = new Stream(
+    `${scheme}//${location.host}/ws`,
+    (status: StreamStatus) => {
+      element("stream-status").textContent = status;
+      document.body.dataset.stream = status;
+    },
+    () => {
+      announce("Stream reconnected; the views are resynchronised.");
+      void market?.resynchronise();
+      void account?.resynchronise();
+    },
+    (message) => fail(`Stream: ${String(message.message ?? message.code)}`),
+  );
+  stream.start();
+  market = new Market(stream, { changed: () => account?.preview(), announce, fail });
+  account = new Account(stream, {
+    announce,
+    fail,
+    bestPrices: () => ({ ask: market?.bestAsk()?.price ?? null, bid: market?.bestBid()?.price ?? null }),
+  });
+
+  const chainSelect = element<HTMLSelectElement>("chain");
+  const pairSelect = element<HTMLSelectElement>("pair");
+  let chains: Chain[];
+  try {
+    chains = (await get<{ chains: Chain[] }>("/chains")).chains;
+  } catch (error) {
+    return fail(`The venue's chains cannot be read: ${describe(error)}`);
+  }
+  chainSelect.replaceChildren(...chains.map((chain) => new Option(`${chain.name} (${chain.chainId})`, chain.chainId)));
+  let pairs: Pair[] = [];
+  let assets: Asset[] = [];
+  let custody: Custody = { mode: "ledger" };
+  let eip712: Eip712 | null = null;
+
+  const showPair = async () => {
+    const pair = pairs.find((item) => item.symbol === pairSelect.value);
+    if (!pair || !eip712 || !market || !account) return;
+    document.title = `${pair.symbol} · dexd`;
+    history.replaceState(null, "", `#${chainSelect.value}/${pair.symbol}`);
+    await Promise.all([
+      market.show(chainSelect.value, pair.symbol, pair.lastPrice),
+      account.show({ chainId: chainSelect.value, pair, assets, custody, eip712 }),
+    ]);
+  };
+  const showChain = async (wantedPair?: string) => {
+    const chainId = chainSelect.value;
+    try {
+      const [pairAnswer, assetAnswer, types] = await Promise.all([
+        get<{ pairs: Pair[] }>("/account/assetPairs", { chainId }),
+        get<{ assets: Asset[]; custody: Custody }>("/account/assetsInfo", { chainId }),
+        get<Eip712>("/account/eip712", { chainId }),
+      ]);
+      pairs = pairAnswer.pairs;
+      assets = assetAnswer.assets;
+      custody = assetAnswer.custody;
+      eip712 = types;
+    } catch (error) {
+      return fail(`Chain ${chainId}: ${describe(error)}`);
+    }
+    pairSelect.replaceChildren(...pairs.map((pair) => new Option(pair.symbol, pair.symbol)));
+    if (wantedPair && pairs.some((pair) => pair.symbol === wantedPair)) pairSelect.value = wantedPair;
+    await showPair();
+  };
+  chainSelect.addEventListener("change", () => void showChain());
+  pairSelect.addEventListener("change", () => void showPair());
+
+  // The address's fragment names a chain and pair ("#1/ETH/USDC"); otherwise the first of each.
+  const [wantedChain, ...pairParts] = decodeURIComponent(location.hash.slice(1)).split("/");
+  if (chains.some((chain) => chain.chainId === wantedChain)) chainSelect.value = wantedChain;
+  await showChain(pairParts.length === 2 ? pairParts.join("/") : undefined);
+  document.body.dataset.ready = "true";
+}
+
+main().catch((error) => fail(`The page failed to start: ${describe(error)}`));

@@ -1,0 +1,230 @@
+// The trading page in a real browser (Debian's Chromium through playwright-core) against a real
+// dexd: it loads without a console error, shows the book and trades REST shows, follows a trade
+// another client makes within a second, redraws the chart on a new interval; with a pasted test
+// key it deposits, places, lists and cancels an order, shows a post-only refusal in words, and
+// never sends the key; at phone width the same flow works and axe finds nothing serious.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import AxeBuilder from "@axe-core/playwright";
+import { privateKeyToAccount } from "viem/accounts";
+import { ALICE_KEY, CAROL_KEY, launchBrowser, openPage, seedMarket, startDexd } from "./harness.mjs";
+
+const CHAIN = "1";
+const PAIR = "ETH/USDC";
+let dexd;
+let browser;
+
+async function restOrder(key, direction, price, amount, extra = {}) {
+  return dexd.post("/order/addOrder", {
+    chainId: CHAIN, symbol: PAIR, type: "limit", direction, price, amount, privateKey: key, ...extra,
+  });
+}
+
+before(async () => {
+  dexd = await startDexd();
+  browser = await launchBrowser();
+  await seedMarket(dexd);
+});
+
+after(async () => {
+  await browser?.close();
+  await dexd?.stop();
+});
+
+/** The rows of a table body as arrays of cell texts. */
+async function rows(page, selector) {
+  return page.$$eval(`${selector} tbody tr`, (trs) =>
+    trs.filter((tr) => !tr.querySelector("td.empty")).map((tr) => [...tr.cells].map((td) => td.textContent.trim())),
+  );
+}
+
+async function restBook() {
+  const [bids, asks] = await Promise.all([
+    dexd.get("/order/buyOrderbooks", { chainId: CHAIN, pair: PAIR }),
+    dexd.get("/order/sellOrderbooks", { chainId: CHAIN, pair: PAIR }),
+  ]);
+  const levels = (answer) => answer.levels.map((level) => [level.price, level.amount, String(level.orders)]);
+  return { bids: levels(bids), asks: levels(asks).reverse(), sequence: Math.max(bids.sequence, asks.sequence) };
+}
+
+async function waitForBook(page) {
+  const expected = await restBook();
+  await page.waitForFunction(
+    (sequence) => Number(document.getElementById("book")?.dataset.sequence) >= sequence,
+    expected.sequence,
+    { timeout: 5_000 },
+  );
+  return expected;
+}
+
+test("the page loads without errors and shows the book and trades REST shows", async () => {
+  const { page, context, consoleErrors, failedResponses } = await openPage(browser, dexd.url);
+  try {
+    const expected = await waitForBook(page);
+    assert.deepEqual(await rows(page, "#book-bids"), expected.bids);
+    assert.deepEqual(await rows(page, "#book-asks"), expected.asks);
+    assert.equal((await page.textContent("#spread")).trim(), "Spread 10");
+    const trades = await dexd.get("/order/tradeHistories", { chainId: CHAIN, pair: PAIR });
+    await page.waitForSelector(`#trades tr[data-trade-id="${trades.trades[0].tradeId}"]`);
+    const shown = await rows(page, "#trades");
+    assert.deepEqual(shown.map(([price, amount]) => [price, amount]), trades.trades.map((trade) => [trade.price, trade.amount]));
+    assert.equal((await page.textContent("#last-price")).trim(), trades.trades[0].price);
+    assert.equal((await page.textContent("#stream-status")).trim(), "live");
+    assert.equal(await page.getAttribute("body", "data-signing"), "none");
+    assert.deepEqual(consoleErrors, []);
+    assert.deepEqual(failedResponses, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test("a trade by another client appears within a second; a new interval redraws the chart", async () => {
+  const { page, context, consoleErrors } = await openPage(browser, dexd.url);
+  try {
+    await waitForBook(page);
+    const answer = await restOrder(CAROL_KEY, "buy", "2510", "0.25");
+    const trade = answer.trades[0];
+    const started = Date.now();
+    await page.waitForSelector(`#trades tr[data-trade-id="${trade.tradeId}"]`, { timeout: 1_000 });
+    assert.ok(Date.now() - started < 1_000);
+    const first = (await rows(page, "#trades"))[0];
+    assert.deepEqual(first.slice(0, 2), [trade.price, trade.amount]);
+    // The book follows, and equals REST at the same sequence.
+    const expected = await waitForBook(page);
+    assert.deepEqual(await rows(page, "#book-asks"), expected.asks);
+
+    const chart = page.locator("#chart");
+    assert.equal(await chart.getAttribute("data-interval"), "1m");
+    const oneMinute = await dexd.get("/order/tradesOHCL", { chainId: CHAIN, pair: PAIR, interval: "1m" });
+    assert.equal(Number(await chart.getAttribute("data-bars")), oneMinute.candles.length);
+    const canvasBefore = await page.locator("#chart").screenshot();
+    await page.getByRole("button", { name: "1w", exact: true }).click();
+    await page.waitForFunction(() => document.getElementById("chart")?.dataset.interval === "1w");
+    const week = await dexd.get("/order/tradesOHCL", { chainId: CHAIN, pair: PAIR, interval: "1w" });
+    assert.equal(Number(await chart.getAttribute("data-bars")), week.candles.length);
+    assert.equal(await page.getByRole("button", { name: "1w", exact: true }).getAttribute("aria-pressed"), "true");
+    await page.waitForTimeout(200);
+    const canvasAfter = await page.locator("#chart").screenshot();
+    assert.notDeepEqual(canvasAfter, canvasBefore, "the chart was drawn again");
+    assert.deepEqual(consoleErrors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+/** Deposit, place, see, cancel, and a post-only refusal, with a pasted key; returns what was sent. */
+async function signedFlow(page, key, clientOrderId) {
+  const address = privateKeyToAccount(key).address;
+  await page.getByLabel("Or paste a private key (kept in this page's memory only)").fill(key);
+  await page.getByRole("button", { name: "Use this key" }).click();
+  await page.waitForFunction(() => document.body.dataset.signing === "key");
+  assert.match(await page.textContent("#signer-state"), /never stored and never sent/);
+  assert.equal(await page.inputValue("#private-key").catch(() => ""), "", "the field is emptied");
+
+  // Deposit (ledger mode: confirmed at once).
+  await page.getByLabel("Asset").selectOption("USDC");
+  await page.getByLabel("Quantity").fill("10000");
+  await page.getByRole("button", { name: "Deposit", exact: true }).click();
+  await page.waitForFunction(() => /Deposit of 10000 USDC: confirmed/.test(document.getElementById("announcer")?.textContent ?? ""));
+  await page.getByRole("tab", { name: "Balances" }).click();
+  await page.waitForSelector('#balances tr[data-symbol="USDC"]');
+  await page.waitForFunction(() => document.querySelector('#balances tr[data-symbol="USDC"] td:nth-child(2)')?.textContent === "10000");
+  const balances = await dexd.get("/account/assetBalances", { chainId: CHAIN, account: address });
+  assert.equal(balances.balances.find((item) => item.symbol === "USDC").total, "10000");
+
+  // A limit buy below the book rests.
+  await page.getByRole("tab", { name: "Open orders" }).click();
+  await page.getByLabel("Buy", { exact: true }).check();
+  await page.getByLabel("Limit", { exact: true }).check();
+  await page.getByLabel("Price").fill("2400.0");
+  await page.getByLabel("Amount", { exact: true }).fill("1.5");
+  await page.getByLabel("Client order id (optional)").fill(clientOrderId);
+  assert.equal((await page.textContent("#preview-cost")).trim(), "3600 USDC");
+  await page.getByRole("button", { name: "Place order" }).click();
+  await page.waitForFunction(() => /Order open: buy 1.5 ETH\/USDC at 2400/.test(document.getElementById("announcer")?.textContent ?? ""));
+  const open = await dexd.get("/order/openOrders", { chainId: CHAIN, account: address });
+  assert.equal(open.orders.length, 1);
+  const order = open.orders[0];
+  assert.equal(order.clientOrderId, clientOrderId);
+  assert.equal(order.price, "2400");
+  await page.waitForSelector(`#open-orders tr[data-order-id="${order.orderId}"]`);
+  await page.waitForFunction(() => /7.99 ETH|[0-9.]+ ETH \(/.test(document.getElementById("preview-max")?.textContent ?? ""));
+
+  // A post-only order that would cross is refused, in the contract's words, in the alert.
+  await page.getByLabel("Price").fill("2520");
+  await page.getByLabel("Amount", { exact: true }).fill("0.1");
+  await page.getByLabel("Client order id (optional)").fill("");
+  await page.getByLabel("Post only").check();
+  await page.getByRole("button", { name: "Place order" }).click();
+  const alert = page.getByRole("alert");
+  await alert.getByText(/POST_ONLY_WOULD_TAKE/).waitFor();
+  assert.match(await alert.textContent(), /^Order refused: .+ \(POST_ONLY_WOULD_TAKE\)$/);
+  await page.getByLabel("Post only").uncheck();
+
+  // Cancel from the list.
+  await page.locator(`#open-orders tr[data-order-id="${order.orderId}"] button`).click();
+  await page.waitForSelector(`#open-orders tr[data-order-id="${order.orderId}"]`, { state: "detached" });
+  const cancelled = await dexd.get("/order/cancelledOrders", { chainId: CHAIN, account: address });
+  assert.deepEqual(cancelled.orders.map((item) => item.orderId), [order.orderId]);
+  assert.equal((await dexd.get("/order/openOrders", { chainId: CHAIN, account: address })).orders.length, 0);
+  await page.getByRole("tab", { name: "Order history" }).click();
+  await page.waitForSelector(`#order-history tr[data-order-id="${order.orderId}"]`);
+  await page.getByRole("tab", { name: "Transfers" }).click();
+  assert.equal((await rows(page, "#transfers")).length, 1);
+  return address;
+}
+
+function assertNoKeySent(sent, key) {
+  assert.ok(sent.length > 10, "the spy saw the page's traffic");
+  assert.ok(sent.some((text) => text.includes("/order/addOrder") && text.includes('"signature"')));
+  for (const text of sent) {
+    assert.ok(!text.toLowerCase().includes(key.slice(2).toLowerCase()), `a request carried the key: ${text.slice(0, 120)}`);
+    assert.ok(!/privatekey/i.test(text), `a request carried a privateKey field: ${text.slice(0, 120)}`);
+  }
+}
+
+test("with a pasted key: deposit, order, cancel, a post-only refusal; the key is never sent", async () => {
+  const { page, context, consoleErrors, sent } = await openPage(browser, dexd.url);
+  try {
+    await signedFlow(page, ALICE_KEY, "page-desktop-1");
+    assertNoKeySent(sent, ALICE_KEY);
+    // The only console error is the browser's own note of the refused (422) request.
+    assert.ok(consoleErrors.every((text) => /status of 422/.test(text)), consoleErrors.join("\n"));
+  } finally {
+    await context.close();
+  }
+});
+
+test("at 390 px wide the same flow works and axe reports nothing serious", async () => {
+  const key = "0x" + "d4".repeat(32);
+  const { page, context, sent } = await openPage(browser, dexd.url, { width: 390, height: 844 });
+  try {
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page is ${overflow} px wider than the screen`);
+    await waitForBook(page);
+    await signedFlow(page, key, "page-phone-1");
+    assertNoKeySent(sent, key);
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations.filter((violation) => ["serious", "critical"].includes(violation.impact));
+    assert.deepEqual(serious.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target).join(", ")}`), []);
+  } finally {
+    await context.close();
+  }
+});
+
+test("the keyboard reaches the tabs and moves between them with the arrow keys", async () => {
+  const { page, context } = await openPage(browser, dexd.url);
+  try {
+    await page.getByRole("tab", { name: "Open orders" }).focus();
+    await page.keyboard.press("ArrowRight");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-history");
+    assert.equal(await page.getAttribute("#tab-history", "aria-selected"), "true");
+    assert.equal(await page.isHidden("#panel-open"), true);
+    await page.keyboard.press("End");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-transfers");
+    await page.keyboard.press("ArrowRight");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-open");
+  } finally {
+    await context.close();
+  }
+});
