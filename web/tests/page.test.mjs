@@ -228,3 +228,55 @@ test("the keyboard reaches the tabs and moves between them with the arrow keys",
     await context.close();
   }
 });
+
+test("with an injected EIP-1193 wallet the page signs through eth_signTypedData_v4", async () => {
+  // A stand-in for a browser wallet: window.ethereum answers eth_requestAccounts and forwards
+  // eth_signTypedData_v4's JSON to this process, which signs it with viem as a wallet would.
+  const walletKey = "0x" + "f6".repeat(32);
+  const wallet = privateKeyToAccount(walletKey);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const asked = [];
+  await context.exposeFunction("testWalletSign", async (address, json) => {
+    assert.equal(address, wallet.address);
+    const typedData = JSON.parse(json);
+    asked.push(typedData.primaryType);
+    const { EIP712Domain: _domain, ...types } = typedData.types;
+    return wallet.signTypedData({ domain: typedData.domain, types, primaryType: typedData.primaryType, message: typedData.message });
+  });
+  await context.addInitScript((address) => {
+    window.ethereum = {
+      async request({ method, params }) {
+        if (method === "eth_requestAccounts" || method === "eth_accounts") return [address];
+        if (method === "eth_signTypedData_v4") return window.testWalletSign(params[0], params[1]);
+        throw new Error(`unsupported ${method}`);
+      },
+    };
+  }, wallet.address);
+  const page = await context.newPage();
+  const sent = [];
+  page.on("request", (request) => sent.push(request.postData() ?? ""));
+  try {
+    await page.goto(`${dexd.url}/#1/ETH/USDC`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.getByRole("button", { name: "Connect a browser wallet" }).click();
+    await page.waitForFunction(() => document.body.dataset.signing === "wallet");
+    assert.match(await page.textContent("#signer-state"), /your browser wallet \(EIP-1193\)/);
+    await page.getByLabel("Asset").selectOption("ETH");
+    await page.getByLabel("Quantity").fill("2");
+    await page.getByRole("button", { name: "Deposit", exact: true }).click();
+    await page.getByText(/Deposit of 2 ETH: confirmed/).waitFor();
+    await page.getByLabel("Sell", { exact: true }).check();
+    await page.getByLabel("Price").fill("2600");
+    await page.getByLabel("Amount", { exact: true }).fill("0.5");
+    await page.getByRole("button", { name: "Place order" }).click();
+    await page.getByText(/Order open: sell 0.5 ETH\/USDC at 2600/).waitFor();
+    const open = await dexd.get("/order/openOrders", { chainId: CHAIN, account: wallet.address });
+    assert.equal(open.orders.length, 1);
+    await page.locator(`#open-orders tr[data-order-id="${open.orders[0].orderId}"] button`).click();
+    await page.waitForSelector(`#open-orders tr[data-order-id="${open.orders[0].orderId}"]`, { state: "detached" });
+    assert.deepEqual(asked, ["Deposit", "Order", "CancelOrder"]);
+    assert.ok(sent.every((body) => !body.includes(walletKey.slice(2)) && !/privatekey/i.test(body)));
+  } finally {
+    await context.close();
+  }
+});
