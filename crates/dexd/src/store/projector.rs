@@ -178,13 +178,8 @@ impl Projector {
     }
 
     /// Replaces the open orders in memory by those of a snapshot taken at `sequence`.
-    pub fn restore_open_orders(&mut self, orders: Vec<StoredOrder>, sequence: u64) {
-        let mut open_orders = OpenOrders::default();
-        open_orders.reserve(orders.len());
-        for order in orders {
-            open_orders.upsert(order);
-        }
-        open_orders.set_mark(sequence);
+    pub fn restore_open_orders(&mut self, open_orders: OpenOrders, sequence: u64) {
+        assert_eq!(open_orders.mark(), sequence, "restored open orders are marked at their snapshot");
         *self.open_orders.write() = open_orders;
     }
 

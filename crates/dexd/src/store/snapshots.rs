@@ -247,8 +247,8 @@ pub struct LoadedSnapshot {
     pub sequence: u64,
     /// The engine in that state.
     pub engine: Engine,
-    /// The history's open orders in that state, with their signatures.
-    pub open_orders: Vec<StoredOrder>,
+    /// The history's open orders in that state, with their signatures, marked at `sequence`.
+    pub open_orders: OpenOrders,
 }
 
 /// Reads, checks and restores a snapshot file (see the module's description of the checks).
@@ -298,14 +298,15 @@ pub fn load_snapshot(
     }
     let (state, signatures) =
         decode_snapshot(&checked[HEADER_BYTES..]).map_err(|error| SnapshotError::Damaged(error.to_string()))?;
-    let mut open_orders = Vec::with_capacity(signatures.len());
+    drop(bytes);
+    let mut stored_orders = Vec::with_capacity(signatures.len());
     let mut signatures = signatures.into_iter();
     for record in state.pairs.iter().flat_map(|pair| pair.orders.iter()) {
         let signature = signatures
             .next()
             .filter(|signature| signature.sequence == record.sequence)
             .ok_or_else(|| damaged("the signatures do not follow the resting orders"))?;
-        open_orders.push(StoredOrder {
+        stored_orders.push(StoredOrder {
             record: record.clone(),
             nonce: signature.nonce,
             expiry_ms: signature.expiry_ms,
@@ -315,11 +316,29 @@ pub fn load_snapshot(
     if signatures.next().is_some() {
         return Err(damaged("more signatures than resting orders"));
     }
-    let engine = Engine::from_state(config.clone(), state)
-        .map_err(|error| SnapshotError::Damaged(format!("the state does not restore: {error}")))?;
-    if engine.state_hash() != state_hash {
-        return Err(damaged("the restored state's hash differs from the one written"));
-    }
+    // The engine (books, then the state hash that checks them) and the projector's open orders
+    // (three indexes) are rebuilt on two threads: they share nothing, and each is about half of
+    // the start's work.
+    let (engine, open_orders) = std::thread::scope(|scope| {
+        let restoring = scope.spawn(move || {
+            let engine = Engine::from_state(config.clone(), state)
+                .map_err(|error| SnapshotError::Damaged(format!("the state does not restore: {error}")))?;
+            if engine.state_hash() != state_hash {
+                return Err(damaged("the restored state's hash differs from the one written"));
+            }
+            Ok(engine)
+        });
+        let mut open_orders = OpenOrders::default();
+        open_orders.reserve(stored_orders.len());
+        for order in stored_orders {
+            open_orders.upsert(order);
+        }
+        open_orders.set_mark(sequence);
+        let engine = restoring
+            .join()
+            .unwrap_or_else(|_| Err(damaged("the state's restoration panicked")))?;
+        Ok::<_, SnapshotError>((engine, open_orders))
+    })?;
     Ok(LoadedSnapshot {
         sequence,
         engine,
@@ -339,15 +358,7 @@ pub fn build_state(
     keep_going: &dyn Fn() -> bool,
 ) -> Result<(Engine, OpenOrders), SnapshotError> {
     let (mut engine, mut open_orders, after) = match base {
-        Some(base) => {
-            let mut open_orders = OpenOrders::default();
-            open_orders.reserve(base.open_orders.len());
-            for order in base.open_orders {
-                open_orders.upsert(order);
-            }
-            open_orders.set_mark(base.sequence);
-            (base.engine, open_orders, base.sequence)
-        }
+        Some(base) => (base.engine, base.open_orders, base.sequence),
         None => (
             Engine::new(config.clone())
                 .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?,
