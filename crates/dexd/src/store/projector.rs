@@ -179,7 +179,11 @@ impl Projector {
 
     /// Replaces the open orders in memory by those of a snapshot taken at `sequence`.
     pub fn restore_open_orders(&mut self, open_orders: OpenOrders, sequence: u64) {
-        assert_eq!(open_orders.mark(), sequence, "restored open orders are marked at their snapshot");
+        assert_eq!(
+            open_orders.mark(),
+            sequence,
+            "restored open orders are marked at their snapshot"
+        );
         *self.open_orders.write() = open_orders;
     }
 
