@@ -24,11 +24,10 @@ export function chromiumPath() {
   throw new Error("Chromium is missing: scripts/install-test-tools installs Debian's chromium");
 }
 
-export async function startDexd() {
+export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0" } = {}) {
   const binary = process.env.DEXD_BINARY ?? join(process.env.CARGO_TARGET_DIR ?? join(repository, "target"), "debug", "dexd");
   if (!existsSync(binary)) throw new Error(`${binary} is missing: run cargo build -p dexd first`);
-  const work = mkdtempSync(join(tmpdir(), "dexd-page-"));
-  const child = spawn(binary, ["serve", "--listen", "127.0.0.1:0", "--data-dir", join(work, "data")], {
+  const child = spawn(binary, ["serve", "--listen", listen, "--data-dir", join(work, "data")], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";
@@ -43,12 +42,21 @@ export async function startDexd() {
     else await new Promise((done) => setTimeout(done, 50));
   }
   const url = `http://${address}`;
+  const halt = async () => {
+    if (child.exitCode === null) {
+      child.kill("SIGTERM");
+      await new Promise((done) => child.once("exit", done));
+    }
+  };
   return {
     url,
     log: () => log,
+    /** Stops the process (a graceful stop: streams get 1001), keeping its data. */
+    halt,
+    /** Starts it again on the same address and data. */
+    restart: () => startDexd({ work, listen: address }),
     async stop() {
-      child.kill("SIGTERM");
-      await new Promise((done) => child.once("exit", done));
+      await halt();
       rmSync(work, { recursive: true, force: true });
     },
     async get(path, query = {}) {

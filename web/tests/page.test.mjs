@@ -280,3 +280,23 @@ test("with an injected EIP-1193 wallet the page signs through eth_signTypedData_
     await context.close();
   }
 });
+
+test("after the server restarts, the page reconnects and follows new trades again", async () => {
+  const { page, context } = await openPage(browser, dexd.url);
+  try {
+    await waitForBook(page);
+    await dexd.halt();
+    await page.waitForFunction(() => document.body.dataset.stream === "reconnecting", null, { timeout: 5_000 });
+    // Same address, same data: the page's backoff (at most 10 s) brings it back.
+    dexd = await dexd.restart();
+    await page.waitForFunction(() => document.body.dataset.stream === "live", null, { timeout: 15_000 });
+    await page.getByText(/Stream reconnected/).waitFor({ timeout: 5_000 });
+    const answer = await restOrder(CAROL_KEY, "buy", "2520", "0.1");
+    await page.waitForSelector(`#trades tr[data-trade-id="${answer.trades[0].tradeId}"]`, { timeout: 2_000 });
+    const expected = await waitForBook(page);
+    assert.deepEqual(await rows(page, "#book-asks"), expected.asks);
+    assert.deepEqual(await rows(page, "#book-bids"), expected.bids);
+  } finally {
+    await context.close();
+  }
+});
