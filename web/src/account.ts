@@ -469,14 +469,13 @@ export class Account {
         this.callbacks.announce(`Deposit sent (${hash}); it is credited after ${venue.custody.confirmations} confirmations.`);
         return;
       }
-      let primaryType = kind === "deposit" ? venue.eip712.primaryTypes.deposit : venue.eip712.primaryTypes.withdraw;
+      const primaryType = kind === "deposit" ? venue.eip712.primaryTypes.deposit : venue.eip712.primaryTypes.withdraw;
       let message: Record<string, unknown> = { symbol: asset.symbol, quantity };
       if (primaryType === "Withdrawal") {
         const units = toUnits(quantity, asset.decimals);
         if (units === null) return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
         message = { token: asset.address ?? "0x0000000000000000000000000000000000000000", amount: units };
       }
-      primaryType = primaryType || (kind === "deposit" ? "Deposit" : "Withdraw");
       const signed = await signRequest(signer, venue.eip712, primaryType, message);
       const path = kind === "deposit" ? "/portfolio/deposit" : "/portfolio/withdraw";
       const answer = await post<{ deposit?: Transfer; withdrawal?: Transfer }>(path, {

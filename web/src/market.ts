@@ -30,6 +30,7 @@ export class Market {
   private trades: Trade[] = [];
   private subscriptions: string[] = [];
   private bookSubscription: string | null = null;
+  private candleSubscription: string | null = null;
   private chainId = "";
   private pair = "";
   interval: string = "1m";
@@ -82,8 +83,6 @@ export class Market {
   async resynchronise(): Promise<void> {
     await Promise.all([this.loadTrades(), this.loadCandles(), this.loadChange()]);
   }
-
-  private candleSubscription: string | null = null;
 
   private subscribeCandles(): void {
     if (this.candleSubscription) this.stream.unsubscribe(this.candleSubscription);
