@@ -20,17 +20,18 @@ pub fn document(config: &Config) -> Value {
         _ => unreachable!("schemas() is an object"),
     };
     for operation in operations::ALL {
-        if operation.is_post {
-            for content in [BodyContent::Json, BodyContent::Form] {
-                for (name, schema) in request_body_schemas(operation, &rules, content) {
-                    component_schemas.insert(name, schema);
-                }
-            }
-        }
+        // A body's schemas are built once, into the components; every path of the operation
+        // refers to them.
+        let body = operation
+            .is_post
+            .then(|| request_body(operation, &rules, &mut component_schemas));
         for (index, path) in operation.paths.iter().enumerate() {
             let method = if operation.is_post { "post" } else { "get" };
             let mut item = Map::new();
-            item.insert(method.to_string(), operation_object(operation, index > 0, &rules));
+            item.insert(
+                method.to_string(),
+                operation_object(operation, index > 0, &rules, body.as_ref()),
+            );
             paths.insert(path.to_string(), Value::Object(item));
         }
     }
@@ -156,7 +157,8 @@ fn case_insensitive(symbol: &str) -> String {
     pattern
 }
 
-fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules) -> Value {
+/// An operation's object; `body` is its `requestBody` (a POST's, from [`request_body`]).
+fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules, body: Option<&Value>) -> Value {
     let mut object = json!({
         "operationId": if is_alias { format!("{}Alias", operation.id) } else { operation.id.to_string() },
         "summary": operation.summary,
@@ -169,29 +171,8 @@ fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules)
             operation.paths[0]
         ));
     }
-    if operation.is_post {
-        let media = |content: BodyContent| {
-            let names: Vec<Value> = request_body_schemas(operation, rules, content)
-                .into_iter()
-                .map(|(name, _)| reference(&name))
-                .collect();
-            let schema = match <[Value; 1]>::try_from(names) {
-                Ok([only]) => only,
-                Err(names) => json!({"oneOf": names}),
-            };
-            let mut media = json!({"schema": schema});
-            if let Some(examples) = body_examples(operation, content) {
-                media["examples"] = examples;
-            }
-            media
-        };
-        object["requestBody"] = json!({
-            "required": true,
-            "content": {
-                "application/json": media(BodyContent::Json),
-                "application/x-www-form-urlencoded": media(BodyContent::Form),
-            }
-        });
+    if let Some(body) = body {
+        object["requestBody"] = body.clone();
     } else {
         let parameters: Vec<Value> = operation
             .fields
@@ -209,6 +190,34 @@ fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules)
         object["parameters"] = Value::Array(parameters);
     }
     object
+}
+
+/// A POST's `requestBody`: JSON or form data, each a reference to its schemas (a `oneOf` of the
+/// two credential forms), which go into `component_schemas`.
+fn request_body(operation: &Operation, rules: &DecimalRules, component_schemas: &mut Map<String, Value>) -> Value {
+    let mut media = |content: BodyContent| {
+        let mut references = Vec::new();
+        for (name, schema) in request_body_schemas(operation, rules, content) {
+            references.push(reference(&name));
+            component_schemas.insert(name, schema);
+        }
+        let schema = match <[Value; 1]>::try_from(references) {
+            Ok([only]) => only,
+            Err(references) => json!({ "oneOf": references }),
+        };
+        let mut media = json!({ "schema": schema });
+        if let Some(examples) = body_examples(operation, content) {
+            media["examples"] = examples;
+        }
+        media
+    };
+    json!({
+        "required": true,
+        "content": {
+            "application/json": media(BodyContent::Json),
+            "application/x-www-form-urlencoded": media(BodyContent::Form),
+        }
+    })
 }
 
 /// How a body is encoded. Both carry the same fields; form data carries every value as text, so
@@ -352,31 +361,31 @@ fn links(operation: &Operation) -> Option<Value> {
                 }
             }
         }),
-        "deposit" => json!({
-            "GetDepositHistory": {
-                "operationId": "getDepositHistory",
-                "description": "The account's deposits, this one first.",
-                "parameters": {"chainId": "$response.body#/deposit/chainId", "account": "$response.body#/deposit/account"}
-            },
-            "GetBalances": {
-                "operationId": "getBalances",
-                "parameters": {"chainId": "$response.body#/deposit/chainId", "account": "$response.body#/deposit/account"}
-            }
-        }),
-        "withdraw" => json!({
-            "GetWithdrawalHistory": {
-                "operationId": "getWithdrawalHistory",
-                "description": "The account's withdrawals, this one first.",
-                "parameters": {"chainId": "$response.body#/withdrawal/chainId", "account": "$response.body#/withdrawal/account"}
-            },
-            "GetBalances": {
-                "operationId": "getBalances",
-                "parameters": {"chainId": "$response.body#/withdrawal/chainId", "account": "$response.body#/withdrawal/account"}
-            }
-        }),
+        "deposit" => transfer_links("deposit", "DepositHistory", "deposits"),
+        "withdraw" => transfer_links("withdrawal", "WithdrawalHistory", "withdrawals"),
         _ => return None,
     };
     Some(links)
+}
+
+/// A transfer's links: to the account's history of that kind (`getDepositHistory`) and its
+/// balances, from the answer's `field` (`deposit`).
+fn transfer_links(field: &str, history: &str, plural: &str) -> Value {
+    let parameters = json!({
+        "chainId": format!("$response.body#/{field}/chainId"),
+        "account": format!("$response.body#/{field}/account"),
+    });
+    json!({
+        format!("Get{history}"): {
+            "operationId": format!("get{history}"),
+            "description": format!("The account's {plural}, this one first."),
+            "parameters": parameters.clone()
+        },
+        "GetBalances": {
+            "operationId": "getBalances",
+            "parameters": parameters
+        }
+    })
 }
 
 fn responses(operation: &Operation) -> Value {
