@@ -177,13 +177,8 @@ impl Projector {
         self.open_orders.write().apply(sequence, events, authorization)
     }
 
-    /// Replaces the open orders in memory by those of a snapshot taken at `sequence`.
-    pub fn restore_open_orders(&mut self, open_orders: OpenOrders, sequence: u64) {
-        assert_eq!(
-            open_orders.mark(),
-            sequence,
-            "restored open orders are marked at their snapshot"
-        );
+    /// Replaces the open orders in memory by those of a snapshot, marked at its sequence.
+    pub fn restore_open_orders(&mut self, open_orders: OpenOrders) {
         *self.open_orders.write() = open_orders;
     }
 

@@ -106,7 +106,7 @@ impl Chain {
             Some(snapshot) => {
                 let sequence = snapshot.sequence;
                 snapshot_status.record(sequence, snapshot_file_time_ms(&snapshot_directory, sequence));
-                projector.restore_open_orders(snapshot.open_orders, sequence);
+                projector.restore_open_orders(snapshot.open_orders);
                 tracing::info!(chain_id, sequence, "chain state restored from a snapshot");
                 store_writer.replay_after(snapshot.engine, sequence, Some(&mut projector))?
             }
