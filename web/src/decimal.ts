@@ -15,11 +15,19 @@ export function parse(text: string): Exact | null {
 
 export function format(value: Exact): string {
   const negative = value.units < 0n;
-  let digits = (negative ? -value.units : value.units).toString().padStart(value.scale + 1, "0");
+  const digits = (negative ? -value.units : value.units).toString().padStart(value.scale + 1, "0");
   let text = value.scale === 0 ? digits : `${digits.slice(0, -value.scale)}.${digits.slice(-value.scale)}`;
   if (text.includes(".")) text = text.replace(/0+$/, "").replace(/\.$/, "");
-  digits = text;
-  return negative && digits !== "0" ? `-${digits}` : digits;
+  return negative && text !== "0" ? `-${text}` : text;
+}
+
+/** Two decimals as units at one common scale (the larger of theirs), or null. */
+function aligned(left: string, right: string): { a: bigint; b: bigint; scale: number } | null {
+  const x = parse(left);
+  const y = parse(right);
+  if (!x || !y) return null;
+  const scale = Math.max(x.scale, y.scale);
+  return { a: x.units * 10n ** BigInt(scale - x.scale), b: y.units * 10n ** BigInt(scale - y.scale), scale };
 }
 
 /** The venue's canonical form of a decimal the user typed ("1500.50" → "1500.5"), or null. */
@@ -36,24 +44,14 @@ export function multiply(left: string, right: string): string | null {
 }
 
 export function compare(left: string, right: string): number {
-  const a = parse(left);
-  const b = parse(right);
-  if (!a || !b) return 0;
-  const scale = Math.max(a.scale, b.scale);
-  const x = a.units * 10n ** BigInt(scale - a.scale);
-  const y = b.units * 10n ** BigInt(scale - b.scale);
-  return x < y ? -1 : x > y ? 1 : 0;
+  const both = aligned(left, right);
+  if (!both) return 0;
+  return both.a < both.b ? -1 : both.a > both.b ? 1 : 0;
 }
 
 export function subtract(left: string, right: string): string | null {
-  const a = parse(left);
-  const b = parse(right);
-  if (!a || !b) return null;
-  const scale = Math.max(a.scale, b.scale);
-  return format({
-    units: a.units * 10n ** BigInt(scale - a.scale) - b.units * 10n ** BigInt(scale - b.scale),
-    scale,
-  });
+  const both = aligned(left, right);
+  return both ? format({ units: both.a - both.b, scale: both.scale }) : null;
 }
 
 /** The units of `text` for an asset of `decimals` (a vault deposit's amount), or null. */
@@ -65,13 +63,9 @@ export function toUnits(text: string, decimals: number): bigint | null {
 
 /** The change from `from` to `to` in percent, two decimals, signed ("+1.25 %"). */
 export function percentChange(from: string, to: string): string | null {
-  const a = parse(from);
-  const b = parse(to);
-  if (!a || !b || a.units === 0n) return null;
-  const scale = Math.max(a.scale, b.scale);
-  const x = a.units * 10n ** BigInt(scale - a.scale);
-  const y = b.units * 10n ** BigInt(scale - b.scale);
-  const basisPoints = ((y - x) * 10000n) / x;
+  const both = aligned(from, to);
+  if (!both || both.a === 0n) return null;
+  const basisPoints = ((both.b - both.a) * 10000n) / both.a;
   const text = format({ units: basisPoints, scale: 2 });
   return `${basisPoints >= 0n ? "+" : ""}${text} %`;
 }

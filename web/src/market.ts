@@ -28,8 +28,10 @@ export class Market {
   private readonly chart: CandleChart;
   private readonly book = new LiveBook();
   private trades: Trade[] = [];
-  private subscriptions: string[] = [];
+  // The pair's three subscriptions; the book's id changes when it starts over, the candles'
+  // when the interval does.
   private bookSubscription: string | null = null;
+  private tradesSubscription: string | null = null;
   private candleSubscription: string | null = null;
   private chainId = "";
   private pair = "";
@@ -60,9 +62,10 @@ export class Market {
 
   /** Shows a pair: drops the old subscriptions, reads REST, subscribes again. */
   async show(chainId: string, pair: string, lastPrice: string | null): Promise<void> {
-    for (const id of this.subscriptions) this.stream.unsubscribe(id);
-    if (this.bookSubscription) this.stream.unsubscribe(this.bookSubscription);
-    this.subscriptions = [];
+    for (const id of [this.bookSubscription, this.tradesSubscription, this.candleSubscription]) {
+      if (id) this.stream.unsubscribe(id);
+    }
+    this.candleSubscription = null;
     this.chainId = chainId;
     this.pair = pair;
     this.lastPrice = lastPrice;
@@ -72,8 +75,8 @@ export class Market {
       { channel: "book", chainId, pair, depth: STREAM_DEPTH },
       (message) => this.onBook(message),
     );
-    this.subscriptions.push(
-      this.stream.subscribe({ channel: "trades", chainId, pair }, (message) => this.onTrades(message)),
+    this.tradesSubscription = this.stream.subscribe({ channel: "trades", chainId, pair }, (message) =>
+      this.onTrades(message),
     );
     await Promise.all([this.loadTrades(), this.loadCandles(), this.loadChange()]);
     this.subscribeCandles();
@@ -92,7 +95,6 @@ export class Market {
         this.chart.update(message.candle as Candle);
       }
     });
-    this.subscriptions.push(this.candleSubscription);
   }
 
   async setInterval(interval: string): Promise<void> {
