@@ -2,7 +2,7 @@
 // with a fresh data directory, Debian's Chromium driven by playwright-core, and REST calls made
 // as another client would (with test keys only, never real ones).
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -104,14 +104,16 @@ export async function openPage(browser, url, viewport = { width: 1440, height: 1
   return { page, context, consoleErrors, failedResponses, sent };
 }
 
-export function readCommitted(path) {
-  return readFileSync(join(repository, path));
+/** A limit order on chain 1's ETH/USDC placed through REST as another client would, with `key`. */
+export function restOrder(dexd, key, direction, price, amount) {
+  return dexd.post("/order/addOrder", {
+    chainId: "1", symbol: "ETH/USDC", type: "limit", direction, price, amount, privateKey: key,
+  });
 }
 
 /** Another client's market on chain 1, through REST with test keys: Bob sells, Carol buys, one trade. */
 export async function seedMarket(dexd) {
-  const order = (key, direction, price, amount) =>
-    dexd.post("/order/addOrder", { chainId: "1", symbol: "ETH/USDC", type: "limit", direction, price, amount, privateKey: key });
+  const order = (key, direction, price, amount) => restOrder(dexd, key, direction, price, amount);
   const bob = privateKeyToAccount(BOB_KEY).address;
   const carol = privateKeyToAccount(CAROL_KEY).address;
   await dexd.post("/portfolio/deposit", { chainId: "1", from: bob, symbol: "ETH", quantity: "50", privateKey: BOB_KEY });

@@ -7,18 +7,13 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import AxeBuilder from "@axe-core/playwright";
 import { privateKeyToAccount } from "viem/accounts";
-import { ALICE_KEY, CAROL_KEY, launchBrowser, openPage, seedMarket, startDexd } from "./harness.mjs";
+import { ALICE_KEY, CAROL_KEY, launchBrowser, openPage, restOrder, seedMarket, startDexd } from "./harness.mjs";
 
 const CHAIN = "1";
 const PAIR = "ETH/USDC";
 let dexd;
 let browser;
 
-async function restOrder(key, direction, price, amount, extra = {}) {
-  return dexd.post("/order/addOrder", {
-    chainId: CHAIN, symbol: PAIR, type: "limit", direction, price, amount, privateKey: key, ...extra,
-  });
-}
 
 before(async () => {
   dexd = await startDexd();
@@ -82,7 +77,7 @@ test("a trade by another client appears within a second; a new interval redraws 
   const { page, context, consoleErrors } = await openPage(browser, dexd.url);
   try {
     await waitForBook(page);
-    const answer = await restOrder(CAROL_KEY, "buy", "2510", "0.25");
+    const answer = await restOrder(dexd, CAROL_KEY, "buy", "2510", "0.25");
     const trade = answer.trades[0];
     const started = Date.now();
     await page.waitForSelector(`#trades tr[data-trade-id="${trade.tradeId}"]`, { timeout: 1_000 });
@@ -291,7 +286,7 @@ test("after the server restarts, the page reconnects and follows new trades agai
     dexd = await dexd.restart();
     await page.waitForFunction(() => document.body.dataset.stream === "live", null, { timeout: 15_000 });
     await page.getByText(/Stream reconnected/).waitFor({ timeout: 5_000 });
-    const answer = await restOrder(CAROL_KEY, "buy", "2520", "0.1");
+    const answer = await restOrder(dexd, CAROL_KEY, "buy", "2520", "0.1");
     await page.waitForSelector(`#trades tr[data-trade-id="${answer.trades[0].tradeId}"]`, { timeout: 2_000 });
     const expected = await waitForBook(page);
     assert.deepEqual(await rows(page, "#book-asks"), expected.asks);
