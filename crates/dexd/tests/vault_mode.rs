@@ -503,13 +503,14 @@ async fn the_node_down_makes_deposits_502_while_withdrawals_wait_and_trading_goe
     .await
     .unwrap();
     venue.wait_for_available(&alice, "USDC", "200").await;
-    proxy.down();
+    proxy.down().await;
     let (status, body) = venue
         .post("/portfolio/deposit", deposit_body(&alice, "USDC", "5"))
         .await;
     assert_eq!(status, 502, "{body}");
     assert_eq!(body["error"]["code"], "CHAIN_UNAVAILABLE");
-    assert_eq!(venue.transfers(&alice, "deposit").await.len(), 1, "nothing was applied");
+    let deposits = venue.transfers(&alice, "deposit").await;
+    assert_eq!(deposits.len(), 1, "nothing was applied: {deposits:?}");
     let (status, body) = venue
         .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "50"))
         .await;

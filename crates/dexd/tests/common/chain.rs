@@ -166,7 +166,17 @@ impl TestChain {
 pub struct NodeProxy {
     pub url: String,
     up: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    generation: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Connections being forwarded now; `down` waits for it to reach zero.
+    open_connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts a forwarded connection for as long as it lives.
+struct OpenConnection(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl NodeProxy {
@@ -176,45 +186,58 @@ impl NodeProxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let generation = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (accept_up, accept_generation) = (up.clone(), generation.clone());
+        let open_connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (accept_up, accept_open) = (up.clone(), open_connections.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((mut inbound, _)) = listener.accept().await else {
                     continue;
                 };
+                // Counted before `up` is read, so `down` cannot miss a connection accepted
+                // while it runs: either this one sees `up` false, or `down` waits for it.
+                accept_open.fetch_add(1, Ordering::SeqCst);
+                let open = OpenConnection(accept_open.clone());
                 if !accept_up.load(Ordering::SeqCst) {
                     drop(inbound);
                     continue;
                 }
                 let target = target.clone();
-                let generation_at_start = accept_generation.load(Ordering::SeqCst);
-                let watched = accept_generation.clone();
+                let watched_up = accept_up.clone();
                 tokio::spawn(async move {
-                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
-                        return;
-                    };
-                    let copy = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                    let _open = open;
                     let cut = async {
-                        while watched.load(Ordering::SeqCst) == generation_at_start {
-                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        while watched_up.load(Ordering::SeqCst) {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
                         }
                     };
+                    let forward = async {
+                        let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                            return;
+                        };
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    };
                     tokio::select! {
-                        _ = copy => {}
+                        () = forward => {}
                         () = cut => {}
                     }
                 });
             }
         });
-        NodeProxy { url, up, generation }
+        NodeProxy {
+            url,
+            up,
+            open_connections,
+        }
     }
 
-    /// Takes the node down: open connections are cut and new ones refused.
-    pub fn down(&self) {
+    /// Takes the node down: new connections are refused, and this returns once every open one
+    /// is cut, so nothing sent after it reaches the node.
+    pub async fn down(&self) {
         use std::sync::atomic::Ordering;
         self.up.store(false, Ordering::SeqCst);
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        while self.open_connections.load(Ordering::SeqCst) > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// Brings the node back.
