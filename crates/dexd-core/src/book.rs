@@ -76,6 +76,12 @@ impl OrderBook {
         self.sequence = sequence;
     }
 
+    /// Makes room for `additional` more orders (a snapshot's, at start), so that the slab is
+    /// allocated once rather than grown by doubling.
+    pub fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve(additional);
+    }
+
     /// Adds a limit order at the back of its price level. Its price must be set.
     pub fn insert(&mut self, record: OrderRecord, account_slot: AccountSlot) -> SlotKey {
         let price = record.terms.price.expect("invariant: only limit orders rest");

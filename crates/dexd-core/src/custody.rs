@@ -694,7 +694,7 @@ impl Custody {
     }
 
     /// Feeds the whole custody state to a hash, in a fixed order.
-    pub(crate) fn hash_into(&self, hasher: &mut impl Digest) {
+    pub(crate) fn hash_into(&self, hasher: &mut crate::engine::StateHasher) {
         hasher.update([self.mode as u8]);
         hasher.update(self.next_deposit_id.to_be_bytes());
         hasher.update(self.last_credited_tx.unwrap_or_default());

@@ -8,11 +8,11 @@
 //! same events and the same [`Engine::state_hash`], which is what makes replay possible.
 
 mod state;
+mod state_hash;
 
 pub use self::state::{EngineState, PairSnapshot, RestoreError};
 
 use rustc_hash::FxHashMap;
-use sha3::{Digest, Sha3_256};
 
 use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::custody::{
@@ -25,6 +25,7 @@ use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quant
 use crate::nonces::{NonceClaim, NonceRegistry, NonceRejection};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 use crate::pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError};
+pub(crate) use state_hash::StateHasher;
 
 /// The documented limits of one chain's engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -547,10 +548,10 @@ impl Engine {
         })
     }
 
-    /// A SHA3-256 hash of the whole state: balances, books with their time priority, positions,
-    /// candles, counters. Two engines with equal hashes hold the same state.
+    /// A BLAKE3 hash of the whole state: balances, books with their time priority, positions,
+    /// candles, counters, custody. Two engines with equal hashes hold the same state.
     pub fn state_hash(&self) -> [u8; 32] {
-        let mut hasher = Sha3_256::new();
+        let mut hasher = StateHasher::new();
         hasher.update(self.next_order_sequence.to_be_bytes());
         hasher.update(self.next_trade_id.to_be_bytes());
         for (address, balances) in self.ledger.accounts_sorted() {
@@ -606,7 +607,7 @@ impl Engine {
                 hasher.update(position.realized_pnl_quote.to_be_bytes());
             }
         }
-        hasher.finalize().into()
+        hasher.finalize()
     }
 
     /// Checks every invariant of the whole state; slow, for tests and audits:
@@ -1140,10 +1141,10 @@ fn required_lock(spec: &PairSpec, record: &OrderRecord) -> Amount {
     }
 }
 
-fn hash_order(hasher: &mut Sha3_256, record: &OrderRecord) {
+fn hash_order(hasher: &mut StateHasher, record: &OrderRecord) {
     hasher.update(record.terms.order_id.as_bytes());
     hasher.update(record.terms.account.as_bytes());
-    hasher.update(record.terms.client_order_id.as_deref().unwrap_or("").as_bytes());
+    hasher.update_with_length(record.terms.client_order_id.as_deref().unwrap_or("").as_bytes());
     hasher.update([
         record.terms.direction as u8,
         record.terms.time_in_force as u8,

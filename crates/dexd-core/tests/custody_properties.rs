@@ -166,7 +166,7 @@ proptest! {
             }
         }
         // The custody state survives a snapshot: restored, the engine is the same.
-        let restored = Engine::from_state(config, engine.state()).map_err(|error| TestCaseError::fail(error.to_string()))?;
+        let restored = Engine::from_state(config, &engine.state()).map_err(|error| TestCaseError::fail(error.to_string()))?;
         prop_assert_eq!(restored.state_hash(), engine.state_hash());
         prop_assert_eq!(restored.state(), engine.state());
         let numbers: Vec<u64> = (0..credited_numbers.len() as u64).collect();

@@ -512,7 +512,7 @@ proptest! {
             let mut events = Vec::new();
             let _ = original.execute(command_of(number, operation), time_ms, &mut events);
         }
-        let mut restored = Engine::from_state(engine_config(), original.state()).map_err(|error| fail(error.to_string()))?;
+        let mut restored = Engine::from_state(engine_config(), &original.state()).map_err(|error| fail(error.to_string()))?;
         prop_assert_eq!(restored.state_hash(), original.state_hash());
         restored.check_invariants().map_err(fail)?;
         prop_assert_eq!(restored.state(), original.state());

@@ -5,7 +5,8 @@
 //!
 //! `cargo bench -p dexd --bench recovery`. `DEXD_RECOVERY_SCALE=0.1` runs a tenth of it.
 //! `DEXD_RECOVERY_DATA_DIR=DIR` keeps the data in DIR; a second run on the same DIR only times
-//! the start from its snapshot and tail, three times (to profile the start alone).
+//! one start from its snapshot and tail, in a fresh process (to profile the start alone; run it
+//! several times for several figures).
 //! The history is marked as already projected, as it is after a clean run: the measurement is
 //! the rebuild of the engine and of the open orders, which every start does.
 
@@ -223,13 +224,13 @@ fn main() {
     let data_dir_path = kept.clone().unwrap_or_else(|| temporary.path().to_path_buf());
     let complete_marker = data_dir_path.join("recovery-bench-complete");
     if complete_marker.exists() {
-        for run in 1..=3 {
-            timed_start(
-                &format!("start from the kept snapshot and its tail, run {run}"),
-                &data_dir_path,
-                1_000_000_000,
-            );
-        }
+        // One start per process, as a restart is: a second start in the same process would
+        // reuse the memory the allocator kept from the first, and look faster than it is.
+        timed_start(
+            "start from the kept snapshot and its tail",
+            &data_dir_path,
+            1_000_000_000,
+        );
         return;
     }
     std::fs::create_dir_all(&data_dir_path).unwrap();

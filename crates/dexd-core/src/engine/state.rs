@@ -111,7 +111,22 @@ impl Engine {
     /// The engine of `config` in `state`. Refuses a state that does not fit the configuration
     /// (other assets or pairs) or whose orders or accounts contradict each other; a restored
     /// engine that passes this is checked further by its caller (its state hash).
-    pub fn from_state(config: EngineConfig, state: EngineState) -> Result<Engine, RestoreError> {
+    pub fn from_state(config: EngineConfig, state: &EngineState) -> Result<Engine, RestoreError> {
+        Engine::from_state_and_orders(config, state, |pair| state.pairs[pair].orders.iter().cloned().map(Ok))
+    }
+
+    /// [`Engine::from_state`], with each pair's resting orders taken from
+    /// `orders_of_pair(pair index)` instead of `state`'s lists (which are ignored): for a
+    /// caller that holds them encoded and decodes them straight into the books. An `Err` among
+    /// them refuses the restore.
+    pub fn from_state_and_orders<Orders>(
+        config: EngineConfig,
+        state: &EngineState,
+        mut orders_of_pair: impl FnMut(usize) -> Orders,
+    ) -> Result<Engine, RestoreError>
+    where
+        Orders: Iterator<Item = Result<OrderRecord, String>>,
+    {
         let inconsistent = |message: String| RestoreError::Inconsistent(message);
         let mut engine = Engine::new(config.clone()).map_err(RestoreError::Pairs)?;
         if state.pairs.len() != engine.pairs.len() {
@@ -125,8 +140,8 @@ impl Engine {
         engine.ledger = Ledger::restore(
             asset_count,
             config.limits.max_accounts,
-            state.accounts,
-            state.net_deposits,
+            state.accounts.clone(),
+            state.net_deposits.clone(),
         )
         .map_err(inconsistent)?;
         engine.fee_slot = engine
@@ -136,29 +151,35 @@ impl Engine {
         engine.next_order_sequence = state.next_order_sequence;
         engine.next_trade_id = state.next_trade_id;
         engine.last_time_ms = state.last_time_ms;
-        engine.nonces = NonceRegistry::restore(config.limits.max_live_nonces, state.nonces);
+        engine.nonces = NonceRegistry::restore(config.limits.max_live_nonces, state.nonces.clone());
         engine.custody = Custody::restore(
             config.custody,
             asset_count,
             config.limits.max_pending_transfers,
-            state.custody,
+            state.custody.clone(),
         )
         .map_err(inconsistent)?;
         let pair_count = engine.pairs.len();
-        for (slot, positions) in state.positions {
-            let index = slot as usize;
+        for (slot, positions) in &state.positions {
+            let (slot, index) = (*slot, *slot as usize);
             if index >= engine.ledger.account_count() || positions.len() != pair_count {
                 return Err(inconsistent(format!("positions of slot {slot} do not fit")));
             }
             if engine.positions.len() <= index {
                 engine.positions.resize_with(index + 1, Vec::new);
             }
-            engine.positions[index] = positions;
+            engine.positions[index] = positions.clone();
         }
         let mut client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>> = FxHashMap::default();
-        for (index, snapshot) in state.pairs.into_iter().enumerate() {
+        for (index, snapshot) in state.pairs.iter().enumerate() {
             let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
-            for record in snapshot.orders {
+            let orders = orders_of_pair(index);
+            // Sized once: a million orders grown into by doubling would be moved several times.
+            engine.pairs[index].book.reserve(orders.size_hint().0);
+            engine.order_locations.reserve(orders.size_hint().0);
+            for record in orders {
+                let record =
+                    record.map_err(|error| inconsistent(format!("a resting order of pair {index}: {error}")))?;
                 if record.terms.pair != pair || record.status != OrderStatus::Open || record.terms.price.is_none() {
                     return Err(inconsistent(format!(
                         "order {} cannot rest in pair {index}",
@@ -189,7 +210,7 @@ impl Engine {
             let state: &mut PairState = &mut engine.pairs[index];
             state.book.restore_sequence(snapshot.book_sequence);
             state.last_price = snapshot.last_price;
-            state.candles = CandleSeries::restore(snapshot.candles);
+            state.candles = CandleSeries::restore(snapshot.candles.clone());
             if state.book.is_crossed() {
                 return Err(inconsistent(format!("the book of pair {index} is crossed")));
             }

@@ -4,21 +4,24 @@
 //! cannot silently change what a snapshot means. Counts are checked against what remains, so
 //! damaged bytes are an error, never a huge allocation. The file around the payload (header,
 //! checksum) is the store's (`store/snapshots.rs`).
+//!
+//! The resting orders come last, one section per pair, each order followed by its signature,
+//! and each section preceded by its length in bytes. Decoding leaves them encoded
+//! ([`RestingOrders`]): a start rebuilds the engine's books and the history's open orders on
+//! separate threads, each decoding the orders straight into its own structures, so that a
+//! million orders are never held a third time in between.
 
 use dexd_core::{
-    Address, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, Nonce, PairSnapshot, PendingDeposit,
-    PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
+    Address, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, Nonce, OrderRecord, PairSnapshot,
+    PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
 };
 
 use super::{get_order, put_order, CodecError, Reader, Writer};
 
-/// What placed a resting order: the signed message's nonce and expiry and its signature, by the
-/// order's sequence. A snapshot lists them in the order of the engine's resting orders (pair by
-/// pair, bids then asks, in priority), one for each.
+/// What placed a resting order: the signed message's nonce and expiry and its signature. A
+/// snapshot writes each beside its order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderSignature {
-    /// The order's engine sequence.
-    pub sequence: u64,
     /// The nonce of the signed EIP-712 message.
     pub nonce: [u8; 32],
     /// The expiry of the signed message, in ms since the epoch.
@@ -28,7 +31,9 @@ pub struct OrderSignature {
 }
 
 /// Bytes of one encoded [`OrderSignature`].
-const ORDER_SIGNATURE_BYTES: usize = 8 + 32 + 8 + 65;
+const ORDER_SIGNATURE_BYTES: usize = 32 + 8 + 65;
+/// The fewest bytes an encoded order and its signature take.
+const MINIMUM_RESTING_ORDER_BYTES: usize = 100 + ORDER_SIGNATURE_BYTES;
 
 /// Writes a collection's length, then each item.
 fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer, &T)) {
@@ -49,7 +54,13 @@ fn get_list<'a, T>(
     if count > (reader.remaining() / minimum_item_bytes.max(1)) as u64 {
         return Err(CodecError("a count beyond the bytes that remain"));
     }
-    (0..count).map(|_| get(reader)).collect()
+    // Sized once: collecting through `Result` would grow the vector by doubling, moving a
+    // million orders several times over fresh memory.
+    let mut items = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        items.push(get(reader)?);
+    }
+    Ok(items)
 }
 
 fn put_balance(writer: &mut Writer, balance: &Balance) {
@@ -179,7 +190,6 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
 }
 
 fn put_order_signature(writer: &mut Writer, order: &OrderSignature) {
-    writer.u64(order.sequence);
     writer.bytes(&order.nonce);
     writer.u64(order.expiry_ms);
     writer.bytes(&order.signature);
@@ -187,16 +197,21 @@ fn put_order_signature(writer: &mut Writer, order: &OrderSignature) {
 
 fn get_order_signature(reader: &mut Reader) -> Result<OrderSignature, CodecError> {
     Ok(OrderSignature {
-        sequence: reader.u64()?,
         nonce: reader.array()?,
         expiry_ms: reader.u64()?,
         signature: reader.array()?,
     })
 }
 
-/// Encodes a snapshot's payload.
+/// Encodes a snapshot's payload. `signatures` are those of the resting orders, in the order
+/// of `state`'s lists (pair by pair, bids then asks, in priority): one for each.
 pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Vec<u8> {
     let resting_orders: usize = state.pairs.iter().map(|pair| pair.orders.len()).sum();
+    assert_eq!(
+        resting_orders,
+        signatures.len(),
+        "invariant: a snapshot has one signature for each resting order"
+    );
     let mut writer = Writer(Vec::with_capacity(
         1024 + resting_orders * (200 + ORDER_SIGNATURE_BYTES),
     ));
@@ -214,7 +229,6 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
     put_list(&mut writer, &state.pairs, |writer, pair| {
         writer.u64(pair.book_sequence);
         writer.optional(pair.last_price, |writer, price| writer.u64(price.ticks()));
-        put_list(writer, &pair.orders, put_order);
         for series in &pair.candles {
             put_list(writer, series, put_candle);
         }
@@ -229,12 +243,97 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.bytes(nonce.as_bytes());
     });
     put_custody(&mut writer, &state.custody);
-    put_list(&mut writer, signatures, put_order_signature);
+    let mut signatures = signatures.iter();
+    for pair in &state.pairs {
+        let length_at = writer.0.len();
+        writer.u64(0);
+        writer.u64(pair.orders.len() as u64);
+        for order in &pair.orders {
+            put_order(&mut writer, order);
+            put_order_signature(&mut writer, signatures.next().expect("counted above"));
+        }
+        let length = (writer.0.len() - length_at - 8) as u64;
+        writer.0[length_at..length_at + 8].copy_from_slice(&length.to_be_bytes());
+    }
     writer.0
 }
 
-/// Decodes a snapshot's payload.
-pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, Vec<OrderSignature>), CodecError> {
+/// The resting orders of a decoded snapshot, still encoded: one section per pair, each decoded
+/// on demand, as often as wanted, by any thread.
+pub struct RestingOrders<'a> {
+    sections: Vec<RestingOrderSection<'a>>,
+}
+
+#[derive(Clone, Copy)]
+struct RestingOrderSection<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> RestingOrders<'a> {
+    /// How many orders rest, on all pairs.
+    pub fn len(&self) -> usize {
+        self.sections.iter().map(|section| section.count).sum()
+    }
+
+    /// Whether no order rests.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The resting orders of the pair of index `pair` (there is a section for each of the
+    /// state's pairs), with their signatures, in priority.
+    pub fn of_pair(&self, pair: usize) -> RestingOrderDecoder<'a> {
+        let section = self.sections[pair];
+        RestingOrderDecoder {
+            reader: Reader(section.bytes),
+            left: section.count,
+            failed: false,
+        }
+    }
+
+    /// Every resting order with its signature, pair by pair.
+    pub fn iter(&self) -> impl Iterator<Item = Result<(OrderRecord, OrderSignature), CodecError>> + '_ {
+        (0..self.sections.len()).flat_map(|pair| self.of_pair(pair))
+    }
+}
+
+/// Decodes one pair's resting orders; after an error it yields nothing more. Bytes left after
+/// the last order are an error too.
+pub struct RestingOrderDecoder<'a> {
+    reader: Reader<'a>,
+    left: usize,
+    failed: bool,
+}
+
+impl Iterator for RestingOrderDecoder<'_> {
+    type Item = Result<(OrderRecord, OrderSignature), CodecError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if self.left == 0 {
+            if self.reader.remaining() == 0 {
+                return None;
+            }
+            self.failed = true;
+            return Some(Err(CodecError("bytes after a pair's resting orders")));
+        }
+        self.left -= 1;
+        let decoded = get_order(&mut self.reader).and_then(|order| Ok((order, get_order_signature(&mut self.reader)?)));
+        self.failed = decoded.is_err();
+        Some(decoded)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left + 1))
+    }
+}
+
+/// Decodes a snapshot's payload: the engine's state with every pair's list of orders empty,
+/// and the resting orders left encoded.
+pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, RestingOrders<'_>), CodecError> {
     let mut reader = Reader::new(bytes)?;
     let next_order_sequence = reader.u64()?;
     let next_trade_id = reader.u64()?;
@@ -243,11 +342,10 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, Vec<OrderSignature>
         Ok((Address::from_bytes(reader.array()?), get_list(reader, 32, get_balance)?))
     })?;
     let net_deposits = get_list(&mut reader, 16, |reader| Ok(Amount::from_units(reader.u128()?)))?;
-    let pairs = get_list(&mut reader, 8 + 1 + 8 + 8 * 8, |reader| {
+    let pairs = get_list(&mut reader, 8 + 1 + 8 * 8, |reader| {
         let book_sequence = reader.u64()?;
         let last_price =
             reader.optional(|reader| Price::from_ticks(reader.u64()?).ok_or(CodecError("a zero price")))?;
-        let orders = get_list(reader, 100, get_order)?;
         let mut candles: [Vec<Candle>; 8] = Default::default();
         for series in &mut candles {
             *series = get_list(reader, 80, get_candle)?;
@@ -255,7 +353,7 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, Vec<OrderSignature>
         Ok(PairSnapshot {
             book_sequence,
             last_price,
-            orders,
+            orders: Vec::new(),
             candles,
         })
     })?;
@@ -270,7 +368,19 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, Vec<OrderSignature>
         ))
     })?;
     let custody = get_custody(&mut reader)?;
-    let signatures = get_list(&mut reader, ORDER_SIGNATURE_BYTES, get_order_signature)?;
+    let mut sections = Vec::with_capacity(pairs.len());
+    for _ in 0..pairs.len() {
+        let length = usize::try_from(reader.u64()?).map_err(|_| CodecError("a section beyond the bytes"))?;
+        let mut section = Reader(reader.take(length)?);
+        let count = section.u64()?;
+        if count > (section.remaining() / MINIMUM_RESTING_ORDER_BYTES) as u64 {
+            return Err(CodecError("a count beyond the bytes that remain"));
+        }
+        sections.push(RestingOrderSection {
+            count: count as usize,
+            bytes: section.0,
+        });
+    }
     reader.finish()?;
     Ok((
         EngineState {
@@ -284,6 +394,117 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, Vec<OrderSignature>
             nonces,
             custody,
         },
-        signatures,
+        RestingOrders { sections },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use dexd_core::{
+        Command, Direction, Engine, EngineConfig, NewOrder, OrderId, OrderType, PairIndex, Quantity, TimeInForce,
+    };
+
+    use super::*;
+
+    /// An engine of the embedded configuration's first chain with resting buys of two accounts
+    /// (one with a client order id), and a signature for each.
+    fn engine_with_resting_orders() -> (Engine, EngineConfig, Vec<OrderSignature>) {
+        let config = crate::config::Config::embedded_default();
+        let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+        let mut engine = Engine::new(engine_config.clone()).unwrap();
+        let mut events = Vec::new();
+        for number in 1..=2u8 {
+            let account = Address::from_bytes([number; 20]);
+            for asset in 0..2 {
+                let deposit = Command::Deposit(dexd_core::TransferRequest {
+                    transfer_id: [number * 2 + asset as u8; 32],
+                    account,
+                    asset: AssetIndex(asset),
+                    amount: Amount::from_units(10u128.pow(30)),
+                });
+                engine.execute(deposit, 1, &mut events).unwrap();
+            }
+            for order in 0..3u64 {
+                let place = Command::PlaceOrder(NewOrder {
+                    order_id: OrderId::from_bytes([number * 10 + order as u8; 32]),
+                    client_order_id: (order == 1).then(|| format!("client-{number}")),
+                    account,
+                    pair: PairIndex(0),
+                    order_type: OrderType::Limit,
+                    direction: Direction::Buy,
+                    time_in_force: TimeInForce::GoodTillCancelled,
+                    post_only: false,
+                    price: Price::from_ticks(90_000 + order * 10),
+                    quantity: Quantity::from_lots(1_000 * (1 + order)),
+                });
+                engine.execute(place, 2, &mut events).unwrap();
+            }
+        }
+        let signatures = (0..6u8)
+            .map(|number| OrderSignature {
+                nonce: [number; 32],
+                expiry_ms: u64::from(number) * 1_000,
+                signature: [number + 100; 65],
+            })
+            .collect();
+        (engine, engine_config, signatures)
+    }
+
+    #[test]
+    fn the_resting_orders_decode_beside_their_signatures_and_restore_the_same_engine() {
+        let (engine, engine_config, signatures) = engine_with_resting_orders();
+        let state = engine.state();
+        let bytes = encode_snapshot(&state, &signatures);
+        let (decoded, resting) = decode_snapshot(&bytes).unwrap();
+        let orders: Vec<(OrderRecord, OrderSignature)> = resting.iter().map(Result::unwrap).collect();
+        let written: Vec<OrderRecord> = state.pairs.iter().flat_map(|pair| pair.orders.clone()).collect();
+        assert_eq!(
+            orders.iter().map(|(order, _)| order.clone()).collect::<Vec<_>>(),
+            written
+        );
+        assert_eq!(
+            orders.iter().map(|(_, signature)| *signature).collect::<Vec<_>>(),
+            signatures
+        );
+        assert_eq!(resting.len(), 6);
+        let mut without_orders = state.clone();
+        for pair in &mut without_orders.pairs {
+            pair.orders.clear();
+        }
+        assert_eq!(decoded, without_orders);
+        let restored = Engine::from_state_and_orders(engine_config, &decoded, |pair| {
+            resting
+                .of_pair(pair)
+                .map(|item| item.map(|(order, _)| order).map_err(|error| error.to_string()))
+        })
+        .unwrap();
+        assert_eq!(restored.state_hash(), engine.state_hash());
+    }
+
+    #[test]
+    fn a_section_with_bytes_after_its_orders_or_more_orders_than_bytes_is_refused() {
+        let (engine, _, signatures) = engine_with_resting_orders();
+        let state = engine.state();
+        assert!(state.pairs.len() >= 2 && state.pairs.last().unwrap().orders.is_empty());
+        let bytes = encode_snapshot(&state, &signatures);
+        // The last pair's section ends the payload: its length (8) and its count (0).
+        let section_at = bytes.len() - 16;
+        assert_eq!(
+            &bytes[section_at..],
+            &[&8u64.to_be_bytes()[..], &0u64.to_be_bytes()[..]].concat()[..]
+        );
+        let mut trailing = bytes.clone();
+        trailing[section_at..section_at + 8].copy_from_slice(&9u64.to_be_bytes());
+        trailing.push(0xff);
+        let (_, resting) = decode_snapshot(&trailing).unwrap();
+        let last = state.pairs.len() - 1;
+        assert_eq!(
+            resting.of_pair(last).collect::<Vec<_>>(),
+            vec![Err(CodecError("bytes after a pair's resting orders"))]
+        );
+        let mut overcounted = bytes.clone();
+        overcounted[section_at + 8..].copy_from_slice(&1u64.to_be_bytes());
+        assert!(decode_snapshot(&overcounted).is_err());
+        assert!(decode_snapshot(&bytes[..bytes.len() - 1]).is_err());
+    }
 }

@@ -6,24 +6,24 @@
 //!
 //! This mirrors the order records the projector has been handed, at the projector's mark; it
 //! decides nothing and is not the engine's book. It is not kept on disk: at start it is rebuilt
-//! from the journal with the engine. Its size is bounded by the chain's limit on resting orders.
+//! from a snapshot and the journal after it, with the engine. Its size is bounded by the chain's
+//! limit on resting orders.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use dexd_core::{Address, Event, OrderId, OrderRecord, OrderStatus, PairIndex};
 
 use super::database::StoreError;
 use super::records::{Authorization, Page, PageRequest, StoredOrder};
 
-/// The open orders of one chain, by sequence, by id and by account.
+/// The open orders of one chain, by id and by account.
 #[derive(Default)]
 pub struct OpenOrders {
-    /// Boxed, so that growing the map moves pointers rather than whole orders (at start, a
-    /// million open orders are rebuilt into it).
-    by_sequence: HashMap<u64, Box<StoredOrder>>,
-    by_id: HashMap<[u8; 32], u64>,
-    /// Each account's open orders by sequence; an account with none has no entry.
-    by_account: HashMap<[u8; 20], BTreeSet<u64>>,
+    /// Every open order. Boxed, so that growing the map moves pointers rather than whole orders.
+    by_id: HashMap<[u8; 32], Box<StoredOrder>>,
+    /// Each account's open orders: sequence (time order) to id. An account with none has no
+    /// entry. Only two indexes: every caller holds the order's record, so its id is at hand.
+    by_account: HashMap<[u8; 20], BTreeMap<u64, OrderId>>,
     /// The journal sequence these open orders are the state of.
     mark: u64,
 }
@@ -31,14 +31,7 @@ pub struct OpenOrders {
 impl OpenOrders {
     /// An open order by id.
     pub fn by_id(&self, order_id: &OrderId) -> Option<&StoredOrder> {
-        self.by_id
-            .get(order_id.as_bytes())
-            .and_then(|sequence| self.by_sequence(*sequence))
-    }
-
-    /// An open order by its sequence.
-    pub fn by_sequence(&self, sequence: u64) -> Option<&StoredOrder> {
-        self.by_sequence.get(&sequence).map(|order| &**order)
+        self.by_id.get(order_id.as_bytes()).map(|order| &**order)
     }
 
     /// The journal sequence these open orders are the state of.
@@ -58,18 +51,56 @@ impl OpenOrders {
 
     /// How many orders are open.
     pub fn len(&self) -> usize {
-        self.by_sequence.len()
+        self.by_id.len()
     }
 
     /// Whether no order is open.
     pub fn is_empty(&self) -> bool {
-        self.by_sequence.is_empty()
+        self.by_id.is_empty()
     }
 
-    /// Makes room for `additional` more open orders (a snapshot's, at start).
-    pub fn reserve(&mut self, additional: usize) {
-        self.by_sequence.reserve(additional);
-        self.by_id.reserve(additional);
+    /// The open orders of a snapshot, marked at its sequence: `count` orders, given twice, as
+    /// whole `orders` and as the `keys` (account, sequence, id) of the same orders in the same
+    /// order. The map of orders (each boxed as it is made, into a map sized once) is built here
+    /// while a second thread builds the index by account from the keys: a start restores a
+    /// million of them. Refused, with the reason, if an item is an error or two orders share an
+    /// id or a sequence (a damaged snapshot).
+    pub fn restored(
+        count: usize,
+        orders: impl Iterator<Item = Result<StoredOrder, String>>,
+        keys: impl Iterator<Item = Result<(Address, u64, OrderId), String>> + Send,
+        mark: u64,
+    ) -> Result<OpenOrders, String> {
+        std::thread::scope(|scope| {
+            let indexing = scope.spawn(|| index_by_account(keys));
+            let mut by_id = HashMap::with_capacity(count);
+            let mut outcome = Ok(());
+            for order in orders {
+                let order = match order {
+                    Ok(order) => order,
+                    Err(error) => {
+                        outcome = Err(error);
+                        break;
+                    }
+                };
+                if by_id
+                    .insert(*order.record.terms.order_id.as_bytes(), Box::new(order))
+                    .is_some()
+                {
+                    outcome = Err("two open orders share an id".to_owned());
+                    break;
+                }
+            }
+            let by_account = indexing
+                .join()
+                .unwrap_or_else(|_| Err("the index by account panicked".to_owned()));
+            outcome?;
+            Ok(OpenOrders {
+                by_id,
+                by_account: by_account?,
+                mark,
+            })
+        })
     }
 
     /// Applies the order events of one journaled command (with the signature journaled with it,
@@ -86,7 +117,7 @@ impl OpenOrders {
                 continue;
             };
             if record.status != OrderStatus::Open {
-                self.remove(record.sequence);
+                self.remove(record);
             } else if !self.update_record(record) {
                 let placed = authorization
                     .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
@@ -109,22 +140,31 @@ impl OpenOrders {
 
     /// Records a new open order, or the new state of a known one.
     pub fn upsert(&mut self, order: StoredOrder) {
-        let sequence = order.record.sequence;
-        if let Some(known) = self.by_sequence.get_mut(&sequence) {
+        if let Some(known) = self.by_id.get_mut(order.record.terms.order_id.as_bytes()) {
             **known = order;
             return;
         }
-        self.by_id.insert(*order.record.terms.order_id.as_bytes(), sequence);
-        self.by_account
-            .entry(*order.record.terms.account.as_bytes())
-            .or_default()
-            .insert(sequence);
-        self.by_sequence.insert(sequence, Box::new(order));
+        let inserted = self.insert_new(Box::new(order));
+        assert!(inserted, "invariant: an order id not open has no entry by account");
+    }
+
+    /// Adds an order not yet open; false (and nothing changed by it) if its id or its
+    /// account's sequence is taken.
+    fn insert_new(&mut self, order: Box<StoredOrder>) -> bool {
+        let terms = &order.record.terms;
+        let (order_id, sequence) = (terms.order_id, order.record.sequence);
+        let of_account = self.by_account.entry(*terms.account.as_bytes()).or_default();
+        if of_account.contains_key(&sequence) || self.by_id.contains_key(order_id.as_bytes()) {
+            return false;
+        }
+        of_account.insert(sequence, order_id);
+        self.by_id.insert(*order_id.as_bytes(), order);
+        true
     }
 
     /// Replaces the record of a known open order (a partial fill); false if it is not known.
     pub fn update_record(&mut self, record: &OrderRecord) -> bool {
-        match self.by_sequence.get_mut(&record.sequence) {
+        match self.by_id.get_mut(record.terms.order_id.as_bytes()) {
             Some(known) => {
                 known.record = record.clone();
                 true
@@ -134,13 +174,12 @@ impl OpenOrders {
     }
 
     /// Forgets an order that closed; returns what was kept of it.
-    pub fn remove(&mut self, sequence: u64) -> Option<StoredOrder> {
-        let order = *self.by_sequence.remove(&sequence)?;
-        self.by_id.remove(order.record.terms.order_id.as_bytes());
+    pub fn remove(&mut self, record: &OrderRecord) -> Option<StoredOrder> {
+        let order = *self.by_id.remove(record.terms.order_id.as_bytes())?;
         let account = order.record.terms.account.as_bytes();
-        if let Some(sequences) = self.by_account.get_mut(account) {
-            sequences.remove(&sequence);
-            if sequences.is_empty() {
+        if let Some(of_account) = self.by_account.get_mut(account) {
+            of_account.remove(&order.record.sequence);
+            if of_account.is_empty() {
                 self.by_account.remove(account);
             }
         }
@@ -155,8 +194,8 @@ impl OpenOrders {
             .by_account
             .get(account.as_bytes())
             .into_iter()
-            .flat_map(|sequences| sequences.range(..below).rev())
-            .filter_map(|sequence| self.by_sequence(*sequence))
+            .flat_map(|of_account| of_account.range(..below).rev())
+            .filter_map(|(_, order_id)| self.by_id(order_id))
             .filter(|order| pair.is_none_or(|pair| order.record.terms.pair == pair))
             .filter(|order| (request.start_ms..=request.end_ms).contains(&order.record.created_at_ms))
             .take(request.limit.saturating_add(1))
@@ -184,9 +223,33 @@ impl OpenOrders {
         self.by_account
             .get(account.as_bytes())
             .into_iter()
-            .flatten()
-            .filter_map(|sequence| self.by_sequence(*sequence))
+            .flat_map(|of_account| of_account.values())
+            .filter_map(|order_id| self.by_id(order_id))
     }
+}
+
+/// The index by account of a snapshot's open orders, each account's built at once from its
+/// sorted orders; refused if an item is an error or two orders share a sequence.
+fn index_by_account(
+    keys: impl Iterator<Item = Result<(Address, u64, OrderId), String>>,
+) -> Result<HashMap<[u8; 20], BTreeMap<u64, OrderId>>, String> {
+    let mut grouped: HashMap<[u8; 20], Vec<(u64, OrderId)>> = HashMap::new();
+    for key in keys {
+        let (account, sequence, order_id) = key?;
+        grouped
+            .entry(*account.as_bytes())
+            .or_default()
+            .push((sequence, order_id));
+    }
+    let mut by_account = HashMap::with_capacity(grouped.len());
+    for (account, mut orders) in grouped {
+        orders.sort_unstable_by_key(|(sequence, _)| *sequence);
+        if orders.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return Err("two open orders share a sequence".to_owned());
+        }
+        by_account.insert(account, orders.into_iter().collect());
+    }
+    Ok(by_account)
 }
 
 #[cfg(test)]
@@ -264,14 +327,15 @@ mod tests {
         };
         assert_eq!(sequences(&open.of_account(&alice, None, in_time).items), vec![3, 2]);
 
-        let mut filled = open.by_sequence(6).unwrap().record.clone();
+        let bob_order_id = open_order(bob, 6, 0).record.terms.order_id;
+        let mut filled = open.by_id(&bob_order_id).unwrap().record.clone();
         filled.filled = Quantity::from_lots(4);
         assert!(open.update_record(&filled));
         assert_eq!(
             open.by_id(&filled.terms.order_id).unwrap().record.filled,
             Quantity::from_lots(4)
         );
-        assert!(open.remove(6).is_some());
+        assert!(open.remove(&filled).is_some());
         assert!(open.by_id(&filled.terms.order_id).is_none());
         assert!(open.of_account(&bob, None, request(None, 10)).items.is_empty());
         assert!(
@@ -279,5 +343,35 @@ mod tests {
             "an account with no open order has no entry"
         );
         assert_eq!(open.len(), 5);
+    }
+
+    #[test]
+    fn a_snapshot_whose_orders_share_an_id_or_a_sequence_is_refused() {
+        let alice = Address::from_bytes([0xa1; 20]);
+        let restore = |orders: Vec<StoredOrder>| {
+            let keys = orders.iter().map(|order| {
+                Ok((
+                    order.record.terms.account,
+                    order.record.sequence,
+                    order.record.terms.order_id,
+                ))
+            });
+            OpenOrders::restored(orders.len(), orders.iter().cloned().map(Ok), keys, 9)
+        };
+        let restored = restore(vec![open_order(alice, 2, 1), open_order(alice, 1, 0)]).unwrap();
+        assert_eq!((restored.len(), restored.mark()), (2, 9));
+        assert_eq!(sequences(&restored.of_account_all(&alice)), vec![1, 2]);
+        let mut same_id = open_order(alice, 3, 0);
+        same_id.record.terms.order_id = open_order(alice, 1, 0).record.terms.order_id;
+        assert_eq!(
+            restore(vec![open_order(alice, 1, 0), same_id]).err().as_deref(),
+            Some("two open orders share an id")
+        );
+        let mut same_sequence = open_order(alice, 4, 0);
+        same_sequence.record.sequence = 1;
+        assert_eq!(
+            restore(vec![open_order(alice, 1, 0), same_sequence]).err().as_deref(),
+            Some("two open orders share a sequence")
+        );
     }
 }

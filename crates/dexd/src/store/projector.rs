@@ -204,15 +204,16 @@ impl Projector {
         let open_orders = self.open_orders.read();
         let (mut opened, mut closed) = (Vec::new(), Vec::new());
         for (sequence, write) in orders {
-            let (nonce, expiry_ms, signature) = match (write.placed_with, open_orders.by_sequence(sequence)) {
-                (Some(authorization), _) => (authorization.nonce, authorization.expiry_ms, authorization.signature),
-                (None, Some(known)) => (known.nonce, known.expiry_ms, known.signature),
-                (None, None) => {
-                    return Err(StoreError::Inconsistent(format!(
-                        "order {sequence} changed, but neither its placement nor its open state is known"
-                    )))
-                }
-            };
+            let (nonce, expiry_ms, signature) =
+                match (write.placed_with, open_orders.by_id(&write.record.terms.order_id)) {
+                    (Some(authorization), _) => (authorization.nonce, authorization.expiry_ms, authorization.signature),
+                    (None, Some(known)) => (known.nonce, known.expiry_ms, known.signature),
+                    (None, None) => {
+                        return Err(StoreError::Inconsistent(format!(
+                            "order {sequence} changed, but neither its placement nor its open state is known"
+                        )))
+                    }
+                };
             let order = StoredOrder {
                 record: write.record.clone(),
                 nonce,
@@ -231,7 +232,7 @@ impl Projector {
         let mut open_orders = self.open_orders.write();
         open_orders.set_mark(sequence);
         for order in closed {
-            open_orders.remove(order.record.sequence);
+            open_orders.remove(&order.record);
         }
         for order in opened {
             open_orders.upsert(order);

@@ -12,7 +12,8 @@
 //! restore, and the restored engine's state hash against the header's. A snapshot that fails
 //! any of them is reported and not used; the caller falls back to an older one or to the whole
 //! journal. Snapshots are derived data: the journal stays the record, and nothing here deletes
-//! from it. This module neither schedules snapshots nor runs threads (`venue::snapshotter`).
+//! from it. This module does not schedule snapshots (`venue::snapshotter` does); its only threads
+//! are those a load rebuilds on, which end before it returns.
 
 use std::fs::File;
 use std::io::Write;
@@ -29,8 +30,9 @@ use crate::codec::snapshot::{decode_snapshot, encode_snapshot, OrderSignature};
 /// The first bytes of every snapshot file.
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// The version of the snapshot file format this dexd writes and reads; a file of another
-/// version is skipped (and the journal replayed instead).
-pub const SNAPSHOT_FILE_VERSION: u32 = 1;
+/// version is skipped (and the journal replayed instead). Version 2: the header's state hash
+/// is BLAKE3 (version 1's was SHA3-256).
+pub const SNAPSHOT_FILE_VERSION: u32 = 2;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;
@@ -171,7 +173,7 @@ pub fn snapshot_payload(engine: &Engine, open_orders: &OpenOrders) -> Result<(Ve
     let state = engine.state();
     let mut signatures = Vec::with_capacity(open_orders.len());
     for record in state.pairs.iter().flat_map(|pair| pair.orders.iter()) {
-        let known = open_orders.by_sequence(record.sequence).ok_or_else(|| {
+        let known = open_orders.by_id(&record.terms.order_id).ok_or_else(|| {
             SnapshotError::Store(StoreError::Inconsistent(format!(
                 "resting order {} is not among the open orders",
                 record.sequence
@@ -184,7 +186,6 @@ pub fn snapshot_payload(engine: &Engine, open_orders: &OpenOrders) -> Result<(Ve
             ))));
         }
         signatures.push(OrderSignature {
-            sequence: record.sequence,
             nonce: known.nonce,
             expiry_ms: known.expiry_ms,
             signature: known.signature,
@@ -296,49 +297,47 @@ pub fn load_snapshot(
     if payload_bytes != (checked.len() - HEADER_BYTES) as u64 {
         return Err(damaged("the payload length differs from the file's"));
     }
-    let (state, signatures) =
+    let (state, resting_orders) =
         decode_snapshot(&checked[HEADER_BYTES..]).map_err(|error| SnapshotError::Damaged(error.to_string()))?;
-    drop(bytes);
-    let mut stored_orders = Vec::with_capacity(signatures.len());
-    let mut signatures = signatures.into_iter();
-    for record in state.pairs.iter().flat_map(|pair| pair.orders.iter()) {
-        let signature = signatures
-            .next()
-            .filter(|signature| signature.sequence == record.sequence)
-            .ok_or_else(|| damaged("the signatures do not follow the resting orders"))?;
-        stored_orders.push(StoredOrder {
-            record: record.clone(),
-            nonce: signature.nonce,
-            expiry_ms: signature.expiry_ms,
-            signature: signature.signature,
-        });
-    }
-    if signatures.next().is_some() {
-        return Err(damaged("more signatures than resting orders"));
-    }
     // The engine (books, then the state hash that checks them) and the projector's open orders
-    // (three indexes) are rebuilt on two threads: they share nothing, and each is about half of
-    // the start's work.
+    // (by id, and on a third thread by account) are rebuilt at once, each decoding the resting
+    // orders straight into its own structures: they share nothing else, and each is about half
+    // of the start's work.
     let (engine, open_orders) = std::thread::scope(|scope| {
-        let restoring = scope.spawn(move || {
-            let engine = Engine::from_state(config.clone(), state)
+        let restoring = scope.spawn(|| {
+            let orders_of_pair = |pair| {
+                resting_orders
+                    .of_pair(pair)
+                    .map(|decoded| decoded.map(|(order, _)| order).map_err(|error| error.to_string()))
+            };
+            let engine = Engine::from_state_and_orders(config.clone(), &state, orders_of_pair)
                 .map_err(|error| SnapshotError::Damaged(format!("the state does not restore: {error}")))?;
             if engine.state_hash() != state_hash {
                 return Err(damaged("the restored state's hash differs from the one written"));
             }
             Ok(engine)
         });
-        let mut open_orders = OpenOrders::default();
-        open_orders.reserve(stored_orders.len());
-        for order in stored_orders {
-            open_orders.upsert(order);
-        }
-        open_orders.set_mark(sequence);
+        let orders = resting_orders.iter().map(|decoded| {
+            let (record, signature) = decoded.map_err(|error| error.to_string())?;
+            Ok(StoredOrder {
+                record,
+                nonce: signature.nonce,
+                expiry_ms: signature.expiry_ms,
+                signature: signature.signature,
+            })
+        });
+        let keys = resting_orders.iter().map(|decoded| {
+            let (record, _) = decoded.map_err(|error| error.to_string())?;
+            Ok((record.terms.account, record.sequence, record.terms.order_id))
+        });
+        let open_orders = OpenOrders::restored(resting_orders.len(), orders, keys, sequence)
+            .map_err(|reason| SnapshotError::Damaged(format!("the open orders do not restore: {reason}")));
         let engine = restoring
             .join()
             .unwrap_or_else(|_| Err(damaged("the state's restoration panicked")))?;
-        Ok::<_, SnapshotError>((engine, open_orders))
+        Ok::<_, SnapshotError>((engine, open_orders?))
     })?;
+    drop(bytes);
     Ok(LoadedSnapshot {
         sequence,
         engine,
