@@ -5,11 +5,12 @@
 //! damaged bytes are an error, never a huge allocation. The file around the payload (header,
 //! checksum) is the store's (`store/snapshots.rs`).
 //!
-//! The resting orders come last, one section per pair, each order followed by its signature,
-//! and each section preceded by its length in bytes. Decoding leaves them encoded
-//! ([`RestingOrders`]): a start rebuilds the engine's books and the history's open orders on
-//! separate threads, each decoding the orders straight into its own structures, so that a
-//! million orders are never held a third time in between.
+//! The payload is the format version, the length of the state without its resting orders, that
+//! state, then the resting orders: one section per pair (its length in bytes, its count, then
+//! each order beside its signature). A start reads the small state whole, and each of its
+//! rebuilding threads reads the sections from the file a chunk at a time, decoding the orders
+//! one by one ([`decode_resting_order`]) straight into its own structures: a million orders are
+//! never held whole in between, neither as bytes nor decoded. Reading the file is the store's.
 
 use dexd_core::{
     Address, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, Nonce, OrderRecord, PairSnapshot,
@@ -34,6 +35,14 @@ pub struct OrderSignature {
 const ORDER_SIGNATURE_BYTES: usize = 32 + 8 + 65;
 /// The fewest bytes an encoded order and its signature take.
 const MINIMUM_RESTING_ORDER_BYTES: usize = 100 + ORDER_SIGNATURE_BYTES;
+/// The most bytes an encoded order and its signature can take (a client order id's length is
+/// a 16-bit number): a reader that holds this many unread bytes, or the rest of its section,
+/// always holds the whole next order.
+pub const MAX_RESTING_ORDER_BYTES: usize = 2 * 65_536;
+/// Bytes before the state: the format version and the state's length.
+pub const STATE_PREFIX_BYTES: usize = 1 + 8;
+/// Bytes before a section's orders: their length in bytes and their count.
+pub const SECTION_HEADER_BYTES: usize = 8 + 8;
 
 /// Writes a collection's length, then each item.
 fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer, &T)) {
@@ -216,6 +225,7 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         1024 + resting_orders * (200 + ORDER_SIGNATURE_BYTES),
     ));
     writer.u8(super::FORMAT_VERSION);
+    writer.u64(0);
     writer.u64(state.next_order_sequence);
     writer.u64(state.next_trade_id);
     writer.u64(state.last_time_ms);
@@ -243,6 +253,8 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.bytes(nonce.as_bytes());
     });
     put_custody(&mut writer, &state.custody);
+    let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
+    writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
     let mut signatures = signatures.iter();
     for pair in &state.pairs {
         let length_at = writer.0.len();
@@ -252,89 +264,26 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
             put_order(&mut writer, order);
             put_order_signature(&mut writer, signatures.next().expect("counted above"));
         }
-        let length = (writer.0.len() - length_at - 8) as u64;
+        let length = (writer.0.len() - length_at - SECTION_HEADER_BYTES) as u64;
         writer.0[length_at..length_at + 8].copy_from_slice(&length.to_be_bytes());
     }
     writer.0
 }
 
-/// The resting orders of a decoded snapshot, still encoded: one section per pair, each decoded
-/// on demand, as often as wanted, by any thread.
-pub struct RestingOrders<'a> {
-    sections: Vec<RestingOrderSection<'a>>,
+/// The length of the state from the payload's first [`STATE_PREFIX_BYTES`].
+pub fn state_length(prefix: &[u8; STATE_PREFIX_BYTES]) -> Result<u64, CodecError> {
+    let mut reader = Reader::new(prefix)?;
+    reader.u64()
 }
 
-#[derive(Clone, Copy)]
-struct RestingOrderSection<'a> {
-    count: usize,
-    bytes: &'a [u8],
-}
-
-impl<'a> RestingOrders<'a> {
-    /// How many orders rest, on all pairs.
-    pub fn len(&self) -> usize {
-        self.sections.iter().map(|section| section.count).sum()
-    }
-
-    /// Whether no order rests.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The resting orders of the pair of index `pair` (there is a section for each of the
-    /// state's pairs), with their signatures, in priority.
-    pub fn of_pair(&self, pair: usize) -> RestingOrderDecoder<'a> {
-        let section = self.sections[pair];
-        RestingOrderDecoder {
-            reader: Reader(section.bytes),
-            left: section.count,
-            failed: false,
-        }
-    }
-
-    /// Every resting order with its signature, pair by pair.
-    pub fn iter(&self) -> impl Iterator<Item = Result<(OrderRecord, OrderSignature), CodecError>> + '_ {
-        (0..self.sections.len()).flat_map(|pair| self.of_pair(pair))
-    }
-}
-
-/// Decodes one pair's resting orders; after an error it yields nothing more. Bytes left after
-/// the last order are an error too.
-pub struct RestingOrderDecoder<'a> {
-    reader: Reader<'a>,
-    left: usize,
-    failed: bool,
-}
-
-impl Iterator for RestingOrderDecoder<'_> {
-    type Item = Result<(OrderRecord, OrderSignature), CodecError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        if self.left == 0 {
-            if self.reader.remaining() == 0 {
-                return None;
-            }
-            self.failed = true;
-            return Some(Err(CodecError("bytes after a pair's resting orders")));
-        }
-        self.left -= 1;
-        let decoded = get_order(&mut self.reader).and_then(|order| Ok((order, get_order_signature(&mut self.reader)?)));
-        self.failed = decoded.is_err();
-        Some(decoded)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left + 1))
-    }
-}
-
-/// Decodes a snapshot's payload: the engine's state with every pair's list of orders empty,
-/// and the resting orders left encoded.
-pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, RestingOrders<'_>), CodecError> {
+/// Decodes the state from the payload's prefix and state (the first [`STATE_PREFIX_BYTES`] and
+/// the [`state_length`] after them): the engine's state with every pair's list of orders
+/// empty. Its resting orders follow it, a section for each of its pairs.
+pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let mut reader = Reader::new(bytes)?;
+    if reader.u64()? != reader.remaining() as u64 {
+        return Err(CodecError("the state's length differs from its bytes"));
+    }
     let next_order_sequence = reader.u64()?;
     let next_trade_id = reader.u64()?;
     let last_time_ms = reader.u64()?;
@@ -368,34 +317,38 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<(EngineState, RestingOrders<'_>),
         ))
     })?;
     let custody = get_custody(&mut reader)?;
-    let mut sections = Vec::with_capacity(pairs.len());
-    for _ in 0..pairs.len() {
-        let length = usize::try_from(reader.u64()?).map_err(|_| CodecError("a section beyond the bytes"))?;
-        let mut section = Reader(reader.take(length)?);
-        let count = section.u64()?;
-        if count > (section.remaining() / MINIMUM_RESTING_ORDER_BYTES) as u64 {
-            return Err(CodecError("a count beyond the bytes that remain"));
-        }
-        sections.push(RestingOrderSection {
-            count: count as usize,
-            bytes: section.0,
-        });
-    }
     reader.finish()?;
-    Ok((
-        EngineState {
-            next_order_sequence,
-            next_trade_id,
-            last_time_ms,
-            accounts,
-            net_deposits,
-            pairs,
-            positions,
-            nonces,
-            custody,
-        },
-        RestingOrders { sections },
-    ))
+    Ok(EngineState {
+        next_order_sequence,
+        next_trade_id,
+        last_time_ms,
+        accounts,
+        net_deposits,
+        pairs,
+        positions,
+        nonces,
+        custody,
+    })
+}
+
+/// A section's header: the length of its orders in bytes and their count, checked against
+/// each other.
+pub fn section_header(header: &[u8; SECTION_HEADER_BYTES]) -> Result<(u64, u64), CodecError> {
+    let length = u64::from_be_bytes(header[..8].try_into().expect("8 bytes"));
+    let count = u64::from_be_bytes(header[8..].try_into().expect("8 bytes"));
+    if count > length / MINIMUM_RESTING_ORDER_BYTES as u64 {
+        return Err(CodecError("a count beyond the bytes of its section"));
+    }
+    Ok((length, count))
+}
+
+/// Decodes the resting order and signature at the start of `bytes`; returns them and how many
+/// bytes they took.
+pub fn decode_resting_order(bytes: &[u8]) -> Result<(OrderRecord, OrderSignature, usize), CodecError> {
+    let mut reader = Reader(bytes);
+    let order = get_order(&mut reader)?;
+    let signature = get_order_signature(&mut reader)?;
+    Ok((order, signature, bytes.len() - reader.remaining()))
 }
 
 #[cfg(test)]
@@ -450,13 +403,40 @@ mod tests {
         (engine, engine_config, signatures)
     }
 
+    /// The payload's state, and each pair's resting orders decoded as a reader of the file
+    /// would: section by section, order by order.
+    #[allow(clippy::type_complexity)]
+    fn decode(bytes: &[u8]) -> Result<(EngineState, Vec<Vec<(OrderRecord, OrderSignature)>>), CodecError> {
+        let prefix: &[u8; STATE_PREFIX_BYTES] = bytes[..STATE_PREFIX_BYTES].try_into().unwrap();
+        let sections_at = STATE_PREFIX_BYTES + state_length(prefix)? as usize;
+        let state = decode_state(bytes.get(..sections_at).ok_or(CodecError("short"))?)?;
+        let mut at = sections_at;
+        let mut pairs = Vec::new();
+        for _ in 0..state.pairs.len() {
+            let header = bytes.get(at..at + SECTION_HEADER_BYTES).ok_or(CodecError("short"))?;
+            let (length, count) = section_header(header.try_into().unwrap())?;
+            let mut section = &bytes[at + SECTION_HEADER_BYTES..at + SECTION_HEADER_BYTES + length as usize];
+            let mut orders = Vec::new();
+            for _ in 0..count {
+                let (order, signature, taken) = decode_resting_order(section)?;
+                orders.push((order, signature));
+                section = &section[taken..];
+            }
+            assert!(section.is_empty(), "a section's length covers its orders exactly");
+            pairs.push(orders);
+            at += SECTION_HEADER_BYTES + length as usize;
+        }
+        assert_eq!(at, bytes.len());
+        Ok((state, pairs))
+    }
+
     #[test]
     fn the_resting_orders_decode_beside_their_signatures_and_restore_the_same_engine() {
         let (engine, engine_config, signatures) = engine_with_resting_orders();
         let state = engine.state();
         let bytes = encode_snapshot(&state, &signatures);
-        let (decoded, resting) = decode_snapshot(&bytes).unwrap();
-        let orders: Vec<(OrderRecord, OrderSignature)> = resting.iter().map(Result::unwrap).collect();
+        let (decoded, pairs) = decode(&bytes).unwrap();
+        let orders: Vec<(OrderRecord, OrderSignature)> = pairs.iter().flatten().cloned().collect();
         let written: Vec<OrderRecord> = state.pairs.iter().flat_map(|pair| pair.orders.clone()).collect();
         assert_eq!(
             orders.iter().map(|(order, _)| order.clone()).collect::<Vec<_>>(),
@@ -466,45 +446,39 @@ mod tests {
             orders.iter().map(|(_, signature)| *signature).collect::<Vec<_>>(),
             signatures
         );
-        assert_eq!(resting.len(), 6);
         let mut without_orders = state.clone();
         for pair in &mut without_orders.pairs {
             pair.orders.clear();
         }
         assert_eq!(decoded, without_orders);
         let restored = Engine::from_state_and_orders(engine_config, &decoded, |pair| {
-            resting
-                .of_pair(pair)
-                .map(|item| item.map(|(order, _)| order).map_err(|error| error.to_string()))
+            pairs[pair].clone().into_iter().map(|(order, _)| Ok(order))
         })
         .unwrap();
         assert_eq!(restored.state_hash(), engine.state_hash());
     }
 
     #[test]
-    fn a_section_with_bytes_after_its_orders_or_more_orders_than_bytes_is_refused() {
+    fn a_state_of_the_wrong_length_and_a_section_counting_more_orders_than_its_bytes_are_refused() {
         let (engine, _, signatures) = engine_with_resting_orders();
         let state = engine.state();
-        assert!(state.pairs.len() >= 2 && state.pairs.last().unwrap().orders.is_empty());
         let bytes = encode_snapshot(&state, &signatures);
-        // The last pair's section ends the payload: its length (8) and its count (0).
-        let section_at = bytes.len() - 16;
+        let prefix: &[u8; STATE_PREFIX_BYTES] = bytes[..STATE_PREFIX_BYTES].try_into().unwrap();
+        let sections_at = STATE_PREFIX_BYTES + state_length(prefix).unwrap() as usize;
+        assert!(decode_state(&bytes[..sections_at - 1]).is_err());
+        assert!(decode_state(&bytes[..sections_at + 1]).is_err());
+        let header: [u8; SECTION_HEADER_BYTES] = bytes[sections_at..sections_at + SECTION_HEADER_BYTES]
+            .try_into()
+            .unwrap();
+        let (length, count) = section_header(&header).unwrap();
+        assert_eq!(count, 6);
+        let mut overcounted = header;
+        overcounted[8..].copy_from_slice(&(length / MINIMUM_RESTING_ORDER_BYTES as u64 + 1).to_be_bytes());
         assert_eq!(
-            &bytes[section_at..],
-            &[&8u64.to_be_bytes()[..], &0u64.to_be_bytes()[..]].concat()[..]
+            section_header(&overcounted),
+            Err(CodecError("a count beyond the bytes of its section"))
         );
-        let mut trailing = bytes.clone();
-        trailing[section_at..section_at + 8].copy_from_slice(&9u64.to_be_bytes());
-        trailing.push(0xff);
-        let (_, resting) = decode_snapshot(&trailing).unwrap();
-        let last = state.pairs.len() - 1;
-        assert_eq!(
-            resting.of_pair(last).collect::<Vec<_>>(),
-            vec![Err(CodecError("bytes after a pair's resting orders"))]
-        );
-        let mut overcounted = bytes.clone();
-        overcounted[section_at + 8..].copy_from_slice(&1u64.to_be_bytes());
-        assert!(decode_snapshot(&overcounted).is_err());
-        assert!(decode_snapshot(&bytes[..bytes.len() - 1]).is_err());
+        let first_order = &bytes[sections_at + SECTION_HEADER_BYTES..];
+        assert!(decode_resting_order(&first_order[..MINIMUM_RESTING_ORDER_BYTES - 1]).is_err());
     }
 }

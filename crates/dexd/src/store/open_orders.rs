@@ -59,21 +59,21 @@ impl OpenOrders {
         self.by_id.is_empty()
     }
 
-    /// The open orders of a snapshot, marked at its sequence: `count` orders, given twice, as
-    /// whole `orders` and as the `keys` (account, sequence, id) of the same orders in the same
-    /// order. The map of orders (each boxed as it is made, into a map sized once) is built here
-    /// while a second thread builds the index by account from the keys: a start restores a
-    /// million of them. Refused, with the reason, if an item is an error or two orders share an
-    /// id or a sequence (a damaged snapshot).
+    /// The open orders of a snapshot, marked at its sequence, from its `count` orders. The map
+    /// of orders (each boxed as it is made, into a map sized once) is built here while a second
+    /// thread builds the index by account from the keys handed to it in batches: a start
+    /// restores a million of them. Refused, with the reason, if an order is an error or two
+    /// share an id or a sequence (a damaged snapshot).
     pub fn restored(
         count: usize,
         orders: impl Iterator<Item = Result<StoredOrder, String>>,
-        keys: impl Iterator<Item = Result<(Address, u64, OrderId), String>> + Send,
         mark: u64,
     ) -> Result<OpenOrders, String> {
         std::thread::scope(|scope| {
-            let indexing = scope.spawn(|| index_by_account(keys));
+            let (batches, received) = std::sync::mpsc::sync_channel::<Vec<AccountKey>>(KEY_BATCHES_IN_FLIGHT);
+            let indexing = scope.spawn(move || index_by_account(received.into_iter().flatten()));
             let mut by_id = HashMap::with_capacity(count);
+            let mut batch = Vec::with_capacity(KEY_BATCH_ORDERS);
             let mut outcome = Ok(());
             for order in orders {
                 let order = match order {
@@ -83,14 +83,23 @@ impl OpenOrders {
                         break;
                     }
                 };
-                if by_id
-                    .insert(*order.record.terms.order_id.as_bytes(), Box::new(order))
-                    .is_some()
-                {
+                let terms = &order.record.terms;
+                batch.push((terms.account, order.record.sequence, terms.order_id));
+                if by_id.insert(*terms.order_id.as_bytes(), Box::new(order)).is_some() {
                     outcome = Err("two open orders share an id".to_owned());
                     break;
                 }
+                // A send fails only if the index thread stopped at an error, reported below.
+                if batch.len() == KEY_BATCH_ORDERS
+                    && batches
+                        .send(std::mem::replace(&mut batch, Vec::with_capacity(KEY_BATCH_ORDERS)))
+                        .is_err()
+                {
+                    break;
+                }
             }
+            let _ = batches.send(batch);
+            drop(batches);
             let by_account = indexing
                 .join()
                 .unwrap_or_else(|_| Err("the index by account panicked".to_owned()));
@@ -228,14 +237,21 @@ impl OpenOrders {
     }
 }
 
+/// An open order's keys for the index by account: account, sequence, id.
+type AccountKey = (Address, u64, OrderId);
+
+/// Orders whose keys [`OpenOrders::restored`] hands to its index thread at once.
+const KEY_BATCH_ORDERS: usize = 4_096;
+/// Batches of keys that may wait for the index thread (about 1 MB of keys).
+const KEY_BATCHES_IN_FLIGHT: usize = 4;
+
 /// The index by account of a snapshot's open orders, each account's built at once from its
-/// sorted orders; refused if an item is an error or two orders share a sequence.
+/// sorted orders; refused if two orders share a sequence.
 fn index_by_account(
-    keys: impl Iterator<Item = Result<(Address, u64, OrderId), String>>,
+    keys: impl Iterator<Item = AccountKey>,
 ) -> Result<HashMap<[u8; 20], BTreeMap<u64, OrderId>>, String> {
     let mut grouped: HashMap<[u8; 20], Vec<(u64, OrderId)>> = HashMap::new();
-    for key in keys {
-        let (account, sequence, order_id) = key?;
+    for (account, sequence, order_id) in keys {
         grouped
             .entry(*account.as_bytes())
             .or_default()
@@ -348,16 +364,7 @@ mod tests {
     #[test]
     fn a_snapshot_whose_orders_share_an_id_or_a_sequence_is_refused() {
         let alice = Address::from_bytes([0xa1; 20]);
-        let restore = |orders: Vec<StoredOrder>| {
-            let keys = orders.iter().map(|order| {
-                Ok((
-                    order.record.terms.account,
-                    order.record.sequence,
-                    order.record.terms.order_id,
-                ))
-            });
-            OpenOrders::restored(orders.len(), orders.iter().cloned().map(Ok), keys, 9)
-        };
+        let restore = |orders: Vec<StoredOrder>| OpenOrders::restored(orders.len(), orders.into_iter().map(Ok), 9);
         let restored = restore(vec![open_order(alice, 2, 1), open_order(alice, 1, 0)]).unwrap();
         assert_eq!((restored.len(), restored.mark()), (2, 9));
         assert_eq!(sequences(&restored.of_account_all(&alice)), vec![1, 2]);

@@ -17,22 +17,28 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use dexd_core::{Engine, EngineConfig};
+use dexd_core::{Engine, EngineConfig, OrderRecord};
 
 use super::database::StoreError;
 use super::journal::{execute_journaled, JournalReader};
 use super::open_orders::OpenOrders;
 use super::records::StoredOrder;
-use crate::codec::snapshot::{decode_snapshot, encode_snapshot, OrderSignature};
+use crate::codec::snapshot::{
+    decode_resting_order, decode_state, encode_snapshot, section_header, state_length, OrderSignature,
+    MAX_RESTING_ORDER_BYTES, SECTION_HEADER_BYTES, STATE_PREFIX_BYTES,
+};
+use crate::codec::CodecError;
 
 /// The first bytes of every snapshot file.
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// The version of the snapshot file format this dexd writes and reads; a file of another
 /// version is skipped (and the journal replayed instead). Version 2: the header's state hash
-/// is BLAKE3 (version 1's was SHA3-256).
-pub const SNAPSHOT_FILE_VERSION: u32 = 2;
+/// is BLAKE3 (version 1's was SHA3-256). Version 3: the resting orders come last, a section per
+/// pair, each order beside its signature, after the length of the state before them.
+pub const SNAPSHOT_FILE_VERSION: u32 = 3;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;
@@ -252,26 +258,41 @@ pub struct LoadedSnapshot {
     pub open_orders: OpenOrders,
 }
 
+/// Bytes read from a snapshot file at a time, by the checksum pass and by each thread that
+/// decodes the resting orders.
+const READ_CHUNK_BYTES: usize = 1 << 20;
+
 /// Reads, checks and restores a snapshot file (see the module's description of the checks).
+///
+/// The file is not read into memory whole: the checksum is computed over it a chunk at a time,
+/// then the state before the resting orders is read and decoded, and the resting orders are
+/// read a chunk at a time by the threads that rebuild the engine and the open orders. The file
+/// is never changed once written, and its handle stays valid if it is deleted meanwhile; should
+/// it change anyway, a read error or a decoding error refuses it, and the restored engine's
+/// state hash is still checked.
 pub fn load_snapshot(
     file: &SnapshotFile,
     identity: &SnapshotIdentity,
     config: &EngineConfig,
 ) -> Result<LoadedSnapshot, SnapshotError> {
-    let bytes = std::fs::read(&file.path)?;
+    let handle = File::open(&file.path)?;
+    let file_bytes = handle.metadata()?.len();
     let damaged = |message: &str| SnapshotError::Damaged(message.to_owned());
-    if bytes.len() < HEADER_BYTES + CHECKSUM_BYTES {
+    if file_bytes < (HEADER_BYTES + CHECKSUM_BYTES) as u64 {
         return Err(damaged("shorter than a header"));
     }
-    if &bytes[..8] != SNAPSHOT_MAGIC {
+    let mut header = [0u8; HEADER_BYTES];
+    handle.read_exact_at(&mut header, 0)?;
+    if &header[..8] != SNAPSHOT_MAGIC {
         return Err(damaged("not a dexd snapshot"));
     }
-    let (checked, stored_checksum) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
-    if crc32fast::hash(checked).to_be_bytes() != stored_checksum {
+    if checksum_of(&handle, file_bytes - CHECKSUM_BYTES as u64)?
+        != read_array::<CHECKSUM_BYTES>(&handle, file_bytes - CHECKSUM_BYTES as u64)?
+    {
         return Err(damaged("the checksum does not match (truncated or changed)"));
     }
-    let word = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    let version = u32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    let word = |at: usize| u64::from_be_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+    let version = u32::from_be_bytes(header[8..12].try_into().expect("4 bytes"));
     if version != SNAPSHOT_FILE_VERSION {
         return Err(SnapshotError::NotApplicable(format!(
             "file version {version}, this dexd reads {SNAPSHOT_FILE_VERSION}"
@@ -284,32 +305,56 @@ pub fn load_snapshot(
     if sequence != file.sequence {
         return Err(damaged("the sequence in the file differs from its name"));
     }
-    if &bytes[28..60] != identity.journal_id.as_bytes() {
+    if &header[28..60] != identity.journal_id.as_bytes() {
         return Err(SnapshotError::NotApplicable("a snapshot of another journal".into()));
     }
-    if bytes[60..92] != identity.configuration_fingerprint {
+    if header[60..92] != identity.configuration_fingerprint {
         return Err(SnapshotError::NotApplicable(
             "written under another engine configuration".into(),
         ));
     }
-    let state_hash: [u8; 32] = bytes[92..124].try_into().expect("32 bytes");
-    let payload_bytes = word(124);
-    if payload_bytes != (checked.len() - HEADER_BYTES) as u64 {
+    let state_hash: [u8; 32] = header[92..124].try_into().expect("32 bytes");
+    let payload_end = file_bytes - CHECKSUM_BYTES as u64;
+    if word(124) != payload_end - HEADER_BYTES as u64 {
         return Err(damaged("the payload length differs from the file's"));
     }
-    let (state, resting_orders) =
-        decode_snapshot(&checked[HEADER_BYTES..]).map_err(|error| SnapshotError::Damaged(error.to_string()))?;
+    let codec_error = |error: CodecError| SnapshotError::Damaged(error.to_string());
+    let state_at = HEADER_BYTES as u64;
+    let state_length = state_length(&read_array(&handle, state_at)?).map_err(codec_error)?;
+    let sections_at = (state_at + STATE_PREFIX_BYTES as u64)
+        .checked_add(state_length)
+        .filter(|end| *end <= payload_end)
+        .ok_or_else(|| damaged("the state runs past the payload"))?;
+    let mut state_bytes = vec![0u8; (sections_at - state_at) as usize];
+    handle.read_exact_at(&mut state_bytes, state_at)?;
+    let state = decode_state(&state_bytes).map_err(codec_error)?;
+    drop(state_bytes);
+    let mut sections = Vec::with_capacity(state.pairs.len());
+    let mut at = sections_at;
+    for _ in 0..state.pairs.len() {
+        if at + SECTION_HEADER_BYTES as u64 > payload_end {
+            return Err(damaged("a pair's resting orders run past the payload"));
+        }
+        let (length, count) = section_header(&read_array(&handle, at)?).map_err(codec_error)?;
+        let start = at + SECTION_HEADER_BYTES as u64;
+        let end = start
+            .checked_add(length)
+            .filter(|end| *end <= payload_end)
+            .ok_or_else(|| damaged("a pair's resting orders run past the payload"))?;
+        sections.push(Section { start, end, count });
+        at = end;
+    }
+    if at != payload_end {
+        return Err(damaged("bytes after the last pair's resting orders"));
+    }
+    let resting_orders: usize = sections.iter().map(|section| section.count as usize).sum();
     // The engine (books, then the state hash that checks them) and the projector's open orders
-    // (by id, and on a third thread by account) are rebuilt at once, each decoding the resting
-    // orders straight into its own structures: they share nothing else, and each is about half
-    // of the start's work.
+    // (by id, and on a third thread by account) are rebuilt at once, each reading and decoding
+    // the resting orders straight into its own structures: they share nothing else, and each
+    // is about half of the start's work.
     let (engine, open_orders) = std::thread::scope(|scope| {
         let restoring = scope.spawn(|| {
-            let orders_of_pair = |pair| {
-                resting_orders
-                    .of_pair(pair)
-                    .map(|decoded| decoded.map(|(order, _)| order).map_err(|error| error.to_string()))
-            };
+            let orders_of_pair = |pair: usize| sections[pair].reader(&handle).map(|read| read.map(|(order, _)| order));
             let engine = Engine::from_state_and_orders(config.clone(), &state, orders_of_pair)
                 .map_err(|error| SnapshotError::Damaged(format!("the state does not restore: {error}")))?;
             if engine.state_hash() != state_hash {
@@ -317,8 +362,8 @@ pub fn load_snapshot(
             }
             Ok(engine)
         });
-        let orders = resting_orders.iter().map(|decoded| {
-            let (record, signature) = decoded.map_err(|error| error.to_string())?;
+        let orders = sections.iter().flat_map(|section| section.reader(&handle)).map(|read| {
+            let (record, signature) = read?;
             Ok(StoredOrder {
                 record,
                 nonce: signature.nonce,
@@ -326,23 +371,122 @@ pub fn load_snapshot(
                 signature: signature.signature,
             })
         });
-        let keys = resting_orders.iter().map(|decoded| {
-            let (record, _) = decoded.map_err(|error| error.to_string())?;
-            Ok((record.terms.account, record.sequence, record.terms.order_id))
-        });
-        let open_orders = OpenOrders::restored(resting_orders.len(), orders, keys, sequence)
+        let open_orders = OpenOrders::restored(resting_orders, orders, sequence)
             .map_err(|reason| SnapshotError::Damaged(format!("the open orders do not restore: {reason}")));
         let engine = restoring
             .join()
             .unwrap_or_else(|_| Err(damaged("the state's restoration panicked")))?;
         Ok::<_, SnapshotError>((engine, open_orders?))
     })?;
-    drop(bytes);
     Ok(LoadedSnapshot {
         sequence,
         engine,
         open_orders,
     })
+}
+
+/// The CRC-32 of the file's first `length` bytes, read a chunk at a time.
+fn checksum_of(handle: &File, length: u64) -> std::io::Result<[u8; CHECKSUM_BYTES]> {
+    let mut checksum = crc32fast::Hasher::new();
+    let mut chunk = vec![0u8; READ_CHUNK_BYTES];
+    let mut at = 0;
+    while at < length {
+        let take = (length - at).min(READ_CHUNK_BYTES as u64) as usize;
+        handle.read_exact_at(&mut chunk[..take], at)?;
+        checksum.update(&chunk[..take]);
+        at += take as u64;
+    }
+    Ok(checksum.finalize().to_be_bytes())
+}
+
+fn read_array<const N: usize>(handle: &File, at: u64) -> std::io::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    handle.read_exact_at(&mut bytes, at)?;
+    Ok(bytes)
+}
+
+/// Where one pair's resting orders are in the file.
+struct Section {
+    start: u64,
+    end: u64,
+    count: u64,
+}
+
+impl Section {
+    fn reader<'f>(&self, handle: &'f File) -> SectionReader<'f> {
+        SectionReader {
+            handle,
+            next_read_at: self.start,
+            end: self.end,
+            buffer: Vec::with_capacity(READ_CHUNK_BYTES),
+            unread_at: 0,
+            left: self.count,
+            failed: false,
+        }
+    }
+}
+
+/// Reads one pair's resting orders from the file a chunk at a time and decodes them one by
+/// one. After an error it yields nothing more; bytes after the last order are an error.
+struct SectionReader<'f> {
+    handle: &'f File,
+    next_read_at: u64,
+    end: u64,
+    buffer: Vec<u8>,
+    unread_at: usize,
+    left: u64,
+    failed: bool,
+}
+
+impl SectionReader<'_> {
+    fn next_order(&mut self) -> Result<Option<(OrderRecord, OrderSignature)>, String> {
+        if self.buffer.len() - self.unread_at < MAX_RESTING_ORDER_BYTES && self.next_read_at < self.end {
+            self.refill()
+                .map_err(|error| format!("cannot read the file: {error}"))?;
+        }
+        if self.left == 0 {
+            return if self.unread_at == self.buffer.len() && self.next_read_at == self.end {
+                Ok(None)
+            } else {
+                Err("bytes after a pair's resting orders".to_owned())
+            };
+        }
+        let (order, signature, taken) =
+            decode_resting_order(&self.buffer[self.unread_at..]).map_err(|error| error.to_string())?;
+        self.unread_at += taken;
+        self.left -= 1;
+        Ok(Some((order, signature)))
+    }
+
+    /// Moves the unread bytes to the front and reads as many more as the buffer holds.
+    fn refill(&mut self) -> std::io::Result<()> {
+        self.buffer.drain(..self.unread_at);
+        self.unread_at = 0;
+        let kept = self.buffer.len();
+        let take = ((READ_CHUNK_BYTES - kept) as u64).min(self.end - self.next_read_at) as usize;
+        self.buffer.resize(kept + take, 0);
+        self.handle.read_exact_at(&mut self.buffer[kept..], self.next_read_at)?;
+        self.next_read_at += take as u64;
+        Ok(())
+    }
+}
+
+impl Iterator for SectionReader<'_> {
+    type Item = Result<(OrderRecord, OrderSignature), String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let next = self.next_order().transpose();
+        self.failed = matches!(next, Some(Err(_)));
+        next
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.left).unwrap_or(usize::MAX);
+        (left, left.checked_add(1))
+    }
 }
 
 /// Builds the state of command `through` beside the running chain, without touching it: from

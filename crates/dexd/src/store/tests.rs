@@ -624,3 +624,77 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
     assert!(!decoded.client_signed);
     assert!(decode_authorization(Some(vec![2, 9])).is_err());
 }
+
+/// A snapshot whose checksum is right but whose payload is not: written with `write_snapshot`,
+/// which checksums whatever it is given.
+fn load_crafted_snapshot(
+    payload: &[u8],
+    engine: &Engine,
+    engine_config: &EngineConfig,
+) -> Result<snapshots::LoadedSnapshot, snapshots::SnapshotError> {
+    let folder = tempfile::tempdir().unwrap();
+    let identity = snapshots::SnapshotIdentity {
+        chain_id: 1,
+        journal_id: "0123456789abcdef0123456789abcdef".to_owned(),
+        configuration_fingerprint: snapshots::configuration_fingerprint(engine_config),
+    };
+    let file = snapshots::write_snapshot(folder.path(), &identity, 7, engine.state_hash(), payload).unwrap();
+    snapshots::load_snapshot(&file, &identity, engine_config)
+}
+
+#[test]
+fn a_snapshot_restores_its_orders_and_one_with_bytes_after_its_orders_is_refused() {
+    let config = crate::config::Config::embedded_default();
+    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let mut engine = Engine::new(engine_config.clone()).unwrap();
+    let mut events = Vec::new();
+    let account = Address::from_bytes([0xa1; 20]);
+    engine
+        .execute(deposit(account, 1, 10u128.pow(30)), 1, &mut events)
+        .unwrap();
+    let placed = 3u8;
+    for number in 0..placed {
+        let order_id = OrderId::from_bytes([number + 1; 32]);
+        engine
+            .execute(
+                limit_order(account, order_id, dexd_core::Direction::Buy, 10),
+                2,
+                &mut events,
+            )
+            .unwrap();
+    }
+    let state = engine.state();
+    assert!(state.pairs.len() >= 2 && state.pairs.last().unwrap().orders.is_empty());
+    let signatures: Vec<codec::snapshot::OrderSignature> = (0..placed)
+        .map(|number| codec::snapshot::OrderSignature {
+            nonce: [number; 32],
+            expiry_ms: u64::from(number),
+            signature: [number; 65],
+        })
+        .collect();
+    let payload = codec::snapshot::encode_snapshot(&state, &signatures);
+    let loaded = load_crafted_snapshot(&payload, &engine, &engine_config).unwrap();
+    assert_eq!(loaded.engine.state_hash(), engine.state_hash());
+    assert_eq!(loaded.open_orders.len(), usize::from(placed));
+    let second = loaded.open_orders.by_id(&OrderId::from_bytes([2; 32])).unwrap();
+    assert_eq!((second.nonce, second.signature), ([1; 32], [1; 65]));
+
+    // The last pair's section ends the payload: its length (0) and count (0). Say one byte
+    // follows, and add it.
+    let mut trailing = payload.clone();
+    let length_at = trailing.len() - 16;
+    trailing[length_at..length_at + 8].copy_from_slice(&1u64.to_be_bytes());
+    trailing.push(0);
+    match load_crafted_snapshot(&trailing, &engine, &engine_config) {
+        Err(snapshots::SnapshotError::Damaged(reason)) => {
+            assert!(reason.contains("bytes after a pair's resting orders"), "{reason}")
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let mut beyond = payload.clone();
+    beyond.push(0);
+    assert!(matches!(
+        load_crafted_snapshot(&beyond, &engine, &engine_config),
+        Err(snapshots::SnapshotError::Damaged(_))
+    ));
+}
