@@ -174,9 +174,13 @@ impl Engine {
         for (index, snapshot) in state.pairs.iter().enumerate() {
             let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
             let orders = orders_of_pair(index);
-            // Sized once: a million orders grown into by doubling would be moved several times.
-            engine.pairs[index].book.reserve(orders.size_hint().0);
-            engine.order_locations.reserve(orders.size_hint().0);
+            // Sized once, with room to grow: a million orders grown into by doubling would be
+            // moved several times, and a book filled exactly to its capacity would be moved
+            // whole by the first order placed after the restore. Room not yet used costs
+            // address space, not memory.
+            let restoring = orders.size_hint().0;
+            engine.pairs[index].book.reserve(restoring + restoring / 4);
+            engine.order_locations.reserve(restoring);
             for record in orders {
                 let record =
                     record.map_err(|error| inconsistent(format!("a resting order of pair {index}: {error}")))?;
