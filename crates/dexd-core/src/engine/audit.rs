@@ -1,0 +1,173 @@
+//! Whole-state checks of the engine: [`Engine::state_hash`], which two engines in the same
+//! state share (replay, snapshots and tests compare it), and [`Engine::check_invariants`], the
+//! slow audit of every invariant that tests and audits run. Neither changes anything.
+
+use rustc_hash::FxHashMap;
+
+use super::matching::{paid_asset, required_lock};
+use super::{Engine, StateHasher};
+use crate::ledger::AccountSlot;
+use crate::market_data::Position;
+use crate::money::{Address, AssetIndex, Price};
+use crate::order::{OrderRecord, OrderStatus};
+
+impl Engine {
+    /// A BLAKE3 hash of the whole state: balances, books with their time priority, positions,
+    /// candles, counters, custody. Two engines with equal hashes hold the same state.
+    pub fn state_hash(&self) -> [u8; 32] {
+        let mut hasher = StateHasher::new();
+        hasher.update(self.next_order_sequence.to_be_bytes());
+        hasher.update(self.next_trade_id.to_be_bytes());
+        for (address, balances) in self.ledger.accounts_sorted() {
+            hasher.update(address.as_bytes());
+            for balance in balances {
+                hasher.update(balance.available.units().to_be_bytes());
+                hasher.update(balance.locked.units().to_be_bytes());
+            }
+        }
+        for index in 0..self.assets.len() {
+            let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));
+            hasher.update(self.ledger.net_deposits(asset).units().to_be_bytes());
+        }
+        for state in &self.pairs {
+            hasher.update(state.last_price.map_or(0, Price::ticks).to_be_bytes());
+            for record in state.book.orders_in_priority() {
+                hash_order(&mut hasher, record);
+            }
+            for candle in state.candles.all() {
+                for value in [
+                    candle.open_time_ms,
+                    candle.open.ticks(),
+                    candle.high.ticks(),
+                    candle.low.ticks(),
+                    candle.close.ticks(),
+                    candle.trades,
+                ] {
+                    hasher.update(value.to_be_bytes());
+                }
+                hasher.update(candle.volume.units().to_be_bytes());
+                hasher.update(candle.quote_volume.units().to_be_bytes());
+            }
+        }
+        let mut positions: Vec<(Address, &Vec<Position>)> = self
+            .positions
+            .iter()
+            .enumerate()
+            .filter(|(_, positions)| !positions.is_empty())
+            .map(|(index, positions)| (self.ledger.address(AccountSlot::from_index(index)), positions))
+            .collect();
+        positions.sort_unstable_by_key(|(address, _)| *address);
+        for (expiry_ms, account, nonce) in self.nonces.iter_in_order() {
+            hasher.update(expiry_ms.to_be_bytes());
+            hasher.update(account.as_bytes());
+            hasher.update(nonce.as_bytes());
+        }
+        self.custody.hash_into(&mut hasher);
+        for (address, positions) in positions {
+            hasher.update(address.as_bytes());
+            for position in positions {
+                hasher.update(position.net_base.to_be_bytes());
+                hasher.update(position.open_cost_quote.to_be_bytes());
+                hasher.update(position.realized_pnl_quote.to_be_bytes());
+            }
+        }
+        hasher.finalize()
+    }
+
+    /// Checks every invariant of the whole state; slow, for tests and audits:
+    /// no book is crossed and each is well formed; every open order's lock is exactly what its
+    /// remainder needs; every account's locked balance is the sum of its open orders' locks;
+    /// per asset, all totals (fee account included) sum to deposits minus withdrawals; the
+    /// indexes (locations, open order counts, client order ids) agree with the books.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut expected_locks: FxHashMap<(Address, AssetIndex), u128> = FxHashMap::default();
+        let mut expected_counts: FxHashMap<Address, u32> = FxHashMap::default();
+        let mut resting = 0usize;
+        for (index, state) in self.pairs.iter().enumerate() {
+            state.book.check_structure()?;
+            for record in state.book.orders_in_priority() {
+                resting += 1;
+                let required = required_lock(&state.spec, record);
+                if record.locked != required {
+                    return Err(format!(
+                        "order {} locks {:?}, needs {:?}",
+                        record.terms.order_id, record.locked, required
+                    ));
+                }
+                if record.status != OrderStatus::Open || record.remaining().is_zero() {
+                    return Err(format!("order {} rests but is not open", record.terms.order_id));
+                }
+                let asset = paid_asset(&state.spec, record.terms.direction);
+                *expected_locks.entry((record.terms.account, asset)).or_default() += record.locked.units();
+                *expected_counts.entry(record.terms.account).or_default() += 1;
+                match self.order_locations.get(&record.terms.order_id) {
+                    Some((pair, _)) if usize::from(pair.0) == index => {}
+                    _ => return Err(format!("order {} missing from the index", record.terms.order_id)),
+                }
+            }
+        }
+        if resting != self.order_locations.len() {
+            return Err("the order index holds orders that no book does".to_string());
+        }
+        for (address, balances) in self.ledger.accounts_sorted() {
+            for (index, balance) in balances.iter().enumerate() {
+                let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));
+                let expected = expected_locks.get(&(*address, asset)).copied().unwrap_or(0);
+                if balance.locked.units() != expected {
+                    return Err(format!(
+                        "{address} locks {} of asset {index}, its orders {expected}",
+                        balance.locked.units()
+                    ));
+                }
+            }
+        }
+        let counts: FxHashMap<Address, u32> = self
+            .open_order_counts
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(|(index, count)| (self.ledger.address(AccountSlot::from_index(index)), *count))
+            .collect();
+        if counts != expected_counts {
+            return Err("open order counts disagree with the books".to_string());
+        }
+        let client_ids: usize = self.client_order_ids.values().map(|ids| ids.len()).sum();
+        let with_client_ids = self
+            .order_locations
+            .keys()
+            .filter(|id| {
+                self.open_order(id)
+                    .is_some_and(|record| record.terms.client_order_id.is_some())
+            })
+            .count();
+        if client_ids != with_client_ids {
+            return Err("client order ids disagree with the books".to_string());
+        }
+        self.custody.check_invariants()?;
+        self.ledger.check_conservation()
+    }
+}
+
+fn hash_order(hasher: &mut StateHasher, record: &OrderRecord) {
+    hasher.update(record.terms.order_id.as_bytes());
+    hasher.update(record.terms.account.as_bytes());
+    hasher.update_with_length(record.terms.client_order_id.as_deref().unwrap_or("").as_bytes());
+    hasher.update([
+        record.terms.direction as u8,
+        record.terms.time_in_force as u8,
+        u8::from(record.terms.post_only),
+    ]);
+    hasher.update(record.terms.price.map_or(0, Price::ticks).to_be_bytes());
+    for value in [
+        record.terms.quantity.lots(),
+        record.filled.lots(),
+        record.created_at_ms,
+        record.updated_at_ms,
+        record.sequence,
+    ] {
+        hasher.update(value.to_be_bytes());
+    }
+    for value in [record.cost, record.fee, record.locked] {
+        hasher.update(value.units().to_be_bytes());
+    }
+}

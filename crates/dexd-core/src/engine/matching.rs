@@ -1,0 +1,475 @@
+//! How a command that moves orders runs: an order placed (its terms checked, its match planned
+//! without changing anything, then the fills applied whole, the remainder rested or closed)
+//! and an order cancelled, with the locks, the open-order indexes and the balance events they
+//! touch. The dispatch of every command and the queries are in the parent module.
+
+use super::{Engine, Event, PlannedFill, Rejection, Trade};
+use crate::ledger::AccountSlot;
+use crate::market_data::Position;
+use crate::money::{Address, Amount, AssetIndex, OrderId, Price, Quantity};
+use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
+use crate::pair::PairSpec;
+
+impl Engine {
+    pub(super) fn place_order(
+        &mut self,
+        order: NewOrder,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        let pair_position = usize::from(order.pair.0);
+        let spec = self
+            .pairs
+            .get(pair_position)
+            .ok_or(Rejection::UnknownPair)?
+            .spec
+            .clone();
+        self.check_terms(&spec, &order)?;
+        let taker_slot = self.ledger.slot(&order.account);
+        self.plan_matching(&order, taker_slot);
+        let remaining = order
+            .quantity
+            .checked_sub(self.plan.filled)
+            .expect("a plan never overfills");
+        self.check_execution(&order, remaining)?;
+        let required = match (order.direction, order.price) {
+            (Direction::Buy, Some(price)) => spec.cost(price, order.quantity).ok_or(Rejection::AmountTooLarge)?,
+            (Direction::Buy, None) => self.plan.cost,
+            (Direction::Sell, _) => spec.base_amount(order.quantity),
+        };
+        let paid = paid_asset(&spec, order.direction);
+        let taker_slot = taker_slot.ok_or(Rejection::InsufficientBalance)?;
+        self.ledger
+            .lock(taker_slot, paid, required)
+            .map_err(Rejection::from_ledger)?;
+        // Every check has passed: from here on the command applies whole.
+        self.touched_balances.clear();
+        self.touched_balances.push((taker_slot, paid));
+        let sequence = self.next_order_sequence;
+        self.next_order_sequence += 1;
+        let mut taker = OrderRecord {
+            terms: order,
+            filled: Quantity::ZERO,
+            cost: Amount::ZERO,
+            fee: Amount::ZERO,
+            status: OrderStatus::Open,
+            cancel_reason: None,
+            locked: required,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            sequence,
+        };
+        let plan = std::mem::take(&mut self.plan);
+        for key in &plan.self_trade_cancels {
+            let record = self.pairs[pair_position].book.remove(*key);
+            let cancelled =
+                self.close_resting_order(&spec, record, taker_slot, CancelReason::SelfTradePrevention, now_ms);
+            events.push(Event::OrderUpdated(cancelled));
+        }
+        for fill in &plan.fills {
+            self.apply_fill(&spec, &mut taker, taker_slot, *fill, now_ms, events);
+        }
+        self.plan = plan;
+        self.finish_taker(&spec, taker, taker_slot, events);
+        self.push_balance_events(events);
+        assert!(
+            !self.pairs[pair_position].book.is_crossed(),
+            "invariant: the book is never crossed"
+        );
+        Ok(())
+    }
+
+    /// The checks that need no walk of the book.
+    fn check_terms(&self, spec: &PairSpec, order: &NewOrder) -> Result<(), Rejection> {
+        match (order.order_type, order.price) {
+            (OrderType::Limit, None) => return Err(Rejection::InvalidOrder("a limit order needs a price")),
+            (OrderType::Market, Some(_)) => return Err(Rejection::InvalidOrder("a market order takes no price")),
+            _ => {}
+        }
+        if order.quantity.is_zero() {
+            return Err(Rejection::InvalidOrder("the amount must be positive"));
+        }
+        if order.quantity < spec.min_quantity() {
+            return Err(Rejection::BelowMinAmount);
+        }
+        if let Some(price) = order.price {
+            let notional = spec.cost(price, order.quantity).ok_or(Rejection::AmountTooLarge)?;
+            if notional < spec.min_notional() {
+                return Err(Rejection::BelowMinNotional);
+            }
+        }
+        if self.order_locations.contains_key(&order.order_id) {
+            return Err(Rejection::DuplicateOrderId);
+        }
+        if let Some(client_order_id) = &order.client_order_id {
+            let taken = self
+                .client_order_ids
+                .get(&order.account)
+                .is_some_and(|ids| ids.contains_key(client_order_id));
+            if taken {
+                return Err(Rejection::DuplicateClientOrderId);
+            }
+        }
+        if order.post_only {
+            let best_opposite = self.pairs[usize::from(order.pair.0)]
+                .book
+                .best_price(order.direction.opposite());
+            let would_take = match (order.price, best_opposite) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(limit), Some(best)) => crosses(order.direction, limit, best),
+            };
+            if would_take {
+                return Err(Rejection::PostOnlyWouldTake);
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks that need the planned walk: fill-or-kill, liquidity, limits of resting orders.
+    fn check_execution(&self, order: &NewOrder, remaining: Quantity) -> Result<(), Rejection> {
+        if order.time_in_force == TimeInForce::FillOrKill && !remaining.is_zero() {
+            return Err(Rejection::FillOrKillNotFillable);
+        }
+        if order.order_type == OrderType::Market && self.plan.filled.is_zero() {
+            return Err(Rejection::NoLiquidity);
+        }
+        let rests = order.order_type == OrderType::Limit
+            && order.time_in_force == TimeInForce::GoodTillCancelled
+            && !remaining.is_zero();
+        if rests {
+            let self_cancels = u32::try_from(self.plan.self_trade_cancels.len()).unwrap_or(u32::MAX);
+            let open_after_cancels = self.open_order_count(&order.account).saturating_sub(self_cancels);
+            if open_after_cancels >= self.limits.max_open_orders_per_account {
+                return Err(Rejection::TooManyOpenOrders);
+            }
+            if self.order_locations.len() >= self.limits.max_resting_orders {
+                return Err(Rejection::BookFull);
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks the opposite side in priority order and decides, without changing anything, which
+    /// resting orders the new order fills and which of its own account's orders it cancels.
+    fn plan_matching(&mut self, order: &NewOrder, taker_slot: Option<AccountSlot>) {
+        let mut plan = std::mem::take(&mut self.plan);
+        plan.fills.clear();
+        plan.self_trade_cancels.clear();
+        plan.filled = Quantity::ZERO;
+        plan.cost = Amount::ZERO;
+        let mut overflow = false;
+        let state = &self.pairs[usize::from(order.pair.0)];
+        let spec = &state.spec;
+        let mut remaining = order.quantity;
+        state
+            .book
+            .visit_in_priority(order.direction.opposite(), |key, record, maker_slot| {
+                let price = record.terms.price.expect("invariant: resting orders have prices");
+                if let Some(limit) = order.price {
+                    if !crosses(order.direction, limit, price) {
+                        return false;
+                    }
+                }
+                if Some(maker_slot) == taker_slot {
+                    plan.self_trade_cancels.push(key);
+                    return true;
+                }
+                let quantity = remaining.min(record.remaining());
+                plan.fills.push(PlannedFill {
+                    key,
+                    maker_slot,
+                    quantity,
+                });
+                let cost = spec
+                    .cost(price, quantity)
+                    .expect("invariant: a resting order's cost fits");
+                match plan.cost.checked_add(cost) {
+                    Some(total) => plan.cost = total,
+                    None => overflow = true,
+                }
+                remaining = remaining.checked_sub(quantity).expect("fill within remaining");
+                plan.filled = plan.filled.checked_add(quantity).expect("fills within the quantity");
+                !remaining.is_zero() && !overflow
+            });
+        if overflow {
+            // The walk's total cost does not fit; treat it as unfillable rather than wrap.
+            plan.fills.clear();
+            plan.filled = Quantity::ZERO;
+            plan.cost = Amount::ZERO;
+        }
+        self.plan = plan;
+    }
+
+    /// Executes one planned fill: moves funds and fees, updates both orders, candles, positions.
+    fn apply_fill(
+        &mut self,
+        spec: &PairSpec,
+        taker: &mut OrderRecord,
+        taker_slot: AccountSlot,
+        fill: PlannedFill,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
+        let pair = taker.terms.pair;
+        let pair_position = usize::from(pair.0);
+        let maker = self.pairs[pair_position].book.get(fill.key);
+        let price = maker.terms.price.expect("invariant: resting orders have prices");
+        let maker_account = maker.terms.account;
+        let maker_order_id = maker.terms.order_id;
+        let cost = spec
+            .cost(price, fill.quantity)
+            .expect("invariant: a resting order's cost fits");
+        let base_amount = spec.base_amount(fill.quantity);
+        let (buyer, seller, buyer_fee_rate, seller_fee_rate) = match taker.terms.direction {
+            Direction::Buy => (taker_slot, fill.maker_slot, spec.taker_fee(), spec.maker_fee()),
+            Direction::Sell => (fill.maker_slot, taker_slot, spec.maker_fee(), spec.taker_fee()),
+        };
+        let buyer_fee = buyer_fee_rate.fee_rounded_down(base_amount);
+        let seller_fee = seller_fee_rate.fee_rounded_down(cost);
+        let base_after_fee = base_amount.checked_sub(buyer_fee).expect("fee at most 100 %");
+        let quote_after_fee = cost.checked_sub(seller_fee).expect("fee at most 100 %");
+        let fee_slot = self.fee_slot;
+        self.ledger.transfer_locked(seller, buyer, spec.base(), base_after_fee);
+        self.ledger.transfer_locked(seller, fee_slot, spec.base(), buyer_fee);
+        self.ledger
+            .transfer_locked(buyer, seller, spec.quote(), quote_after_fee);
+        self.ledger.transfer_locked(buyer, fee_slot, spec.quote(), seller_fee);
+        for account in [buyer, seller, fee_slot] {
+            self.touch_balance(account, spec.base());
+            self.touch_balance(account, spec.quote());
+        }
+        let (maker_fee, taker_fee, maker_spent, taker_spent) = match taker.terms.direction {
+            Direction::Buy => (seller_fee, buyer_fee, base_amount, cost),
+            Direction::Sell => (buyer_fee, seller_fee, cost, base_amount),
+        };
+        taker.filled = taker.filled.checked_add(fill.quantity).expect("fill within quantity");
+        taker.cost = taker.cost.checked_add(cost).expect("taker cost fits");
+        taker.fee = taker.fee.checked_add(taker_fee).expect("fee fits");
+        taker.locked = taker
+            .locked
+            .checked_sub(taker_spent)
+            .expect("invariant: the taker's lock covers its fills");
+        taker.updated_at_ms = now_ms;
+        let book = &mut self.pairs[pair_position].book;
+        book.fill(fill.key, fill.quantity, |maker| {
+            maker.cost = maker.cost.checked_add(cost).expect("maker cost fits");
+            maker.fee = maker.fee.checked_add(maker_fee).expect("fee fits");
+            maker.locked = maker
+                .locked
+                .checked_sub(maker_spent)
+                .expect("invariant: the maker's lock covers its fills");
+            maker.updated_at_ms = now_ms;
+        });
+        let trade = Trade {
+            trade_id: self.next_trade_id,
+            pair,
+            price,
+            quantity: fill.quantity,
+            base_amount,
+            cost,
+            taker_direction: taker.terms.direction,
+            maker_order_id,
+            taker_order_id: taker.terms.order_id,
+            maker_account,
+            taker_account: taker.terms.account,
+            maker_fee,
+            taker_fee,
+            timestamp_ms: now_ms,
+        };
+        self.next_trade_id += 1;
+        self.record_market_data(&trade, buyer, seller);
+        events.push(Event::TradeExecuted(trade));
+        let maker = self.pairs[pair_position].book.get(fill.key);
+        if maker.remaining().is_zero() {
+            let record = self.pairs[pair_position].book.remove(fill.key);
+            let filled = self.close_resting_order(spec, record, fill.maker_slot, CancelReason::Requested, now_ms);
+            events.push(Event::OrderUpdated(filled));
+        } else {
+            events.push(Event::OrderUpdated(maker.clone()));
+        }
+    }
+
+    fn record_market_data(&mut self, trade: &Trade, buyer: AccountSlot, seller: AccountSlot) {
+        let state = &mut self.pairs[usize::from(trade.pair.0)];
+        state.last_price = Some(trade.price);
+        state
+            .candles
+            .record_trade(trade.timestamp_ms, trade.price, trade.base_amount, trade.cost);
+        let pair_count = self.pairs.len();
+        for (slot, is_buy) in [(buyer, true), (seller, false)] {
+            let index = slot.index();
+            if self.positions.len() <= index {
+                self.positions.resize_with(index + 1, Vec::new);
+            }
+            let positions = &mut self.positions[index];
+            if positions.is_empty() {
+                positions.resize(pair_count, Position::default());
+            }
+            positions[usize::from(trade.pair.0)].record_fill(is_buy, trade.base_amount.units(), trade.cost.units());
+        }
+    }
+
+    /// Rests the taker's remainder or closes it, and releases what its lock no longer needs.
+    fn finish_taker(
+        &mut self,
+        spec: &PairSpec,
+        mut taker: OrderRecord,
+        taker_slot: AccountSlot,
+        events: &mut Vec<Event>,
+    ) {
+        let remaining = taker.remaining();
+        let rests = taker.terms.order_type == OrderType::Limit
+            && taker.terms.time_in_force == TimeInForce::GoodTillCancelled
+            && !remaining.is_zero();
+        let still_needed = if rests {
+            required_lock(spec, &taker)
+        } else {
+            Amount::ZERO
+        };
+        let release = taker
+            .locked
+            .checked_sub(still_needed)
+            .expect("invariant: the lock covers the remainder");
+        self.ledger
+            .unlock(taker_slot, paid_asset(spec, taker.terms.direction), release);
+        taker.locked = still_needed;
+        if rests {
+            self.register_open_order(&taker, taker_slot);
+            let pair = taker.terms.pair;
+            let order_id = taker.terms.order_id;
+            events.push(Event::OrderUpdated(taker.clone()));
+            let key = self.pairs[usize::from(pair.0)].book.insert(taker, taker_slot);
+            self.order_locations.insert(order_id, (pair, key));
+        } else {
+            if remaining.is_zero() {
+                taker.status = OrderStatus::Filled;
+            } else {
+                taker.status = OrderStatus::Cancelled;
+                taker.cancel_reason = Some(CancelReason::UnfilledRemainder);
+            }
+            events.push(Event::OrderUpdated(taker));
+        }
+    }
+
+    pub(super) fn open_orders_of(&self, slot: AccountSlot) -> u32 {
+        self.open_order_counts.get(slot.index()).copied().unwrap_or(0)
+    }
+
+    fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
+        let index = slot.index();
+        if self.open_order_counts.len() <= index {
+            self.open_order_counts.resize(index + 1, 0);
+        }
+        self.open_order_counts[index] += 1;
+        if let Some(client_order_id) = &record.terms.client_order_id {
+            self.client_order_ids
+                .entry(record.terms.account)
+                .or_default()
+                .insert(client_order_id.clone(), record.terms.order_id);
+        }
+    }
+
+    /// Forgets an order that left its book: filled when nothing remains, else cancelled for
+    /// `reason`; releases its lock and updates the indexes.
+    fn close_resting_order(
+        &mut self,
+        spec: &PairSpec,
+        mut record: OrderRecord,
+        slot: AccountSlot,
+        reason: CancelReason,
+        now_ms: u64,
+    ) -> OrderRecord {
+        let paid = paid_asset(spec, record.terms.direction);
+        self.ledger.unlock(slot, paid, record.locked);
+        self.touch_balance(slot, paid);
+        record.locked = Amount::ZERO;
+        record.updated_at_ms = now_ms;
+        if record.remaining().is_zero() {
+            record.status = OrderStatus::Filled;
+        } else {
+            record.status = OrderStatus::Cancelled;
+            record.cancel_reason = Some(reason);
+        }
+        self.order_locations.remove(&record.terms.order_id);
+        self.open_order_counts[slot.index()] -= 1;
+        if let Some(client_order_id) = &record.terms.client_order_id {
+            let account = record.terms.account;
+            if let Some(ids) = self.client_order_ids.get_mut(&account) {
+                ids.remove(client_order_id);
+                if ids.is_empty() {
+                    self.client_order_ids.remove(&account);
+                }
+            }
+        }
+        record
+    }
+
+    pub(super) fn cancel_order(
+        &mut self,
+        account: Address,
+        order_id: OrderId,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        let (pair, key) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let pair_position = usize::from(pair.0);
+        let book = &self.pairs[pair_position].book;
+        if book.get(key).terms.account != account {
+            return Err(Rejection::NotOwner);
+        }
+        let slot = book.account_slot(key);
+        let spec = self.pairs[pair_position].spec.clone();
+        self.touched_balances.clear();
+        let record = self.pairs[pair_position].book.remove(key);
+        let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
+        events.push(Event::OrderUpdated(cancelled));
+        self.push_balance_events(events);
+        Ok(())
+    }
+
+    /// Notes a balance the command changed, once. The list is short (a few entries per fill),
+    /// so a scan is cheaper than sorting it at the end.
+    fn touch_balance(&mut self, slot: AccountSlot, asset: AssetIndex) {
+        if !self.touched_balances.contains(&(slot, asset)) {
+            self.touched_balances.push((slot, asset));
+        }
+    }
+
+    fn push_balance_events(&mut self, events: &mut Vec<Event>) {
+        for (slot, asset) in self.touched_balances.drain(..) {
+            events.push(Event::BalanceUpdated {
+                account: self.ledger.address(slot),
+                asset,
+                balance: self.ledger.balance_at(slot, asset),
+            });
+        }
+    }
+}
+
+/// Whether an order of `direction` with limit `limit` trades against a resting price `resting`.
+fn crosses(direction: Direction, limit: Price, resting: Price) -> bool {
+    match direction {
+        Direction::Buy => limit >= resting,
+        Direction::Sell => limit <= resting,
+    }
+}
+
+/// The asset an order pays: quote for a buy, base for a sell.
+pub(super) fn paid_asset(spec: &PairSpec, direction: Direction) -> AssetIndex {
+    match direction {
+        Direction::Buy => spec.quote(),
+        Direction::Sell => spec.base(),
+    }
+}
+
+/// What a resting order must lock for its remainder: remainder × price of quote for a buy, the
+/// remainder of base for a sell.
+pub(super) fn required_lock(spec: &PairSpec, record: &OrderRecord) -> Amount {
+    let remaining = record.remaining();
+    match (record.terms.direction, record.terms.price) {
+        (Direction::Buy, Some(price)) => spec.cost(price, remaining).expect("invariant: checked at placement"),
+        (Direction::Buy, None) => Amount::ZERO,
+        (Direction::Sell, _) => spec.base_amount(remaining),
+    }
+}
