@@ -244,22 +244,10 @@ impl Engine {
             Direction::Sell => (buyer_fee, seller_fee, cost, base_amount),
         };
         taker.filled = taker.filled.checked_add(fill.quantity).expect("fill within quantity");
-        taker.cost = taker.cost.checked_add(cost).expect("taker cost fits");
-        taker.fee = taker.fee.checked_add(taker_fee).expect("fee fits");
-        taker.locked = taker
-            .locked
-            .checked_sub(taker_spent)
-            .expect("invariant: the taker's lock covers its fills");
-        taker.updated_at_ms = now_ms;
+        charge_fill(taker, cost, taker_fee, taker_spent, now_ms);
         let book = &mut self.pairs[pair_position].book;
         book.fill(fill.key, fill.quantity, |maker| {
-            maker.cost = maker.cost.checked_add(cost).expect("maker cost fits");
-            maker.fee = maker.fee.checked_add(maker_fee).expect("fee fits");
-            maker.locked = maker
-                .locked
-                .checked_sub(maker_spent)
-                .expect("invariant: the maker's lock covers its fills");
-            maker.updated_at_ms = now_ms;
+            charge_fill(maker, cost, maker_fee, maker_spent, now_ms)
         });
         let trade = Trade {
             trade_id: self.next_trade_id,
@@ -445,6 +433,19 @@ impl Engine {
             });
         }
     }
+}
+
+/// Records a fill's money on one side's order: the quote value traded, the fee paid, and the lock
+/// released by what the order spent (the book records a maker's filled quantity, the caller a
+/// taker's).
+fn charge_fill(order: &mut OrderRecord, cost: Amount, fee: Amount, spent: Amount, now_ms: u64) {
+    order.cost = order.cost.checked_add(cost).expect("an order's cost fits");
+    order.fee = order.fee.checked_add(fee).expect("an order's fee fits");
+    order.locked = order
+        .locked
+        .checked_sub(spent)
+        .expect("invariant: an order's lock covers its fills");
+    order.updated_at_ms = now_ms;
 }
 
 /// Whether an order of `direction` with limit `limit` trades against a resting price `resting`.
