@@ -481,4 +481,36 @@ mod tests {
         let first_order = &bytes[sections_at + SECTION_HEADER_BYTES..];
         assert!(decode_resting_order(&first_order[..MINIMUM_RESTING_ORDER_BYTES - 1]).is_err());
     }
+
+    /// Damage that a checksum would catch is still no reason to panic: every decoder of the
+    /// payload answers damaged bytes with an error or a value, whatever the bytes.
+    #[test]
+    fn damaged_payloads_decode_to_errors_never_to_panics() {
+        use rand::{Rng, SeedableRng};
+        let (engine, _, signatures) = engine_with_resting_orders();
+        let bytes = encode_snapshot(&engine.state(), &signatures);
+        let mut random = rand::rngs::StdRng::seed_from_u64(20261123);
+        for _ in 0..3_000 {
+            let mut damaged = bytes.clone();
+            for _ in 0..random.gen_range(1..4) {
+                let at = random.gen_range(0..damaged.len());
+                damaged[at] ^= 1 << random.gen_range(0..8);
+            }
+            damaged.truncate(random.gen_range(damaged.len() / 2..=damaged.len()));
+            let _ = decode_state(&damaged);
+            if let Some(prefix) = damaged.first_chunk::<STATE_PREFIX_BYTES>() {
+                let _ = state_length(prefix);
+            }
+            let mut at = 0;
+            while at < damaged.len() {
+                match decode_resting_order(&damaged[at..]) {
+                    Ok((_, _, taken)) => at += taken.max(1),
+                    Err(_) => at += 1,
+                }
+            }
+            for window in damaged.windows(SECTION_HEADER_BYTES).step_by(97) {
+                let _ = section_header(window.try_into().unwrap());
+            }
+        }
+    }
 }
