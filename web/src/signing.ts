@@ -107,10 +107,31 @@ const VAULT_ABI = [
 ] as const;
 const ERC20_ABI = [
   { type: "function", name: "approve", stateMutability: "nonpayable", inputs: [{ name: "spender", type: "address" }, { name: "amount", type: "uint256" }], outputs: [{ type: "bool" }] },
+  { type: "function", name: "allowance", stateMutability: "view", inputs: [{ name: "owner", type: "address" }, { name: "spender", type: "address" }], outputs: [{ type: "uint256" }] },
 ] as const;
 
+/** How long the page waits for the wallet's `approve` to be mined before the deposit. */
+const APPROVE_WAIT_MS = 180_000;
+const APPROVE_POLL_MS = 1_000;
+
+/** Waits until the transaction `hash` is mined; refuses if it reverted or took too long. */
+async function waitForReceipt(provider: Eip1193, hash: string): Promise<void> {
+  const deadline = Date.now() + APPROVE_WAIT_MS;
+  for (;;) {
+    const receipt = (await provider.request({ method: "eth_getTransactionReceipt", params: [hash] })) as { status?: string } | null;
+    if (receipt) {
+      if (receipt.status !== "0x1") throw new Error(`the token refused the approve (${hash})`);
+      return;
+    }
+    if (Date.now() > deadline) throw new Error(`the approve ${hash} was not mined within ${APPROVE_WAIT_MS / 1000} s`);
+    await new Promise((done) => setTimeout(done, APPROVE_POLL_MS));
+  }
+}
+
 /**
- * A vault deposit from the user's own wallet: `approve` then `deposit` for a token, or
+ * A vault deposit from the user's own wallet: for a token, `approve` when the allowance is
+ * short, waiting for it to be mined (a wallet estimates the deposit's gas against the chain as
+ * it is, and the deposit reverts without the allowance), then `deposit`; for the native asset,
  * `depositNative` with value. Returns the deposit's transaction hash; the venue credits it
  * after its confirmations.
  */
@@ -128,10 +149,17 @@ export async function depositFromWallet(
       params: [{ from, to: vault, value: `0x${amountUnits.toString(16)}`, data: encodeFunctionData({ abi: VAULT_ABI, functionName: "depositNative" }) }],
     })) as string;
   }
-  await provider.request({
-    method: "eth_sendTransaction",
-    params: [{ from, to: token, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [vault as Hex, amountUnits] }) }],
-  });
+  const allowance = (await provider.request({
+    method: "eth_call",
+    params: [{ to: token, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "allowance", args: [from as Hex, vault as Hex] }) }, "latest"],
+  })) as string;
+  if (BigInt(allowance === "0x" ? 0 : allowance) < amountUnits) {
+    const approve = (await provider.request({
+      method: "eth_sendTransaction",
+      params: [{ from, to: token, data: encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [vault as Hex, amountUnits] }) }],
+    })) as string;
+    await waitForReceipt(provider, approve);
+  }
   return (await provider.request({
     method: "eth_sendTransaction",
     params: [{ from, to: vault, data: encodeFunctionData({ abi: VAULT_ABI, functionName: "deposit", args: [token as Hex, amountUnits] }) }],

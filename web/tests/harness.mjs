@@ -24,10 +24,17 @@ export function chromiumPath() {
   throw new Error("Chromium is missing: scripts/install-test-tools installs Debian's chromium");
 }
 
-export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0" } = {}) {
+/** The dexd binary cargo built (or DEXD_BINARY). */
+export function dexdBinary() {
   const binary = process.env.DEXD_BINARY ?? join(process.env.CARGO_TARGET_DIR ?? join(repository, "target"), "debug", "dexd");
   if (!existsSync(binary)) throw new Error(`${binary} is missing: run cargo build -p dexd first`);
-  const child = spawn(binary, ["serve", "--listen", listen, "--data-dir", join(work, "data")], {
+  return binary;
+}
+
+/** Starts dexd on the embedded configuration, or on `config` (a TOML file) when given. */
+export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0", config = null } = {}) {
+  const configuration = config ? ["--config", config] : [];
+  const child = spawn(dexdBinary(), ["serve", "--listen", listen, "--data-dir", join(work, "data"), ...configuration], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";
@@ -54,7 +61,7 @@ export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-"
     /** Stops the process (a graceful stop: streams get 1001), keeping its data. */
     halt,
     /** Starts it again on the same address and data. */
-    restart: () => startDexd({ work, listen: address }),
+    restart: () => startDexd({ work, listen: address, config }),
     async stop() {
       await halt();
       rmSync(work, { recursive: true, force: true });
