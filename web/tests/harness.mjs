@@ -129,3 +129,10 @@ export async function seedMarket(dexd) {
   for (const [price, amount] of [["2490", "1"], ["2480", "3"]]) await order(CAROL_KEY, "buy", price, amount);
   await order(CAROL_KEY, "buy", "2500", "0.4");
 }
+
+/** The rows of a table body as arrays of cell texts. */
+export async function rows(page, selector) {
+  return page.$$eval(`${selector} tbody tr`, (trs) =>
+    trs.filter((tr) => !tr.querySelector("td.empty")).map((tr) => [...tr.cells].map((td) => td.textContent.trim())),
+  );
+}

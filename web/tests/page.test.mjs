@@ -7,7 +7,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import AxeBuilder from "@axe-core/playwright";
 import { privateKeyToAccount } from "viem/accounts";
-import { ALICE_KEY, CAROL_KEY, launchBrowser, openPage, restOrder, seedMarket, startDexd } from "./harness.mjs";
+import { ALICE_KEY, CAROL_KEY, launchBrowser, openPage, restOrder, rows, seedMarket, startDexd } from "./harness.mjs";
 
 const CHAIN = "1";
 const PAIR = "ETH/USDC";
@@ -25,13 +25,6 @@ after(async () => {
   await browser?.close();
   await dexd?.stop();
 });
-
-/** The rows of a table body as arrays of cell texts. */
-async function rows(page, selector) {
-  return page.$$eval(`${selector} tbody tr`, (trs) =>
-    trs.filter((tr) => !tr.querySelector("td.empty")).map((tr) => [...tr.cells].map((td) => td.textContent.trim())),
-  );
-}
 
 async function restBook() {
   const [bids, asks] = await Promise.all([

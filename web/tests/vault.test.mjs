@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { createPublicClient, createWalletClient, erc20Abi, http } from "viem";
 import { anvil as anvilChain } from "viem/chains";
 import { privateKeyToAccount } from "viem/accounts";
-import { dexdBinary, launchBrowser, repository, startDexd } from "./harness.mjs";
+import { dexdBinary, launchBrowser, repository, rows, startDexd } from "./harness.mjs";
 
 const ANVIL = join(repository, "contracts/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
 /** anvil's first development account: a test key, funded on every fresh anvil. */
@@ -78,13 +78,6 @@ after(async () => {
   anvil?.child.kill("SIGTERM");
   rmSync(work, { recursive: true, force: true });
 });
-
-/** The rows of a table body as arrays of cell texts. */
-async function rows(page, selector) {
-  return page.$$eval(`${selector} tbody tr`, (trs) =>
-    trs.filter((tr) => !tr.querySelector("td.empty")).map((tr) => [...tr.cells].map((td) => td.textContent.trim())),
-  );
-}
 
 test("on a vault chain the page deposits from the wallet, shows the credit and reserves, and withdraws", async () => {
   const { address, privateKey } = devnet.accounts[0];
