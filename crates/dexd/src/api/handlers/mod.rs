@@ -63,6 +63,11 @@ pub(super) fn pair_param(chain: &Chain, params: &Params, name: &str) -> Result<P
     pair_of(chain, name, params.required_text(name)?)
 }
 
+/// A pair parameter that may be left out (a list over every pair).
+pub(super) fn optional_pair_param(chain: &Chain, params: &Params, name: &str) -> Result<Option<PairIndex>, ApiError> {
+    params.text(name)?.map(|text| pair_of(chain, name, text)).transpose()
+}
+
 pub(super) fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError> {
     let well_formed = text.split_once('/').is_some_and(|(base, quote)| {
         let symbol_ok = |part: &str| {

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{
-    address_param, bounded, chain_of, choice, client_order_id, history, page_request, pair_of, pair_param,
+    address_param, bounded, chain_of, choice, client_order_id, history, optional_pair_param, page_request, pair_param,
     signing_domain, spend_write_budget, store_error, time_range, write_error, Answer, DEFAULT_BOOK_DEPTH,
     DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
 };
@@ -214,10 +214,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
 async fn order_list(app: Arc<AppState>, params: Params, status: OrderStatus) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let account = address_param(&params, "account")?;
-    let pair = match params.text("symbol")? {
-        Some(text) => Some(pair_of(&chain, "symbol", text)?),
-        None => None,
-    };
+    let pair = optional_pair_param(&chain, &params, "symbol")?;
     let request = page_request(&params)?;
     let page = history(&chain)
         .await?
@@ -342,10 +339,7 @@ pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
 pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let account = address_param(&params, "account")?;
-    let pair = match params.text("pair")? {
-        Some(text) => Some(pair_of(&chain, "pair", text)?),
-        None => None,
-    };
+    let pair = optional_pair_param(&chain, &params, "pair")?;
     let request = page_request(&params)?;
     let page = history(&chain)
         .await?
