@@ -9,6 +9,7 @@
 //! from a snapshot and the journal after it, with the engine. Its size is bounded by the chain's
 //! limit on resting orders.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
 use dexd_core::{Address, Event, OrderId, OrderRecord, OrderStatus, PairIndex};
@@ -149,26 +150,19 @@ impl OpenOrders {
 
     /// Records a new open order, or the new state of a known one.
     pub fn upsert(&mut self, order: StoredOrder) {
-        if let Some(known) = self.by_id.get_mut(order.record.terms.order_id.as_bytes()) {
-            **known = order;
-            return;
-        }
-        let inserted = self.insert_new(Box::new(order));
-        assert!(inserted, "invariant: an order id not open has no entry by account");
-    }
-
-    /// Adds an order not yet open; false (and nothing changed by it) if its id or its
-    /// account's sequence is taken.
-    fn insert_new(&mut self, order: Box<StoredOrder>) -> bool {
         let terms = &order.record.terms;
-        let (order_id, sequence) = (terms.order_id, order.record.sequence);
-        let of_account = self.by_account.entry(*terms.account.as_bytes()).or_default();
-        if of_account.contains_key(&sequence) || self.by_id.contains_key(order_id.as_bytes()) {
-            return false;
+        let (order_id, account, sequence) = (terms.order_id, *terms.account.as_bytes(), order.record.sequence);
+        match self.by_id.entry(*order_id.as_bytes()) {
+            Entry::Occupied(mut known) => **known.get_mut() = order,
+            Entry::Vacant(vacant) => {
+                let earlier = self.by_account.entry(account).or_default().insert(sequence, order_id);
+                assert!(
+                    earlier.is_none(),
+                    "invariant: an order not open has no entry by account"
+                );
+                vacant.insert(Box::new(order));
+            }
         }
-        of_account.insert(sequence, order_id);
-        self.by_id.insert(*order_id.as_bytes(), order);
-        true
     }
 
     /// Replaces the record of a known open order (a partial fill); false if it is not known.
