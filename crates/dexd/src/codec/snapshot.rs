@@ -352,7 +352,7 @@ pub fn decode_resting_order(bytes: &[u8]) -> Result<(OrderRecord, OrderSignature
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use dexd_core::{
         Command, Direction, Engine, EngineConfig, NewOrder, OrderId, OrderType, PairIndex, Quantity, TimeInForce,
     };
@@ -361,7 +361,7 @@ mod tests {
 
     /// An engine of the embedded configuration's first chain with resting buys of two accounts
     /// (one with a client order id), and a signature for each.
-    fn engine_with_resting_orders() -> (Engine, EngineConfig, Vec<OrderSignature>) {
+    pub(crate) fn engine_with_resting_orders() -> (Engine, EngineConfig, Vec<OrderSignature>) {
         let config = crate::config::Config::embedded_default();
         let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
         let mut engine = Engine::new(engine_config.clone()).unwrap();

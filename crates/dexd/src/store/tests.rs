@@ -644,40 +644,22 @@ fn load_crafted_snapshot(
 
 #[test]
 fn a_snapshot_restores_its_orders_and_one_with_bytes_after_its_orders_is_refused() {
-    let config = crate::config::Config::embedded_default();
-    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
-    let mut engine = Engine::new(engine_config.clone()).unwrap();
-    let mut events = Vec::new();
-    let account = Address::from_bytes([0xa1; 20]);
-    engine
-        .execute(deposit(account, 1, 10u128.pow(30)), 1, &mut events)
-        .unwrap();
-    let placed = 3u8;
-    for number in 0..placed {
-        let order_id = OrderId::from_bytes([number + 1; 32]);
-        engine
-            .execute(
-                limit_order(account, order_id, dexd_core::Direction::Buy, 10),
-                2,
-                &mut events,
-            )
-            .unwrap();
-    }
+    let (engine, engine_config, signatures) = codec::snapshot::tests::engine_with_resting_orders();
     let state = engine.state();
     assert!(state.pairs.len() >= 2 && state.pairs.last().unwrap().orders.is_empty());
-    let signatures: Vec<codec::snapshot::OrderSignature> = (0..placed)
-        .map(|number| codec::snapshot::OrderSignature {
-            nonce: [number; 32],
-            expiry_ms: u64::from(number),
-            signature: [number; 65],
-        })
-        .collect();
     let payload = codec::snapshot::encode_snapshot(&state, &signatures);
     let loaded = load_crafted_snapshot(&payload, &engine, &engine_config).unwrap();
     assert_eq!(loaded.engine.state_hash(), engine.state_hash());
-    assert_eq!(loaded.open_orders.len(), usize::from(placed));
-    let second = loaded.open_orders.by_id(&OrderId::from_bytes([2; 32])).unwrap();
-    assert_eq!((second.nonce, second.signature), ([1; 32], [1; 65]));
+    assert_eq!(loaded.open_orders.len(), signatures.len());
+    let resting = state.pairs.iter().flat_map(|pair| pair.orders.iter());
+    for (record, written) in resting.zip(&signatures) {
+        let open = loaded.open_orders.by_id(&record.terms.order_id).unwrap();
+        assert_eq!(open.record, *record);
+        assert_eq!(
+            (open.nonce, open.expiry_ms, open.signature),
+            (written.nonce, written.expiry_ms, written.signature)
+        );
+    }
 
     // The last pair's section ends the payload: its length (0) and count (0). Say one byte
     // follows, and add it.
