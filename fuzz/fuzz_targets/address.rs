@@ -2,7 +2,7 @@
 //! back to the same address.
 #![no_main]
 
-use dexd::crypto::{checksummed, parse_address};
+use dexd_crypto::{checksummed, parse_address};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

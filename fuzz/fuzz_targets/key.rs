@@ -2,7 +2,7 @@
 //! digest that recovers to its address.
 #![no_main]
 
-use dexd::crypto::{recover_signer, PrivateKey};
+use dexd_crypto::{recover_signer, PrivateKey};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,8 +2,8 @@
 //! never panic.
 #![no_main]
 
-use dexd::crypto::parse_uint256;
-use dexd::crypto::{parse_hex_bytes, recover_signer};
+use dexd_crypto::parse_uint256;
+use dexd_crypto::{parse_hex_bytes, recover_signer};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

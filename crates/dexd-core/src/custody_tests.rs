@@ -1,13 +1,15 @@
 //! Scenario tests of custody: vault deposits credited exactly once, withdrawals debited, paid,
 //! failed and credited back, and the two custody modes kept apart.
 
-use crate::custody::{
-    ChainDeposit, ChainDepositSubmission, CustodyMode, Transfer, TransferKind, TransferRequest, TransferStatus,
-    VaultWithdrawal, WithdrawalKey,
-};
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection};
+use crate::custody::CustodyMode;
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, AssetIndex};
 use crate::pair::AssetSpec;
+use crate::transfer::{
+    ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
+    WithdrawalKey,
+};
 
 const ETH: AssetIndex = AssetIndex(0);
 const USDC: AssetIndex = AssetIndex(1);

@@ -1,12 +1,13 @@
 //! Scenario tests of the engine's rules, one small story each.
 
-use crate::custody::TransferRequest;
 use crate::decimal::Decimal;
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits, Event, Rejection};
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::events::{Event, Rejection};
 use crate::ledger::Balance;
 use crate::money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 use crate::pair::{AssetSpec, PairDefinition};
+use crate::transfer::TransferRequest;
 
 const ETH: AssetIndex = AssetIndex(0);
 const USDC: AssetIndex = AssetIndex(1);

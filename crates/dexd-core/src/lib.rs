@@ -16,12 +16,15 @@ pub mod book;
 pub mod custody;
 pub mod decimal;
 pub mod engine;
+pub mod events;
 pub mod ledger;
 pub mod market_data;
 pub mod money;
 pub mod nonces;
 pub mod order;
 pub mod pair;
+mod state_hash;
+pub mod transfer;
 
 #[cfg(test)]
 mod custody_tests;
@@ -29,18 +32,19 @@ mod custody_tests;
 mod engine_tests;
 
 pub use book::LevelView;
-pub use custody::{
-    ChainDeposit, ChainDepositSubmission, Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal,
-    Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
-};
+pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal};
 pub use decimal::{Decimal, DecimalError};
 pub use engine::{
-    Command, Engine, EngineConfig, EngineLimits, EngineState, Event, PairSnapshot, Rejection, RestoreError,
-    TradableAmounts, Trade,
+    Command, Engine, EngineConfig, EngineLimits, EngineState, PairSnapshot, RestoreError, TradableAmounts,
 };
+pub use events::{Event, Rejection, Trade};
 pub use ledger::Balance;
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 pub use nonces::{Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS};
 pub use order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
+pub use transfer::{
+    ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
+    WithdrawalKey,
+};

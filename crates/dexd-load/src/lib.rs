@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use dexd::crypto::{checksummed, hex_prefixed, OrderMessage, PrivateKey, SigningDomain};
+use dexd_crypto::{checksummed, hex_prefixed, OrderMessage, PrivateKey, SigningDomain};
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HOST};

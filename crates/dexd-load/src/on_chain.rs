@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
-use dexd::crypto::parse_address;
-use dexd::settlement::deploy::TestToken;
-use dexd::settlement::node::{Fees, Node};
-use dexd::settlement::vault::{chain_address, DexdVault, Erc20};
+use dexd_crypto::parse_address;
+use dexd_settlement::deploy::TestToken;
+use dexd_settlement::node::{Fees, Node};
+use dexd_settlement::vault::{chain_address, DexdVault, Erc20};
 use serde_json::Value;
 
 use crate::RunSettings;
@@ -49,7 +49,7 @@ pub async fn fund_accounts_on_chain(settings: &RunSettings, devnet_json: &std::p
     let started = Instant::now();
     for index in 0..settings.accounts {
         let trader = crate::trader(index);
-        let signer = PrivateKeySigner::from_slice(&dexd::crypto::parse_hex_bytes::<32>(&trader.key).ok_or("bad key")?)
+        let signer = PrivateKeySigner::from_slice(&dexd_crypto::parse_hex_bytes::<32>(&trader.key).ok_or("bad key")?)
             .map_err(|error| error.to_string())?;
         let account = signer.address();
         node.raw_request(

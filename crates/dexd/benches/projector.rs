@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 mod workload;
 
 use dexd::config::Config;
-use dexd::store::{self, Authorization, Projection};
 use dexd::venue::MAX_PROJECTION_BATCH;
 use dexd_core::{Address, Amount, AssetIndex, Command, Engine, TransferRequest};
+use dexd_store::{Authorization, Projection};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -63,7 +63,7 @@ fn main() {
         run(&mut engine, command, Some(authorization));
     }
     let data_dir = tempfile::tempdir().unwrap();
-    let (_journal, mut projector, _reader) = store::open(data_dir.path(), 1, Duration::from_secs(5)).unwrap();
+    let (_journal, mut projector, _reader) = dexd_store::open(data_dir.path(), 1, Duration::from_secs(5)).unwrap();
     let events: usize = projections.iter().map(|projection| projection.events.len()).sum();
     println!(
         "projector: {} commands ({events} events) in batches of {MAX_PROJECTION_BATCH}",

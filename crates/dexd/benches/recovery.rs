@@ -15,12 +15,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use dexd::config::Config;
-use dexd::store::{self, Authorization, JournalEntry};
 use dexd::venue::Venue;
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, Engine, EngineConfig, NewOrder, OrderId, OrderType, PairIndex,
     Price, Quantity, TimeInForce, TransferRequest,
 };
+use dexd_store::{Authorization, JournalEntry};
 
 /// The allocator the `dexd` binary uses, so that the benchmark measures what the service runs.
 #[global_allocator]
@@ -135,7 +135,7 @@ impl OrderIdOf for Command {
 
 /// Writes `commands` after what the journal holds; returns the last sequence.
 fn write(data_dir: &Path, engine: &mut Engine, commands: &mut dyn Iterator<Item = Command>, mut sequence: u64) -> u64 {
-    let (mut journal, _projector, _reader) = store::open(data_dir, 1, Duration::from_secs(5)).unwrap();
+    let (mut journal, _projector, _reader) = dexd_store::open(data_dir, 1, Duration::from_secs(5)).unwrap();
     let mut events = Vec::new();
     loop {
         let chunk: Vec<Command> = commands.take(CHUNK).collect();
@@ -157,7 +157,7 @@ fn write(data_dir: &Path, engine: &mut Engine, commands: &mut dyn Iterator<Item 
                     }),
                     _ => None,
                 };
-                let encoded = dexd::codec::encode_command(&command);
+                let encoded = dexd_store::codec::encode_command(&command);
                 engine
                     .execute(command, 1_700_000_000_000 + sequence, &mut events)
                     .expect("the generated journal is valid");
@@ -172,7 +172,7 @@ fn write(data_dir: &Path, engine: &mut Engine, commands: &mut dyn Iterator<Item 
         journal.append(&entries).unwrap();
     }
     // The history is marked as written, as after a clean stop: recovery is the replay alone.
-    let database = rusqlite::Connection::open(store::history_path(data_dir, 1)).unwrap();
+    let database = rusqlite::Connection::open(dexd_store::history_path(data_dir, 1)).unwrap();
     database
         .execute(
             "UPDATE meta SET value = ?1 WHERE key = 'projected_sequence'",
@@ -274,7 +274,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let snapshot_bytes: u64 =
-        store::snapshots::list_snapshots(&store::snapshots::snapshot_directory(data_dir.path(), 1))
+        dexd_store::snapshots::list_snapshots(&dexd_store::snapshots::snapshot_directory(data_dir.path(), 1))
             .unwrap()
             .iter()
             .map(|file| std::fs::metadata(&file.path).unwrap().len())

@@ -16,12 +16,12 @@ use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd::config::Config;
-use dexd::crypto::{PrivateKey, SigningDomain};
-use dexd::settlement::devnet::{self, DevnetConfigOptions};
-use dexd::settlement::node::{Fees, Node};
-use dexd::settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
-use dexd::settlement::{deploy, Custodians};
 use dexd::venue::Venue;
+use dexd_crypto::{PrivateKey, SigningDomain};
+use dexd_settlement::devnet::{self, DevnetConfigOptions};
+use dexd_settlement::node::{Fees, Node};
+use dexd_settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
+use dexd_settlement::{deploy, Custodians};
 
 fn anvil_path() -> PathBuf {
     std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {

@@ -11,11 +11,12 @@ use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use clap::{Args, Subcommand};
-use dexd::config::OperatorKeySource;
-use dexd::crypto::{checksummed, parse_address, read_operator_key};
-use dexd::settlement::node::Node;
-use dexd::settlement::vault::{chain_address, venue_address, DexdVault};
-use dexd::settlement::{deploy, devnet};
+use dexd_crypto::{checksummed, parse_address};
+use dexd_settlement::config::OperatorKeySource;
+use dexd_settlement::node::Node;
+use dexd_settlement::operator_key::read_operator_key;
+use dexd_settlement::vault::{chain_address, venue_address, DexdVault};
+use dexd_settlement::{deploy, devnet};
 
 /// Where a key comes from on the command line.
 #[derive(Args, Clone)]

@@ -15,7 +15,8 @@ use dexd_core::{
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::crypto::parse_address;
+use dexd_crypto::parse_address;
+pub use dexd_settlement::config::{OperatorKeySource, VaultConfig};
 
 /// The configuration compiled into the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/default.toml");
@@ -168,45 +169,6 @@ pub enum Custody {
     Ledger,
     /// A vault contract on the chain, reached through a JSON-RPC node.
     Vault(VaultConfig),
-}
-
-/// A vault chain's settings (`[chains.custody]` with `mode = "vault"`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VaultConfig {
-    /// The chain's JSON-RPC endpoint (http or https).
-    pub rpc_url: String,
-    /// The vault contract.
-    pub vault: Address,
-    /// Blocks on top of a deposit's block before it is credited, and of a withdrawal's before it
-    /// is confirmed.
-    pub confirmations: u64,
-    /// How often the watcher and the payer look at the chain.
-    pub poll_interval_ms: u64,
-    /// The block the vault was deployed in: the deposit watcher starts there.
-    pub start_block: u64,
-    /// Where the operator's key is read from; never the configuration text itself.
-    pub operator_key: OperatorKeySource,
-    /// The most blocks one `eth_getLogs` asks for (halved when the node refuses a range).
-    pub max_log_range_blocks: u64,
-    /// The most withdrawals one vault transaction pays.
-    pub max_withdrawals_per_transaction: usize,
-    /// How long a withdrawal signed by the venue with the account's key may wait to be paid,
-    /// before it fails and is credited back.
-    pub withdrawal_validity_ms: u64,
-    /// How long one request to the node may take before the node counts as unavailable.
-    pub rpc_timeout_ms: u64,
-    /// How long the payer waits for a transaction to be mined before it replaces it, at the
-    /// same nonce, with higher fees.
-    pub replace_after_ms: u64,
-}
-
-/// Where an operator key comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OperatorKeySource {
-    /// A file holding `0x` + 64 hex digits (a path relative to the configuration file's folder).
-    File(PathBuf),
-    /// An environment variable holding `0x` + 64 hex digits.
-    Environment(String),
 }
 
 /// One asset.
@@ -755,7 +717,7 @@ mod tests {
         assert_eq!(mainnet.pair("eth/usdc"), Some(PairIndex(0)));
         let usdc = mainnet.asset_config(mainnet.asset("usdc").unwrap());
         assert_eq!(
-            crate::crypto::checksummed(&usdc.address.unwrap()),
+            dexd_crypto::checksummed(&usdc.address.unwrap()),
             "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
         );
     }

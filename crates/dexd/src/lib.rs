@@ -8,13 +8,9 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
-pub mod codec;
 pub mod config;
-pub mod crypto;
 pub mod log_output;
 pub mod rate_limit;
-pub mod settlement;
-pub mod store;
 pub mod telemetry;
 pub mod tls;
 pub mod venue;
@@ -69,7 +65,7 @@ pub async fn serve(
 /// What a started venue runs, for the shutdown.
 struct Started {
     venue: Arc<venue::Venue>,
-    custody: Arc<settlement::Custodians>,
+    custody: Arc<dexd_settlement::Custodians>,
     streams: Arc<api::streams::Streams>,
 }
 
@@ -108,7 +104,7 @@ fn start_in_background(
                 return;
             }
         };
-        let custody = match settlement::Custodians::start(&venue) {
+        let custody = match dexd_settlement::Custodians::start(venue::vault_chain_setups(&venue)) {
             Ok(custody) => Arc::new(custody),
             Err(error) => {
                 let _ = failed

@@ -95,7 +95,7 @@ fn main() -> ExitCode {
 }
 
 fn backup(data_dir: &std::path::Path, to: &std::path::Path) -> ExitCode {
-    match dexd::store::backup::backup(data_dir, to) {
+    match dexd_store::backup::backup(data_dir, to) {
         Ok(chains) => {
             for chain in chains {
                 println!(

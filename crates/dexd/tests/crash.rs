@@ -15,8 +15,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dexd::crypto::{checksummed, PrivateKey};
 use dexd_core::Decimal;
+use dexd_crypto::{checksummed, PrivateKey};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};

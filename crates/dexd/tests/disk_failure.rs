@@ -118,7 +118,7 @@ async fn a_data_directory_that_takes_no_writes_answers_503_keeps_reads_and_recov
 
 /// A meta value of the history of chain 1 in `data_dir`.
 fn history_meta(data_dir: &std::path::Path, key: &str) -> String {
-    let history = rusqlite::Connection::open(dexd::store::history_path(data_dir, 1)).unwrap();
+    let history = rusqlite::Connection::open(dexd_store::history_path(data_dir, 1)).unwrap();
     history
         .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
         .unwrap()

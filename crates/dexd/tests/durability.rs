@@ -49,8 +49,8 @@ fn order(byte: u8, id: u8, direction: Direction, price: &str, amount: &str, venu
     })
 }
 
-fn authorization(id: u8) -> Option<dexd::store::Authorization> {
-    Some(dexd::store::Authorization {
+fn authorization(id: u8) -> Option<dexd_store::Authorization> {
+    Some(dexd_store::Authorization {
         order_id: Some(OrderId::from_bytes([id; 32])),
         nonce: [id; 32],
         expiry_ms: u64::from(id),
@@ -120,7 +120,7 @@ async fn the_rebuilt_state_hash_equals_the_state_hash_before_the_stop() {
     });
     assert_eq!(
         chain.submit(reused_client_id, authorization(31)).await.unwrap_err(),
-        dexd::venue::WriteError::Rejected(dexd_core::Rejection::DuplicateClientOrderId)
+        dexd_store::WriteError::Rejected(dexd_core::Rejection::DuplicateClientOrderId)
     );
     let stored = chain
         .history()
@@ -141,7 +141,7 @@ async fn a_locked_database_answers_503_changes_nothing_and_recovers() {
     let server = common::TestServer::start_in(config, data_dir.path()).await;
     let alice = Trader::new(0xa1);
     server.deposit(&alice, "USDC", "100").await;
-    let database = rusqlite::Connection::open(dexd::store::database_path(data_dir.path(), 1)).unwrap();
+    let database = rusqlite::Connection::open(dexd_store::database_path(data_dir.path(), 1)).unwrap();
     database.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let deposit =
         json!({"chainId": "1", "from": alice.address, "symbol": "USDC", "quantity": "5", "privateKey": alice.key});
@@ -195,12 +195,12 @@ async fn commands_journaled_but_not_yet_projected_reach_the_history_at_start() {
     let data_dir = tempfile::tempdir().unwrap();
     {
         // A journal written as the writer would, with the projector stopped before it wrote.
-        let (mut journal, _projector, _reader) = dexd::store::open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
-        let entries: Vec<dexd::store::JournalEntry> = (1..=3u8)
-            .map(|number| dexd::store::JournalEntry {
+        let (mut journal, _projector, _reader) = dexd_store::open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let entries: Vec<dexd_store::JournalEntry> = (1..=3u8)
+            .map(|number| dexd_store::JournalEntry {
                 sequence: u64::from(number),
                 time_ms: 1_000 * u64::from(number),
-                command: dexd::codec::encode_command(&deposit(7, 1, 1_000_000 * u128::from(number), number)),
+                command: dexd_store::codec::encode_command(&deposit(7, 1, 1_000_000 * u128::from(number), number)),
                 authorization: None,
             })
             .collect();
@@ -209,7 +209,7 @@ async fn commands_journaled_but_not_yet_projected_reach_the_history_at_start() {
     let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
     let chain = venue.chain(1).unwrap();
     let history = chain.history().await.unwrap();
-    let request = dexd::store::PageRequest {
+    let request = dexd_store::PageRequest {
         limit: 10,
         cursor: None,
         start_ms: 0,

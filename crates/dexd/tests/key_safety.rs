@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-use dexd::crypto::{checksummed, PrivateKey};
+use dexd_crypto::{checksummed, PrivateKey};
 use serde_json::json;
 
 #[test]
@@ -85,14 +85,14 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
             let answer = http.post(format!("{base_url}/order/addOrder")).json(&bad).send().await.unwrap().text().await.unwrap();
             assert!(!answer.contains(&truncated[2..]), "an error echoes the key");
         }
-        let snapshots = dexd::store::snapshots::snapshot_directory(data_dir.path(), 1);
+        let snapshots = dexd_store::snapshots::snapshot_directory(data_dir.path(), 1);
         for _ in 0..1_000 {
-            if !dexd::store::snapshots::list_snapshots(&snapshots).unwrap().is_empty() {
+            if !dexd_store::snapshots::list_snapshots(&snapshots).unwrap().is_empty() {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        assert!(!dexd::store::snapshots::list_snapshots(&snapshots).unwrap().is_empty(), "a snapshot was written");
+        assert!(!dexd_store::snapshots::list_snapshots(&snapshots).unwrap().is_empty(), "a snapshot was written");
     });
     child.kill().unwrap();
     child.wait().unwrap();
@@ -150,7 +150,7 @@ async fn the_operator_key_and_users_keys_never_appear_in_vault_mode() {
     let http = reqwest::Client::new();
     let user = &chain.users[0];
     let user_key = format!("0x{}", hex::encode(user.to_bytes()));
-    let from = checksummed(&dexd::settlement::vault::venue_address(&user.address()));
+    let from = checksummed(&dexd_settlement::vault::venue_address(&user.address()));
     let chain_id = chain.chain_id.to_string();
     let deposit =
         json!({"chainId": chain_id, "from": from, "symbol": "USDC", "quantity": "40", "privateKey": user_key});

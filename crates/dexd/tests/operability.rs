@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use common::{BinaryServer, TestServer, Trader};
 use dexd::config::Config;
-use dexd::store::{self, Authorization, JournalEntry};
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
     TimeInForce, TransferRequest,
 };
+use dexd_store::{Authorization, JournalEntry};
 use serde_json::{json, Value};
 
 /// Writes a journal of `orders` resting sell orders (after two deposits) straight into a data
@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 fn write_journal(data_dir: &Path, orders: u64) {
     let config = Config::embedded_default();
     let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
-    let (mut journal, _projector, _reader) = store::open(data_dir, 1, Duration::from_secs(5)).unwrap();
+    let (mut journal, _projector, _reader) = dexd_store::open(data_dir, 1, Duration::from_secs(5)).unwrap();
     let mut engine = Engine::new(engine_config).unwrap();
     let mut events = Vec::new();
     let seller = |number: u64| {
@@ -71,7 +71,7 @@ fn write_journal(data_dir: &Path, orders: u64) {
                 JournalEntry {
                     sequence,
                     time_ms: 1_700_000_000_000 + sequence,
-                    command: dexd::codec::encode_command(command),
+                    command: dexd_store::codec::encode_command(command),
                     authorization: match command {
                         Command::PlaceOrder(order) => Some(Authorization {
                             order_id: Some(order.order_id),
@@ -387,7 +387,7 @@ async fn a_backup_under_load_starts_into_the_state_at_its_sequence() {
     // later snapshots deleted (rebuilt from the journal at start).
     let reference = folder.path().join("reference");
     common::copy_directory(&data_dir, &reference);
-    let journal = rusqlite::Connection::open(store::database_path(&reference, 1)).unwrap();
+    let journal = rusqlite::Connection::open(dexd_store::database_path(&reference, 1)).unwrap();
     let last: i64 = journal
         .query_row("SELECT MAX(sequence) FROM commands", [], |row| row.get(0))
         .unwrap();
@@ -396,17 +396,19 @@ async fn a_backup_under_load_starts_into_the_state_at_its_sequence() {
         .execute("DELETE FROM commands WHERE sequence > ?1", [backup_sequence as i64])
         .unwrap();
     drop(journal);
-    let history = store::history_path(&reference, 1);
+    let history = dexd_store::history_path(&reference, 1);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", history.display()));
     }
-    for file in store::snapshots::list_snapshots(&store::snapshots::snapshot_directory(&reference, 1)).unwrap() {
+    for file in
+        dexd_store::snapshots::list_snapshots(&dexd_store::snapshots::snapshot_directory(&reference, 1)).unwrap()
+    {
         if file.sequence > backup_sequence {
             std::fs::remove_file(file.path).unwrap();
         }
     }
     let copied_snapshots =
-        store::snapshots::list_snapshots(&store::snapshots::snapshot_directory(&backup_dir, 1)).unwrap();
+        dexd_store::snapshots::list_snapshots(&dexd_store::snapshots::snapshot_directory(&backup_dir, 1)).unwrap();
     assert!(!copied_snapshots.is_empty(), "the backup holds the snapshots: {report}");
 
     let log = Arc::new(std::sync::Mutex::new(String::new()));

@@ -11,13 +11,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use dexd::config::Config;
-use dexd::store::snapshots::{list_snapshots, snapshot_directory};
-use dexd::store::{Authorization, StoredOrder};
-use dexd::venue::{Chain, Venue, WriteError};
+use dexd::venue::{Chain, Venue};
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Decimal, Direction, NewOrder, OrderId, OrderType, PairIndex, TimeInForce,
     TransferRequest,
 };
+use dexd_store::snapshots::{list_snapshots, snapshot_directory};
+use dexd_store::WriteError;
+use dexd_store::{Authorization, StoredOrder};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -143,7 +144,7 @@ impl Traffic {
     }
 
     /// Runs `count` commands; returns each one's outcome (events, or the rejection).
-    async fn run(&mut self, chain: &Chain, count: usize) -> Vec<Result<dexd::store::Events, WriteError>> {
+    async fn run(&mut self, chain: &Chain, count: usize) -> Vec<Result<dexd_store::Events, WriteError>> {
         let mut outcomes = Vec::with_capacity(count);
         for _ in 0..count {
             let (command, authorization) = self.next(chain);
@@ -372,7 +373,7 @@ async fn a_snapshot_ahead_of_the_history_is_not_used() {
     // cannot stand in for the history rows it does not hold, so the whole journal is replayed.
     let original = tempfile::tempdir().unwrap();
     let (hash, orders) = prepared(original.path()).await;
-    let history = dexd::store::history_path(original.path(), 1);
+    let history = dexd_store::history_path(original.path(), 1);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", history.display()));
     }

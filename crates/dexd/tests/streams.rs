@@ -464,7 +464,7 @@ async fn a_batch_whose_journal_write_failed_is_never_streamed() {
         .await;
     assert_eq!(balances["event"], "subscribed");
     assert_eq!(client.next().await["event"], "snapshot");
-    let database = rusqlite::Connection::open(dexd::store::database_path(data_dir.path(), 1)).unwrap();
+    let database = rusqlite::Connection::open(dexd_store::database_path(data_dir.path(), 1)).unwrap();
     database.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let order = json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "10", "amount": "1", "privateKey": alice.key});
     assert_eq!(server.post_json("/order/addOrder", order.clone()).await.0, 503);

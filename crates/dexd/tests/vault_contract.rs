@@ -11,10 +11,10 @@ use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolCall, SolInterface};
 use common::chain::{TestChain, ETH_UNIT, USDC_UNIT, WBTC_UNIT};
-use dexd::crypto::{PrivateKey, SigningDomain};
-use dexd::settlement::deploy::{self, ReentrantToken};
-use dexd::settlement::node::NodeError;
-use dexd::settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
+use dexd_crypto::{PrivateKey, SigningDomain};
+use dexd_settlement::deploy::{self, ReentrantToken};
+use dexd_settlement::node::NodeError;
+use dexd_settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
 
 /// The revert of a call from `from`, decoded as one of the vault's errors.
 async fn vault_revert(
@@ -66,7 +66,7 @@ fn far_future_ms() -> u64 {
     4_000_000_000_000
 }
 
-async fn withdraw(chain: &TestChain, terms: &WithdrawalTerms, signature: &[u8; 65]) -> dexd::settlement::node::Receipt {
+async fn withdraw(chain: &TestChain, terms: &WithdrawalTerms, signature: &[u8; 65]) -> dexd_settlement::node::Receipt {
     let input = DexdVault::withdrawCall {
         withdrawal: terms.call_argument(signature),
     }

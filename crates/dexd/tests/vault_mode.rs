@@ -13,9 +13,9 @@ use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
 use common::chain::{NodeProxy, TestChain, ETH_UNIT, USDC_UNIT};
 use common::{BinaryServer, TestServer};
-use dexd::crypto::checksummed;
-use dexd::settlement::deploy;
-use dexd::settlement::vault::venue_address;
+use dexd_crypto::checksummed;
+use dexd_settlement::deploy;
+use dexd_settlement::vault::venue_address;
 use serde_json::{json, Value};
 
 /// A dexd binary serving the test chain, with its data directory and configuration.
@@ -277,7 +277,7 @@ async fn a_withdrawal_is_debited_at_once_then_paid_on_chain_and_confirmed() {
 struct BackgroundMiner(tokio::task::JoinHandle<()>);
 
 impl BackgroundMiner {
-    fn start(node: dexd::settlement::node::Node) -> BackgroundMiner {
+    fn start(node: dexd_settlement::node::Node) -> BackgroundMiner {
         BackgroundMiner(tokio::spawn(async move {
             loop {
                 let _ = node.raw_request("anvil_mine", json!(["0x1"])).await;
@@ -395,7 +395,7 @@ async fn withdrawn_events(venue: &VaultVenue, account: ChainAddress, id: &str) -
     let id = U256::from_str_radix(id.trim_start_matches("0x"), 16).unwrap();
     let filter = alloy::rpc::types::Filter::new()
         .address(venue.chain.vault)
-        .event_signature(dexd::settlement::vault::DexdVault::Withdrawn::SIGNATURE_HASH)
+        .event_signature(dexd_settlement::vault::DexdVault::Withdrawn::SIGNATURE_HASH)
         .topic1(alloy::primitives::B256::from(id))
         .topic2(account.into_word())
         .from_block(0);
@@ -562,7 +562,7 @@ async fn bad_deposits_and_withdrawals_on_a_vault_chain_are_refused_and_change_no
     let alice = venue.chain.users[0].clone();
     // No key: dexd cannot send a deposit for the account.
     let signed = json!({"from": address_of(&alice), "symbol": "USDC", "quantity": "1", "nonce": "1",
-        "expiry": (dexd::venue::now_ms() + 60_000).to_string(), "signature": format!("0x{}", "11".repeat(65))});
+        "expiry": (dexd_store::now_ms() + 60_000).to_string(), "signature": format!("0x{}", "11".repeat(65))});
     let (status, body) = venue.post("/portfolio/deposit", signed).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
@@ -670,7 +670,7 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
         types["domain"]["verifyingContract"],
         address_of_chain(&venue.chain.vault)
     );
-    let expiry = dexd::venue::now_ms() + 600_000;
+    let expiry = dexd_store::now_ms() + 600_000;
     let withdrawal = Withdrawal {
         account: alice.address(),
         token: ChainAddress::ZERO,

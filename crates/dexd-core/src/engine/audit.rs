@@ -5,11 +5,12 @@
 use rustc_hash::FxHashMap;
 
 use super::matching::{paid_asset, required_lock};
-use super::{Engine, StateHasher};
+use super::Engine;
 use crate::ledger::AccountSlot;
 use crate::market_data::Position;
 use crate::money::{Address, AssetIndex, Price};
 use crate::order::{OrderRecord, OrderStatus};
+use crate::state_hash::StateHasher;
 
 impl Engine {
     /// A BLAKE3 hash of the whole state: balances, books with their time priority, positions,

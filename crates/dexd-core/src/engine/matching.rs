@@ -3,7 +3,8 @@
 //! and an order cancelled, with the locks, the open-order indexes and the balance events they
 //! touch. The dispatch of every command and the queries are in the parent module.
 
-use super::{Engine, Event, PlannedFill, Rejection, Trade};
+use super::{Engine, PlannedFill};
+use crate::events::{Event, Rejection, Trade};
 use crate::ledger::AccountSlot;
 use crate::market_data::Position;
 use crate::money::{Address, Amount, AssetIndex, OrderId, Price, Quantity};
@@ -39,9 +40,7 @@ impl Engine {
         };
         let paid = paid_asset(&spec, order.direction);
         let taker_slot = taker_slot.ok_or(Rejection::InsufficientBalance)?;
-        self.ledger
-            .lock(taker_slot, paid, required)
-            .map_err(Rejection::from_ledger)?;
+        self.ledger.lock(taker_slot, paid, required).map_err(Rejection::from)?;
         // Every check has passed: from here on the command applies whole.
         self.touched_balances.clear();
         self.touched_balances.push((taker_slot, paid));

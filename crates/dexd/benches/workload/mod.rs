@@ -1,8 +1,8 @@
 //! The placement stream shared by the durable and projector benchmarks: limit orders of random
 //! ids around a mid price, about a third of them crossing the touch.
 
-use dexd::store::Authorization;
 use dexd_core::{Address, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity, TimeInForce};
+use dexd_store::Authorization;
 use rand::rngs::StdRng;
 use rand::Rng;
 

@@ -11,8 +11,8 @@ use dexd_core::{Address, OrderId, MAX_SIGNED_REQUEST_LIFETIME_MS};
 
 use super::error::{signature_expired, ApiError};
 use super::params::Params;
-use crate::crypto::{hex_prefixed, parse_address, parse_hex_bytes, recover_signer, AddressCache, PrivateKey};
-use crate::store::Authorization;
+use dexd_crypto::{hex_prefixed, parse_address, parse_hex_bytes, recover_signer, AddressCache, PrivateKey};
+use dexd_store::Authorization;
 
 /// The parameters of a client-signed request, besides the operation's own.
 pub const SIGNED_REQUEST_FIELDS: [&str; 4] = ["account", "nonce", "expiry", "signature"];

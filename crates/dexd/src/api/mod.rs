@@ -34,8 +34,8 @@ use axum::{Json, Router};
 use self::error::ApiError;
 use self::operations::Operation;
 use self::params::Params;
-use crate::settlement::Custodians;
 use crate::venue::Venue;
+use dexd_settlement::Custodians;
 
 /// The stream protocol's description (docs/streams.md), served at `/docs/streams.md` so that
 /// the OpenAPI document's link to it works wherever the server runs.

@@ -18,7 +18,6 @@ use tokio::sync::Semaphore;
 use super::error::ApiError;
 use super::AppState;
 use crate::telemetry::Telemetry;
-use crate::venue::snapshotter::unix_now_ms;
 
 /// The content type of the Prometheus text exposition format.
 pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -120,7 +119,7 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
     telemetry
         .gauge("dexd_stream_connections", &[])
         .set(app.streams.open_connections() as f64);
-    let now_ms = unix_now_ms();
+    let now_ms = dexd_store::now_ms();
     for chain_config in &app.venue.config.chains {
         let chain_id = chain_config.chain_id;
         let Some(chain) = app.venue.chain(chain_id) else {

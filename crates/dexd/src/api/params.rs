@@ -10,8 +10,8 @@ use zeroize::Zeroize;
 
 use super::error::ApiError;
 use super::operations::Operation;
-use crate::crypto::PrivateKey;
 use axum::http::StatusCode;
+use dexd_crypto::PrivateKey;
 
 /// One parameter's value as it arrived.
 #[derive(Debug)]
@@ -152,7 +152,7 @@ impl Params {
             }
             Some(_) => return Err(ApiError::invalid(name, "must be a whole number")),
         };
-        crate::crypto::parse_uint256(digits)
+        dexd_crypto::parse_uint256(digits)
             .map(Some)
             .ok_or_else(|| ApiError::invalid(name, "must be a uint256 in decimal digits (0 to 2^256 - 1)"))
     }

@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::config::{ChainConfig, PairConfig};
-use crate::crypto::{checksummed, hex_prefixed, OrderMessage};
-use crate::store::StoredOrder;
+use dexd_crypto::{checksummed, hex_prefixed, OrderMessage};
+use dexd_store::StoredOrder;
 
 /// The wire name of a direction.
 pub fn direction_name(direction: Direction) -> &'static str {

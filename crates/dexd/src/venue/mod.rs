@@ -16,6 +16,7 @@
 
 mod projector;
 pub mod publication;
+mod settlement;
 pub mod snapshotter;
 mod writer;
 
@@ -33,18 +34,19 @@ use self::projector::run_projector;
 use self::snapshotter::{newest_usable_snapshot, SnapshotStatus, Snapshotter, SnapshotterSetup};
 use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterMetrics, WriterState};
 use crate::config::{ChainConfig, Config};
-use crate::store::snapshots::{
+use crate::telemetry::Telemetry;
+use dexd_store::snapshots::{
     configuration_fingerprint, remove_partial_snapshots, snapshot_directory, SnapshotIdentity,
 };
-use crate::store::{self, Authorization, Events, StoreError, StoreReader};
-use crate::telemetry::Telemetry;
+use dexd_store::{Authorization, Events, StoreError, StoreReader, WriteError};
 
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
 };
-pub use self::writer::{now_ms, WriteError, JOURNAL_CHECKPOINT_INTERVAL_COMMANDS, MAX_WRITE_BATCH};
+pub use self::settlement::vault_chain_setups;
+pub use self::writer::{JOURNAL_CHECKPOINT_INTERVAL_COMMANDS, MAX_WRITE_BATCH};
 /// How many commands the projector writes in one transaction (the store's limit).
-pub use crate::store::MAX_PROJECTION_BATCH;
+pub use dexd_store::MAX_PROJECTION_BATCH;
 /// How long a history read waits for the projector before it is answered 503.
 pub const HISTORY_WAIT_TIMEOUT_MS: u64 = 5_000;
 
@@ -53,7 +55,7 @@ pub struct Chain {
     /// The chain's configuration.
     pub config: ChainConfig,
     /// The chain's EIP-712 domain (its separator computed once).
-    pub signing_domain: crate::crypto::SigningDomain,
+    pub signing_domain: dexd_crypto::SigningDomain,
     store: StoreReader,
     engine: Arc<RwLock<Engine>>,
     writer: mpsc::Sender<WriterMessage>,
@@ -79,7 +81,7 @@ impl Chain {
         telemetry: &Telemetry,
     ) -> Result<Chain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
-        let (store_writer, mut projector, store_reader) = store::open(data_dir, config.chain_id, busy_timeout)?;
+        let (store_writer, mut projector, store_reader) = dexd_store::open(data_dir, config.chain_id, busy_timeout)?;
         let engine_config = config.engine_config(&full_config.limits);
         let started = Instant::now();
         let chain_id = config.chain_id;
@@ -171,7 +173,7 @@ impl Chain {
             .spawn(move || run_writer(queue, writer_state, projector_thread))
             .expect("the writer thread starts");
         Ok(Chain {
-            signing_domain: crate::crypto::SigningDomain::new(config.chain_id, config.venue_contract),
+            signing_domain: dexd_crypto::SigningDomain::new(config.chain_id, config.venue_contract),
             config,
             store: store_reader,
             engine,
@@ -265,7 +267,7 @@ impl Chain {
     /// An account's open orders as the history's projector holds them, with the journal
     /// sequence they are the state of (no read barrier: the live streams reconcile the position
     /// themselves).
-    pub fn open_orders_at_mark(&self, account: &dexd_core::Address) -> (Vec<store::StoredOrder>, u64) {
+    pub fn open_orders_at_mark(&self, account: &dexd_core::Address) -> (Vec<dexd_store::StoredOrder>, u64) {
         self.store.open_orders_at_mark(account)
     }
 
@@ -297,7 +299,7 @@ impl Chain {
 
 /// When the snapshot of `sequence` was written, from its file (0 when unknown).
 fn snapshot_file_time_ms(directory: &Path, sequence: u64) -> u64 {
-    store::snapshots::list_snapshots(directory)
+    dexd_store::snapshots::list_snapshots(directory)
         .ok()
         .and_then(|files| files.into_iter().find(|file| file.sequence == sequence))
         .and_then(|file| std::fs::metadata(file.path).ok())
@@ -321,7 +323,7 @@ pub struct Venue {
     /// The configuration it runs.
     pub config: Config,
     /// Addresses of keys seen recently.
-    pub addresses: crate::crypto::AddressCache,
+    pub addresses: dexd_crypto::AddressCache,
     /// Request budgets per client IP and per account.
     pub rate_limits: crate::rate_limit::RateLimits,
     chains: HashMap<u64, Arc<Chain>>,
@@ -374,7 +376,7 @@ impl Venue {
         let rate_limits = crate::rate_limit::RateLimits::new(&config.limits);
         Ok(Venue {
             config,
-            addresses: crate::crypto::AddressCache::default(),
+            addresses: dexd_crypto::AddressCache::default(),
             rate_limits,
             chains,
             telemetry,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::store::{Projection, Projector, MAX_PROJECTION_BATCH};
+use dexd_store::{Projection, Projector, MAX_PROJECTION_BATCH};
 
 /// How many journaled batches may wait for the projector; past this the writer waits, so the
 /// write queue fills and new writes are refused (503) rather than history falling far behind.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use dexd_core::{Address, Balance, Candle, CandleInterval, Engine, Event, LevelView, PairIndex};
 
-use crate::store::Projection;
+use dexd_store::Projection;
 
 /// Publications that may wait for the streams before the writer drops one and marks the queue
 /// overflowed.

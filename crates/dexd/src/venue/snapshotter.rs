@@ -12,17 +12,17 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use dexd_core::EngineConfig;
 use tokio::sync::watch;
 
 use crate::config::Snapshots;
-use crate::store::snapshots::{
+use dexd_store::snapshots::{
     build_state, list_snapshots, load_snapshot, remove_older_snapshots, snapshot_payload, write_snapshot,
     LoadedSnapshot, SnapshotError, SnapshotIdentity,
 };
-use crate::store::JournalReader;
+use dexd_store::JournalReader;
 
 /// What the chain's snapshots have done, for `/metrics` and the logs.
 #[derive(Debug, Default)]
@@ -130,7 +130,7 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
         match take_snapshot(&setup, journal_reader, target, &keep_going) {
             Ok(bytes) => {
                 let duration_ms = started.elapsed().as_millis() as u64;
-                setup.status.record(target, unix_now_ms());
+                setup.status.record(target, dexd_store::now_ms());
                 setup.status.written_total.fetch_add(1, Ordering::Relaxed);
                 setup.status.last_duration_ms.store(duration_ms, Ordering::Relaxed);
                 tracing::info!(
@@ -207,11 +207,4 @@ fn take_snapshot(
     write_snapshot(&setup.directory, &setup.identity, target, state_hash, &payload)?;
     remove_older_snapshots(&setup.directory, setup.policy.keep)?;
     Ok(payload.len())
-}
-
-/// Milliseconds since the epoch, for the snapshot's age.
-pub fn unix_now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }

@@ -9,15 +9,15 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use dexd_core::{Command, Engine, EngineConfig, Rejection};
+use dexd_core::{Command, Engine, EngineConfig};
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot};
 
 use super::publication::{Publisher, StreamRead};
-use crate::codec;
-use crate::store::{Authorization, Events, JournalEntry, Projection, StoreError, StoreWriter};
+use dexd_store::codec;
+use dexd_store::{now_ms, Authorization, Events, JournalEntry, Projection, StoreError, StoreWriter, WriteError};
 
 /// How many queued commands the writer takes into one journal transaction.
 pub const MAX_WRITE_BATCH: usize = 1_024;
@@ -29,20 +29,6 @@ pub const MAX_WRITE_BATCH: usize = 1_024;
 /// 7.2–7.6 ms at 32,768). The cost: the WAL file grows to about 55 MB at that rate between
 /// checkpoints (it is reused, not regrown, after each).
 pub const JOURNAL_CHECKPOINT_INTERVAL_COMMANDS: usize = 32_768;
-
-/// Why a state change was not applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteError {
-    /// The engine refused it.
-    Rejected(Rejection),
-    /// The chain's write queue is full; nothing was applied.
-    QueueFull,
-    /// The store could not make the change durable (full or read-only disk, locked database,
-    /// or the writer is gone); nothing was applied.
-    NotDurable,
-    /// The history did not catch up with the acknowledged changes in time.
-    HistoryBehind,
-}
 
 pub(crate) struct WriteRequest {
     pub(crate) command: Command,
@@ -95,7 +81,7 @@ pub(crate) struct WriterState {
     pub(crate) publisher: Option<Publisher>,
     pub(crate) metrics: WriterMetrics,
     /// Where the chain's snapshots are, and what they must match, for a rebuild.
-    pub(crate) snapshots: (std::path::PathBuf, crate::store::snapshots::SnapshotIdentity),
+    pub(crate) snapshots: (std::path::PathBuf, dexd_store::snapshots::SnapshotIdentity),
 }
 
 pub(crate) fn run_writer(
@@ -320,12 +306,4 @@ fn rebuild(state: &mut WriterState) {
             }
         }
     }
-}
-
-/// The wall clock in ms since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 use alloy::node_bindings::{Anvil, AnvilInstance};
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
-use dexd::settlement::deploy;
-use dexd::settlement::node::Node;
+use dexd_settlement::deploy;
+use dexd_settlement::node::Node;
 
 /// Where anvil is: `DEXD_ANVIL`, or the npm package under `contracts/node_modules`.
 pub fn anvil_path() -> PathBuf {
@@ -135,8 +135,8 @@ impl TestChain {
 
 impl TestChain {
     /// The devnet description of this chain, for dexd's configuration writer.
-    pub fn devnet(&self, rpc_url: &str) -> dexd::settlement::devnet::Devnet {
-        dexd::settlement::devnet::Devnet {
+    pub fn devnet(&self, rpc_url: &str) -> dexd_settlement::devnet::Devnet {
+        dexd_settlement::devnet::Devnet {
             rpc_url: rpc_url.to_string(),
             chain_id: self.chain_id,
             vault: self.vault,
@@ -152,12 +152,12 @@ impl TestChain {
     /// every 100 ms, replacing unmined transactions after 2 s) and the operator key file into
     /// `folder`, reaching the node at `rpc_url` (the chain's own, or a proxy in front of it).
     pub fn write_dexd_config(&self, folder: &std::path::Path, rpc_url: &str) -> PathBuf {
-        let options = dexd::settlement::devnet::DevnetConfigOptions {
+        let options = dexd_settlement::devnet::DevnetConfigOptions {
             confirmations: 2,
             poll_interval_ms: 100,
             replace_after_ms: 2_000,
         };
-        dexd::settlement::devnet::write_files(&self.devnet(rpc_url), &self.operator, folder, options, None).unwrap()
+        dexd_settlement::devnet::write_files(&self.devnet(rpc_url), &self.operator, folder, options, None).unwrap()
     }
 }
 

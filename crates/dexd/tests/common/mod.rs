@@ -6,7 +6,7 @@ pub mod chain;
 pub mod stream_client;
 
 use dexd::config::Config;
-use dexd::crypto::{checksummed, PrivateKey};
+use dexd_crypto::{checksummed, PrivateKey};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 

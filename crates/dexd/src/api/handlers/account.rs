@@ -12,10 +12,10 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use crate::crypto::checksummed;
-use crate::settlement::node::NodeError;
-use crate::settlement::reserves::{ledger_reserves, vault_reserves};
 use crate::venue::Chain;
+use dexd_crypto::checksummed;
+use dexd_settlement::node::NodeError;
+use dexd_settlement::reserves::{ledger_reserves, vault_reserves};
 
 /// GET /account/assetsInfo
 pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
@@ -85,7 +85,7 @@ fn custody_object(app: &AppState, chain: &Chain) -> Value {
 pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let (assets, block_number) = match app.custody.chain(chain.config.chain_id) {
-        None => (ledger_reserves(&chain), None),
+        None => (chain.read_engine(ledger_reserves), None),
         Some(vault) => {
             let (assets, block) = vault_reserves(vault).await.map_err(|error: NodeError| {
                 ApiError::new(
@@ -195,13 +195,13 @@ pub async fn tradable_amounts(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /account/eip712
 pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
-    let mut description = crate::crypto::request_types_json(signing_domain(&chain));
+    let mut description = dexd_crypto::request_types_json(signing_domain(&chain));
     description["chainId"] = json!(chain.config.chain_id.to_string());
     let vault_chain = chain.config.vault().is_some();
     if vault_chain {
         // On a vault chain a withdrawal is signed as the vault's own type, so that one signature
         // authorises both the debit and the payment.
-        let withdrawal = &crate::settlement::vault::WITHDRAWAL_TYPE;
+        let withdrawal = &dexd_settlement::vault::WITHDRAWAL_TYPE;
         description["types"][withdrawal.name] = withdrawal.members_json();
     }
     description["primaryTypes"] = json!({

@@ -21,9 +21,11 @@ use serde_json::{json, Value};
 use super::error::ApiError;
 use super::params::Params;
 use super::AppState;
-use crate::crypto::{parse_address, SigningDomain};
-use crate::store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
-use crate::venue::{Chain, Venue, WriteError};
+use dexd_crypto::{parse_address, SigningDomain};
+use dexd_store::WriteError;
+use dexd_store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
+
+use crate::venue::{Chain, Venue};
 
 pub use self::account::{asset_balances, asset_pairs, assets_info, chains, eip712_types, reserves, tradable_amounts};
 pub use self::order::{
@@ -140,7 +142,7 @@ pub(super) fn page_request(params: &Params) -> Result<PageRequest, ApiError> {
 }
 
 /// The chain's history, once it holds everything acknowledged before this request.
-pub(super) async fn history(chain: &Chain) -> Result<&crate::store::StoreReader, ApiError> {
+pub(super) async fn history(chain: &Chain) -> Result<&dexd_store::StoreReader, ApiError> {
     chain
         .history()
         .await

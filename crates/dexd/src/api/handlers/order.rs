@@ -21,9 +21,11 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use crate::crypto::{checksummed, parse_hex_bytes, FieldValue, TypedMessage, CANCEL_ORDER_TYPE};
-use crate::store::StoredOrder;
-use crate::venue::{now_ms, Chain, WriteError};
+use dexd_crypto::{checksummed, parse_hex_bytes, FieldValue, TypedMessage, CANCEL_ORDER_TYPE};
+use dexd_store::StoredOrder;
+use dexd_store::{now_ms, WriteError};
+
+use crate::venue::Chain;
 
 /// POST /order/addOrder
 pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {

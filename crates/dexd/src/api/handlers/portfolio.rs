@@ -19,10 +19,12 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use crate::crypto::{checksummed, FieldValue, TypedMessage, DEPOSIT_TYPE, WITHDRAW_TYPE};
-use crate::settlement::deposit::DepositError;
-use crate::settlement::vault::WithdrawalTerms;
-use crate::venue::{now_ms, Chain};
+use dexd_crypto::{checksummed, FieldValue, TypedMessage, DEPOSIT_TYPE, WITHDRAW_TYPE};
+use dexd_settlement::deposit::DepositError;
+use dexd_settlement::vault::WithdrawalTerms;
+use dexd_store::now_ms;
+
+use crate::venue::Chain;
 
 /// The typed data of a transfer: `Deposit` or `Withdraw(account, symbol, quantity, nonce, expiry)`.
 fn transfer_message(

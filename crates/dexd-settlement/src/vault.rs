@@ -8,7 +8,7 @@
 use alloy::primitives::{Address as ChainAddress, U256};
 use dexd_core::Address;
 
-use crate::crypto::{FieldValue, SigningDomain, StructType, TypedMessage};
+use dexd_crypto::{FieldValue, SigningDomain, StructType, TypedMessage};
 
 alloy::sol!(
     #[sol(rpc)]

@@ -1,5 +1,5 @@
-//! Custody on chain: the vault chains of the venue, each with its node, its deposit watcher and
-//! its withdrawal payer.
+//! dexd-settlement: custody on chain. The vault chains of the venue, each with its node, its
+//! deposit watcher and its withdrawal payer.
 //!
 //! A [`VaultChain`] runs two tasks against its chain's JSON-RPC node. The deposit watcher
 //! ([`watcher`]) reads the vault's `Deposited` events once they have `confirmations` blocks on
@@ -10,16 +10,23 @@
 //! holds state of its own that a restart would need. Deposits sent for an account with its key
 //! go through [`deposit`].
 //!
-//! What this module does not do: decide balances (the engine does), or know HTTP (the API layer
+//! It reaches the venue only through [`VenueChain`] (read the engine, journal a command), and
+//! its settings come in as [`config::VaultConfig`], built by the `dexd` crate from the
+//! configuration file.
+//!
+//! What this crate does not do: decide balances (the engine does), or know HTTP (the API layer
 //! turns its errors into the contract's).
 
+pub mod config;
 pub mod deploy;
 pub mod deposit;
 pub mod devnet;
 pub mod node;
+pub mod operator_key;
 pub mod payer;
 pub mod reserves;
 pub mod vault;
+mod venue_chain;
 pub mod watcher;
 
 use std::collections::HashMap;
@@ -27,15 +34,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::Address as ChainAddress;
-use alloy::signers::local::PrivateKeySigner;
-use dexd_core::{Address, AssetIndex};
+use dexd_core::{Address, AssetIndex, Command, Engine};
+use dexd_store::{Events, WriteError};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use self::config::VaultConfig;
 use self::node::Node;
+use self::operator_key::read_operator_key;
 use self::vault::chain_address;
-use crate::config::VaultConfig;
-use crate::venue::{Chain, Venue};
+
+pub use self::operator_key::OperatorKey;
+pub use self::venue_chain::{Outcome, VenueChain};
 
 /// What a vault chain's tasks last saw, for reserves, metrics and operators.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,10 +68,35 @@ pub struct CustodyStatus {
     pub reserves_surplus: Vec<(AssetIndex, i128)>,
 }
 
+/// One asset of a vault chain, as custody names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledAsset {
+    /// Its symbol, for messages.
+    pub symbol: String,
+    /// Its token contract; `None` for the chain's native asset.
+    pub token: Option<Address>,
+}
+
+/// What custody needs to settle one chain of the venue.
+pub struct VaultChainSetup {
+    /// The chain id.
+    pub chain_id: u64,
+    /// The venue's chain.
+    pub chain: Arc<dyn VenueChain>,
+    /// Its vault settings.
+    pub config: VaultConfig,
+    /// Its assets, an [`AssetIndex`] being a position here.
+    pub assets: Vec<SettledAsset>,
+}
+
 /// One vault chain: its configuration, node, and the status its tasks report.
 pub struct VaultChain {
+    /// The chain id.
+    pub chain_id: u64,
     /// The venue's chain it settles.
-    pub chain: Arc<Chain>,
+    pub chain: Arc<dyn VenueChain>,
+    /// The chain's assets.
+    pub assets: Vec<SettledAsset>,
     /// The chain's vault settings.
     pub config: VaultConfig,
     /// The chain's node.
@@ -83,12 +118,22 @@ impl VaultChain {
 
     /// A token's address on chain, `None` for the native asset.
     pub fn token_of_asset(&self, asset: AssetIndex) -> Option<ChainAddress> {
-        self.chain
-            .config
-            .asset_config(asset)
-            .address
-            .as_ref()
-            .map(chain_address)
+        self.assets[usize::from(asset.0)].token.as_ref().map(chain_address)
+    }
+
+    /// An asset's symbol.
+    pub fn asset_symbol(&self, asset: AssetIndex) -> &str {
+        &self.assets[usize::from(asset.0)].symbol
+    }
+
+    /// Runs `read` on the chain's engine and returns what it made of it.
+    pub fn read_engine<R>(&self, read: impl FnOnce(&Engine) -> R) -> R {
+        venue_chain::read_engine(self.chain.as_ref(), read)
+    }
+
+    /// Journals a command and waits for its outcome.
+    pub async fn submit(&self, command: Command) -> Result<Events, WriteError> {
+        venue_chain::submit(self.chain.as_ref(), command).await
     }
 
     /// What the tasks last saw.
@@ -125,55 +170,53 @@ impl std::fmt::Display for CustodyStartError {
 impl std::error::Error for CustodyStartError {}
 
 impl Custodians {
-    /// Starts the watcher and payer of every vault chain of the venue. The operator keys are
-    /// read here; a node that cannot be reached is not an error (the tasks wait for it, and
+    /// Starts the watcher, payer and reserves task of every vault chain given. The operator keys
+    /// are read here; a node that cannot be reached is not an error (the tasks wait for it, and
     /// trading goes on).
-    pub fn start(venue: &Venue) -> Result<Custodians, CustodyStartError> {
+    pub fn start(setups: Vec<VaultChainSetup>) -> Result<Custodians, CustodyStartError> {
         let (stop, stopped) = watch::channel(false);
         let mut custodians = Custodians {
             chains: HashMap::new(),
             stop,
             tasks: parking_lot::Mutex::new(Vec::new()),
         };
-        for chain_config in &venue.config.chains {
-            let Some(vault_config) = chain_config.vault() else {
-                continue;
-            };
-            let chain = venue
-                .chain(chain_config.chain_id)
-                .expect("invariant: every configured chain runs");
-            let operator_key = crate::crypto::read_operator_key(&vault_config.operator_key)
-                .map_err(|error| CustodyStartError(format!("chain {}: {error}", chain_config.chain_id)))?;
+        for setup in setups {
+            let chain_id = setup.chain_id;
+            let vault_config = setup.config;
+            let operator_key = read_operator_key(&vault_config.operator_key)
+                .map_err(|error| CustodyStartError(format!("chain {chain_id}: {error}")))?;
             let node = Node::connect(
                 &vault_config.rpc_url,
                 chain_address(&vault_config.vault),
-                chain_config.chain_id,
+                chain_id,
                 Duration::from_millis(vault_config.rpc_timeout_ms),
             )
-            .map_err(|error| CustodyStartError(format!("chain {}: {error}", chain_config.chain_id)))?;
-            let assets_by_token = chain_config
+            .map_err(|error| CustodyStartError(format!("chain {chain_id}: {error}")))?;
+            let assets_by_token = setup
                 .assets
                 .iter()
                 .enumerate()
                 .map(|(index, asset)| {
-                    let token = asset.address.as_ref().map_or(ChainAddress::ZERO, chain_address);
+                    let token = asset.token.as_ref().map_or(ChainAddress::ZERO, chain_address);
                     (token, AssetIndex(index as u16))
                 })
                 .collect();
             let vault_chain = Arc::new(VaultChain {
-                chain,
-                config: vault_config.clone(),
-                node,
+                chain_id,
+                chain: setup.chain,
+                assets: setup.assets,
                 operator: vault::venue_address(&operator_key.address()),
+                config: vault_config,
+                node,
                 assets_by_token,
                 status: RwLock::new(CustodyStatus::default()),
                 deposit_lock: tokio::sync::Mutex::new(()),
             });
             tracing::info!(
-                chain_id = chain_config.chain_id,
-                vault = %crate::crypto::checksummed(&vault_config.vault),
-                operator = %crate::crypto::checksummed(&vault_chain.operator),
-                confirmations = vault_config.confirmations,
+                chain_id,
+                vault = %dexd_crypto::checksummed(&vault_chain.config.vault),
+                operator = %dexd_crypto::checksummed(&vault_chain.operator),
+                confirmations = vault_chain.config.confirmations,
                 "vault custody starting"
             );
             let mut tasks = custodians.tasks.lock();
@@ -185,7 +228,7 @@ impl Custodians {
             )));
             tasks.push(tokio::spawn(reserves::run(Arc::clone(&vault_chain), stopped.clone())));
             drop(tasks);
-            custodians.chains.insert(chain_config.chain_id, vault_chain);
+            custodians.chains.insert(chain_id, vault_chain);
         }
         Ok(custodians)
     }
@@ -215,7 +258,3 @@ async fn pause_or_stop(duration: Duration, stop: &mut watch::Receiver<bool>) -> 
         _ = stop.changed() => true,
     }
 }
-
-/// The key of an operator, as the payer holds it (never printed: alloy's signer shows its
-/// address only).
-pub type OperatorKey = PrivateKeySigner;

@@ -16,8 +16,7 @@ use crate::codec;
 fn a_store_of_schema_version_2_migrates_and_its_orders_are_rebuilt_in_the_history() {
     let data_dir = tempfile::tempdir().unwrap();
     let path = database_path(data_dir.path(), 1);
-    let config = crate::config::Config::embedded_default();
-    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let engine_config = crate::test_config::engine_config();
     let account = Address::from_bytes([0xa1; 20]);
     let deposit = deposit(account, 1, 10u128.pow(12));
     let order = limit_order(account, OrderId::from_bytes([0x0d; 32]), dexd_core::Direction::Buy, 10);
@@ -115,8 +114,7 @@ fn a_store_of_schema_version_2_migrates_and_its_orders_are_rebuilt_in_the_histor
 
 /// A store with `count` journaled deposits of 1 to `count` units, all written to the history.
 fn store_with_deposits(data_dir: &Path, count: u64) -> EngineConfig {
-    let config = crate::config::Config::embedded_default();
-    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let engine_config = crate::test_config::engine_config();
     let (mut writer, mut projector, _reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
     let entries: Vec<JournalEntry> = (1..=count)
         .map(|sequence| JournalEntry {
@@ -186,8 +184,7 @@ fn a_history_of_an_older_schema_version_is_deleted_and_rebuilt() {
 
 #[test]
 fn closed_orders_whose_ids_and_accounts_share_their_leading_bytes_are_told_apart() {
-    let config = crate::config::Config::embedded_default();
-    let mut engine = Engine::new(config.chain(1).unwrap().engine_config(&config.limits)).unwrap();
+    let mut engine = Engine::new(crate::test_config::engine_config()).unwrap();
     let mut second_account = [0xa1; 20];
     second_account[8..].fill(0xb2);
     let accounts = [Address::from_bytes([0xa1; 20]), Address::from_bytes(second_account)];
@@ -315,8 +312,7 @@ fn venue_signed(order_id: OrderId, signature_byte: u8) -> Authorization {
 
 #[test]
 fn an_open_order_lives_in_memory_survives_a_restart_and_is_written_once_when_it_fills() {
-    let config = crate::config::Config::embedded_default();
-    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let engine_config = crate::test_config::engine_config();
     let mut engine = Engine::new(engine_config.clone()).unwrap();
     let data_dir = tempfile::tempdir().unwrap();
     let (mut writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
@@ -382,8 +378,7 @@ fn an_open_order_lives_in_memory_survives_a_restart_and_is_written_once_when_it_
 
 #[test]
 fn closed_orders_are_found_by_id_before_and_after_their_index_run_and_after_a_restart() {
-    let config = crate::config::Config::embedded_default();
-    let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+    let engine_config = crate::test_config::engine_config();
     let mut engine = Engine::new(engine_config.clone()).unwrap();
     let data_dir = tempfile::tempdir().unwrap();
     let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();

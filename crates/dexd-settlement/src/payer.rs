@@ -29,7 +29,7 @@ use tokio::sync::watch;
 use super::node::{Fees, NodeError, SentTransaction};
 use super::vault::{chain_address, DexdVault, WithdrawalTerms};
 use super::{pause_or_stop, VaultChain};
-use crate::venue::WriteError;
+use dexd_store::WriteError;
 
 /// How much a replacement raises both fees over the transaction it replaces, in percent (nodes
 /// refuse a replacement that pays less than 10 % more).
@@ -75,7 +75,7 @@ pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch:
         operator_checked: false,
         in_flight: None,
     };
-    let chain_id = vault.chain.config.chain_id;
+    let chain_id = vault.chain_id;
     loop {
         match payer.poll(&vault).await {
             Ok(()) => {}
@@ -100,7 +100,7 @@ fn withdrawal_id(key: &WithdrawalKey) -> U256 {
 fn terms(vault: &VaultChain, key: &WithdrawalKey, pending: &PendingWithdrawal) -> WithdrawalTerms {
     WithdrawalTerms {
         account: key.account,
-        token: vault.chain.config.asset_config(pending.asset).address,
+        token: vault.assets[usize::from(pending.asset.0)].token,
         amount_units: pending.amount.units(),
         withdrawal_id: key.withdrawal_id,
         expiry_ms: pending.expiry_ms,
@@ -125,7 +125,7 @@ impl Payer {
         if self.in_flight.is_some() {
             return self.follow_in_flight(vault).await;
         }
-        let batch: Vec<(WithdrawalKey, PendingWithdrawal)> = vault.chain.read_engine(|engine| {
+        let batch: Vec<(WithdrawalKey, PendingWithdrawal)> = vault.read_engine(|engine| {
             engine
                 .custody()
                 .pending_withdrawals()
@@ -164,8 +164,8 @@ impl Payer {
                     .await?;
                 if paid_then == [false] {
                     tracing::warn!(
-                        chain_id = vault.chain.config.chain_id,
-                        account = %crate::crypto::checksummed(&key.account),
+                        chain_id = vault.chain_id,
+                        account = %dexd_crypto::checksummed(&key.account),
                         "a withdrawal expired unpaid; its amount is credited back"
                     );
                     submit(vault, Command::FailWithdrawal(key)).await?;
@@ -206,7 +206,7 @@ impl Payer {
             .await?;
         let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();
         tracing::info!(
-            chain_id = vault.chain.config.chain_id,
+            chain_id = vault.chain_id,
             tx_hash = %sent.hash,
             nonce,
             withdrawals = keys.len(),
@@ -257,8 +257,8 @@ impl Payer {
                         .and_then(|data| DexdVault::DexdVaultErrors::abi_decode(&data).ok())
                         .map_or(message, |error| format!("{error:?}"));
                     tracing::warn!(
-                        chain_id = vault.chain.config.chain_id,
-                        account = %crate::crypto::checksummed(&candidate.0.account),
+                        chain_id = vault.chain_id,
+                        account = %dexd_crypto::checksummed(&candidate.0.account),
                         reason,
                         "the vault would refuse a withdrawal now; it waits until it can be paid or expires"
                     );
@@ -307,7 +307,7 @@ impl Payer {
                 if head < receipt.block_number + vault.config.confirmations {
                     return Ok(());
                 }
-                let still_pending: Vec<WithdrawalKey> = vault.chain.read_engine(|engine| {
+                let still_pending: Vec<WithdrawalKey> = vault.read_engine(|engine| {
                     flight
                         .keys
                         .iter()
@@ -328,12 +328,12 @@ impl Payer {
                     .await?;
                 }
                 vault.update_status(|status| status.withdrawal_gas.push((keys, receipt.gas_used)));
-                tracing::info!(chain_id = vault.chain.config.chain_id, tx_hash = %hash, withdrawals = keys, gas_used = receipt.gas_used, "withdrawals confirmed");
+                tracing::info!(chain_id = vault.chain_id, tx_hash = %hash, withdrawals = keys, gas_used = receipt.gas_used, "withdrawals confirmed");
                 self.in_flight = None;
                 Ok(())
             }
             Some(_) => {
-                tracing::warn!(chain_id = vault.chain.config.chain_id, tx_hash = %flight.sent.hash, "a withdrawal transaction reverted; its withdrawals are looked at again");
+                tracing::warn!(chain_id = vault.chain_id, tx_hash = %flight.sent.hash, "a withdrawal transaction reverted; its withdrawals are looked at again");
                 self.in_flight = None;
                 Ok(())
             }
@@ -374,7 +374,7 @@ impl Payer {
             // The original was mined meanwhile ("nonce too low"): its receipt shows next poll.
             Err(NodeError::Refused(message)) => {
                 tracing::info!(
-                    chain_id = vault.chain.config.chain_id,
+                    chain_id = vault.chain_id,
                     message,
                     "a replacement was refused; following the original"
                 );
@@ -383,7 +383,7 @@ impl Payer {
             Err(error) => return Err(error.into()),
         };
         tracing::info!(
-            chain_id = vault.chain.config.chain_id,
+            chain_id = vault.chain_id,
             replaced = %flight.sent.hash,
             tx_hash = %replacement.hash,
             nonce = replacement.nonce,
@@ -393,7 +393,7 @@ impl Payer {
         let flight = self.in_flight.as_mut().expect("checked by the caller");
         flight.sent = replacement;
         flight.sent_at = Instant::now();
-        let still_pending: Vec<WithdrawalKey> = vault.chain.read_engine(|engine| {
+        let still_pending: Vec<WithdrawalKey> = vault.read_engine(|engine| {
             keys.iter()
                 .filter(|key| engine.custody().pending_withdrawal(key).is_some())
                 .copied()
@@ -426,14 +426,10 @@ fn batch_calldata(vault: &VaultChain, withdrawals: &[(WithdrawalKey, PendingWith
 /// Journals a payer's command. A refusal means the state moved on (another path settled it),
 /// which the next poll sees; only a failure to journal is an error.
 async fn submit(vault: &VaultChain, command: Command) -> Result<(), PayError> {
-    match vault.chain.submit(command, None).await {
+    match vault.submit(command).await {
         Ok(_) => Ok(()),
         Err(WriteError::Rejected(rejection)) => {
-            tracing::warn!(
-                chain_id = vault.chain.config.chain_id,
-                ?rejection,
-                "a payer's record was refused"
-            );
+            tracing::warn!(chain_id = vault.chain_id, ?rejection, "a payer's record was refused");
             Ok(())
         }
         Err(error) => Err(error.into()),

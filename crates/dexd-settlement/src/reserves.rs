@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use alloy::eips::{BlockId, BlockNumberOrTag};
 use alloy::primitives::U256;
-use dexd_core::{AssetIndex, WithdrawalKey};
+use dexd_core::{AssetIndex, Engine, WithdrawalKey};
 use tokio::sync::watch;
 
 use super::node::NodeError;
@@ -49,24 +49,21 @@ impl AssetReserves {
 }
 
 /// What the venue owes per asset and its pending withdrawals, read from the engine at once.
-pub fn liabilities(chain: &crate::venue::Chain) -> (Vec<u128>, Vec<(WithdrawalKey, AssetIndex, u128)>) {
-    let asset_count = chain.config.assets.len();
-    chain.read_engine(|engine| {
-        let owed = (0..asset_count)
-            .map(|index| engine.net_deposits(AssetIndex(index as u16)).units())
-            .collect();
-        let pending = engine
-            .custody()
-            .pending_withdrawals()
-            .map(|(key, withdrawal)| (*key, withdrawal.asset, withdrawal.amount.units()))
-            .collect();
-        (owed, pending)
-    })
+pub fn liabilities(engine: &Engine) -> (Vec<u128>, Vec<(WithdrawalKey, AssetIndex, u128)>) {
+    let owed = (0..engine.asset_count())
+        .map(|index| engine.net_deposits(AssetIndex(index as u16)).units())
+        .collect();
+    let pending = engine
+        .custody()
+        .pending_withdrawals()
+        .map(|(key, withdrawal)| (*key, withdrawal.asset, withdrawal.amount.units()))
+        .collect();
+    (owed, pending)
 }
 
 /// The reserves of a ledger chain: nothing on chain, every pending withdrawal owed.
-pub fn ledger_reserves(chain: &crate::venue::Chain) -> Vec<AssetReserves> {
-    let (owed, pending) = liabilities(chain);
+pub fn ledger_reserves(engine: &Engine) -> Vec<AssetReserves> {
+    let (owed, pending) = liabilities(engine);
     let mut pending_units = vec![0u128; owed.len()];
     for (_, asset, units) in &pending {
         pending_units[usize::from(asset.0)] += units;
@@ -83,7 +80,7 @@ pub fn ledger_reserves(chain: &crate::venue::Chain) -> Vec<AssetReserves> {
 
 /// The reserves of a vault chain at the node's newest block; returns it with the block.
 pub async fn vault_reserves(vault: &VaultChain) -> Result<(Vec<AssetReserves>, u64), NodeError> {
-    let (owed, pending) = liabilities(&vault.chain);
+    let (owed, pending) = vault.read_engine(liabilities);
     let block_number = vault.node.head().await?;
     let block = BlockId::Number(BlockNumberOrTag::Number(block_number));
     let mut pending_units = vec![0u128; owed.len()];
@@ -120,7 +117,7 @@ pub async fn vault_reserves(vault: &VaultChain) -> Result<(Vec<AssetReserves>, u
 /// the surplus in the chain's status; a vault short of what the venue owes is logged as an
 /// error each time it is seen.
 pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
-    let chain_id = vault.chain.config.chain_id;
+    let chain_id = vault.chain_id;
     loop {
         match vault_reserves(&vault).await {
             Ok((assets, block)) => {
@@ -128,7 +125,7 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
                     if reserves.surplus_units().is_some_and(|surplus| surplus < 0) {
                         tracing::error!(
                             chain_id,
-                            asset = %vault.chain.config.asset_config(reserves.asset).symbol,
+                            asset = %vault.asset_symbol(reserves.asset),
                             block,
                             held_units = reserves.held_units.unwrap_or(0).to_string(),
                             liabilities_units = reserves.liabilities_units.to_string(),

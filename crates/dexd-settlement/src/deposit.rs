@@ -19,7 +19,7 @@ use dexd_core::{Address, Amount, AssetIndex, ChainDepositSubmission, Command, Ev
 use super::node::{Fees, NodeError};
 use super::vault::{DexdVault, Erc20};
 use super::VaultChain;
-use crate::venue::WriteError;
+use dexd_store::WriteError;
 
 /// How often the deposit path polls for the `approve` it sent, and for how long.
 const APPROVE_POLL: Duration = Duration::from_millis(100);
@@ -58,7 +58,7 @@ impl VaultChain {
         let vault = node.vault();
         let token = self.token_of_asset(asset);
         let units = U256::from(amount);
-        let symbol = &self.chain.config.asset_config(asset).symbol;
+        let symbol = self.asset_symbol(asset);
         let held = node.balance(token, from, BlockId::latest()).await?;
         if held < units {
             return Err(DepositError::InsufficientFundsOnChain(format!(
@@ -133,16 +133,12 @@ impl VaultChain {
         // Journaled before the node sees it: the watcher can then never credit it before the
         // venue knows it was sent for this account.
         let events = self
-            .chain
-            .submit(
-                Command::SubmitChainDeposit(ChainDepositSubmission {
-                    tx_hash,
-                    account,
-                    asset,
-                    amount: Amount::from_units(amount),
-                }),
-                None,
-            )
+            .submit(Command::SubmitChainDeposit(ChainDepositSubmission {
+                tx_hash,
+                account,
+                asset,
+                amount: Amount::from_units(amount),
+            }))
             .await
             .map_err(DepositError::Venue)?;
         let pending = events
@@ -155,7 +151,7 @@ impl VaultChain {
         if let Err(error) = node.broadcast(&signed).await {
             // Recorded as failed at once; should the node have taken it after all, the watcher
             // credits it when it is mined, as any deposit.
-            let _ = self.chain.submit(Command::FailChainDeposit { tx_hash }, None).await;
+            let _ = self.submit(Command::FailChainDeposit { tx_hash }).await;
             return Err(match error {
                 NodeError::Refused(message) if message.contains("insufficient funds") => {
                     DepositError::InsufficientFundsOnChain(message)

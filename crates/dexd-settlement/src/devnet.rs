@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::deploy;
 use super::node::{Node, NodeError};
-use crate::crypto::checksummed;
-use crate::settlement::vault::venue_address;
+use crate::vault::venue_address;
+use dexd_crypto::checksummed;
 
 /// What one devnet is.
 #[derive(Debug, Clone)]

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use super::node::{DepositLog, NodeError};
 use super::vault::venue_address;
 use super::{pause_or_stop, VaultChain};
-use crate::venue::{now_ms, WriteError};
+use dexd_store::{now_ms, WriteError};
 
 /// Blocks between two journaled records of how far the watcher has scanned when no deposit
 /// came: a restart rescans at most this many blocks.
@@ -75,7 +75,7 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
         journaled_scan: None,
         range_blocks: vault.config.max_log_range_blocks,
     };
-    let chain_id = vault.chain.config.chain_id;
+    let chain_id = vault.chain_id;
     loop {
         if vault.status().halted.is_none() {
             match watcher.poll(&vault).await {
@@ -119,7 +119,7 @@ impl Watcher {
         let Some(confirmed_head) = head.checked_sub(vault.config.confirmations) else {
             return Ok(());
         };
-        let journaled = vault.chain.read_engine(|engine| engine.custody().scanned_through());
+        let journaled = vault.read_engine(|engine| engine.custody().scanned_through());
         if let Some((block, hash)) = journaled {
             self.journaled_scan = Some(self.journaled_scan.map_or(block, |known| known.max(block)));
             if self.scanned.is_none_or(|(scanned, _)| scanned < block) {
@@ -183,7 +183,7 @@ impl Watcher {
         to: u64,
         to_hash: B256,
     ) -> Result<(), WatchError> {
-        let mut next = vault.chain.read_engine(|engine| engine.custody().next_deposit_id());
+        let mut next = vault.read_engine(|engine| engine.custody().next_deposit_id());
         let mut commands = Vec::new();
         let mut last_credit_block = None;
         for log in logs {
@@ -217,7 +217,7 @@ impl Watcher {
             }));
             if vault.asset_of_token(&log.token).is_none() || log.amount > U256::from(u128::MAX) {
                 tracing::warn!(
-                    chain_id = vault.chain.config.chain_id,
+                    chain_id = vault.chain_id,
                     deposit_id,
                     token = %log.token,
                     "a vault deposit of a token this chain does not list, or too large, is recorded and not credited"
@@ -236,10 +236,10 @@ impl Watcher {
         for chunk in commands.chunks(MAX_CREDITS_PER_SUBMISSION) {
             let mut queued = Vec::with_capacity(chunk.len());
             for command in chunk {
-                queued.push(vault.chain.enqueue(command.clone(), None)?);
+                queued.push(vault.chain.enqueue(command.clone())?);
             }
             for write in queued {
-                write.outcome().await?;
+                write.await?;
             }
         }
         if !commands.is_empty() {
@@ -251,7 +251,7 @@ impl Watcher {
     /// Fails the deposits the venue sent whose transaction reverted, or which the node has not
     /// known for [`DEPOSIT_DROP_TIMEOUT_MS`]; a successful one waits for its event.
     async fn settle_submitted_deposits(&self, vault: &VaultChain) -> Result<(), WatchError> {
-        let submitted: Vec<([u8; 32], u64)> = vault.chain.read_engine(|engine| {
+        let submitted: Vec<([u8; 32], u64)> = vault.read_engine(|engine| {
             engine
                 .custody()
                 .pending_deposits()
@@ -269,8 +269,8 @@ impl Watcher {
                 }
             };
             if failed {
-                tracing::info!(chain_id = vault.chain.config.chain_id, tx_hash = %hash, "a deposit sent for an account failed on chain; nothing is credited");
-                match vault.chain.submit(Command::FailChainDeposit { tx_hash }, None).await {
+                tracing::info!(chain_id = vault.chain_id, tx_hash = %hash, "a deposit sent for an account failed on chain; nothing is credited");
+                match vault.submit(Command::FailChainDeposit { tx_hash }).await {
                     Ok(_) | Err(WriteError::Rejected(_)) => {}
                     Err(error) => return Err(error.into()),
                 }

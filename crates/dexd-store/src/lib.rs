@@ -1,4 +1,6 @@
-//! The embedded store: two SQLite databases per chain, in the data directory.
+//! dexd-store: the journal, the history and the snapshots of each chain, and their encoding.
+//!
+//! The embedded store keeps two SQLite databases per chain, in the data directory.
 //!
 //! The journal (`chain-<id>.sqlite3`, `journal.rs`) holds every accepted command with the time it
 //! ran at and the signature that authorised it, from which the engine is rebuilt exactly by
@@ -18,9 +20,13 @@
 //! when the machine went down, rather than closed cleanly, is rebuilt from the journal.
 //! Snapshots of a chain's state (`snapshots.rs`, files beside the databases) shorten the start:
 //! it restores the newest one and replays only the journal after it.
-//! This module does not decide anything and does not know HTTP.
+//! The binary encoding of commands, records and snapshots is in [`codec`]; the wall clock that
+//! stamps journaled commands is [`now_ms`]; why a write did not become durable is a
+//! [`WriteError`]. This crate does not decide anything (the engine does) and does not know HTTP.
 
 pub mod backup;
+mod clock;
+pub mod codec;
 mod database;
 mod history;
 mod journal;
@@ -29,7 +35,10 @@ mod projector;
 mod reader;
 mod records;
 pub mod snapshots;
+mod write_error;
 
+#[cfg(test)]
+mod test_config;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +58,9 @@ pub use self::journal::{
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
 pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};
+
+pub use self::clock::now_ms;
+pub use self::write_error::WriteError;
 
 use self::database::{meta_value, migrate, open_connection};
 use self::history::{open_history, unindexed_order_ids};

@@ -99,7 +99,8 @@ pub fn snapshot_directory(data_dir: &Path, chain_id: u64) -> PathBuf {
 /// configuration it was written under (a changed one replays the journal, as it would without
 /// snapshots, and refuses the start if the journal no longer replays).
 pub fn configuration_fingerprint(config: &EngineConfig) -> [u8; 32] {
-    alloy_primitives::keccak256(format!("{config:?}").as_bytes()).0
+    use sha3::{Digest, Keccak256};
+    Keccak256::digest(format!("{config:?}").as_bytes()).into()
 }
 
 /// What a snapshot must match to be used.

@@ -362,8 +362,7 @@ pub(crate) mod tests {
     /// An engine of the embedded configuration's first chain with resting buys of two accounts
     /// (one with a client order id), and a signature for each.
     pub(crate) fn engine_with_resting_orders() -> (Engine, EngineConfig, Vec<OrderSignature>) {
-        let config = crate::config::Config::embedded_default();
-        let engine_config = config.chain(1).unwrap().engine_config(&config.limits);
+        let engine_config = crate::test_config::engine_config();
         let mut engine = Engine::new(engine_config.clone()).unwrap();
         let mut events = Vec::new();
         for number in 1..=2u8 {

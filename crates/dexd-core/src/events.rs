@@ -1,0 +1,126 @@
+//! What a command did, or why it was refused: the engine's output.
+//!
+//! Every command either appends [`Event`]s (each order it touched once, in its final state, the
+//! trades it made, the balances and transfers it changed) or returns a [`Rejection`] and changes
+//! nothing. These are plain data shared by the engine and custody; this module decides nothing.
+
+use crate::ledger::{Balance, LedgerError};
+use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
+use crate::nonces::NonceRejection;
+use crate::order::{Direction, OrderRecord};
+use crate::transfer::Transfer;
+
+/// One execution between a resting (maker) order and an incoming (taker) order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trade {
+    /// The chain-wide trade sequence number, from 1.
+    pub trade_id: u64,
+    /// On which pair.
+    pub pair: PairIndex,
+    /// The maker's price.
+    pub price: Price,
+    /// How much base.
+    pub quantity: Quantity,
+    /// The base amount, in base units.
+    pub base_amount: Amount,
+    /// The quote amount, in quote units.
+    pub cost: Amount,
+    /// The incoming order's direction.
+    pub taker_direction: Direction,
+    /// The resting order.
+    pub maker_order_id: OrderId,
+    /// The incoming order.
+    pub taker_order_id: OrderId,
+    /// The resting order's account.
+    pub maker_account: Address,
+    /// The incoming order's account.
+    pub taker_account: Address,
+    /// The maker's fee, in the asset the maker receives.
+    pub maker_fee: Amount,
+    /// The taker's fee, in the asset the taker receives.
+    pub taker_fee: Amount,
+    /// When, in ms since the epoch.
+    pub timestamp_ms: u64,
+}
+
+/// What a command did. Every order a command touched appears once, in its final state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// An order's new state.
+    OrderUpdated(OrderRecord),
+    /// A trade.
+    TradeExecuted(Trade),
+    /// An account's new balance in an asset.
+    BalanceUpdated {
+        /// Whose.
+        account: Address,
+        /// Which asset.
+        asset: AssetIndex,
+        /// The balance after the command.
+        balance: Balance,
+    },
+    /// A deposit or withdrawal, new or in a new state (the whole transfer each time).
+    TransferApplied(Transfer),
+}
+
+/// Why a command was refused. A refused command changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// No such pair on the chain.
+    UnknownPair,
+    /// No such asset on the chain.
+    UnknownAsset,
+    /// The order's terms contradict each other (a market order with a price, a limit order
+    /// without one, a zero quantity).
+    InvalidOrder(&'static str),
+    /// The available balance is below what the command needs.
+    InsufficientBalance,
+    /// The order is smaller than the pair's minimum amount.
+    BelowMinAmount,
+    /// The order's value is below the pair's minimum notional.
+    BelowMinNotional,
+    /// A post-only order would have traded on arrival.
+    PostOnlyWouldTake,
+    /// A fill-or-kill order could not fill completely at once.
+    FillOrKillNotFillable,
+    /// A market order found nothing to trade against.
+    NoLiquidity,
+    /// The account already has its limit of open orders.
+    TooManyOpenOrders,
+    /// A value does not fit the engine's integers.
+    AmountTooLarge,
+    /// An open order already has this id.
+    DuplicateOrderId,
+    /// An open order of the account already has this client order id.
+    DuplicateClientOrderId,
+    /// No open order with this id.
+    OrderNotFound,
+    /// The order belongs to another account.
+    NotOwner,
+    /// The chain's books hold their limit of resting orders.
+    BookFull,
+    /// The chain holds its limit of accounts.
+    TooManyAccounts,
+    /// A client-signed request's nonce was refused.
+    Nonce(NonceRejection),
+    /// The command belongs to the other custody mode than the chain's.
+    WrongCustodyMode,
+    /// A pending transfer already has this id.
+    DuplicateTransfer,
+    /// The chain holds its limit of pending deposits or of pending withdrawals.
+    TooManyPendingTransfers,
+    /// The transfer named is not pending.
+    TransferNotPending,
+    /// A chain deposit that is not the vault's next one, or a scan behind the last.
+    DepositOutOfOrder,
+}
+
+impl From<LedgerError> for Rejection {
+    fn from(error: LedgerError) -> Rejection {
+        match error {
+            LedgerError::InsufficientBalance => Rejection::InsufficientBalance,
+            LedgerError::Overflow => Rejection::AmountTooLarge,
+            LedgerError::TooManyAccounts => Rejection::TooManyAccounts,
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! dexd-crypto: keys, addresses and EIP-712 signatures.
+//!
+//! - [`keys`]: a request's secp256k1 secret ([`PrivateKey`]), the address it signs for, signing a
+//!   digest and recovering the signer of one.
+//! - [`encoding`]: addresses (EIP-55), hex and uint256 as text.
+//! - [`eip712`]: the venue's signing domain, the request types clients sign, their digests and
+//!   their JSON form (`GET /account/eip712`).
+//!
+//! Everything here is a pure function of its input (the one exception, [`AddressCache`], draws a
+//! random secret at start). It does not read keys from files or the environment, parse HTTP or
+//! touch the engine.
+
+#![forbid(unsafe_code)]
+
+pub mod eip712;
+pub mod encoding;
+pub mod keys;
+
+#[cfg(test)]
+mod tests;
+
+pub use eip712::{
+    request_types_json, FieldValue, OrderMessage, SigningDomain, StructType, TypedMessage, CANCEL_ORDER_TYPE,
+    DEPOSIT_TYPE, DOMAIN_NAME, DOMAIN_VERSION, ORDER_TYPE, REQUEST_TYPES, WITHDRAW_TYPE,
+};
+pub use encoding::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, parse_uint256, AddressError};
+pub use keys::{
+    address_of_public_key, recover_signer, AddressCache, InvalidPrivateKey, PrivateKey, MAX_ADDRESS_CACHE_ENTRIES,
+};

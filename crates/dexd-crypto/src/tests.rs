@@ -1,0 +1,147 @@
+//! Known-answer and property checks of keys, addresses and typed data.
+
+use alloy_primitives::keccak256;
+
+use dexd_core::Address;
+
+use crate::eip712::{text_word, DOMAIN_TYPE, EIP712_DOMAIN_MEMBERS};
+use crate::*;
+
+/// The key of the EIP-712 specification's example: keccak256("cow").
+fn cow_key() -> PrivateKey {
+    PrivateKey::parse(&hex_prefixed(keccak256("cow").as_slice())).unwrap()
+}
+
+#[test]
+fn cached_type_hashes_are_the_hashes_of_the_encoded_types() {
+    for struct_type in [ORDER_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, WITHDRAW_TYPE] {
+        assert_eq!(struct_type.type_hash(), keccak256(struct_type.encode_type()).0);
+    }
+    // A type that is not cached, even one named like a cached one, is hashed as it is.
+    let other = StructType {
+        name: "Order",
+        members: &[("account", "address")],
+    };
+    assert_eq!(other.type_hash(), keccak256("Order(address account)").0);
+}
+
+#[test]
+fn derives_the_published_address_of_a_known_key() {
+    assert_eq!(
+        checksummed(&cow_key().address()),
+        "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"
+    );
+}
+
+#[test]
+fn signs_the_eip712_specification_example_to_its_published_signature() {
+    // The digest of the specification's Mail example (EIP-712, "Test cases").
+    let digest = parse_hex_bytes::<32>("0xbe609aee343fb3c4b28e1df9e632fca64fcfaede20f02e86244efddf30957bd2").unwrap();
+    let signature = cow_key().sign_digest(digest);
+    assert_eq!(signature[64], 28);
+    assert_eq!(
+        hex_prefixed(&signature[..32]),
+        "0x4355c47d63924e8a72e509b65029052eb6c299d53a04e167c5775fd466751c9d"
+    );
+    assert_eq!(
+        hex_prefixed(&signature[32..64]),
+        "0x07299936d304c153f6443dfa05f40ff007d72911b6f72307f996231605b91562"
+    );
+    assert_eq!(recover_signer(digest, &signature), Some(cow_key().address()));
+}
+
+#[test]
+fn refuses_keys_that_are_not_valid_secrets() {
+    for text in [
+        "",
+        "0x",
+        "0x00",
+        &format!("0x{}", "0".repeat(64)),
+        &format!("0x{}", "f".repeat(64)),
+        &format!("0x{}g", "1".repeat(63)),
+        &"1".repeat(64),
+    ] {
+        assert!(PrivateKey::parse(text).is_err(), "{text:?}");
+    }
+}
+
+#[test]
+fn the_address_cache_gives_each_key_its_own_address() {
+    let cache = AddressCache::default();
+    let cow = cow_key();
+    let other = PrivateKey::parse(&format!("0x{}", "42".repeat(32))).unwrap();
+    for _ in 0..2 {
+        assert_eq!(cache.address_of(&cow), cow.address());
+        assert_eq!(cache.address_of(&other), other.address());
+    }
+    assert_ne!(cache.address_of(&cow), cache.address_of(&other));
+}
+
+#[test]
+fn the_order_digest_encoded_in_place_is_the_typed_message_digest() {
+    let domain = SigningDomain::new(11155111, Address::from_bytes([0xde; 20]));
+    let limit = OrderMessage {
+        account: Address::from_bytes([0x12; 20]),
+        symbol: "ETH/USDC".into(),
+        order_type: "limit".into(),
+        direction: "sell".into(),
+        time_in_force: "IOC".into(),
+        post_only: true,
+        price: "2500.5".into(),
+        amount: "0.25".into(),
+        client_order_id: "bot-7".into(),
+        nonce: [0x34; 32],
+        expiry_ms: 1_800_000_000_123,
+    };
+    let market = OrderMessage {
+        order_type: "market".into(),
+        post_only: false,
+        price: String::new(),
+        client_order_id: String::new(),
+        ..limit.clone()
+    };
+    for message in [limit, market] {
+        assert_eq!(domain.order_digest(&message), domain.digest(&message.typed()));
+    }
+    for text in [
+        "limit", "market", "buy", "sell", "GTC", "IOC", "FOK", "", "ETH/USDC", "limit ",
+    ] {
+        assert_eq!(text_word(text), keccak256(text.as_bytes()).0, "{text:?}");
+    }
+}
+
+#[test]
+fn the_order_type_encodes_as_eip712_writes_it() {
+    assert_eq!(
+        ORDER_TYPE.encode_type(),
+        "Order(address account,string symbol,string orderType,string direction,string timeInForce,\
+         bool postOnly,string price,string amount,string clientOrderId,uint256 nonce,uint256 expiry)"
+    );
+    assert_eq!(EIP712_DOMAIN_MEMBERS.encode_type(), DOMAIN_TYPE);
+}
+
+#[test]
+fn a_key_never_shows_in_debug_output() {
+    let text = format!("{:?}", cow_key());
+    assert_eq!(text, "PrivateKey(<redacted>)");
+}
+
+#[test]
+fn addresses_need_a_valid_checksum_only_in_mixed_case() {
+    let checksummed_text = "0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826";
+    let address = parse_address(checksummed_text).unwrap();
+    assert_eq!(parse_address(&checksummed_text.to_lowercase()).unwrap(), address);
+    assert_eq!(
+        parse_address(&format!("0x{}", checksummed_text[2..].to_uppercase())).unwrap(),
+        address
+    );
+    assert_eq!(
+        parse_address("0xcD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"),
+        Err(AddressError::BadChecksum)
+    );
+    assert_eq!(parse_address("0x1234"), Err(AddressError::Malformed));
+    assert_eq!(
+        parse_address("CD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826"),
+        Err(AddressError::Malformed)
+    );
+}

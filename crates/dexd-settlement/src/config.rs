@@ -1,0 +1,48 @@
+//! A vault chain's settings, as custody takes them: the node, the vault, the confirmations and
+//! the payer's bounds.
+//!
+//! The text of the configuration is read and checked by the `dexd` crate, which builds these;
+//! nothing here parses a file. The operator's key is named by where it is read from, never held.
+
+use std::path::PathBuf;
+
+use dexd_core::Address;
+
+/// A vault chain's settings (`[chains.custody]` with `mode = "vault"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultConfig {
+    /// The chain's JSON-RPC endpoint (http or https).
+    pub rpc_url: String,
+    /// The vault contract.
+    pub vault: Address,
+    /// Blocks on top of a deposit's block before it is credited, and of a withdrawal's before it
+    /// is confirmed.
+    pub confirmations: u64,
+    /// How often the watcher and the payer look at the chain.
+    pub poll_interval_ms: u64,
+    /// The block the vault was deployed in: the deposit watcher starts there.
+    pub start_block: u64,
+    /// Where the operator's key is read from; never the configuration text itself.
+    pub operator_key: OperatorKeySource,
+    /// The most blocks one `eth_getLogs` asks for (halved when the node refuses a range).
+    pub max_log_range_blocks: u64,
+    /// The most withdrawals one vault transaction pays.
+    pub max_withdrawals_per_transaction: usize,
+    /// How long a withdrawal signed by the venue with the account's key may wait to be paid,
+    /// before it fails and is credited back.
+    pub withdrawal_validity_ms: u64,
+    /// How long one request to the node may take before the node counts as unavailable.
+    pub rpc_timeout_ms: u64,
+    /// How long the payer waits for a transaction to be mined before it replaces it, at the
+    /// same nonce, with higher fees.
+    pub replace_after_ms: u64,
+}
+
+/// Where an operator key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperatorKeySource {
+    /// A file holding `0x` + 64 hex digits (a path relative to the configuration file's folder).
+    File(PathBuf),
+    /// An environment variable holding `0x` + 64 hex digits.
+    Environment(String),
+}

@@ -1,0 +1,55 @@
+//! The operator's key: read once at start from a file or an environment variable, held by the
+//! payer for as long as the process runs.
+//!
+//! The key is never written anywhere, and an error names where it was looked for, never what
+//! was found. This module does not sign anything itself.
+
+use std::fmt;
+
+use alloy::signers::local::PrivateKeySigner;
+use zeroize::Zeroizing;
+
+use crate::config::OperatorKeySource;
+
+/// The key of an operator, as the payer holds it (never printed: alloy's signer shows its
+/// address only).
+pub type OperatorKey = PrivateKeySigner;
+
+/// Why an operator key could not be read. Names where it was looked for, never what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorKeyError(pub String);
+
+impl fmt::Display for OperatorKeyError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OperatorKeyError {}
+
+/// Reads a vault chain's operator key from its file or environment variable: `0x` + 64 hex
+/// digits, surrounding whitespace ignored. The key signs the vault's withdrawal transactions for
+/// as long as the process runs; it is never written anywhere, and an error never repeats it.
+pub fn read_operator_key(source: &OperatorKeySource) -> Result<OperatorKey, OperatorKeyError> {
+    let (text, origin) =
+        match source {
+            OperatorKeySource::File(path) => (
+                Zeroizing::new(std::fs::read_to_string(path).map_err(|error| {
+                    OperatorKeyError(format!("cannot read the operator key file {}: {error}", path.display()))
+                })?),
+                format!("the operator key file {}", path.display()),
+            ),
+            OperatorKeySource::Environment(variable) => (
+                Zeroizing::new(std::env::var(variable).map_err(|_| {
+                    OperatorKeyError(format!("the environment variable {variable} holds no operator key"))
+                })?),
+                format!("the environment variable {variable}"),
+            ),
+        };
+    let key = dexd_crypto::PrivateKey::parse(text.trim()).map_err(|_| {
+        OperatorKeyError(format!(
+            "{origin} does not hold 0x + 64 hex digits of a valid secp256k1 key"
+        ))
+    })?;
+    Ok(key.transaction_signer())
+}

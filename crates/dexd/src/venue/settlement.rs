@@ -1,0 +1,52 @@
+//! How custody reaches the venue: each [`Chain`] is a [`VenueChain`] to `dexd-settlement`, and
+//! [`vault_chain_setups`] hands custody the vault chains of the configuration.
+//!
+//! Custody reads the engine and journals its facts as commands through the chain's writer, like
+//! any client; it gets nothing else of the venue.
+
+use std::sync::Arc;
+
+use dexd_core::{Command, Engine};
+use dexd_settlement::{Outcome, SettledAsset, VaultChainSetup, VenueChain};
+use dexd_store::WriteError;
+
+use super::{Chain, Venue};
+
+impl VenueChain for Chain {
+    fn read_engine(&self, read: &mut dyn FnMut(&Engine)) {
+        Chain::read_engine(self, |engine| read(engine));
+    }
+
+    fn enqueue(&self, command: Command) -> Result<Outcome, WriteError> {
+        let queued = Chain::enqueue(self, command, None)?;
+        Ok(Box::pin(queued.outcome()))
+    }
+}
+
+/// What custody needs for each vault chain of the venue (ledger chains are not custody's).
+pub fn vault_chain_setups(venue: &Venue) -> Vec<VaultChainSetup> {
+    venue
+        .config
+        .chains
+        .iter()
+        .filter_map(|chain_config| {
+            let vault_config = chain_config.vault()?;
+            let chain = venue
+                .chain(chain_config.chain_id)
+                .expect("invariant: every configured chain runs");
+            Some(VaultChainSetup {
+                chain_id: chain_config.chain_id,
+                chain: chain as Arc<dyn VenueChain>,
+                config: vault_config.clone(),
+                assets: chain_config
+                    .assets
+                    .iter()
+                    .map(|asset| SettledAsset {
+                        symbol: asset.symbol.clone(),
+                        token: asset.address,
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
