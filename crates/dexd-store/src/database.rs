@@ -11,14 +11,13 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::codec::CodecError;
 
-/// The database page size, in bytes. (16 KiB pages made the projector bench 13 % faster but
-/// the durable bench no faster, and cost more per random page an update or a read touches.)
+/// The database page size, in bytes: larger pages cost more per random page an update or a read
+/// touches, and did not make the durable path faster (BENCHMARKS.md).
 pub const STORE_PAGE_BYTES: i64 = 4096;
 /// The page cache of each connection, in KiB.
 pub const STORE_CACHE_KIBIBYTES: i64 = 64 * 1024;
 /// WAL pages between automatic checkpoints of the history (4 MiB). The history is not synced,
-/// so a checkpoint only copies pages into its file (with no checkpoint at all the durable bench
-/// is no faster); a larger WAL spreads the same writes over more of the page cache for the
+/// so a checkpoint only copies pages into its file; a larger WAL spreads the same writes over more of the page cache for the
 /// kernel to write back.
 pub const WAL_AUTOCHECKPOINT_PAGES: i64 = 1_024;
 

@@ -16,8 +16,7 @@ use super::records::UnindexedOrderIds;
 
 /// The page cache of the projector's connection, in KiB: it must hold the pages a transaction of
 /// [`super::MAX_PROJECTION_BATCH`] commands changes, or SQLite writes them out to the WAL in the middle
-/// of the transaction and reads them back (the projector bench at 65,536 commands per
-/// transaction: 68 k commands/s with 64 MiB, 118 k with this).
+/// of the transaction and reads them back (BENCHMARKS.md, "The projector alone").
 pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 
 /// The history's schema version. The history is derived from the journal, so a history of
@@ -36,8 +35,7 @@ pub(super) const HISTORY_SCHEMA_VERSION: usize = 7;
 /// orders that rested a while were inserted into the middle of the table, page by page). The id
 /// index (`order_ids`, written in sorted runs) and the account index hold the first 8 bytes of
 /// the (random) id and of the address as an integer ([`leading_key`]): integers compare faster
-/// than blobs and the index stays dense (the projector bench: about 8 % more commands per second
-/// than with the blob prefix and the address); a read compares the whole value in the row.
+/// than blobs and the index stays dense; a read compares the whole value in the row.
 pub(super) const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE orders (
          number INTEGER PRIMARY KEY, sequence INTEGER NOT NULL, order_id BLOB NOT NULL, account BLOB NOT NULL,
@@ -108,8 +106,7 @@ pub(super) fn open_history(
     // The projector's commits and checkpoints never wait for the disk. The journal is the
     // durable record; the projector's mark, committed with the rows, says what to rebuild after
     // a crash of the process (the operating system still has every write). Syncs of the history
-    // made the journal's syncs wait on ext4 (p99 over HTTP at 1,000 orders/s: 12–15 ms with
-    // them, 3–8 ms without).
+    // would make the journal's syncs wait behind them on the same disk.
     connection.pragma_update(None, "synchronous", "OFF")?;
     connection.pragma_update(None, "cache_size", -PROJECTOR_CACHE_KIBIBYTES)?;
     Ok(connection)

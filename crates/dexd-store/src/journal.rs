@@ -83,8 +83,7 @@ pub(super) fn checkpoint_passive(connection: &Connection) -> Result<(), StoreErr
     Ok(())
 }
 /// A connection to a chain's journal that only checkpoints it, on a thread of its own: it copies
-/// the bulk of the WAL into the database file and syncs it (about 10 ms per 8,192 commands here, once every 32,768)
-/// while the writer goes on committing. The writer then finishes with a short checkpoint of what
+/// the bulk of the WAL into the database file and syncs it while the writer goes on committing. The writer then finishes with a short checkpoint of what
 /// was appended meanwhile ([`StoreWriter::checkpoint`]), after which the WAL starts over: a
 /// checkpoint that never catches up with a busy writer lets the WAL grow without end.
 pub struct JournalCheckpointer {

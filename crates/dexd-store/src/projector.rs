@@ -20,17 +20,14 @@ use crate::codec;
 
 /// The most commands written to the history in one transaction, by the projector and by the
 /// replay at start. A larger transaction writes an index page that several commands change
-/// once: the durable bench at 1,024 submitters went from 83–85 k to 86–89 k commands/s when
-/// this rose from 16,384 (measured while fills still rewrote order rows, before schema 4). The
-/// cost: when the projector is saturated, a history read may wait for one such transaction
+/// once (BENCHMARKS.md, "Durable path", has the figures). The cost: when the projector is saturated, a history read may wait for one such transaction
 /// (under a second); at the rates HTTP reaches, the projector's backlog never holds this many
 /// commands.
 pub const MAX_PROJECTION_BATCH: usize = 65_536;
 /// How many closed orders wait, found by id from memory, before their id index entries are
 /// written in one sorted run. The id is random, so entries written one by one land on a page
-/// each once the index outgrows a transaction; in runs, a page takes many at once. (The durable
-/// bench with no id index at all, as a measure of its cost: 110–111 k against 89–94 k commands
-/// per second at 1,024 submitters.) Memory: 40 bytes or so per waiting order.
+/// each once the index outgrows a transaction; in runs, a page takes many at once (BENCHMARKS.md,
+/// "Durable path", measures what the index costs). Memory: 40 bytes or so per waiting order.
 pub const ORDER_ID_INDEX_RUN: usize = 131_072;
 
 /// The writer of a chain's history, owned by the chain's projector thread.

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use common::TestServer;
 use serde_json::{json, Value};
 
-/// Every path of CONTRACT.md with its method, and the extensions (`orderDetail`, `eip712`,
+/// Every path of the interface (`docs/api.md`) with its method, and the extensions (`orderDetail`, `eip712`,
 /// `reserves`, `chains`, `health`, `ready`, `metrics`, `openapi.json`).
 const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/order/addOrder"),

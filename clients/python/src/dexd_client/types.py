@@ -1,6 +1,6 @@
 """Typed results: the contract's objects as frozen dataclasses, decimals as ``Decimal``.
 
-Each ``from_json`` takes the object exactly as dexd sends it (CONTRACT.md, "Objects") and fails
+Each ``from_json`` takes the object exactly as dexd sends it (docs/api.md, "Objects") and fails
 loudly on a missing field rather than inventing one. This module does no IO.
 """
 

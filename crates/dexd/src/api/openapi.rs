@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document served at `/openapi.json`, generated from the operation table so
 //! that its paths and parameters are the ones the router really serves.
 //!
-//! The schemas of the bodies are written here by hand from `CONTRACT.md`. This module serves
+//! The schemas of the bodies are written here by hand from the interface (`docs/api.md`). This module serves
 //! nothing itself.
 
 use serde_json::{json, Map, Value};

@@ -24,10 +24,9 @@ pub const MAX_WRITE_BATCH: usize = 1_024;
 /// How many journaled commands pass between two checkpoints of the journal, which the writer
 /// finishes between batches after answering one: each checkpoint writes the journal's new pages
 /// to its file and syncs it, so running it after every batch would double the syncs, and the
-/// writer's part holds every write for 10–12 ms at 4,500 orders/s. At 8,192 that came every
-/// 1.8 s and was most of the slowest percent of placements (server-side p99 8.7–10.0 ms against
-/// 7.2–7.6 ms at 32,768). The cost: the WAL file grows to about 55 MB at that rate between
-/// checkpoints (it is reused, not regrown, after each).
+/// writer's part holds every write while it runs: fewer, larger checkpoints keep those pauses
+/// out of most placements' latency (BENCHMARKS.md, "Over HTTP"). The cost: the WAL file grows
+/// between checkpoints (it is reused, not regrown, after each).
 pub const JOURNAL_CHECKPOINT_INTERVAL_COMMANDS: usize = 32_768;
 
 pub(crate) struct WriteRequest {
@@ -171,10 +170,9 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
 
 /// Checkpoints the journal every [`JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], in two steps so that
 /// the writer is not held up by the bulk of it: the checkpointer thread copies the WAL into the
-/// database file and syncs it (about 10 ms here, during which the writer answered nothing when
-/// it did this itself), then the writer, between batches, copies what was appended meanwhile,
-/// so that the WAL starts over (1.3 ms at 2,000 orders/s; at 5,000/s the sync of those few
-/// pages waits 7–10 ms on the busy disk). A failure is retried at the next interval, the WAL growing
+/// database file and syncs it (the writer answered nothing while it did this itself), then the
+/// writer, between batches, copies what was appended meanwhile, so that the WAL starts over. A
+/// failure is retried at the next interval, the WAL growing
 /// meanwhile.
 fn checkpoint_when_due(state: &mut WriterState) {
     let journaled_through = state.next_sequence - 1;

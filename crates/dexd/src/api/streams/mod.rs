@@ -1,4 +1,4 @@
-//! Live streams over WebSocket (`GET /ws`, CONTRACT.md "Streams"): channels `book`, `trades`,
+//! Live streams over WebSocket (`GET /ws`, `docs/streams.md`): channels `book`, `trades`,
 //! `candles`, `orders` and `balances`, each a snapshot (where the channel has one) and then the
 //! updates after it, none left out, only what is durable.
 //!

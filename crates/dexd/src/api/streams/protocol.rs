@@ -1,4 +1,4 @@
-//! The stream protocol of CONTRACT.md ("Streams"): reading a client's message (`subscribe`,
+//! The stream protocol (`docs/streams.md`): reading a client's message (`subscribe`,
 //! `unsubscribe`, `ping`) with the same validation and error codes as REST, and writing the
 //! server's messages (acknowledgments, errors, and the frame every subscription message shares:
 //! its event, channel, the client's `id` and the parameters that name it).
