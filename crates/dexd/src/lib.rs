@@ -10,7 +10,6 @@
 pub mod api;
 pub mod config;
 pub mod log_output;
-pub mod rate_limit;
 pub mod telemetry;
 pub mod tls;
 pub mod venue;
@@ -118,6 +117,8 @@ fn start_in_background(
             venue: Arc::clone(&venue),
             custody: Arc::clone(&custody),
             streams: Arc::clone(&streams),
+            addresses: dexd_crypto::AddressCache::default(),
+            rate_limits: api::rate_limit::RateLimits::new(&venue.config.limits),
             telemetry,
             connections,
         }));

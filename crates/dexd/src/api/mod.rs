@@ -14,6 +14,7 @@ pub mod openapi;
 pub mod operations;
 pub mod page;
 pub mod params;
+pub mod rate_limit;
 pub mod render;
 pub mod streams;
 
@@ -53,6 +54,10 @@ pub struct AppState {
     pub telemetry: Arc<crate::telemetry::Telemetry>,
     /// The server's HTTP connections, to report them.
     pub connections: ConnectionGauge,
+    /// Addresses of keys seen recently.
+    pub addresses: dexd_crypto::AddressCache,
+    /// Request budgets per client IP and per account.
+    pub rate_limits: rate_limit::RateLimits,
 }
 
 pub use self::observability::{starting_router, ConnectionGauge};
@@ -220,7 +225,7 @@ async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: 
         .get::<axum::extract::MatchedPath>()
         .map_or("unmatched", |matched| matched.as_str())
         .to_owned();
-    let mut response = rate_limit_by_ip(&app.venue, request, next).await;
+    let mut response = rate_limit_by_ip(&app.rate_limits, request, next).await;
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
@@ -240,12 +245,12 @@ async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: 
 /// Takes the request from its client IP's budget: 429 past it, and the `RateLimit-*` headers
 /// on every answer. Without connection information (a router used in process) every request
 /// counts against one unspecified address.
-async fn rate_limit_by_ip(venue: &Venue, request: Request, next: Next) -> Response {
+async fn rate_limit_by_ip(rate_limits: &rate_limit::RateLimits, request: Request, next: Next) -> Response {
     let ip = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |info| info.0.ip());
-    match venue.rate_limits.check_ip(ip) {
+    match rate_limits.check_ip(ip) {
         Ok(allowance) => {
             let mut response = next.run(request).await;
             let headers = response.headers_mut();

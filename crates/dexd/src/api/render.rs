@@ -6,7 +6,8 @@
 
 use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
 use dexd_core::{
-    AssetIndex, Balance, Direction, NewOrder, OrderStatus, OrderType, TimeInForce, Trade, Transfer, TransferStatus,
+    AssetIndex, Balance, Direction, LevelView, NewOrder, OrderStatus, OrderType, PairIndex, Price, TimeInForce, Trade,
+    Transfer, TransferStatus,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -51,6 +52,28 @@ fn status_name(status: OrderStatus) -> &'static str {
 /// An amount of an asset, canonically.
 pub fn asset_amount(chain: &ChainConfig, asset: AssetIndex, units: u128) -> String {
     format_scaled_units(units, chain.asset_config(asset).decimals)
+}
+
+/// A book level of `pair` as the contract writes it: `{"price", "amount", "orders"}`, the amount
+/// in base. A level that is gone (`quantity` 0, no orders) writes amount `"0"`. The REST book and
+/// the streams' book both render through this.
+pub fn book_level(chain: &ChainConfig, pair: PairIndex, price: Price, quantity: u128, orders: u32) -> Value {
+    let spec = &chain.pair_config(pair).spec;
+    let amount = if quantity == 0 {
+        "0".to_string()
+    } else {
+        asset_amount(chain, spec.base(), quantity.saturating_mul(spec.step_units()))
+    };
+    json!({"price": spec.format_price(price), "amount": amount, "orders": orders})
+}
+
+/// The text of a book level's price and amount, for the streams' checksum.
+pub fn book_level_text(chain: &ChainConfig, pair: PairIndex, level: &LevelView) -> (String, String) {
+    let spec = &chain.pair_config(pair).spec;
+    (
+        spec.format_price(level.price),
+        asset_amount(chain, spec.base(), level.quantity.saturating_mul(spec.step_units())),
+    )
 }
 
 /// A signed amount of quote or base units, canonically, with a leading `-` when negative.

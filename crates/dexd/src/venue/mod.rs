@@ -322,10 +322,6 @@ impl QueuedWrite {
 pub struct Venue {
     /// The configuration it runs.
     pub config: Config,
-    /// Addresses of keys seen recently.
-    pub addresses: dexd_crypto::AddressCache,
-    /// Request budgets per client IP and per account.
-    pub rate_limits: crate::rate_limit::RateLimits,
     chains: HashMap<u64, Arc<Chain>>,
     /// Where the venue's metrics are recorded.
     pub telemetry: Arc<Telemetry>,
@@ -373,11 +369,8 @@ impl Venue {
             let chain = chain?;
             chains.insert(chain.config.chain_id, Arc::new(chain));
         }
-        let rate_limits = crate::rate_limit::RateLimits::new(&config.limits);
         Ok(Venue {
             config,
-            addresses: dexd_crypto::AddressCache::default(),
-            rate_limits,
             chains,
             telemetry,
         })

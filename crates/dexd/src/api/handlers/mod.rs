@@ -150,8 +150,8 @@ pub(super) async fn history(chain: &Chain) -> Result<&dexd_store::StoreReader, A
 }
 
 /// Takes one state change from the account's budget.
-pub(super) fn spend_write_budget(venue: &Venue, account: &Address) -> Result<(), ApiError> {
-    venue.rate_limits.check_account(account).map_err(|wait| {
+pub(super) fn spend_write_budget(app: &AppState, account: &Address) -> Result<(), ApiError> {
+    app.rate_limits.check_account(account).map_err(|wait| {
         crate::api::error::too_many_requests("this account is making state changes faster than allowed", wait)
     })
 }

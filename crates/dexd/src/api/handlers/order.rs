@@ -65,7 +65,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     let mut terms = NewOrder {
         order_id: OrderId::default(),
         client_order_id: client_order_id(&params)?,
-        account: credential.account(&app.venue.addresses),
+        account: credential.account(&app.addresses),
         pair: pair_index,
         order_type,
         direction,
@@ -78,7 +78,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     // signature is checked first, or anyone could spend another account's budget.
     let holds_key = matches!(credential, Credential::Key(_));
     if holds_key {
-        spend_write_budget(&app.venue, &terms.account)?;
+        spend_write_budget(&app, &terms.account)?;
     }
     let signed = credential.nonce_and_expiry(now_ms());
     let (nonce, expiry_ms) = signed;
@@ -86,7 +86,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     terms.order_id = OrderId::from_bytes(digest);
     let authorization = credential.authorize(digest, &terms.account, signed, Some(terms.order_id))?;
     if !holds_key {
-        spend_write_budget(&app.venue, &terms.account)?;
+        spend_write_budget(&app, &terms.account)?;
     }
     let order_id = terms.order_id;
     let events = chain
@@ -178,13 +178,13 @@ fn order_not_open() -> ApiError {
 pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
-    let account = credential.account(&app.venue.addresses);
+    let account = credential.account(&app.addresses);
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
     let authorization = credential.authorize_client_signature(&account, |signed| {
         signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
     })?;
-    spend_write_budget(&app.venue, &account)?;
+    spend_write_budget(&app, &account)?;
     let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
     let stored = history(&chain)
         .await?
@@ -260,14 +260,7 @@ async fn order_book(app: Arc<AppState>, params: Params, direction: Direction) ->
         .ok_or_else(ApiError::internal)?;
     let levels: Vec<Value> = levels
         .iter()
-        .map(|level| {
-            let base_units = level.quantity.saturating_mul(pair.spec.step_units());
-            json!({
-                "price": pair.spec.format_price(level.price),
-                "amount": render::asset_amount(&chain.config, pair.spec.base(), base_units),
-                "orders": level.orders,
-            })
-        })
+        .map(|level| render::book_level(&chain.config, pair_index, level.price, level.quantity, level.orders))
         .collect();
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),

@@ -64,7 +64,7 @@ fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiE
     let chain = chain_of(&app.venue, params)?;
     let from = address_param(params, "from")?;
     let credential = Credential::from_params(params, params.text("from")?, now_ms())?;
-    let signer = credential.account(&app.venue.addresses);
+    let signer = credential.account(&app.addresses);
     if from != signer {
         let message = match credential {
             Credential::Key(_) => "from is not the address of privateKey",
@@ -124,7 +124,7 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
     let authorization = credential.authorize_client_signature(&from, |signed| {
         signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed))
     })?;
-    spend_write_budget(&app.venue, &from)?;
+    spend_write_budget(&app, &from)?;
     let request = TransferRequest {
         transfer_id: transaction_hash(&chain, &from, asset, units, kind),
         account: from,
@@ -165,7 +165,7 @@ async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
             ))
         }
     };
-    spend_write_budget(&app.venue, &terms.from)?;
+    spend_write_budget(&app, &terms.from)?;
     let signer = key.transaction_signer();
     drop(key);
     let transfer = vault
@@ -226,7 +226,7 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
     };
     let digest = withdrawal.digest(signing_domain(&chain));
     let authorization = credential.authorize(digest, &from, (withdrawal_id, expiry_ms), None)?;
-    spend_write_budget(&app.venue, &from)?;
+    spend_write_budget(&app, &from)?;
     let command = Command::RequestWithdrawal(VaultWithdrawal {
         request: TransferRequest {
             transfer_id: withdrawal_id,

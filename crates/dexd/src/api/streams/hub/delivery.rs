@@ -1,0 +1,226 @@
+//! Rendering and delivering a round of publications to the live subscriptions: one book update
+//! per pair and depth (changed levels and the checksum), one trades, candles, orders or balances
+//! message per subscription. It never waits for a connection: a full outbox ends that one.
+
+use super::snapshots::stored_order;
+use super::*;
+
+impl Hub {
+    /// Renders one book message of a subscription: a snapshot (all levels) or an update (the
+    /// changed levels), with the checksum of the top levels.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn book_message(
+        &self,
+        index: usize,
+        event: &str,
+        sequence: u64,
+        previous: Option<u64>,
+        bids: &[LevelView],
+        asks: &[LevelView],
+        pair: PairIndex,
+    ) -> String {
+        let subscription = &self.subscriptions[index];
+        let rest = self.book_fields(&subscription.key, sequence, previous, bids, asks, pair, None);
+        protocol::frame(
+            &format!("{{\"event\":\"{event}\",\"id\":"),
+            &subscription.id_json,
+            &rest,
+        )
+    }
+
+    /// The fields of a book message after the id, as a JSON object's text. With `changes`, the
+    /// levels are those changes (a level that left has amount "0"); the checksum is of `bids`
+    /// and `asks` (the whole view after the change).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn book_fields(
+        &self,
+        key: &ChannelKey,
+        sequence: u64,
+        previous: Option<u64>,
+        bids: &[LevelView],
+        asks: &[LevelView],
+        pair: PairIndex,
+        changes: Option<(&[LevelChange], &[LevelChange])>,
+    ) -> String {
+        let chain = &self.chain.config;
+        let level = |level: &LevelView| render::book_level(chain, pair, level.price, level.quantity, level.orders);
+        let change = |change: &LevelChange| {
+            let (quantity, orders) = change.level.unwrap_or((0, 0));
+            render::book_level(chain, pair, change.price, quantity, orders)
+        };
+        let mut fields = self.parameters(key);
+        match changes {
+            None => {
+                fields.insert("bids".into(), Value::Array(bids.iter().map(level).collect()));
+                fields.insert("asks".into(), Value::Array(asks.iter().map(level).collect()));
+            }
+            Some((bid_changes, ask_changes)) => {
+                fields.insert("bids".into(), Value::Array(bid_changes.iter().map(change).collect()));
+                fields.insert("asks".into(), Value::Array(ask_changes.iter().map(change).collect()));
+            }
+        }
+        fields.insert("sequence".into(), json!(sequence));
+        if let Some(previous) = previous {
+            fields.insert("previousSequence".into(), json!(previous));
+        }
+        let sum = checksum(bids, asks, |level| render::book_level_text(chain, pair, level));
+        fields.insert("checksum".into(), json!(sum));
+        Value::Object(fields).to_string()
+    }
+
+    /// Delivers what a round changed to the live subscriptions.
+    pub(super) fn deliver(&mut self, round: Round) {
+        for (pair, view) in round.books {
+            let depths: Vec<usize> = self
+                .books
+                .keys()
+                .filter(|(group_pair, _)| *group_pair == pair)
+                .map(|(_, depth)| *depth)
+                .collect();
+            for depth in depths {
+                self.deliver_book(pair, depth, &view);
+            }
+        }
+        for (pair, trades) in round.trades {
+            let Some(members) = self.trades.get(&pair) else {
+                continue;
+            };
+            let Some(first) = members.first() else { continue };
+            let chain = &self.chain.config;
+            let mut fields = self.parameters(&self.subscriptions[*first].key);
+            let rendered: Vec<Value> = trades
+                .iter()
+                .map(|trade| serde_json::to_value(render::trade(chain, trade)).expect("a trade serializes"))
+                .collect();
+            fields.insert("trades".into(), Value::Array(rendered));
+            self.push_to(members.clone(), "update", &Value::Object(fields).to_string());
+        }
+        for ((pair, interval), candles) in round.candles {
+            let Some(members) = self.candles.get(&(pair, interval)) else {
+                continue;
+            };
+            let Some(first) = members.first() else { continue };
+            let parameters = self.parameters(&self.subscriptions[*first].key);
+            let members = members.clone();
+            for candle in candles.values() {
+                let mut fields = parameters.clone();
+                fields.insert("candle".into(), render::candle(&self.chain.config, pair, candle));
+                self.push_to(members.clone(), "update", &Value::Object(fields).to_string());
+            }
+        }
+        for (account, orders) in round.orders {
+            let Some(members) = self.orders.get(&account).cloned() else {
+                continue;
+            };
+            let Some(first) = members.first() else { continue };
+            let signatures = self.signatures.entry(account).or_default();
+            let mut rendered = Vec::new();
+            for record in orders.into_values() {
+                let Some(authorization) = signatures.get(&record.sequence).copied() else {
+                    tracing::error!(
+                        order = record.sequence,
+                        "a streamed order has no known signature; left out"
+                    );
+                    continue;
+                };
+                if record.status != OrderStatus::Open {
+                    signatures.remove(&record.sequence);
+                }
+                let stored = stored_order(record, authorization);
+                rendered.push(
+                    serde_json::to_value(render::order(&self.chain.config, &stored)).expect("an order serializes"),
+                );
+            }
+            let mut fields = self.parameters(&self.subscriptions[*first].key);
+            fields.insert("orders".into(), Value::Array(rendered));
+            self.push_to(members, "update", &Value::Object(fields).to_string());
+        }
+        let mut accounts: Vec<Address> = round.balances.keys().copied().collect();
+        for account in round.transfers.keys() {
+            if !accounts.contains(account) {
+                accounts.push(*account);
+            }
+        }
+        for account in accounts {
+            let Some(members) = self.balances.get(&account).cloned() else {
+                continue;
+            };
+            let live: Vec<usize> = members
+                .into_iter()
+                .filter(|index| matches!(self.subscriptions[*index].state, State::Live))
+                .collect();
+            let Some(first) = live.first() else { continue };
+            let chain = &self.chain.config;
+            let balances: Vec<Value> = round
+                .balances
+                .get(&account)
+                .into_iter()
+                .flatten()
+                .map(|(asset, balance)| render::balance(chain, *asset, *balance))
+                .collect();
+            let transfers: Vec<Value> = round
+                .transfers
+                .get(&account)
+                .into_iter()
+                .flatten()
+                .map(|transfer| render::transfer(chain, transfer))
+                .collect();
+            let mut fields = self.parameters(&self.subscriptions[*first].key);
+            fields.insert("balances".into(), Value::Array(balances));
+            fields.insert("transfers".into(), Value::Array(transfers));
+            self.push_to(live, "update", &Value::Object(fields).to_string());
+        }
+    }
+
+    pub(super) fn deliver_book(&mut self, pair: PairIndex, depth: usize, view: &BookView) {
+        let Some(group) = self.books.get(&(pair, depth)) else {
+            return;
+        };
+        let Some((previous_sequence, old_bids, old_asks)) = &group.view else {
+            return;
+        };
+        let bids: Vec<LevelView> = view.bids.iter().take(depth).copied().collect();
+        let asks: Vec<LevelView> = view.asks.iter().take(depth).copied().collect();
+        let bid_changes = changes(old_bids, &bids, true);
+        let ask_changes = changes(old_asks, &asks, false);
+        let previous_sequence = *previous_sequence;
+        let members = group.members.clone();
+        // Every change of the book's sequence is sent, with the levels that changed within the
+        // depth (maybe none), so that previousSequence always is the sequence of the message
+        // before, for members old and new alike.
+        if view.sequence != previous_sequence {
+            if let Some(first) = members.first() {
+                let key = self.subscriptions[*first].key;
+                let rest = self.book_fields(
+                    &key,
+                    view.sequence,
+                    Some(previous_sequence),
+                    &bids,
+                    &asks,
+                    pair,
+                    Some((&bid_changes, &ask_changes)),
+                );
+                self.push_to(members, "update", &rest);
+            }
+        }
+        if let Some(group) = self.books.get_mut(&(pair, depth)) {
+            group.view = Some((view.sequence, bids, asks));
+        }
+    }
+
+    /// Pushes one message (its fields after the id: `rest`) to each subscription, with its id.
+    pub(super) fn push_to(&mut self, members: Vec<usize>, event: &str, rest: &str) {
+        let prefix = format!("{{\"event\":\"{event}\",\"id\":");
+        for index in members {
+            let Some(subscription) = self.subscriptions.get(index) else {
+                continue;
+            };
+            if !matches!(subscription.state, State::Live) {
+                continue;
+            }
+            subscription
+                .outbox
+                .push(protocol::frame(&prefix, &subscription.id_json, rest));
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The hub's registry of subscriptions: subscribing (the acknowledgment, then the snapshot read
+//! it needs), unsubscribing and a connection's end, and which pairs' books and candles the writer
+//! must publish views of. It renders nothing beyond acknowledgments and refusals.
+
+use super::*;
+
+impl Hub {
+    pub(super) fn subscribe(&mut self, outbox: Arc<Outbox>, request: SubscribeRequest) {
+        let key = request.key;
+        let mut fields = key.parameters(&self.venue);
+        if let ChannelKey::Book { .. } = key {
+            fields.insert("depth".into(), json!(request.depth));
+        }
+        let acknowledged = outbox.push(protocol::message("subscribed", &request.id_json, fields));
+        if !acknowledged {
+            return;
+        }
+        let connection_id = outbox.connection_id;
+        let index = self.subscriptions.insert(Subscription {
+            outbox,
+            key,
+            depth: request.depth,
+            id_json: request.id_json,
+            state: State::Live,
+            since: Instant::now(),
+        });
+        self.by_key.insert((connection_id, key), index);
+        match key {
+            ChannelKey::Book { pair, .. } => {
+                self.books
+                    .entry((pair, request.depth))
+                    .or_insert(BookGroup {
+                        members: Vec::new(),
+                        awaiting: Vec::new(),
+                        view: None,
+                    })
+                    .awaiting
+                    .push(index);
+                self.update_book_interest(pair);
+                self.request_read(
+                    index,
+                    StreamRead::Book {
+                        pair,
+                        depth: request.depth,
+                    },
+                );
+            }
+            ChannelKey::Trades { pair, .. } => self.trades.entry(pair).or_default().push(index),
+            ChannelKey::Candles { pair, interval, .. } => {
+                self.candles.entry((pair, interval)).or_default().push(index);
+                self.update_candle_interest(pair);
+            }
+            ChannelKey::Orders { .. } => {
+                self.subscriptions[index].state = State::AwaitingOrders;
+                self.try_orders_snapshot(index);
+            }
+            ChannelKey::Balances { account, .. } => {
+                self.balances.entry(account).or_default().push(index);
+                self.request_read(index, StreamRead::Balances { account });
+            }
+        }
+    }
+
+    pub(super) fn request_read(&mut self, index: usize, read: StreamRead) {
+        match self.chain.request_stream_read(read) {
+            Ok(token) => {
+                self.reads.insert(token, index);
+                self.subscriptions[index].state = State::AwaitingRead(token);
+            }
+            Err(_) => self.refuse(
+                index,
+                "the chain is too busy to take a snapshot now; subscribe again shortly",
+            ),
+        }
+    }
+
+    /// Ends a subscription with a 503-like error (it was acknowledged, but cannot start).
+    pub(super) fn refuse(&mut self, index: usize, message: &str) {
+        let subscription = &self.subscriptions[index];
+        let error = ApiError::unavailable(message);
+        subscription.outbox.push(protocol::error(
+            &subscription.id_json,
+            &error,
+            Some(self.parameters(&subscription.key)),
+        ));
+        self.remove(index);
+    }
+
+    pub(super) fn parameters(&self, key: &ChannelKey) -> Map<String, Value> {
+        key.parameters(&self.venue)
+    }
+
+    pub(super) fn remove(&mut self, index: usize) {
+        if !self.subscriptions.contains(index) {
+            return;
+        }
+        let subscription = self.subscriptions.remove(index);
+        self.by_key
+            .remove(&(subscription.outbox.connection_id, subscription.key));
+        if let State::AwaitingRead(token) = subscription.state {
+            self.reads.remove(&token);
+        }
+        let drop_member = |members: &mut Vec<usize>| members.retain(|member| *member != index);
+        match subscription.key {
+            ChannelKey::Book { pair, .. } => {
+                if let Some(group) = self.books.get_mut(&(pair, subscription.depth)) {
+                    drop_member(&mut group.members);
+                    drop_member(&mut group.awaiting);
+                    if group.members.is_empty() && group.awaiting.is_empty() {
+                        self.books.remove(&(pair, subscription.depth));
+                    }
+                }
+                self.update_book_interest(pair);
+            }
+            ChannelKey::Trades { pair, .. } => {
+                if let Some(members) = self.trades.get_mut(&pair) {
+                    drop_member(members);
+                    if members.is_empty() {
+                        self.trades.remove(&pair);
+                    }
+                }
+            }
+            ChannelKey::Candles { pair, interval, .. } => {
+                if let Some(members) = self.candles.get_mut(&(pair, interval)) {
+                    drop_member(members);
+                    if members.is_empty() {
+                        self.candles.remove(&(pair, interval));
+                    }
+                }
+                self.update_candle_interest(pair);
+            }
+            ChannelKey::Orders { account, .. } => {
+                if let Some(members) = self.orders.get_mut(&account) {
+                    drop_member(members);
+                    if members.is_empty() {
+                        self.orders.remove(&account);
+                        self.signatures.remove(&account);
+                    }
+                }
+            }
+            ChannelKey::Balances { account, .. } => {
+                if let Some(members) = self.balances.get_mut(&account) {
+                    drop_member(members);
+                    if members.is_empty() {
+                        self.balances.remove(&account);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn update_book_interest(&self, pair: PairIndex) {
+        let depth = self
+            .books
+            .keys()
+            .filter(|(group_pair, _)| *group_pair == pair)
+            .map(|(_, depth)| *depth)
+            .max()
+            .unwrap_or(0);
+        self.publications.interest.set_book_depth(pair, depth);
+    }
+
+    pub(super) fn update_candle_interest(&self, pair: PairIndex) {
+        let intervals: Vec<CandleInterval> = self
+            .candles
+            .keys()
+            .filter(|(candle_pair, _)| *candle_pair == pair)
+            .map(|(_, interval)| *interval)
+            .collect();
+        self.publications.interest.set_candle_intervals(pair, &intervals);
+    }
+}
