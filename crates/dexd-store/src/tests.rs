@@ -10,7 +10,7 @@ use super::database::*;
 use super::history::*;
 use super::journal::*;
 use super::*;
-use crate::codec;
+use crate::codec::{self, decode_authorization, encode_authorization};
 
 #[test]
 fn a_store_of_schema_version_2_migrates_and_its_orders_are_rebuilt_in_the_history() {

@@ -5,7 +5,10 @@
 //! what is on disk. Integers are big-endian. Snapshots of a chain's state are encoded in
 //! [`snapshot`]. This module does no IO.
 
+mod authorization;
 pub mod snapshot;
+
+pub use self::authorization::{decode_authorization, encode_authorization, AUTHORIZATION_ENCODING_VERSION};
 
 use dexd_core::{
     Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, Command, Direction, NewOrder,

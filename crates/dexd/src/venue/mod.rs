@@ -31,7 +31,7 @@ use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::projector::run_projector;
-use self::snapshotter::{newest_usable_snapshot, SnapshotStatus, Snapshotter, SnapshotterSetup};
+use self::snapshotter::{recover, SnapshotStatus, Snapshotter, SnapshotterSetup};
 use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterMetrics, WriterState};
 use crate::config::{ChainConfig, Config};
 use crate::telemetry::Telemetry;
@@ -98,22 +98,20 @@ impl Chain {
         // A snapshot is usable only if the history holds the commands up to it (the replay after
         // it writes the history only beyond that) and the journal reaches it.
         let usable_through = projector.projected_sequence()?.min(store_writer.last_sequence()?);
-        let restored = if full_config.snapshots.every_commands == 0 {
-            None
-        } else {
-            newest_usable_snapshot(&snapshot_directory, &identity, &engine_config, usable_through)
-        };
+        let snapshots = (snapshot_directory.clone(), identity.clone());
         // What the projector had not written before the stop is written now, before serving.
-        let replayed = match restored {
-            Some(snapshot) => {
-                let sequence = snapshot.sequence;
-                snapshot_status.record(sequence, snapshot_file_time_ms(&snapshot_directory, sequence));
-                projector.restore_open_orders(snapshot.open_orders);
-                tracing::info!(chain_id, sequence, "chain state restored from a snapshot");
-                store_writer.replay_after(snapshot.engine, sequence, Some(&mut projector))?
-            }
-            None => store_writer.replay(&engine_config, Some(&mut projector))?,
-        };
+        let (replayed, restored_from) = recover(
+            &store_writer,
+            &snapshots,
+            &engine_config,
+            usable_through,
+            full_config.snapshots.every_commands != 0,
+            Some(&mut projector),
+        )?;
+        if let Some(sequence) = restored_from {
+            snapshot_status.record(sequence, snapshot_file_time_ms(&snapshot_directory, sequence));
+            tracing::info!(chain_id, sequence, "chain state restored from a snapshot");
+        }
         tracing::info!(
             chain_id = config.chain_id,
             journaled_commands = replayed.last_sequence,
@@ -158,7 +156,7 @@ impl Chain {
             checkpoints_copied,
             checkpoint_in_progress: false,
             publisher: Some(publisher),
-            snapshots: (snapshot_directory, identity),
+            snapshots,
             metrics: WriterMetrics {
                 batch_commands: telemetry
                     .histogram("dexd_journal_batch_commands", &[("chain_id", chain_id.to_string())]),

@@ -22,7 +22,7 @@ use dexd_store::snapshots::{
     build_state, list_snapshots, load_snapshot, remove_older_snapshots, snapshot_payload, write_snapshot,
     LoadedSnapshot, SnapshotError, SnapshotIdentity,
 };
-use dexd_store::JournalReader;
+use dexd_store::{JournalReader, Projector, Replayed, StoreError, StoreWriter};
 
 /// What the chain's snapshots have done, for `/metrics` and the logs.
 #[derive(Debug, Default)]
@@ -150,8 +150,40 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
     }
 }
 
+/// Rebuilds a chain's engine: from the newest snapshot at or before `usable_through` that loads
+/// (none when `use_snapshots` is off), then the journal after it; or from the whole journal.
+/// With `history`, the projector gets the snapshot's open orders and whatever of the replay it
+/// had not written. The one way a chain's state comes back, at start and after a failed write.
+/// Returns the replay and the snapshot's sequence, if one was used.
+pub(super) fn recover(
+    store: &StoreWriter,
+    snapshots: &(std::path::PathBuf, SnapshotIdentity),
+    engine_config: &EngineConfig,
+    usable_through: u64,
+    use_snapshots: bool,
+    history: Option<&mut Projector>,
+) -> Result<(Replayed, Option<u64>), StoreError> {
+    let (directory, identity) = snapshots;
+    let snapshot = if use_snapshots {
+        newest_usable_snapshot(directory, identity, engine_config, usable_through)
+    } else {
+        None
+    };
+    match snapshot {
+        Some(snapshot) => {
+            let sequence = snapshot.sequence;
+            let history = history.map(|projector| {
+                projector.restore_open_orders(snapshot.open_orders);
+                projector
+            });
+            Ok((store.replay_after(snapshot.engine, sequence, history)?, Some(sequence)))
+        }
+        None => Ok((store.replay(engine_config, history)?, None)),
+    }
+}
+
 /// The newest snapshot at or before `through` that loads, or none.
-pub(super) fn newest_usable_snapshot(
+fn newest_usable_snapshot(
     setup_directory: &std::path::Path,
     identity: &SnapshotIdentity,
     engine_config: &EngineConfig,

@@ -280,16 +280,18 @@ fn rebuild(state: &mut WriterState) {
     loop {
         // The history is not this thread's business: the projector has every acknowledged batch.
         // The newest snapshot the journal reaches shortens the replay, as at start.
-        let snapshot = state.store.last_sequence().ok().and_then(|journal_end| {
-            let (directory, identity) = &state.snapshots;
-            super::snapshotter::newest_usable_snapshot(directory, identity, &state.engine_config, journal_end)
+        let replayed = state.store.last_sequence().and_then(|journal_end| {
+            super::snapshotter::recover(
+                &state.store,
+                &state.snapshots,
+                &state.engine_config,
+                journal_end,
+                true,
+                None,
+            )
         });
-        let replayed = match snapshot {
-            Some(snapshot) => state.store.replay_after(snapshot.engine, snapshot.sequence, None),
-            None => state.store.replay(&state.engine_config, None),
-        };
         match replayed {
-            Ok(replayed) => {
+            Ok((replayed, _)) => {
                 *state.engine.write() = replayed.engine;
                 state.next_sequence = replayed.last_sequence + 1;
                 tracing::info!(
