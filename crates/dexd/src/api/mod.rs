@@ -16,9 +16,9 @@ pub mod page;
 pub mod params;
 pub mod rate_limit;
 pub mod render;
+mod routes;
 pub mod streams;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Router;
 
 use self::error::ApiError;
 use self::operations::Operation;
@@ -70,71 +70,9 @@ pub fn router(app: Arc<AppState>) -> Router {
         app.venue.config.limits.body_read_timeout_ms,
     );
     let mut router = Router::new();
-    router = add_operation(router, &operations::ADD_ORDER, body_limits, handlers::add_order);
-    router = add_operation(router, &operations::CANCEL_ORDER, body_limits, handlers::cancel_order);
-    router = add_operation(router, &operations::DEPOSIT, body_limits, handlers::deposit);
-    router = add_operation(router, &operations::WITHDRAW, body_limits, handlers::withdraw);
-    router = add_operation(router, &operations::OPEN_ORDERS, body_limits, handlers::open_orders);
-    router = add_operation(router, &operations::FILLED_ORDERS, body_limits, handlers::filled_orders);
-    router = add_operation(
-        router,
-        &operations::CANCELLED_ORDERS,
-        body_limits,
-        handlers::cancelled_orders,
-    );
-    router = add_operation(router, &operations::BUY_BOOK, body_limits, handlers::buy_order_book);
-    router = add_operation(router, &operations::SELL_BOOK, body_limits, handlers::sell_order_book);
-    router = add_operation(router, &operations::OHLC, body_limits, handlers::candles);
-    router = add_operation(router, &operations::TRADE_HISTORY, body_limits, handlers::trade_history);
-    router = add_operation(
-        router,
-        &operations::ACCOUNT_TRADES,
-        body_limits,
-        handlers::account_trades,
-    );
-    router = add_operation(
-        router,
-        &operations::OPEN_POSITIONS,
-        body_limits,
-        handlers::open_positions,
-    );
-    router = add_operation(
-        router,
-        &operations::DEPOSIT_HISTORY,
-        body_limits,
-        handlers::deposit_history,
-    );
-    router = add_operation(
-        router,
-        &operations::WITHDRAW_HISTORY,
-        body_limits,
-        handlers::withdraw_history,
-    );
-    router = add_operation(router, &operations::ASSETS_INFO, body_limits, handlers::assets_info);
-    router = add_operation(
-        router,
-        &operations::ASSET_BALANCES,
-        body_limits,
-        handlers::asset_balances,
-    );
-    router = add_operation(router, &operations::ASSET_PAIRS, body_limits, handlers::asset_pairs);
-    router = add_operation(
-        router,
-        &operations::TRADABLE_AMOUNTS,
-        body_limits,
-        handlers::tradable_amounts,
-    );
-    router = add_operation(router, &operations::ORDER_DETAIL, body_limits, handlers::order_detail);
-    router = add_operation(router, &operations::EIP712_TYPES, body_limits, handlers::eip712_types);
-    router = add_operation(router, &operations::RESERVES, body_limits, handlers::reserves);
-    router = add_operation(router, &operations::HEALTH, body_limits, handlers::health);
-    router = add_operation(router, &operations::OPENAPI, body_limits, |app, _params| async move {
-        Ok(openapi::document(&app.venue.config))
-    });
-    router = add_operation(router, &operations::READY, body_limits, |_app, _params| async {
-        Ok(observability::ready().await.0)
-    });
-    router = add_operation(router, &operations::CHAINS, body_limits, handlers::chains);
+    for (operation, handler) in routes::ROUTES {
+        router = add_operation(router, operation, body_limits, *handler);
+    }
     router = page::routes(router);
     router = router.route("/metrics", get(observability::metrics));
     router = router.route("/ws", get(stream_upgrade));
@@ -270,57 +208,36 @@ async fn rate_limit_by_ip(rate_limits: &rate_limit::RateLimits, request: Request
 }
 
 /// Routes every path of an operation, with the method its table entry names.
-fn add_operation<Handler, Answer, Answered>(
+fn add_operation(
     router: Router<Arc<AppState>>,
     operation: &'static Operation,
     (body_limit, body_timeout_ms): (usize, u64),
-    handler: Handler,
-) -> Router<Arc<AppState>>
-where
-    Handler: Fn(Arc<AppState>, Params) -> Answer + Clone + Send + Sync + 'static,
-    Answer: Future<Output = Result<Answered, ApiError>> + Send + 'static,
-    Answered: serde::Serialize + Send + 'static,
-{
+    handler: routes::Handler,
+) -> Router<Arc<AppState>> {
     let body_timeout = Duration::from_millis(body_timeout_ms);
     let mut router = router;
     for path in operation.paths {
-        let handler = handler.clone();
         let method_router = if operation.is_post {
             post(
-                move |State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body| {
-                    let handler = handler.clone();
-                    async move {
-                        let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
-                        let params =
-                            Params::from_body(content_type, &read_body(body, body_limit, body_timeout).await?)?;
-                        run_operation(operation, app, params, handler).await
-                    }
+                move |State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body| async move {
+                    let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
+                    let params = Params::from_body(content_type, &read_body(body, body_limit, body_timeout).await?)?;
+                    params.check_allowed(operation)?;
+                    handler(app, params).await
                 },
             )
         } else {
-            get(move |State(app): State<Arc<AppState>>, RawQuery(query): RawQuery| {
-                let handler = handler.clone();
-                async move { run_operation(operation, app, Params::from_query(query.as_deref())?, handler).await }
-            })
+            get(
+                move |State(app): State<Arc<AppState>>, RawQuery(query): RawQuery| async move {
+                    let params = Params::from_query(query.as_deref())?;
+                    params.check_allowed(operation)?;
+                    handler(app, params).await
+                },
+            )
         };
         router = router.route(path, method_router);
     }
     router
-}
-
-async fn run_operation<Handler, Answer, Answered>(
-    operation: &'static Operation,
-    app: Arc<AppState>,
-    params: Params,
-    handler: Handler,
-) -> Result<Json<Answered>, ApiError>
-where
-    Handler: Fn(Arc<AppState>, Params) -> Answer,
-    Answer: Future<Output = Result<Answered, ApiError>>,
-    Answered: serde::Serialize,
-{
-    params.check_allowed(operation)?;
-    handler(app, params).await.map(Json)
 }
 
 async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
