@@ -222,16 +222,16 @@ pub fn write_snapshot(
         .as_bytes()
         .try_into()
         .map_err(|_| SnapshotError::NotApplicable("the journal id is not 32 characters".into()))?;
-    let mut header = Vec::with_capacity(HEADER_BYTES);
-    header.extend_from_slice(SNAPSHOT_MAGIC);
-    header.extend_from_slice(&SNAPSHOT_FILE_VERSION.to_be_bytes());
-    header.extend_from_slice(&identity.chain_id.to_be_bytes());
-    header.extend_from_slice(&sequence.to_be_bytes());
-    header.extend_from_slice(&journal_id);
-    header.extend_from_slice(&identity.configuration_fingerprint);
-    header.extend_from_slice(&state_hash);
-    header.extend_from_slice(&(payload.len() as u64).to_be_bytes());
-    debug_assert_eq!(header.len(), HEADER_BYTES);
+    let header = SnapshotHeader {
+        version: SNAPSHOT_FILE_VERSION,
+        chain_id: identity.chain_id,
+        sequence,
+        journal_id,
+        configuration_fingerprint: identity.configuration_fingerprint,
+        state_hash,
+        payload_bytes: payload.len() as u64,
+    }
+    .encode();
     let mut checksum = crc32fast::Hasher::new();
     checksum.update(&header);
     checksum.update(payload);
@@ -247,6 +247,99 @@ pub fn write_snapshot(
     std::fs::rename(&temporary, &path)?;
     File::open(directory)?.sync_all()?;
     Ok(SnapshotFile { sequence, path })
+}
+
+/// A snapshot file's header, after the magic: what the file is the state of and how long its
+/// payload is. Every integer is big-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SnapshotHeader {
+    version: u32,
+    chain_id: u64,
+    sequence: u64,
+    /// The journal's id, 32 ASCII hex digits.
+    journal_id: [u8; 32],
+    configuration_fingerprint: [u8; 32],
+    state_hash: [u8; 32],
+    payload_bytes: u64,
+}
+
+impl SnapshotHeader {
+    fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut bytes = [0u8; HEADER_BYTES];
+        let fields: [&[u8]; 8] = [
+            SNAPSHOT_MAGIC,
+            &self.version.to_be_bytes(),
+            &self.chain_id.to_be_bytes(),
+            &self.sequence.to_be_bytes(),
+            &self.journal_id,
+            &self.configuration_fingerprint,
+            &self.state_hash,
+            &self.payload_bytes.to_be_bytes(),
+        ];
+        let mut at = 0;
+        for field in fields {
+            bytes[at..at + field.len()].copy_from_slice(field);
+            at += field.len();
+        }
+        assert_eq!(at, HEADER_BYTES, "invariant: the header's fields fill it exactly");
+        bytes
+    }
+
+    /// The header's fields; `None` when the magic is not a dexd snapshot's.
+    fn decode(bytes: &[u8; HEADER_BYTES]) -> Option<SnapshotHeader> {
+        let (magic, rest) = bytes.split_first_chunk::<8>()?;
+        if magic != SNAPSHOT_MAGIC {
+            return None;
+        }
+        let (version, rest) = rest.split_first_chunk::<4>()?;
+        let (chain_id, rest) = rest.split_first_chunk::<8>()?;
+        let (sequence, rest) = rest.split_first_chunk::<8>()?;
+        let (journal_id, rest) = rest.split_first_chunk::<32>()?;
+        let (configuration_fingerprint, rest) = rest.split_first_chunk::<32>()?;
+        let (state_hash, rest) = rest.split_first_chunk::<32>()?;
+        let payload_bytes: [u8; 8] = rest.try_into().ok()?;
+        Some(SnapshotHeader {
+            version: u32::from_be_bytes(*version),
+            chain_id: u64::from_be_bytes(*chain_id),
+            sequence: u64::from_be_bytes(*sequence),
+            journal_id: *journal_id,
+            configuration_fingerprint: *configuration_fingerprint,
+            state_hash: *state_hash,
+            payload_bytes: u64::from_be_bytes(payload_bytes),
+        })
+    }
+
+    /// Whether this header belongs to `file` of the chain and journal `identity` names, with a
+    /// payload of `payload_bytes`.
+    fn check(&self, file: &SnapshotFile, identity: &SnapshotIdentity, payload_bytes: u64) -> Result<(), SnapshotError> {
+        let not_applicable = |message: String| Err(SnapshotError::NotApplicable(message));
+        if self.version != SNAPSHOT_FILE_VERSION {
+            return not_applicable(format!(
+                "file version {}, this dexd reads {SNAPSHOT_FILE_VERSION}",
+                self.version
+            ));
+        }
+        if self.chain_id != identity.chain_id {
+            return not_applicable(format!("a snapshot of chain {}", self.chain_id));
+        }
+        if self.sequence != file.sequence {
+            return Err(SnapshotError::Damaged(
+                "the sequence in the file differs from its name".into(),
+            ));
+        }
+        if &self.journal_id[..] != identity.journal_id.as_bytes() {
+            return not_applicable("a snapshot of another journal".into());
+        }
+        if self.configuration_fingerprint != identity.configuration_fingerprint {
+            return not_applicable("written under another engine configuration".into());
+        }
+        if self.payload_bytes != payload_bytes {
+            return Err(SnapshotError::Damaged(
+                "the payload length differs from the file's".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A snapshot loaded, checked and restored.
@@ -284,41 +377,15 @@ pub fn load_snapshot(
     }
     let mut header = [0u8; HEADER_BYTES];
     handle.read_exact_at(&mut header, 0)?;
-    if &header[..8] != SNAPSHOT_MAGIC {
-        return Err(damaged("not a dexd snapshot"));
-    }
+    let header = SnapshotHeader::decode(&header).ok_or_else(|| damaged("not a dexd snapshot"))?;
     if checksum_of(&handle, file_bytes - CHECKSUM_BYTES as u64)?
         != read_array::<CHECKSUM_BYTES>(&handle, file_bytes - CHECKSUM_BYTES as u64)?
     {
         return Err(damaged("the checksum does not match (truncated or changed)"));
     }
-    let word = |at: usize| u64::from_be_bytes(header[at..at + 8].try_into().expect("8 bytes"));
-    let version = u32::from_be_bytes(header[8..12].try_into().expect("4 bytes"));
-    if version != SNAPSHOT_FILE_VERSION {
-        return Err(SnapshotError::NotApplicable(format!(
-            "file version {version}, this dexd reads {SNAPSHOT_FILE_VERSION}"
-        )));
-    }
-    let (chain_id, sequence) = (word(12), word(20));
-    if chain_id != identity.chain_id {
-        return Err(SnapshotError::NotApplicable(format!("a snapshot of chain {chain_id}")));
-    }
-    if sequence != file.sequence {
-        return Err(damaged("the sequence in the file differs from its name"));
-    }
-    if &header[28..60] != identity.journal_id.as_bytes() {
-        return Err(SnapshotError::NotApplicable("a snapshot of another journal".into()));
-    }
-    if header[60..92] != identity.configuration_fingerprint {
-        return Err(SnapshotError::NotApplicable(
-            "written under another engine configuration".into(),
-        ));
-    }
-    let state_hash: [u8; 32] = header[92..124].try_into().expect("32 bytes");
     let payload_end = file_bytes - CHECKSUM_BYTES as u64;
-    if word(124) != payload_end - HEADER_BYTES as u64 {
-        return Err(damaged("the payload length differs from the file's"));
-    }
+    header.check(file, identity, payload_end - HEADER_BYTES as u64)?;
+    let (sequence, state_hash) = (header.sequence, header.state_hash);
     let codec_error = |error: CodecError| SnapshotError::Damaged(error.to_string());
     let state_at = HEADER_BYTES as u64;
     let state_length = state_length(&read_array(&handle, state_at)?).map_err(codec_error)?;
@@ -330,24 +397,7 @@ pub fn load_snapshot(
     handle.read_exact_at(&mut state_bytes, state_at)?;
     let state = decode_state(&state_bytes).map_err(codec_error)?;
     drop(state_bytes);
-    let mut sections = Vec::with_capacity(state.pairs.len());
-    let mut at = sections_at;
-    for _ in 0..state.pairs.len() {
-        if at + SECTION_HEADER_BYTES as u64 > payload_end {
-            return Err(damaged("a pair's resting orders run past the payload"));
-        }
-        let (length, count) = section_header(&read_array(&handle, at)?).map_err(codec_error)?;
-        let start = at + SECTION_HEADER_BYTES as u64;
-        let end = start
-            .checked_add(length)
-            .filter(|end| *end <= payload_end)
-            .ok_or_else(|| damaged("a pair's resting orders run past the payload"))?;
-        sections.push(Section { start, end, count });
-        at = end;
-    }
-    if at != payload_end {
-        return Err(damaged("bytes after the last pair's resting orders"));
-    }
+    let sections = read_sections(&handle, sections_at, state.pairs.len(), payload_end)?;
     let resting_orders: usize = sections.iter().map(|section| section.count as usize).sum();
     // The engine (books, then the state hash that checks them) and the projector's open orders
     // (by id, and on a third thread by account) are rebuilt at once, each reading and decoding
@@ -384,6 +434,31 @@ pub fn load_snapshot(
         engine,
         open_orders,
     })
+}
+
+/// Where each pair's section of resting orders lies, from `at` (after the state) to the end of
+/// the payload, which the last section must reach exactly.
+fn read_sections(handle: &File, mut at: u64, pairs: usize, payload_end: u64) -> Result<Vec<Section>, SnapshotError> {
+    let damaged = |message: &str| SnapshotError::Damaged(message.to_owned());
+    let mut sections = Vec::with_capacity(pairs);
+    for _ in 0..pairs {
+        if at + SECTION_HEADER_BYTES as u64 > payload_end {
+            return Err(damaged("a pair's resting orders run past the payload"));
+        }
+        let (length, count) = section_header(&read_array(handle, at)?)
+            .map_err(|error: CodecError| SnapshotError::Damaged(error.to_string()))?;
+        let start = at + SECTION_HEADER_BYTES as u64;
+        let end = start
+            .checked_add(length)
+            .filter(|end| *end <= payload_end)
+            .ok_or_else(|| damaged("a pair's resting orders run past the payload"))?;
+        sections.push(Section { start, end, count });
+        at = end;
+    }
+    if at != payload_end {
+        return Err(damaged("bytes after the last pair's resting orders"));
+    }
+    Ok(sections)
 }
 
 /// The CRC-32 of the file's first `length` bytes, read a chunk at a time.
