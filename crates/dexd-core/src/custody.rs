@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use sha3::{Digest, Keccak256};
 
 use crate::events::{Event, Rejection};
-use crate::ledger::Ledger;
+use crate::ledger::{Balance, Ledger};
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
 use crate::transfer::{
@@ -241,16 +241,7 @@ impl Custody {
         let balance = ledger
             .deposit(&request.account, request.asset, request.amount, false)
             .map_err(Rejection::from)?;
-        events.push(Event::TransferApplied(confirmed_at_once(
-            request.clone(),
-            TransferKind::Deposit,
-            now_ms,
-        )));
-        events.push(Event::BalanceUpdated {
-            account: request.account,
-            asset: request.asset,
-            balance,
-        });
+        push_confirmed_at_once(request, TransferKind::Deposit, balance, now_ms, events);
         Ok(())
     }
 
@@ -267,16 +258,7 @@ impl Custody {
         let balance = ledger
             .withdraw(&request.account, request.asset, request.amount)
             .map_err(Rejection::from)?;
-        events.push(Event::TransferApplied(confirmed_at_once(
-            request.clone(),
-            TransferKind::Withdrawal,
-            now_ms,
-        )));
-        events.push(Event::BalanceUpdated {
-            account: request.account,
-            asset: request.asset,
-            balance,
-        });
+        push_confirmed_at_once(request, TransferKind::Withdrawal, balance, now_ms, events);
         Ok(())
     }
 
@@ -656,6 +638,23 @@ fn check_request(ledger: &Ledger, request: &TransferRequest) -> Result<(), Rejec
         return Err(Rejection::InvalidOrder("the quantity must be positive"));
     }
     Ok(())
+}
+
+/// The events of a ledger-mode transfer: the transfer, confirmed at once, and the balance after.
+fn push_confirmed_at_once(
+    request: TransferRequest,
+    kind: TransferKind,
+    balance: Balance,
+    now_ms: u64,
+    events: &mut Vec<Event>,
+) {
+    let (account, asset) = (request.account, request.asset);
+    events.push(Event::TransferApplied(confirmed_at_once(request, kind, now_ms)));
+    events.push(Event::BalanceUpdated {
+        account,
+        asset,
+        balance,
+    });
 }
 
 fn confirmed_at_once(request: TransferRequest, kind: TransferKind, now_ms: u64) -> Transfer {

@@ -11,12 +11,12 @@
 use std::time::Duration;
 
 use alloy::eips::BlockId;
-use alloy::primitives::{TxKind, U256};
+use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_core::{Address, Amount, AssetIndex, ChainDepositSubmission, Command, Event, Transfer};
 
-use super::node::{Fees, NodeError};
+use super::node::{Fees, Node, NodeError};
 use super::vault::{DexdVault, Erc20};
 use super::VaultChain;
 use dexd_store::WriteError;
@@ -66,12 +66,7 @@ impl VaultChain {
             )));
         }
         let (max_fee_per_gas, max_priority_fee_per_gas) = node.fee_estimate().await?;
-        let native_needed = |gas: u64, value: U256| U256::from(gas) * U256::from(max_fee_per_gas) + value;
-        let gas_shortfall = || {
-            DepositError::InsufficientFundsOnChain(
-                "the account lacks the chain's native asset to pay the deposit's gas".to_string(),
-            )
-        };
+        let fee_caps = (max_fee_per_gas, max_priority_fee_per_gas);
         let (input, value) = match token {
             Some(token) => {
                 let allowance = node.allowance(token, from, vault).await?;
@@ -82,15 +77,7 @@ impl VaultChain {
                     }
                     .abi_encode();
                     let gas = node.estimate_gas(from, token, &approve, U256::ZERO).await?;
-                    if node.balance(None, from, BlockId::latest()).await? < native_needed(gas, U256::ZERO) {
-                        return Err(gas_shortfall());
-                    }
-                    let nonce = node.pending_nonce(from).await?;
-                    let fees = Fees {
-                        max_fee_per_gas,
-                        max_priority_fee_per_gas,
-                        gas_limit: gas,
-                    };
+                    let (nonce, fees) = paid_for(node, from, gas, U256::ZERO, fee_caps).await?;
                     let sent = node
                         .send(&signer, TxKind::Call(token), approve, U256::ZERO, nonce, fees)
                         .await?;
@@ -116,15 +103,7 @@ impl VaultChain {
             }
             Err(error) => return Err(error.into()),
         };
-        if node.balance(None, from, BlockId::latest()).await? < native_needed(gas, value) {
-            return Err(gas_shortfall());
-        }
-        let nonce = node.pending_nonce(from).await?;
-        let fees = Fees {
-            max_fee_per_gas,
-            max_priority_fee_per_gas,
-            gas_limit: gas,
-        };
+        let (nonce, fees) = paid_for(node, from, gas, value, fee_caps).await?;
         let signed = node
             .sign(&signer, TxKind::Call(vault), input, value, nonce, fees)
             .await?;
@@ -161,4 +140,28 @@ impl VaultChain {
         }
         Ok(pending)
     }
+}
+
+/// The nonce and fees of a transaction from `from` of `gas` carrying `value`, once the account
+/// is known to hold the native asset for both at the fee caps `(max fee, max priority fee)`.
+async fn paid_for(
+    node: &Node,
+    from: ChainAddress,
+    gas: u64,
+    value: U256,
+    (max_fee_per_gas, max_priority_fee_per_gas): (u128, u128),
+) -> Result<(u64, Fees), DepositError> {
+    let needed = U256::from(gas) * U256::from(max_fee_per_gas) + value;
+    if node.balance(None, from, BlockId::latest()).await? < needed {
+        return Err(DepositError::InsufficientFundsOnChain(
+            "the account lacks the chain's native asset to pay the deposit's gas".to_string(),
+        ));
+    }
+    let nonce = node.pending_nonce(from).await?;
+    let fees = Fees {
+        max_fee_per_gas,
+        max_priority_fee_per_gas,
+        gas_limit: gas,
+    };
+    Ok((nonce, fees))
 }

@@ -261,26 +261,13 @@ impl Node {
             accounts: keys.iter().map(|(account, _)| *account).collect(),
             withdrawalIds: keys.iter().map(|(_, id)| *id).collect(),
         };
-        let output = self
-            .call(None, self.vault, call.abi_encode(), U256::ZERO, block)
-            .await?;
-        DexdVault::withdrawnManyCall::abi_decode_returns(&output)
-            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of withdrawnMany: {error}")))
+        self.view(self.vault, call, block).await
     }
 
     /// The vault's operator.
     pub async fn operator(&self) -> Result<ChainAddress, NodeError> {
-        let output = self
-            .call(
-                None,
-                self.vault,
-                DexdVault::operatorCall {}.abi_encode(),
-                U256::ZERO,
-                BlockId::latest(),
-            )
-            .await?;
-        DexdVault::operatorCall::abi_decode_returns(&output)
-            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of operator(): {error}")))
+        self.view(self.vault, DexdVault::operatorCall {}, BlockId::latest())
+            .await
     }
 
     /// An account's balance of a token, or of the native asset when `token` is `None`.
@@ -292,19 +279,7 @@ impl Node {
     ) -> Result<U256, NodeError> {
         match token {
             None => Ok(self.provider.get_balance(owner).block_id(block).await?),
-            Some(token) => {
-                let output = self
-                    .call(
-                        None,
-                        token,
-                        Erc20::balanceOfCall { account: owner }.abi_encode(),
-                        U256::ZERO,
-                        block,
-                    )
-                    .await?;
-                Erc20::balanceOfCall::abi_decode_returns(&output)
-                    .map_err(|error| NodeError::Unavailable(format!("unreadable answer of balanceOf: {error}")))
-            }
+            Some(token) => self.view(token, Erc20::balanceOfCall { account: owner }, block).await,
         }
     }
 
@@ -315,32 +290,25 @@ impl Node {
         owner: ChainAddress,
         spender: ChainAddress,
     ) -> Result<U256, NodeError> {
-        let output = self
-            .call(
-                None,
-                token,
-                Erc20::allowanceCall { owner, spender }.abi_encode(),
-                U256::ZERO,
-                BlockId::latest(),
-            )
-            .await?;
-        Erc20::allowanceCall::abi_decode_returns(&output)
-            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of allowance: {error}")))
+        self.view(token, Erc20::allowanceCall { owner, spender }, BlockId::latest())
+            .await
     }
 
     /// A token's decimals.
     pub async fn decimals(&self, token: ChainAddress) -> Result<u8, NodeError> {
-        let output = self
-            .call(
-                None,
-                token,
-                Erc20::decimalsCall {}.abi_encode(),
-                U256::ZERO,
-                BlockId::latest(),
-            )
-            .await?;
-        Erc20::decimalsCall::abi_decode_returns(&output)
-            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of decimals: {error}")))
+        self.view(token, Erc20::decimalsCall {}, BlockId::latest()).await
+    }
+
+    /// Calls a view function of contract `to` at `block` and decodes its answer.
+    pub async fn view<Call: SolCall>(
+        &self,
+        to: ChainAddress,
+        call: Call,
+        block: BlockId,
+    ) -> Result<Call::Return, NodeError> {
+        let output = self.call(None, to, call.abi_encode(), U256::ZERO, block).await?;
+        Call::abi_decode_returns(&output)
+            .map_err(|error| NodeError::Unavailable(format!("unreadable answer of {}: {error}", Call::SIGNATURE)))
     }
 
     /// Runs a call without sending it (`eth_call`).
