@@ -181,7 +181,7 @@ pub async fn serve_with_tls(
         .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
     // Every connection task holds a clone of `alive`; when all are dropped, `all_closed` ends.
     let (stop_connections, stopping) = tokio::sync::watch::channel(false);
-    let (alive, mut all_closed) = tokio::sync::mpsc::channel::<()>(1);
+    let (alive, all_closed) = tokio::sync::mpsc::channel::<()>(1);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -229,6 +229,18 @@ pub async fn serve_with_tls(
             }
         }
     }
+    shut_down(&started, stop_connections, alive, all_closed).await;
+    Ok(())
+}
+
+/// The graceful stop, once the listener accepts no more: streams are told, HTTP connections get
+/// [`SHUTDOWN_GRACE_MS`] to finish what is in flight, then custody stops and the venue closes.
+async fn shut_down(
+    started: &OnceLock<Started>,
+    stop_connections: tokio::sync::watch::Sender<bool>,
+    alive: tokio::sync::mpsc::Sender<()>,
+    mut all_closed: tokio::sync::mpsc::Receiver<()>,
+) {
     // Stream connections were upgraded out of the HTTP server: they are told and closed here.
     if let Some(started) = started.get() {
         started.streams.shut_down();
@@ -244,7 +256,7 @@ pub async fn serve_with_tls(
     // A stop during the start leaves the chains to the start's thread, which the process's exit
     // ends: nothing has been acknowledged yet, and a replay writes only derived data.
     let Some(started) = started.get() else {
-        return Ok(());
+        return;
     };
     // The chain tasks stop first, so that nothing new is journaled behind the writers' stop;
     // what they were doing is journaled or is redone after a restart.
@@ -252,5 +264,4 @@ pub async fn serve_with_tls(
     // Everything acknowledged is in the journals already; closing puts the histories on disk
     // too, so that they are trusted after a restart of the machine instead of rebuilt.
     started.venue.close().await;
-    Ok(())
 }

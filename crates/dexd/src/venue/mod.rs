@@ -21,12 +21,12 @@ pub mod snapshotter;
 mod writer;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dexd_core::{Command, Engine};
+use dexd_core::{Command, Engine, EngineConfig};
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -38,7 +38,7 @@ use crate::telemetry::Telemetry;
 use dexd_store::snapshots::{
     configuration_fingerprint, remove_partial_snapshots, snapshot_directory, SnapshotIdentity,
 };
-use dexd_store::{Authorization, Events, StoreError, StoreReader, WriteError};
+use dexd_store::{Authorization, Events, Projector, Replayed, StoreError, StoreReader, StoreWriter, WriteError};
 
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
@@ -83,44 +83,16 @@ impl Chain {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
         let (store_writer, mut projector, store_reader) = dexd_store::open(data_dir, config.chain_id, busy_timeout)?;
         let engine_config = config.engine_config(&full_config.limits);
-        let started = Instant::now();
         let chain_id = config.chain_id;
-        let identity = SnapshotIdentity {
+        let (replayed, snapshots, snapshot_status) = restore_at_start(
             chain_id,
-            journal_id: store_writer.journal_id()?,
-            configuration_fingerprint: configuration_fingerprint(&engine_config),
-        };
-        let snapshot_directory = snapshot_directory(data_dir, chain_id);
-        if let Err(error) = remove_partial_snapshots(&snapshot_directory) {
-            tracing::warn!(chain_id, %error, "cannot delete a partial snapshot");
-        }
-        let snapshot_status = Arc::new(SnapshotStatus::default());
-        // A snapshot is usable only if the history holds the commands up to it (the replay after
-        // it writes the history only beyond that) and the journal reaches it.
-        let usable_through = projector.projected_sequence()?.min(store_writer.last_sequence()?);
-        let snapshots = (snapshot_directory.clone(), identity.clone());
-        // What the projector had not written before the stop is written now, before serving.
-        let (replayed, restored_from) = recover(
+            full_config,
+            data_dir,
             &store_writer,
-            &snapshots,
+            &mut projector,
             &engine_config,
-            usable_through,
-            full_config.snapshots.every_commands != 0,
-            Some(&mut projector),
         )?;
-        if let Some(sequence) = restored_from {
-            snapshot_status.record(sequence, snapshot_file_time_ms(&snapshot_directory, sequence));
-            tracing::info!(chain_id, sequence, "chain state restored from a snapshot");
-        }
-        tracing::info!(
-            chain_id = config.chain_id,
-            journaled_commands = replayed.last_sequence,
-            replayed_commands = replayed.last_sequence - snapshot_status.newest_sequence.load(Ordering::Acquire),
-            reprojected_commands = replayed.reprojected_commands,
-            resting_orders = replayed.engine.resting_order_count(),
-            replay_ms = started.elapsed().as_millis() as u64,
-            "chain state rebuilt from the journal"
-        );
+        let (snapshot_directory, identity) = snapshots.clone();
         let engine = Arc::new(RwLock::new(replayed.engine));
         let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
         let (projected_sender, projected) = watch::channel(replayed.last_sequence);
@@ -293,6 +265,57 @@ impl Chain {
     pub fn state_hash(&self) -> [u8; 32] {
         self.engine.read().state_hash()
     }
+}
+
+/// Brings a chain's state back at start: the newest usable snapshot (if snapshots are on) and
+/// the journal after it, the projector given what it had not written; returns the replay, the
+/// chain's snapshot directory and identity, and what its snapshots have done.
+fn restore_at_start(
+    chain_id: u64,
+    full_config: &Config,
+    data_dir: &Path,
+    store_writer: &StoreWriter,
+    projector: &mut Projector,
+    engine_config: &EngineConfig,
+) -> Result<(Replayed, (PathBuf, SnapshotIdentity), Arc<SnapshotStatus>), StoreError> {
+    let started = Instant::now();
+    let identity = SnapshotIdentity {
+        chain_id,
+        journal_id: store_writer.journal_id()?,
+        configuration_fingerprint: configuration_fingerprint(engine_config),
+    };
+    let snapshot_directory = snapshot_directory(data_dir, chain_id);
+    if let Err(error) = remove_partial_snapshots(&snapshot_directory) {
+        tracing::warn!(chain_id, %error, "cannot delete a partial snapshot");
+    }
+    let snapshot_status = Arc::new(SnapshotStatus::default());
+    // A snapshot is usable only if the history holds the commands up to it (the replay after
+    // it writes the history only beyond that) and the journal reaches it.
+    let usable_through = projector.projected_sequence()?.min(store_writer.last_sequence()?);
+    let snapshots = (snapshot_directory.clone(), identity.clone());
+    // What the projector had not written before the stop is written now, before serving.
+    let (replayed, restored_from) = recover(
+        store_writer,
+        &snapshots,
+        engine_config,
+        usable_through,
+        full_config.snapshots.every_commands != 0,
+        Some(projector),
+    )?;
+    if let Some(sequence) = restored_from {
+        snapshot_status.record(sequence, snapshot_file_time_ms(&snapshot_directory, sequence));
+        tracing::info!(chain_id, sequence, "chain state restored from a snapshot");
+    }
+    tracing::info!(
+        chain_id,
+        journaled_commands = replayed.last_sequence,
+        replayed_commands = replayed.last_sequence - snapshot_status.newest_sequence.load(Ordering::Acquire),
+        reprojected_commands = replayed.reprojected_commands,
+        resting_orders = replayed.engine.resting_order_count(),
+        replay_ms = started.elapsed().as_millis() as u64,
+        "chain state rebuilt from the journal"
+    );
+    Ok((replayed, snapshots, snapshot_status))
 }
 
 /// When the snapshot of `sequence` was written, from its file (0 when unknown).

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::hub::HubRequest;
 use super::outbox::{Outbound, Outbox};
-use super::protocol::{self, ChannelKey, ClientMessage};
+use super::protocol::{self, ChannelKey, ClientMessage, SubscribeRequest};
 use super::Streams;
 use crate::api::error::ApiError;
 use crate::venue::Venue;
@@ -155,34 +155,30 @@ async fn read(
     outbox: &Arc<Outbox>,
     mut writer_done: tokio::sync::oneshot::Receiver<()>,
 ) -> HashSet<u64> {
-    let mut subscriptions: HashSet<ChannelKey> = HashSet::new();
-    let mut chains = HashSet::new();
+    let mut held = Held::default();
     let mut budget = MessageBudget::new();
     let mut ping = tokio::time::interval(Duration::from_millis(PING_INTERVAL_MS));
     ping.tick().await;
-    let mut last_heard = Instant::now();
-    let mut pong_due: Option<Instant> = None;
+    let mut heartbeat = Heartbeat {
+        last_heard: Instant::now(),
+        pong_due: None,
+    };
     let mut shutdown = streams.shutdown_signal();
     loop {
         let message = tokio::select! {
             message = inbound.next() => message,
             _ = ping.tick() => {
-                if pong_due.is_some_and(|due| Instant::now() > due) {
-                    outbox.push_control(Outbound::Close(1001, "no pong"));
-                    return chains;
+                match heartbeat.tick(held.subscriptions.is_empty()) {
+                    Some(close) => {
+                        outbox.push_control(close);
+                        return held.chains;
+                    }
+                    None => outbox.push_control(Outbound::Ping),
                 }
-                if subscriptions.is_empty() && last_heard.elapsed() > Duration::from_millis(IDLE_TIMEOUT_MS) {
-                    outbox.push_control(Outbound::Close(1000, "idle"));
-                    return chains;
-                }
-                if pong_due.is_none() {
-                    pong_due = Some(Instant::now() + Duration::from_millis(PONG_TIMEOUT_MS));
-                }
-                outbox.push_control(Outbound::Ping);
                 continue;
             }
-            _ = shutdown.changed() => return chains,
-            _ = &mut writer_done => return chains,
+            _ = shutdown.changed() => return held.chains,
+            _ = &mut writer_done => return held.chains,
         };
         let message = match message {
             Some(Ok(message)) => message,
@@ -191,26 +187,26 @@ async fn read(
                 if error.to_string().to_lowercase().contains("too long") || error.to_string().contains("size") {
                     outbox.push_control(Outbound::Close(1009, "message too large"));
                 }
-                return chains;
+                return held.chains;
             }
-            None => return chains,
+            None => return held.chains,
         };
-        last_heard = Instant::now();
+        heartbeat.last_heard = Instant::now();
         match message {
             Message::Pong(_) => {
-                pong_due = None;
+                heartbeat.pong_due = None;
                 continue;
             }
             Message::Ping(_) => continue,
-            Message::Close(_) => return chains,
+            Message::Close(_) => return held.chains,
             _ => {}
         }
         if !budget.take() {
             outbox.push_control(Outbound::Close(1008, "too many messages"));
-            return chains;
+            return held.chains;
         }
-        let text = match message {
-            Message::Text(text) => text,
+        match message {
+            Message::Text(text) => held.answer(venue, streams, outbox, text.as_str()),
             _ => {
                 let error = ApiError::new(
                     axum::http::StatusCode::BAD_REQUEST,
@@ -218,78 +214,125 @@ async fn read(
                     "messages are JSON text frames; binary frames are not read",
                 );
                 outbox.push(protocol::error("null", &error, None));
-                continue;
             }
-        };
-        match protocol::parse(venue, text.as_str()) {
+        }
+    }
+}
+
+/// When the connection last heard from its client, and when the answer to the last ping is due.
+struct Heartbeat {
+    last_heard: Instant,
+    pong_due: Option<Instant>,
+}
+
+impl Heartbeat {
+    /// At a ping tick: the close to send when the client missed its pong or sat idle with no
+    /// subscription, else `None` (a ping goes out, its pong due within [`PONG_TIMEOUT_MS`]).
+    fn tick(&mut self, no_subscriptions: bool) -> Option<Outbound> {
+        if self.pong_due.is_some_and(|due| Instant::now() > due) {
+            return Some(Outbound::Close(1001, "no pong"));
+        }
+        if no_subscriptions && self.last_heard.elapsed() > Duration::from_millis(IDLE_TIMEOUT_MS) {
+            return Some(Outbound::Close(1000, "idle"));
+        }
+        if self.pong_due.is_none() {
+            self.pong_due = Some(Instant::now() + Duration::from_millis(PONG_TIMEOUT_MS));
+        }
+        None
+    }
+}
+
+/// What a connection holds: its subscriptions, and the chains they are on (whose hubs hear of
+/// the connection's end).
+#[derive(Default)]
+struct Held {
+    subscriptions: HashSet<ChannelKey>,
+    chains: HashSet<u64>,
+}
+
+impl Held {
+    /// Answers one client message.
+    fn answer(&mut self, venue: &Venue, streams: &Streams, outbox: &Arc<Outbox>, text: &str) {
+        match protocol::parse(venue, text) {
             Err((id_json, error)) => {
                 outbox.push(protocol::error(&id_json, &error, None));
             }
             Ok(ClientMessage::Ping { id_json }) => {
                 outbox.push(protocol::message("pong", &id_json, serde_json::Map::new()));
             }
-            Ok(ClientMessage::Subscribe(request)) => {
-                let key = request.key;
-                let parameters = || {
-                    let fields = key.parameters(venue);
-                    Some(fields)
-                };
-                if subscriptions.contains(&key) {
-                    let error = ApiError::new(
-                        axum::http::StatusCode::CONFLICT,
-                        "ALREADY_SUBSCRIBED",
-                        "this connection is already subscribed to this channel with these parameters",
-                    );
-                    outbox.push(protocol::error(&request.id_json, &error, parameters()));
-                    continue;
-                }
-                if subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_CONNECTION {
-                    let error = ApiError::new(
-                        axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                        "TOO_MANY_SUBSCRIPTIONS",
-                        format!("a connection holds at most {MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions"),
-                    );
-                    outbox.push(protocol::error(&request.id_json, &error, parameters()));
-                    continue;
-                }
-                let id_json = request.id_json.clone();
-                if streams.try_send(
-                    key.chain_id(),
-                    HubRequest::Subscribe {
-                        outbox: Arc::clone(outbox),
-                        request,
-                    },
-                ) {
-                    subscriptions.insert(key);
-                    chains.insert(key.chain_id());
-                } else {
-                    let error =
-                        ApiError::unavailable("the stream is too busy to take a subscription now; retry shortly");
-                    outbox.push(protocol::error(&id_json, &error, parameters()));
-                }
-            }
+            Ok(ClientMessage::Subscribe(request)) => self.subscribe(venue, streams, outbox, request),
             Ok(ClientMessage::Unsubscribe { key, id_json }) => {
-                if !subscriptions.remove(&key) {
-                    let error = ApiError::new(
-                        axum::http::StatusCode::NOT_FOUND,
-                        "NOT_SUBSCRIBED",
-                        "this connection has no subscription to this channel with these parameters",
-                    );
-                    let fields = key.parameters(venue);
-                    outbox.push(protocol::error(&id_json, &error, Some(fields)));
-                    continue;
-                }
-                streams.send(
-                    key.chain_id(),
-                    HubRequest::Unsubscribe {
-                        connection_id: outbox.connection_id,
-                        key,
-                        id_json,
-                        outbox: Arc::clone(outbox),
-                    },
-                );
+                self.unsubscribe(venue, streams, outbox, key, id_json);
             }
         }
+    }
+
+    fn subscribe(&mut self, venue: &Venue, streams: &Streams, outbox: &Arc<Outbox>, request: SubscribeRequest) {
+        let key = request.key;
+        let refuse = |error: ApiError, id_json: &str| {
+            outbox.push(protocol::error(id_json, &error, Some(key.parameters(venue))));
+        };
+        if self.subscriptions.contains(&key) {
+            let error = ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "ALREADY_SUBSCRIBED",
+                "this connection is already subscribed to this channel with these parameters",
+            );
+            return refuse(error, &request.id_json);
+        }
+        if self.subscriptions.len() >= MAX_SUBSCRIPTIONS_PER_CONNECTION {
+            let error = ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "TOO_MANY_SUBSCRIPTIONS",
+                format!("a connection holds at most {MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions"),
+            );
+            return refuse(error, &request.id_json);
+        }
+        let id_json = request.id_json.clone();
+        let outbox_of_hub = Arc::clone(outbox);
+        if streams.try_send(
+            key.chain_id(),
+            HubRequest::Subscribe {
+                outbox: outbox_of_hub,
+                request,
+            },
+        ) {
+            self.subscriptions.insert(key);
+            self.chains.insert(key.chain_id());
+        } else {
+            refuse(
+                ApiError::unavailable("the stream is too busy to take a subscription now; retry shortly"),
+                &id_json,
+            );
+        }
+    }
+
+    fn unsubscribe(
+        &mut self,
+        venue: &Venue,
+        streams: &Streams,
+        outbox: &Arc<Outbox>,
+        key: ChannelKey,
+        id_json: String,
+    ) {
+        if !self.subscriptions.remove(&key) {
+            let error = ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "NOT_SUBSCRIBED",
+                "this connection has no subscription to this channel with these parameters",
+            );
+            outbox.push(protocol::error(&id_json, &error, Some(key.parameters(venue))));
+            return;
+        }
+        streams.send(
+            key.chain_id(),
+            HubRequest::Unsubscribe {
+                connection_id: outbox.connection_id,
+                key,
+                id_json,
+                outbox: Arc::clone(outbox),
+            },
+        );
     }
 }
 
