@@ -3,7 +3,7 @@
 //! records), field by field like the rest of the codec, so that a change to an engine type
 //! cannot silently change what a snapshot means. Counts are checked against what remains, so
 //! damaged bytes are an error, never a huge allocation. The file around the payload (header,
-//! checksum) is the store's (`store/snapshots.rs`).
+//! checksum) is [`crate::snapshots`].
 //!
 //! The payload is the format version, the length of the state without its resting orders, that
 //! state, then the resting orders: one section per pair (its length in bytes, its count, then
