@@ -53,18 +53,45 @@ impl From<TransportError> for NodeError {
         match &error {
             RpcError::ErrorResp(payload) => match payload.as_revert_data() {
                 Some(data) => NodeError::Reverted {
-                    message: payload.message.to_string(),
+                    message: without_urls(&payload.message),
                     data: Some(data),
                 },
                 None if payload.message.contains("revert") => NodeError::Reverted {
-                    message: payload.message.to_string(),
+                    message: without_urls(&payload.message),
                     data: None,
                 },
-                None => NodeError::Refused(format!("{} (code {})", payload.message, payload.code)),
+                None => NodeError::Refused(format!("{} (code {})", without_urls(&payload.message), payload.code)),
             },
-            _ => NodeError::Unavailable(error.to_string()),
+            // The transport's errors name the URL they were sending to.
+            _ => NodeError::Unavailable(without_urls(&error.to_string())),
         }
     }
+}
+
+/// What replaces a URL in a node's error text.
+pub const REDACTED_URL: &str = "<node URL>";
+
+/// `text` with every `http://` or `https://` URL in it replaced by [`REDACTED_URL`]: the node's
+/// URL is a secret (providers put API keys in its path or query), so no error, log line or
+/// answer may carry it.
+pub fn without_urls(text: &str) -> String {
+    let mut clean = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = ["http://", "https://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme))
+        .min()
+    {
+        clean.push_str(&rest[..start]);
+        clean.push_str(REDACTED_URL);
+        let url = &rest[start..];
+        let end = url
+            .find(|character: char| character.is_whitespace() || matches!(character, ')' | '"' | '\'' | '>' | ','))
+            .unwrap_or(url.len());
+        rest = &url[end..];
+    }
+    clean.push_str(rest);
+    clean
 }
 
 /// A `Deposited` event as read from the chain.
@@ -496,5 +523,20 @@ impl Node {
             .provider
             .raw_request::<_, serde_json::Value>(method.into(), params)
             .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_taken_out_of_node_errors() {
+        let text =
+            "error sending request for url (https://eth.example/v2/SECRET-KEY?x=1); retry http://127.0.0.1:8545/";
+        let clean = without_urls(text);
+        assert_eq!(clean, "error sending request for url (<node URL>); retry <node URL>");
+        assert!(!clean.contains("SECRET"));
+        assert_eq!(without_urls("no address here"), "no address here");
     }
 }

@@ -509,6 +509,13 @@ async fn the_node_down_makes_deposits_502_while_withdrawals_wait_and_trading_goe
         .await;
     assert_eq!(status, 502, "{body}");
     assert_eq!(body["error"]["code"], "CHAIN_UNAVAILABLE");
+    // The node URL is a secret (providers put keys in it): no answer names it.
+    let node_host = proxy
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    assert!(!body.to_string().contains(&node_host), "the node URL leaked: {body}");
     let deposits = venue.transfers(&alice, "deposit").await;
     assert_eq!(deposits.len(), 1, "nothing was applied: {deposits:?}");
     let (status, body) = venue
@@ -525,6 +532,7 @@ async fn the_node_down_makes_deposits_502_while_withdrawals_wait_and_trading_goe
         (502, Some("CHAIN_UNAVAILABLE")),
         "{body}"
     );
+    assert!(!body.to_string().contains(&node_host), "the node URL leaked: {body}");
     venue.chain.mine(3).await;
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     assert_eq!(

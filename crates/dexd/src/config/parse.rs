@@ -279,6 +279,15 @@ fn check_custody(raw: RawCustody, line: usize) -> Result<Custody, ConfigError> {
             if !(rpc_url.starts_with("http://") || rpc_url.starts_with("https://")) {
                 return Err(at(line, "rpc_url must be an http:// or https:// URL".into()));
             }
+            // The URL itself is a secret (providers put keys in it), so the message never quotes it.
+            if rpc_url.starts_with("http://") && !is_loopback_url(&rpc_url) {
+                return Err(at(
+                    line,
+                    "rpc_url must be https:// unless the node is on this machine (127.0.0.1, ::1 or localhost): \
+                     the URL and every request to the node would cross the network in clear"
+                        .into(),
+                ));
+            }
             let vault_text = required(raw.vault, "vault")?;
             let vault = parse_address(&vault_text)
                 .map_err(|_| at(line, format!("vault {vault_text:?} is not a valid address")))?;
@@ -441,4 +450,22 @@ fn check_pair(
         definition,
         spec,
     })
+}
+
+/// Whether an `http://` URL names a host on this machine.
+fn is_loopback_url(url: &str) -> bool {
+    let authority = url
+        .trim_start_matches("http://")
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or("");
+    let host_and_port = authority.rsplit('@').next().unwrap_or("");
+    let host = match host_and_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host_and_port.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }

@@ -41,3 +41,34 @@ fn a_bad_checksum_and_a_syntax_error_are_refused_with_their_lines() {
     let error = Config::parse("[[chains]]\nchain_id = 1\nnmae = \"x\"\n").unwrap_err();
     assert!(error.line.is_some(), "{error}");
 }
+
+#[test]
+fn a_node_off_this_machine_must_be_reached_over_https() {
+    for (host, accepted) in [
+        ("http://127.0.0.1:8545", true),
+        ("http://localhost:8545/", true),
+        ("http://[::1]:8545", true),
+        ("https://eth.example/v2/key", true),
+        ("http://eth.example/v2/key", false),
+        ("http://10.0.0.5:8545", false),
+        ("http://127.0.0.1.example:8545", false),
+    ] {
+        let text = DEFAULT_CONFIG_TOML.replacen(
+            "[[chains.assets]]",
+            &format!(
+                "[chains.custody]\nmode = \"vault\"\nrpc_url = \"{host}\"\nvault = \"0x00000000000000000000000000000000000de7d1\"\noperator_key_env = \"DEXD_TEST_OPERATOR_KEY\"\n\n[[chains.assets]]"
+            ),
+            1,
+        );
+        let parsed = Config::parse(&text);
+        assert_eq!(parsed.is_ok(), accepted, "{host}: {:?}", parsed.err());
+        if let Err(error) = parsed {
+            assert!(error.message.contains("https://"), "{}", error.message);
+            assert!(
+                !error.message.contains("eth.example"),
+                "the message quotes the URL: {}",
+                error.message
+            );
+        }
+    }
+}
