@@ -222,6 +222,21 @@ fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, Co
         if asset_by_symbol.insert(asset.symbol.clone(), index).is_some() {
             return Err(at(asset_line, format!("asset {} is configured twice", asset.symbol)));
         }
+        // One token, one asset: two assets of one contract (or two native ones) would credit one
+        // deposit to whichever the venue looked up first, and owe the vault's balance twice.
+        if let Some(other) = assets
+            .iter()
+            .find(|other: &&AssetConfig| other.address == asset.address)
+        {
+            let what = match &asset.address {
+                Some(token) => format!("the token {}", dexd_crypto::checksummed(token)),
+                None => "the chain's native asset".to_string(),
+            };
+            return Err(at(
+                asset_line,
+                format!("assets {} and {} are both {what}", other.symbol, asset.symbol),
+            ));
+        }
         assets.push(asset);
     }
     let specs: Vec<AssetSpec> = assets

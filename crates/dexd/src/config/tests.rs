@@ -72,3 +72,29 @@ fn a_node_off_this_machine_must_be_reached_over_https() {
         }
     }
 }
+
+#[test]
+fn two_assets_of_one_token_or_two_native_assets_are_refused() {
+    let usdc = "symbol = \"USDC\"\nname = \"USD Coin\"\ndecimals = 6\naddress = \"0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48\"";
+    let second_usdc = format!("[[chains.assets]]\n{}\n\n[[chains.assets]]\nsymbol = \"USDC2\"\nname = \"USD Coin again\"\ndecimals = 6\naddress = \"0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48\"\n", usdc);
+    let text = DEFAULT_CONFIG_TOML.replacen(&format!("[[chains.assets]]\n{usdc}\n"), &second_usdc, 1);
+    assert_ne!(text, DEFAULT_CONFIG_TOML, "the test's edit applies");
+    let error = Config::parse(&text).unwrap_err();
+    assert!(
+        error.message.contains("USDC and USDC2 are both the token 0xA0b8"),
+        "{}",
+        error.message
+    );
+    let second_native = DEFAULT_CONFIG_TOML.replacen(
+        "[[chains.assets]]\nsymbol = \"USDC\"",
+        "[[chains.assets]]\nsymbol = \"ETH2\"\nname = \"Ether again\"\ndecimals = 18\nnative = true\n\n[[chains.assets]]\nsymbol = \"USDC\"",
+        1,
+    );
+    assert_ne!(second_native, DEFAULT_CONFIG_TOML, "the test's edit applies");
+    let error = Config::parse(&second_native).unwrap_err();
+    assert!(
+        error.message.contains("ETH and ETH2 are both the chain's native asset"),
+        "{}",
+        error.message
+    );
+}
