@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use sha3::{Digest, Keccak256};
 
 use crate::events::{Event, Rejection};
-use crate::ledger::{Balance, Ledger};
+use crate::ledger::Ledger;
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
 use crate::transfer::{
@@ -228,37 +228,29 @@ impl Custody {
         }
     }
 
-    /// A ledger-mode deposit: credited and confirmed at once.
-    pub(crate) fn deposit(
+    /// A ledger-mode deposit or withdrawal: credited or debited, and confirmed, at once.
+    pub(crate) fn ledger_transfer(
         &mut self,
         ledger: &mut Ledger,
+        kind: TransferKind,
         request: TransferRequest,
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         self.require(CustodyMode::Ledger)?;
         check_request(ledger, &request)?;
-        let balance = ledger
-            .deposit(&request.account, request.asset, request.amount, false)
-            .map_err(Rejection::from)?;
-        push_confirmed_at_once(request, TransferKind::Deposit, balance, now_ms, events);
-        Ok(())
-    }
-
-    /// A ledger-mode withdrawal: debited and confirmed at once.
-    pub(crate) fn withdraw(
-        &mut self,
-        ledger: &mut Ledger,
-        request: TransferRequest,
-        now_ms: u64,
-        events: &mut Vec<Event>,
-    ) -> Result<(), Rejection> {
-        self.require(CustodyMode::Ledger)?;
-        check_request(ledger, &request)?;
-        let balance = ledger
-            .withdraw(&request.account, request.asset, request.amount)
-            .map_err(Rejection::from)?;
-        push_confirmed_at_once(request, TransferKind::Withdrawal, balance, now_ms, events);
+        let (account, asset, amount) = (request.account, request.asset, request.amount);
+        let balance = match kind {
+            TransferKind::Deposit => ledger.deposit(&account, asset, amount, false),
+            TransferKind::Withdrawal => ledger.withdraw(&account, asset, amount),
+        }
+        .map_err(Rejection::from)?;
+        events.push(Event::TransferApplied(confirmed_at_once(request, kind, now_ms)));
+        events.push(Event::BalanceUpdated {
+            account,
+            asset,
+            balance,
+        });
         Ok(())
     }
 
@@ -638,23 +630,6 @@ fn check_request(ledger: &Ledger, request: &TransferRequest) -> Result<(), Rejec
         return Err(Rejection::InvalidOrder("the quantity must be positive"));
     }
     Ok(())
-}
-
-/// The events of a ledger-mode transfer: the transfer, confirmed at once, and the balance after.
-fn push_confirmed_at_once(
-    request: TransferRequest,
-    kind: TransferKind,
-    balance: Balance,
-    now_ms: u64,
-    events: &mut Vec<Event>,
-) {
-    let (account, asset) = (request.account, request.asset);
-    events.push(Event::TransferApplied(confirmed_at_once(request, kind, now_ms)));
-    events.push(Event::BalanceUpdated {
-        account,
-        asset,
-        balance,
-    });
 }
 
 fn confirmed_at_once(request: TransferRequest, kind: TransferKind, now_ms: u64) -> Transfer {

@@ -24,7 +24,9 @@ use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quant
 use crate::nonces::{NonceClaim, NonceRegistry};
 use crate::order::{Direction, NewOrder, OrderRecord};
 use crate::pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError};
-use crate::transfer::{ChainDeposit, ChainDepositSubmission, TransferRequest, VaultWithdrawal, WithdrawalKey};
+use crate::transfer::{
+    ChainDeposit, ChainDepositSubmission, TransferKind, TransferRequest, VaultWithdrawal, WithdrawalKey,
+};
 
 /// The documented limits of one chain's engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,8 +277,12 @@ impl Engine {
         let result = match command {
             Command::PlaceOrder(order) => self.place_order(order, now_ms, events),
             Command::CancelOrder { account, order_id } => self.cancel_order(account, order_id, now_ms, events),
-            Command::Deposit(request) => custody.deposit(ledger, request, now_ms, events),
-            Command::Withdraw(request) => custody.withdraw(ledger, request, now_ms, events),
+            Command::Deposit(request) => {
+                custody.ledger_transfer(ledger, TransferKind::Deposit, request, now_ms, events)
+            }
+            Command::Withdraw(request) => {
+                custody.ledger_transfer(ledger, TransferKind::Withdrawal, request, now_ms, events)
+            }
             Command::SubmitChainDeposit(submission) => custody.submit_deposit(ledger, submission, now_ms, events),
             Command::CreditChainDeposit(deposit) => custody.credit_deposit(ledger, deposit, now_ms, events),
             Command::FailChainDeposit { tx_hash } => custody.fail_deposit(tx_hash, now_ms, events),

@@ -60,12 +60,8 @@ pub enum VaultCommand {
     },
     /// Replace the operator (the owner's key).
     SetOperator {
-        /// The chain's JSON-RPC URL.
-        #[arg(long)]
-        rpc_url: String,
-        /// The vault.
-        #[arg(long)]
-        vault: String,
+        #[command(flatten)]
+        target: VaultTarget,
         /// The new operator.
         #[arg(long)]
         operator: String,
@@ -74,35 +70,34 @@ pub enum VaultCommand {
     },
     /// Stop deposits (the owner's key); withdrawals go on.
     Pause {
-        /// The chain's JSON-RPC URL.
-        #[arg(long)]
-        rpc_url: String,
-        /// The vault.
-        #[arg(long)]
-        vault: String,
+        #[command(flatten)]
+        target: VaultTarget,
         #[command(flatten)]
         key: KeyArguments,
     },
     /// Take deposits again (the owner's key).
     Unpause {
-        /// The chain's JSON-RPC URL.
-        #[arg(long)]
-        rpc_url: String,
-        /// The vault.
-        #[arg(long)]
-        vault: String,
+        #[command(flatten)]
+        target: VaultTarget,
         #[command(flatten)]
         key: KeyArguments,
     },
     /// Print the vault's owner, operator, pause state and deposit count as JSON.
     Status {
-        /// The chain's JSON-RPC URL.
-        #[arg(long)]
-        rpc_url: String,
-        /// The vault.
-        #[arg(long)]
-        vault: String,
+        #[command(flatten)]
+        target: VaultTarget,
     },
+}
+
+/// Which vault, on which chain.
+#[derive(Args)]
+pub struct VaultTarget {
+    /// The chain's JSON-RPC URL.
+    #[arg(long)]
+    rpc_url: String,
+    /// The vault.
+    #[arg(long)]
+    vault: String,
 }
 
 /// `dexd devnet-setup`
@@ -148,10 +143,10 @@ async fn connect(rpc_url: &str, vault: ChainAddress) -> Result<Node, String> {
     Node::connect(rpc_url, vault, chain_id, Duration::from_secs(30))
 }
 
-async fn owner_call(rpc_url: &str, vault: &str, key: &KeyArguments, input: Vec<u8>) -> Result<String, String> {
-    let vault = address_argument(vault, "vault")?;
+async fn owner_call(target: &VaultTarget, key: &KeyArguments, input: Vec<u8>) -> Result<String, String> {
+    let vault = address_argument(&target.vault, "vault")?;
     let signer = key.signer()?;
-    let node = connect(rpc_url, vault).await?;
+    let node = connect(&target.rpc_url, vault).await?;
     let receipt = deploy::send_and_wait(&node, &signer, TxKind::Call(vault), input, U256::ZERO)
         .await
         .map_err(|error| error.to_string())?;
@@ -188,47 +183,37 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
             })
             .to_string())
         }
-        VaultCommand::SetOperator {
-            rpc_url,
-            vault,
-            operator,
-            key,
-        } => {
+        VaultCommand::SetOperator { target, operator, key } => {
             let operator = address_argument(&operator, "operator")?;
             owner_call(
-                &rpc_url,
-                &vault,
+                &target,
                 &key,
                 DexdVault::setOperatorCall { newOperator: operator }.abi_encode(),
             )
             .await
         }
-        VaultCommand::Pause { rpc_url, vault, key } => {
-            owner_call(&rpc_url, &vault, &key, DexdVault::pauseCall {}.abi_encode()).await
+        VaultCommand::Pause { target, key } => owner_call(&target, &key, DexdVault::pauseCall {}.abi_encode()).await,
+        VaultCommand::Unpause { target, key } => {
+            owner_call(&target, &key, DexdVault::unpauseCall {}.abi_encode()).await
         }
-        VaultCommand::Unpause { rpc_url, vault, key } => {
-            owner_call(&rpc_url, &vault, &key, DexdVault::unpauseCall {}.abi_encode()).await
-        }
-        VaultCommand::Status { rpc_url, vault } => {
-            let vault = address_argument(&vault, "vault")?;
-            let node = connect(&rpc_url, vault).await?;
-            let read = |input: Vec<u8>| {
-                let node = node.clone();
-                async move {
-                    node.call(None, vault, input, U256::ZERO, alloy::eips::BlockId::latest())
-                        .await
-                        .map_err(|error| error.to_string())
-                }
-            };
-            let owner = DexdVault::ownerCall::abi_decode_returns(&read(DexdVault::ownerCall {}.abi_encode()).await?)
-                .map_err(|error| error.to_string())?;
-            let paused = DexdVault::pausedCall::abi_decode_returns(&read(DexdVault::pausedCall {}.abi_encode()).await?)
-                .map_err(|error| error.to_string())?;
-            let deposits = DexdVault::depositCountCall::abi_decode_returns(
-                &read(DexdVault::depositCountCall {}.abi_encode()).await?,
-            )
-            .map_err(|error| error.to_string())?;
-            let operator = node.operator().await.map_err(|error| error.to_string())?;
+        VaultCommand::Status { target } => {
+            let vault = address_argument(&target.vault, "vault")?;
+            let node = connect(&target.rpc_url, vault).await?;
+            let latest = alloy::eips::BlockId::latest();
+            let failed = |error: dexd_settlement::node::NodeError| error.to_string();
+            let owner = node
+                .view(vault, DexdVault::ownerCall {}, latest)
+                .await
+                .map_err(failed)?;
+            let paused = node
+                .view(vault, DexdVault::pausedCall {}, latest)
+                .await
+                .map_err(failed)?;
+            let deposits = node
+                .view(vault, DexdVault::depositCountCall {}, latest)
+                .await
+                .map_err(failed)?;
+            let operator = node.operator().await.map_err(failed)?;
             Ok(serde_json::json!({
                 "vault": checksummed(&venue_address(&vault)),
                 "owner": checksummed(&venue_address(&owner)),

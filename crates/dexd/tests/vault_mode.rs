@@ -99,13 +99,7 @@ impl VaultVenue {
         let address = address_of(account);
         let (status, body) = self.get("/account/assetBalances", &[("account", &address)]).await;
         assert_eq!(status, 200, "{body}");
-        body["balances"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|balance| balance["symbol"] == symbol)
-            .unwrap()
-            .clone()
+        common::balance_in(&body, symbol)
     }
 
     async fn transfers(&self, account: &PrivateKeySigner, kind: &str) -> Vec<Value> {

@@ -140,18 +140,25 @@ impl Params {
         self.get(name).is_some()
     }
 
+    /// The text of a whole number given as a string or a JSON integer (its digits not yet
+    /// checked); `None` when absent.
+    fn whole_number_text(&self, name: &str) -> Result<Option<std::borrow::Cow<'_, str>>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Text(text)) => Ok(Some(std::borrow::Cow::Borrowed(text.as_str()))),
+            Some(Value::Number(text)) => integral_digits(text)
+                .map(|digits| Some(std::borrow::Cow::Owned(digits)))
+                .ok_or_else(|| ApiError::invalid(name, "must be a whole number")),
+            Some(_) => Err(ApiError::invalid(name, "must be a whole number")),
+        }
+    }
+
     /// A uint256 in decimal digits, as a string or a JSON integer; big-endian bytes.
     pub fn uint256(&self, name: &str) -> Result<Option<[u8; 32]>, ApiError> {
-        let integral;
-        let digits = match self.get(name) {
-            None => return Ok(None),
-            Some(Value::Text(text)) => text.as_str(),
-            Some(Value::Number(text)) => {
-                integral = integral_digits(text).ok_or_else(|| ApiError::invalid(name, "must be a whole number"))?;
-                integral.as_str()
-            }
-            Some(_) => return Err(ApiError::invalid(name, "must be a whole number")),
+        let Some(digits) = self.whole_number_text(name)? else {
+            return Ok(None);
         };
+        let digits = digits.as_ref();
         dexd_crypto::parse_uint256(digits)
             .map(Some)
             .ok_or_else(|| ApiError::invalid(name, "must be a uint256 in decimal digits (0 to 2^256 - 1)"))
@@ -208,16 +215,10 @@ impl Params {
 
     /// A non-negative integer: a string of decimal digits or a JSON integer.
     pub fn integer(&self, name: &str) -> Result<Option<u64>, ApiError> {
-        let integral;
-        let digits = match self.get(name) {
-            None => return Ok(None),
-            Some(Value::Text(text)) => text.as_str(),
-            Some(Value::Number(text)) => {
-                integral = integral_digits(text).ok_or_else(|| ApiError::invalid(name, "must be a whole number"))?;
-                integral.as_str()
-            }
-            Some(_) => return Err(ApiError::invalid(name, "must be a whole number")),
+        let Some(digits) = self.whole_number_text(name)? else {
+            return Ok(None);
         };
+        let digits = digits.as_ref();
         if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
             return Err(ApiError::invalid(name, "must be a whole number of decimal digits"));
         }

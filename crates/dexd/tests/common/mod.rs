@@ -293,14 +293,19 @@ impl TestServer {
             )
             .await;
         assert_eq!(status, 200, "{body}");
-        body["balances"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|balance| balance["symbol"] == symbol)
-            .unwrap()
-            .clone()
+        balance_in(&body, symbol)
     }
+}
+
+/// The balance of `symbol` in an `/account/assetBalances` answer.
+pub fn balance_in(body: &Value, symbol: &str) -> Value {
+    body["balances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|balance| balance["symbol"] == symbol)
+        .unwrap_or_else(|| panic!("no {symbol} balance in {body}"))
+        .clone()
 }
 
 async fn read(response: reqwest::Response) -> (u16, Value) {
