@@ -409,46 +409,61 @@ async fn transfers_check_the_account_the_asset_and_the_balance() {
     let bob = Trader::new(0xb0);
     server.deposit(&alice, "usdc", "100.5").await;
     let body = |from: &str, symbol: &str, quantity: &str| json!({"chainId": "1", "from": from, "symbol": symbol, "quantity": quantity, "privateKey": alice.key});
-    assert_error(
-        &server
-            .post_json("/portfolio/deposit", body(&bob.address, "USDC", "1"))
-            .await,
-        403,
-        "ACCOUNT_MISMATCH",
-        Some("from"),
-    );
-    assert_error(
-        &server
-            .post_json("/portfolio/deposit", body(&alice.address, "DOGE", "1"))
-            .await,
-        404,
-        "UNKNOWN_ASSET",
-        Some("symbol"),
-    );
-    assert_error(
-        &server
-            .post_json("/portfolio/deposit", body(&alice.address, "USDC", "0.0000001"))
-            .await,
-        400,
-        "INVALID_NUMBER",
-        Some("quantity"),
-    );
-    assert_error(
-        &server
-            .post_json("/portfolio/deposit", body(&alice.address, "USDC", "0"))
-            .await,
-        400,
-        "INVALID_NUMBER",
-        Some("quantity"),
-    );
-    assert_error(
-        &server
-            .post_json("/portfolio/withdraw", body(&alice.address, "USDC", "100.6"))
-            .await,
-        422,
-        "INSUFFICIENT_BALANCE",
-        None,
-    );
+    let refused: [(&str, &str, &str, &str, u16, &str, Option<&str>); 5] = [
+        (
+            "/portfolio/deposit",
+            &bob.address,
+            "USDC",
+            "1",
+            403,
+            "ACCOUNT_MISMATCH",
+            Some("from"),
+        ),
+        (
+            "/portfolio/deposit",
+            &alice.address,
+            "DOGE",
+            "1",
+            404,
+            "UNKNOWN_ASSET",
+            Some("symbol"),
+        ),
+        (
+            "/portfolio/deposit",
+            &alice.address,
+            "USDC",
+            "0.0000001",
+            400,
+            "INVALID_NUMBER",
+            Some("quantity"),
+        ),
+        (
+            "/portfolio/deposit",
+            &alice.address,
+            "USDC",
+            "0",
+            400,
+            "INVALID_NUMBER",
+            Some("quantity"),
+        ),
+        (
+            "/portfolio/withdraw",
+            &alice.address,
+            "USDC",
+            "100.6",
+            422,
+            "INSUFFICIENT_BALANCE",
+            None,
+        ),
+    ];
+    for (path, from, symbol, quantity, status, code, field) in refused {
+        assert_error(
+            &server.post_json(path, body(from, symbol, quantity)).await,
+            status,
+            code,
+            field,
+        );
+    }
     let lower = alice.address.to_lowercase();
     let (status, answer) = server
         .post_form(

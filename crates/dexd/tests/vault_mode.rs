@@ -95,6 +95,17 @@ impl VaultVenue {
         }
     }
 
+    /// Posts a request that must be refused with `status` and `code`; returns the answer.
+    async fn refused(&self, path: &str, body: Value, status: u16, code: &str) -> Value {
+        let (answered, answer) = self.post(path, body).await;
+        assert_eq!(
+            (answered, answer["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{path}: {answer}"
+        );
+        answer
+    }
+
     async fn balance(&self, account: &PrivateKeySigner, symbol: &str) -> Value {
         let address = address_of(account);
         let (status, body) = self.get("/account/assetBalances", &[("account", &address)]).await;
@@ -565,26 +576,23 @@ async fn bad_deposits_and_withdrawals_on_a_vault_chain_are_refused_and_change_no
     // No key: dexd cannot send a deposit for the account.
     let signed = json!({"from": address_of(&alice), "symbol": "USDC", "quantity": "1", "nonce": "1",
         "expiry": (dexd_store::now_ms() + 60_000).to_string(), "signature": format!("0x{}", "11".repeat(65))});
-    let (status, body) = venue.post("/portfolio/deposit", signed).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("INVALID_PARAMETER")),
-        "{body}"
-    );
+    let body = venue
+        .refused("/portfolio/deposit", signed, 400, "INVALID_PARAMETER")
+        .await;
     assert!(
         body["error"]["message"].as_str().unwrap().contains("from the wallet"),
         "{body}"
     );
     // An account without the token; one with the token and no gas; more ETH than it has.
     let empty = PrivateKeySigner::random();
-    let (status, body) = venue
-        .post("/portfolio/deposit", deposit_body(&empty, "USDC", "1"))
+    venue
+        .refused(
+            "/portfolio/deposit",
+            deposit_body(&empty, "USDC", "1"),
+            422,
+            "INSUFFICIENT_FUNDS_ON_CHAIN",
+        )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (422, Some("INSUFFICIENT_FUNDS_ON_CHAIN")),
-        "{body}"
-    );
     let no_gas = PrivateKeySigner::random();
     deploy::mint(
         &venue.chain.node,
@@ -595,46 +603,48 @@ async fn bad_deposits_and_withdrawals_on_a_vault_chain_are_refused_and_change_no
     )
     .await
     .unwrap();
-    let (status, body) = venue
-        .post("/portfolio/deposit", deposit_body(&no_gas, "USDC", "1"))
+    let body = venue
+        .refused(
+            "/portfolio/deposit",
+            deposit_body(&no_gas, "USDC", "1"),
+            422,
+            "INSUFFICIENT_FUNDS_ON_CHAIN",
+        )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (422, Some("INSUFFICIENT_FUNDS_ON_CHAIN")),
-        "{body}"
-    );
     assert!(body["error"]["message"].as_str().unwrap().contains("gas"), "{body}");
-    let (status, body) = venue
-        .post("/portfolio/deposit", deposit_body(&alice, "ETH", "1000000"))
+    venue
+        .refused(
+            "/portfolio/deposit",
+            deposit_body(&alice, "ETH", "1000000"),
+            422,
+            "INSUFFICIENT_FUNDS_ON_CHAIN",
+        )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (422, Some("INSUFFICIENT_FUNDS_ON_CHAIN")),
-        "{body}"
-    );
     // Beyond the token's decimals, an unknown token, a withdrawal beyond the balance.
-    let (status, body) = venue
-        .post("/portfolio/deposit", deposit_body(&alice, "USDC", "1.0000001"))
+    venue
+        .refused(
+            "/portfolio/deposit",
+            deposit_body(&alice, "USDC", "1.0000001"),
+            400,
+            "INVALID_NUMBER",
+        )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("INVALID_NUMBER")),
-        "{body}"
-    );
-    let (status, body) = venue.post("/portfolio/deposit", deposit_body(&alice, "DAI", "1")).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (404, Some("UNKNOWN_ASSET")),
-        "{body}"
-    );
-    let (status, body) = venue
-        .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "1"))
+    venue
+        .refused(
+            "/portfolio/deposit",
+            deposit_body(&alice, "DAI", "1"),
+            404,
+            "UNKNOWN_ASSET",
+        )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (422, Some("INSUFFICIENT_BALANCE")),
-        "{body}"
-    );
+    venue
+        .refused(
+            "/portfolio/withdraw",
+            deposit_body(&alice, "USDC", "1"),
+            422,
+            "INSUFFICIENT_BALANCE",
+        )
+        .await;
     // Nothing was sent or recorded.
     for account in [&alice, &empty, &no_gas] {
         assert!(venue.transfers(account, "deposit").await.is_empty());
