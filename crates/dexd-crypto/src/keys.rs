@@ -128,6 +128,21 @@ pub fn address_of_public_key(public_key: &PublicKey) -> Address {
     Address::from_bytes(bytes)
 }
 
+/// Half the order of secp256k1, big-endian. Of the two signatures of one digest by one key,
+/// `(r, s)` and `(r, n - s)`, OpenZeppelin's `ECDSA` (and so the vault) takes only the one whose
+/// `s` is at most this.
+const HALF_CURVE_ORDER: [u8; 32] = [
+    0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x5d, 0x57, 0x6e,
+    0x73, 0x57, 0xa4, 0x50, 0x1d, 0xdf, 0xe9, 0x2f, 0x46, 0x68, 0x1b, 0x20, 0xa0,
+];
+
+/// Whether a 65-byte `r ‖ s ‖ v` signature has the one form an Ethereum contract verifying with
+/// OpenZeppelin's `ECDSA` accepts: `v` 27 or 28 and a low `s`. ([`recover_signer`] also takes
+/// `v` 0 or 1 and a high `s`, which recover the same signer.)
+pub fn is_contract_canonical_signature(signature: &[u8; 65]) -> bool {
+    matches!(signature[64], 27 | 28) && signature[32..64] <= HALF_CURVE_ORDER[..]
+}
+
 /// Recovers the address that made a 65-byte `r ‖ s ‖ v` signature over `digest`.
 pub fn recover_signer(digest: [u8; 32], signature: &[u8; 65]) -> Option<Address> {
     let v = signature[64];

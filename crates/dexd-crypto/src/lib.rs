@@ -25,5 +25,6 @@ pub use eip712::{
 };
 pub use encoding::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, parse_uint256, AddressError};
 pub use keys::{
-    address_of_public_key, recover_signer, AddressCache, InvalidPrivateKey, PrivateKey, MAX_ADDRESS_CACHE_ENTRIES,
+    address_of_public_key, is_contract_canonical_signature, recover_signer, AddressCache, InvalidPrivateKey,
+    PrivateKey, MAX_ADDRESS_CACHE_ENTRIES,
 };

@@ -145,3 +145,30 @@ fn addresses_need_a_valid_checksum_only_in_mixed_case() {
         Err(AddressError::Malformed)
     );
 }
+
+#[test]
+fn only_the_low_s_signature_with_v_27_or_28_is_contract_canonical() {
+    let key = cow_key();
+    let digest = keccak256("a withdrawal").0;
+    let signature = key.sign_digest(digest);
+    assert!(
+        is_contract_canonical_signature(&signature),
+        "the venue signs the canonical form"
+    );
+    // v as 0/1: the same signer, a form the vault refuses.
+    let mut zero_one = signature;
+    zero_one[64] -= 27;
+    assert_eq!(recover_signer(digest, &zero_one), Some(key.address()));
+    assert!(!is_contract_canonical_signature(&zero_one));
+    // The high-s twin: s' = n - s with v flipped recovers the same signer too.
+    let order = alloy_primitives::U256::from_be_bytes([
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xba, 0xae,
+        0xdc, 0xe6, 0xaf, 0x48, 0xa0, 0x3b, 0xbf, 0xd2, 0x5e, 0x8c, 0xd0, 0x36, 0x41, 0x41,
+    ]);
+    let s = alloy_primitives::U256::from_be_slice(&signature[32..64]);
+    let mut high_s = signature;
+    high_s[32..64].copy_from_slice(&(order - s).to_be_bytes::<32>());
+    high_s[64] = if signature[64] == 27 { 28 } else { 27 };
+    assert_eq!(recover_signer(digest, &high_s), Some(key.address()));
+    assert!(!is_contract_canonical_signature(&high_s));
+}

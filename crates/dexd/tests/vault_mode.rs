@@ -730,6 +730,65 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
     venue.assert_conserved().await;
 }
 
+#[tokio::test]
+async fn a_withdrawal_signature_the_vault_would_refuse_is_refused_at_the_door() {
+    use alloy::signers::SignerSync;
+    use alloy::sol_types::SolStruct;
+    let venue = VaultVenue::start().await;
+    let alice = venue.chain.users[0].clone();
+    deploy::deposit_from_wallet(&venue.chain.node, &alice, None, U256::from(ETH_UNIT))
+        .await
+        .unwrap();
+    venue.wait_for_available(&alice, "ETH", "1").await;
+    let expiry = dexd_store::now_ms() + 600_000;
+    let withdrawal = Withdrawal {
+        account: alice.address(),
+        token: ChainAddress::ZERO,
+        amount: U256::from(ETH_UNIT / 5),
+        withdrawalId: U256::from(91u64),
+        expiry: U256::from(expiry),
+    };
+    let domain = alloy::sol_types::eip712_domain! {
+        name: "dexd",
+        version: "1",
+        chain_id: venue.chain.chain_id,
+        verifying_contract: venue.chain.vault,
+    };
+    let signature: [u8; 65] = alice
+        .sign_hash_sync(&withdrawal.eip712_signing_hash(&domain))
+        .unwrap()
+        .as_bytes();
+    let body = |signature: &[u8; 65]| {
+        json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.2", "nonce": "91",
+            "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))})
+    };
+    // The same signer, in the two forms OpenZeppelin's ECDSA refuses: v as 0/1, and the high-s
+    // twin (s' = n - s, v flipped). Either would be debited and then never paid.
+    let mut zero_one = signature;
+    zero_one[64] -= 27;
+    let order = U256::from_str_radix("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141", 16).unwrap();
+    let mut high_s = signature;
+    high_s[32..64].copy_from_slice(&(order - U256::from_be_slice(&signature[32..64])).to_be_bytes::<32>());
+    high_s[64] = if signature[64] == 27 { 28 } else { 27 };
+    for refused in [zero_one, high_s] {
+        let answer = venue
+            .refused("/portfolio/withdraw", body(&refused), 401, "INVALID_SIGNATURE")
+            .await;
+        assert!(
+            answer["error"]["message"].as_str().unwrap().contains("low-s"),
+            "{answer}"
+        );
+    }
+    assert!(
+        venue.transfers(&alice, "withdraw").await.is_empty(),
+        "nothing was debited"
+    );
+    assert_eq!(venue.balance(&alice, "ETH").await["available"], "1");
+    // The canonical signature of the same terms is taken: the refusals claimed no nonce.
+    let (status, answer) = venue.post("/portfolio/withdraw", body(&signature)).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
 fn address_of_chain(address: &ChainAddress) -> String {
     checksummed(&venue_address(address))
 }

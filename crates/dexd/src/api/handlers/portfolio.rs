@@ -215,7 +215,25 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
             rand::random::<[u8; 32]>(),
             now_ms().saturating_add(vault.config.withdrawal_validity_ms),
         ),
-        Credential::Signed { nonce, expiry_ms, .. } => (*nonce, *expiry_ms),
+        Credential::Signed {
+            nonce,
+            expiry_ms,
+            signature,
+            ..
+        } => {
+            // The vault verifies with OpenZeppelin's ECDSA: a signature it would refuse is refused
+            // here, before anything is debited, rather than failed after.
+            if !dexd_crypto::is_contract_canonical_signature(signature) {
+                return Err(ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "INVALID_SIGNATURE",
+                    "the vault takes only low-s signatures with v 27 or 28 (as eth_signTypedData_v4 and \
+                     standard signers make them); sign the withdrawal again",
+                )
+                .on("signature"));
+            }
+            (*nonce, *expiry_ms)
+        }
     };
     let withdrawal = WithdrawalTerms {
         account: from,
