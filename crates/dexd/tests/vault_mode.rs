@@ -666,10 +666,37 @@ alloy::sol! {
     }
 }
 
-#[tokio::test]
-async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() {
+/// The account's signature, `r ‖ s ‖ v`, of the vault's `Withdrawal` of 0.2 ETH with this id
+/// and expiry, made with alloy from the contract's own type (not dexd's code).
+fn sign_fifth_of_an_eth_withdrawal(
+    venue: &VaultVenue,
+    account: &PrivateKeySigner,
+    id: u64,
+    expiry_ms: u64,
+) -> [u8; 65] {
     use alloy::signers::SignerSync;
     use alloy::sol_types::SolStruct;
+    let withdrawal = Withdrawal {
+        account: account.address(),
+        token: ChainAddress::ZERO,
+        amount: U256::from(ETH_UNIT / 5),
+        withdrawalId: U256::from(id),
+        expiry: U256::from(expiry_ms),
+    };
+    let domain = alloy::sol_types::eip712_domain! {
+        name: "dexd",
+        version: "1",
+        chain_id: venue.chain.chain_id,
+        verifying_contract: venue.chain.vault,
+    };
+    account
+        .sign_hash_sync(&withdrawal.eip712_signing_hash(&domain))
+        .unwrap()
+        .as_bytes()
+}
+
+#[tokio::test]
+async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() {
     let venue = VaultVenue::start().await;
     let alice = venue.chain.users[0].clone();
     deploy::deposit_from_wallet(&venue.chain.node, &alice, None, U256::from(ETH_UNIT))
@@ -683,22 +710,9 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
         address_of_chain(&venue.chain.vault)
     );
     let expiry = dexd_store::now_ms() + 600_000;
-    let withdrawal = Withdrawal {
-        account: alice.address(),
-        token: ChainAddress::ZERO,
-        amount: U256::from(ETH_UNIT / 5),
-        withdrawalId: U256::from(77u64),
-        expiry: U256::from(expiry),
-    };
-    let domain = alloy::sol_types::eip712_domain! {
-        name: "dexd",
-        version: "1",
-        chain_id: venue.chain.chain_id,
-        verifying_contract: venue.chain.vault,
-    };
-    let signature = alice.sign_hash_sync(&withdrawal.eip712_signing_hash(&domain)).unwrap();
+    let signature = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 77, expiry);
     let body = json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.2", "nonce": "77",
-        "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature.as_bytes()))});
+        "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))});
     let (status, answer) = venue.post("/portfolio/withdraw", body.clone()).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["withdrawal"]["id"], format!("0x{:064x}", 77));
@@ -711,7 +725,7 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
     );
     // A signature over other terms is refused.
     let tampered = json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.3", "nonce": "78",
-        "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature.as_bytes()))});
+        "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))});
     let (status, refused) = venue.post("/portfolio/withdraw", tampered).await;
     assert_eq!(
         (status, refused["error"]["code"].as_str()),
@@ -732,8 +746,6 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
 
 #[tokio::test]
 async fn a_withdrawal_signature_the_vault_would_refuse_is_refused_at_the_door() {
-    use alloy::signers::SignerSync;
-    use alloy::sol_types::SolStruct;
     let venue = VaultVenue::start().await;
     let alice = venue.chain.users[0].clone();
     deploy::deposit_from_wallet(&venue.chain.node, &alice, None, U256::from(ETH_UNIT))
@@ -741,23 +753,7 @@ async fn a_withdrawal_signature_the_vault_would_refuse_is_refused_at_the_door() 
         .unwrap();
     venue.wait_for_available(&alice, "ETH", "1").await;
     let expiry = dexd_store::now_ms() + 600_000;
-    let withdrawal = Withdrawal {
-        account: alice.address(),
-        token: ChainAddress::ZERO,
-        amount: U256::from(ETH_UNIT / 5),
-        withdrawalId: U256::from(91u64),
-        expiry: U256::from(expiry),
-    };
-    let domain = alloy::sol_types::eip712_domain! {
-        name: "dexd",
-        version: "1",
-        chain_id: venue.chain.chain_id,
-        verifying_contract: venue.chain.vault,
-    };
-    let signature: [u8; 65] = alice
-        .sign_hash_sync(&withdrawal.eip712_signing_hash(&domain))
-        .unwrap()
-        .as_bytes();
+    let signature = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 91, expiry);
     let body = |signature: &[u8; 65]| {
         json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.2", "nonce": "91",
             "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))})
