@@ -403,19 +403,20 @@ async fn a_client_that_stops_reading_is_told_slow_consumer_and_closed_while_anot
         7,
         Duration::from_secs(4),
     ));
-    // The slow client asks for snapshot after snapshot of the deep book and reads nothing.
+    // The slow client asks for snapshot after snapshot of the deep book and reads nothing: while
+    // the flow runs, and for at least 200 snapshots (about 20 MB, several times what its queue
+    // and the sockets' buffers hold; the flow's 4 s alone sometimes gave only 7.5 MB). It stops
+    // once the server has closed the connection.
     let mut sent = 0;
-    while !flow.is_finished() {
+    'asking: while !flow.is_finished() || sent < 400 {
         for channel in ["subscribe", "unsubscribe"] {
             let message = json!({"op": channel, "id": sent, "channel": "book", "chainId": "1", "pair": "ETH/USDC", "depth": 1000});
-            if futures_util::SinkExt::send(
+            let sending = futures_util::SinkExt::send(
                 &mut slow.socket,
                 tokio_tungstenite::tungstenite::Message::Text(message.to_string().into()),
-            )
-            .await
-            .is_err()
-            {
-                break;
+            );
+            if !matches!(tokio::time::timeout(Duration::from_secs(10), sending).await, Ok(Ok(()))) {
+                break 'asking;
             }
             sent += 1;
             // Long enough for the snapshot to be taken before the unsubscribe.

@@ -40,6 +40,10 @@ pub const PING_INTERVAL_MS: u64 = 20_000;
 pub const PONG_TIMEOUT_MS: u64 = 20_000;
 /// How long a connection without subscriptions may stay silent before it is closed.
 pub const IDLE_TIMEOUT_MS: u64 = 60_000;
+/// How long a connection the server ended keeps reading and dropping what its client still
+/// sends, waiting for the client's close: closing a socket with unread input resets it, and a
+/// reset destroys what the client had not read yet (the `SLOW_CONSUMER` error, the close).
+pub const CLOSE_LINGER_MS: u64 = 10_000;
 /// How long one message may take to be written before the connection counts as stuck.
 pub const WRITE_TIMEOUT_MS: u64 = 10_000;
 
@@ -178,7 +182,18 @@ async fn read(
                 continue;
             }
             _ = shutdown.changed() => return held.chains,
-            _ = &mut writer_done => return held.chains,
+            _ = &mut writer_done => {
+                // The server ended the connection (a slow consumer, a write that failed): read
+                // and drop what the client still sends until it closes too, so that closing the
+                // socket does not reset it and destroy the error and the close before the client
+                // has read them.
+                let draining = async { while let Some(Ok(_)) = inbound.next().await {} };
+                tokio::select! {
+                    _ = tokio::time::timeout(Duration::from_millis(CLOSE_LINGER_MS), draining) => {}
+                    _ = shutdown.changed() => {}
+                }
+                return held.chains;
+            }
         };
         let message = match message {
             Some(Ok(message)) => message,
