@@ -5,14 +5,12 @@ use crate::custody::CustodyMode;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, AssetIndex};
-use crate::pair::AssetSpec;
+use crate::test_support::{eth_and_usdc, execute_checked, ETH, USDC};
 use crate::transfer::{
     ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
     WithdrawalKey,
 };
 
-const ETH: AssetIndex = AssetIndex(0);
-const USDC: AssetIndex = AssetIndex(1);
 const ALICE: Address = Address::from_bytes([0xa1; 20]);
 const BOB: Address = Address::from_bytes([0xb0; 20]);
 
@@ -24,7 +22,7 @@ struct Chain {
 impl Chain {
     fn new(mode: CustodyMode, max_pending_transfers: usize) -> Chain {
         let engine = Engine::new(EngineConfig {
-            assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
+            assets: eth_and_usdc(),
             pairs: vec![],
             fee_account: Address::from_bytes([0xfe; 20]),
             custody: mode,
@@ -45,15 +43,7 @@ impl Chain {
     /// holds after each command.
     fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
         self.time_ms += 1;
-        let before = self.engine.state_hash();
-        let mut events = Vec::new();
-        let result = self.engine.execute(command, self.time_ms, &mut events);
-        if result.is_err() {
-            assert!(events.is_empty(), "a rejection emits no events");
-            assert_eq!(before, self.engine.state_hash(), "a rejection changes nothing");
-        }
-        self.engine.check_invariants().unwrap();
-        result.map(|()| events)
+        execute_checked(&mut self.engine, command, self.time_ms)
     }
 
     fn available(&self, account: Address, asset: AssetIndex) -> u128 {

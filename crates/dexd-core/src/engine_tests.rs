@@ -1,16 +1,13 @@
 //! Scenario tests of the engine's rules, one small story each.
 
-use crate::decimal::Decimal;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::ledger::Balance;
-use crate::money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
+use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
-use crate::pair::{AssetSpec, PairDefinition};
+use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
 use crate::transfer::TransferRequest;
 
-const ETH: AssetIndex = AssetIndex(0);
-const USDC: AssetIndex = AssetIndex(1);
 const PAIR: PairIndex = PairIndex(0);
 const ALICE: Address = Address::from_bytes([0xa1; 20]);
 const BOB: Address = Address::from_bytes([0xb0; 20]);
@@ -19,24 +16,11 @@ const FEES: Address = Address::from_bytes([0xfe; 20]);
 const USDC_UNIT: u128 = 1_000_000;
 const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
 
-fn decimal(text: &str) -> Decimal {
-    Decimal::parse(text).unwrap()
-}
-
-/// ETH/USDC with tick 0.01, step 0.0001, minimum 0.001 ETH and 1 USDC, fees 0.1 % / 0.2 %.
+/// The ETH/USDC market of `test_support`, in ledger custody.
 fn engine_with_limits(limits: EngineLimits) -> Engine {
     Engine::new(EngineConfig {
-        assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
-        pairs: vec![PairDefinition {
-            base: ETH,
-            quote: USDC,
-            tick_size: decimal("0.01"),
-            step_size: decimal("0.0001"),
-            min_amount: decimal("0.001"),
-            min_notional: decimal("1"),
-            maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
-            taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
-        }],
+        assets: eth_and_usdc(),
+        pairs: vec![eth_usdc_definition()],
         fee_account: FEES,
         custody: crate::custody::CustodyMode::Ledger,
         limits,
@@ -65,15 +49,7 @@ impl Venue {
 
     fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
         self.time_ms += 1;
-        let mut events = Vec::new();
-        let before = self.engine.state_hash();
-        let result = self.engine.execute(command, self.time_ms, &mut events);
-        if result.is_err() {
-            assert!(events.is_empty(), "a rejection emits no events");
-            assert_eq!(before, self.engine.state_hash(), "a rejection changes nothing");
-        }
-        self.engine.check_invariants().unwrap();
-        result.map(|()| events)
+        execute_checked(&mut self.engine, command, self.time_ms)
     }
 
     fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {

@@ -30,6 +30,8 @@ pub mod transfer;
 mod custody_tests;
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod test_support;
 
 pub use book::LevelView;
 pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal};

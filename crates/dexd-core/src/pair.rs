@@ -310,26 +310,10 @@ fn exact_product_in_units(tick: Decimal, step: Decimal, decimals: u32) -> Result
 mod tests {
     use super::*;
 
-    fn decimal(text: &str) -> Decimal {
-        Decimal::parse(text).unwrap()
-    }
+    use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition};
 
     fn eth_usdc() -> PairSpec {
-        let assets = [AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }];
-        PairSpec::new(
-            &PairDefinition {
-                base: AssetIndex(0),
-                quote: AssetIndex(1),
-                tick_size: decimal("0.01"),
-                step_size: decimal("0.0001"),
-                min_amount: decimal("0.001"),
-                min_notional: decimal("1"),
-                maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
-                taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
-            },
-            &assets,
-        )
-        .unwrap()
+        PairSpec::new(&eth_usdc_definition(), &eth_and_usdc()).unwrap()
     }
 
     #[test]

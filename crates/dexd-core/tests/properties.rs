@@ -439,7 +439,7 @@ fn command_of(number: usize, operation: &Operation) -> Command {
             ..
         } => Command::PlaceOrder(NewOrder {
             order_id: OrderId::from_bytes(order_id_bytes(number as u64)),
-            client_order_id: (number % 3 == 0).then(|| format!("client-{number}")),
+            client_order_id: number.is_multiple_of(3).then(|| format!("client-{number}")),
             account: trader(*index),
             pair: PAIR,
             order_type: OrderType::Limit,

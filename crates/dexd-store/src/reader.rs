@@ -85,6 +85,7 @@ impl StoreReader {
         if status == OrderStatus::Open {
             return Ok(self.open_orders.read().of_account(account, pair, request));
         }
+        let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT record, nonce, expiry_ms, signature, sequence FROM orders
@@ -97,10 +98,10 @@ impl StoreReader {
                     account.as_bytes(),
                     status as u8,
                     pair.map(|pair| pair.0),
-                    to_sql_integer(request.start_ms),
-                    to_sql_integer(request.end_ms),
-                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
-                    to_sql_integer(request.limit as u64 + 1),
+                    window.start_ms,
+                    window.end_ms,
+                    window.before,
+                    window.fetch,
                     leading_key(account.as_bytes()),
                 ],
                 |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(4)?)),
@@ -128,6 +129,7 @@ impl StoreReader {
 
     /// A pair's trades, newest first. The cursor is the trade id.
     pub fn trades(&self, pair: PairIndex, request: PageRequest) -> Result<Page<Trade>, StoreError> {
+        let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT record, trade_id FROM trades
@@ -136,13 +138,7 @@ impl StoreReader {
             )?;
             trade_page(
                 &mut statement,
-                params![
-                    pair.0,
-                    to_sql_integer(request.start_ms),
-                    to_sql_integer(request.end_ms),
-                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
-                    to_sql_integer(request.limit as u64 + 1)
-                ],
+                params![pair.0, window.start_ms, window.end_ms, window.before, window.fetch],
                 request.limit,
             )
         })
@@ -156,6 +152,7 @@ impl StoreReader {
         pair: Option<PairIndex>,
         request: PageRequest,
     ) -> Result<Page<Trade>, StoreError> {
+        let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT trades.record, account_trades.trade_id FROM account_trades
@@ -169,10 +166,10 @@ impl StoreReader {
                 params![
                     account.as_bytes(),
                     pair.map(|pair| pair.0),
-                    to_sql_integer(request.start_ms),
-                    to_sql_integer(request.end_ms),
-                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
-                    to_sql_integer(request.limit as u64 + 1)
+                    window.start_ms,
+                    window.end_ms,
+                    window.before,
+                    window.fetch
                 ],
                 request.limit,
             )
@@ -187,6 +184,7 @@ impl StoreReader {
         kind: TransferKind,
         request: PageRequest,
     ) -> Result<Page<Transfer>, StoreError> {
+        let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
                 "SELECT record, number FROM transfers
@@ -197,10 +195,10 @@ impl StoreReader {
                 params![
                     account.as_bytes(),
                     kind as u8,
-                    to_sql_integer(request.start_ms),
-                    to_sql_integer(request.end_ms),
-                    to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
-                    to_sql_integer(request.limit as u64 + 1)
+                    window.start_ms,
+                    window.end_ms,
+                    window.before,
+                    window.fetch
                 ],
                 |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
             )?;
@@ -267,6 +265,27 @@ fn page<T>(mut items: Vec<(T, u64)>, limit: usize) -> Page<T> {
 
 /// A page of trades from a statement that selects `(record, trade_id)` rows, newest first and
 /// one more than `limit` (the cursor is the trade id).
+/// A page request as the SQL of a newest-first page takes it: the time window, the key to stay
+/// below (the cursor, or no bound), and one more row than the limit so that `page` can tell
+/// whether another page follows.
+struct SqlWindow {
+    start_ms: i64,
+    end_ms: i64,
+    before: i64,
+    fetch: i64,
+}
+
+impl SqlWindow {
+    fn of(request: &PageRequest) -> SqlWindow {
+        SqlWindow {
+            start_ms: to_sql_integer(request.start_ms),
+            end_ms: to_sql_integer(request.end_ms),
+            before: to_sql_integer(request.cursor.unwrap_or(u64::MAX)),
+            fetch: to_sql_integer(request.limit as u64 + 1),
+        }
+    }
+}
+
 fn trade_page(
     statement: &mut rusqlite::CachedStatement<'_>,
     parameters: impl rusqlite::Params,

@@ -145,7 +145,7 @@ pub fn list_snapshots(directory: &Path) -> Result<Vec<SnapshotFile>, SnapshotErr
         };
         files.push(SnapshotFile { sequence, path });
     }
-    files.sort_by(|left, right| right.sequence.cmp(&left.sequence));
+    files.sort_by_key(|file| std::cmp::Reverse(file.sequence));
     Ok(files)
 }
 

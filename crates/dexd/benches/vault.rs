@@ -48,7 +48,7 @@ async fn mine(node: &Node, blocks: u64) {
 fn start_venue(config_toml: &str, data_dir: &std::path::Path) -> (Arc<Venue>, Custodians) {
     let config = Config::parse(config_toml).unwrap();
     let venue = Arc::new(Venue::start(config, data_dir).unwrap());
-    let custody = Custodians::start(&venue).unwrap();
+    let custody = Custodians::start(dexd::venue::vault_chain_setups(&venue)).unwrap();
     (venue, custody)
 }
 

@@ -188,11 +188,7 @@ struct Scene {
 
 async fn setup() -> Scene {
     let server = TestServer::start().await;
-    let alice = Trader::new(0xa1);
-    let bob = Trader::new(0xb0);
-    server.deposit(&alice, "USDC", "3000").await;
-    server.deposit(&bob, "ETH", "5").await;
-    server.limit(&bob, "sell", "2100", "1").await;
+    let (alice, bob) = common::alice_with_dollars_and_bob_offering(&server).await;
     server.limit(&bob, "sell", "1900", "0.5").await;
     server.limit(&alice, "buy", "1950", "0.25").await;
     let open = server.limit(&alice, "buy", "1000", "0.5").await;

@@ -325,10 +325,10 @@ async fn load(base_url: String, traders: Vec<Trader>, stop: Arc<AtomicBool>) {
             let mut number = 0u64;
             while !stop.load(Ordering::Acquire) {
                 number += 1;
-                let direction = if (number + index as u64) % 2 == 0 { "buy" } else { "sell" };
+                let direction = if (number + index as u64).is_multiple_of(2) { "buy" } else { "sell" };
                 let price = format!("{}", 2_490 + (number * 7 + index as u64) % 20);
                 let placed = server.limit(&trader, direction, &price, "0.3").await;
-                if number % 5 == 0 {
+                if number.is_multiple_of(5) {
                     if let Some(order_id) = placed["order"]["orderId"].as_str() {
                         let _ = server
                             .post_json(
@@ -338,7 +338,7 @@ async fn load(base_url: String, traders: Vec<Trader>, stop: Arc<AtomicBool>) {
                             .await;
                     }
                 }
-                if number % 11 == 0 {
+                if number.is_multiple_of(11) {
                     server.deposit(&trader, "USDC", "5").await;
                 }
             }

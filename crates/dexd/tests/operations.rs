@@ -69,11 +69,7 @@ fn order(trader: &Trader, extra: Value) -> Value {
 #[tokio::test]
 async fn add_order_refuses_bad_requests_with_the_contract_errors_and_changes_nothing() {
     let server = TestServer::start().await;
-    let alice = Trader::new(0xa1);
-    let bob = Trader::new(0xb0);
-    server.deposit(&alice, "USDC", "3000").await;
-    server.deposit(&bob, "ETH", "5").await;
-    server.limit(&bob, "sell", "2100", "1").await;
+    let (alice, bob) = common::alice_with_dollars_and_bob_offering(&server).await;
     let mut tagged = order(&alice, json!({"clientOrderId": "bot-42"}));
     tagged["price"] = json!("1000");
     assert_eq!(server.post_json("/order/addOrder", tagged.clone()).await.0, 200);
@@ -259,36 +255,18 @@ async fn add_order_refuses_bad_requests_with_the_contract_errors_and_changes_not
             "an error never echoes the key"
         );
     }
-    assert_error(
-        &server.post_raw("/order/addOrder", "text/plain", b"x".to_vec()).await,
-        415,
-        "UNSUPPORTED_MEDIA_TYPE",
-        None,
-    );
-    assert_error(
-        &server
-            .post_raw("/order/addOrder", "application/json", b"{\"chainId\":".to_vec())
-            .await,
-        400,
-        "MALFORMED_BODY",
-        None,
-    );
-    assert_error(
-        &server
-            .post_raw("/order/addOrder", "application/json", b"[1,2]".to_vec())
-            .await,
-        400,
-        "MALFORMED_BODY",
-        None,
-    );
-    assert_error(
-        &server
-            .post_raw("/order/addOrder", "application/json", vec![b' '; 70_000])
-            .await,
-        413,
-        "PAYLOAD_TOO_LARGE",
-        None,
-    );
+    // Bodies that are not a JSON object of the limited size: the media type, the JSON, the size.
+    #[rustfmt::skip]
+    let raw_bodies = [
+        ("text/plain", b"x".to_vec(), 415, "UNSUPPORTED_MEDIA_TYPE"),
+        ("application/json", b"{\"chainId\":".to_vec(), 400, "MALFORMED_BODY"),
+        ("application/json", b"[1,2]".to_vec(), 400, "MALFORMED_BODY"),
+        ("application/json", vec![b' '; 70_000], 413, "PAYLOAD_TOO_LARGE"),
+    ];
+    for (content_type, body, status, code) in raw_bodies {
+        let answer = server.post_raw("/order/addOrder", content_type, body).await;
+        assert_error(&answer, status, code, None);
+    }
     assert_error(
         &server
             .post_form("/order/addOrder", &[("chainId", "1"), ("chainId", "2")])
@@ -355,38 +333,17 @@ async fn cancel_order_distinguishes_unknown_foreign_and_closed_orders() {
     let order_id = placed["order"]["orderId"].as_str().unwrap();
     let cancel = |key: &str, order_id: &str, symbol: &str| json!({"chainId": "1", "symbol": symbol, "orderId": order_id, "privateKey": key});
     let unknown = format!("0x{}", "ab".repeat(32));
-    assert_error(
-        &server
-            .post_json("/order/cancelOrder", cancel(&alice.key, &unknown, "ETH/USDC"))
-            .await,
-        404,
-        "ORDER_NOT_FOUND",
-        Some("orderId"),
-    );
-    assert_error(
-        &server
-            .post_json("/order/cancelOrder", cancel(&bob.key, order_id, "ETH/USDC"))
-            .await,
-        404,
-        "ORDER_NOT_FOUND",
-        Some("orderId"),
-    );
-    assert_error(
-        &server
-            .post_json("/order/cancelOrder", cancel(&alice.key, order_id, "WBTC/USDC"))
-            .await,
-        404,
-        "ORDER_NOT_FOUND",
-        Some("orderId"),
-    );
-    assert_error(
-        &server
-            .post_json("/order/cancelOrder", cancel(&alice.key, "0x12", "ETH/USDC"))
-            .await,
-        400,
-        "INVALID_PARAMETER",
-        Some("orderId"),
-    );
+    // An unknown id, another account's order, the right id on the wrong pair, a malformed id.
+    let refusals = [
+        (&alice.key, unknown.as_str(), "ETH/USDC", 404, "ORDER_NOT_FOUND"),
+        (&bob.key, order_id, "ETH/USDC", 404, "ORDER_NOT_FOUND"),
+        (&alice.key, order_id, "WBTC/USDC", 404, "ORDER_NOT_FOUND"),
+        (&alice.key, "0x12", "ETH/USDC", 400, "INVALID_PARAMETER"),
+    ];
+    for (key, id, symbol, status, code) in refusals {
+        let answer = server.post_json("/order/cancelOrder", cancel(key, id, symbol)).await;
+        assert_error(&answer, status, code, Some("orderId"));
+    }
     let (status, _) = server
         .post_json("/order/cancelOrder", cancel(&alice.key, order_id, "ETH/USDC"))
         .await;
@@ -409,60 +366,17 @@ async fn transfers_check_the_account_the_asset_and_the_balance() {
     let bob = Trader::new(0xb0);
     server.deposit(&alice, "usdc", "100.5").await;
     let body = |from: &str, symbol: &str, quantity: &str| json!({"chainId": "1", "from": from, "symbol": symbol, "quantity": quantity, "privateKey": alice.key});
-    let refused: [(&str, &str, &str, &str, u16, &str, Option<&str>); 5] = [
-        (
-            "/portfolio/deposit",
-            &bob.address,
-            "USDC",
-            "1",
-            403,
-            "ACCOUNT_MISMATCH",
-            Some("from"),
-        ),
-        (
-            "/portfolio/deposit",
-            &alice.address,
-            "DOGE",
-            "1",
-            404,
-            "UNKNOWN_ASSET",
-            Some("symbol"),
-        ),
-        (
-            "/portfolio/deposit",
-            &alice.address,
-            "USDC",
-            "0.0000001",
-            400,
-            "INVALID_NUMBER",
-            Some("quantity"),
-        ),
-        (
-            "/portfolio/deposit",
-            &alice.address,
-            "USDC",
-            "0",
-            400,
-            "INVALID_NUMBER",
-            Some("quantity"),
-        ),
-        (
-            "/portfolio/withdraw",
-            &alice.address,
-            "USDC",
-            "100.6",
-            422,
-            "INSUFFICIENT_BALANCE",
-            None,
-        ),
+    // One row a refusal: the path, the request, and the status, code and field it is refused with.
+    #[rustfmt::skip]
+    let refused = [
+        ("/portfolio/deposit", body(&bob.address, "USDC", "1"), 403, "ACCOUNT_MISMATCH", Some("from")),
+        ("/portfolio/deposit", body(&alice.address, "DOGE", "1"), 404, "UNKNOWN_ASSET", Some("symbol")),
+        ("/portfolio/deposit", body(&alice.address, "USDC", "0.0000001"), 400, "INVALID_NUMBER", Some("quantity")),
+        ("/portfolio/deposit", body(&alice.address, "USDC", "0"), 400, "INVALID_NUMBER", Some("quantity")),
+        ("/portfolio/withdraw", body(&alice.address, "USDC", "100.6"), 422, "INSUFFICIENT_BALANCE", None),
     ];
-    for (path, from, symbol, quantity, status, code, field) in refused {
-        assert_error(
-            &server.post_json(path, body(from, symbol, quantity)).await,
-            status,
-            code,
-            field,
-        );
+    for (path, request, status, code, field) in refused {
+        assert_error(&server.post_json(path, request).await, status, code, field);
     }
     let lower = alice.address.to_lowercase();
     let (status, answer) = server

@@ -80,7 +80,7 @@ impl Traffic {
                 (
                     number,
                     u16::from(number % 2),
-                    if number % 2 == 0 {
+                    if number.is_multiple_of(2) {
                         10u128.pow(21)
                     } else {
                         10u128.pow(12)

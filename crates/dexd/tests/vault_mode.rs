@@ -29,8 +29,14 @@ struct VaultVenue {
 impl VaultVenue {
     async fn start() -> VaultVenue {
         let chain = TestChain::start().await;
+        let node_url = chain.anvil.endpoint();
+        VaultVenue::start_on(chain, &node_url)
+    }
+
+    /// Starts dexd on `chain`, reaching its node at `node_url` (the node itself, or a proxy).
+    fn start_on(chain: TestChain, node_url: &str) -> VaultVenue {
         let folder = tempfile::tempdir().unwrap();
-        let config = chain.write_dexd_config(folder.path(), &chain.anvil.endpoint());
+        let config = chain.write_dexd_config(folder.path(), node_url);
         let mut venue = VaultVenue {
             chain,
             folder,
@@ -106,6 +112,49 @@ impl VaultVenue {
         answer
     }
 
+    /// Deposits `units` of `token` (None: the native asset) straight from the account's wallet.
+    async fn deposit_from_wallet(
+        &self,
+        account: &PrivateKeySigner,
+        token: Option<ChainAddress>,
+        units: u128,
+    ) -> dexd_settlement::node::Receipt {
+        deploy::deposit_from_wallet(&self.chain.node, account, token, U256::from(units))
+            .await
+            .unwrap()
+    }
+
+    /// Deposits from the wallet and waits until the venue has credited it: `available` of
+    /// `symbol` is then `amount`.
+    async fn fund(
+        &self,
+        account: &PrivateKeySigner,
+        token: Option<ChainAddress>,
+        units: u128,
+        symbol: &str,
+        amount: &str,
+    ) {
+        self.deposit_from_wallet(account, token, units).await;
+        self.wait_for_available(account, symbol, amount).await;
+    }
+
+    /// The account's USDC in its own wallet, on chain.
+    async fn usdc_in_wallet(&self, account: &PrivateKeySigner) -> U256 {
+        self.chain
+            .node
+            .balance(Some(self.chain.usdc), account.address(), BlockId::latest())
+            .await
+            .unwrap()
+    }
+
+    /// Waits until the account's newest withdrawal is confirmed.
+    async fn wait_for_newest_withdrawal_confirmed(&self, account: &PrivateKeySigner) {
+        self.eventually("the newest withdrawal confirmed", || async {
+            self.transfers(account, "withdraw").await[0]["status"] == "confirmed"
+        })
+        .await;
+    }
+
     async fn balance(&self, account: &PrivateKeySigner, symbol: &str) -> Value {
         let address = address_of(account);
         let (status, body) = self.get("/account/assetBalances", &[("account", &address)]).await;
@@ -152,6 +201,19 @@ fn address_of(signer: &PrivateKeySigner) -> String {
 
 fn key_of(signer: &PrivateKeySigner) -> String {
     format!("0x{}", alloy::hex::encode(signer.to_bytes()))
+}
+
+/// A withdrawal signed by the client: the terms and the account's own signature, no key.
+fn signed_withdrawal_body(
+    account: &PrivateKeySigner,
+    symbol: &str,
+    quantity: &str,
+    nonce: u64,
+    expiry_ms: u64,
+    signature: &[u8],
+) -> Value {
+    json!({"from": address_of(account), "symbol": symbol, "quantity": quantity, "nonce": nonce.to_string(),
+        "expiry": expiry_ms.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))})
 }
 
 fn deposit_body(account: &PrivateKeySigner, symbol: &str, quantity: &str) -> Value {
@@ -211,17 +273,10 @@ async fn a_deposit_through_the_api_is_pending_then_credited_once_after_its_confi
 async fn deposits_straight_from_wallets_are_credited_and_listed_and_a_native_deposit_too() {
     let venue = VaultVenue::start().await;
     let bob = venue.chain.users[1].clone();
-    let usdc = deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &bob,
-        Some(venue.chain.usdc),
-        U256::from(75 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
-    deploy::deposit_from_wallet(&venue.chain.node, &bob, None, U256::from(ETH_UNIT / 4))
-        .await
-        .unwrap();
+    let usdc = venue
+        .deposit_from_wallet(&bob, Some(venue.chain.usdc), 75 * USDC_UNIT)
+        .await;
+    venue.deposit_from_wallet(&bob, None, ETH_UNIT / 4).await;
     venue.wait_for_available(&bob, "USDC", "75").await;
     venue.wait_for_available(&bob, "ETH", "0.25").await;
     let deposits = venue.transfers(&bob, "deposit").await;
@@ -236,21 +291,10 @@ async fn deposits_straight_from_wallets_are_credited_and_listed_and_a_native_dep
 async fn a_withdrawal_is_debited_at_once_then_paid_on_chain_and_confirmed() {
     let venue = VaultVenue::start().await;
     let alice = venue.chain.users[0].clone();
-    deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &alice,
-        Some(venue.chain.usdc),
-        U256::from(500 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
-    venue.wait_for_available(&alice, "USDC", "500").await;
-    let before = venue
-        .chain
-        .node
-        .balance(Some(venue.chain.usdc), alice.address(), BlockId::latest())
-        .await
-        .unwrap();
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 500 * USDC_UNIT, "USDC", "500")
+        .await;
+    let before = venue.usdc_in_wallet(&alice).await;
     let (status, body) = venue
         .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "120"))
         .await;
@@ -258,21 +302,11 @@ async fn a_withdrawal_is_debited_at_once_then_paid_on_chain_and_confirmed() {
     assert_eq!(body["withdrawal"]["status"], "pending");
     assert_eq!(body["balance"]["available"], "380", "debited before the answer");
     let id = body["withdrawal"]["id"].as_str().unwrap().to_string();
-    venue
-        .eventually("the withdrawal confirmed", || async {
-            let withdrawals = venue.transfers(&alice, "withdraw").await;
-            withdrawals[0]["status"] == "confirmed"
-        })
-        .await;
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
     let withdrawal = venue.transfers(&alice, "withdraw").await.remove(0);
     assert_eq!(withdrawal["id"], id.as_str());
     assert!(withdrawal["txHash"].as_str().is_some());
-    let after = venue
-        .chain
-        .node
-        .balance(Some(venue.chain.usdc), alice.address(), BlockId::latest())
-        .await
-        .unwrap();
+    let after = venue.usdc_in_wallet(&alice).await;
     assert_eq!(after - before, U256::from(120 * USDC_UNIT), "paid once, to the account");
     venue.assert_conserved().await;
 }
@@ -319,25 +353,14 @@ async fn a_reorganisation_before_the_confirmations_credits_only_what_survives_an
     // Alice's deposit is mined, then reorganised away before it has its confirmations; Bob's is
     // mined in its place.
     let before_alice = snapshot(&venue).await;
-    deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &alice,
-        Some(venue.chain.usdc),
-        U256::from(50 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
+    venue
+        .deposit_from_wallet(&alice, Some(venue.chain.usdc), 50 * USDC_UNIT)
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     revert(&venue, &before_alice).await;
-    deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &bob,
-        Some(venue.chain.usdc),
-        U256::from(70 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
-    venue.wait_for_available(&bob, "USDC", "70").await;
+    venue
+        .fund(&bob, Some(venue.chain.usdc), 70 * USDC_UNIT, "USDC", "70")
+        .await;
     venue.chain.mine(5).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
@@ -350,15 +373,9 @@ async fn a_reorganisation_before_the_confirmations_credits_only_what_survives_an
     // Carol's deposit is credited with its confirmations, then the chain is reorganised deeper
     // than that: crediting stops, loudly, and nothing after is credited; trading goes on.
     let before_carol = snapshot(&venue).await;
-    deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &carol,
-        Some(venue.chain.usdc),
-        U256::from(30 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
-    venue.wait_for_available(&carol, "USDC", "30").await;
+    venue
+        .fund(&carol, Some(venue.chain.usdc), 30 * USDC_UNIT, "USDC", "30")
+        .await;
     revert(&venue, &before_carol).await;
     venue.chain.mine(6).await;
     venue
@@ -372,14 +389,9 @@ async fn a_reorganisation_before_the_confirmations_credits_only_what_survives_an
         info["custody"]["haltReason"].as_str().unwrap().contains("reorganised"),
         "{info}"
     );
-    deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &dave,
-        Some(venue.chain.usdc),
-        U256::from(10 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
+    venue
+        .deposit_from_wallet(&dave, Some(venue.chain.usdc), 10 * USDC_UNIT)
+        .await;
     venue.chain.mine(5).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(
@@ -424,21 +436,10 @@ async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut venue = VaultVenue::start().await;
         let alice = venue.chain.users[0].clone();
-        deploy::deposit_from_wallet(
-            &venue.chain.node,
-            &alice,
-            Some(venue.chain.usdc),
-            U256::from(1_000 * USDC_UNIT),
-        )
-        .await
-        .unwrap();
-        venue.wait_for_available(&alice, "USDC", "1000").await;
-        let on_chain = |venue: &VaultVenue| {
-            let node = venue.chain.node.clone();
-            let (usdc, account) = (venue.chain.usdc, alice.address());
-            async move { node.balance(Some(usdc), account, BlockId::latest()).await.unwrap() }
-        };
-        let before = on_chain(&venue).await;
+        venue
+            .fund(&alice, Some(venue.chain.usdc), 1_000 * USDC_UNIT, "USDC", "1000")
+            .await;
+        let before = venue.usdc_in_wallet(&alice).await;
         let _miner = BackgroundMiner::start(venue.chain.node.clone());
         let mut withdrawals = Vec::new();
         for round in 0..6 {
@@ -465,7 +466,7 @@ async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
             .await;
         let paid: u128 = withdrawals.iter().map(|(_, units)| units).sum();
         assert_eq!(
-            on_chain(&venue).await - before,
+            venue.usdc_in_wallet(&alice).await - before,
             U256::from(paid * USDC_UNIT),
             "seed {seed}: the account was paid exactly what it withdrew"
         );
@@ -489,25 +490,11 @@ async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
 async fn the_node_down_makes_deposits_502_while_withdrawals_wait_and_trading_goes_on() {
     let chain = TestChain::start().await;
     let proxy = NodeProxy::start(chain.anvil.endpoint().trim_start_matches("http://").to_string()).await;
-    let folder = tempfile::tempdir().unwrap();
-    let config = chain.write_dexd_config(folder.path(), &proxy.url);
-    let mut venue = VaultVenue {
-        chain,
-        folder,
-        config,
-        server: None,
-    };
-    venue.restart();
+    let mut venue = VaultVenue::start_on(chain, &proxy.url);
     let alice = venue.chain.users[0].clone();
-    deploy::deposit_from_wallet(
-        &venue.chain.node,
-        &alice,
-        Some(venue.chain.usdc),
-        U256::from(200 * USDC_UNIT),
-    )
-    .await
-    .unwrap();
-    venue.wait_for_available(&alice, "USDC", "200").await;
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 200 * USDC_UNIT, "USDC", "200")
+        .await;
     proxy.down().await;
     let (status, body) = venue
         .post("/portfolio/deposit", deposit_body(&alice, "USDC", "5"))
@@ -548,23 +535,9 @@ async fn the_node_down_makes_deposits_502_while_withdrawals_wait_and_trading_goe
     // A restart while the node is down changes nothing either.
     venue.restart();
     proxy.up();
-    let before = venue
-        .chain
-        .node
-        .balance(Some(venue.chain.usdc), alice.address(), BlockId::latest())
-        .await
-        .unwrap();
-    venue
-        .eventually("the withdrawal paid once the node is back", || async {
-            venue.transfers(&alice, "withdraw").await[0]["status"] == "confirmed"
-        })
-        .await;
-    let after = venue
-        .chain
-        .node
-        .balance(Some(venue.chain.usdc), alice.address(), BlockId::latest())
-        .await
-        .unwrap();
+    let before = venue.usdc_in_wallet(&alice).await;
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    let after = venue.usdc_in_wallet(&alice).await;
     assert_eq!(after - before, U256::from(50 * USDC_UNIT));
     venue.assert_conserved().await;
 }
@@ -699,10 +672,7 @@ fn sign_fifth_of_an_eth_withdrawal(
 async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() {
     let venue = VaultVenue::start().await;
     let alice = venue.chain.users[0].clone();
-    deploy::deposit_from_wallet(&venue.chain.node, &alice, None, U256::from(ETH_UNIT))
-        .await
-        .unwrap();
-    venue.wait_for_available(&alice, "ETH", "1").await;
+    venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
     let (_, types) = venue.get("/account/eip712", &[]).await;
     assert_eq!(types["primaryTypes"]["withdraw"], "Withdrawal", "{types}");
     assert_eq!(
@@ -711,32 +681,18 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
     );
     let expiry = dexd_store::now_ms() + 600_000;
     let signature = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 77, expiry);
-    let body = json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.2", "nonce": "77",
-        "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))});
+    let body = signed_withdrawal_body(&alice, "ETH", "0.2", 77, expiry, &signature);
     let (status, answer) = venue.post("/portfolio/withdraw", body.clone()).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["withdrawal"]["id"], format!("0x{:064x}", 77));
     // The same signed request again: its nonce is taken.
-    let (status, again) = venue.post("/portfolio/withdraw", body).await;
-    assert_eq!(
-        (status, again["error"]["code"].as_str()),
-        (409, Some("NONCE_REUSED")),
-        "{again}"
-    );
+    venue.refused("/portfolio/withdraw", body, 409, "NONCE_REUSED").await;
     // A signature over other terms is refused.
-    let tampered = json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.3", "nonce": "78",
-        "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))});
-    let (status, refused) = venue.post("/portfolio/withdraw", tampered).await;
-    assert_eq!(
-        (status, refused["error"]["code"].as_str()),
-        (401, Some("INVALID_SIGNATURE")),
-        "{refused}"
-    );
+    let tampered = signed_withdrawal_body(&alice, "ETH", "0.3", 78, expiry, &signature);
     venue
-        .eventually("the signed withdrawal confirmed", || async {
-            venue.transfers(&alice, "withdraw").await[0]["status"] == "confirmed"
-        })
+        .refused("/portfolio/withdraw", tampered, 401, "INVALID_SIGNATURE")
         .await;
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
     assert_eq!(
         withdrawn_events(&venue, alice.address(), &format!("0x{:064x}", 77)).await,
         1
@@ -748,16 +704,10 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
 async fn a_withdrawal_signature_the_vault_would_refuse_is_refused_at_the_door() {
     let venue = VaultVenue::start().await;
     let alice = venue.chain.users[0].clone();
-    deploy::deposit_from_wallet(&venue.chain.node, &alice, None, U256::from(ETH_UNIT))
-        .await
-        .unwrap();
-    venue.wait_for_available(&alice, "ETH", "1").await;
+    venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
     let expiry = dexd_store::now_ms() + 600_000;
     let signature = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 91, expiry);
-    let body = |signature: &[u8; 65]| {
-        json!({"from": address_of(&alice), "symbol": "ETH", "quantity": "0.2", "nonce": "91",
-            "expiry": expiry.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))})
-    };
+    let body = |signature: &[u8; 65]| signed_withdrawal_body(&alice, "ETH", "0.2", 91, expiry, signature);
     // The same signer, in the two forms OpenZeppelin's ECDSA refuses: v as 0/1, and the high-s
     // twin (s' = n - s, v flipped). Either would be debited and then never paid.
     let mut zero_one = signature;

@@ -1,5 +1,6 @@
 //! The placement stream shared by the durable and projector benchmarks: limit orders of random
-//! ids around a mid price, about a third of them crossing the touch.
+//! ids around a mid price, about a third of them crossing the touch; and the order and
+//! authorization builders the recovery benchmark writes its journal with.
 
 use dexd_core::{Address, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity, TimeInForce};
 use dexd_store::Authorization;
@@ -23,7 +24,16 @@ pub fn place(random: &mut StdRng, account: Address) -> (Command, Authorization) 
         Direction::Buy => MID_PRICE_TICKS + 10 - offset,
         Direction::Sell => MID_PRICE_TICKS - 10 + offset,
     };
-    let command = Command::PlaceOrder(NewOrder {
+    let lots = random.gen_range(10..200);
+    (
+        limit_order(order_id, account, direction, price, lots),
+        zeroed_authorization(order_id),
+    )
+}
+
+/// A good-till-cancelled limit order on the first pair.
+pub fn limit_order(order_id: OrderId, account: Address, direction: Direction, price_ticks: u64, lots: u64) -> Command {
+    Command::PlaceOrder(NewOrder {
         order_id,
         client_order_id: None,
         account,
@@ -32,17 +42,19 @@ pub fn place(random: &mut StdRng, account: Address) -> (Command, Authorization) 
         direction,
         time_in_force: TimeInForce::GoodTillCancelled,
         post_only: false,
-        price: Price::from_ticks(price),
-        quantity: Quantity::from_lots(random.gen_range(10..200)),
-    });
-    (
-        command,
-        Authorization {
-            order_id: Some(order_id),
-            nonce: [0; 32],
-            expiry_ms: 0,
-            signature: [0; 65],
-            client_signed: false,
-        },
-    )
+        price: Price::from_ticks(price_ticks),
+        quantity: Quantity::from_lots(lots),
+    })
+}
+
+/// The authorization journaled beside a placement: the benchmarks sign nothing (signing is
+/// measured on its own), so its fields are zero.
+pub fn zeroed_authorization(order_id: OrderId) -> Authorization {
+    Authorization {
+        order_id: Some(order_id),
+        nonce: [0; 32],
+        expiry_ms: 0,
+        signature: [0; 65],
+        client_signed: false,
+    }
 }

@@ -103,7 +103,7 @@ pub struct Operation {
     pub error_statuses: &'static [u16],
 }
 
-const fn field(name: &'static str, required: bool, kind: Kind, description: &'static str) -> Field {
+pub(crate) const fn field(name: &'static str, required: bool, kind: Kind, description: &'static str) -> Field {
     Field {
         name,
         required,

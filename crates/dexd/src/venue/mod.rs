@@ -21,7 +21,7 @@ pub mod snapshotter;
 mod writer;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,7 +31,7 @@ use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use self::projector::run_projector;
-use self::snapshotter::{recover, SnapshotStatus, Snapshotter, SnapshotterSetup};
+use self::snapshotter::{recover, SnapshotPlace, SnapshotStatus, Snapshotter, SnapshotterSetup};
 use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterMetrics, WriterState};
 use crate::config::{ChainConfig, Config};
 use crate::telemetry::Telemetry;
@@ -92,7 +92,10 @@ impl Chain {
             &mut projector,
             &engine_config,
         )?;
-        let (snapshot_directory, identity) = snapshots.clone();
+        let SnapshotPlace {
+            directory: snapshot_directory,
+            identity,
+        } = snapshots.clone();
         let engine = Arc::new(RwLock::new(replayed.engine));
         let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
         let (projected_sender, projected) = watch::channel(replayed.last_sequence);
@@ -277,7 +280,7 @@ fn restore_at_start(
     store_writer: &StoreWriter,
     projector: &mut Projector,
     engine_config: &EngineConfig,
-) -> Result<(Replayed, (PathBuf, SnapshotIdentity), Arc<SnapshotStatus>), StoreError> {
+) -> Result<(Replayed, SnapshotPlace, Arc<SnapshotStatus>), StoreError> {
     let started = Instant::now();
     let identity = SnapshotIdentity {
         chain_id,
@@ -292,7 +295,10 @@ fn restore_at_start(
     // A snapshot is usable only if the history holds the commands up to it (the replay after
     // it writes the history only beyond that) and the journal reaches it.
     let usable_through = projector.projected_sequence()?.min(store_writer.last_sequence()?);
-    let snapshots = (snapshot_directory.clone(), identity.clone());
+    let snapshots = SnapshotPlace {
+        directory: snapshot_directory.clone(),
+        identity,
+    };
     // What the projector had not written before the stop is written now, before serving.
     let (replayed, restored_from) = recover(
         store_writer,

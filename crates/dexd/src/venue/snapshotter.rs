@@ -155,15 +155,22 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
 /// With `history`, the projector gets the snapshot's open orders and whatever of the replay it
 /// had not written. The one way a chain's state comes back, at start and after a failed write.
 /// Returns the replay and the snapshot's sequence, if one was used.
+/// Where a chain's snapshots are, and what a snapshot must match to be used.
+#[derive(Clone)]
+pub(crate) struct SnapshotPlace {
+    pub(crate) directory: std::path::PathBuf,
+    pub(crate) identity: SnapshotIdentity,
+}
+
 pub(super) fn recover(
     store: &StoreWriter,
-    snapshots: &(std::path::PathBuf, SnapshotIdentity),
+    snapshots: &SnapshotPlace,
     engine_config: &EngineConfig,
     usable_through: u64,
     use_snapshots: bool,
     history: Option<&mut Projector>,
 ) -> Result<(Replayed, Option<u64>), StoreError> {
-    let (directory, identity) = snapshots;
+    let SnapshotPlace { directory, identity } = snapshots;
     let snapshot = if use_snapshots {
         newest_usable_snapshot(directory, identity, engine_config, usable_through)
     } else {
@@ -172,10 +179,10 @@ pub(super) fn recover(
     match snapshot {
         Some(snapshot) => {
             let sequence = snapshot.sequence;
-            let history = history.map(|projector| {
+            let mut history = history;
+            if let Some(projector) = history.as_mut() {
                 projector.restore_open_orders(snapshot.open_orders);
-                projector
-            });
+            }
             Ok((store.replay_after(snapshot.engine, sequence, history)?, Some(sequence)))
         }
         None => Ok((store.replay(engine_config, history)?, None)),

@@ -80,7 +80,7 @@ pub(crate) struct WriterState {
     pub(crate) publisher: Option<Publisher>,
     pub(crate) metrics: WriterMetrics,
     /// Where the chain's snapshots are, and what they must match, for a rebuild.
-    pub(crate) snapshots: (std::path::PathBuf, dexd_store::snapshots::SnapshotIdentity),
+    pub(crate) snapshots: super::snapshotter::SnapshotPlace,
 }
 
 pub(crate) fn run_writer(

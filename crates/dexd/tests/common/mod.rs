@@ -341,6 +341,17 @@ impl Trader {
     }
 }
 
+/// The market most scenarios start from: Alice holds 3000 USDC, Bob 5 ETH and offers 1 ETH at
+/// 2100.
+pub async fn alice_with_dollars_and_bob_offering(server: &TestServer) -> (Trader, Trader) {
+    let alice = Trader::new(0xa1);
+    let bob = Trader::new(0xb0);
+    server.deposit(&alice, "USDC", "3000").await;
+    server.deposit(&bob, "ETH", "5").await;
+    server.limit(&bob, "sell", "2100", "1").await;
+    (alice, bob)
+}
+
 /// Asserts an error answer's status, code and field.
 pub fn assert_error(answer: &(u16, Value), status: u16, code: &str, field: Option<&str>) {
     assert_eq!(answer.0, status, "{}", answer.1);

@@ -124,7 +124,7 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
     let authorization = credential.authorize_client_signature(&from, |signed| {
         signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed))
     })?;
-    spend_write_budget(&app, &from)?;
+    spend_write_budget(app, &from)?;
     let request = TransferRequest {
         transfer_id: transaction_hash(&chain, &from, asset, units, kind),
         account: from,
@@ -165,7 +165,7 @@ async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
             ))
         }
     };
-    spend_write_budget(&app, &terms.from)?;
+    spend_write_budget(app, &terms.from)?;
     let signer = key.transaction_signer();
     drop(key);
     let transfer = vault
@@ -203,18 +203,48 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
         .custody
         .chain(terms.chain.config.chain_id)
         .ok_or_else(ApiError::internal)?;
-    let TransferTerms {
+    let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, vault.config.withdrawal_validity_ms)?;
+    let (chain, from, asset) = (&terms.chain, terms.from, terms.asset);
+    let withdrawal = WithdrawalTerms {
+        account: from,
+        token: chain.config.asset_config(asset).address,
+        amount_units: terms.units,
+        withdrawal_id,
+        expiry_ms,
+    };
+    let digest = withdrawal.digest(signing_domain(chain));
+    let authorization = terms
+        .credential
+        .authorize(digest, &from, (withdrawal_id, expiry_ms), None)?;
+    spend_write_budget(app, &from)?;
+    let command = Command::RequestWithdrawal(VaultWithdrawal {
+        request: TransferRequest {
+            transfer_id: withdrawal_id,
+            account: from,
+            asset,
+            amount: Amount::from_units(terms.units),
+        },
+        expiry_ms,
+        signature: authorization.signature,
+    });
+    // A client's nonce is claimed like any signed request's; the venue's own signature needs no
+    // claim (its id is random).
+    let claim = authorization.client_signed.then_some(authorization);
+    let events = chain.submit(command, claim).await.map_err(write_error)?;
+    Ok(transfer_answer(
         chain,
-        from,
-        asset,
-        units,
-        credential,
-    } = terms;
-    let (withdrawal_id, expiry_ms) = match &credential {
-        Credential::Key(_) => (
-            rand::random::<[u8; 32]>(),
-            now_ms().saturating_add(vault.config.withdrawal_validity_ms),
-        ),
+        (from, asset),
+        "withdrawal",
+        applied_transfer(&events)?,
+    ))
+}
+
+/// The vault withdrawal's id and expiry: random and `validity_ms` from now when dexd signs with
+/// the key; the client's nonce and expiry when the client signed, once its signature is one the
+/// vault will take.
+fn withdrawal_id_and_expiry(credential: &Credential, validity_ms: u64) -> Result<([u8; 32], u64), ApiError> {
+    match credential {
+        Credential::Key(_) => Ok((rand::random::<[u8; 32]>(), now_ms().saturating_add(validity_ms))),
         Credential::Signed {
             nonce,
             expiry_ms,
@@ -232,39 +262,9 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
                 )
                 .on("signature"));
             }
-            (*nonce, *expiry_ms)
+            Ok((*nonce, *expiry_ms))
         }
-    };
-    let withdrawal = WithdrawalTerms {
-        account: from,
-        token: chain.config.asset_config(asset).address,
-        amount_units: units,
-        withdrawal_id,
-        expiry_ms,
-    };
-    let digest = withdrawal.digest(signing_domain(&chain));
-    let authorization = credential.authorize(digest, &from, (withdrawal_id, expiry_ms), None)?;
-    spend_write_budget(&app, &from)?;
-    let command = Command::RequestWithdrawal(VaultWithdrawal {
-        request: TransferRequest {
-            transfer_id: withdrawal_id,
-            account: from,
-            asset,
-            amount: Amount::from_units(units),
-        },
-        expiry_ms,
-        signature: authorization.signature,
-    });
-    // A client's nonce is claimed like any signed request's; the venue's own signature needs no
-    // claim (its id is random).
-    let claim = authorization.client_signed.then_some(authorization);
-    let events = chain.submit(command, claim).await.map_err(write_error)?;
-    Ok(transfer_answer(
-        &chain,
-        (from, asset),
-        "withdrawal",
-        applied_transfer(&events)?,
-    ))
+    }
 }
 
 async fn transfer(app: Arc<AppState>, params: Params, kind: TransferKind) -> Answer {

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::api::error::ApiError;
 use crate::api::handlers::{address_param, bounded, chain_of, pair_param};
-use crate::api::operations::{Field, Kind, Operation};
+use crate::api::operations::{field, Field, Kind, Operation};
 use crate::api::params::Params;
 use crate::venue::Venue;
 use dexd_crypto::checksummed;
@@ -151,30 +151,10 @@ pub enum ClientMessage {
     },
 }
 
-const CHAIN_ID: Field = Field {
-    name: "chainId",
-    required: true,
-    kind: Kind::ChainId,
-    description: "The chain.",
-};
-const PAIR: Field = Field {
-    name: "pair",
-    required: true,
-    kind: Kind::Pair,
-    description: "The pair.",
-};
-const ACCOUNT: Field = Field {
-    name: "account",
-    required: true,
-    kind: Kind::Address,
-    description: "The account.",
-};
-const DEPTH: Field = Field {
-    name: "depth",
-    required: false,
-    kind: Kind::Integer,
-    description: "Levels per side.",
-};
+const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain.");
+const PAIR: Field = field("pair", true, Kind::Pair, "The pair.");
+const ACCOUNT: Field = field("account", true, Kind::Address, "The account.");
+const DEPTH: Field = field("depth", false, Kind::Integer, "Levels per side.");
 const INTERVAL: Field = Field {
     name: "interval",
     required: false,
