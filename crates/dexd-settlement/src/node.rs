@@ -291,6 +291,12 @@ impl Node {
         self.view(self.vault, call, block).await
     }
 
+    /// How many deposits the vault had taken as of `block`: the next deposit's number.
+    pub async fn deposit_count(&self, block: u64) -> Result<U256, NodeError> {
+        self.view(self.vault, DexdVault::depositCountCall {}, BlockId::number(block))
+            .await
+    }
+
     /// The vault's operator.
     pub async fn operator(&self) -> Result<ChainAddress, NodeError> {
         self.view(self.vault, DexdVault::operatorCall {}, BlockId::latest())

@@ -4,7 +4,10 @@
 //! it stopped, in bounded block ranges (halving a range the node refuses), up to the newest
 //! block with `confirmations` blocks on top, and journals each as a credit, in the vault's
 //! order: the engine takes only the vault's next deposit number, so nothing is credited twice
-//! whatever the node repeats, and nothing is skipped. Before each poll it checks that the last
+//! whatever the node repeats, and nothing is skipped. After a restart it reads the journal's
+//! last scanned block again (a crash can fall between two credits of one block), and once caught
+//! up it checks the vault's `depositCount()` against the number credited, so that a deposit
+//! whose event the node never returned halts crediting instead of being lost. Before each poll it checks that the last
 //! block it confirmed still has the hash it had: if not, the chain was reorganised deeper than
 //! `confirmations`, and crediting stops for good with a loud error (an operator must look),
 //! rather than credit a deposit that vanished or credit one twice. It also settles the deposits
@@ -61,6 +64,9 @@ struct Watcher {
     chain_id_checked: bool,
     /// The last block scanned (maybe not yet journaled) and its hash.
     scanned: Option<(u64, B256)>,
+    /// Whether `scanned` came from the journal, which says how far crediting got but not that
+    /// the block's deposits were all journaled: then that block is read again.
+    rescan_scanned_block: bool,
     /// The last block whose scan was journaled.
     journaled_scan: Option<u64>,
     /// The current log range; halved when the node refuses one, doubled back after successes.
@@ -72,6 +78,7 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
     let mut watcher = Watcher {
         chain_id_checked: false,
         scanned: None,
+        rescan_scanned_block: false,
         journaled_scan: None,
         range_blocks: vault.config.max_log_range_blocks,
     };
@@ -124,6 +131,7 @@ impl Watcher {
             self.journaled_scan = Some(self.journaled_scan.map_or(block, |known| known.max(block)));
             if self.scanned.is_none_or(|(scanned, _)| scanned < block) {
                 self.scanned = Some((block, B256::from(hash)));
+                self.rescan_scanned_block = true;
             }
         }
         // The last confirmed block must still be the one credited from.
@@ -140,7 +148,14 @@ impl Watcher {
                 Some(_) => {}
             }
         }
-        let mut from = self.scanned.map_or(vault.config.start_block, |(block, _)| block + 1);
+        // A crash or a full queue can stop between two credits of one block; reading the block
+        // again is safe, as the credits already journaled are skipped by their numbers.
+        let mut from = match self.scanned {
+            None => vault.config.start_block,
+            Some((block, _)) if self.rescan_scanned_block => block,
+            Some((block, _)) => block + 1,
+        };
+        let mut scanned_any = false;
         while from <= confirmed_head {
             let to = confirmed_head.min(from.saturating_add(self.range_blocks - 1));
             let Some((hash_before, _)) = node.block(to).await? else {
@@ -167,9 +182,31 @@ impl Watcher {
             }
             self.credit(vault, &logs, to, hash_before).await?;
             self.scanned = Some((to, hash_before));
+            self.rescan_scanned_block = false;
+            scanned_any = true;
             vault.update_status(|status| status.scanned_block = Some(to));
             from = to + 1;
             self.range_blocks = (self.range_blocks * 2).min(vault.config.max_log_range_blocks);
+        }
+        if scanned_any {
+            self.check_deposit_count(vault, confirmed_head).await?;
+        }
+        Ok(())
+    }
+
+    /// Once the scan has reached `block`, the vault's own count of deposits through it must be
+    /// the number credited: more means logs the node never returned (a provider that drops
+    /// them, or `start_block` after the vault's first deposit), fewer a contradiction; either
+    /// way crediting stops rather than go on with books that do not match the vault.
+    async fn check_deposit_count(&self, vault: &VaultChain, block: u64) -> Result<(), WatchError> {
+        let on_chain = vault.node.deposit_count(block).await?;
+        let credited = vault.read_engine(|engine| engine.custody().next_deposit_id());
+        if on_chain != U256::from(credited) {
+            return Err(WatchError::Halt(format!(
+                "the vault had taken {on_chain} deposits through block {block}, and {credited} were read from its \
+                 events: the node did not return every Deposited event (or start_block is after the vault's first \
+                 deposit)"
+            )));
         }
         Ok(())
     }
@@ -227,6 +264,9 @@ impl Watcher {
         let scan_due = self
             .journaled_scan
             .is_none_or(|journaled| to.saturating_sub(journaled) >= SCAN_RECORD_INTERVAL_BLOCKS);
+        // A block read again may already be the journal's scanned block, which is not recorded twice.
+        let journaled_through = vault.read_engine(|engine| engine.custody().scanned_through().map(|(block, _)| block));
+        let scan_due = scan_due && journaled_through.is_none_or(|journaled| journaled < to);
         if last_credit_block.is_some_and(|block| block < to) || (last_credit_block.is_none() && scan_due) {
             commands.push(Command::RecordDepositScan {
                 block_number: to,

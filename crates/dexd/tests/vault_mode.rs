@@ -738,3 +738,111 @@ async fn a_withdrawal_signature_the_vault_would_refuse_is_refused_at_the_door() 
 fn address_of_chain(address: &ChainAddress) -> String {
     checksummed(&venue_address(address))
 }
+
+/// Mines the native deposits of `accounts` (a quarter ETH each) in one block, with automine
+/// off meanwhile; returns that block's number.
+async fn native_deposits_in_one_block(venue: &VaultVenue, accounts: &[PrivateKeySigner]) -> u64 {
+    let node = &venue.chain.node;
+    node.raw_request("evm_setAutomine", json!([false])).await.unwrap();
+    let sent: Vec<_> = accounts
+        .iter()
+        .map(|account| {
+            let (node, account) = (node.clone(), account.clone());
+            tokio::spawn(async move {
+                deploy::deposit_from_wallet(&node, &account, None, U256::from(ETH_UNIT / 4))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    node.raw_request("evm_mine", json!([])).await.unwrap();
+    node.raw_request("evm_setAutomine", json!([true])).await.unwrap();
+    let mut blocks = Vec::new();
+    for receipt in sent {
+        blocks.push(receipt.await.unwrap().block_number);
+    }
+    blocks.dedup();
+    assert_eq!(blocks.len(), 1, "the deposits were mined in one block: {blocks:?}");
+    blocks[0]
+}
+
+#[tokio::test]
+async fn a_block_credited_in_part_before_a_crash_is_credited_in_full_after_it() {
+    let mut venue = VaultVenue::start().await;
+    let [alice, bob, carol] = [0, 1, 2].map(|index| venue.chain.users[index].clone());
+    venue.kill();
+    let block = native_deposits_in_one_block(&venue, &[alice.clone(), bob.clone()]).await;
+    venue.chain.mine(3).await;
+    // The journal takes the block's first deposit and then the process dies: written here as
+    // the watcher writes it, by the venue in process on the same data directory.
+    let logs = venue.chain.node.deposit_logs(block, block).await.unwrap();
+    assert_eq!(logs.len(), 2);
+    let first = &logs[0];
+    {
+        let config = dexd::config::Config::load(&venue.config).unwrap();
+        let eth = config.chains[0]
+            .assets
+            .iter()
+            .position(|asset| asset.address.is_none())
+            .unwrap();
+        let in_process = dexd::venue::Venue::start(config, &venue.folder.path().join("data")).unwrap();
+        let credit = dexd_core::Command::CreditChainDeposit(dexd_core::ChainDeposit {
+            deposit_id: 0,
+            account: venue_address(&first.account),
+            asset: Some(dexd_core::AssetIndex(eth as u16)),
+            amount: Some(dexd_core::Amount::from_units(ETH_UNIT / 4)),
+            tx_hash: first.tx_hash.0,
+            log_index: first.log_index,
+            block_number: first.block_number,
+            block_hash: first.block_hash.0,
+        });
+        in_process
+            .chain(venue.chain.chain_id)
+            .unwrap()
+            .submit(credit, None)
+            .await
+            .unwrap();
+    }
+    venue.restart();
+    // The rest of the block is credited, and crediting goes on after it.
+    let second = if first.account == alice.address() { &bob } else { &alice };
+    venue.wait_for_available(second, "ETH", "0.25").await;
+    venue.fund(&carol, None, ETH_UNIT / 2, "ETH", "0.5").await;
+    let (_, info) = venue.get("/account/assetsInfo", &[]).await;
+    assert_eq!(info["custody"]["crediting"], "running", "{info}");
+    for account in [&alice, &bob] {
+        assert_eq!(venue.balance(account, "ETH").await["total"], "0.25");
+        assert_eq!(venue.transfers(account, "deposit").await.len(), 1);
+    }
+    venue.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn a_vault_deposit_the_logs_never_showed_halts_crediting_with_the_counts() {
+    let mut venue = VaultVenue::start().await;
+    let alice = venue.chain.users[0].clone();
+    venue.kill();
+    // A deposit before the configured start: its event is never read, but the vault counts it.
+    let receipt = venue.deposit_from_wallet(&alice, None, ETH_UNIT / 4).await;
+    let config = std::fs::read_to_string(&venue.config).unwrap();
+    let start_line = format!("start_block = {}", venue.chain.vault_block);
+    assert!(config.contains(&start_line), "{config}");
+    let later_start = format!("start_block = {}", receipt.block_number + 1);
+    std::fs::write(&venue.config, config.replace(&start_line, &later_start)).unwrap();
+    venue.restart();
+    venue.chain.mine(3).await;
+    venue
+        .eventually("crediting halted", || async {
+            let (_, body) = venue.get("/account/assetsInfo", &[]).await;
+            body["custody"]["crediting"] == "halted"
+        })
+        .await;
+    let (_, info) = venue.get("/account/assetsInfo", &[]).await;
+    let reason = info["custody"]["haltReason"].as_str().unwrap();
+    assert!(
+        reason.contains("taken 1 deposits") && reason.contains("0 were read"),
+        "{reason}"
+    );
+    assert_eq!(venue.balance(&alice, "ETH").await["total"], "0");
+}
