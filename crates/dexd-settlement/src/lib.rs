@@ -45,7 +45,7 @@ use self::operator_key::read_operator_key;
 use self::vault::chain_address;
 
 pub use self::operator_key::OperatorKey;
-pub use self::venue_chain::{Outcome, VenueChain};
+pub use self::venue_chain::{Outcome, StatePosition, VenueChain};
 
 /// What a vault chain's tasks last saw, for reserves, metrics and operators.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -129,6 +129,12 @@ impl VaultChain {
     /// Runs `read` on the chain's engine and returns what it made of it.
     pub fn read_engine<R>(&self, read: impl FnOnce(&Engine) -> R) -> R {
         venue_chain::read_engine(self.chain.as_ref(), read)
+    }
+
+    /// Like [`VaultChain::read_engine`], but only once the journal holds the state read (see
+    /// [`venue_chain::read_durable_engine`]); `None` when it did not within `wait`.
+    pub async fn read_durable_engine<R>(&self, read: impl FnOnce(&Engine) -> R, wait: Duration) -> Option<R> {
+        venue_chain::read_durable_engine(self.chain.as_ref(), read, wait).await
     }
 
     /// Journals a command and waits for its outcome.

@@ -1,6 +1,7 @@
 //! The withdrawal payer of one vault chain.
 //!
-//! Every poll it takes the oldest pending withdrawals (up to the chain's batch size) and, before
+//! Every poll it takes the oldest pending withdrawals (up to the chain's batch size) whose debit
+//! the journal holds (never one the engine holds and a failed append may take back) and, before
 //! any send, asks the vault which are already paid: those are confirmed once their `Withdrawn`
 //! event has `confirmations` blocks on top, whatever transaction paid them (one sent before a
 //! crash included). A withdrawal whose authorization expired unpaid, as a block with
@@ -17,7 +18,7 @@
 //! longer be paid. Nothing here must survive a restart: the journal and the vault hold it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use alloy::eips::{BlockId, BlockNumberOrTag};
 use alloy::primitives::{Address as ChainAddress, TxKind, U256};
@@ -34,6 +35,10 @@ use dexd_store::WriteError;
 /// How much a replacement raises both fees over the transaction it replaces, in percent (nodes
 /// refuse a replacement that pays less than 10 % more).
 pub const REPLACEMENT_FEE_RAISE_PERCENT: u128 = 25;
+
+/// How long the payer waits for the journal to hold the pending withdrawals it read, before it
+/// reads again at its next poll.
+pub const DURABLE_READ_WAIT_MS: u64 = 1_000;
 
 /// The payer's transaction in flight.
 struct InFlight {
@@ -125,17 +130,25 @@ impl Payer {
         if self.in_flight.is_some() {
             return self.follow_in_flight(vault).await;
         }
-        let batch: Vec<(WithdrawalKey, PendingWithdrawal)> = vault.read_engine(|engine| {
-            engine
-                .custody()
-                .pending_withdrawals()
-                .take(vault.config.max_withdrawals_per_transaction)
-                .map(|(key, pending)| (*key, pending.clone()))
-                .collect()
-        });
-        if batch.is_empty() {
+        // Only withdrawals whose debit is journaled: the engine holds a batch before the journal
+        // does, and a failed append takes it back, so paying from a plain read could pay what
+        // was never debited.
+        let durable = vault
+            .read_durable_engine(
+                |engine| {
+                    engine
+                        .custody()
+                        .pending_withdrawals()
+                        .take(vault.config.max_withdrawals_per_transaction)
+                        .map(|(key, pending)| (*key, pending.clone()))
+                        .collect::<Vec<(WithdrawalKey, PendingWithdrawal)>>()
+                },
+                Duration::from_millis(DURABLE_READ_WAIT_MS),
+            )
+            .await;
+        let Some(batch) = durable.filter(|batch| !batch.is_empty()) else {
             return Ok(());
-        }
+        };
         let head = vault.node.head().await?;
         let confirmations = vault.config.confirmations;
         let ids: Vec<(ChainAddress, U256)> = batch

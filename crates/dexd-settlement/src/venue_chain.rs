@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 use dexd_core::{Command, Engine};
 use dexd_store::{Events, WriteError};
@@ -14,10 +15,33 @@ use dexd_store::{Events, WriteError};
 /// A queued command's outcome: its events once they are journaled, or why it was not applied.
 pub type Outcome = Pin<Box<dyn Future<Output = Result<Events, WriteError>> + Send>>;
 
+/// Where a state of the engine stands against the journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatePosition {
+    /// How many times the engine was rebuilt from the journal after an append failed: the
+    /// sequences of the lost batch are used again after a rebuild, so they compare only within
+    /// one rebuild.
+    pub rebuilds: u64,
+    /// The last journal sequence applied to the state (of a read) or journaled (of the journal).
+    pub sequence: u64,
+}
+
+impl StatePosition {
+    /// Whether everything of the state `read` saw is in the journal this position describes.
+    pub fn holds(self, read: StatePosition) -> bool {
+        self.rebuilds == read.rebuilds && self.sequence >= read.sequence
+    }
+}
+
 /// A chain of the venue, as custody sees it.
 pub trait VenueChain: Send + Sync {
-    /// Runs `read` on the chain's engine (under a short read lock; it must not block).
-    fn read_engine(&self, read: &mut dyn FnMut(&Engine));
+    /// Runs `read` on the chain's engine (under a short read lock; it must not block), and
+    /// says where the state it read stands. The engine changes before its batch is journaled
+    /// (the writer applies, then appends), so a read may see what is not durable yet.
+    fn read_engine(&self, read: &mut dyn FnMut(&Engine)) -> StatePosition;
+
+    /// Where the journal stands: what has been durably appended.
+    fn durable_position(&self) -> StatePosition;
 
     /// Puts a command in the chain's write queue now, without waiting: commands enqueued one
     /// after the other are applied in that order (the watcher relies on it to credit a backlog of
@@ -37,7 +61,61 @@ pub fn read_engine<R>(chain: &dyn VenueChain, read: impl FnOnce(&Engine) -> R) -
     result.expect("invariant: a venue chain runs the read it is given")
 }
 
+/// How often [`read_durable_engine`] looks whether the journal has caught up with its read.
+const DURABLE_POLL_MS: u64 = 2;
+
+/// Reads the chain's engine like [`read_engine`], and returns what `read` made of it once the
+/// journal holds all of that state: what is acted on outside the venue (a payment) must never
+/// come from a change that a failed append takes back. `None` when the journal does not get
+/// there within `wait`, or never will (the append failed and the engine was rebuilt): the caller
+/// reads again later.
+pub async fn read_durable_engine<R>(
+    chain: &dyn VenueChain,
+    read: impl FnOnce(&Engine) -> R,
+    wait: Duration,
+) -> Option<R> {
+    let mut read = Some(read);
+    let mut result = None;
+    let position = chain.read_engine(&mut |engine| {
+        if let Some(read) = read.take() {
+            result = Some(read(engine));
+        }
+    });
+    let deadline = Instant::now() + wait;
+    loop {
+        let durable = chain.durable_position();
+        if durable.holds(position) {
+            return result;
+        }
+        if durable.rebuilds != position.rebuilds || Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(DURABLE_POLL_MS)).await;
+    }
+}
+
 /// Journals a command and waits for its outcome.
 pub async fn submit(chain: &dyn VenueChain, command: Command) -> Result<Events, WriteError> {
     chain.enqueue(command)?.await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StatePosition;
+
+    #[test]
+    fn a_read_is_durable_only_within_the_same_rebuild_and_up_to_the_journal() {
+        let journal = StatePosition {
+            rebuilds: 1,
+            sequence: 10,
+        };
+        let at = |rebuilds, sequence| StatePosition { rebuilds, sequence };
+        assert!(journal.holds(at(1, 10)));
+        assert!(journal.holds(at(1, 3)));
+        assert!(!journal.holds(at(1, 11)), "applied, not yet journaled");
+        assert!(
+            !journal.holds(at(0, 5)),
+            "read before a rebuild: its sequences were used again"
+        );
+    }
 }

@@ -126,6 +126,11 @@ impl StoreWriter {
     /// Appends a batch to the journal in one transaction; when this returns `Ok`, the batch is
     /// on disk.
     pub fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
+        // Faults for the tests above this crate: a stall (a slow disk), then a failed append.
+        fail::fail_point!("journal-append-stall");
+        fail::fail_point!("journal-append", |_| Err(StoreError::Inconsistent(
+            "an injected journal fault".into()
+        )));
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -32,7 +32,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use self::projector::run_projector;
 use self::snapshotter::{recover, SnapshotPlace, SnapshotStatus, Snapshotter, SnapshotterSetup};
-use self::writer::{run_writer, start_journal_checkpointer, WriteRequest, WriterMessage, WriterMetrics, WriterState};
+use self::writer::{
+    run_writer, start_journal_checkpointer, EnginePosition, WriteRequest, WriterMessage, WriterMetrics, WriterState,
+};
 use crate::config::{ChainConfig, Config};
 use crate::telemetry::Telemetry;
 use dexd_store::snapshots::{
@@ -61,6 +63,9 @@ pub struct Chain {
     writer: mpsc::Sender<WriterMessage>,
     /// The journal sequence of the last acknowledged command.
     journaled: Arc<AtomicU64>,
+    /// Where the engine's state stands (what it has applied, and its rebuilds), which the
+    /// writer changes under the engine's write lock.
+    engine_position: Arc<EnginePosition>,
     /// The journal sequence the history tables have reached.
     projected: watch::Receiver<u64>,
     /// The streams' end of the publications, until the streams take it.
@@ -98,6 +103,10 @@ impl Chain {
         } = snapshots.clone();
         let engine = Arc::new(RwLock::new(replayed.engine));
         let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
+        let engine_position = Arc::new(EnginePosition {
+            applied_sequence: AtomicU64::new(replayed.last_sequence),
+            rebuilds: AtomicU64::new(0),
+        });
         let (projected_sender, projected) = watch::channel(replayed.last_sequence);
         let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
@@ -125,6 +134,7 @@ impl Chain {
             engine_config,
             next_sequence: replayed.last_sequence + 1,
             journaled: Arc::clone(&journaled),
+            engine_position: Arc::clone(&engine_position),
             projection: projection_sender,
             checkpointed_through: replayed.last_sequence,
             checkpoint_requests,
@@ -152,6 +162,7 @@ impl Chain {
             engine,
             writer,
             journaled,
+            engine_position,
             projected,
             publications: parking_lot::Mutex::new(Some(publications)),
             next_read_token: AtomicU64::new(1),
@@ -252,6 +263,25 @@ impl Chain {
     /// Reads the engine under a short read lock.
     pub fn read_engine<R>(&self, read: impl FnOnce(&Engine) -> R) -> R {
         read(&self.engine.read())
+    }
+
+    /// Like [`Chain::read_engine`], with where the state read stands: the engine's rebuilds
+    /// and the last sequence applied to it (which may not be journaled yet).
+    pub fn read_engine_at<R>(&self, read: impl FnOnce(&Engine) -> R) -> (R, (u64, u64)) {
+        let engine = self.engine.read();
+        let position = (
+            self.engine_position.rebuilds.load(Ordering::Acquire),
+            self.engine_position.applied_sequence.load(Ordering::Acquire),
+        );
+        (read(&engine), position)
+    }
+
+    /// Where the journal stands: the engine's rebuilds and the last journaled sequence. The
+    /// sequence is read first: a rebuild is counted before any append after it, so a sequence
+    /// from after a rebuild is never paired with the count from before it.
+    pub fn durable_position(&self) -> (u64, u64) {
+        let sequence = self.journaled.load(Ordering::Acquire);
+        (self.engine_position.rebuilds.load(Ordering::Acquire), sequence)
     }
 
     /// State changes waiting in the writer's queue.

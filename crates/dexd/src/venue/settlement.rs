@@ -7,14 +7,20 @@
 use std::sync::Arc;
 
 use dexd_core::{Command, Engine};
-use dexd_settlement::{Outcome, SettledAsset, VaultChainSetup, VenueChain};
+use dexd_settlement::{Outcome, SettledAsset, StatePosition, VaultChainSetup, VenueChain};
 use dexd_store::WriteError;
 
 use super::{Chain, Venue};
 
 impl VenueChain for Chain {
-    fn read_engine(&self, read: &mut dyn FnMut(&Engine)) {
-        Chain::read_engine(self, |engine| read(engine));
+    fn read_engine(&self, read: &mut dyn FnMut(&Engine)) -> StatePosition {
+        let (rebuilds, sequence) = Chain::read_engine_at(self, |engine| read(engine)).1;
+        StatePosition { rebuilds, sequence }
+    }
+
+    fn durable_position(&self) -> StatePosition {
+        let (rebuilds, sequence) = self.durable_position();
+        StatePosition { rebuilds, sequence }
     }
 
     fn enqueue(&self, command: Command) -> Result<Outcome, WriteError> {

@@ -68,6 +68,7 @@ pub(crate) struct WriterState {
     pub(crate) engine_config: EngineConfig,
     pub(crate) next_sequence: u64,
     pub(crate) journaled: Arc<AtomicU64>,
+    pub(crate) engine_position: Arc<EnginePosition>,
     pub(crate) projection: std::sync::mpsc::SyncSender<Vec<Projection>>,
     /// The journal sequence the last checkpoint reached.
     pub(crate) checkpointed_through: u64,
@@ -81,6 +82,15 @@ pub(crate) struct WriterState {
     pub(crate) metrics: WriterMetrics,
     /// Where the chain's snapshots are, and what they must match, for a rebuild.
     pub(crate) snapshots: super::snapshotter::SnapshotPlace,
+}
+
+/// Where the engine's state stands, changed only by the writer and only under the engine's write
+/// lock, so that a reader under the read lock sees the position of the state it reads.
+pub(crate) struct EnginePosition {
+    /// The last journal sequence applied to the engine (journaled or not yet).
+    pub(crate) applied_sequence: AtomicU64,
+    /// How many times the engine was rebuilt from the journal after a failed append.
+    pub(crate) rebuilds: AtomicU64,
 }
 
 pub(crate) fn run_writer(
@@ -271,6 +281,11 @@ fn apply_batch(
             Err(rejection) => replies.push((request.reply, Err(WriteError::Rejected(rejection)))),
         }
     }
+    state
+        .engine_position
+        .applied_sequence
+        .store(state.next_sequence - 1, Ordering::Release);
+    drop(engine);
     (journal, projections, replies)
 }
 
@@ -292,8 +307,16 @@ fn rebuild(state: &mut WriterState) {
         });
         match replayed {
             Ok((replayed, _)) => {
-                *state.engine.write() = replayed.engine;
+                let mut engine = state.engine.write();
+                *engine = replayed.engine;
                 state.next_sequence = replayed.last_sequence + 1;
+                // Counted before any later append, under the lock: see `Chain::durable_position`.
+                state.engine_position.rebuilds.fetch_add(1, Ordering::AcqRel);
+                state
+                    .engine_position
+                    .applied_sequence
+                    .store(replayed.last_sequence, Ordering::Release);
+                drop(engine);
                 tracing::info!(
                     chain_id = state.chain_id,
                     "chain state rebuilt from the journal after a failed write"
