@@ -258,20 +258,23 @@ impl Node {
         Ok(deposits)
     }
 
-    /// The vault's `Withdrawn` event of an account's withdrawal id: its transaction and block.
+    /// The vault's `Withdrawn` event of an account's withdrawal id in blocks `from..=to`: its
+    /// transaction and block. Providers cap the range a log query may span: the caller keeps it
+    /// within the configured `max_log_range_blocks`.
     pub async fn withdrawn_event(
         &self,
         account: ChainAddress,
         withdrawal_id: U256,
-        from_block: u64,
+        from: u64,
+        to: u64,
     ) -> Result<Option<(B256, u64)>, NodeError> {
         let filter = Filter::new()
             .address(self.vault)
             .event_signature(DexdVault::Withdrawn::SIGNATURE_HASH)
             .topic1(B256::from(withdrawal_id))
             .topic2(account.into_word())
-            .from_block(from_block)
-            .to_block(BlockNumberOrTag::Latest);
+            .from_block(from)
+            .to_block(to);
         let logs = self.provider.get_logs(&filter).await?;
         Ok(logs
             .iter()

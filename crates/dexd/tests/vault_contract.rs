@@ -214,7 +214,7 @@ async fn a_withdrawal_with_the_accounts_authorization_pays_the_account_once() {
     );
     let event = chain
         .node
-        .withdrawn_event(alice.address(), U256::from_be_bytes([1u8; 32]), 0)
+        .withdrawn_event(alice.address(), U256::from_be_bytes([1u8; 32]), 0, receipt.block_number)
         .await
         .unwrap()
         .expect("the Withdrawn event");

@@ -846,3 +846,102 @@ async fn a_vault_deposit_the_logs_never_showed_halts_crediting_with_the_counts()
     );
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0");
 }
+
+/// The newest withdrawal's transaction hash once it has one, waiting for it to differ from
+/// `other` (mining nothing: automine may be off).
+async fn withdrawal_tx_hash_other_than(venue: &VaultVenue, account: &PrivateKeySigner, other: Option<&str>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let withdrawals = venue.transfers(account, "withdraw").await;
+        if let Some(hash) = withdrawals.first().and_then(|withdrawal| withdrawal["txHash"].as_str()) {
+            if Some(hash) != other {
+                return hash.to_string();
+            }
+        }
+        assert!(Instant::now() < deadline, "no new withdrawal transaction");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_replaced_withdrawal_whose_first_transaction_is_mined_is_confirmed() {
+    let venue = VaultVenue::start().await;
+    let alice = venue.chain.users[0].clone();
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
+        .await;
+    let before = venue.usdc_in_wallet(&alice).await;
+    let node = &venue.chain.node;
+    node.raw_request("evm_setAutomine", json!([false])).await.unwrap();
+    let (status, body) = venue
+        .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "40"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The first transaction waits unmined until the payer replaces it with higher fees.
+    let first = withdrawal_tx_hash_other_than(&venue, &alice, None).await;
+    let first_raw = node
+        .raw_request("eth_getRawTransactionByHash", json!([first]))
+        .await
+        .unwrap();
+    let replacement = withdrawal_tx_hash_other_than(&venue, &alice, Some(&first)).await;
+    // Then the first one is mined after all, as when a miner had it before the replacement.
+    node.raw_request("anvil_dropTransaction", json!([replacement]))
+        .await
+        .unwrap();
+    node.raw_request("eth_sendRawTransaction", json!([first_raw]))
+        .await
+        .unwrap();
+    node.raw_request("evm_mine", json!([])).await.unwrap();
+    node.raw_request("evm_setAutomine", json!([true])).await.unwrap();
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    let withdrawal = venue.transfers(&alice, "withdraw").await.remove(0);
+    assert_eq!(
+        withdrawal["txHash"],
+        first.as_str(),
+        "confirmed by the transaction that paid it"
+    );
+    assert_eq!(venue.usdc_in_wallet(&alice).await - before, U256::from(40 * USDC_UNIT));
+    venue.assert_conserved().await;
+}
+
+#[tokio::test]
+async fn withdrawals_the_vault_refuses_are_set_aside_and_never_hold_up_the_others() {
+    let mut venue = VaultVenue::start().await;
+    let [alice, bob] = [0, 1].map(|index| venue.chain.users[index].clone());
+    venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
+    venue.fund(&bob, None, ETH_UNIT, "ETH", "1").await;
+    // Batches of two; and Alice's address gets code that reverts whatever it is sent, so the
+    // vault can never pay her the native asset.
+    venue.kill();
+    let config = std::fs::read_to_string(&venue.config).unwrap();
+    let custody = "[chains.custody]\n";
+    assert!(config.contains(custody), "{config}");
+    let batches_of_two = config.replace(custody, &format!("{custody}max_withdrawals_per_transaction = 2\n"));
+    std::fs::write(&venue.config, batches_of_two).unwrap();
+    venue.restart();
+    venue
+        .chain
+        .node
+        .raw_request("anvil_setCode", json!([alice.address(), "0x60006000fd"]))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let (status, body) = venue
+            .post("/portfolio/withdraw", deposit_body(&alice, "ETH", "0.1"))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // Bob's comes after two that fill a batch and can never be paid: it is paid all the same.
+    let (status, body) = venue
+        .post("/portfolio/withdraw", deposit_body(&bob, "ETH", "0.25"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    venue.wait_for_newest_withdrawal_confirmed(&bob).await;
+    let alices = venue.transfers(&alice, "withdraw").await;
+    assert_eq!(alices.len(), 2);
+    assert!(
+        alices.iter().all(|withdrawal| withdrawal["status"] == "pending"),
+        "{alices:?}"
+    );
+    assert_eq!(venue.balance(&alice, "ETH").await["total"], "0.8");
+}

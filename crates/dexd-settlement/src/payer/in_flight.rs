@@ -1,0 +1,191 @@
+//! The payer's transaction in flight: followed until mined with enough confirmations, and
+//! replaced at its nonce with higher fees when it is not mined in time.
+//!
+//! Every transaction sent at the nonce is followed, not only the newest: the one a replacement
+//! was meant to replace may be mined first, and then every later replacement is refused ("nonce
+//! too low"). When none of them has a receipt but the operator's mined nonce has passed this one,
+//! the nonce was spent by a transaction the node no longer shows: the flight ends and the vault
+//! says, at the next poll, which withdrawals are paid. It does not decide what to pay.
+
+use std::time::Instant;
+
+use alloy::primitives::{TxKind, B256, U256};
+use dexd_core::{Command, WithdrawalKey};
+
+use super::{submit, PayError, Payer};
+use crate::node::{Fees, NodeError, Receipt, SentTransaction};
+use crate::VaultChain;
+
+/// How much a replacement raises both fees over the transaction it replaces, in percent (nodes
+/// refuse a replacement that pays less than 10 % more).
+pub const REPLACEMENT_FEE_RAISE_PERCENT: u128 = 25;
+
+/// The most transactions sent at one nonce (the first and its replacements) that are followed;
+/// a further replacement is not sent, and the flight waits for one of these.
+pub const MAX_TRANSACTIONS_PER_NONCE: usize = 16;
+
+/// The payer's transaction in flight.
+pub(super) struct InFlight {
+    /// Every transaction sent at the nonce, oldest first; the last one has the highest fees.
+    sent: Vec<SentTransaction>,
+    pub(super) keys: Vec<WithdrawalKey>,
+    calldata: Vec<u8>,
+    sent_at: Instant,
+}
+
+impl InFlight {
+    pub(super) fn new(sent: SentTransaction, keys: Vec<WithdrawalKey>, calldata: Vec<u8>) -> InFlight {
+        InFlight {
+            sent: vec![sent],
+            keys,
+            calldata,
+            sent_at: Instant::now(),
+        }
+    }
+
+    fn newest(&self) -> SentTransaction {
+        *self.sent.last().expect("invariant: a flight has sent a transaction")
+    }
+
+    /// The hashes of every transaction sent at the nonce.
+    pub(super) fn hashes(&self) -> impl Iterator<Item = B256> + '_ {
+        self.sent.iter().map(|sent| sent.hash)
+    }
+}
+
+impl Payer {
+    /// Follows the transaction in flight: confirmed once one of its transactions is mined with
+    /// enough blocks on top; forgotten when that one reverted, or when the nonce was spent by
+    /// none of them (the vault decides at the next poll); replaced when not mined in time.
+    pub(super) async fn follow_in_flight(&mut self, vault: &VaultChain) -> Result<(), PayError> {
+        let flight = self.in_flight.as_ref().expect("checked by the caller");
+        let nonce = flight.newest().nonce;
+        for hash in flight.hashes().collect::<Vec<B256>>().into_iter().rev() {
+            if let Some(receipt) = vault.node.receipt(hash).await? {
+                return self.settle_mined(vault, hash, receipt).await;
+            }
+        }
+        if vault.node.latest_nonce(self.key.address()).await? > nonce {
+            tracing::warn!(
+                chain_id = vault.chain_id,
+                nonce,
+                "the payer's nonce was spent by none of its known transactions; the vault is asked again"
+            );
+            self.in_flight = None;
+            return Ok(());
+        }
+        let flight = self.in_flight.as_ref().expect("checked by the caller");
+        if flight.sent_at.elapsed().as_millis() as u64 >= vault.config.replace_after_ms
+            && flight.sent.len() < MAX_TRANSACTIONS_PER_NONCE
+        {
+            return self.replace(vault).await;
+        }
+        Ok(())
+    }
+
+    /// A transaction of the flight was mined: its withdrawals are confirmed once it has
+    /// `confirmations` blocks on top; if it reverted, they are looked at again.
+    async fn settle_mined(&mut self, vault: &VaultChain, hash: B256, receipt: Receipt) -> Result<(), PayError> {
+        if !receipt.succeeded {
+            tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a withdrawal transaction reverted; its withdrawals are looked at again");
+            self.in_flight = None;
+            return Ok(());
+        }
+        let head = vault.node.head().await?;
+        if head < receipt.block_number + vault.config.confirmations {
+            return Ok(());
+        }
+        let flight = self.in_flight.as_ref().expect("checked by the caller");
+        let still_pending = still_pending(vault, &flight.keys);
+        let keys = flight.keys.len();
+        if !still_pending.is_empty() {
+            submit(
+                vault,
+                Command::ConfirmWithdrawals {
+                    tx_hash: hash.0,
+                    block_number: receipt.block_number,
+                    withdrawals: still_pending,
+                },
+            )
+            .await?;
+        }
+        vault.update_status(|status| status.withdrawal_gas.push((keys, receipt.gas_used)));
+        tracing::info!(chain_id = vault.chain_id, tx_hash = %hash, withdrawals = keys, gas_used = receipt.gas_used, "withdrawals confirmed");
+        self.in_flight = None;
+        Ok(())
+    }
+
+    /// Replaces the transaction in flight at its nonce with fees raised by
+    /// [`REPLACEMENT_FEE_RAISE_PERCENT`] (or the node's estimate, if higher).
+    async fn replace(&mut self, vault: &VaultChain) -> Result<(), PayError> {
+        let flight = self.in_flight.as_ref().expect("checked by the caller");
+        let newest = flight.newest();
+        let (estimate_max, estimate_priority) = vault.node.fee_estimate().await?;
+        let raise = |fee: u128| {
+            fee.saturating_add(fee * REPLACEMENT_FEE_RAISE_PERCENT / 100)
+                .saturating_add(1)
+        };
+        let fees = Fees {
+            max_fee_per_gas: raise(newest.fees.max_fee_per_gas).max(estimate_max),
+            max_priority_fee_per_gas: raise(newest.fees.max_priority_fee_per_gas).max(estimate_priority),
+            gas_limit: newest.fees.gas_limit,
+        };
+        let replacement = match vault
+            .node
+            .send(
+                &self.key,
+                TxKind::Call(vault.node.vault()),
+                flight.calldata.clone(),
+                U256::ZERO,
+                newest.nonce,
+                fees,
+            )
+            .await
+        {
+            Ok(sent) => sent,
+            // One of the flight's transactions was mined meanwhile ("nonce too low"): its receipt
+            // shows at the next poll, which follows them all.
+            Err(NodeError::Refused(message)) => {
+                tracing::info!(
+                    chain_id = vault.chain_id,
+                    message,
+                    "a replacement was refused; following the transactions sent"
+                );
+                return Ok(());
+            }
+            Err(error) => return Err(error.into()),
+        };
+        tracing::info!(
+            chain_id = vault.chain_id,
+            replaced = %newest.hash,
+            tx_hash = %replacement.hash,
+            nonce = replacement.nonce,
+            "a withdrawal transaction was not mined in time; replaced at the same nonce with higher fees"
+        );
+        let flight = self.in_flight.as_mut().expect("checked by the caller");
+        flight.sent.push(replacement);
+        flight.sent_at = Instant::now();
+        let still_pending = still_pending(vault, &flight.keys);
+        if still_pending.is_empty() {
+            return Ok(());
+        }
+        submit(
+            vault,
+            Command::MarkWithdrawalsSent {
+                tx_hash: replacement.hash.0,
+                withdrawals: still_pending,
+            },
+        )
+        .await
+    }
+}
+
+/// Those of `keys` that are still pending.
+fn still_pending(vault: &VaultChain, keys: &[WithdrawalKey]) -> Vec<WithdrawalKey> {
+    vault.read_engine(|engine| {
+        keys.iter()
+            .filter(|key| engine.custody().pending_withdrawal(key).is_some())
+            .copied()
+            .collect()
+    })
+}
