@@ -176,6 +176,25 @@ impl StoreReader {
         })
     }
 
+    /// Whether the account has a deposit or withdrawal with this id, in any status.
+    pub fn has_transfer(
+        &self,
+        account: &Address,
+        kind: TransferKind,
+        transfer_id: &[u8; 32],
+    ) -> Result<bool, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM transfers WHERE account = ?1 AND kind = ?2 AND transfer_id = ?3)",
+            )?;
+            Ok(
+                statement.query_row(params![account.as_bytes(), kind as u8, &transfer_id[..]], |row| {
+                    row.get::<_, bool>(0)
+                })?,
+            )
+        })
+    }
+
     /// An account's deposits or withdrawals, newest first. The cursor is a chain-wide transfer
     /// number.
     pub fn transfers(

@@ -945,3 +945,51 @@ async fn withdrawals_the_vault_refuses_are_set_aside_and_never_hold_up_the_other
     );
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0.8");
 }
+
+#[tokio::test]
+async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
+    let venue = VaultVenue::start().await;
+    let [alice, bob] = [0, 1].map(|index| venue.chain.users[index].clone());
+    venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
+    venue.fund(&bob, None, ETH_UNIT, "ETH", "1").await;
+    // A short expiry, so that the request expires (and its nonce is forgotten) once paid.
+    let expiry = dexd_store::now_ms() + 4_000;
+    let signature = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 5, expiry);
+    let (status, answer) = venue
+        .post(
+            "/portfolio/withdraw",
+            signed_withdrawal_body(&alice, "ETH", "0.2", 5, expiry, &signature),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    tokio::time::sleep(Duration::from_millis(
+        expiry.saturating_sub(dexd_store::now_ms()) + 1_000,
+    ))
+    .await;
+    // Another signed request after the expiry: the venue forgets the expired nonces then.
+    let bobs_expiry = dexd_store::now_ms() + 600_000;
+    let bobs = sign_fifth_of_an_eth_withdrawal(&venue, &bob, 9, bobs_expiry);
+    let (status, answer) = venue
+        .post(
+            "/portfolio/withdraw",
+            signed_withdrawal_body(&bob, "ETH", "0.2", 9, bobs_expiry, &bobs),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    // The same id under a new signature and a later expiry: the vault would take the old
+    // payment for it, so it is refused.
+    let later = dexd_store::now_ms() + 600_000;
+    let again = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 5, later);
+    let body = venue
+        .refused(
+            "/portfolio/withdraw",
+            signed_withdrawal_body(&alice, "ETH", "0.2", 5, later, &again),
+            409,
+            "NONCE_REUSED",
+        )
+        .await;
+    assert_eq!(body["error"]["field"], "nonce", "{body}");
+    assert_eq!(venue.balance(&alice, "ETH").await["total"], "0.8");
+    assert_eq!(venue.transfers(&alice, "withdraw").await.len(), 1);
+}

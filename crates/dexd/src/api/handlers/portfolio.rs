@@ -205,6 +205,9 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
         .ok_or_else(ApiError::internal)?;
     let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, vault.config.withdrawal_validity_ms)?;
     let (chain, from, asset) = (&terms.chain, terms.from, terms.asset);
+    if matches!(terms.credential, Credential::Signed { .. }) {
+        refuse_used_withdrawal_id(chain, &from, &withdrawal_id).await?;
+    }
     let withdrawal = WithdrawalTerms {
         account: from,
         token: chain.config.asset_config(asset).address,
@@ -237,6 +240,28 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
         "withdrawal",
         applied_transfer(&events)?,
     ))
+}
+
+/// A withdrawal id is the account's once, for ever: the vault keeps `withdrawn[account][id]`
+/// for good, so a second withdrawal with a paid id would be taken as paid by the first's
+/// payment and never paid. The history holds every withdrawal ever requested (read once it has
+/// every acknowledged command); one being requested at this moment is refused by its nonce's
+/// claim on the writer.
+async fn refuse_used_withdrawal_id(chain: &Chain, account: &Address, withdrawal_id: &[u8; 32]) -> Result<(), ApiError> {
+    let history = chain.history().await.map_err(write_error)?;
+    if history
+        .has_transfer(account, TransferKind::Withdrawal, withdrawal_id)
+        .map_err(store_error)?
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "NONCE_REUSED",
+            "this account has already used this withdrawal id (the nonce), and an id is used once for ever; sign \
+             again with a new nonce",
+        )
+        .on("nonce"));
+    }
+    Ok(())
 }
 
 /// The vault withdrawal's id and expiry: random and `validity_ms` from now when dexd signs with
