@@ -21,6 +21,11 @@ export interface SignedFields { account: string; nonce: string; expiry: number; 
 
 /** How long a signature stays good: a minute, well inside the venue's hour. */
 const SIGNATURE_LIFETIME_MS = 60_000;
+/**
+ * How long a withdrawal's signature stays good: the vault's payer needs time to pay it, and a
+ * vault chain refuses an expiry less than its margin ahead (five minutes by default).
+ */
+const WITHDRAWAL_SIGNATURE_LIFETIME_MS = 15 * 60_000;
 
 function randomNonce(): bigint {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -35,7 +40,8 @@ export async function signRequest(
   message: Record<string, unknown>,
 ): Promise<SignedFields> {
   const nonce = randomNonce();
-  const expiry = Date.now() + SIGNATURE_LIFETIME_MS;
+  const expiry =
+    Date.now() + (primaryType === "Withdrawal" ? WITHDRAWAL_SIGNATURE_LIFETIME_MS : SIGNATURE_LIFETIME_MS);
   const full: Record<string, unknown> =
     primaryType === "Withdrawal"
       ? { account: signer.address, ...message, withdrawalId: nonce, expiry: BigInt(expiry) }

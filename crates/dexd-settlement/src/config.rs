@@ -31,6 +31,9 @@ pub struct VaultConfig {
     /// How long a withdrawal signed by the venue with the account's key may wait to be paid,
     /// before it fails and is credited back.
     pub withdrawal_validity_ms: u64,
+    /// How far ahead a client-signed withdrawal's expiry must be when it is requested, so that
+    /// the payer has time to pay it before the vault refuses it as expired.
+    pub withdrawal_expiry_margin_ms: u64,
     /// How long one request to the node may take before the node counts as unavailable.
     pub rpc_timeout_ms: u64,
     /// How long the payer waits for a transaction to be mined before it replaces it, at the

@@ -58,6 +58,17 @@ impl VaultVenue {
         ));
     }
 
+    /// Stops dexd, adds `setting` (a `key = value` line) to the chain's custody section of its
+    /// configuration, and starts it again.
+    fn restart_with_custody_setting(&mut self, setting: &str) {
+        self.kill();
+        let config = std::fs::read_to_string(&self.config).unwrap();
+        let custody = "[chains.custody]\n";
+        assert!(config.contains(custody), "{config}");
+        std::fs::write(&self.config, config.replace(custody, &format!("{custody}{setting}\n"))).unwrap();
+        self.restart();
+    }
+
     fn kill(&mut self) {
         if let Some(mut server) = self.server.take() {
             server.kill();
@@ -730,6 +741,18 @@ async fn a_withdrawal_signature_the_vault_would_refuse_is_refused_at_the_door() 
         "nothing was debited"
     );
     assert_eq!(venue.balance(&alice, "ETH").await["available"], "1");
+    // An expiry closer than the payment margin (five minutes by default) is refused too.
+    let soon = dexd_store::now_ms() + 60_000;
+    let hurried = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 92, soon);
+    let answer = venue
+        .refused(
+            "/portfolio/withdraw",
+            signed_withdrawal_body(&alice, "ETH", "0.2", 92, soon, &hurried),
+            400,
+            "INVALID_PARAMETER",
+        )
+        .await;
+    assert_eq!(answer["error"]["field"], "expiry", "{answer}");
     // The canonical signature of the same terms is taken: the refusals claimed no nonce.
     let (status, answer) = venue.post("/portfolio/withdraw", body(&signature)).await;
     assert_eq!(status, 200, "{answer}");
@@ -912,13 +935,7 @@ async fn withdrawals_the_vault_refuses_are_set_aside_and_never_hold_up_the_other
     venue.fund(&bob, None, ETH_UNIT, "ETH", "1").await;
     // Batches of two; and Alice's address gets code that reverts whatever it is sent, so the
     // vault can never pay her the native asset.
-    venue.kill();
-    let config = std::fs::read_to_string(&venue.config).unwrap();
-    let custody = "[chains.custody]\n";
-    assert!(config.contains(custody), "{config}");
-    let batches_of_two = config.replace(custody, &format!("{custody}max_withdrawals_per_transaction = 2\n"));
-    std::fs::write(&venue.config, batches_of_two).unwrap();
-    venue.restart();
+    venue.restart_with_custody_setting("max_withdrawals_per_transaction = 2");
     venue
         .chain
         .node
@@ -948,7 +965,9 @@ async fn withdrawals_the_vault_refuses_are_set_aside_and_never_hold_up_the_other
 
 #[tokio::test]
 async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
-    let venue = VaultVenue::start().await;
+    let mut venue = VaultVenue::start().await;
+    // A margin short enough for a request that expires within the test.
+    venue.restart_with_custody_setting("withdrawal_expiry_margin_ms = 1000");
     let [alice, bob] = [0, 1].map(|index| venue.chain.users[index].clone());
     venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
     venue.fund(&bob, None, ETH_UNIT, "ETH", "1").await;

@@ -19,6 +19,9 @@ from eth_account.signers.local import LocalAccount
 
 #: How long a signed request stays valid, well within the venue's one-hour limit.
 DEFAULT_LIFETIME_MS = 60_000
+# A withdrawal's signature lives longer: the vault's payer needs time to pay it, and a vault
+# chain refuses an expiry less than its margin ahead (five minutes by default).
+WITHDRAWAL_LIFETIME_MS = 15 * 60_000
 
 
 def canonical_decimal(value: Any) -> str:
@@ -59,7 +62,10 @@ class RequestSigner:
         ``signature``. A fresh random 128-bit nonce is used unless one is given.
         """
         nonce = secrets.randbits(128) if nonce is None else nonce
-        expiry_ms = int(time.time() * 1000) + self.lifetime_ms if expiry_ms is None else expiry_ms
+        if expiry_ms is None:
+            lifetime_ms = max(self.lifetime_ms, WITHDRAWAL_LIFETIME_MS) if primary_type == "Withdrawal" \
+                else self.lifetime_ms
+            expiry_ms = int(time.time() * 1000) + lifetime_ms
         full = {"account": self.address, **message, "nonce": nonce, "expiry": expiry_ms}
         if primary_type == "Withdrawal":
             # The vault's own type: the id is the nonce.

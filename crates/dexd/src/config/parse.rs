@@ -1,6 +1,7 @@
 //! Reading a configuration: the TOML text as written (`Raw*`, unknown keys refused), checked
 //! field by field into [`Config`], each fault reported with its line.
 
+use dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,7 @@ struct RawCustody {
     max_log_range_blocks: Option<u64>,
     max_withdrawals_per_transaction: Option<usize>,
     withdrawal_validity_ms: Option<u64>,
+    withdrawal_expiry_margin_ms: Option<u64>,
     rpc_timeout_ms: Option<u64>,
     replace_after_ms: Option<u64>,
 }
@@ -336,6 +338,29 @@ fn check_custody(raw: RawCustody, line: usize) -> Result<Custody, ConfigError> {
                     "max_withdrawals_per_transaction must be between 1 and 500".into(),
                 ));
             }
+            let withdrawal_validity_ms = bounded(
+                raw.withdrawal_validity_ms,
+                24 * 60 * 60 * 1_000,
+                "withdrawal_validity_ms",
+                MAX_CUSTODY_WAIT_MS,
+            )?;
+            // A client's expiry is at most an hour ahead, and it must leave this margin.
+            let withdrawal_expiry_margin_ms = raw.withdrawal_expiry_margin_ms.unwrap_or(300_000);
+            if withdrawal_expiry_margin_ms > MAX_SIGNED_REQUEST_LIFETIME_MS / 2 {
+                return Err(at(
+                    line,
+                    format!(
+                        "withdrawal_expiry_margin_ms must be at most {}",
+                        MAX_SIGNED_REQUEST_LIFETIME_MS / 2
+                    ),
+                ));
+            }
+            if withdrawal_validity_ms <= withdrawal_expiry_margin_ms {
+                return Err(at(
+                    line,
+                    "withdrawal_validity_ms must be longer than withdrawal_expiry_margin_ms".into(),
+                ));
+            }
             Ok(Custody::Vault(VaultConfig {
                 rpc_url,
                 vault,
@@ -345,12 +370,8 @@ fn check_custody(raw: RawCustody, line: usize) -> Result<Custody, ConfigError> {
                 operator_key,
                 max_log_range_blocks: bounded(raw.max_log_range_blocks, 2_000, "max_log_range_blocks", 1_000_000)?,
                 max_withdrawals_per_transaction,
-                withdrawal_validity_ms: bounded(
-                    raw.withdrawal_validity_ms,
-                    24 * 60 * 60 * 1_000,
-                    "withdrawal_validity_ms",
-                    MAX_CUSTODY_WAIT_MS,
-                )?,
+                withdrawal_validity_ms,
+                withdrawal_expiry_margin_ms,
                 rpc_timeout_ms: bounded(raw.rpc_timeout_ms, 10_000, "rpc_timeout_ms", 600_000)?,
                 replace_after_ms: bounded(raw.replace_after_ms, 60_000, "replace_after_ms", MAX_CUSTODY_WAIT_MS)?,
             }))

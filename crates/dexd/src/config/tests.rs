@@ -42,6 +42,38 @@ fn a_bad_checksum_and_a_syntax_error_are_refused_with_their_lines() {
     assert!(error.line.is_some(), "{error}");
 }
 
+/// The embedded default with its first chain in vault custody, with `settings` added.
+fn vault_config_text(rpc_url: &str, settings: &str) -> String {
+    DEFAULT_CONFIG_TOML.replacen(
+        "[[chains.assets]]",
+        &format!(
+            "[chains.custody]\nmode = \"vault\"\nrpc_url = \"{rpc_url}\"\nvault = \"0x00000000000000000000000000000000000de7d1\"\noperator_key_env = \"DEXD_TEST_OPERATOR_KEY\"\n{settings}\n[[chains.assets]]"
+        ),
+        1,
+    )
+}
+
+#[test]
+fn the_withdrawal_expiry_margin_is_bounded_and_shorter_than_the_validity() {
+    for (settings, accepted) in [
+        ("", true),
+        ("withdrawal_expiry_margin_ms = 0\n", true),
+        ("withdrawal_expiry_margin_ms = 1800000\n", true),
+        ("withdrawal_expiry_margin_ms = 1800001\n", false),
+        ("withdrawal_validity_ms = 300000\n", false),
+        ("withdrawal_validity_ms = 300001\n", true),
+    ] {
+        let parsed = Config::parse(&vault_config_text("http://127.0.0.1:8545", settings));
+        assert_eq!(parsed.is_ok(), accepted, "{settings}: {:?}", parsed.err());
+    }
+    let parsed = Config::parse(&vault_config_text("http://127.0.0.1:8545", "")).unwrap();
+    let vault = parsed.chains[0].vault().unwrap();
+    assert_eq!(
+        vault.withdrawal_expiry_margin_ms, 300_000,
+        "the default is five minutes"
+    );
+}
+
 #[test]
 fn a_node_off_this_machine_must_be_reached_over_https() {
     for (host, accepted) in [
@@ -53,14 +85,7 @@ fn a_node_off_this_machine_must_be_reached_over_https() {
         ("http://10.0.0.5:8545", false),
         ("http://127.0.0.1.example:8545", false),
     ] {
-        let text = DEFAULT_CONFIG_TOML.replacen(
-            "[[chains.assets]]",
-            &format!(
-                "[chains.custody]\nmode = \"vault\"\nrpc_url = \"{host}\"\nvault = \"0x00000000000000000000000000000000000de7d1\"\noperator_key_env = \"DEXD_TEST_OPERATOR_KEY\"\n\n[[chains.assets]]"
-            ),
-            1,
-        );
-        let parsed = Config::parse(&text);
+        let parsed = Config::parse(&vault_config_text(host, ""));
         assert_eq!(parsed.is_ok(), accepted, "{host}: {:?}", parsed.err());
         if let Err(error) = parsed {
             assert!(error.message.contains("https://"), "{}", error.message);

@@ -203,7 +203,7 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
         .custody
         .chain(terms.chain.config.chain_id)
         .ok_or_else(ApiError::internal)?;
-    let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, vault.config.withdrawal_validity_ms)?;
+    let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, &vault.config)?;
     let (chain, from, asset) = (&terms.chain, terms.from, terms.asset);
     if matches!(terms.credential, Credential::Signed { .. }) {
         refuse_used_withdrawal_id(chain, &from, &withdrawal_id).await?;
@@ -264,12 +264,18 @@ async fn refuse_used_withdrawal_id(chain: &Chain, account: &Address, withdrawal_
     Ok(())
 }
 
-/// The vault withdrawal's id and expiry: random and `validity_ms` from now when dexd signs with
-/// the key; the client's nonce and expiry when the client signed, once its signature is one the
-/// vault will take.
-fn withdrawal_id_and_expiry(credential: &Credential, validity_ms: u64) -> Result<([u8; 32], u64), ApiError> {
+/// The vault withdrawal's id and expiry: random and `withdrawal_validity_ms` from now when dexd
+/// signs with the key; the client's nonce and expiry when the client signed, once its signature
+/// is one the vault will take and its expiry leaves the payer `withdrawal_expiry_margin_ms`.
+fn withdrawal_id_and_expiry(
+    credential: &Credential,
+    config: &dexd_settlement::config::VaultConfig,
+) -> Result<([u8; 32], u64), ApiError> {
     match credential {
-        Credential::Key(_) => Ok((rand::random::<[u8; 32]>(), now_ms().saturating_add(validity_ms))),
+        Credential::Key(_) => Ok((
+            rand::random::<[u8; 32]>(),
+            now_ms().saturating_add(config.withdrawal_validity_ms),
+        )),
         Credential::Signed {
             nonce,
             expiry_ms,
@@ -286,6 +292,16 @@ fn withdrawal_id_and_expiry(credential: &Credential, validity_ms: u64) -> Result
                      standard signers make them); sign the withdrawal again",
                 )
                 .on("signature"));
+            }
+            if *expiry_ms < now_ms().saturating_add(config.withdrawal_expiry_margin_ms) {
+                return Err(ApiError::invalid(
+                    "expiry",
+                    format!(
+                        "a withdrawal's expiry must be at least {} ms ahead, so that the vault can pay it before \
+                         it expires; sign it again with a later expiry",
+                        config.withdrawal_expiry_margin_ms
+                    ),
+                ));
             }
             Ok((*nonce, *expiry_ms))
         }
