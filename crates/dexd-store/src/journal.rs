@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dexd_core::{Command, Engine, EngineConfig};
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::database::{meta_value, open_connection, to_sql_integer, StoreError};
 use super::projector::{Projector, MAX_PROJECTION_BATCH};
@@ -180,6 +180,30 @@ impl StoreWriter {
     /// The sequence of the last journaled command (0 when empty).
     pub fn last_sequence(&self) -> Result<u64, StoreError> {
         last_sequence(&self.connection)
+    }
+
+    /// Binds the journal to what holds its money (`custody`: the custody mode, and on a vault
+    /// chain the chain id and the vault's address), or checks the binding it already has. A
+    /// journal without one (made before bindings existed) takes `custody` now. A journal made
+    /// for other custody is refused with both in the message: its balances are owed by another
+    /// vault, or were never backed by one.
+    pub fn bind_custody(&self, custody: &str) -> Result<(), StoreError> {
+        let bound: Option<String> = self
+            .connection
+            .query_row("SELECT value FROM meta WHERE key = 'custody'", [], |row| row.get(0))
+            .optional()?;
+        match bound {
+            Some(bound) if bound == custody => Ok(()),
+            Some(bound) => Err(StoreError::Inconsistent(format!(
+                "this data directory's journal belongs to {bound}, and the configuration names {custody}: start \
+                 with the data directory of this custody, or the configuration of that one"
+            ))),
+            None => {
+                self.connection
+                    .execute("INSERT INTO meta (key, value) VALUES ('custody', ?1)", [custody])?;
+                Ok(())
+            }
+        }
     }
 }
 

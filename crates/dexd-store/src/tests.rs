@@ -675,3 +675,21 @@ fn a_snapshot_restores_its_orders_and_one_with_bytes_after_its_orders_is_refused
         Err(snapshots::SnapshotError::Damaged(_))
     ));
 }
+
+#[test]
+fn a_journal_keeps_the_custody_it_was_first_bound_to() {
+    let data_dir = tempfile::tempdir().unwrap();
+    store_with_deposits(data_dir.path(), 3);
+    let vault = "the vault 0x00000000000000000000000000000000000De7d1 on chain 1";
+    {
+        let (writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        // A journal from before bindings takes the first one it is given, then keeps it.
+        writer.bind_custody(vault).unwrap();
+        writer.bind_custody(vault).unwrap();
+    }
+    let (writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let other = "the vault 0x0000000000000000000000000000000000000bad on chain 1";
+    let refused = writer.bind_custody(other).unwrap_err().to_string();
+    assert!(refused.contains(vault) && refused.contains(other), "{refused}");
+    writer.bind_custody(vault).unwrap();
+}

@@ -87,6 +87,7 @@ impl Chain {
     ) -> Result<Chain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
         let (store_writer, mut projector, store_reader) = dexd_store::open(data_dir, config.chain_id, busy_timeout)?;
+        store_writer.bind_custody(&custody_binding(&config))?;
         let engine_config = config.engine_config(&full_config.limits);
         let chain_id = config.chain_id;
         let (replayed, snapshots, snapshot_status) = restore_at_start(
@@ -297,6 +298,19 @@ impl Chain {
     /// The engine's state hash (for recovery checks).
     pub fn state_hash(&self) -> [u8; 32] {
         self.engine.read().state_hash()
+    }
+}
+
+/// What a chain's journal is bound to: its custody, and on a vault chain the vault (the chain id
+/// is in the journal's file name already, and in the binding for the message).
+fn custody_binding(config: &ChainConfig) -> String {
+    match config.vault() {
+        Some(vault) => format!(
+            "the vault {} on chain {}",
+            dexd_crypto::checksummed(&vault.vault),
+            config.chain_id
+        ),
+        None => format!("ledger custody on chain {}", config.chain_id),
     }
 }
 
