@@ -16,7 +16,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_core::{Address, Amount, AssetIndex, ChainDepositSubmission, Command, Event, Transfer};
 
-use super::node::{Fees, Node, NodeError};
+use super::node::{Fees, Node, NodeError, SignedTransaction};
 use super::vault::{DexdVault, Erc20};
 use super::VaultChain;
 use dexd_store::WriteError;
@@ -69,26 +69,7 @@ impl VaultChain {
         let fee_caps = (max_fee_per_gas, max_priority_fee_per_gas);
         let (input, value) = match token {
             Some(token) => {
-                let allowance = node.allowance(token, from, vault).await?;
-                if allowance < units {
-                    let approve = Erc20::approveCall {
-                        spender: vault,
-                        amount: units,
-                    }
-                    .abi_encode();
-                    let gas = node.estimate_gas(from, token, &approve, U256::ZERO).await?;
-                    let (nonce, fees) = paid_for(node, from, gas, U256::ZERO, fee_caps).await?;
-                    let sent = node
-                        .send(&signer, TxKind::Call(token), approve, U256::ZERO, nonce, fees)
-                        .await?;
-                    let receipt = node.wait_for_receipt(sent.hash, APPROVE_POLL, APPROVE_TIMEOUT).await?;
-                    if !receipt.succeeded {
-                        return Err(DepositError::ChainUnavailable(format!(
-                            "the token refused the approve {}",
-                            sent.hash
-                        )));
-                    }
-                }
+                approve_if_short(node, &signer, token, units, fee_caps).await?;
                 (DexdVault::depositCall { token, amount: units }.abi_encode(), U256::ZERO)
             }
             None => (DexdVault::depositNativeCall {}.abi_encode(), units),
@@ -108,6 +89,17 @@ impl VaultChain {
             .sign(&signer, TxKind::Call(vault), input, value, nonce, fees)
             .await?;
         drop(signer);
+        self.journal_and_broadcast(signed, account, asset, amount).await
+    }
+
+    /// Journals a signed deposit as pending under its hash, then hands it to the node.
+    async fn journal_and_broadcast(
+        &self,
+        signed: SignedTransaction,
+        account: Address,
+        asset: AssetIndex,
+        amount: u128,
+    ) -> Result<Transfer, DepositError> {
         let tx_hash = signed.sent.hash.0;
         // Journaled before the node sees it: the watcher can then never credit it before the
         // venue knows it was sent for this account.
@@ -127,7 +119,7 @@ impl VaultChain {
                 _ => None,
             })
             .expect("invariant: a submitted deposit is recorded as a transfer");
-        if let Err(error) = node.broadcast(&signed).await {
+        if let Err(error) = self.node.broadcast(&signed).await {
             // Recorded as failed at once; should the node have taken it after all, the watcher
             // credits it when it is mined, as any deposit.
             let _ = self.submit(Command::FailChainDeposit { tx_hash }).await;
@@ -140,6 +132,40 @@ impl VaultChain {
         }
         Ok(pending)
     }
+}
+
+/// Sends `approve(vault, units)` from the signer when its allowance to the vault is short of
+/// `units`, and waits for it to be mined: a deposit estimated before the approve is mined fails.
+async fn approve_if_short(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    token: ChainAddress,
+    units: U256,
+    fee_caps: (u128, u128),
+) -> Result<(), DepositError> {
+    let from = signer.address();
+    let vault = node.vault();
+    if node.allowance(token, from, vault).await? >= units {
+        return Ok(());
+    }
+    let approve = Erc20::approveCall {
+        spender: vault,
+        amount: units,
+    }
+    .abi_encode();
+    let gas = node.estimate_gas(from, token, &approve, U256::ZERO).await?;
+    let (nonce, fees) = paid_for(node, from, gas, U256::ZERO, fee_caps).await?;
+    let sent = node
+        .send(signer, TxKind::Call(token), approve, U256::ZERO, nonce, fees)
+        .await?;
+    let receipt = node.wait_for_receipt(sent.hash, APPROVE_POLL, APPROVE_TIMEOUT).await?;
+    if !receipt.succeeded {
+        return Err(DepositError::ChainUnavailable(format!(
+            "the token refused the approve {}",
+            sent.hash
+        )));
+    }
+    Ok(())
 }
 
 /// The nonce and fees of a transaction from `from` of `gas` carrying `value`, once the account

@@ -159,58 +159,10 @@ impl Engine {
             state.custody.clone(),
         )
         .map_err(inconsistent)?;
-        let pair_count = engine.pairs.len();
-        for (slot, positions) in &state.positions {
-            let (slot, index) = (*slot, *slot as usize);
-            if index >= engine.ledger.account_count() || positions.len() != pair_count {
-                return Err(inconsistent(format!("positions of slot {slot} do not fit")));
-            }
-            if engine.positions.len() <= index {
-                engine.positions.resize_with(index + 1, Vec::new);
-            }
-            engine.positions[index] = positions.clone();
-        }
+        engine.restore_positions(&state.positions)?;
         let mut client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>> = FxHashMap::default();
         for (index, snapshot) in state.pairs.iter().enumerate() {
-            let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
-            let orders = orders_of_pair(index);
-            // Sized once, with room to grow: a million orders grown into by doubling would be
-            // moved several times, and a book filled exactly to its capacity would be moved
-            // whole by the first order placed after the restore. Room not yet used costs
-            // address space, not memory.
-            let restoring = orders.size_hint().0;
-            engine.pairs[index].book.reserve(restoring + restoring / 4);
-            engine.order_locations.reserve(restoring);
-            for record in orders {
-                let record =
-                    record.map_err(|error| inconsistent(format!("a resting order of pair {index}: {error}")))?;
-                if record.terms.pair != pair || record.status != OrderStatus::Open || record.terms.price.is_none() {
-                    return Err(inconsistent(format!(
-                        "order {} cannot rest in pair {index}",
-                        record.terms.order_id
-                    )));
-                }
-                let slot = engine
-                    .ledger
-                    .slot(&record.terms.account)
-                    .ok_or_else(|| inconsistent(format!("order {} of an unknown account", record.terms.order_id)))?;
-                let slot_index = slot.index();
-                if engine.open_order_counts.len() <= slot_index {
-                    engine.open_order_counts.resize(slot_index + 1, 0);
-                }
-                engine.open_order_counts[slot_index] += 1;
-                if let Some(client_order_id) = &record.terms.client_order_id {
-                    client_order_ids
-                        .entry(record.terms.account)
-                        .or_default()
-                        .insert(client_order_id.clone(), record.terms.order_id);
-                }
-                let order_id = record.terms.order_id;
-                let key = engine.pairs[index].book.insert(record, slot);
-                if engine.order_locations.insert(order_id, (pair, key)).is_some() {
-                    return Err(inconsistent(format!("order {order_id} rests twice")));
-                }
-            }
+            engine.restore_book(index, orders_of_pair(index), &mut client_order_ids)?;
             let state: &mut PairState = &mut engine.pairs[index];
             state.book.restore_sequence(snapshot.book_sequence);
             state.last_price = snapshot.last_price;
@@ -224,5 +176,72 @@ impl Engine {
         }
         engine.client_order_ids = client_order_ids;
         Ok(engine)
+    }
+
+    /// Each account's positions, by ledger slot.
+    fn restore_positions(&mut self, positions: &[(u32, Vec<Position>)]) -> Result<(), RestoreError> {
+        let pair_count = self.pairs.len();
+        for (slot, positions) in positions {
+            let (slot, index) = (*slot, *slot as usize);
+            if index >= self.ledger.account_count() || positions.len() != pair_count {
+                return Err(RestoreError::Inconsistent(format!(
+                    "positions of slot {slot} do not fit"
+                )));
+            }
+            if self.positions.len() <= index {
+                self.positions.resize_with(index + 1, Vec::new);
+            }
+            self.positions[index] = positions.clone();
+        }
+        Ok(())
+    }
+
+    /// The resting orders of pair `index` into its book, with their accounts' open-order counts,
+    /// their locations and their client order ids.
+    fn restore_book(
+        &mut self,
+        index: usize,
+        orders: impl Iterator<Item = Result<OrderRecord, String>>,
+        client_order_ids: &mut FxHashMap<Address, FxHashMap<String, OrderId>>,
+    ) -> Result<(), RestoreError> {
+        let inconsistent = |message: String| RestoreError::Inconsistent(message);
+        let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
+        // Sized once, with room to grow: a million orders grown into by doubling would be
+        // moved several times, and a book filled exactly to its capacity would be moved
+        // whole by the first order placed after the restore. Room not yet used costs
+        // address space, not memory.
+        let restoring = orders.size_hint().0;
+        self.pairs[index].book.reserve(restoring + restoring / 4);
+        self.order_locations.reserve(restoring);
+        for record in orders {
+            let record = record.map_err(|error| inconsistent(format!("a resting order of pair {index}: {error}")))?;
+            if record.terms.pair != pair || record.status != OrderStatus::Open || record.terms.price.is_none() {
+                return Err(inconsistent(format!(
+                    "order {} cannot rest in pair {index}",
+                    record.terms.order_id
+                )));
+            }
+            let slot = self
+                .ledger
+                .slot(&record.terms.account)
+                .ok_or_else(|| inconsistent(format!("order {} of an unknown account", record.terms.order_id)))?;
+            let slot_index = slot.index();
+            if self.open_order_counts.len() <= slot_index {
+                self.open_order_counts.resize(slot_index + 1, 0);
+            }
+            self.open_order_counts[slot_index] += 1;
+            if let Some(client_order_id) = &record.terms.client_order_id {
+                client_order_ids
+                    .entry(record.terms.account)
+                    .or_default()
+                    .insert(client_order_id.clone(), record.terms.order_id);
+            }
+            let order_id = record.terms.order_id;
+            let key = self.pairs[index].book.insert(record, slot);
+            if self.order_locations.insert(order_id, (pair, key)).is_some() {
+                return Err(inconsistent(format!("order {order_id} rests twice")));
+            }
+        }
+        Ok(())
     }
 }

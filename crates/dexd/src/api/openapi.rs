@@ -15,10 +15,7 @@ use crate::config::Config;
 pub fn document(config: &Config) -> Value {
     let rules = DecimalRules::of(config);
     let mut paths = Map::new();
-    let mut component_schemas = match schemas() {
-        Value::Object(map) => map,
-        _ => unreachable!("schemas() is an object"),
-    };
+    let mut component_schemas = schemas();
     for operation in operations::ALL {
         // A body's schemas are built once, into the components; every path of the operation
         // refers to them.
@@ -578,9 +575,25 @@ fn object(properties: Value) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-fn schemas() -> Value {
+/// Every named schema of the components, in groups of one concern each.
+fn schemas() -> Map<String, Value> {
+    let mut all = Map::new();
+    for group in [
+        object_schemas(),
+        trading_schemas(),
+        portfolio_schemas(),
+        venue_schemas(),
+    ] {
+        if let Value::Object(map) = group {
+            all.extend(map);
+        }
+    }
+    all
+}
+
+/// The objects that responses carry: errors, orders, trades, transfers, balances.
+fn object_schemas() -> Value {
     let integer = json!({"type": "integer", "minimum": 0});
-    let cursor = nullable(string());
     json!({
         "Error": object(json!({"error": object(json!({"code": string(), "message": string(), "field": nullable(string())}))})),
         "Order": object(json!({
@@ -603,6 +616,24 @@ fn schemas() -> Value {
             "timestamp": integer, "updatedAt": integer
         })),
         "Balance": object(json!({"symbol": string(), "total": decimal(), "available": decimal(), "locked": decimal()})),
+        "AccountTrade": {"allOf": [reference("Trade"), object(json!({
+            "orderId": string(), "role": {"enum": ["maker", "taker"]}, "fee": decimal(), "feeAsset": string()
+        }))]},
+        "Custody": {"oneOf": [
+            object(json!({"mode": {"const": "ledger"}})),
+            object(json!({
+                "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": integer,
+                "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string())
+            })),
+        ]},
+    })
+}
+
+/// The responses of the order and market operations.
+fn trading_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    let cursor = nullable(string());
+    json!({
         "AddOrderResponse": object(json!({"order": reference("Order"), "trades": array_of("Trade")})),
         "OrderResponse": object(json!({"order": reference("Order")})),
         "OrderListResponse": object(json!({"chainId": string(), "account": string(), "orders": array_of("Order"), "nextCursor": cursor})),
@@ -618,9 +649,6 @@ fn schemas() -> Value {
                 "volume": decimal(), "quoteVolume": decimal(), "trades": integer
             }))}
         })),
-        "AccountTrade": {"allOf": [reference("Trade"), object(json!({
-            "orderId": string(), "role": {"enum": ["maker", "taker"]}, "fee": decimal(), "feeAsset": string()
-        }))]},
         "AccountTradeListResponse": object(json!({"chainId": string(), "account": string(), "trades": array_of("AccountTrade"), "nextCursor": cursor})),
         "TradeListResponse": object(json!({"chainId": string(), "symbol": string(), "trades": array_of("Trade"), "nextCursor": cursor})),
         "PositionResponse": object(json!({
@@ -631,17 +659,22 @@ fn schemas() -> Value {
             })),
             "openOrders": array_of("Order")
         })),
+        "OrderDetailResponse": object(json!({
+            "order": reference("Order"),
+            "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}}))
+        })),
+    })
+}
+
+/// The responses of the portfolio operations: transfers, reserves, balances, tradable amounts.
+fn portfolio_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    let cursor = nullable(string());
+    json!({
         "DepositResponse": object(json!({"deposit": reference("Transfer"), "balance": reference("Balance")})),
         "WithdrawResponse": object(json!({"withdrawal": reference("Transfer"), "balance": reference("Balance")})),
         "DepositListResponse": object(json!({"chainId": string(), "account": string(), "deposits": array_of("Transfer"), "nextCursor": cursor})),
         "WithdrawalListResponse": object(json!({"chainId": string(), "account": string(), "withdrawals": array_of("Transfer"), "nextCursor": cursor})),
-        "Custody": {"oneOf": [
-            object(json!({"mode": {"const": "ledger"}})),
-            object(json!({
-                "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": integer,
-                "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string())
-            })),
-        ]},
         "ReservesResponse": object(json!({
             "chainId": string(), "custody": reference("Custody"),
             "assets": {"type": "array", "items": object(json!({
@@ -650,27 +683,30 @@ fn schemas() -> Value {
             }))},
             "blockNumber": nullable(integer.clone())
         })),
-        "AssetsResponse": object(json!({
-            "chainId": string(), "custody": reference("Custody"),
-            "assets": {"type": "array", "items": object(json!({"symbol": string(), "name": string(), "decimals": integer, "address": nullable(string()), "native": {"type": "boolean"}}))}
-        })),
         "BalancesResponse": object(json!({"chainId": string(), "account": string(), "balances": array_of("Balance")})),
-        "PairsResponse": object(json!({
-            "chainId": string(),
-            "pairs": {"type": "array", "items": object(json!({
-                "symbol": string(), "base": string(), "quote": string(), "tickSize": decimal(), "stepSize": decimal(),
-                "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(), "lastPrice": nullable(decimal())
-            }))}
-        })),
         "TradableResponse": object(json!({
             "chainId": string(), "account": string(),
             "tradable": {"type": "array", "items": object(json!({
                 "symbol": string(), "buy": object(json!({"maxAmount": decimal(), "maxCost": decimal()})), "sell": object(json!({"maxAmount": decimal()}))
             }))}
         })),
-        "OrderDetailResponse": object(json!({
-            "order": reference("Order"),
-            "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}}))
+    })
+}
+
+/// The responses that describe the venue: assets, pairs, signing, health, chains.
+fn venue_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    json!({
+        "AssetsResponse": object(json!({
+            "chainId": string(), "custody": reference("Custody"),
+            "assets": {"type": "array", "items": object(json!({"symbol": string(), "name": string(), "decimals": integer, "address": nullable(string()), "native": {"type": "boolean"}}))}
+        })),
+        "PairsResponse": object(json!({
+            "chainId": string(),
+            "pairs": {"type": "array", "items": object(json!({
+                "symbol": string(), "base": string(), "quote": string(), "tickSize": decimal(), "stepSize": decimal(),
+                "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(), "lastPrice": nullable(decimal())
+            }))}
         })),
         "Eip712Response": object(json!({
             "chainId": string(),

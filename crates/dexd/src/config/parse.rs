@@ -288,99 +288,128 @@ fn check_custody(raw: RawCustody, line: usize) -> Result<Custody, ConfigError> {
             }
             Ok(Custody::Ledger)
         }
-        "vault" => {
-            let required = |value: Option<String>, name: &str| {
-                value.ok_or_else(|| at(line, format!("custody mode \"vault\" needs {name}")))
-            };
-            let rpc_url = required(raw.rpc_url, "rpc_url")?;
-            if !(rpc_url.starts_with("http://") || rpc_url.starts_with("https://")) {
-                return Err(at(line, "rpc_url must be an http:// or https:// URL".into()));
-            }
-            // The URL itself is a secret (providers put keys in it), so the message never quotes it.
-            if rpc_url.starts_with("http://") && !is_loopback_url(&rpc_url) {
-                return Err(at(
-                    line,
-                    "rpc_url must be https:// unless the node is on this machine (127.0.0.1, ::1 or localhost): \
-                     the URL and every request to the node would cross the network in clear"
-                        .into(),
-                ));
-            }
-            let vault_text = required(raw.vault, "vault")?;
-            let vault = parse_address(&vault_text)
-                .map_err(|_| at(line, format!("vault {vault_text:?} is not a valid address")))?;
-            let operator_key =
-                match (raw.operator_key_file, raw.operator_key_env) {
-                    (Some(file), None) => OperatorKeySource::File(PathBuf::from(file)),
-                    (None, Some(variable)) => OperatorKeySource::Environment(variable),
-                    _ => return Err(at(
-                        line,
-                        "custody mode \"vault\" needs exactly one of operator_key_file and operator_key_env (the key \
-                         itself never goes into the configuration)"
-                            .into(),
-                    )),
-                };
-            let confirmations = raw.confirmations.unwrap_or(12);
-            if !(1..=10_000).contains(&confirmations) {
-                return Err(at(line, "confirmations must be between 1 and 10000".into()));
-            }
-            let bounded = |value: Option<u64>, default: u64, name: &str, max: u64| {
-                let value = value.unwrap_or(default);
-                if value == 0 || value > max {
-                    Err(at(line, format!("{name} must be between 1 and {max}")))
-                } else {
-                    Ok(value)
-                }
-            };
-            let max_withdrawals_per_transaction = raw.max_withdrawals_per_transaction.unwrap_or(50);
-            if !(1..=500).contains(&max_withdrawals_per_transaction) {
-                return Err(at(
-                    line,
-                    "max_withdrawals_per_transaction must be between 1 and 500".into(),
-                ));
-            }
-            let withdrawal_validity_ms = bounded(
-                raw.withdrawal_validity_ms,
-                24 * 60 * 60 * 1_000,
-                "withdrawal_validity_ms",
-                MAX_CUSTODY_WAIT_MS,
-            )?;
-            // A client's expiry is at most an hour ahead, and it must leave this margin.
-            let withdrawal_expiry_margin_ms = raw.withdrawal_expiry_margin_ms.unwrap_or(300_000);
-            if withdrawal_expiry_margin_ms > MAX_SIGNED_REQUEST_LIFETIME_MS / 2 {
-                return Err(at(
-                    line,
-                    format!(
-                        "withdrawal_expiry_margin_ms must be at most {}",
-                        MAX_SIGNED_REQUEST_LIFETIME_MS / 2
-                    ),
-                ));
-            }
-            if withdrawal_validity_ms <= withdrawal_expiry_margin_ms {
-                return Err(at(
-                    line,
-                    "withdrawal_validity_ms must be longer than withdrawal_expiry_margin_ms".into(),
-                ));
-            }
-            Ok(Custody::Vault(VaultConfig {
-                rpc_url,
-                vault,
-                confirmations,
-                poll_interval_ms: bounded(raw.poll_interval_ms, 1_000, "poll_interval_ms", 600_000)?,
-                start_block: raw.start_block.unwrap_or(0),
-                operator_key,
-                max_log_range_blocks: bounded(raw.max_log_range_blocks, 2_000, "max_log_range_blocks", 1_000_000)?,
-                max_withdrawals_per_transaction,
-                withdrawal_validity_ms,
-                withdrawal_expiry_margin_ms,
-                rpc_timeout_ms: bounded(raw.rpc_timeout_ms, 10_000, "rpc_timeout_ms", 600_000)?,
-                replace_after_ms: bounded(raw.replace_after_ms, 60_000, "replace_after_ms", MAX_CUSTODY_WAIT_MS)?,
-            }))
-        }
+        "vault" => check_vault(raw, line).map(Custody::Vault),
         other => Err(at(
             line,
             format!("custody mode {other:?} is not known; use \"ledger\" or \"vault\""),
         )),
     }
+}
+
+fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError> {
+    let required = |value: Option<String>, name: &str| {
+        value.ok_or_else(|| at(line, format!("custody mode \"vault\" needs {name}")))
+    };
+    let rpc_url = check_node_url(required(raw.rpc_url, "rpc_url")?, line)?;
+    let vault_text = required(raw.vault, "vault")?;
+    let vault =
+        parse_address(&vault_text).map_err(|_| at(line, format!("vault {vault_text:?} is not a valid address")))?;
+    let operator_key = match (raw.operator_key_file, raw.operator_key_env) {
+        (Some(file), None) => OperatorKeySource::File(PathBuf::from(file)),
+        (None, Some(variable)) => OperatorKeySource::Environment(variable),
+        _ => {
+            return Err(at(
+                line,
+                "custody mode \"vault\" needs exactly one of operator_key_file and operator_key_env (the key \
+                 itself never goes into the configuration)"
+                    .into(),
+            ))
+        }
+    };
+    let confirmations = raw.confirmations.unwrap_or(12);
+    if !(1..=10_000).contains(&confirmations) {
+        return Err(at(line, "confirmations must be between 1 and 10000".into()));
+    }
+    let max_withdrawals_per_transaction = raw.max_withdrawals_per_transaction.unwrap_or(50);
+    if !(1..=500).contains(&max_withdrawals_per_transaction) {
+        return Err(at(
+            line,
+            "max_withdrawals_per_transaction must be between 1 and 500".into(),
+        ));
+    }
+    let (withdrawal_validity_ms, withdrawal_expiry_margin_ms) =
+        check_withdrawal_timing(raw.withdrawal_validity_ms, raw.withdrawal_expiry_margin_ms, line)?;
+    Ok(VaultConfig {
+        rpc_url,
+        vault,
+        confirmations,
+        poll_interval_ms: bounded(raw.poll_interval_ms, 1_000, "poll_interval_ms", 600_000, line)?,
+        start_block: raw.start_block.unwrap_or(0),
+        operator_key,
+        max_log_range_blocks: bounded(raw.max_log_range_blocks, 2_000, "max_log_range_blocks", 1_000_000, line)?,
+        max_withdrawals_per_transaction,
+        withdrawal_validity_ms,
+        withdrawal_expiry_margin_ms,
+        rpc_timeout_ms: bounded(raw.rpc_timeout_ms, 10_000, "rpc_timeout_ms", 600_000, line)?,
+        replace_after_ms: bounded(
+            raw.replace_after_ms,
+            60_000,
+            "replace_after_ms",
+            MAX_CUSTODY_WAIT_MS,
+            line,
+        )?,
+    })
+}
+
+/// A setting between 1 and `max`, `default` when absent.
+fn bounded(value: Option<u64>, default: u64, name: &str, max: u64, line: usize) -> Result<u64, ConfigError> {
+    let value = value.unwrap_or(default);
+    if value == 0 || value > max {
+        Err(at(line, format!("{name} must be between 1 and {max}")))
+    } else {
+        Ok(value)
+    }
+}
+
+/// The node's URL: http(s), and https unless the node is on this machine.
+fn check_node_url(rpc_url: String, line: usize) -> Result<String, ConfigError> {
+    if !(rpc_url.starts_with("http://") || rpc_url.starts_with("https://")) {
+        return Err(at(line, "rpc_url must be an http:// or https:// URL".into()));
+    }
+    // The URL itself is a secret (providers put keys in it), so the message never quotes it.
+    if rpc_url.starts_with("http://") && !is_loopback_url(&rpc_url) {
+        return Err(at(
+            line,
+            "rpc_url must be https:// unless the node is on this machine (127.0.0.1, ::1 or localhost): \
+             the URL and every request to the node would cross the network in clear"
+                .into(),
+        ));
+    }
+    Ok(rpc_url)
+}
+
+/// A venue-signed withdrawal's validity and the margin a client's expiry must leave: the margin
+/// at most half a signed request's longest lifetime, the validity longer than the margin.
+fn check_withdrawal_timing(
+    validity_ms: Option<u64>,
+    margin_ms: Option<u64>,
+    line: usize,
+) -> Result<(u64, u64), ConfigError> {
+    let withdrawal_validity_ms = bounded(
+        validity_ms,
+        24 * 60 * 60 * 1_000,
+        "withdrawal_validity_ms",
+        MAX_CUSTODY_WAIT_MS,
+        line,
+    )?;
+    // A client's expiry is at most an hour ahead, and it must leave this margin.
+    let withdrawal_expiry_margin_ms = margin_ms.unwrap_or(300_000);
+    if withdrawal_expiry_margin_ms > MAX_SIGNED_REQUEST_LIFETIME_MS / 2 {
+        return Err(at(
+            line,
+            format!(
+                "withdrawal_expiry_margin_ms must be at most {}",
+                MAX_SIGNED_REQUEST_LIFETIME_MS / 2
+            ),
+        ));
+    }
+    if withdrawal_validity_ms <= withdrawal_expiry_margin_ms {
+        return Err(at(
+            line,
+            "withdrawal_validity_ms must be longer than withdrawal_expiry_margin_ms".into(),
+        ));
+    }
+    Ok((withdrawal_validity_ms, withdrawal_expiry_margin_ms))
 }
 
 fn check_asset(raw: RawAsset, line: usize) -> Result<AssetConfig, ConfigError> {

@@ -143,14 +143,7 @@ impl Chain {
             checkpoint_in_progress: false,
             publisher: Some(publisher),
             snapshots,
-            metrics: WriterMetrics {
-                batch_commands: telemetry
-                    .histogram("dexd_journal_batch_commands", &[("chain_id", chain_id.to_string())]),
-                commit_seconds: telemetry.histogram(
-                    "dexd_journal_commit_duration_seconds",
-                    &[("chain_id", chain_id.to_string())],
-                ),
-            },
+            metrics: WriterMetrics::of_chain(telemetry, chain_id),
         };
         std::thread::Builder::new()
             .name(format!("writer-{chain_id}"))

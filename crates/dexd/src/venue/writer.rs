@@ -7,6 +7,7 @@
 //!
 //! It knows nothing of HTTP; the queue's other end is [`super::Chain`].
 
+use crate::telemetry::Telemetry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,6 +60,17 @@ pub(crate) struct WriterMetrics {
     pub(crate) batch_commands: metrics::Histogram,
     /// Time of one journal append.
     pub(crate) commit_seconds: metrics::Histogram,
+}
+
+impl WriterMetrics {
+    /// The writer's histograms for `chain_id`.
+    pub(crate) fn of_chain(telemetry: &Telemetry, chain_id: u64) -> WriterMetrics {
+        let labels = [("chain_id", chain_id.to_string())];
+        WriterMetrics {
+            batch_commands: telemetry.histogram("dexd_journal_batch_commands", &labels),
+            commit_seconds: telemetry.histogram("dexd_journal_commit_duration_seconds", &labels),
+        }
+    }
 }
 
 pub(crate) struct WriterState {

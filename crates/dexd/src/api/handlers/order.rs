@@ -31,49 +31,7 @@ use crate::venue::Chain;
 pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
-    let pair_index = pair_param(&chain, &params, "symbol")?;
-    let pair = chain.config.pair_config(pair_index);
-    let order_type = match choice(&params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
-        "limit" => OrderType::Limit,
-        _ => OrderType::Market,
-    };
-    let direction =
-        match choice(&params, "direction", &["buy", "sell"])?.ok_or_else(|| ApiError::missing("direction"))? {
-            "buy" => Direction::Buy,
-            _ => Direction::Sell,
-        };
-    let price = match (order_type, params.decimal("price")?) {
-        (OrderType::Limit, None) => return Err(ApiError::missing("price")),
-        (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
-        (OrderType::Limit, Some(price)) => Some(
-            pair.spec
-                .price_from_decimal(price)
-                .map_err(|error| ApiError::from_pair_value("price", error))?,
-        ),
-        (OrderType::Market, None) => None,
-    };
-    let quantity = pair
-        .spec
-        .quantity_from_decimal(params.required_decimal("amount")?)
-        .map_err(|error| ApiError::from_pair_value("amount", error))?;
-    let time_in_force = match choice(&params, "timeInForce", &["GTC", "IOC", "FOK"])? {
-        Some("FOK") => TimeInForce::FillOrKill,
-        Some("IOC") => TimeInForce::ImmediateOrCancel,
-        _ if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
-        _ => TimeInForce::GoodTillCancelled,
-    };
-    let mut terms = NewOrder {
-        order_id: OrderId::default(),
-        client_order_id: client_order_id(&params)?,
-        account: credential.account(&app.addresses),
-        pair: pair_index,
-        order_type,
-        direction,
-        time_in_force,
-        post_only: params.bool("postOnly")?.unwrap_or(false),
-        price,
-        quantity,
-    };
+    let mut terms = order_terms(&chain, &params, credential.account(&app.addresses))?;
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
     let holds_key = matches!(credential, Credential::Key(_));
@@ -101,6 +59,66 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
             _ => None,
         })
         .ok_or_else(ApiError::internal)?;
+    let stored = StoredOrder {
+        record,
+        nonce,
+        expiry_ms,
+        signature: authorization.signature,
+    };
+    placement_answer(&chain, &stored, &events)
+}
+
+/// The terms of a placement as its parameters give them, checked against the pair's tick and
+/// step; the order id is left for the signing to fill in.
+fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOrder, ApiError> {
+    let pair_index = pair_param(chain, params, "symbol")?;
+    let pair = chain.config.pair_config(pair_index);
+    let order_type = match choice(params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
+        "limit" => OrderType::Limit,
+        _ => OrderType::Market,
+    };
+    let direction =
+        match choice(params, "direction", &["buy", "sell"])?.ok_or_else(|| ApiError::missing("direction"))? {
+            "buy" => Direction::Buy,
+            _ => Direction::Sell,
+        };
+    let price = match (order_type, params.decimal("price")?) {
+        (OrderType::Limit, None) => return Err(ApiError::missing("price")),
+        (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
+        (OrderType::Limit, Some(price)) => Some(
+            pair.spec
+                .price_from_decimal(price)
+                .map_err(|error| ApiError::from_pair_value("price", error))?,
+        ),
+        (OrderType::Market, None) => None,
+    };
+    let quantity = pair
+        .spec
+        .quantity_from_decimal(params.required_decimal("amount")?)
+        .map_err(|error| ApiError::from_pair_value("amount", error))?;
+    let time_in_force = match choice(params, "timeInForce", &["GTC", "IOC", "FOK"])? {
+        Some("FOK") => TimeInForce::FillOrKill,
+        Some("IOC") => TimeInForce::ImmediateOrCancel,
+        _ if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
+        _ => TimeInForce::GoodTillCancelled,
+    };
+    Ok(NewOrder {
+        order_id: OrderId::default(),
+        client_order_id: client_order_id(params)?,
+        account,
+        pair: pair_index,
+        order_type,
+        direction,
+        time_in_force,
+        post_only: params.bool("postOnly")?.unwrap_or(false),
+        price,
+        quantity,
+    })
+}
+
+/// The answer to a placement, written out while the chain's configuration it borrows from is at
+/// hand, straight from the typed objects: the busiest answer builds no JSON value.
+fn placement_answer(chain: &Chain, stored: &StoredOrder, events: &[Event]) -> Result<Box<RawValue>, ApiError> {
     let trades: Vec<render::TradeObject> = events
         .iter()
         .filter_map(|event| match event {
@@ -108,18 +126,11 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
             _ => None,
         })
         .collect();
-    let stored = StoredOrder {
-        record,
-        nonce,
-        expiry_ms,
-        signature: authorization.signature,
-    };
     let placed = PlacedOrder {
-        order: render::order(&chain.config, &stored),
+        order: render::order(&chain.config, stored),
         trades,
     };
-    // Written out here, while the chain's configuration it borrows from is at hand, straight
-    // from the typed objects: the busiest answer builds no JSON value.
+    let order_id = stored.record.terms.order_id;
     serde_json::value::to_raw_value(&placed).map_err(|error| {
         // Strings and numbers always serialize; if that ever changed, the order is on disk
         // already and the answer must not say otherwise.

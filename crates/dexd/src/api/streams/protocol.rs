@@ -237,49 +237,56 @@ pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiErr
         Some(Value::String(channel)) => channel,
         Some(_) => return Err(fail(invalid_channel())),
     };
-    let operation = match channel.as_str() {
+    let (key, depth) = channel_key(venue, &channel, object).map_err(fail)?;
+    Ok(if op == "subscribe" {
+        ClientMessage::Subscribe(SubscribeRequest { key, depth, id_json })
+    } else {
+        ClientMessage::Unsubscribe { key, id_json }
+    })
+}
+
+/// The channel a subscription names and its book depth (the default but for the book), from
+/// the message's remaining fields.
+fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Result<(ChannelKey, usize), ApiError> {
+    let operation = match channel {
         "book" => &BOOK_CHANNEL,
         "trades" => &TRADES_CHANNEL,
         "candles" => &CANDLES_CHANNEL,
         "orders" => &ORDERS_CHANNEL,
         "balances" => &BALANCES_CHANNEL,
-        _ => return Err(fail(invalid_channel())),
+        _ => return Err(invalid_channel()),
     };
-    let params = Params::from_json_object(object).map_err(fail)?;
-    params.check_allowed(operation).map_err(fail)?;
-    let chain = chain_of(venue, &params).map_err(fail)?;
+    let params = Params::from_json_object(object)?;
+    params.check_allowed(operation)?;
+    let chain = chain_of(venue, &params)?;
     let chain_id = chain.config.chain_id;
     let mut depth = DEFAULT_STREAM_BOOK_DEPTH;
-    let key = match channel.as_str() {
+    let key = match channel {
         "book" => {
-            let pair = pair_param(&chain, &params, "pair").map_err(fail)?;
-            depth = bounded(&params, "depth", DEFAULT_STREAM_BOOK_DEPTH, MAX_STREAM_BOOK_DEPTH).map_err(fail)?;
+            let pair = pair_param(&chain, &params, "pair")?;
+            depth = bounded(&params, "depth", DEFAULT_STREAM_BOOK_DEPTH, MAX_STREAM_BOOK_DEPTH)?;
             if depth < MIN_STREAM_BOOK_DEPTH {
-                return Err(fail(ApiError::invalid(
+                return Err(ApiError::invalid(
                     "depth",
                     format!(
                         "must be between {MIN_STREAM_BOOK_DEPTH} and {MAX_STREAM_BOOK_DEPTH} on a stream (the checksum covers \
                          the top {MIN_STREAM_BOOK_DEPTH} levels of each side)"
                     ),
-                )));
+                ));
             }
             ChannelKey::Book { chain_id, pair }
         }
         "trades" => ChannelKey::Trades {
             chain_id,
-            pair: pair_param(&chain, &params, "pair").map_err(fail)?,
+            pair: pair_param(&chain, &params, "pair")?,
         },
         "candles" => {
-            let pair = pair_param(&chain, &params, "pair").map_err(fail)?;
+            let pair = pair_param(&chain, &params, "pair")?;
             let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
-            let interval = match params.text("interval").map_err(fail)? {
+            let interval = match params.text("interval")? {
                 None => CandleInterval::OneMinute,
-                Some(text) => CandleInterval::parse(text).ok_or_else(|| {
-                    fail(ApiError::invalid(
-                        "interval",
-                        format!("must be one of {}", names.join(", ")),
-                    ))
-                })?,
+                Some(text) => CandleInterval::parse(text)
+                    .ok_or_else(|| ApiError::invalid("interval", format!("must be one of {}", names.join(", "))))?,
             };
             ChannelKey::Candles {
                 chain_id,
@@ -289,18 +296,14 @@ pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiErr
         }
         "orders" => ChannelKey::Orders {
             chain_id,
-            account: address_param(&params, "account").map_err(fail)?,
+            account: address_param(&params, "account")?,
         },
         _ => ChannelKey::Balances {
             chain_id,
-            account: address_param(&params, "account").map_err(fail)?,
+            account: address_param(&params, "account")?,
         },
     };
-    Ok(if op == "subscribe" {
-        ClientMessage::Subscribe(SubscribeRequest { key, depth, id_json })
-    } else {
-        ClientMessage::Unsubscribe { key, id_json }
-    })
+    Ok((key, depth))
 }
 
 fn invalid_channel() -> ApiError {

@@ -81,7 +81,15 @@ impl Hub {
                 self.deliver_book(pair, depth, &view);
             }
         }
-        for (pair, trades) in round.trades {
+        self.deliver_trades(round.trades);
+        self.deliver_candles(round.candles);
+        self.deliver_orders(round.orders);
+        self.deliver_balances(round.balances, round.transfers);
+    }
+
+    /// One message of a pair's new trades to each of its trades subscriptions.
+    fn deliver_trades(&mut self, round_trades: HashMap<PairIndex, Vec<Trade>>) {
+        for (pair, trades) in round_trades {
             let Some(members) = self.trades.get(&pair) else {
                 continue;
             };
@@ -95,7 +103,11 @@ impl Hub {
             fields.insert("trades".into(), Value::Array(rendered));
             self.push_to(members.clone(), "update", &Value::Object(fields).to_string());
         }
-        for ((pair, interval), candles) in round.candles {
+    }
+
+    /// One message per changed candle to each subscription of its pair and interval.
+    fn deliver_candles(&mut self, round_candles: HashMap<(PairIndex, CandleInterval), BTreeMap<u64, Candle>>) {
+        for ((pair, interval), candles) in round_candles {
             let Some(members) = self.candles.get(&(pair, interval)) else {
                 continue;
             };
@@ -108,7 +120,12 @@ impl Hub {
                 self.push_to(members.clone(), "update", &Value::Object(fields).to_string());
             }
         }
-        for (account, orders) in round.orders {
+    }
+
+    /// One message of an account's changed orders to each of its orders subscriptions; the
+    /// signature of an order that left the book is forgotten after it.
+    fn deliver_orders(&mut self, round_orders: HashMap<Address, BTreeMap<u64, OrderRecord>>) {
+        for (account, orders) in round_orders {
             let Some(members) = self.orders.get(&account).cloned() else {
                 continue;
             };
@@ -135,8 +152,17 @@ impl Hub {
             fields.insert("orders".into(), Value::Array(rendered));
             self.push_to(members, "update", &Value::Object(fields).to_string());
         }
-        let mut accounts: Vec<Address> = round.balances.keys().copied().collect();
-        for account in round.transfers.keys() {
+    }
+
+    /// One message of an account's changed balances and transfers to each of its live
+    /// balances subscriptions.
+    fn deliver_balances(
+        &mut self,
+        round_balances: HashMap<Address, BTreeMap<AssetIndex, Balance>>,
+        round_transfers: HashMap<Address, Vec<Transfer>>,
+    ) {
+        let mut accounts: Vec<Address> = round_balances.keys().copied().collect();
+        for account in round_transfers.keys() {
             if !accounts.contains(account) {
                 accounts.push(*account);
             }
@@ -151,15 +177,13 @@ impl Hub {
                 .collect();
             let Some(first) = live.first() else { continue };
             let chain = &self.chain.config;
-            let balances: Vec<Value> = round
-                .balances
+            let balances: Vec<Value> = round_balances
                 .get(&account)
                 .into_iter()
                 .flatten()
                 .map(|(asset, balance)| render::balance(chain, *asset, *balance))
                 .collect();
-            let transfers: Vec<Value> = round
-                .transfers
+            let transfers: Vec<Value> = round_transfers
                 .get(&account)
                 .into_iter()
                 .flatten()
