@@ -8,6 +8,8 @@
 //! The key's signer lives for this call only. Nothing is journaled before every check passed;
 //! a node that cannot be reached before that point changes nothing.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::eips::BlockId;
@@ -24,6 +26,50 @@ use dexd_store::WriteError;
 /// How often the deposit path polls for the `approve` it sent, and for how long.
 const APPROVE_POLL: Duration = Duration::from_millis(100);
 const APPROVE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A lock per account that has a deposit under way: one account's deposit waiting for its
+/// approve to be mined (up to a minute) holds up that account's next deposit, no one else's.
+/// An account's entry lives while a deposit of it holds or awaits the lock, so the map holds at
+/// most as many entries as deposits in flight (bounded by the server's connection limit).
+#[derive(Default)]
+pub(crate) struct DepositLocks {
+    by_account: parking_lot::Mutex<HashMap<ChainAddress, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// An account's deposit lock, held; its entry is dropped with the last holder or waiter.
+pub(crate) struct DepositLockGuard<'a> {
+    locks: &'a DepositLocks,
+    account: ChainAddress,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl DepositLocks {
+    /// Waits for `account`'s deposit lock.
+    pub(crate) async fn lock(&self, account: ChainAddress) -> DepositLockGuard<'_> {
+        let lock = Arc::clone(self.by_account.lock().entry(account).or_default());
+        let mut held = DepositLockGuard {
+            locks: self,
+            account,
+            lock: Arc::clone(&lock),
+            guard: None,
+        };
+        // Should this wait be cancelled (the client went away), the guard still cleans up.
+        held.guard = Some(lock.lock_owned().await);
+        held
+    }
+}
+
+impl Drop for DepositLockGuard<'_> {
+    fn drop(&mut self) {
+        self.guard = None;
+        let mut by_account = self.locks.by_account.lock();
+        // Ours, the map's and the owned guard's (now dropped): nobody else holds or awaits it.
+        if Arc::strong_count(&self.lock) == 2 {
+            by_account.remove(&self.account);
+        }
+    }
+}
 
 /// Why a deposit was not sent.
 #[derive(Debug)]
@@ -52,9 +98,9 @@ impl VaultChain {
         asset: AssetIndex,
         amount: u128,
     ) -> Result<Transfer, DepositError> {
-        let _one_at_a_time = self.deposit_lock.lock().await;
         let node = &self.node;
         let from = signer.address();
+        let _one_at_a_time = self.deposit_locks.lock(from).await;
         let vault = node.vault();
         let token = self.token_of_asset(asset);
         let units = U256::from(amount);
@@ -190,4 +236,27 @@ async fn paid_for(
         gas_limit: gas,
     };
     Ok((nonce, fees))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn deposit_locks_hold_up_one_account_only_and_leave_no_entry_behind() {
+        let locks = DepositLocks::default();
+        let (alice, bob) = (ChainAddress::repeat_byte(1), ChainAddress::repeat_byte(2));
+        let alice_held = locks.lock(alice).await;
+        // Another account's lock is free; the same account's waits.
+        let bob_held = tokio::time::timeout(Duration::from_millis(100), locks.lock(bob)).await;
+        assert!(bob_held.is_ok(), "bob waited for alice");
+        drop(bob_held);
+        let second = tokio::time::timeout(Duration::from_millis(100), locks.lock(alice)).await;
+        assert!(second.is_err(), "alice's second deposit did not wait for her first");
+        assert_eq!(locks.by_account.lock().len(), 1, "only alice's entry is left");
+        drop(alice_held);
+        assert!(locks.by_account.lock().is_empty(), "an entry outlived its deposits");
+        let again = tokio::time::timeout(Duration::from_millis(100), locks.lock(alice)).await;
+        assert!(again.is_ok());
+    }
 }

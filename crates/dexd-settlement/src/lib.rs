@@ -105,9 +105,9 @@ pub struct VaultChain {
     pub operator: Address,
     assets_by_token: HashMap<ChainAddress, AssetIndex>,
     status: RwLock<CustodyStatus>,
-    /// One deposit sent with an account's key at a time: the node hands out nonces per account,
-    /// and two sends at once from one account would take the same.
-    deposit_lock: tokio::sync::Mutex<()>,
+    /// One deposit sent with an account's key at a time per account: the node hands out nonces
+    /// per account, and two sends at once from one account would take the same.
+    deposit_locks: deposit::DepositLocks,
 }
 
 impl VaultChain {
@@ -216,7 +216,7 @@ impl Custodians {
                 node,
                 assets_by_token,
                 status: RwLock::new(CustodyStatus::default()),
-                deposit_lock: tokio::sync::Mutex::new(()),
+                deposit_locks: deposit::DepositLocks::default(),
             });
             tracing::info!(
                 chain_id,

@@ -8,228 +8,14 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use alloy::eips::BlockId;
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
 use common::chain::{NodeProxy, TestChain, ETH_UNIT, USDC_UNIT};
-use common::{BinaryServer, TestServer};
+use common::vault_venue::{address_of, deposit_body, key_of, signed_withdrawal_body, VaultVenue};
 use dexd_crypto::checksummed;
 use dexd_settlement::deploy;
 use dexd_settlement::vault::venue_address;
 use serde_json::{json, Value};
-
-/// A dexd binary serving the test chain, with its data directory and configuration.
-struct VaultVenue {
-    chain: TestChain,
-    folder: tempfile::TempDir,
-    config: std::path::PathBuf,
-    server: Option<BinaryServer>,
-}
-
-impl VaultVenue {
-    async fn start() -> VaultVenue {
-        let chain = TestChain::start().await;
-        let node_url = chain.anvil.endpoint();
-        VaultVenue::start_on(chain, &node_url)
-    }
-
-    /// Starts dexd on `chain`, reaching its node at `node_url` (the node itself, or a proxy).
-    fn start_on(chain: TestChain, node_url: &str) -> VaultVenue {
-        let folder = tempfile::tempdir().unwrap();
-        let config = chain.write_dexd_config(folder.path(), node_url);
-        let mut venue = VaultVenue {
-            chain,
-            folder,
-            config,
-            server: None,
-        };
-        venue.restart();
-        venue
-    }
-
-    /// (Re)starts dexd on the same data directory.
-    fn restart(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            server.kill();
-        }
-        self.server = Some(BinaryServer::start_with(
-            &self.folder.path().join("data"),
-            Some(&self.config),
-        ));
-    }
-
-    /// Stops dexd, adds `setting` (a `key = value` line) to the chain's custody section of its
-    /// configuration, and starts it again.
-    fn restart_with_custody_setting(&mut self, setting: &str) {
-        self.kill();
-        let config = std::fs::read_to_string(&self.config).unwrap();
-        let custody = "[chains.custody]\n";
-        assert!(config.contains(custody), "{config}");
-        std::fs::write(&self.config, config.replace(custody, &format!("{custody}{setting}\n"))).unwrap();
-        self.restart();
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            server.kill();
-        }
-    }
-
-    fn client(&self) -> TestServer {
-        TestServer::at(&self.server.as_ref().expect("dexd runs").base_url)
-    }
-
-    fn chain_id(&self) -> String {
-        self.chain.chain_id.to_string()
-    }
-
-    async fn get(&self, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
-        let chain_id = self.chain_id();
-        let mut full = vec![("chainId", chain_id.as_str())];
-        full.extend_from_slice(query);
-        self.client().get(path, &full).await
-    }
-
-    async fn post(&self, path: &str, mut body: Value) -> (u16, Value) {
-        body["chainId"] = json!(self.chain_id());
-        self.client().post_json(path, body).await
-    }
-
-    /// Waits (mining a block now and then) until `ready` holds, for at most 30 s.
-    async fn eventually<F, Fut>(&self, what: &str, mut ready: F)
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = bool>,
-    {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if ready().await {
-                return;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            self.chain.mine(1).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Posts a request that must be refused with `status` and `code`; returns the answer.
-    async fn refused(&self, path: &str, body: Value, status: u16, code: &str) -> Value {
-        let (answered, answer) = self.post(path, body).await;
-        assert_eq!(
-            (answered, answer["error"]["code"].as_str()),
-            (status, Some(code)),
-            "{path}: {answer}"
-        );
-        answer
-    }
-
-    /// Deposits `units` of `token` (None: the native asset) straight from the account's wallet.
-    async fn deposit_from_wallet(
-        &self,
-        account: &PrivateKeySigner,
-        token: Option<ChainAddress>,
-        units: u128,
-    ) -> dexd_settlement::node::Receipt {
-        deploy::deposit_from_wallet(&self.chain.node, account, token, U256::from(units))
-            .await
-            .unwrap()
-    }
-
-    /// Deposits from the wallet and waits until the venue has credited it: `available` of
-    /// `symbol` is then `amount`.
-    async fn fund(
-        &self,
-        account: &PrivateKeySigner,
-        token: Option<ChainAddress>,
-        units: u128,
-        symbol: &str,
-        amount: &str,
-    ) {
-        self.deposit_from_wallet(account, token, units).await;
-        self.wait_for_available(account, symbol, amount).await;
-    }
-
-    /// The account's USDC in its own wallet, on chain.
-    async fn usdc_in_wallet(&self, account: &PrivateKeySigner) -> U256 {
-        self.chain
-            .node
-            .balance(Some(self.chain.usdc), account.address(), BlockId::latest())
-            .await
-            .unwrap()
-    }
-
-    /// Waits until the account's newest withdrawal is confirmed.
-    async fn wait_for_newest_withdrawal_confirmed(&self, account: &PrivateKeySigner) {
-        self.eventually("the newest withdrawal confirmed", || async {
-            self.transfers(account, "withdraw").await[0]["status"] == "confirmed"
-        })
-        .await;
-    }
-
-    async fn balance(&self, account: &PrivateKeySigner, symbol: &str) -> Value {
-        let address = address_of(account);
-        let (status, body) = self.get("/account/assetBalances", &[("account", &address)]).await;
-        assert_eq!(status, 200, "{body}");
-        common::balance_in(&body, symbol)
-    }
-
-    async fn transfers(&self, account: &PrivateKeySigner, kind: &str) -> Vec<Value> {
-        let path = format!("/portfolio/{kind}Histories");
-        let address = address_of(account);
-        let (status, body) = self.get(&path, &[("account", &address)]).await;
-        assert_eq!(status, 200, "{body}");
-        let key = if kind == "deposit" { "deposits" } else { "withdrawals" };
-        body[key].as_array().unwrap().clone()
-    }
-
-    /// Waits until the account's available balance of `symbol` is `amount`.
-    async fn wait_for_available(&self, account: &PrivateKeySigner, symbol: &str, amount: &str) {
-        self.eventually(&format!("{symbol} available {amount}"), || async {
-            self.balance(account, symbol).await["available"] == amount
-        })
-        .await;
-    }
-
-    /// Checks the reserves after a scenario has settled: for every asset the vault holds on
-    /// chain exactly what the venue owes (nothing pending), and the venue's totals agree.
-    async fn assert_conserved(&self) {
-        self.eventually("nothing pending and reserves equal to liabilities", || async {
-            let (status, body) = self.get("/account/reserves", &[]).await;
-            assert_eq!(status, 200, "{body}");
-            body["assets"].as_array().unwrap().iter().all(|asset| {
-                asset["pendingWithdrawals"] == "0"
-                    && asset["surplus"] == "0"
-                    && asset["onChain"] == asset["liabilities"]
-            })
-        })
-        .await;
-    }
-}
-
-fn address_of(signer: &PrivateKeySigner) -> String {
-    checksummed(&venue_address(&signer.address()))
-}
-
-fn key_of(signer: &PrivateKeySigner) -> String {
-    format!("0x{}", alloy::hex::encode(signer.to_bytes()))
-}
-
-/// A withdrawal signed by the client: the terms and the account's own signature, no key.
-fn signed_withdrawal_body(
-    account: &PrivateKeySigner,
-    symbol: &str,
-    quantity: &str,
-    nonce: u64,
-    expiry_ms: u64,
-    signature: &[u8],
-) -> Value {
-    json!({"from": address_of(account), "symbol": symbol, "quantity": quantity, "nonce": nonce.to_string(),
-        "expiry": expiry_ms.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))})
-}
-
-fn deposit_body(account: &PrivateKeySigner, symbol: &str, quantity: &str) -> Value {
-    json!({"from": address_of(account), "symbol": symbol, "quantity": quantity, "privateKey": key_of(account)})
-}
 
 #[tokio::test]
 async fn a_deposit_through_the_api_is_pending_then_credited_once_after_its_confirmations() {
@@ -1055,4 +841,35 @@ async fn a_data_directory_is_bound_to_its_vault_and_refused_against_another() {
     std::fs::write(&venue.config, config.replace(other, &vault)).unwrap();
     venue.restart();
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "1");
+}
+
+#[tokio::test]
+async fn one_accounts_deposit_waiting_for_its_approve_does_not_hold_up_anothers() {
+    let venue = VaultVenue::start().await;
+    let (alice, bob) = (venue.chain.users[0].clone(), venue.chain.users[1].clone());
+    let node = &venue.chain.node;
+    node.raw_request("evm_setAutomine", json!([false])).await.unwrap();
+    // Alice has allowed the vault nothing: her deposit sends an approve and waits for it, which
+    // is not mined while automine is off.
+    let alice_deposit = venue.post("/portfolio/deposit", deposit_body(&alice, "USDC", "10"));
+    tokio::pin!(alice_deposit);
+    tokio::select! {
+        answer = &mut alice_deposit => panic!("alice's deposit answered before its approve was mined: {answer:?}"),
+        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+    }
+    // Bob's native deposit needs no approve: it is answered while Alice's still waits.
+    let bob_answer = tokio::select! {
+        answer = venue.post("/portfolio/deposit", deposit_body(&bob, "ETH", "0.5")) => answer,
+        answer = &mut alice_deposit => panic!("alice's deposit answered first: {answer:?}"),
+        _ = tokio::time::sleep(Duration::from_secs(20)) => panic!("bob's deposit waited for alice's approve"),
+    };
+    assert_eq!(bob_answer.0, 200, "{}", bob_answer.1);
+    assert_eq!(bob_answer.1["deposit"]["status"], "pending");
+    node.raw_request("evm_setAutomine", json!([true])).await.unwrap();
+    venue.chain.mine(1).await;
+    let (status, body) = alice_deposit.await;
+    assert_eq!(status, 200, "{body}");
+    venue.wait_for_available(&alice, "USDC", "10").await;
+    venue.wait_for_available(&bob, "ETH", "0.5").await;
+    venue.assert_conserved().await;
 }

@@ -4,6 +4,7 @@
 
 pub mod chain;
 pub mod stream_client;
+pub mod vault_venue;
 
 use dexd::config::Config;
 use dexd_crypto::{checksummed, PrivateKey};
