@@ -98,6 +98,12 @@ impl VaultChain {
         asset: AssetIndex,
         amount: u128,
     ) -> Result<Transfer, DepositError> {
+        if !self.is_checked_against_chain() {
+            // The amount in units comes from the configuration's decimals, not yet checked.
+            return Err(DepositError::ChainUnavailable(
+                "the venue has not yet checked its configuration against the chain; try again".into(),
+            ));
+        }
         let node = &self.node;
         let from = signer.address();
         let _one_at_a_time = self.deposit_locks.lock(from).await;

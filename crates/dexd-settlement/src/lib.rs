@@ -24,6 +24,7 @@ pub mod devnet;
 pub mod node;
 pub mod operator_key;
 pub mod payer;
+pub mod preflight;
 pub mod reserves;
 pub mod vault;
 mod venue_chain;
@@ -75,6 +76,8 @@ pub struct SettledAsset {
     pub symbol: String,
     /// Its token contract; `None` for the chain's native asset.
     pub token: Option<Address>,
+    /// Its decimals in the configuration, checked against the token's at start.
+    pub decimals: u32,
 }
 
 /// What custody needs to settle one chain of the venue.
@@ -108,6 +111,10 @@ pub struct VaultChain {
     /// One deposit sent with an account's key at a time per account: the node hands out nonces
     /// per account, and two sends at once from one account would take the same.
     deposit_locks: deposit::DepositLocks,
+    /// Whether the chain's journal held nothing when custody started (see [`preflight`]).
+    journal_empty_at_start: bool,
+    /// Whether [`preflight`]'s checks have passed: until then nothing is credited, paid or sent.
+    checked_against_chain: std::sync::atomic::AtomicBool,
 }
 
 impl VaultChain {
@@ -151,6 +158,21 @@ impl VaultChain {
         update(&mut self.status.write());
     }
 
+    /// Whether the checks against the chain have passed (see [`preflight`]).
+    pub fn is_checked_against_chain(&self) -> bool {
+        self.checked_against_chain.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Runs the checks against the chain unless they have passed already.
+    async fn ensure_checked_against_chain(&self) -> Result<(), preflight::PreflightError> {
+        if !self.is_checked_against_chain() {
+            preflight::check_against_chain(self, self.journal_empty_at_start).await?;
+            self.checked_against_chain
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(())
+    }
+
     fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.config.poll_interval_ms)
     }
@@ -177,9 +199,10 @@ impl std::error::Error for CustodyStartError {}
 
 impl Custodians {
     /// Starts the watcher, payer and reserves task of every vault chain given. The operator keys
-    /// are read here; a node that cannot be reached is not an error (the tasks wait for it, and
-    /// trading goes on).
-    pub fn start(setups: Vec<VaultChainSetup>) -> Result<Custodians, CustodyStartError> {
+    /// are read here, and each chain is checked against its node ([`preflight`]): a mismatch
+    /// refuses the start. A node that cannot be reached is not an error (the tasks wait for it
+    /// and check it then, and trading goes on).
+    pub async fn start(setups: Vec<VaultChainSetup>) -> Result<Custodians, CustodyStartError> {
         let (stop, stopped) = watch::channel(false);
         let mut custodians = Custodians {
             chains: HashMap::new(),
@@ -209,7 +232,7 @@ impl Custodians {
                 .collect();
             let vault_chain = Arc::new(VaultChain {
                 chain_id,
-                chain: setup.chain,
+                chain: Arc::clone(&setup.chain),
                 assets: setup.assets,
                 operator: vault::venue_address(&operator_key.address()),
                 config: vault_config,
@@ -217,7 +240,21 @@ impl Custodians {
                 assets_by_token,
                 status: RwLock::new(CustodyStatus::default()),
                 deposit_locks: deposit::DepositLocks::default(),
+                journal_empty_at_start: setup.chain.durable_position().sequence == 0,
+                checked_against_chain: std::sync::atomic::AtomicBool::new(false),
             });
+            match vault_chain.ensure_checked_against_chain().await {
+                Ok(()) => {}
+                Err(preflight::PreflightError::Refused(reason)) => {
+                    return Err(CustodyStartError(format!("chain {chain_id}: {reason}")))
+                }
+                Err(preflight::PreflightError::Node(error)) => tracing::warn!(
+                    chain_id,
+                    %error,
+                    "the node cannot be reached to check the configuration against the chain; nothing is credited \
+                     or paid until it is"
+                ),
+            }
             tracing::info!(
                 chain_id,
                 vault = %dexd_crypto::checksummed(&vault_chain.config.vault),

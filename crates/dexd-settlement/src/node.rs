@@ -282,6 +282,21 @@ impl Node {
             .find_map(|log| Some((log.transaction_hash?, log.block_number?))))
     }
 
+    /// The first of the vault's `Withdrawn` events, of any account, in blocks `from..=to`: its
+    /// transaction and block. The caller keeps the range within `max_log_range_blocks`.
+    pub async fn first_withdrawn_event(&self, from: u64, to: u64) -> Result<Option<(B256, u64)>, NodeError> {
+        let filter = Filter::new()
+            .address(self.vault)
+            .event_signature(DexdVault::Withdrawn::SIGNATURE_HASH)
+            .from_block(from)
+            .to_block(to);
+        let logs = self.provider.get_logs(&filter).await?;
+        Ok(logs
+            .iter()
+            .filter(|log| !log.removed)
+            .find_map(|log| Some((log.transaction_hash?, log.block_number?))))
+    }
+
     /// Whether each (account, withdrawal id) is paid, as of `block`.
     pub async fn withdrawn_many(&self, keys: &[(ChainAddress, U256)], block: BlockId) -> Result<Vec<bool>, NodeError> {
         if keys.is_empty() {

@@ -22,6 +22,7 @@ use dexd_core::{Amount, ChainDeposit, Command};
 use tokio::sync::watch;
 
 use super::node::{DepositLog, NodeError};
+use super::preflight::PreflightError;
 use super::vault::venue_address;
 use super::{pause_or_stop, VaultChain};
 use dexd_store::{now_ms, WriteError};
@@ -119,6 +120,11 @@ impl Watcher {
                 Err(NodeError::Refused(message)) => return Err(WatchError::Halt(message)),
                 Err(error) => return Err(error.into()),
             }
+        }
+        match vault.ensure_checked_against_chain().await {
+            Ok(()) => {}
+            Err(PreflightError::Refused(reason)) => return Err(WatchError::Halt(reason)),
+            Err(PreflightError::Node(error)) => return Err(error.into()),
         }
         let head = node.head().await?;
         vault.update_status(|status| status.head_block = Some(head));

@@ -103,7 +103,7 @@ fn start_in_background(
                 return;
             }
         };
-        let custody = match dexd_settlement::Custodians::start(venue::vault_chain_setups(&venue)) {
+        let custody = match dexd_settlement::Custodians::start(venue::vault_chain_setups(&venue)).await {
             Ok(custody) => Arc::new(custody),
             Err(error) => {
                 let _ = failed

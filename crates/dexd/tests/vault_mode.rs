@@ -634,7 +634,7 @@ async fn a_vault_deposit_the_logs_never_showed_halts_crediting_with_the_counts()
     venue.kill();
     // `start_block` applies to a journal that has scanned nothing; the first start may have
     // journaled a scan already (it does when the machine is slow), so the venue starts afresh.
-    std::fs::remove_dir_all(venue.folder.path().join("data")).unwrap();
+    venue.remove_data();
     // A deposit before the configured start: its event is never read, but the vault counts it.
     let receipt = venue.deposit_from_wallet(&alice, None, ETH_UNIT / 4).await;
     let config = std::fs::read_to_string(&venue.config).unwrap();
@@ -800,47 +800,6 @@ async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
     assert_eq!(body["error"]["field"], "nonce", "{body}");
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0.8");
     assert_eq!(venue.transfers(&alice, "withdraw").await.len(), 1);
-}
-
-#[tokio::test]
-async fn a_data_directory_is_bound_to_its_vault_and_refused_against_another() {
-    let mut venue = VaultVenue::start().await;
-    let alice = venue.chain.users[0].clone();
-    venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
-    venue.kill();
-    // The same data directory, with the configuration naming another vault.
-    let config = std::fs::read_to_string(&venue.config).unwrap();
-    let vault = checksummed(&venue_address(&venue.chain.vault));
-    let other = "0x00000000000000000000000000000000000de7d1";
-    assert!(config.contains(&vault), "{config}");
-    std::fs::write(&venue.config, config.replace(&vault, other)).unwrap();
-    let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(venue.folder.path().join("data"))
-        .arg("--config")
-        .arg(&venue.config)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(30), refused)
-        .await
-        .expect("dexd started on another vault's journal (and kept serving)")
-        .unwrap();
-    assert!(!output.status.success(), "dexd started on another vault's journal");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let said_lower = said.to_lowercase();
-    assert!(
-        said.contains(&vault) && said_lower.contains(other),
-        "both vaults are named: {said}"
-    );
-    // Back on its own vault, it starts and the balance is there.
-    let config = std::fs::read_to_string(&venue.config).unwrap();
-    std::fs::write(&venue.config, config.replace(other, &vault)).unwrap();
-    venue.restart();
-    assert_eq!(venue.balance(&alice, "ETH").await["total"], "1");
 }
 
 #[tokio::test]

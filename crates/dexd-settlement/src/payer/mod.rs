@@ -90,7 +90,10 @@ pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch:
     };
     let chain_id = vault.chain_id;
     loop {
-        match payer.poll(&vault).await {
+        // Nothing is paid before the configuration is known to fit the chain: the watcher runs
+        // the checks when the start could not.
+        let checked = vault.is_checked_against_chain();
+        match if checked { payer.poll(&vault).await } else { Ok(()) } {
             Ok(()) => {}
             Err(PayError::Node(error)) => {
                 tracing::warn!(chain_id, %error, "the withdrawal payer cannot use the node; withdrawals wait");

@@ -50,6 +50,7 @@ pub fn vault_chain_setups(venue: &Venue) -> Vec<VaultChainSetup> {
                     .map(|asset| SettledAsset {
                         symbol: asset.symbol.clone(),
                         token: asset.address,
+                        decimals: asset.decimals,
                     })
                     .collect(),
             })

@@ -65,6 +65,41 @@ impl VaultVenue {
         self.restart();
     }
 
+    /// Starts dexd on the data directory and configuration, expecting it to refuse to start
+    /// (exit non-zero within 30 s); returns what it printed.
+    pub async fn refused_start(&self) -> String {
+        let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(self.folder.path().join("data"))
+            .arg("--config")
+            .arg(&self.config)
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(30), refused)
+            .await
+            .expect("dexd started (and kept serving)")
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!output.status.success(), "dexd started: {said}");
+        said
+    }
+
+    /// Replaces `from` with `to` in the configuration, which must contain it.
+    pub fn edit_config(&self, from: &str, to: &str) {
+        let config = std::fs::read_to_string(&self.config).unwrap();
+        assert!(config.contains(from), "{from} is not in {config}");
+        std::fs::write(&self.config, config.replacen(from, to, 1)).unwrap();
+    }
+
+    /// Forgets the journal: the next start is on an empty data directory.
+    pub fn remove_data(&self) {
+        std::fs::remove_dir_all(self.folder.path().join("data")).unwrap();
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut server) = self.server.take() {
             server.kill();

@@ -1,0 +1,96 @@
+//! What custody checks against the chain before it credits or pays anything: that each token's
+//! `decimals()` is the configuration's (and the native asset has 18), and that a journal that
+//! is empty is not started against a vault that has already paid withdrawals (a fresh venue
+//! there would owe again what was paid; the operator restores the journal from its backup).
+//!
+//! At start, [`Custodians::start`](crate::Custodians::start) runs the checks once: a mismatch
+//! refuses the start. When the node cannot be reached then, the watcher runs them before its
+//! first scan, and until they pass nothing is credited, paid or sent for a deposit; a mismatch
+//! found then halts custody on the chain. This module changes nothing on the venue.
+
+use alloy::primitives::B256;
+
+use super::node::NodeError;
+use super::vault::chain_address;
+use super::VaultChain;
+
+/// The decimals of every EVM chain's native asset (wei).
+const NATIVE_DECIMALS: u32 = 18;
+
+/// Why the checks did not pass.
+#[derive(Debug)]
+pub enum PreflightError {
+    /// The node could not answer: the checks are to be run again.
+    Node(NodeError),
+    /// The configuration or the journal does not fit the chain: custody must not go on.
+    Refused(String),
+}
+
+impl From<NodeError> for PreflightError {
+    fn from(error: NodeError) -> PreflightError {
+        PreflightError::Node(error)
+    }
+}
+
+/// Runs every check against the chain; `journal_empty` says whether the chain's journal held
+/// nothing when custody started.
+pub async fn check_against_chain(vault: &VaultChain, journal_empty: bool) -> Result<(), PreflightError> {
+    check_decimals(vault).await?;
+    if journal_empty {
+        check_nothing_paid(vault).await?;
+    }
+    Ok(())
+}
+
+async fn check_decimals(vault: &VaultChain) -> Result<(), PreflightError> {
+    for asset in &vault.assets {
+        let on_chain = match &asset.token {
+            None => NATIVE_DECIMALS,
+            Some(token) => u32::from(vault.node.decimals(chain_address(token)).await.map_err(|error| {
+                match error {
+                    // A contract that does not answer decimals() is not a token the venue can hold.
+                    NodeError::Reverted { .. } => PreflightError::Refused(format!(
+                        "asset {}: its token {} does not answer decimals()",
+                        asset.symbol,
+                        dexd_crypto::checksummed(token)
+                    )),
+                    other => PreflightError::Node(other),
+                }
+            })?),
+        };
+        if on_chain != asset.decimals {
+            let place = asset.token.as_ref().map_or_else(
+                || "the chain's native asset".to_string(),
+                |token| format!("its token {}", dexd_crypto::checksummed(token)),
+            );
+            return Err(PreflightError::Refused(format!(
+                "asset {} has {} decimals in the configuration, and {place} has {on_chain} on chain",
+                asset.symbol, asset.decimals
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An empty journal against a vault with any `Withdrawn` event since `start_block` is refused.
+async fn check_nothing_paid(vault: &VaultChain) -> Result<(), PreflightError> {
+    let head = vault.node.head().await?;
+    let range_blocks = vault.config.max_log_range_blocks.max(1);
+    let mut from = vault.config.start_block;
+    while from <= head {
+        let to = head.min(from.saturating_add(range_blocks - 1));
+        if let Some((transaction, block)) = vault.node.first_withdrawn_event(from, to).await? {
+            return Err(PreflightError::Refused(paid_already(vault, transaction, block)));
+        }
+        from = to + 1;
+    }
+    Ok(())
+}
+
+fn paid_already(vault: &VaultChain, transaction: B256, block: u64) -> String {
+    format!(
+        "the journal is empty, and the vault {} has already paid withdrawals (the first in transaction {transaction}, \
+         block {block}): a fresh journal would owe them again; restore the journal from its backup",
+        dexd_crypto::checksummed(&vault.config.vault)
+    )
+}
