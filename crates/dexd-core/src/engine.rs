@@ -39,6 +39,8 @@ pub struct EngineLimits {
     pub max_accounts: usize,
     /// Nonces of client-signed requests the chain keeps at once (each until its request expires).
     pub max_live_nonces: usize,
+    /// Of those, the most one account may hold.
+    pub max_live_nonces_per_account: usize,
     /// Pending deposits, and separately pending withdrawals, the chain keeps at once (vault
     /// custody).
     pub max_pending_transfers: usize,
@@ -51,6 +53,7 @@ impl Default for EngineLimits {
             max_resting_orders: 2_000_000,
             max_accounts: 10_000_000,
             max_live_nonces: 1_000_000,
+            max_live_nonces_per_account: 100_000,
             max_pending_transfers: 100_000,
         }
     }
@@ -235,7 +238,7 @@ impl Engine {
             fee_account: config.fee_account,
             fee_slot,
             limits: config.limits,
-            nonces: NonceRegistry::new(config.limits.max_live_nonces),
+            nonces: NonceRegistry::new(config.limits.max_live_nonces, config.limits.max_live_nonces_per_account),
             custody: Custody::new(config.custody, asset_count, config.limits.max_pending_transfers),
             next_order_sequence: 1,
             next_trade_id: 1,

@@ -36,6 +36,7 @@ pub(crate) fn engine_config() -> EngineConfig {
             max_resting_orders: 2_000_000,
             max_accounts: 10_000_000,
             max_live_nonces: 1_000_000,
+            max_live_nonces_per_account: 100_000,
             max_pending_transfers: 100_000,
         },
     }

@@ -45,10 +45,12 @@ async fn mine(node: &Node, blocks: u64) {
 }
 
 /// Starts the venue and its custody in process on `config_toml`, in a fresh data directory.
-fn start_venue(config_toml: &str, data_dir: &std::path::Path) -> (Arc<Venue>, Custodians) {
+async fn start_venue(config_toml: &str, data_dir: &std::path::Path) -> (Arc<Venue>, Custodians) {
     let config = Config::parse(config_toml).unwrap();
     let venue = Arc::new(Venue::start(config, data_dir).unwrap());
-    let custody = Custodians::start(dexd::venue::vault_chain_setups(&venue)).unwrap();
+    let custody = Custodians::start(dexd::venue::vault_chain_setups(&venue))
+        .await
+        .unwrap();
     (venue, custody)
 }
 
@@ -221,7 +223,7 @@ async fn main() {
     let expected = credited_target(&node, &network.vault).await;
     let data_dir = folder.path().join("data");
     let started = Instant::now();
-    let (venue, custody) = start_venue(&config_toml, &data_dir);
+    let (venue, custody) = start_venue(&config_toml, &data_dir).await;
     while credited(&venue, network.chain_id) < expected {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

@@ -241,3 +241,45 @@ async fn replayed_expired_foreign_and_mixed_credentials_are_refused_and_change_n
     assert_eq!(snapshot(&server, &signer).await, before);
     assert_eq!(before["balances"][1]["available"], "100");
 }
+
+#[tokio::test]
+async fn one_account_cannot_hold_more_live_signed_requests_than_its_limit() {
+    let mut config = Config::embedded_default();
+    config.limits.max_live_nonces_per_account = 2;
+    let server = TestServer::start_with(config).await;
+    let description = eip712(&server).await;
+    let (alice, bob) = (Signer::new(0x71), Signer::new(0x72));
+    let expiry = now_ms() + 600_000;
+    for nonce in ["1", "2"] {
+        let (status, body) = server
+            .post_json(
+                "/portfolio/deposit",
+                signed_deposit(&description, &alice, "5", nonce, expiry),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let before = snapshot(&server, &alice).await;
+    let refused = server
+        .client
+        .post(format!("{}/portfolio/deposit", server.base_url))
+        .json(&signed_deposit(&description, &alice, "5", "3", expiry))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    // Room comes back when Alice's first request expires, ten minutes from now.
+    let retry_after: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((590..=600).contains(&retry_after), "Retry-After {retry_after}");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "RATE_LIMITED", "{body}");
+    assert_eq!(snapshot(&server, &alice).await, before, "nothing was applied");
+    // Another account is not held back by Alice's requests.
+    let (status, body) = server
+        .post_json(
+            "/portfolio/deposit",
+            signed_deposit(&description, &bob, "5", "1", expiry),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}

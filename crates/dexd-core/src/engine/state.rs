@@ -151,7 +151,11 @@ impl Engine {
         engine.next_order_sequence = state.next_order_sequence;
         engine.next_trade_id = state.next_trade_id;
         engine.last_time_ms = state.last_time_ms;
-        engine.nonces = NonceRegistry::restore(config.limits.max_live_nonces, state.nonces.clone());
+        engine.nonces = NonceRegistry::restore(
+            config.limits.max_live_nonces,
+            config.limits.max_live_nonces_per_account,
+            state.nonces.clone(),
+        );
         engine.custody = Custody::restore(
             config.custody,
             asset_count,

@@ -178,6 +178,11 @@ impl ApiError {
                 "this account already used this nonce in a request that has not expired; sign again with a new nonce",
             )
             .on("nonce"),
+            Rejection::Nonce(NonceRejection::AccountFull { frees_at_ms }) => too_many_requests(
+                "this account holds its limit of live signed requests (each lives until its expiry; sign with \
+                 shorter expiries)",
+                std::time::Duration::from_millis(frees_at_ms.saturating_sub(dexd_store::now_ms())),
+            ),
             Rejection::Nonce(NonceRejection::Full) => {
                 ApiError::unavailable("the venue holds its limit of live signed requests; retry shortly")
             }

@@ -60,6 +60,9 @@ pub struct Limits {
     /// Nonces of client-signed requests one chain keeps at once, each until its request expires
     /// (at most an hour); past this, signed requests are answered 503.
     pub max_live_nonces_per_chain: usize,
+    /// Of those, the most one account may hold, so that no account can fill a chain's; past
+    /// this, that account's signed requests are answered 429 until one of its requests expires.
+    pub max_live_nonces_per_account: usize,
     /// State changes that may wait for one chain's writer; past this, 503.
     pub write_queue_capacity: usize,
     /// How long a write waits for a locked database before the batch is answered 503.
@@ -96,6 +99,7 @@ impl Default for Limits {
             max_resting_orders_per_chain: 2_000_000,
             max_accounts_per_chain: 10_000_000,
             max_live_nonces_per_chain: 1_000_000,
+            max_live_nonces_per_account: 100_000,
             write_queue_capacity: 4_096,
             write_lock_timeout_ms: 5_000,
             body_read_timeout_ms: 10_000,
@@ -242,6 +246,7 @@ impl ChainConfig {
                 max_resting_orders: limits.max_resting_orders_per_chain,
                 max_accounts: limits.max_accounts_per_chain,
                 max_live_nonces: limits.max_live_nonces_per_chain,
+                max_live_nonces_per_account: limits.max_live_nonces_per_account,
                 max_pending_transfers: limits.max_pending_transfers_per_chain,
             },
         }

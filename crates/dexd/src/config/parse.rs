@@ -132,6 +132,14 @@ impl Config {
                 message: "[limits] values must be positive".into(),
             });
         }
+        if limits.max_live_nonces_per_account == 0
+            || limits.max_live_nonces_per_account > limits.max_live_nonces_per_chain
+        {
+            return Err(ConfigError {
+                line: None,
+                message: "[limits] max_live_nonces_per_account must be between 1 and max_live_nonces_per_chain".into(),
+            });
+        }
         let snapshots = raw.snapshots;
         if snapshots.keep == 0 || snapshots.check_interval_ms == 0 {
             return Err(ConfigError {

@@ -123,3 +123,28 @@ fn two_assets_of_one_token_or_two_native_assets_are_refused() {
         error.message
     );
 }
+
+#[test]
+fn an_accounts_live_nonce_limit_is_positive_and_within_the_chains() {
+    let line = "max_live_nonces_per_account = 100000";
+    assert!(DEFAULT_CONFIG_TOML.contains(line));
+    assert_eq!(Config::embedded_default().limits.max_live_nonces_per_account, 100_000);
+    for refused in [
+        "max_live_nonces_per_account = 0",
+        "max_live_nonces_per_account = 1000001",
+    ] {
+        let error = Config::parse(&DEFAULT_CONFIG_TOML.replacen(line, refused, 1)).unwrap_err();
+        assert!(
+            error.message.contains("max_live_nonces_per_account"),
+            "{refused}: {error}"
+        );
+    }
+    let config = Config::parse(&DEFAULT_CONFIG_TOML.replacen(line, "max_live_nonces_per_account = 7", 1)).unwrap();
+    assert_eq!(
+        config.chains[0]
+            .engine_config(&config.limits)
+            .limits
+            .max_live_nonces_per_account,
+        7
+    );
+}
