@@ -111,6 +111,9 @@ pub struct VaultChain {
     /// One deposit sent with an account's key at a time per account: the node hands out nonces
     /// per account, and two sends at once from one account would take the same.
     deposit_locks: deposit::DepositLocks,
+    /// The last reading of the reserves, shared by clients (see [`reserves`]); its lock is held
+    /// while a new one is read.
+    reserves_reading: tokio::sync::Mutex<Option<Arc<reserves::ReservesReading>>>,
     /// Whether the chain's journal held nothing when custody started (see [`preflight`]).
     journal_empty_at_start: bool,
     /// Whether [`preflight`]'s checks have passed: until then nothing is credited, paid or sent.
@@ -240,6 +243,7 @@ impl Custodians {
                 assets_by_token,
                 status: RwLock::new(CustodyStatus::default()),
                 deposit_locks: deposit::DepositLocks::default(),
+                reserves_reading: tokio::sync::Mutex::new(None),
                 journal_empty_at_start: setup.chain.durable_position().sequence == 0,
                 checked_against_chain: std::sync::atomic::AtomicBool::new(false),
             });

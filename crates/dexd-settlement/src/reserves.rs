@@ -7,6 +7,10 @@
 //! The chain is read at its newest block after the venue's state, so that what the venue credited
 //! or paid is already there and a withdrawal paid but not yet confirmed is not counted as owed:
 //! the surplus is never understated (deposits not yet confirmed make it larger for a while).
+//! Readings for clients are shared: one younger than [`RESERVES_READING_MAX_AGE_MS`] is served as
+//! it is, and one reading at a time is made per chain (callers meanwhile wait for it), so no
+//! number of `/account/reserves` calls makes more than one set of node calls a second.
+//!
 //! This module reads; it never changes the venue or the chain.
 
 use std::sync::Arc;
@@ -25,6 +29,39 @@ use super::{pause_or_stop, VaultChain};
 pub const RESERVES_WITHDRAWALS_PER_CALL: usize = 500;
 /// How often the reserves task checks a vault chain's reserves.
 pub const RESERVES_CHECK_INTERVAL_MS: u64 = 30_000;
+/// The oldest reading served to a client as it is; an older one is replaced by a fresh one.
+pub const RESERVES_READING_MAX_AGE_MS: u64 = 1_000;
+
+/// One reading of a vault chain's reserves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReservesReading {
+    /// Per asset.
+    pub assets: Vec<AssetReserves>,
+    /// The block the chain was read at.
+    pub block_number: u64,
+    /// When it was read, in ms since the epoch.
+    pub read_at_ms: u64,
+}
+
+/// The reserves of a vault chain, from the shared reading when it is younger than
+/// [`RESERVES_READING_MAX_AGE_MS`], else read now (one reading at a time per chain).
+pub async fn shared_vault_reserves(vault: &VaultChain) -> Result<Arc<ReservesReading>, NodeError> {
+    let mut last = vault.reserves_reading.lock().await;
+    if let Some(reading) = last.as_ref() {
+        if dexd_store::now_ms().saturating_sub(reading.read_at_ms) < RESERVES_READING_MAX_AGE_MS {
+            return Ok(Arc::clone(reading));
+        }
+    }
+    let read_at_ms = dexd_store::now_ms();
+    let (assets, block_number) = vault_reserves(vault).await?;
+    let reading = Arc::new(ReservesReading {
+        assets,
+        block_number,
+        read_at_ms,
+    });
+    *last = Some(Arc::clone(&reading));
+    Ok(reading)
+}
 
 /// One asset's reserves, in its smallest units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,9 +156,10 @@ pub async fn vault_reserves(vault: &VaultChain) -> Result<(Vec<AssetReserves>, u
 pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
     let chain_id = vault.chain_id;
     loop {
-        match vault_reserves(&vault).await {
-            Ok((assets, block)) => {
-                for reserves in &assets {
+        match shared_vault_reserves(&vault).await {
+            Ok(reading) => {
+                let (assets, block) = (&reading.assets, reading.block_number);
+                for reserves in assets {
                     if reserves.surplus_units().is_some_and(|surplus| surplus < 0) {
                         tracing::error!(
                             chain_id,

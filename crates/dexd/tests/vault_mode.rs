@@ -832,3 +832,30 @@ async fn one_accounts_deposit_waiting_for_its_approve_does_not_hold_up_anothers(
     venue.wait_for_available(&bob, "ETH", "0.5").await;
     venue.assert_conserved().await;
 }
+
+#[tokio::test]
+async fn reserves_readings_are_shared_so_callers_cannot_multiply_the_nodes_load() {
+    let venue = VaultVenue::start().await;
+    // Twenty callers at once, with a block mined among them: one reading serves them all.
+    let mine = async {
+        venue.chain.mine(1).await;
+    };
+    let calls = futures_util::future::join_all((0..20).map(|_| venue.get("/account/reserves", &[])));
+    let (answers, ()) = tokio::join!(calls, mine);
+    let readings: std::collections::BTreeSet<(String, String)> = answers
+        .iter()
+        .map(|(status, body)| {
+            assert_eq!(*status, 200, "{body}");
+            (body["readAt"].to_string(), body["blockNumber"].to_string())
+        })
+        .collect();
+    assert_eq!(readings.len(), 1, "one reading for twenty callers: {readings:?}");
+    let (read_at, block) = readings.into_iter().next().unwrap();
+    // A reading older than a second is replaced by a fresh one, at the newer block.
+    venue.chain.mine(1).await;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let (status, body) = venue.get("/account/reserves", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["readAt"].as_u64() > read_at.parse().ok(), "{body}");
+    assert!(body["blockNumber"].as_u64() > block.parse().ok(), "{body}");
+}

@@ -681,7 +681,8 @@ fn portfolio_schemas() -> Value {
                 "symbol": string(), "onChain": nullable(decimal()), "liabilities": decimal(),
                 "pendingWithdrawals": decimal(), "surplus": nullable(json!({"type": "string", "pattern": "^-?[0-9]+(\\.[0-9]*[1-9])?$"}))
             }))},
-            "blockNumber": nullable(integer.clone())
+            "blockNumber": nullable(integer.clone()),
+            "readAt": integer.clone()
         })),
         "BalancesResponse": object(json!({"chainId": string(), "account": string(), "balances": array_of("Balance")})),
         "TradableResponse": object(json!({

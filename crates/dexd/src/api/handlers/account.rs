@@ -15,7 +15,7 @@ use crate::api::AppState;
 use crate::venue::Chain;
 use dexd_crypto::checksummed;
 use dexd_settlement::node::NodeError;
-use dexd_settlement::reserves::{ledger_reserves, vault_reserves};
+use dexd_settlement::reserves::{ledger_reserves, shared_vault_reserves};
 
 /// GET /account/assetsInfo
 pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
@@ -84,17 +84,17 @@ fn custody_object(app: &AppState, chain: &Chain) -> Value {
 /// (`settlement::reserves`); on a ledger chain only what it owes.
 pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
-    let (assets, block_number) = match app.custody.chain(chain.config.chain_id) {
-        None => (chain.read_engine(ledger_reserves), None),
+    let (assets, block_number, read_at_ms) = match app.custody.chain(chain.config.chain_id) {
+        None => (chain.read_engine(ledger_reserves), None, dexd_store::now_ms()),
         Some(vault) => {
-            let (assets, block) = vault_reserves(vault).await.map_err(|error: NodeError| {
+            let reading = shared_vault_reserves(vault).await.map_err(|error: NodeError| {
                 ApiError::new(
                     StatusCode::BAD_GATEWAY,
                     "CHAIN_UNAVAILABLE",
                     format!("the chain's node cannot be read now ({error}); retry later"),
                 )
             })?;
-            (assets, Some(block))
+            (reading.assets.clone(), Some(reading.block_number), reading.read_at_ms)
         }
     };
     let amount = |asset: AssetIndex, units: u128| render::asset_amount(&chain.config, asset, units);
@@ -117,6 +117,7 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
         "custody": custody_object(&app, &chain),
         "assets": assets,
         "blockNumber": block_number,
+        "readAt": read_at_ms,
     }))
 }
 
