@@ -140,6 +140,18 @@ export class Account {
       help.hidden = true;
       help.textContent = "";
     }
+    this.renderCustodyHalt(custody ?? null);
+  }
+
+  /** Says so when the chain's custody has stopped crediting deposits, and why. */
+  private renderCustodyHalt(custody: Custody | null): void {
+    const alert = element("custody-halt");
+    const halted = custody?.mode === "vault" && custody.crediting === "halted";
+    alert.hidden = !halted;
+    alert.textContent = halted
+      ? `Deposits are not being credited on this chain: the venue stopped crediting (${custody.haltReason ?? "no reason given"}). ` +
+        "Funds already credited trade and withdraw as usual; deposits are credited once an operator resolves this."
+      : "";
   }
 
   /** Subscribes to the account's orders and balances and reads its histories. */
@@ -195,7 +207,10 @@ export class Account {
     if (!venue) return;
     const chainId = venue.chainId;
     const reserves = venue.custody.mode === "vault"
-      ? get<{ assets: Reserve[] }>("/account/reserves", { chainId }).then((answer) => this.renderReserves(answer.assets))
+      ? get<{ assets: Reserve[]; custody: Custody }>("/account/reserves", { chainId }).then((answer) => {
+        this.renderReserves(answer.assets);
+        this.renderCustodyHalt(answer.custody);
+      })
       : Promise.resolve(this.renderReserves(null));
     if (!signer) {
       await reserves;

@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,6 +77,39 @@ after(async () => {
   await dexd?.stop();
   anvil?.child.kill("SIGTERM");
   rmSync(work, { recursive: true, force: true });
+});
+
+// First, while the vault has paid nothing (a fresh journal is refused against one that has).
+test("a halt of crediting is shown on the page with its reason", async () => {
+  const { privateKey } = devnet.accounts[1];
+  const account = privateKeyToAccount(privateKey);
+  const chain = { ...anvilChain, id: Number(devnet.chainId), rpcUrls: { default: { http: [devnet.rpcUrl] } } };
+  const wallet = createWalletClient({ account, chain, transport: http(devnet.rpcUrl) });
+  const node = createPublicClient({ chain, transport: http(devnet.rpcUrl) });
+  // A deposit before the configured start block: never read, but the vault counts it.
+  const depositNative = [{ type: "function", name: "depositNative", stateMutability: "payable", inputs: [], outputs: [] }];
+  const hash = await wallet.writeContract({ address: devnet.vault, abi: depositNative, functionName: "depositNative", value: 10n ** 17n });
+  const receipt = await node.waitForTransactionReceipt({ hash });
+  const config = readFileSync(devnet.dexdConfig, "utf8").replace(/^start_block = \d+$/m, `start_block = ${receipt.blockNumber + 1n}`);
+  const halting = join(work, "halting");
+  const configPath = join(work, "halting.toml");
+  writeFileSync(configPath, config);
+  const halted = await startDexd({ work: halting, config: configPath });
+  try {
+    await rpc("anvil_mine", ["0x5"]);
+    await eventually("crediting halted", async () =>
+      (await halted.get("/account/assetsInfo", { chainId: devnet.chainId })).custody.crediting === "halted");
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
+    await page.goto(`${halted.url}/#${devnet.chainId}/ETH/USDC`);
+    await page.waitForSelector('body[data-ready="true"]');
+    const alert = page.getByRole("alert").filter({ hasText: "Deposits are not being credited" });
+    await alert.waitFor();
+    assert.match(await alert.textContent(), /taken 1 deposits/);
+    await context.close();
+  } finally {
+    await halted.stop();
+  }
 });
 
 test("on a vault chain the page deposits from the wallet, shows the credit and reserves, and withdraws", async () => {

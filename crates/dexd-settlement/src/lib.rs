@@ -285,6 +285,17 @@ impl Custodians {
         self.chains.get(&chain_id)
     }
 
+    /// The vault chains whose custody is halted, with why, by chain id.
+    pub fn halted(&self) -> Vec<(u64, String)> {
+        let mut halted: Vec<(u64, String)> = self
+            .chains
+            .iter()
+            .filter_map(|(chain_id, vault)| Some((*chain_id, vault.status().halted?)))
+            .collect();
+        halted.sort();
+        halted
+    }
+
     /// Stops the watchers and payers (what they were doing is journaled or can be redone).
     pub async fn stop(&self) {
         let _ = self.stop.send(true);

@@ -8,8 +8,10 @@
 //! or paid is already there and a withdrawal paid but not yet confirmed is not counted as owed:
 //! the surplus is never understated (deposits not yet confirmed make it larger for a while).
 //! Readings for clients are shared: one younger than [`RESERVES_READING_MAX_AGE_MS`] is served as
-//! it is, and one reading at a time is made per chain (callers meanwhile wait for it), so no
-//! number of `/account/reserves` calls makes more than one set of node calls a second.
+//! it is while what the venue owes is still what it was read against, and one reading at a time
+//! is made per chain (callers meanwhile wait for it). No number of `/account/reserves` calls makes
+//! more than one set of node calls a second, unless deposits or withdrawals change what the
+//! venue owes, and a reading never lags a credit or debit the caller has seen.
 //!
 //! This module reads; it never changes the venue or the chain.
 
@@ -32,9 +34,14 @@ pub const RESERVES_CHECK_INTERVAL_MS: u64 = 30_000;
 /// The oldest reading served to a client as it is; an older one is replaced by a fresh one.
 pub const RESERVES_READING_MAX_AGE_MS: u64 = 1_000;
 
+/// What the venue owes per asset, and its pending withdrawals (key, asset, units).
+pub type Liabilities = (Vec<u128>, Vec<(WithdrawalKey, AssetIndex, u128)>);
+
 /// One reading of a vault chain's reserves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservesReading {
+    /// What the venue owed when it was read.
+    pub liabilities: Liabilities,
     /// Per asset.
     pub assets: Vec<AssetReserves>,
     /// The block the chain was read at.
@@ -47,14 +54,17 @@ pub struct ReservesReading {
 /// [`RESERVES_READING_MAX_AGE_MS`], else read now (one reading at a time per chain).
 pub async fn shared_vault_reserves(vault: &VaultChain) -> Result<Arc<ReservesReading>, NodeError> {
     let mut last = vault.reserves_reading.lock().await;
+    let liabilities = vault.read_engine(liabilities);
     if let Some(reading) = last.as_ref() {
-        if dexd_store::now_ms().saturating_sub(reading.read_at_ms) < RESERVES_READING_MAX_AGE_MS {
+        let young = dexd_store::now_ms().saturating_sub(reading.read_at_ms) < RESERVES_READING_MAX_AGE_MS;
+        if young && reading.liabilities == liabilities {
             return Ok(Arc::clone(reading));
         }
     }
     let read_at_ms = dexd_store::now_ms();
-    let (assets, block_number) = vault_reserves(vault).await?;
+    let (assets, block_number) = vault_reserves_against(vault, &liabilities).await?;
     let reading = Arc::new(ReservesReading {
+        liabilities,
         assets,
         block_number,
         read_at_ms,
@@ -86,7 +96,7 @@ impl AssetReserves {
 }
 
 /// What the venue owes per asset and its pending withdrawals, read from the engine at once.
-pub fn liabilities(engine: &Engine) -> (Vec<u128>, Vec<(WithdrawalKey, AssetIndex, u128)>) {
+pub fn liabilities(engine: &Engine) -> Liabilities {
     let owed = (0..engine.asset_count())
         .map(|index| engine.net_deposits(AssetIndex(index as u16)).units())
         .collect();
@@ -115,9 +125,12 @@ pub fn ledger_reserves(engine: &Engine) -> Vec<AssetReserves> {
         .collect()
 }
 
-/// The reserves of a vault chain at the node's newest block; returns it with the block.
-pub async fn vault_reserves(vault: &VaultChain) -> Result<(Vec<AssetReserves>, u64), NodeError> {
-    let (owed, pending) = vault.read_engine(liabilities);
+/// The reserves of a vault chain at the node's newest block, against `liabilities` read from the
+/// venue just before; returns them with the block.
+pub async fn vault_reserves_against(
+    vault: &VaultChain,
+    (owed, pending): &Liabilities,
+) -> Result<(Vec<AssetReserves>, u64), NodeError> {
     let block_number = vault.node.head().await?;
     let block = BlockId::Number(BlockNumberOrTag::Number(block_number));
     let mut pending_units = vec![0u128; owed.len()];

@@ -121,7 +121,7 @@ async fn ready_is_503_during_a_long_replay_and_200_after() {
 
     common::wait_until_ready(&http, &server.base_url).await;
     let body: Value = http.get(url("/ready")).send().await.unwrap().json().await.unwrap();
-    assert_eq!(body, json!({"status": "ready"}));
+    assert_eq!(body, json!({"status": "ready", "custodyHalted": []}));
     let book: Value = http
         .get(url("/order/sellOrderbooks?chainId=1&pair=ETH/USDC&depth=1000"))
         .send()

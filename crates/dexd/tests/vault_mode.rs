@@ -657,6 +657,16 @@ async fn a_vault_deposit_the_logs_never_showed_halts_crediting_with_the_counts()
         "{reason}"
     );
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0");
+    // The halt shows where operators look: /ready (still ready: trading goes on) and /metrics.
+    let (status, ready) = venue.client().get("/ready", &[]).await;
+    assert_eq!(status, 200, "{ready}");
+    assert_eq!(
+        ready["custodyHalted"],
+        json!([{"chainId": venue.chain_id(), "reason": reason}])
+    );
+    let metrics = venue.client().get_text("/metrics").await;
+    let halted_line = format!("dexd_custody_halted{{chain_id=\"{}\"}} 1", venue.chain_id());
+    assert!(metrics.lines().any(|line| line == halted_line), "{metrics}");
 }
 
 /// The newest withdrawal's transaction hash once it has one, waiting for it to differ from

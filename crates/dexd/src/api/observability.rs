@@ -101,9 +101,17 @@ pub fn starting_router(
         .fallback(|| async { starting() })
 }
 
-/// `GET /ready` once every chain has started.
-pub async fn ready() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ready"}))
+/// `GET /ready` once every chain has started: ready, with the vault chains whose custody is
+/// halted (crediting stopped: an operator must look). A halt does not make the service unready:
+/// trading and withdrawals go on, and a load balancer must not take the venue away for it.
+pub fn ready(app: &AppState) -> serde_json::Value {
+    let halted: Vec<serde_json::Value> = app
+        .custody
+        .halted()
+        .into_iter()
+        .map(|(chain_id, reason)| serde_json::json!({"chainId": chain_id.to_string(), "reason": reason}))
+        .collect();
+    serde_json::json!({"status": "ready", "custodyHalted": halted})
 }
 
 /// `GET /metrics`: the exposition, with every level read now.

@@ -722,7 +722,10 @@ fn venue_schemas() -> Value {
                 "chainId": string(), "name": string(), "custody": {"enum": ["ledger", "vault"]}
             }))}
         })),
-        "ReadyResponse": object(json!({"status": {"const": "ready"}})),
+        "ReadyResponse": object(json!({
+            "status": {"const": "ready"},
+            "custodyHalted": {"type": "array", "items": object(json!({"chainId": string(), "reason": string()}))}
+        })),
         "OpenApiDocument": {"type": "object"},
     })
 }

@@ -63,8 +63,8 @@ async fn openapi_document(app: Arc<AppState>, _params: Params) -> Result<serde_j
     Ok(openapi::document(&app.venue.config))
 }
 
-async fn ready(_app: Arc<AppState>, _params: Params) -> Result<serde_json::Value, ApiError> {
-    Ok(observability::ready().await.0)
+async fn ready(app: Arc<AppState>, _params: Params) -> Result<serde_json::Value, ApiError> {
+    Ok(observability::ready(&app))
 }
 
 #[cfg(test)]

@@ -210,6 +210,18 @@ impl TestServer {
         read(response).await
     }
 
+    /// GET a path's text (the metrics).
+    pub async fn get_text(&self, path: &str) -> String {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base_url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response.text().await.unwrap()
+    }
+
     /// GET a path with its query string written out by the caller.
     pub async fn get_raw(&self, path_and_query: &str) -> (u16, Value) {
         let response = self
