@@ -1,6 +1,9 @@
 //! Request-rate limits: one token bucket (GCRA, from `governor`) per client IP for every
 //! request, and one per account for state changes.
 //!
+//! A client is its IPv4 address, or the /64 network of its IPv6 address ([`client_network`]): one
+//! IPv6 host is usually handed a whole /64, so counting by address would give it 2^64 budgets.
+//!
 //! The buckets of clients that went quiet are dropped every [`SHRINK_EVERY_CHECKS`] checks, so
 //! memory stays bounded by the clients active recently. This module says how long to wait; the
 //! API layer turns that into a 429 with `Retry-After` and the `RateLimit-*` headers.
@@ -22,6 +25,18 @@ use crate::config::Limits;
 pub const SHRINK_EVERY_CHECKS: u64 = 65_536;
 
 type KeyedLimiter<Key> = RateLimiter<Key, DefaultKeyedStateStore<Key>, DefaultClock, StateInformationMiddleware>;
+
+/// The client an address counts as for per-client limits: an IPv4 address itself (an IPv6
+/// form of one included), and an IPv6 address's /64 network.
+pub fn client_network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
+}
 
 /// The venue's rate limits.
 pub struct RateLimits {
@@ -59,7 +74,7 @@ impl RateLimits {
     /// Takes one request from a client IP's bucket, or says how long to wait.
     pub fn check_ip(&self, ip: IpAddr) -> Result<Allowance, Duration> {
         self.sweep_now_and_then();
-        match self.per_ip.check_key(&ip) {
+        match self.per_ip.check_key(&client_network(ip)) {
             Ok(snapshot) => {
                 let remaining = snapshot.remaining_burst_capacity();
                 let missing = u64::from(self.ip_rate_per_second.saturating_sub(remaining));
@@ -87,5 +102,45 @@ impl RateLimits {
             self.per_ip.retain_recent();
             self.per_account.retain_recent();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ipv6_client_is_its_slash_64_and_an_ipv4_client_its_address() {
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        assert_eq!(client_network(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(
+            client_network(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+            client_network(ip("2001:db8:1:2::7"))
+        );
+        assert_ne!(
+            client_network(ip("2001:db8:1:3::1")),
+            client_network(ip("2001:db8:1:2::1"))
+        );
+        assert_eq!(client_network(ip("203.0.113.9")), ip("203.0.113.9"));
+        assert_eq!(client_network(ip("::ffff:203.0.113.9")), ip("203.0.113.9"));
+    }
+
+    #[test]
+    fn addresses_of_one_ipv6_network_share_one_budget() {
+        let limits = Limits {
+            requests_per_second_per_ip: 2,
+            ..Limits::default()
+        };
+        let rate_limits = RateLimits::new(&limits);
+        assert!(rate_limits.check_ip("2001:db8::1".parse().unwrap()).is_ok());
+        assert!(rate_limits.check_ip("2001:db8::2".parse().unwrap()).is_ok());
+        assert!(
+            rate_limits.check_ip("2001:db8::3".parse().unwrap()).is_err(),
+            "a third address of the /64"
+        );
+        assert!(
+            rate_limits.check_ip("2001:db8:0:1::1".parse().unwrap()).is_ok(),
+            "another /64"
+        );
     }
 }

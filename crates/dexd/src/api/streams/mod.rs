@@ -78,6 +78,7 @@ impl Streams {
 
     /// Admits a connection from `ip`, counting it until [`Streams::connection_closed`].
     pub fn admit(&self, ip: IpAddr) -> Result<(), Refusal> {
+        let ip = crate::api::rate_limit::client_network(ip);
         let mut connections = self.connections_per_ip.lock();
         let total: usize = connections.values().sum();
         if total >= self.max_connections {
@@ -93,6 +94,7 @@ impl Streams {
 
     /// A connection from `ip` ended.
     pub fn connection_closed(&self, ip: IpAddr) {
+        let ip = crate::api::rate_limit::client_network(ip);
         let mut connections = self.connections_per_ip.lock();
         if let Some(count) = connections.get_mut(&ip) {
             *count -= 1;
