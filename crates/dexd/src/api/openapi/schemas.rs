@@ -1,0 +1,192 @@
+//! The named schemas of the OpenAPI document's components (the objects and every response),
+//! written by hand from the interface (`docs/api.md`), and the small builders they are made of.
+//! The paths and parameters are generated in the module above; this one knows no operation.
+
+use serde_json::{json, Map, Value};
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn decimal() -> Value {
+    json!({"type": "string", "pattern": "^[0-9]+(\\.[0-9]*[1-9])?$", "description": "A canonical decimal string."})
+}
+
+fn signed_decimal() -> Value {
+    json!({"type": "string", "pattern": "^-?[0-9]+(\\.[0-9]*[1-9])?$"})
+}
+
+fn nullable(schema: Value) -> Value {
+    json!({"oneOf": [schema, {"type": "null"}]})
+}
+
+pub(super) fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn array_of(name: &str) -> Value {
+    json!({"type": "array", "items": reference(name)})
+}
+
+fn object(properties: Value) -> Value {
+    let required: Vec<String> = properties
+        .as_object()
+        .map(|map| map.keys().cloned().collect())
+        .unwrap_or_default();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// Every named schema of the components, in groups of one concern each.
+pub(super) fn schemas() -> Map<String, Value> {
+    let mut all = Map::new();
+    for group in [
+        object_schemas(),
+        trading_schemas(),
+        portfolio_schemas(),
+        venue_schemas(),
+    ] {
+        if let Value::Object(map) = group {
+            all.extend(map);
+        }
+    }
+    all
+}
+
+/// The objects that responses carry: errors, orders, trades, transfers, balances.
+fn object_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    json!({
+        "Error": object(json!({"error": object(json!({"code": string(), "message": string(), "field": nullable(string())}))})),
+        "Order": object(json!({
+            "orderId": string(), "clientOrderId": nullable(string()), "chainId": string(), "account": string(),
+            "symbol": string(), "type": {"enum": ["limit", "market"]}, "direction": {"enum": ["buy", "sell"]},
+            "timeInForce": {"enum": ["GTC", "IOC", "FOK"]}, "postOnly": {"type": "boolean"}, "price": nullable(decimal()),
+            "amount": decimal(), "filled": decimal(), "remaining": decimal(), "cost": decimal(), "average": nullable(decimal()),
+            "fee": decimal(), "feeAsset": string(), "status": {"enum": ["open", "filled", "cancelled"]},
+            "timestamp": integer, "updatedAt": integer, "signature": string()
+        })),
+        "Trade": object(json!({
+            "tradeId": string(), "chainId": string(), "symbol": string(), "price": decimal(), "amount": decimal(),
+            "cost": decimal(), "takerDirection": {"enum": ["buy", "sell"]}, "makerOrderId": string(), "takerOrderId": string(),
+            "timestamp": integer
+        })),
+        "Transfer": object(json!({
+            "id": string(), "chainId": string(), "account": string(), "symbol": string(), "quantity": decimal(),
+            "status": {"enum": ["pending", "sent", "confirmed", "failed"]},
+            "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
+            "timestamp": integer, "updatedAt": integer
+        })),
+        "Balance": object(json!({"symbol": string(), "total": decimal(), "available": decimal(), "locked": decimal()})),
+        "AccountTrade": {"allOf": [reference("Trade"), object(json!({
+            "orderId": string(), "role": {"enum": ["maker", "taker"]}, "fee": decimal(), "feeAsset": string()
+        }))]},
+        "Custody": {"oneOf": [
+            object(json!({"mode": {"const": "ledger"}})),
+            object(json!({
+                "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": integer,
+                "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string())
+            })),
+        ]},
+    })
+}
+
+/// The responses of the order and market operations.
+fn trading_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    let cursor = nullable(string());
+    json!({
+        "AddOrderResponse": object(json!({"order": reference("Order"), "trades": array_of("Trade")})),
+        "OrderResponse": object(json!({"order": reference("Order")})),
+        "OrderListResponse": object(json!({"chainId": string(), "account": string(), "orders": array_of("Order"), "nextCursor": cursor})),
+        "OrderBookResponse": object(json!({
+            "chainId": string(), "symbol": string(), "direction": {"enum": ["buy", "sell"]},
+            "levels": {"type": "array", "items": object(json!({"price": decimal(), "amount": decimal(), "orders": integer}))},
+            "sequence": integer, "timestamp": integer
+        })),
+        "CandleResponse": object(json!({
+            "chainId": string(), "symbol": string(), "interval": string(),
+            "candles": {"type": "array", "items": object(json!({
+                "openTime": integer, "open": decimal(), "high": decimal(), "low": decimal(), "close": decimal(),
+                "volume": decimal(), "quoteVolume": decimal(), "trades": integer
+            }))}
+        })),
+        "AccountTradeListResponse": object(json!({"chainId": string(), "account": string(), "trades": array_of("AccountTrade"), "nextCursor": cursor})),
+        "TradeListResponse": object(json!({"chainId": string(), "symbol": string(), "trades": array_of("Trade"), "nextCursor": cursor})),
+        "PositionResponse": object(json!({
+            "chainId": string(), "symbol": string(), "account": string(),
+            "position": object(json!({
+                "netAmount": signed_decimal(), "averageEntryPrice": decimal(), "markPrice": nullable(decimal()),
+                "realizedPnl": signed_decimal(), "unrealizedPnl": signed_decimal(), "base": reference("Balance"), "quote": reference("Balance")
+            })),
+            "openOrders": array_of("Order")
+        })),
+        "OrderDetailResponse": object(json!({
+            "order": reference("Order"),
+            "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}}))
+        })),
+    })
+}
+
+/// The responses of the portfolio operations: transfers, reserves, balances, tradable amounts.
+fn portfolio_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    let cursor = nullable(string());
+    json!({
+        "DepositResponse": object(json!({"deposit": reference("Transfer"), "balance": reference("Balance")})),
+        "WithdrawResponse": object(json!({"withdrawal": reference("Transfer"), "balance": reference("Balance")})),
+        "DepositListResponse": object(json!({"chainId": string(), "account": string(), "deposits": array_of("Transfer"), "nextCursor": cursor})),
+        "WithdrawalListResponse": object(json!({"chainId": string(), "account": string(), "withdrawals": array_of("Transfer"), "nextCursor": cursor})),
+        "ReservesResponse": object(json!({
+            "chainId": string(), "custody": reference("Custody"),
+            "assets": {"type": "array", "items": object(json!({
+                "symbol": string(), "onChain": nullable(decimal()), "liabilities": decimal(),
+                "pendingWithdrawals": decimal(), "surplus": nullable(json!({"type": "string", "pattern": "^-?[0-9]+(\\.[0-9]*[1-9])?$"}))
+            }))},
+            "blockNumber": nullable(integer.clone()),
+            "readAt": integer.clone()
+        })),
+        "BalancesResponse": object(json!({"chainId": string(), "account": string(), "balances": array_of("Balance")})),
+        "TradableResponse": object(json!({
+            "chainId": string(), "account": string(),
+            "tradable": {"type": "array", "items": object(json!({
+                "symbol": string(), "buy": object(json!({"maxAmount": decimal(), "maxCost": decimal()})), "sell": object(json!({"maxAmount": decimal()}))
+            }))}
+        })),
+    })
+}
+
+/// The responses that describe the venue: assets, pairs, signing, health, chains.
+fn venue_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    json!({
+        "AssetsResponse": object(json!({
+            "chainId": string(), "custody": reference("Custody"),
+            "assets": {"type": "array", "items": object(json!({"symbol": string(), "name": string(), "decimals": integer, "address": nullable(string()), "native": {"type": "boolean"}}))}
+        })),
+        "PairsResponse": object(json!({
+            "chainId": string(),
+            "pairs": {"type": "array", "items": object(json!({
+                "symbol": string(), "base": string(), "quote": string(), "tickSize": decimal(), "stepSize": decimal(),
+                "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(), "lastPrice": nullable(decimal())
+            }))}
+        })),
+        "Eip712Response": object(json!({
+            "chainId": string(),
+            "domain": object(json!({"name": {"const": "dexd"}, "version": {"const": "1"}, "chainId": integer, "verifyingContract": string()})),
+            "types": {"type": "object", "additionalProperties": {"type": "array", "items": object(json!({"name": string(), "type": string()}))}},
+            "primaryTypes": object(json!({"addOrder": {"const": "Order"}, "cancelOrder": {"const": "CancelOrder"}, "deposit": {"const": "Deposit"}, "withdraw": {"enum": ["Withdraw", "Withdrawal"]}})),
+            "maxLifetimeMs": integer
+        })),
+        "HealthResponse": object(json!({"status": {"const": "ok"}})),
+        "ChainsResponse": object(json!({
+            "chains": {"type": "array", "items": object(json!({
+                "chainId": string(), "name": string(), "custody": {"enum": ["ledger", "vault"]}
+            }))}
+        })),
+        "ReadyResponse": object(json!({
+            "status": {"const": "ready"},
+            "custodyHalted": {"type": "array", "items": object(json!({"chainId": string(), "reason": string()}))}
+        })),
+        "OpenApiDocument": {"type": "object"},
+    })
+}
