@@ -12,7 +12,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_crypto::parse_address;
 use dexd_settlement::deploy::TestToken;
-use dexd_settlement::node::{Fees, Node};
+use dexd_settlement::node::{Fees, Node, TransactionTerms};
 use dexd_settlement::vault::{chain_address, DexdVault, Erc20};
 use serde_json::Value;
 
@@ -91,7 +91,14 @@ pub async fn fund_accounts_on_chain(settings: &RunSettings, devnet_json: &std::p
         ];
         // The node mines each as it arrives, in order, so the approve is in before the deposit.
         for (offset, (to, input, value)) in transactions.into_iter().enumerate() {
-            node.send(&signer, TxKind::Call(to), input, value, nonce + offset as u64, fees)
+            let terms = TransactionTerms {
+                to: TxKind::Call(to),
+                input,
+                value,
+                nonce: nonce + offset as u64,
+                fees,
+            };
+            node.send(&signer, terms)
                 .await
                 .map_err(|error| format!("funding account {index}: {error}"))?;
         }

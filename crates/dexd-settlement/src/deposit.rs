@@ -18,7 +18,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_core::{Address, Amount, AssetIndex, ChainDepositSubmission, Command, Event, Transfer};
 
-use super::node::{Fees, Node, NodeError, SignedTransaction};
+use super::node::{Fees, Node, NodeError, SignedTransaction, TransactionTerms};
 use super::vault::{DexdVault, Erc20};
 use super::VaultChain;
 use dexd_store::WriteError;
@@ -138,7 +138,16 @@ impl VaultChain {
         };
         let (nonce, fees) = paid_for(node, from, gas, value, fee_caps).await?;
         let signed = node
-            .sign(&signer, TxKind::Call(vault), input, value, nonce, fees)
+            .sign(
+                &signer,
+                TransactionTerms {
+                    to: TxKind::Call(vault),
+                    input,
+                    value,
+                    nonce,
+                    fees,
+                },
+            )
             .await?;
         drop(signer);
         self.journal_and_broadcast(signed, account, asset, amount).await
@@ -208,7 +217,16 @@ async fn approve_if_short(
     let gas = node.estimate_gas(from, token, &approve, U256::ZERO).await?;
     let (nonce, fees) = paid_for(node, from, gas, U256::ZERO, fee_caps).await?;
     let sent = node
-        .send(signer, TxKind::Call(token), approve, U256::ZERO, nonce, fees)
+        .send(
+            signer,
+            TransactionTerms {
+                to: TxKind::Call(token),
+                input: approve,
+                value: U256::ZERO,
+                nonce,
+                fees,
+            },
+        )
         .await?;
     let receipt = node.wait_for_receipt(sent.hash, APPROVE_POLL, APPROVE_TIMEOUT).await?;
     if !receipt.succeeded {

@@ -137,6 +137,21 @@ pub struct Fees {
     pub gas_limit: u64,
 }
 
+/// What a transaction does and what it pays: everything of it but the signer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionTerms {
+    /// The contract called (or the account paid).
+    pub to: TxKind,
+    /// The call data.
+    pub input: Vec<u8>,
+    /// The native asset sent with it, in wei.
+    pub value: U256,
+    /// The sender's nonce it takes.
+    pub nonce: u64,
+    /// Its fees and gas limit.
+    pub fees: Fees,
+}
+
 /// A signed transaction, broadcast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SentTransaction {
@@ -268,29 +283,30 @@ impl Node {
         from: u64,
         to: u64,
     ) -> Result<Option<(B256, u64)>, NodeError> {
-        let filter = Filter::new()
-            .address(self.vault)
-            .event_signature(DexdVault::Withdrawn::SIGNATURE_HASH)
+        let filter = self
+            .withdrawn_filter(from, to)
             .topic1(B256::from(withdrawal_id))
-            .topic2(account.into_word())
-            .from_block(from)
-            .to_block(to);
-        let logs = self.provider.get_logs(&filter).await?;
-        Ok(logs
-            .iter()
-            .filter(|log| !log.removed)
-            .find_map(|log| Some((log.transaction_hash?, log.block_number?))))
+            .topic2(account.into_word());
+        self.first_log_position(&filter).await
     }
 
     /// The first of the vault's `Withdrawn` events, of any account, in blocks `from..=to`: its
     /// transaction and block. The caller keeps the range within `max_log_range_blocks`.
     pub async fn first_withdrawn_event(&self, from: u64, to: u64) -> Result<Option<(B256, u64)>, NodeError> {
-        let filter = Filter::new()
+        self.first_log_position(&self.withdrawn_filter(from, to)).await
+    }
+
+    fn withdrawn_filter(&self, from: u64, to: u64) -> Filter {
+        Filter::new()
             .address(self.vault)
             .event_signature(DexdVault::Withdrawn::SIGNATURE_HASH)
             .from_block(from)
-            .to_block(to);
-        let logs = self.provider.get_logs(&filter).await?;
+            .to_block(to)
+    }
+
+    /// The transaction and block of the first log `filter` finds that was not removed.
+    async fn first_log_position(&self, filter: &Filter) -> Result<Option<(B256, u64)>, NodeError> {
+        let logs = self.provider.get_logs(filter).await?;
         Ok(logs
             .iter()
             .filter(|log| !log.removed)
@@ -417,16 +433,18 @@ impl Node {
 
     /// Signs a transaction (EIP-1559, this chain) with `signer`, without sending it: its hash is
     /// known (and can be journaled) before the node ever sees it.
-    #[allow(clippy::too_many_arguments)]
     pub async fn sign(
         &self,
         signer: &PrivateKeySigner,
-        to: TxKind,
-        input: Vec<u8>,
-        value: U256,
-        nonce: u64,
-        fees: Fees,
+        terms: TransactionTerms,
     ) -> Result<SignedTransaction, NodeError> {
+        let TransactionTerms {
+            to,
+            input,
+            value,
+            nonce,
+            fees,
+        } = terms;
         let request = TransactionRequest::default()
             .with_from(signer.address())
             .with_kind(to)
@@ -461,16 +479,8 @@ impl Node {
     }
 
     /// Signs a transaction and hands it to the node.
-    pub async fn send(
-        &self,
-        signer: &PrivateKeySigner,
-        to: TxKind,
-        input: Vec<u8>,
-        value: U256,
-        nonce: u64,
-        fees: Fees,
-    ) -> Result<SentTransaction, NodeError> {
-        let signed = self.sign(signer, to, input, value, nonce, fees).await?;
+    pub async fn send(&self, signer: &PrivateKeySigner, terms: TransactionTerms) -> Result<SentTransaction, NodeError> {
+        let signed = self.sign(signer, terms).await?;
         self.broadcast(&signed).await
     }
 
@@ -528,7 +538,17 @@ impl Node {
             max_priority_fee_per_gas,
             gas_limit,
         };
-        self.send(signer, to, input, value, nonce, fees).await
+        self.send(
+            signer,
+            TransactionTerms {
+                to,
+                input,
+                value,
+                nonce,
+                fees,
+            },
+        )
+        .await
     }
 
     /// Whether the node knows a transaction at all (mined or waiting in its pool).

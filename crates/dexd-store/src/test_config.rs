@@ -31,13 +31,6 @@ pub(crate) fn engine_config() -> EngineConfig {
         ],
         fee_account: Address::from_bytes(fee_account),
         custody: CustodyMode::Ledger,
-        limits: EngineLimits {
-            max_open_orders_per_account: 500,
-            max_resting_orders: 2_000_000,
-            max_accounts: 10_000_000,
-            max_live_nonces: 1_000_000,
-            max_live_nonces_per_account: 100_000,
-            max_pending_transfers: 100_000,
-        },
+        limits: EngineLimits::default(),
     }
 }

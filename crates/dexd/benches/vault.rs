@@ -19,7 +19,7 @@ use dexd::config::Config;
 use dexd::venue::Venue;
 use dexd_crypto::{PrivateKey, SigningDomain};
 use dexd_settlement::devnet::{self, DevnetConfigOptions};
-use dexd_settlement::node::{Fees, Node};
+use dexd_settlement::node::{Fees, Node, TransactionTerms};
 use dexd_settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
 use dexd_settlement::{deploy, Custodians};
 
@@ -177,16 +177,14 @@ async fn main() {
         let first_nonce = node.pending_nonce(sender.address()).await.unwrap();
         let count = backlog / senders.len() + usize::from(index < backlog % senders.len());
         for offset in 0..count as u64 {
-            node.send(
-                sender,
-                TxKind::Call(network.vault),
-                DexdVault::depositNativeCall {}.abi_encode(),
-                U256::from(1_000u64),
-                first_nonce + offset,
+            let terms = TransactionTerms {
+                to: TxKind::Call(network.vault),
+                input: DexdVault::depositNativeCall {}.abi_encode(),
+                value: U256::from(1_000u64),
+                nonce: first_nonce + offset,
                 fees,
-            )
-            .await
-            .unwrap();
+            };
+            node.send(sender, terms).await.unwrap();
         }
     }
     let sent_in = started.elapsed();

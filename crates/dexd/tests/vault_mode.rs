@@ -175,17 +175,8 @@ async fn a_reorganisation_before_the_confirmations_credits_only_what_survives_an
         .await;
     revert(&venue, &before_carol).await;
     venue.chain.mine(6).await;
-    venue
-        .eventually("crediting halted", || async {
-            let (_, body) = venue.get("/account/assetsInfo", &[]).await;
-            body["custody"]["crediting"] == "halted"
-        })
-        .await;
-    let (_, info) = venue.get("/account/assetsInfo", &[]).await;
-    assert!(
-        info["custody"]["haltReason"].as_str().unwrap().contains("reorganised"),
-        "{info}"
-    );
+    let reason = venue.wait_for_halt().await;
+    assert!(reason.contains("reorganised"), "{reason}");
     venue
         .deposit_from_wallet(&dave, Some(venue.chain.usdc), 10 * USDC_UNIT)
         .await;
@@ -644,14 +635,7 @@ async fn a_vault_deposit_the_logs_never_showed_halts_crediting_with_the_counts()
     std::fs::write(&venue.config, config.replace(&start_line, &later_start)).unwrap();
     venue.restart();
     venue.chain.mine(3).await;
-    venue
-        .eventually("crediting halted", || async {
-            let (_, body) = venue.get("/account/assetsInfo", &[]).await;
-            body["custody"]["crediting"] == "halted"
-        })
-        .await;
-    let (_, info) = venue.get("/account/assetsInfo", &[]).await;
-    let reason = info["custody"]["haltReason"].as_str().unwrap();
+    let reason = venue.wait_for_halt().await;
     assert!(
         reason.contains("taken 1 deposits") && reason.contains("0 were read"),
         "{reason}"

@@ -108,38 +108,17 @@ async fn a_mismatch_found_once_the_node_is_back_halts_custody_and_nothing_is_cre
     proxy.down().await;
     venue.restart();
     let alice = venue.chain.users[0].clone();
-    let (status, body) = venue
-        .post("/portfolio/deposit", deposit_body(&alice, "ETH", "0.5"))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (502, Some("CHAIN_UNAVAILABLE")),
-        "{body}"
-    );
+    venue.deposit_refused_as_chain_unavailable(&alice, "ETH", "0.5").await;
     // A deposit straight from the wallet meanwhile; back, the node shows the mismatch, and
     // custody halts before crediting anything.
     venue.deposit_from_wallet(&alice, None, ETH_UNIT).await;
     proxy.up();
-    venue
-        .eventually("crediting halted", || async {
-            let (_, body) = venue.get("/account/assetsInfo", &[]).await;
-            body["custody"]["crediting"] == "halted"
-        })
-        .await;
-    let (_, info) = venue.get("/account/assetsInfo", &[]).await;
-    let reason = info["custody"]["haltReason"].as_str().unwrap();
+    let reason = venue.wait_for_halt().await;
     assert!(
         reason.contains("asset USDC has 9 decimals in the configuration"),
         "{reason}"
     );
     venue.chain.mine(5).await;
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0");
-    let (status, body) = venue
-        .post("/portfolio/deposit", deposit_body(&alice, "ETH", "0.5"))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (502, Some("CHAIN_UNAVAILABLE")),
-        "{body}"
-    );
+    venue.deposit_refused_as_chain_unavailable(&alice, "ETH", "0.5").await;
 }

@@ -13,7 +13,7 @@ use alloy::primitives::{TxKind, B256, U256};
 use dexd_core::{Command, WithdrawalKey};
 
 use super::{submit, PayError, Payer};
-use crate::node::{Fees, NodeError, Receipt, SentTransaction};
+use crate::node::{Fees, NodeError, Receipt, SentTransaction, TransactionTerms};
 use crate::VaultChain;
 
 /// How much a replacement raises both fees over the transaction it replaces, in percent (nodes
@@ -134,11 +134,13 @@ impl Payer {
             .node
             .send(
                 &self.key,
-                TxKind::Call(vault.node.vault()),
-                flight.calldata.clone(),
-                U256::ZERO,
-                newest.nonce,
-                fees,
+                TransactionTerms {
+                    to: TxKind::Call(vault.node.vault()),
+                    input: flight.calldata.clone(),
+                    value: U256::ZERO,
+                    nonce: newest.nonce,
+                    fees,
+                },
             )
             .await
         {

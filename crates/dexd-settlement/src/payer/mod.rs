@@ -37,7 +37,7 @@ mod paid;
 use std::collections::HashMap;
 
 use self::in_flight::InFlight;
-use super::node::{Fees, NodeError};
+use super::node::{Fees, NodeError, TransactionTerms};
 use super::vault::{chain_address, DexdVault, WithdrawalTerms};
 use super::{pause_or_stop, VaultChain};
 use dexd_store::WriteError;
@@ -244,11 +244,13 @@ impl Payer {
             .node
             .send(
                 &self.key,
-                TxKind::Call(vault.node.vault()),
-                calldata.clone(),
-                U256::ZERO,
-                nonce,
-                fees,
+                TransactionTerms {
+                    to: TxKind::Call(vault.node.vault()),
+                    input: calldata.clone(),
+                    value: U256::ZERO,
+                    nonce,
+                    fees,
+                },
             )
             .await?;
         let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();

@@ -95,6 +95,29 @@ impl VaultVenue {
         std::fs::write(&self.config, config.replacen(from, to, 1)).unwrap();
     }
 
+    /// Waits until the chain's crediting is halted; returns the reason.
+    pub async fn wait_for_halt(&self) -> String {
+        self.eventually("crediting halted", || async {
+            let (_, body) = self.get("/account/assetsInfo", &[]).await;
+            body["custody"]["crediting"] == "halted"
+        })
+        .await;
+        let (_, info) = self.get("/account/assetsInfo", &[]).await;
+        info["custody"]["haltReason"].as_str().unwrap().to_string()
+    }
+
+    /// Posts a deposit with the key that must be refused `502 CHAIN_UNAVAILABLE`.
+    pub async fn deposit_refused_as_chain_unavailable(&self, account: &PrivateKeySigner, symbol: &str, quantity: &str) {
+        let (status, body) = self
+            .post("/portfolio/deposit", deposit_body(account, symbol, quantity))
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (502, Some("CHAIN_UNAVAILABLE")),
+            "{body}"
+        );
+    }
+
     /// Forgets the journal: the next start is on an empty data directory.
     pub fn remove_data(&self) {
         std::fs::remove_dir_all(self.folder.path().join("data")).unwrap();
