@@ -5,7 +5,7 @@
 
 import {
   describe,
-  get, post, type AccountTrade, type Asset, type Balance, type Custody, type Eip712, type Order, type Pair,
+  creditedWhen, get, post, type AccountTrade, type Asset, type Balance, type Custody, type Eip712, type Order, type Pair,
   type Position, type Reserve, type Tradable, type Transfer,
 } from "./api";
 import { canonical, multiply, toUnits } from "./decimal";
@@ -135,7 +135,7 @@ export class Account {
       help.textContent =
         `This chain keeps funds in the vault ${custody.vault}. A deposit is a transaction from your own wallet: ` +
         `approve the vault for the token, then call deposit(token, amount) (or depositNative() with the value for ` +
-        `the native asset). It is credited after ${custody.confirmations} confirmations.`;
+        `the native asset). It is credited ${creditedWhen(custody)}.`;
     } else {
       help.hidden = true;
       help.textContent = "";
@@ -481,7 +481,7 @@ export class Account {
         const units = toUnits(quantity, asset.decimals);
         if (units === null) return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
         const hash = await depositFromWallet(provider, venue.chainId, signer.address, venue.custody.vault, asset.native ? null : asset.address, units);
-        this.callbacks.announce(`Deposit sent (${hash}); it is credited after ${venue.custody.confirmations} confirmations.`);
+        this.callbacks.announce(`Deposit sent (${hash}); it is credited ${creditedWhen(venue.custody)}.`);
         return;
       }
       const primaryType = kind === "deposit" ? venue.eip712.primaryTypes.deposit : venue.eip712.primaryTypes.withdraw;

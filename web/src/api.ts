@@ -81,7 +81,14 @@ export interface Candle {
 export interface Asset { symbol: string; name: string; decimals: number; address: string | null; native: boolean }
 export type Custody =
   | { mode: "ledger" }
-  | { mode: "vault"; vault: string; operator: string; confirmations: number; crediting: string; haltReason: string | null };
+  | { mode: "vault"; vault: string; operator: string; confirmations: number | "finalized"; crediting: string; haltReason: string | null };
+
+/** When a vault chain credits a deposit, in words. */
+export function creditedWhen(custody: { confirmations: number | "finalized" }): string {
+  return custody.confirmations === "finalized"
+    ? "once its block is finalized"
+    : `after ${custody.confirmations} confirmations`;
+}
 export interface Pair {
   symbol: string; base: string; quote: string; tickSize: string; stepSize: string; minAmount: string;
   minNotional: string; makerFee: string; takerFee: string; lastPrice: string | null;

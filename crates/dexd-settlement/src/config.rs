@@ -15,9 +15,9 @@ pub struct VaultConfig {
     pub rpc_url: String,
     /// The vault contract.
     pub vault: Address,
-    /// Blocks on top of a deposit's block before it is credited, and of a withdrawal's before it
-    /// is confirmed.
-    pub confirmations: u64,
+    /// When a block counts as confirmed: a deposit in it is credited, a withdrawal paid in it is
+    /// confirmed, and a withdrawal's expiry is judged by its time.
+    pub confirmations: Confirmations,
     /// How often the watcher and the payer look at the chain.
     pub poll_interval_ms: u64,
     /// The block the vault was deployed in: the deposit watcher starts there.
@@ -39,6 +39,25 @@ pub struct VaultConfig {
     /// How long the payer waits for a transaction to be mined before it replaces it, at the
     /// same nonce, with higher fees.
     pub replace_after_ms: u64,
+}
+
+/// When a block counts as confirmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmations {
+    /// With this many blocks on top of it (`confirmations = 12`).
+    Blocks(u64),
+    /// Once the node says it is finalized (`confirmations = "finalized"`: the chain's own
+    /// finality, where it has it, rather than a depth that a deeper reorganisation overturns).
+    Finalized,
+}
+
+impl std::fmt::Display for Confirmations {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confirmations::Blocks(blocks) => write!(formatter, "{blocks} confirmations"),
+            Confirmations::Finalized => formatter.write_str("finality"),
+        }
+    }
 }
 
 /// Where an operator key comes from.

@@ -40,8 +40,8 @@ use dexd_store::{Events, WriteError};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-use self::config::VaultConfig;
-use self::node::Node;
+use self::config::{Confirmations, VaultConfig};
+use self::node::{Node, NodeError};
 use self::operator_key::read_operator_key;
 use self::vault::chain_address;
 
@@ -161,6 +161,14 @@ impl VaultChain {
         update(&mut self.status.write());
     }
 
+    /// The newest confirmed block, given the head: `None` while no block is confirmed yet.
+    pub async fn confirmed_head(&self, head: u64) -> Result<Option<u64>, NodeError> {
+        match self.config.confirmations {
+            Confirmations::Blocks(blocks) => Ok(head.checked_sub(blocks)),
+            Confirmations::Finalized => Ok(self.node.finalized_block().await?.map(|block| block.min(head))),
+        }
+    }
+
     /// Whether the checks against the chain have passed (see [`preflight`]).
     pub fn is_checked_against_chain(&self) -> bool {
         self.checked_against_chain.load(std::sync::atomic::Ordering::Acquire)
@@ -263,7 +271,7 @@ impl Custodians {
                 chain_id,
                 vault = %dexd_crypto::checksummed(&vault_chain.config.vault),
                 operator = %dexd_crypto::checksummed(&vault_chain.operator),
-                confirmations = vault_chain.config.confirmations,
+                confirmations = %vault_chain.config.confirmations,
                 "vault custody starting"
             );
             let mut tasks = custodians.tasks.lock();

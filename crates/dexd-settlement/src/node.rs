@@ -243,6 +243,12 @@ impl Node {
         Ok(block.map(|block| (block.header.hash, block.header.timestamp)))
     }
 
+    /// The newest block the node calls finalized; `None` before there is one.
+    pub async fn finalized_block(&self) -> Result<Option<u64>, NodeError> {
+        let block = self.provider.get_block_by_number(BlockNumberOrTag::Finalized).await?;
+        Ok(block.map(|block| block.header.number))
+    }
+
     /// The vault's `Deposited` events in blocks `from..=to`, in chain order.
     pub async fn deposit_logs(&self, from: u64, to: u64) -> Result<Vec<DepositLog>, NodeError> {
         let filter = Filter::new()

@@ -129,7 +129,7 @@ impl Watcher {
         let head = node.head().await?;
         vault.update_status(|status| status.head_block = Some(head));
         self.settle_submitted_deposits(vault).await?;
-        let Some(confirmed_head) = head.checked_sub(vault.config.confirmations) else {
+        let Some(confirmed_head) = vault.confirmed_head(head).await? else {
             return Ok(());
         };
         let journaled = vault.read_engine(|engine| engine.custody().scanned_through());
@@ -147,7 +147,7 @@ impl Watcher {
                 Some((now, _)) if now != hash => {
                     return Err(WatchError::Halt(format!(
                         "block {block} was {hash} when its deposits were credited and is now {now}: the chain was \
-                         reorganised deeper than {} confirmations",
+                         reorganised past its {}",
                         vault.config.confirmations
                     )))
                 }

@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::chain::{NodeProxy, TestChain, ETH_UNIT};
 use common::vault_venue::{address_of, deposit_body, VaultVenue};
 use dexd_crypto::checksummed;
@@ -121,4 +123,49 @@ async fn a_mismatch_found_once_the_node_is_back_halts_custody_and_nothing_is_cre
     venue.chain.mine(5).await;
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0");
     venue.deposit_refused_as_chain_unavailable(&alice, "ETH", "0.5").await;
+}
+
+#[tokio::test]
+async fn with_finalized_confirmations_deposits_and_payments_wait_for_finality() {
+    // anvil finalizes the block two epochs back: 8 blocks with 4 slots an epoch.
+    let chain = TestChain::start_with(&["--slots-in-an-epoch", "4"]).await;
+    let node_url = chain.anvil.endpoint();
+    let mut venue = VaultVenue::start_on(chain, &node_url);
+    venue.kill();
+    venue.remove_data();
+    venue.edit_config("confirmations = 2", "confirmations = \"finalized\"");
+    venue.restart();
+    let (_, info) = venue.get("/account/assetsInfo", &[]).await;
+    assert_eq!(info["custody"]["confirmations"], "finalized", "{info}");
+    let alice = venue.chain.users[0].clone();
+    venue.deposit_from_wallet(&alice, None, ETH_UNIT).await;
+    // Four blocks on top would do for a depth of 2, not for finality.
+    venue.chain.mine(4).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        venue.balance(&alice, "ETH").await["total"],
+        "0",
+        "credited before finality"
+    );
+    venue.chain.mine(8).await;
+    venue.wait_for_available(&alice, "ETH", "1").await;
+    // A payment is confirmed only once its block is finalized too.
+    let (status, body) = venue
+        .post("/portfolio/withdraw", deposit_body(&alice, "ETH", "0.25"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let sent = || async {
+        let withdrawals = venue.transfers(&alice, "withdraw").await;
+        withdrawals[0]["status"].as_str().unwrap().to_string()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while sent().await != "sent" {
+        assert!(std::time::Instant::now() < deadline, "the withdrawal was never sent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    venue.chain.mine(4).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(sent().await, "sent", "confirmed before finality");
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    venue.assert_conserved().await;
 }

@@ -92,7 +92,7 @@ impl Payer {
             return Ok(());
         }
         let head = vault.node.head().await?;
-        if head < receipt.block_number + vault.config.confirmations {
+        if vault.confirmed_head(head).await? < Some(receipt.block_number) {
             return Ok(());
         }
         let flight = self.in_flight.as_ref().expect("checked by the caller");

@@ -135,7 +135,7 @@ impl Payer {
             return Ok(());
         };
         let head = vault.node.head().await?;
-        let confirmed_block = head.saturating_sub(vault.config.confirmations);
+        let confirmed_block = vault.confirmed_head(head).await?.unwrap_or(0);
         let confirmed_time_ms = match vault.node.block(confirmed_block).await? {
             Some((_, timestamp)) => timestamp.saturating_mul(1_000),
             None => return Ok(()),
@@ -149,7 +149,7 @@ impl Payer {
         for ((key, pending), already_paid) in batch.into_iter().zip(paid) {
             // A node error about one withdrawal holds up that one only.
             let settled = if already_paid {
-                self.confirm_paid(vault, &key, &pending, head).await
+                self.confirm_paid(vault, &key, &pending, (head, confirmed_block)).await
             } else if confirmed_time_ms > pending.expiry_ms {
                 fail_if_unpaid_at(vault, key, confirmed_block).await
             } else {

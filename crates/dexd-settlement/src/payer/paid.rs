@@ -22,13 +22,13 @@ pub const WITHDRAWN_SEARCH_LOOKBACK_BLOCKS: u64 = 100_000;
 
 impl Payer {
     /// Confirms a withdrawal the vault shows paid, once the transaction that paid it has
-    /// `confirmations` blocks on top.
+    /// `confirmations` blocks on top (its block is at most `confirmed_block`).
     pub(super) async fn confirm_paid(
         &self,
         vault: &VaultChain,
         key: &WithdrawalKey,
         pending: &PendingWithdrawal,
-        head: u64,
+        (head, confirmed_block): (u64, u64),
     ) -> Result<(), PayError> {
         let Some((tx_hash, block_number)) = self.paying_transaction(vault, key, pending, head).await? else {
             tracing::warn!(
@@ -38,7 +38,7 @@ impl Payer {
             );
             return Ok(());
         };
-        if head >= block_number + vault.config.confirmations {
+        if confirmed_block >= block_number {
             submit(
                 vault,
                 Command::ConfirmWithdrawals {

@@ -13,7 +13,7 @@ use dexd_core::{
 use serde::Deserialize;
 
 use dexd_crypto::parse_address;
-pub use dexd_settlement::config::{OperatorKeySource, VaultConfig};
+pub use dexd_settlement::config::{Confirmations, OperatorKeySource, VaultConfig};
 
 /// The configuration compiled into the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../config/default.toml");

@@ -34,13 +34,21 @@ struct RawChain {
     custody: Option<Spanned<RawCustody>>,
 }
 
+/// `confirmations = 12` or `confirmations = "finalized"`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawConfirmations {
+    Blocks(i64),
+    Rule(String),
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCustody {
     mode: String,
     rpc_url: Option<String>,
     vault: Option<String>,
-    confirmations: Option<u64>,
+    confirmations: Option<RawConfirmations>,
     poll_interval_ms: Option<u64>,
     start_block: Option<u64>,
     operator_key_file: Option<String>,
@@ -324,10 +332,19 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
             ))
         }
     };
-    let confirmations = raw.confirmations.unwrap_or(12);
-    if !(1..=10_000).contains(&confirmations) {
-        return Err(at(line, "confirmations must be between 1 and 10000".into()));
-    }
+    let confirmations = match raw.confirmations {
+        None => Confirmations::Blocks(12),
+        Some(RawConfirmations::Blocks(blocks)) if (1..=10_000).contains(&blocks) => {
+            Confirmations::Blocks(blocks.unsigned_abs())
+        }
+        Some(RawConfirmations::Rule(rule)) if rule == "finalized" => Confirmations::Finalized,
+        Some(_) => {
+            return Err(at(
+                line,
+                "confirmations must be a number of blocks between 1 and 10000, or \"finalized\"".into(),
+            ))
+        }
+    };
     let max_withdrawals_per_transaction = raw.max_withdrawals_per_transaction.unwrap_or(50);
     if !(1..=500).contains(&max_withdrawals_per_transaction) {
         return Err(at(

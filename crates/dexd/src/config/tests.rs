@@ -148,3 +148,30 @@ fn an_accounts_live_nonce_limit_is_positive_and_within_the_chains() {
         7
     );
 }
+
+#[test]
+fn confirmations_are_a_depth_or_finality() {
+    for (settings, expected) in [
+        ("", Some(Confirmations::Blocks(12))),
+        ("confirmations = 1\n", Some(Confirmations::Blocks(1))),
+        ("confirmations = 10000\n", Some(Confirmations::Blocks(10_000))),
+        ("confirmations = \"finalized\"\n", Some(Confirmations::Finalized)),
+        ("confirmations = 0\n", None),
+        ("confirmations = 10001\n", None),
+        ("confirmations = \"safe\"\n", None),
+        ("confirmations = -3\n", None),
+    ] {
+        let parsed = Config::parse(&vault_config_text("http://127.0.0.1:8545", settings));
+        match expected {
+            Some(confirmations) => assert_eq!(
+                parsed.unwrap().chains[0].vault().unwrap().confirmations,
+                confirmations,
+                "{settings}"
+            ),
+            None => assert!(
+                parsed.unwrap_err().message.contains("confirmations must be"),
+                "{settings}"
+            ),
+        }
+    }
+}

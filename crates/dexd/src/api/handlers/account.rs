@@ -14,6 +14,7 @@ use crate::api::render;
 use crate::api::AppState;
 use crate::venue::Chain;
 use dexd_crypto::checksummed;
+use dexd_settlement::config::Confirmations;
 use dexd_settlement::node::NodeError;
 use dexd_settlement::reserves::{ledger_reserves, shared_vault_reserves};
 
@@ -72,7 +73,10 @@ fn custody_object(app: &AppState, chain: &Chain) -> Value {
                 "mode": "vault",
                 "vault": checksummed(&vault.config.vault),
                 "operator": checksummed(&vault.operator),
-                "confirmations": vault.config.confirmations,
+                "confirmations": match vault.config.confirmations {
+                    Confirmations::Blocks(blocks) => json!(blocks),
+                    Confirmations::Finalized => json!("finalized"),
+                },
                 "crediting": if status.halted.is_some() { "halted" } else { "running" },
                 "haltReason": status.halted,
             })

@@ -158,7 +158,7 @@ async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
                 format!(
                     "cannot make a deposit on a vault chain: dexd would need the account's key to send it; deposit from \
                      the wallet instead, calling deposit(token, amount) after approve, or depositNative(), on the vault \
-                     {}; it is credited after {} confirmations",
+                     {}; it is credited after its {}",
                     checksummed(&vault.config.vault),
                     vault.config.confirmations
                 ),

@@ -83,7 +83,7 @@ fn object_schemas() -> Value {
         "Custody": {"oneOf": [
             object(json!({"mode": {"const": "ledger"}})),
             object(json!({
-                "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": integer,
+                "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": {"oneOf": [integer.clone(), {"const": "finalized"}]},
                 "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string())
             })),
         ]},
