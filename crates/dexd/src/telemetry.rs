@@ -199,6 +199,11 @@ const DESCRIPTIONS: &[(&str, Option<Unit>, &str)] = &[
         "WebSocket stream connections open now.",
     ),
     (
+        "dexd_stream_queued_bytes",
+        Some(Unit::Bytes),
+        "Bytes waiting to be written to stream clients, all connections together.",
+    ),
+    (
         "dexd_stream_subscriptions",
         None,
         "Stream subscriptions live now, by chain.",

@@ -127,6 +127,9 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
     telemetry
         .gauge("dexd_stream_connections", &[])
         .set(app.streams.open_connections() as f64);
+    telemetry
+        .gauge("dexd_stream_queued_bytes", &[])
+        .set(app.streams.queued_total.bytes() as f64);
     let now_ms = dexd_store::now_ms();
     for chain_config in &app.venue.config.chains {
         let chain_id = chain_config.chain_id;

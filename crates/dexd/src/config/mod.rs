@@ -89,6 +89,10 @@ pub struct Limits {
     pub stream_queue_messages_per_connection: usize,
     /// Bytes a stream connection may have waiting to be written; past this, as above.
     pub stream_queue_bytes_per_connection: usize,
+    /// Bytes all stream connections together may have waiting; a connection whose message would
+    /// pass it is ended as a slow consumer, so that memory for streams is bounded whatever the
+    /// number of connections.
+    pub stream_queue_bytes_total: usize,
 }
 
 impl Default for Limits {
@@ -112,6 +116,7 @@ impl Default for Limits {
             max_stream_connections: 10_000,
             stream_queue_messages_per_connection: 4_096,
             stream_queue_bytes_per_connection: 4 * 1024 * 1024,
+            stream_queue_bytes_total: 1024 * 1024 * 1024,
         }
     }
 }

@@ -140,6 +140,12 @@ impl Config {
                 message: "[limits] values must be positive".into(),
             });
         }
+        if limits.stream_queue_bytes_total < limits.stream_queue_bytes_per_connection {
+            return Err(ConfigError {
+                line: None,
+                message: "[limits] stream_queue_bytes_total must be at least stream_queue_bytes_per_connection".into(),
+            });
+        }
         if limits.max_live_nonces_per_account == 0
             || limits.max_live_nonces_per_account > limits.max_live_nonces_per_chain
         {

@@ -53,7 +53,12 @@ static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 pub async fn serve(socket: WebSocket, venue: Arc<Venue>, streams: Arc<Streams>, peer: IpAddr) {
     let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let (max_messages, max_bytes) = streams.queue_limits;
-    let (outbox, queue) = Outbox::new(connection_id, max_messages, max_bytes);
+    let (outbox, queue) = Outbox::new(
+        connection_id,
+        max_messages,
+        max_bytes,
+        Arc::clone(&streams.queued_total),
+    );
     let outbox = Arc::new(outbox);
     let (sink, inbound) = socket.split();
     let (writer_alive, writer_done) = tokio::sync::oneshot::channel::<()>();

@@ -37,6 +37,8 @@ pub struct Streams {
     max_connections: usize,
     /// Each connection's outbox bounds: messages and bytes.
     pub queue_limits: (usize, usize),
+    /// The bytes waiting in all outboxes, against `[limits] stream_queue_bytes_total`.
+    pub queued_total: Arc<outbox::QueuedTotal>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -72,6 +74,7 @@ impl Streams {
                 venue.config.limits.stream_queue_messages_per_connection,
                 venue.config.limits.stream_queue_bytes_per_connection,
             ),
+            queued_total: Arc::new(outbox::QueuedTotal::new(venue.config.limits.stream_queue_bytes_total)),
             shutdown,
         }
     }

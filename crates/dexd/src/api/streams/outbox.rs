@@ -2,6 +2,10 @@
 //! without ever waiting; a connection whose queue is full is marked slow, gets nothing more,
 //! and its task tells the client `SLOW_CONSUMER` and closes it. Nothing is ever skipped
 //! silently: a subscription either receives every message, or ends with its connection.
+//!
+//! Every queue also draws on one budget of bytes for all connections ([`QueuedTotal`]), so that
+//! the server's memory for streams is bounded whatever the number of connections: a push that
+//! would pass it ends that connection like a full queue of its own.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -13,6 +17,46 @@ pub const MAX_QUEUED_MESSAGES_PER_CONNECTION: usize = 4_096;
 /// Bytes one connection may have waiting to be written, by default
 /// (`[limits] stream_queue_bytes_per_connection`).
 pub const MAX_QUEUED_BYTES_PER_CONNECTION: usize = 4 * 1024 * 1024;
+
+/// Bytes all connections together may have waiting to be written, by default
+/// (`[limits] stream_queue_bytes_total`).
+pub const MAX_QUEUED_BYTES_TOTAL: usize = 1024 * 1024 * 1024;
+
+/// The bytes waiting in every connection's queue, against their limit.
+#[derive(Debug)]
+pub struct QueuedTotal {
+    bytes: AtomicUsize,
+    max_bytes: usize,
+}
+
+impl QueuedTotal {
+    /// A budget of `max_bytes` for all queues.
+    pub fn new(max_bytes: usize) -> QueuedTotal {
+        QueuedTotal {
+            bytes: AtomicUsize::new(0),
+            max_bytes,
+        }
+    }
+
+    /// Bytes waiting in all queues now.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// Takes `length` bytes from the budget; false (taking nothing) when it would pass it.
+    fn take(&self, length: usize) -> bool {
+        let queued = self.bytes.fetch_add(length, Ordering::AcqRel) + length;
+        if queued > self.max_bytes {
+            self.bytes.fetch_sub(length, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    fn give_back(&self, length: usize) {
+        self.bytes.fetch_sub(length, Ordering::AcqRel);
+    }
+}
 
 /// What a connection's task writes to its socket.
 #[derive(Debug)]
@@ -33,6 +77,7 @@ pub struct Outbox {
     sender: mpsc::Sender<Outbound>,
     queued_bytes: AtomicUsize,
     max_queued_bytes: usize,
+    total: std::sync::Arc<QueuedTotal>,
     slow: AtomicBool,
     /// Wakes the connection's writer when it turned slow.
     pub slow_signal: Notify,
@@ -40,8 +85,13 @@ pub struct Outbox {
 
 impl Outbox {
     /// A new queue for connection `connection_id` of at most `max_messages` and
-    /// `max_bytes`, and its receiving end.
-    pub fn new(connection_id: u64, max_messages: usize, max_bytes: usize) -> (Outbox, mpsc::Receiver<Outbound>) {
+    /// `max_bytes`, drawing on `total`, and its receiving end.
+    pub fn new(
+        connection_id: u64,
+        max_messages: usize,
+        max_bytes: usize,
+        total: std::sync::Arc<QueuedTotal>,
+    ) -> (Outbox, mpsc::Receiver<Outbound>) {
         let (sender, receiver) = mpsc::channel(max_messages);
         (
             Outbox {
@@ -49,6 +99,7 @@ impl Outbox {
                 sender,
                 queued_bytes: AtomicUsize::new(0),
                 max_queued_bytes: max_bytes,
+                total,
                 slow: AtomicBool::new(false),
                 slow_signal: Notify::new(),
             },
@@ -63,9 +114,14 @@ impl Outbox {
             return false;
         }
         let length = text.len();
+        if !self.total.take(length) {
+            self.mark_slow();
+            return false;
+        }
         let queued = self.queued_bytes.fetch_add(length, Ordering::AcqRel) + length;
         if queued > self.max_queued_bytes || self.sender.try_send(Outbound::Text(text)).is_err() {
             self.queued_bytes.fetch_sub(length, Ordering::AcqRel);
+            self.total.give_back(length);
             self.mark_slow();
             return false;
         }
@@ -99,6 +155,7 @@ impl Outbox {
     /// The writer took a message of `length` bytes off the queue.
     pub fn written(&self, length: usize) {
         self.queued_bytes.fetch_sub(length, Ordering::AcqRel);
+        self.total.give_back(length);
     }
 
     /// Bytes waiting now.
@@ -107,14 +164,31 @@ impl Outbox {
     }
 }
 
+impl Drop for Outbox {
+    /// What was never written goes back to the budget with the connection.
+    fn drop(&mut self) {
+        self.total.give_back(*self.queued_bytes.get_mut());
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    fn unlimited() -> Arc<QueuedTotal> {
+        Arc::new(QueuedTotal::new(usize::MAX))
+    }
 
     #[test]
     fn a_full_queue_marks_the_connection_slow_and_takes_nothing_more() {
-        let (outbox, mut receiver) =
-            Outbox::new(1, MAX_QUEUED_MESSAGES_PER_CONNECTION, MAX_QUEUED_BYTES_PER_CONNECTION);
+        let (outbox, mut receiver) = Outbox::new(
+            1,
+            MAX_QUEUED_MESSAGES_PER_CONNECTION,
+            MAX_QUEUED_BYTES_PER_CONNECTION,
+            unlimited(),
+        );
         assert!(outbox.push("a".repeat(100)));
         assert_eq!(outbox.queued_bytes(), 100);
         // Over the byte limit: refused, slow from now on, even for a small message.
@@ -127,11 +201,35 @@ mod tests {
         outbox.written(first.len());
         assert_eq!(outbox.queued_bytes(), 0);
         assert!(receiver.try_recv().is_err(), "nothing after the first was queued");
-        let (outbox, _receiver) = Outbox::new(2, MAX_QUEUED_MESSAGES_PER_CONNECTION, MAX_QUEUED_BYTES_PER_CONNECTION);
+        let (outbox, _receiver) = Outbox::new(
+            2,
+            MAX_QUEUED_MESSAGES_PER_CONNECTION,
+            MAX_QUEUED_BYTES_PER_CONNECTION,
+            unlimited(),
+        );
         for _ in 0..MAX_QUEUED_MESSAGES_PER_CONNECTION {
             assert!(outbox.push("x".into()));
         }
         assert!(!outbox.push("x".into()), "the message count is bounded too");
         assert!(outbox.is_slow());
+    }
+
+    #[test]
+    fn all_queues_together_are_bounded_and_a_closed_connection_gives_its_bytes_back() {
+        let total = Arc::new(QueuedTotal::new(1_000));
+        let (first, _first_queue) = Outbox::new(1, 100, 800, Arc::clone(&total));
+        let (second, _second_queue) = Outbox::new(2, 100, 800, Arc::clone(&total));
+        assert!(first.push("a".repeat(600)));
+        assert!(second.push("b".repeat(300)));
+        assert_eq!(total.bytes(), 900);
+        // Within its own limit, past the total: that connection is ended, the other goes on.
+        assert!(!second.push("c".repeat(200)));
+        assert!(second.is_slow() && !first.is_slow());
+        assert_eq!(total.bytes(), 900);
+        first.written(600);
+        assert_eq!(total.bytes(), 300);
+        drop(second);
+        assert_eq!(total.bytes(), 0, "the closed connection's unwritten bytes came back");
+        assert!(first.push("d".repeat(800)));
     }
 }
