@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::extract::{RawQuery, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -241,25 +241,57 @@ fn add_operation(
 }
 
 async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {
-    let bytes = match tokio::time::timeout(timeout, to_bytes(body, limit)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("the body is larger than {limit} bytes"),
-            ))
+    match tokio::time::timeout(timeout, collect_erasing(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(())) => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body is larger than {limit} bytes"),
+        )),
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "REQUEST_TIMEOUT",
+            format!("the body did not arrive within {} ms", timeout.as_millis()),
+        )),
+    }
+}
+
+/// The body's bytes, at most `limit` (else `Err`, as for a body that breaks off), in memory that
+/// is erased on drop. The body may hold a private key: each chunk the server handed over is
+/// erased once copied, when nothing else holds it (the connection's own read buffer is the HTTP
+/// library's, out of reach).
+async fn collect_erasing(mut body: Body, limit: usize) -> Result<zeroize::Zeroizing<Vec<u8>>, ()> {
+    use http_body_util::BodyExt;
+    use zeroize::Zeroize;
+    let mut collected = zeroize::Zeroizing::new(Vec::new());
+    while let Some(frame) = body.frame().await {
+        let Ok(chunk) = frame.map_err(|_| ())?.into_data() else {
+            continue;
+        };
+        let fits = collected
+            .len()
+            .checked_add(chunk.len())
+            .is_some_and(|length| length <= limit);
+        if fits {
+            if collected.capacity() < collected.len() + chunk.len() {
+                // Grown by hand into erased memory: a Vec's own growth would free its old
+                // buffer with the key in it.
+                let mut grown = zeroize::Zeroizing::new(Vec::with_capacity(
+                    (collected.len() + chunk.len()).max(collected.capacity() * 2).min(limit),
+                ));
+                grown.extend_from_slice(&collected);
+                collected = grown;
+            }
+            collected.extend_from_slice(&chunk);
         }
-        Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "REQUEST_TIMEOUT",
-                format!("the body did not arrive within {} ms", timeout.as_millis()),
-            ))
+        if let Ok(mut unique) = chunk.try_into_mut() {
+            unique.as_mut().zeroize();
         }
-    };
-    // The body may hold a private key: keep our copy in memory that is erased on drop.
-    Ok(zeroize::Zeroizing::new(bytes.to_vec()))
+        if !fits {
+            return Err(());
+        }
+    }
+    Ok(collected)
 }
 
 static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -267,4 +299,32 @@ static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
 fn process_tag() -> u32 {
     static TAG: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *TAG.get_or_init(rand::random)
+}
+
+#[cfg(test)]
+mod body_tests {
+    use axum::body::{Body, Bytes};
+
+    fn body_of(chunks: &[(u8, usize)]) -> Body {
+        let chunks: Vec<Result<Bytes, std::io::Error>> = chunks
+            .iter()
+            .map(|(byte, length)| Ok(Bytes::from(vec![*byte; *length])))
+            .collect();
+        Body::from_stream(futures_util::stream::iter(chunks))
+    }
+
+    #[tokio::test]
+    async fn a_body_is_collected_whole_within_its_limit_and_refused_past_it() {
+        let collected = super::collect_erasing(body_of(&[(1, 700), (2, 700), (3, 48)]), 1_448)
+            .await
+            .unwrap();
+        assert_eq!(collected.len(), 1_448);
+        assert!(collected[..700].iter().all(|byte| *byte == 1));
+        assert!(collected[700..1_400].iter().all(|byte| *byte == 2));
+        assert!(collected[1_400..].iter().all(|byte| *byte == 3));
+        assert!(super::collect_erasing(body_of(&[(1, 700), (2, 700), (3, 49)]), 1_448)
+            .await
+            .is_err());
+        assert!(super::collect_erasing(body_of(&[]), 10).await.unwrap().is_empty());
+    }
 }
