@@ -280,6 +280,23 @@ pub(super) fn for_each_command(
     }
 }
 
+/// Runs a journal entry, as the writer appended it, on a copy of the engine that follows the
+/// journal (the streams' copy; a cluster follower's): decoded and executed exactly as a replay
+/// does. A refusal means the copy is not at the entry's place in the journal.
+pub fn follow_journal_entry(
+    engine: &mut Engine,
+    entry: &JournalEntry,
+    events: &mut Vec<dexd_core::Event>,
+) -> Result<(), StoreError> {
+    let journaled = JournaledCommand {
+        sequence: entry.sequence,
+        time_ms: entry.time_ms,
+        command: codec::decode_command(&entry.command)?,
+        authorization: entry.authorization,
+    };
+    execute_journaled(engine, journaled, events)
+}
+
 /// Runs one journaled command on the engine. Every journaled command was accepted once, so a
 /// rejection here means the journal and the engine disagree, and the store is refused.
 pub(super) fn execute_journaled(

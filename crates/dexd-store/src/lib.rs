@@ -53,7 +53,8 @@ pub use self::database::{
 };
 pub use self::history::PROJECTOR_CACHE_KIBIBYTES;
 pub use self::journal::{
-    JournalCheckpointer, JournalReader, JournaledCommand, Replayed, StoreWriter, REPLAY_READ_CHUNK_COMMANDS,
+    follow_journal_entry, JournalCheckpointer, JournalReader, JournaledCommand, Replayed, StoreWriter,
+    REPLAY_READ_CHUNK_COMMANDS,
 };
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};

@@ -68,6 +68,7 @@ pub struct Page<T> {
     pub next_cursor: Option<u64>,
 }
 /// One accepted command, as the journal keeps it.
+#[derive(Debug)]
 pub struct JournalEntry {
     /// Its place in the chain's journal, from 1, without gaps.
     pub sequence: u64,

@@ -204,6 +204,11 @@ const DESCRIPTIONS: &[(&str, Option<Unit>, &str)] = &[
         "Bytes waiting to be written to stream clients, all connections together.",
     ),
     (
+        "dexd_stream_engine_copies_total",
+        None,
+        "Copies of the engine the streams took from the writer, by chain: one at the start and one after each overflow; subscriptions take none.",
+    ),
+    (
         "dexd_stream_subscriptions",
         None,
         "Stream subscriptions live now, by chain.",

@@ -255,6 +255,20 @@ async fn clients_joining_during_random_trading_rebuild_the_rest_book_trades_and_
             assert_eq!(candle, rest);
         }
     }
+    // Every snapshot came from the streams' own copy of the engine: the writer gave one copy, at
+    // the start, and no subscription asked it for anything.
+    let metrics = server.get_text("/metrics").await;
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line == "dexd_stream_engine_copies_total{chain_id=\"1\"} 1"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|line| line.contains("engine_copies"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 /// An account's open orders and balances as its streams built them.

@@ -150,6 +150,9 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
             journaled.saturating_sub(chain.projected_sequence()) as f64,
         );
         gauge("dexd_stream_subscriptions", app.streams.subscriptions(chain_id) as f64);
+        telemetry
+            .counter("dexd_stream_engine_copies_total", &labels)
+            .absolute(chain.stream_reads_requested());
         let (resting, accounts, pending_deposits, pending_withdrawals) = chain.read_engine(|engine| {
             (
                 engine.resting_order_count(),

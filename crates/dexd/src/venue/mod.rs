@@ -174,6 +174,12 @@ impl Chain {
     /// Asks the writer for a read at an exact journal position; the answer comes out of the
     /// publications with the returned token, after the batches it includes. 503 when the
     /// writer's queue is full.
+    /// How many reads the streams have asked of the writer since the start (each a copy of the
+    /// engine: one at the start and one after each overflow).
+    pub fn stream_reads_requested(&self) -> u64 {
+        self.next_read_token.load(Ordering::Relaxed) - 1
+    }
+
     pub fn request_stream_read(&self, read: publication::StreamRead) -> Result<u64, WriteError> {
         let token = self.next_read_token.fetch_add(1, Ordering::Relaxed);
         self.writer

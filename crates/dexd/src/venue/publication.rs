@@ -1,9 +1,12 @@
 //! What a chain's writer publishes for the live streams, and only after the journal commit that
-//! made it durable: each journaled batch's commands with their events, and the views of the
-//! books and candles it changed that the streams asked for. Reads the streams need at one exact
-//! journal position (a book's levels, an account's balances) are answered by the writer between
-//! two batches and published in the same order as the batches, so that the reader knows exactly
-//! which changes the answer includes.
+//! made it durable: each journaled batch's commands with their events and their journal entries,
+//! and the views of the books and candles it changed that the streams asked for.
+//!
+//! The streams keep their own copy of the engine, which follows the journal entries published,
+//! and take their snapshots from it: the writer is asked for one thing only, a copy of its engine
+//! between two batches, once when the streams start and again after an overflow. That copy comes
+//! through the publications in the same order as the batches, so the streams know exactly which
+//! batches it includes.
 //!
 //! The writer never waits for the streams: the publication queue is bounded, and a batch that
 //! finds it full is dropped and the queue marked overflowed, which the streams answer by
@@ -13,9 +16,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use dexd_core::{Address, Balance, Candle, CandleInterval, Engine, Event, LevelView, PairIndex};
+use dexd_core::{Candle, CandleInterval, Engine, Event, LevelView, PairIndex};
 
-use dexd_store::Projection;
+use dexd_store::{JournalEntry, Projection};
 
 /// Publications that may wait for the streams before the writer drops one and marks the queue
 /// overflowed.
@@ -55,6 +58,8 @@ pub struct CandleView {
 pub struct PublishedBatch {
     /// Its commands in journal order, with their events and placements' signatures.
     pub commands: Vec<Projection>,
+    /// Its journal entries, as appended: what a copy of the engine follows.
+    pub journal: Vec<JournalEntry>,
     /// The books it changed, for the pairs whose book is watched.
     pub books: Vec<BookView>,
     /// The candles it changed, for the pairs and intervals that are watched.
@@ -64,27 +69,22 @@ pub struct PublishedBatch {
 /// A read the streams ask of the writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamRead {
-    /// A pair's book, to this depth.
-    Book {
-        /// Which pair.
-        pair: PairIndex,
-        /// How many levels per side.
-        depth: usize,
-    },
-    /// An account's balance in every asset.
-    Balances {
-        /// Whose.
-        account: Address,
-    },
+    /// A copy of the engine, for the streams' copy that follows the journal.
+    EngineCopy,
 }
 
 /// The writer's answer to a [`StreamRead`].
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamReadAnswer {
-    /// The book.
-    Book(BookView),
-    /// The balances, one per asset of the chain.
-    Balances(Vec<Balance>),
+    /// The engine as of the answer's position.
+    EngineCopy(Box<Engine>),
+}
+
+impl std::fmt::Debug for StreamReadAnswer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamReadAnswer::EngineCopy(_) => formatter.write_str("EngineCopy"),
+        }
+    }
 }
 
 /// What comes out of the publication queue, in journal order.
@@ -229,7 +229,7 @@ impl Publisher {
     }
 
     /// Publishes a journaled batch with the views it changed.
-    pub(crate) fn publish_batch(&self, engine: &Engine, commands: Vec<Projection>) {
+    pub(crate) fn publish_batch(&self, engine: &Engine, commands: Vec<Projection>, journal: Vec<JournalEntry>) {
         let mut touched: Vec<PairIndex> = Vec::new();
         let mut first_trade_ms: Vec<(PairIndex, u64)> = Vec::new();
         for command in &commands {
@@ -273,6 +273,7 @@ impl Publisher {
         }
         self.send(Publication::Batch(Arc::new(PublishedBatch {
             commands,
+            journal,
             books,
             candles,
         })));
@@ -281,15 +282,7 @@ impl Publisher {
     /// Answers a read of the streams at the writer's current, journaled position.
     pub(crate) fn answer(&self, engine: &Engine, journaled_through: u64, token: u64, read: StreamRead) {
         let answer = match read {
-            StreamRead::Book { pair, depth } => match book_view(engine, pair, depth) {
-                Some(view) => StreamReadAnswer::Book(view),
-                None => return,
-            },
-            StreamRead::Balances { account } => StreamReadAnswer::Balances(
-                (0..engine.asset_count())
-                    .map(|index| engine.balance(&account, dexd_core::AssetIndex(index as u16)))
-                    .collect(),
-            ),
+            StreamRead::EngineCopy => StreamReadAnswer::EngineCopy(Box::new(engine.clone())),
         };
         self.send(Publication::Answer {
             token,
@@ -299,7 +292,8 @@ impl Publisher {
     }
 }
 
-fn book_view(engine: &Engine, pair: PairIndex, depth: usize) -> Option<BookView> {
+/// A pair's book to `depth` levels a side (at most [`MAX_PUBLISHED_BOOK_DEPTH`]).
+pub(crate) fn book_view(engine: &Engine, pair: PairIndex, depth: usize) -> Option<BookView> {
     let depth = depth.min(MAX_PUBLISHED_BOOK_DEPTH);
     let (bids, sequence) = engine.book_levels(pair, dexd_core::Direction::Buy, depth)?;
     let (asks, _) = engine.book_levels(pair, dexd_core::Direction::Sell, depth)?;

@@ -165,7 +165,7 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
                 state.journaled.store(last, Ordering::Release);
                 // Durable now, and only now, the batch may leave for the live streams.
                 if let Some(publisher) = state.publisher.as_ref().filter(|publisher| publisher.is_active()) {
-                    publisher.publish_batch(&state.engine.read(), projections.clone());
+                    publisher.publish_batch(&state.engine.read(), projections.clone(), journal);
                 }
                 // Blocks when the projector is far behind: the backlog is bounded.
                 if state.projection.send(projections).is_err() {

@@ -4,9 +4,11 @@
 //!
 //! Gapless by construction: a subscription's snapshot is taken at one journal position and the
 //! updates after it follow from the publications after that position. A book or balances
-//! snapshot is read by the writer itself between two batches and comes through the
-//! publications in order; an orders snapshot is the history projector's open orders at its
-//! mark, brought to the hub's position with the recent batches the hub keeps. Publications that
+//! snapshot is read from the hub's own copy of the engine, which follows the journal entries
+//! published (the writer hands over a copy once, between two batches, through the publications
+//! in order), so that no subscription asks anything of the writer; an orders snapshot is the
+//! history projector's open orders at its mark, brought to the hub's position with the recent
+//! batches the hub keeps. Publications that
 //! queue up while the hub works are rendered together (one book update per pair and depth, one
 //! trades message per pair...), so that a burst costs a message per subscriber, not one per
 //! command. The hub never waits for a connection: a full outbox ends that connection.
@@ -24,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dexd_core::{
-    Address, AssetIndex, Balance, Candle, CandleInterval, Event, LevelView, OrderRecord, OrderStatus, PairIndex, Trade,
-    Transfer,
+    Address, AssetIndex, Balance, Candle, CandleInterval, Engine, Event, LevelView, OrderRecord, OrderStatus,
+    PairIndex, Trade, Transfer,
 };
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
@@ -35,7 +37,9 @@ use super::outbox::Outbox;
 use super::protocol::{self, ChannelKey, SubscribeRequest};
 use crate::api::error::ApiError;
 use crate::api::render;
-use crate::venue::publication::{BookView, Publication, Publications, PublishedBatch, StreamRead, StreamReadAnswer};
+use crate::venue::publication::{
+    book_view, BookView, Publication, Publications, PublishedBatch, StreamRead, StreamReadAnswer,
+};
 use crate::venue::{Chain, Venue};
 use dexd_store::{Authorization, StoredOrder};
 
@@ -79,8 +83,8 @@ pub enum HubRequest {
 
 /// How a subscription stands.
 enum State {
-    /// Waiting for the writer's snapshot read with this token.
-    AwaitingRead(u64),
+    /// Waiting for the hub's copy of the engine (the writer's copy is on its way).
+    AwaitingEngineCopy,
     /// Waiting for the projector's open orders to be within the recent commands.
     AwaitingOrders,
     /// Receiving updates.
@@ -116,6 +120,12 @@ struct Round {
     transfers: HashMap<Address, Vec<Transfer>>,
 }
 
+/// A copy of the chain's engine and the journal position it stands at.
+struct Follower {
+    engine: Engine,
+    position: u64,
+}
+
 struct Hub {
     venue: Arc<Venue>,
     chain: Arc<Chain>,
@@ -129,7 +139,10 @@ struct Hub {
     balances: HashMap<Address, Vec<usize>>,
     /// The signatures of the open orders of accounts with a live orders subscription.
     signatures: HashMap<Address, HashMap<u64, Authorization>>,
-    reads: HashMap<u64, usize>,
+    /// The hub's copy of the engine, following the journal, once the writer has given one.
+    follower: Option<Follower>,
+    /// The token of the writer's copy asked for and not yet come.
+    follower_read: Option<u64>,
     recent: VecDeque<Arc<PublishedBatch>>,
     recent_commands: usize,
     /// The first journal sequence the recent batches cover without a gap (none yet: 0).
@@ -163,13 +176,16 @@ pub fn start(
         orders: HashMap::new(),
         balances: HashMap::new(),
         signatures: HashMap::new(),
-        reads: HashMap::new(),
+        follower: None,
+        follower_read: None,
         recent: VecDeque::new(),
         recent_commands: 0,
         recent_from: 0,
         position,
         live_subscriptions,
     };
+    let mut hub = hub;
+    hub.request_engine_copy();
     tokio::spawn(hub.run(inbox));
     Some(requests)
 }
@@ -217,7 +233,7 @@ impl Hub {
                     // A snapshot is as of the batches before it: deliver those first.
                     self.deliver(std::mem::take(&mut round));
                     self.position = self.position.max(journaled_through);
-                    self.answer(token, answer);
+                    self.answer(token, journaled_through, answer);
                 }
             }
             if taken < MAX_PUBLICATIONS_PER_ROUND {
@@ -288,6 +304,7 @@ impl Hub {
                 }
             }
         }
+        self.follow(&batch);
         self.recent_commands += batch.commands.len();
         self.recent.push_back(batch);
         while self.recent_commands > MAX_RECENT_COMMANDS {
@@ -348,6 +365,10 @@ impl Hub {
         self.recent.clear();
         self.recent_commands = 0;
         self.recent_from = 0;
+        // The copy missed the dropped batches: another is taken.
+        self.follower = None;
+        self.follower_read = None;
         self.publications.overflowed.store(false, Ordering::Release);
+        self.request_engine_copy();
     }
 }

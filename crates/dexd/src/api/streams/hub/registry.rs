@@ -1,5 +1,5 @@
-//! The hub's registry of subscriptions: subscribing (the acknowledgment, then the snapshot read
-//! it needs), unsubscribing and a connection's end, and which pairs' books and candles the writer
+//! The hub's registry of subscriptions: subscribing (the acknowledgment, then the snapshot it
+//! needs), unsubscribing and a connection's end, and which pairs' books and candles the writer
 //! must publish views of. It renders nothing beyond acknowledgments and refusals.
 
 use super::*;
@@ -37,13 +37,7 @@ impl Hub {
                     .awaiting
                     .push(index);
                 self.update_book_interest(pair);
-                self.request_read(
-                    index,
-                    StreamRead::Book {
-                        pair,
-                        depth: request.depth,
-                    },
-                );
+                self.snapshot_from_engine(index);
             }
             ChannelKey::Trades { pair, .. } => self.trades.entry(pair).or_default().push(index),
             ChannelKey::Candles { pair, interval, .. } => {
@@ -56,21 +50,8 @@ impl Hub {
             }
             ChannelKey::Balances { account, .. } => {
                 self.balances.entry(account).or_default().push(index);
-                self.request_read(index, StreamRead::Balances { account });
+                self.snapshot_from_engine(index);
             }
-        }
-    }
-
-    pub(super) fn request_read(&mut self, index: usize, read: StreamRead) {
-        match self.chain.request_stream_read(read) {
-            Ok(token) => {
-                self.reads.insert(token, index);
-                self.subscriptions[index].state = State::AwaitingRead(token);
-            }
-            Err(_) => self.refuse(
-                index,
-                "the chain is too busy to take a snapshot now; subscribe again shortly",
-            ),
         }
     }
 
@@ -97,9 +78,6 @@ impl Hub {
         let subscription = self.subscriptions.remove(index);
         self.by_key
             .remove(&(subscription.outbox.connection_id, subscription.key));
-        if let State::AwaitingRead(token) = subscription.state {
-            self.reads.remove(&token);
-        }
         let drop_member = |members: &mut Vec<usize>| members.retain(|member| *member != index);
         match subscription.key {
             ChannelKey::Book { pair, .. } => {

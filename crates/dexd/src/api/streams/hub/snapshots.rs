@@ -1,59 +1,145 @@
-//! Snapshots at one journal position: the writer's answers to book and balances reads, and the
-//! orders snapshot brought from the projector's open orders at its mark up to the hub's
-//! position with the recent batches. It decides when a subscription goes live; the messages
-//! after that are [`super::delivery`]'s.
+//! Snapshots at one journal position, the hub's: books and balances from the hub's copy of the
+//! engine, which follows the journal entries the hub takes in (the writer gives a copy once, at
+//! the start and after an overflow), and the orders snapshot brought from the projector's open
+//! orders at its mark up to the hub's position with the recent batches. It decides when a
+//! subscription goes live; the messages after that are [`super::delivery`]'s.
 
 use super::*;
 
 impl Hub {
-    /// A snapshot read came back: the subscription gets its snapshot and goes live.
-    pub(super) fn answer(&mut self, token: u64, answer: StreamReadAnswer) {
-        let Some(index) = self.reads.remove(&token) else {
+    /// Asks the writer for a copy of its engine, unless one is on its way.
+    pub(super) fn request_engine_copy(&mut self) {
+        if self.follower_read.is_some() {
+            return;
+        }
+        match self.chain.request_stream_read(StreamRead::EngineCopy) {
+            Ok(token) => self.follower_read = Some(token),
+            // The writer's queue is full: asked again at the next tick.
+            Err(_) => tracing::debug!("the writer is too busy for an engine copy now"),
+        }
+    }
+
+    /// The writer's copy of its engine came, as of `journaled_through`: the hub's copy follows
+    /// the journal from there, and the subscriptions that waited for it get their snapshots.
+    pub(super) fn answer(&mut self, token: u64, journaled_through: u64, answer: StreamReadAnswer) {
+        if self.follower_read != Some(token) {
+            return;
+        }
+        self.follower_read = None;
+        let StreamReadAnswer::EngineCopy(engine) = answer;
+        self.follower = Some(Follower {
+            engine: *engine,
+            position: journaled_through,
+        });
+        self.retry_waiting_subscriptions();
+    }
+
+    /// Applies a journaled batch's entries to the hub's copy of the engine; a copy that cannot
+    /// follow (a gap, a refusal) is dropped and another one asked for.
+    pub(super) fn follow(&mut self, batch: &PublishedBatch) {
+        let Some(follower) = self.follower.as_mut() else {
             return;
         };
-        self.subscriptions[index].state = State::Live;
-        match answer {
-            StreamReadAnswer::Book(view) => {
+        let mut events = Vec::new();
+        for entry in &batch.journal {
+            if entry.sequence <= follower.position {
+                continue;
+            }
+            let followed = if entry.sequence == follower.position + 1 {
+                dexd_store::follow_journal_entry(&mut follower.engine, entry, &mut events)
+                    .map_err(|error| error.to_string())
+            } else {
+                Err(format!(
+                    "the journal jumps from {} to {}",
+                    follower.position, entry.sequence
+                ))
+            };
+            if let Err(error) = followed {
+                tracing::error!(%error, "the streams' copy of the engine cannot follow the journal; it is taken again");
+                self.follower = None;
+                self.request_engine_copy();
+                return;
+            }
+            follower.position = entry.sequence;
+        }
+    }
+
+    /// The hub's copy of the engine, when it stands at the hub's position.
+    fn engine_at_position(&self) -> Option<&Engine> {
+        self.follower
+            .as_ref()
+            .filter(|follower| follower.position == self.position)
+            .map(|follower| &follower.engine)
+    }
+
+    /// Gives a book or balances subscription its snapshot from the hub's copy of the engine, or
+    /// leaves it waiting for the copy.
+    pub(super) fn snapshot_from_engine(&mut self, index: usize) {
+        let Some(engine) = self.engine_at_position() else {
+            self.subscriptions[index].state = State::AwaitingEngineCopy;
+            self.request_engine_copy();
+            return;
+        };
+        match self.subscriptions[index].key {
+            ChannelKey::Book { pair, .. } => {
                 let depth = self.subscriptions[index].depth;
-                let Some(group) = self.books.get_mut(&(view.pair, depth)) else {
+                let Some(view) = book_view(engine, pair, depth) else {
                     return;
                 };
-                let bids: Vec<LevelView> = view.bids.iter().take(depth).copied().collect();
-                let asks: Vec<LevelView> = view.asks.iter().take(depth).copied().collect();
-                // Every batch since the group's first snapshot brought the pair's view, so the
-                // group's view is the book at this position too; were it not, the members
-                // already there would get wrong updates, which is a fault worth a loud log.
-                if let Some((sequence, known_bids, known_asks)) = &group.view {
-                    if (*sequence, known_bids, known_asks) != (view.sequence, &bids, &asks) {
-                        tracing::error!(
-                            pair = view.pair.0,
-                            group_sequence = sequence,
-                            snapshot_sequence = view.sequence,
-                            "a book group's view differs from a snapshot at the same position"
-                        );
-                    }
-                }
-                group.view = Some((view.sequence, bids.clone(), asks.clone()));
-                group.awaiting.retain(|waiting| *waiting != index);
-                group.members.push(index);
-                let message = self.book_message(index, "snapshot", view.sequence, None, &bids, &asks, view.pair);
-                self.subscriptions[index].outbox.push(message);
+                self.book_snapshot(index, view);
             }
-            StreamReadAnswer::Balances(balances) => {
-                let subscription = &self.subscriptions[index];
-                let chain = &self.chain.config;
-                let balances: Vec<Value> = balances
-                    .iter()
-                    .enumerate()
-                    .map(|(asset, balance)| render::balance(chain, AssetIndex(asset as u16), *balance))
+            ChannelKey::Balances { account, .. } => {
+                let balances: Vec<Balance> = (0..engine.asset_count())
+                    .map(|asset| engine.balance(&account, AssetIndex(asset as u16)))
                     .collect();
-                let mut fields = self.parameters(&subscription.key);
-                fields.insert("balances".into(), Value::Array(balances));
-                subscription
-                    .outbox
-                    .push(protocol::message("snapshot", &subscription.id_json, fields));
+                self.balances_snapshot(index, &balances);
+            }
+            _ => {}
+        }
+    }
+
+    fn book_snapshot(&mut self, index: usize, view: BookView) {
+        self.subscriptions[index].state = State::Live;
+        let depth = self.subscriptions[index].depth;
+        let Some(group) = self.books.get_mut(&(view.pair, depth)) else {
+            return;
+        };
+        let bids: Vec<LevelView> = view.bids.iter().take(depth).copied().collect();
+        let asks: Vec<LevelView> = view.asks.iter().take(depth).copied().collect();
+        // Every batch since the group's first snapshot brought the pair's view, so the group's
+        // view is the book at this position too; were it not, the members already there would
+        // get wrong updates, which is a fault worth a loud log.
+        if let Some((sequence, known_bids, known_asks)) = &group.view {
+            if (*sequence, known_bids, known_asks) != (view.sequence, &bids, &asks) {
+                tracing::error!(
+                    pair = view.pair.0,
+                    group_sequence = sequence,
+                    snapshot_sequence = view.sequence,
+                    "a book group's view differs from a snapshot at the same position"
+                );
             }
         }
+        group.view = Some((view.sequence, bids.clone(), asks.clone()));
+        group.awaiting.retain(|waiting| *waiting != index);
+        group.members.push(index);
+        let message = self.book_message(index, "snapshot", view.sequence, None, &bids, &asks, view.pair);
+        self.subscriptions[index].outbox.push(message);
+    }
+
+    fn balances_snapshot(&mut self, index: usize, balances: &[Balance]) {
+        self.subscriptions[index].state = State::Live;
+        let subscription = &self.subscriptions[index];
+        let chain = &self.chain.config;
+        let balances: Vec<Value> = balances
+            .iter()
+            .enumerate()
+            .map(|(asset, balance)| render::balance(chain, AssetIndex(asset as u16), *balance))
+            .collect();
+        let mut fields = self.parameters(&subscription.key);
+        fields.insert("balances".into(), Value::Array(balances));
+        subscription
+            .outbox
+            .push(protocol::message("snapshot", &subscription.id_json, fields));
     }
 
     /// Orders snapshots wait until the history's open orders are within the hub's recent
@@ -65,9 +151,14 @@ impl Hub {
             .filter(|(_, subscription)| !matches!(subscription.state, State::Live))
             .map(|(index, _)| index)
             .collect();
+        if self.follower.is_none() {
+            self.request_engine_copy();
+        }
         for index in waiting {
-            if matches!(self.subscriptions[index].state, State::AwaitingOrders) {
-                self.try_orders_snapshot(index);
+            match self.subscriptions[index].state {
+                State::AwaitingOrders => self.try_orders_snapshot(index),
+                State::AwaitingEngineCopy if self.engine_at_position().is_some() => self.snapshot_from_engine(index),
+                _ => {}
             }
             if let Some(subscription) = self.subscriptions.get(index) {
                 if !matches!(subscription.state, State::Live)
