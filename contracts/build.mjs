@@ -27,6 +27,7 @@ const sources = {
   "test/TestToken.sol": ["TestToken"],
   "test/FeeOnTransferToken.sol": ["FeeOnTransferToken"],
   "test/ReentrantToken.sol": ["ReentrantToken"],
+  "test/TestSmartWallet.sol": ["TestSmartWallet"],
 };
 
 const settings = {

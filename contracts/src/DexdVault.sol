@@ -9,13 +9,15 @@ import {Address} from "@openzeppelin/contracts/utils/Address.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 
 /// @title The dexd vault: custody of a venue's deposits on one chain.
 /// @notice Anyone deposits ERC-20 tokens or the native asset for themselves; the venue credits
 /// each `Deposited` event once it has enough confirmations. Only the venue's operator pays
 /// withdrawals, each only to the account itself, only with that account's own EIP-712
-/// authorization of exactly that token, amount, withdrawal id and expiry, and each id at most
+/// authorization of exactly that token, amount, withdrawal id and expiry (its ECDSA signature, or
+/// for a contract account such as a smart wallet its ERC-1271 approval), and each id at most
 /// once. The operator can therefore never pay anyone but the account, nor more than it signed.
 /// @dev What it does not do: it keeps no balances per account (the venue's ledger does, and
 /// `/account/reserves` compares the two), and it has no way for the owner to take funds.
@@ -36,9 +38,14 @@ contract DexdVault is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         uint256 withdrawalId;
         /// Milliseconds since the Unix epoch after which the authorization is void.
         uint256 expiry;
-        /// The account's 65-byte signature over the typed data.
+        /// The account's signature over the typed data: 65 bytes of ECDSA for an externally owned
+        /// account, whatever its `isValidSignature` takes for a contract account (ERC-1271).
         bytes signature;
     }
+
+    /// @notice The gas a contract account's `isValidSignature` may use: enough for a smart
+    /// wallet's check, too little for an account to make the operator's batch expensive.
+    uint256 public constant ERC1271_GAS_LIMIT = 100_000;
 
     /// @notice The only address allowed to pay withdrawals.
     address public operator;
@@ -168,8 +175,7 @@ contract DexdVault is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         bytes32 digest = withdrawalDigest(
             withdrawal.account, withdrawal.token, withdrawal.amount, withdrawal.withdrawalId, withdrawal.expiry
         );
-        (address signer, ECDSA.RecoverError recoverError,) = ECDSA.tryRecoverCalldata(digest, withdrawal.signature);
-        if (recoverError != ECDSA.RecoverError.NoError || signer != withdrawal.account) {
+        if (!isAuthorized(withdrawal.account, digest, withdrawal.signature)) {
             revert InvalidAuthorization(withdrawal.account, withdrawal.withdrawalId);
         }
         // Effects before the transfer: the id is spent before any token code runs.
@@ -180,5 +186,23 @@ contract DexdVault is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         } else {
             IERC20(withdrawal.token).safeTransfer(withdrawal.account, withdrawal.amount);
         }
+    }
+
+    /// @notice Whether `signature` is the account's authorization of `digest`: its own ECDSA
+    /// signature (low `s`, `v` 27 or 28), or, for an account with code, its ERC-1271
+    /// `isValidSignature` answering the magic value within `ERC1271_GAS_LIMIT` gas. Public so
+    /// that the venue asks the vault's own rule before it debits a withdrawal.
+    function isAuthorized(address account, bytes32 digest, bytes calldata signature) public view returns (bool) {
+        (address signer, ECDSA.RecoverError recoverError,) = ECDSA.tryRecoverCalldata(digest, signature);
+        if (recoverError == ECDSA.RecoverError.NoError && signer == account) {
+            return true;
+        }
+        if (account.code.length == 0) {
+            return false;
+        }
+        (bool success, bytes memory result) = account.staticcall{gas: ERC1271_GAS_LIMIT}(
+            abi.encodeCall(IERC1271.isValidSignature, (digest, signature))
+        );
+        return success && result.length >= 32 && bytes32(result) == bytes32(IERC1271.isValidSignature.selector);
     }
 }

@@ -34,6 +34,13 @@ alloy::sol!(
     "../../contracts/artifacts/ReentrantToken.json"
 );
 
+alloy::sol!(
+    #[sol(rpc)]
+    #[derive(Debug)]
+    TestSmartWallet,
+    "../../contracts/artifacts/TestSmartWallet.json"
+);
+
 /// How often a deployment polls for its receipt, and how long it waits in all.
 const RECEIPT_POLL: Duration = Duration::from_millis(50);
 const RECEIPT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -125,6 +132,33 @@ pub async fn deploy_fee_on_transfer_token(node: &Node, deployer: &PrivateKeySign
 /// Deploys the token that calls back into a target during transfers (tests only).
 pub async fn deploy_reentrant_token(node: &Node, deployer: &PrivateKeySigner) -> Result<Deployed, NodeError> {
     create(node, deployer, ReentrantToken::BYTECODE.to_vec()).await
+}
+
+/// Deploys a one-owner smart wallet that approves its owner's signatures through ERC-1271
+/// (tests only).
+pub async fn deploy_test_smart_wallet(
+    node: &Node,
+    deployer: &PrivateKeySigner,
+    owner: ChainAddress,
+) -> Result<Deployed, NodeError> {
+    let arguments = TestSmartWallet::constructorCall { owner_: owner }.abi_encode();
+    create(node, deployer, with_constructor(&TestSmartWallet::BYTECODE, arguments)).await
+}
+
+/// Has the test smart wallet `wallet` call `target` with `value` and `input`, signed by its
+/// owner.
+pub async fn execute_from_smart_wallet(
+    node: &Node,
+    owner: &PrivateKeySigner,
+    wallet: ChainAddress,
+    (target, value, input): (ChainAddress, U256, Vec<u8>),
+) -> Result<Receipt, NodeError> {
+    let call = TestSmartWallet::executeCall {
+        target,
+        value,
+        data: input.into(),
+    };
+    send_and_wait(node, owner, TxKind::Call(wallet), call.abi_encode(), U256::ZERO).await
 }
 
 /// Mints test tokens (any of the three test tokens: they share `mint(address,uint256)`).

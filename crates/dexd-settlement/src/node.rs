@@ -337,6 +337,22 @@ impl Node {
             .await
     }
 
+    /// Whether the vault takes `signature` as `account`'s authorization of `digest` (its ECDSA
+    /// signature, or a contract account's ERC-1271 approval), as of the latest block.
+    pub async fn vault_takes_authorization(
+        &self,
+        account: ChainAddress,
+        digest: B256,
+        signature: &[u8],
+    ) -> Result<bool, NodeError> {
+        let call = DexdVault::isAuthorizedCall {
+            account,
+            digest,
+            signature: Bytes::copy_from_slice(signature),
+        };
+        self.view(self.vault, call, BlockId::latest()).await
+    }
+
     /// The vault's operator.
     pub async fn operator(&self) -> Result<ChainAddress, NodeError> {
         self.view(self.vault, DexdVault::operatorCall {}, BlockId::latest())

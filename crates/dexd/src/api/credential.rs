@@ -142,12 +142,7 @@ impl Credential {
                 if recover_signer(digest, &signature).as_ref() != Some(account) {
                     return Err(invalid_signature(&digest));
                 }
-                if lives_too_long {
-                    return Err(ApiError::invalid(
-                        "expiry",
-                        format!("must be at most {MAX_SIGNED_REQUEST_LIFETIME_MS} ms after now (ms since the epoch)"),
-                    ));
-                }
+                refuse_too_long_a_life(lives_too_long)?;
                 (signature, true)
             }
         };
@@ -157,6 +152,29 @@ impl Credential {
             expiry_ms,
             signature,
             client_signed,
+        })
+    }
+
+    /// Like [`Credential::authorize`] for a client's signature that the account's own contract
+    /// has approved (ERC-1271, asked by the caller: only a vault chain's withdrawal, which the
+    /// vault verifies the same way, takes one). With a key there is nothing to approve.
+    pub fn authorize_approved_by_account_contract(self, signed: ([u8; 32], u64)) -> Result<Authorization, ApiError> {
+        let Credential::Signed {
+            signature,
+            lives_too_long,
+            ..
+        } = self
+        else {
+            return Err(ApiError::internal());
+        };
+        refuse_too_long_a_life(lives_too_long)?;
+        let (nonce, expiry_ms) = signed;
+        Ok(Authorization {
+            order_id: None,
+            nonce,
+            expiry_ms,
+            signature,
+            client_signed: true,
         })
     }
 
@@ -177,7 +195,18 @@ impl Credential {
     }
 }
 
-fn invalid_signature(digest: &[u8; 32]) -> ApiError {
+fn refuse_too_long_a_life(lives_too_long: bool) -> Result<(), ApiError> {
+    if lives_too_long {
+        return Err(ApiError::invalid(
+            "expiry",
+            format!("must be at most {MAX_SIGNED_REQUEST_LIFETIME_MS} ms after now (ms since the epoch)"),
+        ));
+    }
+    Ok(())
+}
+
+/// 401 `INVALID_SIGNATURE` for a signature that does not recover to the account over `digest`.
+pub fn invalid_signature(digest: &[u8; 32]) -> ApiError {
     ApiError::new(
         StatusCode::UNAUTHORIZED,
         "INVALID_SIGNATURE",

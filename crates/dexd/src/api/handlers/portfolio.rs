@@ -216,9 +216,12 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
         expiry_ms,
     };
     let digest = withdrawal.digest(signing_domain(chain));
-    let authorization = terms
-        .credential
-        .authorize(digest, &from, (withdrawal_id, expiry_ms), None)?;
+    let signed = (withdrawal_id, expiry_ms);
+    let authorization = if approved_by_account_contract(&vault, &terms.credential, &from, digest).await? {
+        terms.credential.authorize_approved_by_account_contract(signed)?
+    } else {
+        terms.credential.authorize(digest, &from, signed, None)?
+    };
     spend_write_budget(app, &from)?;
     let command = Command::RequestWithdrawal(VaultWithdrawal {
         request: TransferRequest {
@@ -264,9 +267,46 @@ async fn refuse_used_withdrawal_id(chain: &Chain, account: &Address, withdrawal_
     Ok(())
 }
 
+/// Whether a client's signature of a withdrawal is taken on the word of the account's own
+/// contract (ERC-1271) rather than by recovering the signer, as the vault decides: an ECDSA
+/// signature by the account itself with low `s` and `v` 27 or 28 needs no question (`false`);
+/// any other is put to the vault's `isAuthorized` before anything is debited, so that what the
+/// vault would refuse is refused here rather than failed after. A node that cannot answer is 502
+/// `CHAIN_UNAVAILABLE`; a signature neither way is 401 `INVALID_SIGNATURE`.
+async fn approved_by_account_contract(
+    vault: &dexd_settlement::VaultChain,
+    credential: &Credential,
+    account: &Address,
+    digest: [u8; 32],
+) -> Result<bool, ApiError> {
+    let Credential::Signed { signature, .. } = credential else {
+        return Ok(false);
+    };
+    let signed_by_account = dexd_crypto::recover_signer(digest, signature).as_ref() == Some(account);
+    if signed_by_account && dexd_crypto::is_contract_canonical_signature(signature) {
+        return Ok(false);
+    }
+    let taken = vault
+        .node
+        .vault_takes_authorization(dexd_settlement::vault::chain_address(account), digest.into(), signature)
+        .await
+        .map_err(|error| chain_unavailable(&error.to_string()))?;
+    match (taken, signed_by_account) {
+        (true, _) => Ok(true),
+        (false, true) => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "INVALID_SIGNATURE",
+            "the vault takes only low-s signatures with v 27 or 28 (as eth_signTypedData_v4 and standard signers \
+             make them); sign the withdrawal again",
+        )
+        .on("signature")),
+        (false, false) => Err(crate::api::credential::invalid_signature(&digest)),
+    }
+}
+
 /// The vault withdrawal's id and expiry: random and `withdrawal_validity_ms` from now when dexd
-/// signs with the key; the client's nonce and expiry when the client signed, once its signature
-/// is one the vault will take and its expiry leaves the payer `withdrawal_expiry_margin_ms`.
+/// signs with the key; the client's nonce and expiry when the client signed, once its expiry
+/// leaves the payer `withdrawal_expiry_margin_ms`.
 fn withdrawal_id_and_expiry(
     credential: &Credential,
     config: &dexd_settlement::config::VaultConfig,
@@ -276,23 +316,7 @@ fn withdrawal_id_and_expiry(
             rand::random::<[u8; 32]>(),
             now_ms().saturating_add(config.withdrawal_validity_ms),
         )),
-        Credential::Signed {
-            nonce,
-            expiry_ms,
-            signature,
-            ..
-        } => {
-            // The vault verifies with OpenZeppelin's ECDSA: a signature it would refuse is refused
-            // here, before anything is debited, rather than failed after.
-            if !dexd_crypto::is_contract_canonical_signature(signature) {
-                return Err(ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "INVALID_SIGNATURE",
-                    "the vault takes only low-s signatures with v 27 or 28 (as eth_signTypedData_v4 and \
-                     standard signers make them); sign the withdrawal again",
-                )
-                .on("signature"));
-            }
+        Credential::Signed { nonce, expiry_ms, .. } => {
             if *expiry_ms < now_ms().saturating_add(config.withdrawal_expiry_margin_ms) {
                 return Err(ApiError::invalid(
                     "expiry",
