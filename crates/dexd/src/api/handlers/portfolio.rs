@@ -217,7 +217,7 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
     };
     let digest = withdrawal.digest(signing_domain(chain));
     let signed = (withdrawal_id, expiry_ms);
-    let authorization = if approved_by_account_contract(&vault, &terms.credential, &from, digest).await? {
+    let authorization = if approved_by_account_contract(vault, &terms.credential, &from, digest).await? {
         terms.credential.authorize_approved_by_account_contract(signed)?
     } else {
         terms.credential.authorize(digest, &from, signed, None)?
