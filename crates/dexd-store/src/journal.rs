@@ -6,15 +6,15 @@
 //! replay hands what the history lacks to the [`Projector`]).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use dexd_core::{Command, Engine, EngineConfig};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::database::{meta_value, open_connection, to_sql_integer, StoreError};
-use super::projector::{Projector, MAX_PROJECTION_BATCH};
-use super::records::{Authorization, JournalEntry, Projection};
+use super::journal_interface::{self, Journal};
+use super::projector::Projector;
+use super::records::{Authorization, JournalEntry};
 use crate::codec;
 
 /// The journal's schema, one migration per version; `PRAGMA user_version` records how many have
@@ -154,22 +154,20 @@ impl StoreWriter {
     /// Rebuilds the engine by replaying the journal at the recorded times. With a `history`, the
     /// commands it does not hold yet are written to it on the way, in batches of
     /// [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
-    pub fn replay(&self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
-        let engine = Engine::new(config.clone())
-            .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
-        replay_onto(&self.connection, engine, 0, history)
+    pub fn replay(&mut self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
+        journal_interface::replay(self, config, history)
     }
 
     /// Like [`StoreWriter::replay`], from an engine in the state of command `after` (restored
     /// from a snapshot): only the journal after it is replayed. The history must hold at least
     /// the commands up to `after`, with the open orders of `after` already in its memory.
     pub fn replay_after(
-        &self,
+        &mut self,
         engine: Engine,
         after: u64,
         history: Option<&mut Projector>,
     ) -> Result<Replayed, StoreError> {
-        replay_onto(&self.connection, engine, after, history)
+        journal_interface::replay_after(self, engine, after, history)
     }
 
     /// The journal's identity (a random hex string given when it was created).
@@ -204,6 +202,38 @@ impl StoreWriter {
                 Ok(())
             }
         }
+    }
+}
+
+impl Journal for StoreWriter {
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
+        StoreWriter::append(self, batch)
+    }
+
+    fn last_sequence(&mut self) -> Result<u64, StoreError> {
+        StoreWriter::last_sequence(self)
+    }
+
+    fn journal_id(&mut self) -> Result<String, StoreError> {
+        StoreWriter::journal_id(self)
+    }
+
+    fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError> {
+        StoreWriter::bind_custody(self, custody)
+    }
+
+    fn for_each_command(
+        &mut self,
+        after: u64,
+        through: u64,
+        keep_going: &dyn Fn() -> bool,
+        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
+        for_each_command(&self.connection, after, through, keep_going, apply)
+    }
+
+    fn between_batches(&mut self) -> Result<(), StoreError> {
+        self.checkpoint()
     }
 }
 
@@ -314,65 +344,6 @@ pub(super) fn execute_journaled(
                 journaled.sequence
             ))
         })
-}
-
-/// Replays the journal after `after` onto an engine in the state of `after`.
-fn replay_onto(
-    connection: &Connection,
-    mut engine: Engine,
-    after: u64,
-    mut history: Option<&mut Projector>,
-) -> Result<Replayed, StoreError> {
-    let projected = match history.as_deref() {
-        Some(projector) => projector.projected_sequence()?,
-        None => u64::MAX,
-    };
-    if projected < after {
-        return Err(StoreError::Inconsistent(format!(
-            "the history has reached command {projected}, before the replay's start {after}"
-        )));
-    }
-    let mut unprojected = Vec::new();
-    let mut reprojected_commands = 0;
-    let mut events = Vec::new();
-    let last_sequence = for_each_command(connection, after, u64::MAX, &|| true, |journaled| {
-        let (sequence, authorization) = (journaled.sequence, journaled.authorization);
-        execute_journaled(&mut engine, journaled, &mut events)?;
-        let Some(projector) = history.as_deref_mut() else {
-            return Ok(());
-        };
-        if sequence <= projected {
-            // The history holds this command's rows; only the open orders in memory need it.
-            projector.remember(sequence, &events, authorization)?;
-        } else {
-            unprojected.push(Projection {
-                sequence,
-                events: Arc::new(std::mem::take(&mut events)),
-                authorization,
-            });
-            if unprojected.len() == MAX_PROJECTION_BATCH {
-                projector.project(&unprojected)?;
-                reprojected_commands += unprojected.len();
-                unprojected.clear();
-            }
-        }
-        Ok(())
-    })?;
-    if let Some(projector) = history {
-        if projected > last_sequence {
-            return Err(StoreError::Inconsistent(format!(
-                "the history has reached command {projected} but the journal ends at {last_sequence}: \
-                 acknowledged commands are missing from the journal"
-            )));
-        }
-        projector.project(&unprojected)?;
-        reprojected_commands += unprojected.len();
-    }
-    Ok(Replayed {
-        engine,
-        last_sequence,
-        reprojected_commands,
-    })
 }
 
 /// A read-only connection to a chain's journal, for a replay beside the running writer (the

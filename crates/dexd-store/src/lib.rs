@@ -30,6 +30,7 @@ pub mod codec;
 mod database;
 mod history;
 mod journal;
+mod journal_interface;
 pub mod open_orders;
 mod projector;
 mod reader;
@@ -56,6 +57,7 @@ pub use self::journal::{
     follow_journal_entry, JournalCheckpointer, JournalReader, JournaledCommand, Replayed, StoreWriter,
     REPLAY_READ_CHUNK_COMMANDS,
 };
+pub use self::journal_interface::{replay, replay_after, Journal};
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
 pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};

@@ -73,7 +73,7 @@ fn a_store_of_schema_version_2_migrates_and_its_orders_are_rebuilt_in_the_histor
             )
             .unwrap();
     }
-    let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
     let replayed = writer.replay(&engine_config, Some(&mut projector)).unwrap();
     assert_eq!(replayed.reprojected_commands, 2);
     let stored = reader
@@ -147,7 +147,7 @@ fn deposit_amounts(reader: &StoreReader) -> Vec<u128> {
 /// and checks that the history starts empty and is rebuilt from the journal, without the
 /// rows [`double_the_transfer_rows`] added; returns the projector for further checks.
 fn assert_the_history_is_rebuilt(data_dir: &Path, engine_config: &EngineConfig, gone: &str) -> Projector {
-    let (writer, mut projector, reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
+    let (mut writer, mut projector, reader) = open(data_dir, 1, Duration::from_secs(1)).unwrap();
     assert_eq!(projector.projected_sequence().unwrap(), 0);
     let replayed = writer.replay(engine_config, Some(&mut projector)).unwrap();
     assert_eq!(replayed.reprojected_commands, 3);
@@ -416,7 +416,7 @@ fn closed_orders_are_found_by_id_before_and_after_their_index_run_and_after_a_re
     assert_eq!(indexed, 4, "two runs of two, the fifth order waits in memory");
     drop((writer, projector, reader));
 
-    let (writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
     writer.replay(&engine_config, Some(&mut projector)).unwrap();
     assert_eq!(
         reader.unindexed_ids.read().len(),
@@ -511,7 +511,7 @@ fn a_history_ahead_of_its_journal_is_refused() {
         .unwrap()
         .execute("UPDATE meta SET value = '5' WHERE key = 'projected_sequence'", [])
         .unwrap();
-    let (writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let (mut writer, mut projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
     let error = writer.replay(&engine_config, Some(&mut projector)).err().unwrap();
     assert!(
         error.to_string().contains("the journal ends at 3"),

@@ -86,7 +86,8 @@ impl Chain {
         telemetry: &Telemetry,
     ) -> Result<Chain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
-        let (store_writer, mut projector, store_reader) = dexd_store::open(data_dir, config.chain_id, busy_timeout)?;
+        let (mut store_writer, mut projector, store_reader) =
+            dexd_store::open(data_dir, config.chain_id, busy_timeout)?;
         store_writer.bind_custody(&custody_binding(&config))?;
         let engine_config = config.engine_config(&full_config.limits);
         let chain_id = config.chain_id;
@@ -94,7 +95,7 @@ impl Chain {
             chain_id,
             full_config,
             data_dir,
-            &store_writer,
+            &mut store_writer,
             &mut projector,
             &engine_config,
         )?;
@@ -320,7 +321,7 @@ fn restore_at_start(
     chain_id: u64,
     full_config: &Config,
     data_dir: &Path,
-    store_writer: &StoreWriter,
+    store_writer: &mut StoreWriter,
     projector: &mut Projector,
     engine_config: &EngineConfig,
 ) -> Result<(Replayed, SnapshotPlace, Arc<SnapshotStatus>), StoreError> {

@@ -22,7 +22,7 @@ use dexd_store::snapshots::{
     build_state, list_snapshots, load_snapshot, remove_older_snapshots, snapshot_payload, write_snapshot,
     LoadedSnapshot, SnapshotError, SnapshotIdentity,
 };
-use dexd_store::{JournalReader, Projector, Replayed, StoreError, StoreWriter};
+use dexd_store::{replay, replay_after, Journal, JournalReader, Projector, Replayed, StoreError};
 
 /// What the chain's snapshots have done, for `/metrics` and the logs.
 #[derive(Debug, Default)]
@@ -163,7 +163,7 @@ pub(crate) struct SnapshotPlace {
 }
 
 pub(super) fn recover(
-    store: &StoreWriter,
+    journal: &mut dyn Journal,
     snapshots: &SnapshotPlace,
     engine_config: &EngineConfig,
     usable_through: u64,
@@ -183,9 +183,12 @@ pub(super) fn recover(
             if let Some(projector) = history.as_mut() {
                 projector.restore_open_orders(snapshot.open_orders);
             }
-            Ok((store.replay_after(snapshot.engine, sequence, history)?, Some(sequence)))
+            Ok((
+                replay_after(journal, snapshot.engine, sequence, history)?,
+                Some(sequence),
+            ))
         }
-        None => Ok((store.replay(engine_config, history)?, None)),
+        None => Ok((replay(journal, engine_config, history)?, None)),
     }
 }
 

@@ -309,7 +309,7 @@ fn rebuild(state: &mut WriterState) {
         // The newest snapshot the journal reaches shortens the replay, as at start.
         let replayed = state.store.last_sequence().and_then(|journal_end| {
             super::snapshotter::recover(
-                &state.store,
+                &mut state.store,
                 &state.snapshots,
                 &state.engine_config,
                 journal_end,

@@ -1,0 +1,129 @@
+//! The journal interface: what a chain's writer needs of the journal that holds the money,
+//! whatever keeps it. Two backends implement it: the embedded SQLite journal
+//! ([`crate::StoreWriter`], the default for one node) and the PostgreSQL journal
+//! ([`crate::postgres::PostgresJournal`], which several nodes share, fenced by a leader's epoch).
+//!
+//! The replay that rebuilds an engine from a journal is written once here, over the interface.
+//! This module does not open a backend (the crate's `open` and `postgres::PostgresJournal::open`
+//! do) and does not decide who may append (the lease does, for PostgreSQL).
+
+use std::sync::Arc;
+
+use dexd_core::{Engine, EngineConfig};
+
+use super::database::StoreError;
+use super::journal::{execute_journaled, JournaledCommand, Replayed};
+use super::projector::{Projector, MAX_PROJECTION_BATCH};
+use super::records::{JournalEntry, Projection};
+
+/// A chain's journal, as its writer uses it.
+///
+/// Invariant: once `append` returns `Ok`, the batch is durable and no other writer can have
+/// appended in between: sequences follow one another without a gap or a repeat.
+pub trait Journal: Send {
+    /// Appends a batch in one transaction; when this returns `Ok`, the batch is durable. A
+    /// backend shared by several nodes refuses the append of a writer that is no longer the
+    /// chain's leader ([`StoreError::Fenced`]), and then nothing of the batch is written.
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError>;
+
+    /// The sequence of the last journaled command (0 when empty).
+    fn last_sequence(&mut self) -> Result<u64, StoreError>;
+
+    /// The journal's identity (a random hex string given when it was created).
+    fn journal_id(&mut self) -> Result<String, StoreError>;
+
+    /// Binds the journal to what holds its money, or checks the binding it has (see
+    /// [`crate::StoreWriter::bind_custody`]).
+    fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError>;
+
+    /// Calls `apply` with every journaled command after `after`, up to `through` included, in
+    /// order, reading a bounded chunk at a time; stops early when `keep_going` says so between
+    /// chunks. Refuses a journal with a gap. Returns the last sequence read.
+    fn for_each_command(
+        &mut self,
+        after: u64,
+        through: u64,
+        keep_going: &dyn Fn() -> bool,
+        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError>;
+
+    /// Work the backend does between batches, off the commit path (SQLite copies its WAL into
+    /// the database file); nothing by default.
+    fn between_batches(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// Rebuilds the engine by replaying the whole journal at the recorded times; with a `history`,
+/// the commands it lacks are written to it on the way (see [`replay_after`]).
+pub fn replay(
+    journal: &mut dyn Journal,
+    config: &EngineConfig,
+    history: Option<&mut Projector>,
+) -> Result<Replayed, StoreError> {
+    let engine = Engine::new(config.clone())
+        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
+    replay_after(journal, engine, 0, history)
+}
+
+/// Replays the journal after `after` onto an engine in the state of command `after` (restored
+/// from a snapshot). With a `history`, which must hold at least the commands up to `after` (with
+/// their open orders in its memory), the commands it does not hold yet are written to it in
+/// batches of [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
+pub fn replay_after(
+    journal: &mut dyn Journal,
+    mut engine: Engine,
+    after: u64,
+    mut history: Option<&mut Projector>,
+) -> Result<Replayed, StoreError> {
+    let projected = match history.as_deref() {
+        Some(projector) => projector.projected_sequence()?,
+        None => u64::MAX,
+    };
+    if projected < after {
+        return Err(StoreError::Inconsistent(format!(
+            "the history has reached command {projected}, before the replay's start {after}"
+        )));
+    }
+    let mut unprojected = Vec::new();
+    let mut reprojected_commands = 0;
+    let mut events = Vec::new();
+    let last_sequence = journal.for_each_command(after, u64::MAX, &|| true, &mut |journaled| {
+        let (sequence, authorization) = (journaled.sequence, journaled.authorization);
+        execute_journaled(&mut engine, journaled, &mut events)?;
+        let Some(projector) = history.as_deref_mut() else {
+            return Ok(());
+        };
+        if sequence <= projected {
+            // The history holds this command's rows; only the open orders in memory need it.
+            projector.remember(sequence, &events, authorization)?;
+        } else {
+            unprojected.push(Projection {
+                sequence,
+                events: Arc::new(std::mem::take(&mut events)),
+                authorization,
+            });
+            if unprojected.len() == MAX_PROJECTION_BATCH {
+                projector.project(&unprojected)?;
+                reprojected_commands += unprojected.len();
+                unprojected.clear();
+            }
+        }
+        Ok(())
+    })?;
+    if let Some(projector) = history {
+        if projected > last_sequence {
+            return Err(StoreError::Inconsistent(format!(
+                "the history has reached command {projected} but the journal ends at {last_sequence}: \
+                 acknowledged commands are missing from the journal"
+            )));
+        }
+        projector.project(&unprojected)?;
+        reprojected_commands += unprojected.len();
+    }
+    Ok(Replayed {
+        engine,
+        last_sequence,
+        reprojected_commands,
+    })
+}
