@@ -30,6 +30,11 @@ pub enum StoreError {
     Codec(CodecError),
     /// The store does not belong to this chain, or its journal does not replay.
     Inconsistent(String),
+    /// PostgreSQL could not be reached or refused (the message never carries its URL).
+    Postgres(String),
+    /// A shared journal refused an append from a writer that no longer leads its chain (another
+    /// node's epoch holds the lease, or the journal moved on): nothing of the batch was written.
+    Fenced(String),
 }
 
 impl std::fmt::Display for StoreError {
@@ -38,6 +43,8 @@ impl std::fmt::Display for StoreError {
             StoreError::Database(error) => write!(formatter, "database: {error}"),
             StoreError::Codec(error) => write!(formatter, "{error}"),
             StoreError::Inconsistent(message) => formatter.write_str(message),
+            StoreError::Postgres(message) => write!(formatter, "PostgreSQL: {message}"),
+            StoreError::Fenced(message) => write!(formatter, "not the leader: {message}"),
         }
     }
 }

@@ -8,13 +8,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dexd_core::{Command, Engine, EngineConfig};
+use dexd_core::{Engine, EngineConfig};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use super::checkpoints::{checkpoint_passive, CheckpointSchedule, CheckpointStep, JournalCheckpointer};
 use super::database::{meta_value, open_connection, to_sql_integer, StoreError};
-use super::journal_interface::{self, Journal};
+use super::journal_interface::{self, Journal, JournaledCommand, Replayed};
 use super::projector::Projector;
-use super::records::{Authorization, JournalEntry};
+use super::records::JournalEntry;
 use crate::codec;
 
 /// The journal's schema, one migration per version; `PRAGMA user_version` records how many have
@@ -58,47 +59,14 @@ pub(super) const JOURNAL_MIGRATIONS: &[&str] = &[
      DELETE FROM meta WHERE key = 'projected_sequence';
      INSERT INTO meta (key, value) VALUES ('journal_id', lower(hex(randomblob(16))));",
 ];
-/// The engine rebuilt from the journal, with what the history tables still lack.
-pub struct Replayed {
-    /// The rebuilt engine.
-    pub engine: Engine,
-    /// The journal's last sequence (0 when empty).
-    pub last_sequence: u64,
-    /// How many commands were written to the history on the way.
-    pub reprojected_commands: usize,
-}
-/// Copies the WAL into the database file as far as it can without waiting for anyone.
-pub(super) fn checkpoint_passive(connection: &Connection) -> Result<(), StoreError> {
-    let (busy, wal_frames, checkpointed_frames): (i64, i64, i64) =
-        connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-        })?;
-    if busy != 0 || wal_frames != checkpointed_frames {
-        tracing::debug!(
-            wal_frames,
-            checkpointed_frames,
-            "the journal checkpoint did not complete"
-        );
-    }
-    Ok(())
-}
-/// A connection to a chain's journal that only checkpoints it, on a thread of its own: it copies
-/// the bulk of the WAL into the database file and syncs it while the writer goes on committing. The writer then finishes with a short checkpoint of what
-/// was appended meanwhile ([`StoreWriter::checkpoint`]), after which the WAL starts over: a
-/// checkpoint that never catches up with a busy writer lets the WAL grow without end.
-pub struct JournalCheckpointer {
-    connection: Connection,
-}
-
-impl JournalCheckpointer {
-    /// Copies what the WAL holds now into the database file and syncs it.
-    pub fn checkpoint(&self) -> Result<(), StoreError> {
-        checkpoint_passive(&self.connection)
-    }
-}
 /// The journal of a chain's store, owned by the chain's writer thread.
 pub struct StoreWriter {
     pub(super) connection: Connection,
+    /// The last sequence appended (or found at [`StoreWriter::checkpoint_in_background`]).
+    pub(super) journaled_through: u64,
+    /// When the WAL is copied into the file; `None` until
+    /// [`StoreWriter::checkpoint_in_background`], and then only explicit checkpoints run.
+    pub(super) checkpoints: Option<CheckpointSchedule>,
 }
 impl StoreWriter {
     /// Copies what the journal's WAL holds into its database file. Run by the writer between
@@ -121,6 +89,20 @@ impl StoreWriter {
         let connection = open_connection(&path, Duration::from_secs(1))?;
         connection.pragma_update(None, "wal_autocheckpoint", 0)?;
         Ok(JournalCheckpointer { connection })
+    }
+
+    /// From now on, checkpoints the journal between batches every
+    /// [`crate::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], the bulk of each on a thread of its own
+    /// (see [`crate::checkpoints`]).
+    pub fn checkpoint_in_background(&mut self, chain_id: u64) -> Result<(), StoreError> {
+        self.journaled_through = self.last_sequence()?;
+        let checkpointer = self.checkpointer()?;
+        self.checkpoints = Some(CheckpointSchedule::with_thread(
+            chain_id,
+            self.journaled_through,
+            checkpointer,
+        ));
+        Ok(())
     }
 
     /// Appends a batch to the journal in one transaction; when this returns `Ok`, the batch is
@@ -148,6 +130,9 @@ impl StoreWriter {
             }
         }
         transaction.commit()?;
+        if let Some(last) = batch.last() {
+            self.journaled_through = last.sequence;
+        }
         Ok(())
     }
 
@@ -233,7 +218,18 @@ impl Journal for StoreWriter {
     }
 
     fn between_batches(&mut self) -> Result<(), StoreError> {
-        self.checkpoint()
+        let journaled_through = self.journaled_through;
+        let Some(schedule) = self.checkpoints.as_mut() else {
+            return Ok(());
+        };
+        if let CheckpointStep::Finish = schedule.step(journaled_through) {
+            let started = std::time::Instant::now();
+            let outcome = checkpoint_passive(&self.connection);
+            if let Some(schedule) = self.checkpoints.as_mut() {
+                schedule.finished(journaled_through, started, outcome);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -249,18 +245,6 @@ pub(super) fn last_sequence(connection: &Connection) -> Result<u64, StoreError> 
             row.get::<_, i64>(0)
         })? as u64,
     )
-}
-
-/// One journaled command, decoded.
-pub struct JournaledCommand {
-    /// Its sequence.
-    pub sequence: u64,
-    /// The time it ran at.
-    pub time_ms: u64,
-    /// The command.
-    pub command: Command,
-    /// The signature journaled with it.
-    pub authorization: Option<Authorization>,
 }
 
 /// Calls `apply` with every journaled command after `after`, up to `through` included, in
@@ -308,42 +292,6 @@ pub(super) fn for_each_command(
             return Ok(last_sequence);
         }
     }
-}
-
-/// Runs a journal entry, as the writer appended it, on a copy of the engine that follows the
-/// journal (the streams' copy; a cluster follower's): decoded and executed exactly as a replay
-/// does. A refusal means the copy is not at the entry's place in the journal.
-pub fn follow_journal_entry(
-    engine: &mut Engine,
-    entry: &JournalEntry,
-    events: &mut Vec<dexd_core::Event>,
-) -> Result<(), StoreError> {
-    let journaled = JournaledCommand {
-        sequence: entry.sequence,
-        time_ms: entry.time_ms,
-        command: codec::decode_command(&entry.command)?,
-        authorization: entry.authorization,
-    };
-    execute_journaled(engine, journaled, events)
-}
-
-/// Runs one journaled command on the engine. Every journaled command was accepted once, so a
-/// rejection here means the journal and the engine disagree, and the store is refused.
-pub(super) fn execute_journaled(
-    engine: &mut Engine,
-    journaled: JournaledCommand,
-    events: &mut Vec<dexd_core::Event>,
-) -> Result<(), StoreError> {
-    events.clear();
-    let claim = journaled.authorization.as_ref().and_then(Authorization::claim);
-    engine
-        .execute_signed(journaled.command, claim, journaled.time_ms, events)
-        .map_err(|rejection| {
-            StoreError::Inconsistent(format!(
-                "journaled command {} is refused on replay ({rejection:?}); was the configuration changed?",
-                journaled.sequence
-            ))
-        })
 }
 
 /// A read-only connection to a chain's journal, for a replay beside the running writer (the

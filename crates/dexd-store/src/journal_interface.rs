@@ -3,18 +3,20 @@
 //! ([`crate::StoreWriter`], the default for one node) and the PostgreSQL journal
 //! ([`crate::postgres::PostgresJournal`], which several nodes share, fenced by a leader's epoch).
 //!
-//! The replay that rebuilds an engine from a journal is written once here, over the interface.
+//! The replay that rebuilds an engine from a journal is written once here, over the interface,
+//! with what it yields ([`JournaledCommand`], [`Replayed`]) and the one way a journaled command
+//! runs on an engine, which a copy that follows the journal uses too ([`follow_journal_entry`]).
 //! This module does not open a backend (the crate's `open` and `postgres::PostgresJournal::open`
 //! do) and does not decide who may append (the lease does, for PostgreSQL).
 
 use std::sync::Arc;
 
-use dexd_core::{Engine, EngineConfig};
+use dexd_core::{Command, Engine, EngineConfig};
 
+use super::codec;
 use super::database::StoreError;
-use super::journal::{execute_journaled, JournaledCommand, Replayed};
 use super::projector::{Projector, MAX_PROJECTION_BATCH};
-use super::records::{JournalEntry, Projection};
+use super::records::{Authorization, JournalEntry, Projection};
 
 /// A chain's journal, as its writer uses it.
 ///
@@ -126,4 +128,62 @@ pub fn replay_after(
         last_sequence,
         reprojected_commands,
     })
+}
+
+/// The engine rebuilt from the journal, with what the history tables still lack.
+pub struct Replayed {
+    /// The rebuilt engine.
+    pub engine: Engine,
+    /// The journal's last sequence (0 when empty).
+    pub last_sequence: u64,
+    /// How many commands were written to the history on the way.
+    pub reprojected_commands: usize,
+}
+
+/// One journaled command, decoded.
+pub struct JournaledCommand {
+    /// Its sequence.
+    pub sequence: u64,
+    /// The time it ran at.
+    pub time_ms: u64,
+    /// The command.
+    pub command: Command,
+    /// The signature journaled with it.
+    pub authorization: Option<Authorization>,
+}
+
+/// Runs a journal entry, as the writer appended it, on a copy of the engine that follows the
+/// journal (the streams' copy; a cluster follower's): decoded and executed exactly as a replay
+/// does. A refusal means the copy is not at the entry's place in the journal.
+pub fn follow_journal_entry(
+    engine: &mut Engine,
+    entry: &JournalEntry,
+    events: &mut Vec<dexd_core::Event>,
+) -> Result<(), StoreError> {
+    let journaled = JournaledCommand {
+        sequence: entry.sequence,
+        time_ms: entry.time_ms,
+        command: codec::decode_command(&entry.command)?,
+        authorization: entry.authorization,
+    };
+    execute_journaled(engine, journaled, events)
+}
+
+/// Runs one journaled command on the engine. Every journaled command was accepted once, so a
+/// rejection here means the journal and the engine disagree, and the store is refused.
+pub(crate) fn execute_journaled(
+    engine: &mut Engine,
+    journaled: JournaledCommand,
+    events: &mut Vec<dexd_core::Event>,
+) -> Result<(), StoreError> {
+    events.clear();
+    let claim = journaled.authorization.as_ref().and_then(Authorization::claim);
+    engine
+        .execute_signed(journaled.command, claim, journaled.time_ms, events)
+        .map_err(|rejection| {
+            StoreError::Inconsistent(format!(
+                "journaled command {} is refused on replay ({rejection:?}); was the configuration changed?",
+                journaled.sequence
+            ))
+        })
 }

@@ -25,6 +25,7 @@
 //! [`WriteError`]. This crate does not decide anything (the engine does) and does not know HTTP.
 
 pub mod backup;
+pub mod checkpoints;
 mod clock;
 pub mod codec;
 mod database;
@@ -32,6 +33,7 @@ mod history;
 mod journal;
 mod journal_interface;
 pub mod open_orders;
+pub mod postgres;
 mod projector;
 mod reader;
 mod records;
@@ -49,15 +51,14 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
+pub use self::checkpoints::JournalCheckpointer;
+pub use self::checkpoints::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
 pub use self::database::{
     database_path, history_path, StoreError, STORE_CACHE_KIBIBYTES, STORE_PAGE_BYTES, WAL_AUTOCHECKPOINT_PAGES,
 };
 pub use self::history::PROJECTOR_CACHE_KIBIBYTES;
-pub use self::journal::{
-    follow_journal_entry, JournalCheckpointer, JournalReader, JournaledCommand, Replayed, StoreWriter,
-    REPLAY_READ_CHUNK_COMMANDS,
-};
-pub use self::journal_interface::{replay, replay_after, Journal};
+pub use self::journal::{JournalReader, StoreWriter, REPLAY_READ_CHUNK_COMMANDS};
+pub use self::journal_interface::{follow_journal_entry, replay, replay_after, Journal, JournaledCommand, Replayed};
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
 pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};
@@ -95,7 +96,11 @@ pub fn open(
         unindexed_ids: Arc::clone(&unindexed_ids),
     };
     Ok((
-        StoreWriter { connection },
+        StoreWriter {
+            connection,
+            journaled_through: 0,
+            checkpoints: None,
+        },
         Projector {
             connection: history_connection,
             open_orders,

@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use dexd_core::{Engine, EngineConfig, OrderRecord};
 
 use super::database::StoreError;
-use super::journal::{execute_journaled, JournalReader};
+use super::journal::JournalReader;
+use super::journal_interface::execute_journaled;
 use super::open_orders::OpenOrders;
 use super::records::StoredOrder;
 use crate::codec::snapshot::{

@@ -272,7 +272,7 @@ fn journal_and_project(
 
 /// A deposit of `units` of asset `asset` of the embedded default's first chain.
 /// A ledger deposit whose id is made of its amount (the history keeps one row per id).
-fn deposit(account: Address, asset: u16, units: u128) -> Command {
+pub(crate) fn deposit(account: Address, asset: u16, units: u128) -> Command {
     let mut transfer_id = [0; 32];
     transfer_id[16..].copy_from_slice(&units.to_be_bytes());
     Command::Deposit(dexd_core::TransferRequest {
@@ -587,6 +587,33 @@ fn the_checkpointer_moves_the_bulk_and_the_writer_finishes_so_the_wal_starts_ove
         writer.append(&placeholder_entries(first)).unwrap();
     }
     assert_eq!(file_bytes(&wal), wal_bytes, "the WAL started over instead of growing");
+}
+
+/// The schedule the writer runs between batches: nothing before the interval; after it, the
+/// thread copies the bulk and a later step finishes, so the journal reaches its file.
+#[test]
+fn between_batches_the_journal_checkpoints_once_per_interval() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut writer, _projector, _reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    writer.checkpoint_in_background(1).unwrap();
+    let (journal, _wal) = journal_files(data_dir.path());
+    let interval = crate::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS as u64;
+    let journal_bytes = file_bytes(&journal);
+    let mut first = 1;
+    while first + 100 <= interval {
+        writer.append(&placeholder_entries(first)).unwrap();
+        Journal::between_batches(&mut writer).unwrap();
+        first += 100;
+    }
+    assert_eq!(file_bytes(&journal), journal_bytes, "no checkpoint before the interval");
+    let started = std::time::Instant::now();
+    while file_bytes(&journal) < journal_bytes + interval * 200 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the checkpoint never came");
+        writer.append(&placeholder_entries(first)).unwrap();
+        Journal::between_batches(&mut writer).unwrap();
+        first += 100;
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]

@@ -32,9 +32,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use self::projector::run_projector;
 use self::snapshotter::{recover, SnapshotPlace, SnapshotStatus, Snapshotter, SnapshotterSetup};
-use self::writer::{
-    run_writer, start_journal_checkpointer, EnginePosition, WriteRequest, WriterMessage, WriterMetrics, WriterState,
-};
+use self::writer::{run_writer, EnginePosition, WriteRequest, WriterMessage, WriterMetrics, WriterState};
 use crate::config::{ChainConfig, Config};
 use crate::telemetry::Telemetry;
 use dexd_store::snapshots::{
@@ -46,7 +44,8 @@ pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
 };
 pub use self::settlement::vault_chain_setups;
-pub use self::writer::{JOURNAL_CHECKPOINT_INTERVAL_COMMANDS, MAX_WRITE_BATCH};
+pub use self::writer::MAX_WRITE_BATCH;
+pub use dexd_store::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
 /// How many commands the projector writes in one transaction (the store's limit).
 pub use dexd_store::MAX_PROJECTION_BATCH;
 /// How long a history read waits for the projector before it is answered 503.
@@ -127,21 +126,17 @@ impl Chain {
             .name(format!("projector-{chain_id}"))
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
             .expect("the projector thread starts");
-        let (checkpoint_requests, checkpoints_copied) = start_journal_checkpointer(chain_id, &store_writer)?;
+        store_writer.checkpoint_in_background(chain_id)?;
         let (publisher, publications) = publication::channel(config.pairs.len());
         let writer_state = WriterState {
             chain_id,
             engine: Arc::clone(&engine),
-            store: store_writer,
+            store: Box::new(store_writer),
             engine_config,
             next_sequence: replayed.last_sequence + 1,
             journaled: Arc::clone(&journaled),
             engine_position: Arc::clone(&engine_position),
             projection: projection_sender,
-            checkpointed_through: replayed.last_sequence,
-            checkpoint_requests,
-            checkpoints_copied,
-            checkpoint_in_progress: false,
             publisher: Some(publisher),
             snapshots,
             metrics: WriterMetrics::of_chain(telemetry, chain_id),

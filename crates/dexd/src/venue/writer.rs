@@ -2,8 +2,8 @@
 //! (up to [`MAX_WRITE_BATCH`], without waiting for more), applies it to the engine under one
 //! write lock, appends the batch to the journal in one synced transaction, and only then
 //! answers (group commit); it hands the journaled batch to the projector, and between batches
-//! finishes the journal's checkpoints. A batch whose append fails is answered 503 and the
-//! engine is rebuilt from the journal, so nothing of it stays in memory.
+//! lets the journal do its own work (SQLite's checkpoints). A batch whose append fails is
+//! answered 503 and the engine is rebuilt from the journal, so nothing of it stays in memory.
 //!
 //! It knows nothing of HTTP; the queue's other end is [`super::Chain`].
 
@@ -18,18 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::publication::{Publisher, StreamRead};
 use dexd_store::codec;
-use dexd_store::{now_ms, Authorization, Events, JournalEntry, Projection, StoreError, StoreWriter, WriteError};
+use dexd_store::{now_ms, Authorization, Events, Journal, JournalEntry, Projection, WriteError};
 
 /// How many queued commands the writer takes into one journal transaction.
 pub const MAX_WRITE_BATCH: usize = 1_024;
-/// How many journaled commands pass between two checkpoints of the journal, which the writer
-/// finishes between batches after answering one: each checkpoint writes the journal's new pages
-/// to its file and syncs it, so running it after every batch would double the syncs, and the
-/// writer's part holds every write while it runs: fewer, larger checkpoints keep those pauses
-/// out of most placements' latency (BENCHMARKS.md, "Over HTTP"). The cost: the WAL file grows
-/// between checkpoints (it is reused, not regrown, after each).
-pub const JOURNAL_CHECKPOINT_INTERVAL_COMMANDS: usize = 32_768;
-
 pub(crate) struct WriteRequest {
     pub(crate) command: Command,
     pub(crate) authorization: Option<Authorization>,
@@ -76,19 +68,13 @@ impl WriterMetrics {
 pub(crate) struct WriterState {
     pub(crate) chain_id: u64,
     pub(crate) engine: Arc<RwLock<Engine>>,
-    pub(crate) store: StoreWriter,
+    /// The chain's journal: SQLite's or PostgreSQL's.
+    pub(crate) store: Box<dyn Journal>,
     pub(crate) engine_config: EngineConfig,
     pub(crate) next_sequence: u64,
     pub(crate) journaled: Arc<AtomicU64>,
     pub(crate) engine_position: Arc<EnginePosition>,
     pub(crate) projection: std::sync::mpsc::SyncSender<Vec<Projection>>,
-    /// The journal sequence the last checkpoint reached.
-    pub(crate) checkpointed_through: u64,
-    /// The journal checkpointer thread: asked to copy the bulk of the WAL, it answers when done.
-    pub(crate) checkpoint_requests: std::sync::mpsc::SyncSender<()>,
-    pub(crate) checkpoints_copied: std::sync::mpsc::Receiver<()>,
-    /// Whether the checkpointer has been asked and has not answered yet.
-    pub(crate) checkpoint_in_progress: bool,
     /// The live streams' end of the publications.
     pub(crate) publisher: Option<Publisher>,
     pub(crate) metrics: WriterMetrics,
@@ -187,73 +173,10 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
     for (reply, result) in replies {
         let _ = reply.send(result);
     }
-    checkpoint_when_due(state);
-}
-
-/// Checkpoints the journal every [`JOURNAL_CHECKPOINT_INTERVAL_COMMANDS`], in two steps so that
-/// the writer is not held up by the bulk of it: the checkpointer thread copies the WAL into the
-/// database file and syncs it (the writer answered nothing while it did this itself), then the
-/// writer, between batches, copies what was appended meanwhile, so that the WAL starts over. A
-/// failure is retried at the next interval, the WAL growing
-/// meanwhile.
-fn checkpoint_when_due(state: &mut WriterState) {
-    let journaled_through = state.next_sequence - 1;
-    if state.checkpoint_in_progress {
-        match state.checkpoints_copied.try_recv() {
-            Ok(()) | Err(std::sync::mpsc::TryRecvError::Disconnected) => finish_checkpoint(state),
-            Err(std::sync::mpsc::TryRecvError::Empty) => {}
-        }
-        return;
+    // The journal's own work between batches (SQLite's checkpoints), off the commit path.
+    if let Err(error) = state.store.between_batches() {
+        tracing::warn!(chain_id = state.chain_id, %error, "the journal's work between batches failed");
     }
-    if journaled_through.saturating_sub(state.checkpointed_through) < JOURNAL_CHECKPOINT_INTERVAL_COMMANDS as u64 {
-        return;
-    }
-    match state.checkpoint_requests.try_send(()) {
-        Ok(()) => state.checkpoint_in_progress = true,
-        Err(std::sync::mpsc::TrySendError::Full(())) => {}
-        // Without its thread, the writer does the whole checkpoint itself.
-        Err(std::sync::mpsc::TrySendError::Disconnected(())) => finish_checkpoint(state),
-    }
-}
-
-/// The writer's part of a checkpoint: what is left in the WAL, after which it starts over.
-fn finish_checkpoint(state: &mut WriterState) {
-    let journaled_through = state.next_sequence - 1;
-    state.checkpoint_in_progress = false;
-    let started = Instant::now();
-    match state.store.checkpoint() {
-        Ok(()) => {
-            state.checkpointed_through = journaled_through;
-            let checkpoint_us = started.elapsed().as_micros() as u64;
-            tracing::debug!(chain_id = state.chain_id, checkpoint_us, "journal checkpointed");
-        }
-        Err(error) => tracing::warn!(chain_id = state.chain_id, %error, "checkpointing the journal failed"),
-    }
-}
-
-/// Starts the thread that copies the bulk of the journal's WAL into its file when the writer
-/// asks (see [`checkpoint_when_due`]); it ends when the writer does.
-pub(crate) fn start_journal_checkpointer(
-    chain_id: u64,
-    store: &StoreWriter,
-) -> Result<(std::sync::mpsc::SyncSender<()>, std::sync::mpsc::Receiver<()>), StoreError> {
-    let checkpointer = store.checkpointer()?;
-    let (requests, requested) = std::sync::mpsc::sync_channel::<()>(1);
-    let (copied, checkpoints_copied) = std::sync::mpsc::sync_channel::<()>(1);
-    std::thread::Builder::new()
-        .name(format!("checkpointer-{chain_id}"))
-        .spawn(move || {
-            while requested.recv().is_ok() {
-                if let Err(error) = checkpointer.checkpoint() {
-                    tracing::warn!(chain_id, %error, "checkpointing the journal failed");
-                }
-                if copied.send(()).is_err() {
-                    break;
-                }
-            }
-        })
-        .expect("the checkpointer thread starts");
-    Ok((requests, checkpoints_copied))
 }
 
 /// Applies a batch to the engine under one write lock; returns what to journal, what to project
@@ -309,7 +232,7 @@ fn rebuild(state: &mut WriterState) {
         // The newest snapshot the journal reaches shortens the replay, as at start.
         let replayed = state.store.last_sequence().and_then(|journal_end| {
             super::snapshotter::recover(
-                &mut state.store,
+                state.store.as_mut(),
                 &state.snapshots,
                 &state.engine_config,
                 journal_end,

@@ -1,0 +1,114 @@
+//! A chain's lease: which node leads it, under which epoch, until when.
+//!
+//! A node takes a lease that has ended (or is its own, after a restart), and the epoch goes up
+//! by one each time it changes hands, so every leader's epoch is new. The leader renews the
+//! lease well before it ends; a renewal names the epoch, so a node whose lease was taken can
+//! never renew it again. Times are PostgreSQL's clock (`clock_timestamp()`).
+//!
+//! The lease is what a node believes; the fence is the journal's append, which checks the epoch
+//! in the same statement ([`super::PostgresJournal`]). A node must stop acting as leader once
+//! `lease_ms` has passed, by its own monotonic clock, since it sent its last successful renewal,
+//! whatever it has heard since; this module gives the database's answers, the caller keeps time.
+
+use super::{from_bigint, postgres_error, to_bigint, StoreError};
+
+/// A lease held: the chain, the holder and the epoch it appends under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The chain led.
+    pub chain_id: u64,
+    /// The node that holds it.
+    pub holder: String,
+    /// Its epoch: greater than every earlier leader's.
+    pub epoch: u64,
+}
+
+/// A chain's lease as the database has it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseHolder {
+    /// The node holding it (its lease may have ended).
+    pub holder: String,
+    /// The epoch it holds.
+    pub epoch: u64,
+    /// Milliseconds until it ends; 0 once it has.
+    pub remaining_ms: u64,
+}
+
+/// Takes the lease of `chain_id` for `holder` for `lease_ms`, if it has ended, was never taken,
+/// or is `holder`'s own; the epoch then goes up by one. `None` while another node holds it.
+pub fn take(
+    client: &mut postgres::Client,
+    chain_id: u64,
+    holder: &str,
+    lease_ms: u64,
+) -> Result<Option<Lease>, StoreError> {
+    let row = client
+        .query_opt(
+            "INSERT INTO dexd_leases AS lease (chain_id, holder, epoch, expires_at)
+             VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond')
+             ON CONFLICT (chain_id) DO UPDATE
+                 SET holder = EXCLUDED.holder, epoch = lease.epoch + 1, expires_at = EXCLUDED.expires_at
+                 WHERE lease.expires_at <= clock_timestamp() OR lease.holder = EXCLUDED.holder
+             RETURNING epoch",
+            &[&to_bigint(chain_id), &holder, &(lease_ms as f64)],
+        )
+        .map_err(postgres_error)?;
+    row.map(|row| {
+        Ok(Lease {
+            chain_id,
+            holder: holder.to_string(),
+            epoch: from_bigint(row.get(0))?,
+        })
+    })
+    .transpose()
+}
+
+/// Renews a lease for `lease_ms` from now: `false` when the lease has passed to another epoch,
+/// and then the caller no longer leads.
+pub fn renew(client: &mut postgres::Client, lease: &Lease, lease_ms: u64) -> Result<bool, StoreError> {
+    let renewed = client
+        .execute(
+            "UPDATE dexd_leases SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
+             WHERE chain_id = $1 AND holder = $2 AND epoch = $3",
+            &[
+                &to_bigint(lease.chain_id),
+                &lease.holder,
+                &to_bigint(lease.epoch),
+                &(lease_ms as f64),
+            ],
+        )
+        .map_err(postgres_error)?;
+    Ok(renewed == 1)
+}
+
+/// Gives a lease up at once (a clean stop), so that another node need not wait for it to end.
+pub fn release(client: &mut postgres::Client, lease: &Lease) -> Result<(), StoreError> {
+    client
+        .execute(
+            "UPDATE dexd_leases SET expires_at = clock_timestamp()
+             WHERE chain_id = $1 AND holder = $2 AND epoch = $3",
+            &[&to_bigint(lease.chain_id), &lease.holder, &to_bigint(lease.epoch)],
+        )
+        .map_err(postgres_error)?;
+    Ok(())
+}
+
+/// Who holds the lease of `chain_id` now, if anyone ever has.
+pub fn holder(client: &mut postgres::Client, chain_id: u64) -> Result<Option<LeaseHolder>, StoreError> {
+    let row = client
+        .query_opt(
+            "SELECT holder, epoch,
+                 GREATEST(0, FLOOR(EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000))::BIGINT
+             FROM dexd_leases WHERE chain_id = $1",
+            &[&to_bigint(chain_id)],
+        )
+        .map_err(postgres_error)?;
+    row.map(|row| {
+        Ok(LeaseHolder {
+            holder: row.get(0),
+            epoch: from_bigint(row.get(1))?,
+            remaining_ms: from_bigint(row.get(2))?,
+        })
+    })
+    .transpose()
+}

@@ -1,0 +1,64 @@
+//! The PostgreSQL backend: one database that several dexd nodes share, holding each chain's
+//! journal and the lease that says which node leads the chain, under which epoch.
+//!
+//! - [`schema`]: the tables and their migrations, run under an advisory lock so that nodes
+//!   starting together do not race.
+//! - [`journal`]: [`PostgresJournal`], the [`crate::Journal`] whose every append checks, in the
+//!   same statement, the appender's epoch and the journal's last sequence: a stale leader
+//!   (paused, partitioned, slow) can never append.
+//! - [`lease`]: taking, renewing and reading a chain's lease. Lease times are the database's
+//!   clock, never a node's, so nodes whose clocks disagree still agree on who leads.
+//!
+//! This module does not run a leader's loop, follow a journal on a follower or forward writes
+//! (the venue does); it uses the synchronous `postgres` client, made for a thread of its own such
+//! as the chain's writer, and must not be called from inside an async runtime's threads.
+
+pub mod journal;
+pub mod lease;
+pub mod schema;
+
+pub use self::journal::PostgresJournal;
+pub use self::lease::{Lease, LeaseHolder};
+
+use super::database::StoreError;
+
+/// How long a statement may run before PostgreSQL cancels it: long enough for a large batch on
+/// a loaded server, short enough that a writer stuck on a dead primary gives up and steps down.
+pub const STATEMENT_TIMEOUT_MS: u64 = 10_000;
+
+/// Connects to the database at `url` (a libpq connection string or URL, which may list several
+/// hosts with `target_session_attrs=read-write` so that a promoted standby is found), with
+/// [`STATEMENT_TIMEOUT_MS`], and brings the schema up to date.
+pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|error: postgres::Error| StoreError::Postgres(format!("the PostgreSQL URL is unusable: {error}")))?;
+    config.application_name("dexd");
+    let mut client = config.connect(postgres::NoTls).map_err(postgres_error)?;
+    client
+        .batch_execute(&format!("SET statement_timeout = {STATEMENT_TIMEOUT_MS}"))
+        .map_err(postgres_error)?;
+    schema::migrate(&mut client)?;
+    Ok(client)
+}
+
+/// A PostgreSQL error as a [`StoreError`], its text without the connection's URL (which may
+/// carry a password): the driver's messages name hosts and SQL states, never the URL.
+pub(crate) fn postgres_error(error: postgres::Error) -> StoreError {
+    StoreError::Postgres(error.to_string())
+}
+
+/// An unsigned number as PostgreSQL's BIGINT; every sequence, epoch and time dexd keeps fits.
+pub(crate) fn to_bigint(value: u64) -> i64 {
+    i64::try_from(value).expect("a journal value fits in a BIGINT")
+}
+
+/// A BIGINT read back; the tables hold no negative value.
+pub(crate) fn from_bigint(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Inconsistent(format!("a negative value {value} in the journal")))
+}
+
+#[cfg(any(test, feature = "postgres-test-server"))]
+pub mod test_server;
+#[cfg(test)]
+mod tests;

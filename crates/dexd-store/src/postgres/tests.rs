@@ -1,0 +1,219 @@
+//! The PostgreSQL journal and leases against a real server (Debian's PostgreSQL, started by
+//! [`super::test_server`]): appends read back in order and replayed, custody bound, and the
+//! fence: a stale leader's append changes nothing, even racing a takeover.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexd_core::Address;
+
+use super::test_server::PostgresServer;
+use super::{connect, lease, PostgresJournal};
+use crate::codec;
+use crate::database::StoreError;
+use crate::journal_interface::{replay, Journal};
+use crate::records::JournalEntry;
+
+fn deposits(from_sequence: u64, count: u64) -> Vec<JournalEntry> {
+    (from_sequence..from_sequence + count)
+        .map(|sequence| JournalEntry {
+            sequence,
+            time_ms: 1_000 + sequence,
+            command: codec::encode_command(&crate::tests::deposit(
+                Address::from_bytes([0xa1; 20]),
+                1,
+                u128::from(sequence),
+            )),
+            authorization: None,
+        })
+        .collect()
+}
+
+fn leading_journal(
+    server: &PostgresServer,
+    chain_id: u64,
+    holder: &str,
+    lease_ms: u64,
+) -> (PostgresJournal, lease::Lease) {
+    let mut client = connect(&server.url()).unwrap();
+    let lease = lease::take(&mut client, chain_id, holder, lease_ms)
+        .unwrap()
+        .expect("the lease is free");
+    let mut journal = PostgresJournal::open(client, chain_id).unwrap();
+    journal.append_under(lease.epoch);
+    (journal, lease)
+}
+
+fn sequences_and_epochs(server: &PostgresServer, chain_id: u64) -> Vec<(i64, i64)> {
+    let mut client = connect(&server.url()).unwrap();
+    client
+        .query(
+            "SELECT sequence, epoch FROM dexd_journal WHERE chain_id = $1 ORDER BY sequence",
+            &[&(chain_id as i64)],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+#[test]
+fn appends_are_read_back_in_order_and_replay_to_the_same_engine() {
+    let server = PostgresServer::start();
+    let (mut journal, _lease) = leading_journal(&server, 1, "node-a", 60_000);
+    let journal_id = journal.journal_id().unwrap();
+    assert_eq!(journal_id.len(), 32);
+    journal.append(&deposits(1, 3)).unwrap();
+    journal.append(&deposits(4, 2)).unwrap();
+    assert_eq!(journal.last_sequence().unwrap(), 5);
+    let mut read = Vec::new();
+    let last = journal
+        .for_each_command(1, 4, &|| true, &mut |command| {
+            read.push((command.sequence, command.time_ms));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(last, 4);
+    assert_eq!(read, vec![(2, 1_002), (3, 1_003), (4, 1_004)]);
+    let replayed = replay(&mut journal, &crate::test_config::engine_config(), None).unwrap();
+    assert_eq!(replayed.last_sequence, 5);
+    let balance = replayed
+        .engine
+        .balance(&Address::from_bytes([0xa1; 20]), dexd_core::AssetIndex(1));
+    assert_eq!(balance.total().units(), 1 + 2 + 3 + 4 + 5);
+
+    // Another chain is another journal, with its own identity; the first keeps its own.
+    let mut other = PostgresJournal::open(connect(&server.url()).unwrap(), 2).unwrap();
+    assert_eq!(other.last_sequence().unwrap(), 0);
+    assert_ne!(other.journal_id().unwrap(), journal_id);
+    let mut reopened = PostgresJournal::open(connect(&server.url()).unwrap(), 1).unwrap();
+    assert_eq!(reopened.journal_id().unwrap(), journal_id);
+    assert_eq!(reopened.last_sequence().unwrap(), 5);
+}
+
+#[test]
+fn a_journal_is_bound_to_its_custody() {
+    let server = PostgresServer::start();
+    let mut journal = PostgresJournal::open(connect(&server.url()).unwrap(), 7).unwrap();
+    journal.bind_custody("ledger").unwrap();
+    journal.bind_custody("ledger").unwrap();
+    let refused = journal.bind_custody("vault 0xabc on chain 7").unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Inconsistent(message) if message.contains("ledger") && message.contains("0xabc")),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_node_without_the_lease_or_with_an_old_epoch_never_appends() {
+    let server = PostgresServer::start();
+    // Without any epoch, nothing is appended.
+    let mut unled = PostgresJournal::open(connect(&server.url()).unwrap(), 1).unwrap();
+    assert!(matches!(unled.append(&deposits(1, 1)), Err(StoreError::Fenced(_))));
+
+    let (mut first, first_lease) = leading_journal(&server, 1, "node-a", 300);
+    assert_eq!(first_lease.epoch, 1);
+    first.append(&deposits(1, 2)).unwrap();
+    // While its lease lasts, no one else takes it.
+    let mut client_b = connect(&server.url()).unwrap();
+    assert_eq!(lease::take(&mut client_b, 1, "node-b", 300).unwrap(), None);
+    let holder = lease::holder(&mut client_b, 1).unwrap().unwrap();
+    assert_eq!((holder.holder.as_str(), holder.epoch), ("node-a", 1));
+    assert!(holder.remaining_ms > 0 && holder.remaining_ms <= 300, "{holder:?}");
+
+    // node-a stalls past its lease; node-b takes the chain under a new epoch.
+    std::thread::sleep(Duration::from_millis(400));
+    let second_lease = lease::take(&mut client_b, 1, "node-b", 60_000).unwrap().unwrap();
+    assert_eq!(second_lease.epoch, 2);
+    let mut second = PostgresJournal::open(client_b, 1).unwrap();
+    second.append_under(second_lease.epoch);
+
+    // node-a wakes: its append (even at the right place) and its renewal are refused.
+    let refused = first.append(&deposits(3, 1)).unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Fenced(message) if message.contains("node-b") && message.contains("epoch 2")),
+        "{refused}"
+    );
+    let mut client_a = connect(&server.url()).unwrap();
+    assert!(!lease::renew(&mut client_a, &first_lease, 300).unwrap());
+    assert!(lease::renew(&mut client_a, &second_lease, 60_000).unwrap());
+    second.append(&deposits(3, 1)).unwrap();
+    // A batch at the wrong place is refused too: the journal ends at 3.
+    let misplaced = second.append(&deposits(3, 1)).unwrap_err();
+    assert!(
+        matches!(&misplaced, StoreError::Fenced(message) if message.contains("ends at 3")),
+        "{misplaced}"
+    );
+    assert_eq!(sequences_and_epochs(&server, 1), vec![(1, 1), (2, 1), (3, 2)]);
+}
+
+#[test]
+fn a_released_lease_is_taken_at_once_and_a_restarted_holder_gets_a_new_epoch() {
+    let server = PostgresServer::start();
+    let mut client = connect(&server.url()).unwrap();
+    let first = lease::take(&mut client, 1, "node-a", 60_000).unwrap().unwrap();
+    // The same node again (after a restart): a new epoch, so its old self is fenced.
+    let again = lease::take(&mut client, 1, "node-a", 60_000).unwrap().unwrap();
+    assert_eq!(again.epoch, first.epoch + 1);
+    lease::release(&mut client, &again).unwrap();
+    let taken = lease::take(&mut client, 1, "node-b", 60_000).unwrap().unwrap();
+    assert_eq!(taken.epoch, again.epoch + 1);
+}
+
+/// A leader appends as fast as it can while another node takes its chain over: every batch
+/// the old leader had acknowledged is in the journal, under its epoch; nothing of its epoch
+/// comes after the new leader's first command; and the journal has no gap.
+#[test]
+fn a_takeover_racing_appends_leaves_one_history_without_gaps() {
+    let server = PostgresServer::start();
+    for round in 0..3u64 {
+        let chain_id = 10 + round;
+        let (mut old, _old_lease) = leading_journal(&server, chain_id, "node-a", 150);
+        let stop = Arc::new(AtomicBool::new(false));
+        let appender = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut acknowledged = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    match old.append(&deposits(acknowledged + 1, 5)) {
+                        Ok(()) => acknowledged += 5,
+                        Err(StoreError::Fenced(_)) => break,
+                        Err(error) => panic!("{error}"),
+                    }
+                }
+                acknowledged
+            })
+        };
+        let mut client = connect(&server.url()).unwrap();
+        let new_lease = loop {
+            if let Some(lease) = lease::take(&mut client, chain_id, "node-b", 60_000).unwrap() {
+                break lease;
+            }
+            std::thread::sleep(Duration::from_millis(5 + round * 7));
+        };
+        let mut new = PostgresJournal::open(client, chain_id).unwrap();
+        new.append_under(new_lease.epoch);
+        let start = new.last_sequence().unwrap() + 1;
+        new.append(&deposits(start, 5)).unwrap();
+        let acknowledged_by_old = appender.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let rows = sequences_and_epochs(&server, chain_id);
+        assert!(acknowledged_by_old > 0, "the old leader appended before the takeover");
+        for (index, (sequence, epoch)) in rows.iter().enumerate() {
+            assert_eq!(*sequence, index as i64 + 1, "no gap");
+            let expected_epoch = if (*sequence as u64) < start {
+                1
+            } else {
+                new_lease.epoch as i64
+            };
+            assert_eq!(*epoch, expected_epoch, "sequence {sequence}");
+        }
+        assert_eq!(
+            start - 1,
+            acknowledged_by_old,
+            "every acknowledged batch, and only those, of the old epoch"
+        );
+        assert_eq!(rows.len() as u64, start + 4);
+    }
+}
