@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::checkpoints::{checkpoint_passive, CheckpointSchedule, CheckpointStep, JournalCheckpointer};
 use super::database::{meta_value, open_connection, to_sql_integer, StoreError};
-use super::journal_interface::{self, Journal, JournaledCommand, Replayed};
+use super::journal_interface::{self, Journal, JournalRead, JournaledCommand, Replayed};
 use super::projector::Projector;
 use super::records::JournalEntry;
 use crate::codec;
@@ -190,21 +190,13 @@ impl StoreWriter {
     }
 }
 
-impl Journal for StoreWriter {
-    fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
-        StoreWriter::append(self, batch)
-    }
-
+impl JournalRead for StoreWriter {
     fn last_sequence(&mut self) -> Result<u64, StoreError> {
         StoreWriter::last_sequence(self)
     }
 
     fn journal_id(&mut self) -> Result<String, StoreError> {
         StoreWriter::journal_id(self)
-    }
-
-    fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError> {
-        StoreWriter::bind_custody(self, custody)
     }
 
     fn for_each_command(
@@ -216,7 +208,16 @@ impl Journal for StoreWriter {
     ) -> Result<u64, StoreError> {
         for_each_command(&self.connection, after, through, keep_going, apply)
     }
+}
 
+impl Journal for StoreWriter {
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
+        StoreWriter::append(self, batch)
+    }
+
+    fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError> {
+        StoreWriter::bind_custody(self, custody)
+    }
     fn between_batches(&mut self) -> Result<(), StoreError> {
         let journaled_through = self.journaled_through;
         let Some(schedule) = self.checkpoints.as_mut() else {
@@ -315,14 +316,23 @@ impl JournalReader {
     pub fn journal_id(&self) -> Result<String, StoreError> {
         meta_value(&self.connection, "journal_id")
     }
+}
 
-    /// Calls `apply` with every command after `after` up to `through`; see [`for_each_command`].
-    pub fn for_each_command(
-        &self,
+impl JournalRead for JournalReader {
+    fn last_sequence(&mut self) -> Result<u64, StoreError> {
+        last_sequence(&self.connection)
+    }
+
+    fn journal_id(&mut self) -> Result<String, StoreError> {
+        JournalReader::journal_id(self)
+    }
+
+    fn for_each_command(
+        &mut self,
         after: u64,
         through: u64,
         keep_going: &dyn Fn() -> bool,
-        apply: impl FnMut(JournaledCommand) -> Result<(), StoreError>,
+        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
     ) -> Result<u64, StoreError> {
         for_each_command(&self.connection, after, through, keep_going, apply)
     }

@@ -18,25 +18,13 @@ use super::database::StoreError;
 use super::projector::{Projector, MAX_PROJECTION_BATCH};
 use super::records::{Authorization, JournalEntry, Projection};
 
-/// A chain's journal, as its writer uses it.
-///
-/// Invariant: once `append` returns `Ok`, the batch is durable and no other writer can have
-/// appended in between: sequences follow one another without a gap or a repeat.
-pub trait Journal: Send {
-    /// Appends a batch in one transaction; when this returns `Ok`, the batch is durable. A
-    /// backend shared by several nodes refuses the append of a writer that is no longer the
-    /// chain's leader ([`StoreError::Fenced`]), and then nothing of the batch is written.
-    fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError>;
-
+/// Reading a chain's journal: what a replay, a snapshot's build and a follower need.
+pub trait JournalRead: Send {
     /// The sequence of the last journaled command (0 when empty).
     fn last_sequence(&mut self) -> Result<u64, StoreError>;
 
     /// The journal's identity (a random hex string given when it was created).
     fn journal_id(&mut self) -> Result<String, StoreError>;
-
-    /// Binds the journal to what holds its money, or checks the binding it has (see
-    /// [`crate::StoreWriter::bind_custody`]).
-    fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError>;
 
     /// Calls `apply` with every journaled command after `after`, up to `through` included, in
     /// order, reading a bounded chunk at a time; stops early when `keep_going` says so between
@@ -48,6 +36,21 @@ pub trait Journal: Send {
         keep_going: &dyn Fn() -> bool,
         apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
     ) -> Result<u64, StoreError>;
+}
+
+/// A chain's journal, as its writer uses it.
+///
+/// Invariant: once `append` returns `Ok`, the batch is durable and no other writer can have
+/// appended in between: sequences follow one another without a gap or a repeat.
+pub trait Journal: JournalRead {
+    /// Appends a batch in one transaction; when this returns `Ok`, the batch is durable. A
+    /// backend shared by several nodes refuses the append of a writer that is no longer the
+    /// chain's leader ([`StoreError::Fenced`]), and then nothing of the batch is written.
+    fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError>;
+
+    /// Binds the journal to what holds its money, or checks the binding it has (see
+    /// [`crate::StoreWriter::bind_custody`]).
+    fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError>;
 
     /// Work the backend does between batches, off the commit path (SQLite copies its WAL into
     /// the database file); nothing by default.
@@ -59,7 +62,7 @@ pub trait Journal: Send {
 /// Rebuilds the engine by replaying the whole journal at the recorded times; with a `history`,
 /// the commands it lacks are written to it on the way (see [`replay_after`]).
 pub fn replay(
-    journal: &mut dyn Journal,
+    journal: &mut dyn JournalRead,
     config: &EngineConfig,
     history: Option<&mut Projector>,
 ) -> Result<Replayed, StoreError> {
@@ -73,7 +76,7 @@ pub fn replay(
 /// their open orders in its memory), the commands it does not hold yet are written to it in
 /// batches of [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
 pub fn replay_after(
-    journal: &mut dyn Journal,
+    journal: &mut dyn JournalRead,
     mut engine: Engine,
     after: u64,
     mut history: Option<&mut Projector>,

@@ -24,6 +24,7 @@
 //! stamps journaled commands is [`now_ms`]; why a write did not become durable is a
 //! [`WriteError`]. This crate does not decide anything (the engine does) and does not know HTTP.
 
+pub mod backend;
 pub mod backup;
 pub mod checkpoints;
 mod clock;
@@ -58,7 +59,9 @@ pub use self::database::{
 };
 pub use self::history::PROJECTOR_CACHE_KIBIBYTES;
 pub use self::journal::{JournalReader, StoreWriter, REPLAY_READ_CHUNK_COMMANDS};
-pub use self::journal_interface::{follow_journal_entry, replay, replay_after, Journal, JournaledCommand, Replayed};
+pub use self::journal_interface::{
+    follow_journal_entry, replay, replay_after, Journal, JournalRead, JournaledCommand, Replayed,
+};
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
 pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};
@@ -84,8 +87,25 @@ pub fn open(
     // never inside a commit.
     connection.pragma_update(None, "wal_autocheckpoint", 0)?;
     let journal_id = meta_value(&connection, "journal_id")?;
+    let (projector, reader) = open_history_of(data_dir, chain_id, &journal_id, busy_timeout)?;
+    let writer = StoreWriter {
+        connection,
+        journaled_through: 0,
+        checkpoints: None,
+    };
+    Ok((writer, projector, reader))
+}
+
+/// Opens (creating when needed) a chain's history in the data directory, for the journal
+/// `journal_id`: one built from another journal is deleted and rebuilt.
+pub fn open_history_of(
+    data_dir: &Path,
+    chain_id: u64,
+    journal_id: &str,
+    busy_timeout: Duration,
+) -> Result<(Projector, StoreReader), StoreError> {
     let path = history_path(data_dir, chain_id);
-    let history_connection = open_history(&path, chain_id, &journal_id, busy_timeout)?;
+    let history_connection = open_history(&path, chain_id, journal_id, busy_timeout)?;
     let open_orders = Arc::new(RwLock::new(OpenOrders::default()));
     let unindexed_ids = Arc::new(RwLock::new(unindexed_order_ids(&history_connection)?));
     let reader = StoreReader {
@@ -95,18 +115,11 @@ pub fn open(
         open_orders: Arc::clone(&open_orders),
         unindexed_ids: Arc::clone(&unindexed_ids),
     };
-    Ok((
-        StoreWriter {
-            connection,
-            journaled_through: 0,
-            checkpoints: None,
-        },
-        Projector {
-            connection: history_connection,
-            open_orders,
-            unindexed_ids,
-            id_index_run: ORDER_ID_INDEX_RUN,
-        },
-        reader,
-    ))
+    let projector = Projector {
+        connection: history_connection,
+        open_orders,
+        unindexed_ids,
+        id_index_run: ORDER_ID_INDEX_RUN,
+    };
+    Ok((projector, reader))
 }

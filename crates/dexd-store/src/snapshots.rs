@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use dexd_core::{Engine, EngineConfig, OrderRecord};
 
 use super::database::StoreError;
-use super::journal::JournalReader;
-use super::journal_interface::execute_journaled;
+use super::journal_interface::{execute_journaled, JournalRead};
 use super::open_orders::OpenOrders;
 use super::records::StoredOrder;
 use crate::codec::snapshot::{
@@ -568,10 +567,10 @@ impl Iterator for SectionReader<'_> {
 
 /// Builds the state of command `through` beside the running chain, without touching it: from
 /// `base` (the newest snapshot, or nothing for the empty state), replays the journal through a
-/// read-only connection into a separate engine and open orders. `keep_going` is asked between
+/// reader of its own into a separate engine and open orders. `keep_going` is asked between
 /// chunks of the journal; when it says no, the build is abandoned.
 pub fn build_state(
-    journal: &JournalReader,
+    journal: &mut dyn JournalRead,
     config: &EngineConfig,
     base: Option<LoadedSnapshot>,
     through: u64,
@@ -587,7 +586,7 @@ pub fn build_state(
         ),
     };
     let mut events = Vec::new();
-    let reached = journal.for_each_command(after, through, keep_going, |journaled| {
+    let reached = journal.for_each_command(after, through, keep_going, &mut |journaled| {
         let (sequence, authorization) = (journaled.sequence, journaled.authorization);
         execute_journaled(&mut engine, journaled, &mut events)?;
         open_orders.apply(sequence, &events, authorization)

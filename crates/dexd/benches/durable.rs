@@ -5,6 +5,8 @@
 //! `cargo bench -p dexd --bench durable` prints throughput and latency percentiles for a few
 //! concurrency levels. `DEXD_BENCH_SECONDS` sets the length of each run (default 5) and
 //! `DEXD_BENCH_CONCURRENCY` the levels (a comma-separated list; default 64,256,1024,4096).
+//! `DEXD_BENCH_JOURNAL=postgres` runs the chain on the PostgreSQL journal instead, against a
+//! real PostgreSQL (Debian's) started afresh for each level in a temporary folder.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -105,7 +107,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!("durable path: engine + SQLite group commit (WAL, synchronous=FULL), {seconds} s per run");
+    let on_postgres = std::env::var("DEXD_BENCH_JOURNAL").is_ok_and(|journal| journal == "postgres");
+    if on_postgres {
+        println!("durable path: engine + PostgreSQL group commit (fsync, synchronous_commit on), {seconds} s per run");
+    } else {
+        println!("durable path: engine + SQLite group commit (WAL, synchronous=FULL), {seconds} s per run");
+    }
     println!(
         "{:>12} {:>14} {:>9} {:>9} {:>9} {:>9}",
         "concurrency", "accepted/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
@@ -121,8 +128,21 @@ fn main() {
         let data_dir = tempfile::tempdir().unwrap();
         let mut config = Config::embedded_default();
         config.limits.write_queue_capacity = concurrency.max(4096);
+        let postgres = on_postgres.then(dexd_store::postgres::test_server::PostgresServer::start);
+        if let Some(postgres) = &postgres {
+            config.journal = dexd_store::backend::JournalBackend::Postgres(dexd_store::backend::PostgresBackend {
+                url: postgres.url(),
+                node_id: "bench".into(),
+                lease_ms: 3_000,
+            });
+        }
+        let data_path = data_dir.path().to_path_buf();
         runtime.block_on(async {
-            let venue = Venue::start(config, data_dir.path()).unwrap();
+            // Opening runs the journal's synchronous client, off the runtime's threads.
+            let venue = tokio::task::spawn_blocking(move || Venue::start(config, &data_path))
+                .await
+                .unwrap()
+                .unwrap();
             let chain = venue.chain(1).unwrap();
             for trader in 0..ACCOUNTS {
                 for asset in 0..2u16 {

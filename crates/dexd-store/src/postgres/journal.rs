@@ -16,7 +16,7 @@ use postgres::Statement;
 use super::{from_bigint, postgres_error, to_bigint, StoreError};
 use crate::codec;
 use crate::journal::REPLAY_READ_CHUNK_COMMANDS;
-use crate::journal_interface::{Journal, JournaledCommand};
+use crate::journal_interface::{Journal, JournalRead, JournaledCommand};
 use crate::records::JournalEntry;
 
 /// Appends a batch under an epoch, after an expected last sequence; see the module's comment.
@@ -158,28 +158,6 @@ impl Journal for PostgresJournal {
         }
     }
 
-    fn last_sequence(&mut self) -> Result<u64, StoreError> {
-        let row = self
-            .client
-            .query_one(
-                "SELECT COALESCE(MAX(sequence), 0) FROM dexd_journal WHERE chain_id = $1",
-                &[&self.chain_id],
-            )
-            .map_err(postgres_error)?;
-        from_bigint(row.get(0))
-    }
-
-    fn journal_id(&mut self) -> Result<String, StoreError> {
-        let row = self
-            .client
-            .query_one(
-                "SELECT journal_id FROM dexd_chains WHERE chain_id = $1",
-                &[&self.chain_id],
-            )
-            .map_err(postgres_error)?;
-        Ok(row.get(0))
-    }
-
     fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError> {
         self.client
             .execute(
@@ -200,6 +178,30 @@ impl Journal for PostgresJournal {
              database of this custody, or the configuration of that one",
             self.chain_id
         )))
+    }
+}
+
+impl JournalRead for PostgresJournal {
+    fn last_sequence(&mut self) -> Result<u64, StoreError> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT COALESCE(MAX(sequence), 0) FROM dexd_journal WHERE chain_id = $1",
+                &[&self.chain_id],
+            )
+            .map_err(postgres_error)?;
+        from_bigint(row.get(0))
+    }
+
+    fn journal_id(&mut self) -> Result<String, StoreError> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT journal_id FROM dexd_chains WHERE chain_id = $1",
+                &[&self.chain_id],
+            )
+            .map_err(postgres_error)?;
+        Ok(row.get(0))
     }
 
     fn for_each_command(

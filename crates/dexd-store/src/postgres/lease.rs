@@ -112,3 +112,90 @@ pub fn holder(client: &mut postgres::Client, chain_id: u64) -> Result<Option<Lea
     })
     .transpose()
 }
+
+/// A thread that renews a lease every third of `lease_ms` on a connection of its own, and says
+/// whether the node still leads: no longer once a renewal is refused (the lease passed to
+/// another epoch) or once `lease_ms` has passed, by this machine's monotonic clock, since the
+/// last renewal that succeeded was sent. It never takes the lease back; a new lease is a new
+/// epoch, taken at start.
+pub struct LeaseKeeper {
+    leading: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::mpsc::SyncSender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LeaseKeeper {
+    /// Starts renewing `lease` (taken for `lease_ms`) on `client`.
+    pub fn start(mut client: postgres::Client, lease: Lease, lease_ms: u64) -> LeaseKeeper {
+        use std::sync::atomic::Ordering;
+        use std::time::{Duration, Instant};
+        let leading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (stop, stopped) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = {
+            let leading = std::sync::Arc::clone(&leading);
+            std::thread::Builder::new()
+                .name(format!("lease-{}", lease.chain_id))
+                .spawn(move || {
+                    let lease_length = Duration::from_millis(lease_ms);
+                    let mut leads_until = Instant::now() + lease_length;
+                    loop {
+                        match stopped.recv_timeout(lease_length / 3) {
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                                if let Err(error) = release(&mut client, &lease) {
+                                    tracing::warn!(chain_id = lease.chain_id, %error, "cannot give the lease up");
+                                }
+                                return;
+                            }
+                        }
+                        let sent = Instant::now();
+                        match renew(&mut client, &lease, lease_ms) {
+                            Ok(true) => leads_until = sent + lease_length,
+                            Ok(false) => {
+                                tracing::error!(
+                                    chain_id = lease.chain_id,
+                                    epoch = lease.epoch,
+                                    "the chain's lease passed to another node: this node no longer leads it"
+                                );
+                                leading.store(false, Ordering::Release);
+                                return;
+                            }
+                            Err(error) => {
+                                tracing::warn!(chain_id = lease.chain_id, %error, "cannot renew the chain's lease")
+                            }
+                        }
+                        if Instant::now() >= leads_until {
+                            tracing::error!(
+                                chain_id = lease.chain_id,
+                                epoch = lease.epoch,
+                                "the chain's lease ran out unrenewed: this node no longer leads it"
+                            );
+                            leading.store(false, Ordering::Release);
+                            return;
+                        }
+                    }
+                })
+                .expect("the lease thread starts")
+        };
+        LeaseKeeper {
+            leading,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Whether the node still leads the chain, as far as it knows.
+    pub fn is_leading(&self) -> bool {
+        self.leading.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Drop for LeaseKeeper {
+    /// Gives the lease up (a clean stop), so that another node takes the chain at once.
+    fn drop(&mut self) {
+        let _ = self.stop.try_send(());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -18,7 +18,7 @@ pub mod lease;
 pub mod schema;
 
 pub use self::journal::PostgresJournal;
-pub use self::lease::{Lease, LeaseHolder};
+pub use self::lease::{Lease, LeaseHolder, LeaseKeeper};
 
 use super::database::StoreError;
 

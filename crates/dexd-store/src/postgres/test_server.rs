@@ -15,6 +15,7 @@ pub struct PostgresServer {
     pub port: u16,
     folder: tempfile::TempDir,
     server: Child,
+    bin: PathBuf,
 }
 
 /// The folder of PostgreSQL's server programs.
@@ -110,15 +111,26 @@ impl PostgresServer {
             .stderr(std::fs::File::create(folder.path().join("server.log")).unwrap())
             .spawn()
             .unwrap();
-        let server = PostgresServer { port, folder, server };
+        let server = PostgresServer {
+            port,
+            folder,
+            server,
+            bin,
+        };
         server.wait_until_ready();
         server
     }
 
+    /// Waits until the server takes connections (asked with `pg_isready`, so that this works
+    /// inside an async test as well, where the synchronous client cannot run).
     fn wait_until_ready(&self) {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
-            if postgres::Client::connect(&self.url(), postgres::NoTls).is_ok() {
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "dexd"])
+                .status()
+                .is_ok_and(|status| status.success());
+            if ready {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));

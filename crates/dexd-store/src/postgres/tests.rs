@@ -12,7 +12,7 @@ use super::test_server::PostgresServer;
 use super::{connect, lease, PostgresJournal};
 use crate::codec;
 use crate::database::StoreError;
-use crate::journal_interface::{replay, Journal};
+use crate::journal_interface::{replay, Journal, JournalRead};
 use crate::records::JournalEntry;
 
 fn deposits(from_sequence: u64, count: u64) -> Vec<JournalEntry> {

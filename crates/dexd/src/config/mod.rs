@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use dexd_crypto::parse_address;
 pub use dexd_settlement::config::{Confirmations, OperatorKeySource, VaultConfig};
+pub use dexd_store::backend::{JournalBackend, PostgresBackend};
 
 /// The configuration compiled into the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../config/default.toml");
@@ -28,6 +29,8 @@ pub struct Config {
     pub limits: Limits,
     /// When the chains' snapshots are written.
     pub snapshots: Snapshots,
+    /// Where the chains' journals are (`[store]`, and `[cluster]` on PostgreSQL).
+    pub journal: JournalBackend,
     /// Every chain, in file order.
     pub chains: Vec<ChainConfig>,
 }

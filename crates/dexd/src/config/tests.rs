@@ -175,3 +175,53 @@ fn confirmations_are_a_depth_or_finality() {
         }
     }
 }
+
+#[test]
+fn the_journal_is_sqlite_by_default_or_postgres_with_its_url_node_and_lease() {
+    assert_eq!(Config::embedded_default().journal, JournalBackend::Sqlite);
+    let with = |sections: &str| Config::parse(&format!("{DEFAULT_CONFIG_TOML}\n{sections}"));
+    let parsed = with(
+        "[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://dexd:secret@db/dexd\"\n\
+         [cluster]\nnode_id = \"node-a\"\nlease_ms = 2000\n",
+    )
+    .unwrap();
+    match &parsed.journal {
+        JournalBackend::Postgres(backend) => {
+            assert_eq!(backend.url, "postgresql://dexd:secret@db/dexd");
+            assert_eq!((backend.node_id.as_str(), backend.lease_ms), ("node-a", 2000));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !format!("{:?}", parsed.journal).contains("secret"),
+        "the URL never reaches a debug print"
+    );
+    let defaults = with("[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://db/dexd\"\n").unwrap();
+    assert!(
+        matches!(&defaults.journal, JournalBackend::Postgres(backend) if backend.lease_ms == 3_000 && backend.node_id == "dexd")
+    );
+    for (sections, fault) in [
+        ("[store]\njournal = \"postgres\"\n", "exactly one of postgres_url"),
+        ("[store]\njournal = \"mysql\"\n", "\"sqlite\" or \"postgres\""),
+        (
+            "[store]\njournal = \"sqlite\"\npostgres_url = \"postgresql://db\"\n",
+            "are for journal",
+        ),
+        ("[cluster]\nnode_id = \"a\"\n", "[cluster] needs"),
+        (
+            "[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://db\"\n[cluster]\nlease_ms = 100\n",
+            "lease_ms must be between",
+        ),
+        (
+            "[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://db\"\n[cluster]\nnode_id = \"a b\"\n",
+            "node_id must be",
+        ),
+        (
+            "[store]\njournal = \"postgres\"\npostgres_url_env = \"DEXD_TEST_UNSET_VARIABLE_FOR_POSTGRES\"\n",
+            "is not set",
+        ),
+    ] {
+        let refused = with(sections).unwrap_err();
+        assert!(refused.message.contains(fault), "{sections}: {}", refused.message);
+    }
+}

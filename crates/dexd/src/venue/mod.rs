@@ -38,7 +38,7 @@ use crate::telemetry::Telemetry;
 use dexd_store::snapshots::{
     configuration_fingerprint, remove_partial_snapshots, snapshot_directory, SnapshotIdentity,
 };
-use dexd_store::{Authorization, Events, Projector, Replayed, StoreError, StoreReader, StoreWriter, WriteError};
+use dexd_store::{Authorization, Events, Journal, Projector, Replayed, StoreError, StoreReader, WriteError};
 
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
@@ -75,6 +75,9 @@ pub struct Chain {
     pub snapshots: Arc<SnapshotStatus>,
     /// The snapshot thread, until the chain stops.
     snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
+    /// On PostgreSQL, the thread keeping this node's lease of the chain, until the chain stops
+    /// (then the lease is given up, so another node takes the chain at once).
+    lease: parking_lot::Mutex<Option<dexd_store::postgres::LeaseKeeper>>,
 }
 
 impl Chain {
@@ -85,16 +88,22 @@ impl Chain {
         telemetry: &Telemetry,
     ) -> Result<Chain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
-        let (mut store_writer, mut projector, store_reader) =
-            dexd_store::open(data_dir, config.chain_id, busy_timeout)?;
-        store_writer.bind_custody(&custody_binding(&config))?;
+        let dexd_store::backend::OpenedStore {
+            mut journal,
+            mut projector,
+            reader: store_reader,
+            lease,
+        } = full_config
+            .journal
+            .open_store(data_dir, config.chain_id, busy_timeout)?;
+        journal.bind_custody(&custody_binding(&config))?;
         let engine_config = config.engine_config(&full_config.limits);
         let chain_id = config.chain_id;
         let (replayed, snapshots, snapshot_status) = restore_at_start(
             chain_id,
             full_config,
             data_dir,
-            &mut store_writer,
+            journal.as_mut(),
             &mut projector,
             &engine_config,
         )?;
@@ -114,6 +123,7 @@ impl Chain {
         let snapshotter = Snapshotter::start(SnapshotterSetup {
             chain_id,
             data_dir: data_dir.to_path_buf(),
+            journal_backend: full_config.journal.clone(),
             directory: snapshot_directory.clone(),
             identity: identity.clone(),
             engine_config: engine_config.clone(),
@@ -126,12 +136,11 @@ impl Chain {
             .name(format!("projector-{chain_id}"))
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
             .expect("the projector thread starts");
-        store_writer.checkpoint_in_background(chain_id)?;
         let (publisher, publications) = publication::channel(config.pairs.len());
         let writer_state = WriterState {
             chain_id,
             engine: Arc::clone(&engine),
-            store: Box::new(store_writer),
+            store: journal,
             engine_config,
             next_sequence: replayed.last_sequence + 1,
             journaled: Arc::clone(&journaled),
@@ -158,6 +167,7 @@ impl Chain {
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
             snapshotter: parking_lot::Mutex::new(snapshotter),
+            lease: parking_lot::Mutex::new(lease),
         })
     }
 
@@ -242,6 +252,17 @@ impl Chain {
             // Joining waits for at most one chunk of the journal or one file write.
             let _ = tokio::task::spawn_blocking(move || snapshotter.stop()).await;
         }
+        // After the writer: nothing more is appended under this node's epoch.
+        let lease = self.lease.lock().take();
+        if let Some(lease) = lease {
+            let _ = tokio::task::spawn_blocking(move || drop(lease)).await;
+        }
+    }
+
+    /// Whether this node leads the chain: always on the embedded journal; on PostgreSQL while
+    /// it holds the chain's lease.
+    pub fn is_leading(&self) -> bool {
+        self.lease.lock().as_ref().is_none_or(|lease| lease.is_leading())
     }
 
     /// An account's open orders as the history's projector holds them, with the journal
@@ -316,14 +337,14 @@ fn restore_at_start(
     chain_id: u64,
     full_config: &Config,
     data_dir: &Path,
-    store_writer: &mut StoreWriter,
+    journal: &mut dyn Journal,
     projector: &mut Projector,
     engine_config: &EngineConfig,
 ) -> Result<(Replayed, SnapshotPlace, Arc<SnapshotStatus>), StoreError> {
     let started = Instant::now();
     let identity = SnapshotIdentity {
         chain_id,
-        journal_id: store_writer.journal_id()?,
+        journal_id: journal.journal_id()?,
         configuration_fingerprint: configuration_fingerprint(engine_config),
     };
     let snapshot_directory = snapshot_directory(data_dir, chain_id);
@@ -333,14 +354,14 @@ fn restore_at_start(
     let snapshot_status = Arc::new(SnapshotStatus::default());
     // A snapshot is usable only if the history holds the commands up to it (the replay after
     // it writes the history only beyond that) and the journal reaches it.
-    let usable_through = projector.projected_sequence()?.min(store_writer.last_sequence()?);
+    let usable_through = projector.projected_sequence()?.min(journal.last_sequence()?);
     let snapshots = SnapshotPlace {
         directory: snapshot_directory.clone(),
         identity,
     };
     // What the projector had not written before the stop is written now, before serving.
     let (replayed, restored_from) = recover(
-        store_writer,
+        journal,
         &snapshots,
         engine_config,
         usable_through,

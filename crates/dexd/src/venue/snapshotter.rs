@@ -18,11 +18,12 @@ use dexd_core::EngineConfig;
 use tokio::sync::watch;
 
 use crate::config::Snapshots;
+use dexd_store::backend::JournalBackend;
 use dexd_store::snapshots::{
     build_state, list_snapshots, load_snapshot, remove_older_snapshots, snapshot_payload, write_snapshot,
     LoadedSnapshot, SnapshotError, SnapshotIdentity,
 };
-use dexd_store::{replay, replay_after, Journal, JournalReader, Projector, Replayed, StoreError};
+use dexd_store::{replay, replay_after, JournalRead, Projector, Replayed, StoreError};
 
 /// What the chain's snapshots have done, for `/metrics` and the logs.
 #[derive(Debug, Default)]
@@ -51,6 +52,8 @@ impl SnapshotStatus {
 pub(super) struct SnapshotterSetup {
     pub chain_id: u64,
     pub data_dir: PathBuf,
+    /// Where the journal is read from.
+    pub journal_backend: JournalBackend,
     pub directory: PathBuf,
     pub identity: SnapshotIdentity,
     pub engine_config: EngineConfig,
@@ -99,7 +102,7 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
     let keep_going = || !stopping.load(Ordering::Acquire);
     // The sequence the next snapshot is measured from: the newest one, or the last attempt.
     let mut measured_from = setup.status.newest_sequence.load(Ordering::Acquire);
-    let mut journal: Option<JournalReader> = None;
+    let mut journal: Option<Box<dyn JournalRead>> = None;
     loop {
         match woken.recv_timeout(interval) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
@@ -116,7 +119,7 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
         // replays up to a million commands, and a full disk would make each attempt fail.
         measured_from = target;
         if journal.is_none() {
-            match JournalReader::open(&setup.data_dir, setup.chain_id) {
+            match setup.journal_backend.open_reader(&setup.data_dir, setup.chain_id) {
                 Ok(opened) => journal = Some(opened),
                 Err(error) => {
                     tracing::warn!(chain_id = setup.chain_id, %error, "cannot open the journal to snapshot it");
@@ -125,7 +128,7 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
                 }
             }
         }
-        let journal_reader = journal.as_ref().expect("opened above");
+        let journal_reader = journal.as_deref_mut().expect("opened above");
         let started = Instant::now();
         match take_snapshot(&setup, journal_reader, target, &keep_going) {
             Ok(bytes) => {
@@ -163,7 +166,7 @@ pub(crate) struct SnapshotPlace {
 }
 
 pub(super) fn recover(
-    journal: &mut dyn Journal,
+    journal: &mut dyn JournalRead,
     snapshots: &SnapshotPlace,
     engine_config: &EngineConfig,
     usable_through: u64,
@@ -232,7 +235,7 @@ fn newest_usable_snapshot(
 /// Builds and writes the snapshot of `target`; returns its size in bytes.
 fn take_snapshot(
     setup: &SnapshotterSetup,
-    journal: &JournalReader,
+    journal: &mut dyn JournalRead,
     target: u64,
     keep_going: &dyn Fn() -> bool,
 ) -> Result<usize, SnapshotError> {
