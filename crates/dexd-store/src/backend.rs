@@ -3,8 +3,8 @@
 //! where the node must hold the chain's lease to append. Either way the history, which is
 //! derived data, stays in the node's own data directory, rebuilt from the journal when missing.
 //!
-//! This module opens stores; it does not run them (the venue does) and does not decide which
-//! node should lead which chain beyond taking a free lease.
+//! This module opens stores and says whether the node leads each chain ([`Leadership`]); it does
+//! not run them (the venue's writer does, following the journal while another node leads).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -49,26 +49,100 @@ impl std::fmt::Debug for JournalBackend {
     }
 }
 
-/// A chain's store, opened: its journal for the writer, its history, and on PostgreSQL the
-/// thread that keeps the chain's lease.
+/// A chain's store, opened: its journal for the writer, its history, and whether and how the
+/// node may lead the chain.
 pub struct OpenedStore {
-    /// The journal, for the writer.
+    /// The journal, for the writer; it appends nothing until the node leads.
     pub journal: Box<dyn Journal>,
     /// The history's writer.
     pub projector: Projector,
     /// The history's readers.
     pub reader: StoreReader,
-    /// On PostgreSQL, the lease this node leads the chain under.
-    pub lease: Option<LeaseKeeper>,
+    /// Whether the node leads the chain, and the way to become its leader.
+    pub leadership: Leadership,
 }
 
-/// How often a node waiting for a chain's lease tries again, and how often it says so.
-const LEASE_WAIT_POLL: Duration = Duration::from_millis(200);
-const LEASE_WAIT_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// Whether this node leads a chain: always, on the embedded journal; on PostgreSQL while it
+/// holds the chain's lease, which it takes when free.
+pub enum Leadership {
+    /// The journal is this node's alone.
+    Always,
+    /// The journal is shared: the lease decides.
+    Lease(Box<LeaseCandidate>),
+}
+
+/// A node's claim on a chain's lease: the connection it takes the lease on, and once taken the
+/// thread that keeps it.
+pub struct LeaseCandidate {
+    client: ::postgres::Client,
+    url: String,
+    node_id: String,
+    lease_ms: u64,
+    chain_id: u64,
+    keeper: Option<LeaseKeeper>,
+    /// When the node last asked for the lease, to ask at most every third of a lease.
+    last_attempt: Option<Instant>,
+    /// Called when a lease this node held is lost (wakes the writer).
+    on_lost: std::sync::Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Leadership {
+    /// Whether the node leads the chain now, as far as it knows.
+    pub fn is_leading(&self) -> bool {
+        match self {
+            Leadership::Always => true,
+            Leadership::Lease(candidate) => candidate.keeper.as_ref().is_some_and(LeaseKeeper::is_leading),
+        }
+    }
+
+    /// Sets what runs when a lease this node holds is lost (the writer's wake-up).
+    pub fn on_lost(&mut self, on_lost: std::sync::Arc<dyn Fn() + Send + Sync>) {
+        if let Leadership::Lease(candidate) = self {
+            candidate.on_lost = on_lost;
+        }
+    }
+
+    /// Takes the chain's lease if it is free and the last attempt was a third of a lease ago;
+    /// returns the new epoch when this node has just become the leader. The caller catches up
+    /// with the journal and then appends under the epoch.
+    pub fn try_to_lead(&mut self) -> Result<Option<u64>, StoreError> {
+        let Leadership::Lease(candidate) = self else {
+            return Ok(None);
+        };
+        if candidate.keeper.as_ref().is_some_and(LeaseKeeper::is_leading) {
+            return Ok(None);
+        }
+        let period = Duration::from_millis(candidate.lease_ms / 3);
+        if candidate.last_attempt.is_some_and(|attempt| attempt.elapsed() < period) {
+            return Ok(None);
+        }
+        candidate.last_attempt = Some(Instant::now());
+        // A keeper whose lease was lost is dropped first: it has nothing left to give up.
+        candidate.keeper = None;
+        let Some(held) = lease::take(
+            &mut candidate.client,
+            candidate.chain_id,
+            &candidate.node_id,
+            candidate.lease_ms,
+        )?
+        else {
+            return Ok(None);
+        };
+        let keeper_client = postgres::connect(&candidate.url)?;
+        let epoch = held.epoch;
+        candidate.keeper = Some(LeaseKeeper::start(
+            keeper_client,
+            held,
+            candidate.lease_ms,
+            std::sync::Arc::clone(&candidate.on_lost),
+        ));
+        Ok(Some(epoch))
+    }
+}
 
 impl JournalBackend {
-    /// Opens a chain's store. On PostgreSQL this waits until the chain's lease is free (its
-    /// holder gone for a lease's length) and takes it under a new epoch.
+    /// Opens a chain's store. On PostgreSQL the node does not lead yet: its writer asks for the
+    /// lease ([`Leadership::try_to_lead`]) and follows the journal until it has it.
     pub fn open_store(
         &self,
         data_dir: &Path,
@@ -83,23 +157,28 @@ impl JournalBackend {
                     journal: Box::new(writer),
                     projector,
                     reader,
-                    lease: None,
+                    leadership: Leadership::Always,
                 })
             }
             JournalBackend::Postgres(backend) => {
-                let mut client = postgres::connect(&backend.url)?;
-                let held = wait_for_lease(&mut client, backend, chain_id)?;
-                let keeper = LeaseKeeper::start(postgres::connect(&backend.url)?, held.clone(), backend.lease_ms);
-                let mut journal = PostgresJournal::open(client, chain_id)?;
-                journal.append_under(held.epoch);
+                let mut journal = PostgresJournal::open(postgres::connect(&backend.url)?, chain_id)?;
                 let journal_id = journal.journal_id()?;
                 let (projector, reader) = open_history_of(data_dir, chain_id, &journal_id, busy_timeout)?;
-                tracing::info!(chain_id, epoch = held.epoch, node = %backend.node_id, "leading the chain");
+                let candidate = LeaseCandidate {
+                    client: postgres::connect(&backend.url)?,
+                    url: backend.url.clone(),
+                    node_id: backend.node_id.clone(),
+                    lease_ms: backend.lease_ms,
+                    chain_id,
+                    keeper: None,
+                    last_attempt: None,
+                    on_lost: std::sync::Arc::new(|| {}),
+                };
                 Ok(OpenedStore {
                     journal: Box::new(journal),
                     projector,
                     reader,
-                    lease: Some(keeper),
+                    leadership: Leadership::Lease(Box::new(candidate)),
                 })
             }
         }
@@ -114,24 +193,5 @@ impl JournalBackend {
                 chain_id,
             )?)),
         }
-    }
-}
-
-fn wait_for_lease(
-    client: &mut ::postgres::Client,
-    backend: &PostgresBackend,
-    chain_id: u64,
-) -> Result<lease::Lease, StoreError> {
-    let mut said_at: Option<Instant> = None;
-    loop {
-        if let Some(held) = lease::take(client, chain_id, &backend.node_id, backend.lease_ms)? {
-            return Ok(held);
-        }
-        if said_at.is_none_or(|said_at| said_at.elapsed() >= LEASE_WAIT_LOG_INTERVAL) {
-            let holder = lease::holder(client, chain_id)?;
-            tracing::info!(chain_id, ?holder, "waiting for the chain's lease, held by another node");
-            said_at = Some(Instant::now());
-        }
-        std::thread::sleep(LEASE_WAIT_POLL);
     }
 }

@@ -52,6 +52,10 @@ pub trait Journal: JournalRead {
     /// [`crate::StoreWriter::bind_custody`]).
     fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError>;
 
+    /// From now on appends under `epoch` (a shared journal's leader), or under none (then every
+    /// append is refused). A journal of one node has no epochs and ignores it.
+    fn lead_under(&mut self, _epoch: Option<u64>) {}
+
     /// Work the backend does between batches, off the commit path (SQLite copies its WAL into
     /// the database file); nothing by default.
     fn between_batches(&mut self) -> Result<(), StoreError> {
@@ -66,9 +70,13 @@ pub fn replay(
     config: &EngineConfig,
     history: Option<&mut Projector>,
 ) -> Result<Replayed, StoreError> {
-    let engine = Engine::new(config.clone())
-        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))?;
-    replay_after(journal, engine, 0, history)
+    replay_after(journal, empty_engine(config)?, 0, history)
+}
+
+/// An engine with nothing in it, for a replay from the journal's start.
+pub fn empty_engine(config: &EngineConfig) -> Result<Engine, StoreError> {
+    Engine::new(config.clone())
+        .map_err(|error| StoreError::Inconsistent(format!("the configuration's pairs are invalid: {error}")))
 }
 
 /// Replays the journal after `after` onto an engine in the state of command `after` (restored
@@ -77,8 +85,20 @@ pub fn replay(
 /// batches of [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
 pub fn replay_after(
     journal: &mut dyn JournalRead,
+    engine: Engine,
+    after: u64,
+    history: Option<&mut Projector>,
+) -> Result<Replayed, StoreError> {
+    replay_through(journal, engine, after, u64::MAX, history)
+}
+
+/// Like [`replay_after`], only up to command `through` (a follower's copy stops where its
+/// history does, and follows the rest).
+pub fn replay_through(
+    journal: &mut dyn JournalRead,
     mut engine: Engine,
     after: u64,
+    through: u64,
     mut history: Option<&mut Projector>,
 ) -> Result<Replayed, StoreError> {
     let projected = match history.as_deref() {
@@ -93,7 +113,7 @@ pub fn replay_after(
     let mut unprojected = Vec::new();
     let mut reprojected_commands = 0;
     let mut events = Vec::new();
-    let last_sequence = journal.for_each_command(after, u64::MAX, &|| true, &mut |journaled| {
+    let last_sequence = journal.for_each_command(after, through, &|| true, &mut |journaled| {
         let (sequence, authorization) = (journaled.sequence, journaled.authorization);
         execute_journaled(&mut engine, journaled, &mut events)?;
         let Some(projector) = history.as_deref_mut() else {

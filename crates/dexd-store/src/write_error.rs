@@ -17,4 +17,7 @@ pub enum WriteError {
     NotDurable,
     /// The history did not catch up with the acknowledged changes in time.
     HistoryBehind,
+    /// This node does not lead the chain (its journal is shared and another node holds the
+    /// chain's lease, or none does for the moment); nothing was applied.
+    NotLeader,
 }

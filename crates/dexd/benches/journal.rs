@@ -79,7 +79,7 @@ fn main() {
         let mut client = postgres::connect(&server.url()).unwrap();
         let held = lease::take(&mut client, chain_id, "bench", 600_000).unwrap().unwrap();
         let mut journal = PostgresJournal::open(client, chain_id).unwrap();
-        journal.append_under(held.epoch);
+        journal.lead_under(Some(held.epoch));
         report("postgres", batch_size, run(&mut journal, batch_size, seconds));
     }
 }

@@ -1,9 +1,9 @@
 //! The venue on a PostgreSQL journal, black box: real `dexd` binaries against a real PostgreSQL
 //! (Debian's, in a temporary folder). Every acknowledged change survives SIGKILL and is served
 //! again by a node whose own data directory is empty (the journal is the database's, the
-//! history is rebuilt from it); a second node waits for the chains' leases while the first
-//! leads, takes them over after the first dies, and serves the same state; a leader stopped
-//! (SIGSTOP) past its lease and woken again can never append.
+//! history is rebuilt from it); a second node follows the journal while the first leads,
+//! serving the same state and refusing writes, and takes the chains over after the first dies;
+//! a leader stopped (SIGSTOP) past its lease and woken again never appends, and follows.
 
 mod common;
 
@@ -75,8 +75,34 @@ async fn every_acknowledged_change_is_in_postgresql_and_survives_sigkill() {
     assert_eq!(sequences.len(), 7, "3 deposits and 4 placements");
 }
 
+/// A deposit of 1 USDC for `trader` through the node at `base_url`: its status and body.
+async fn try_deposit(base_url: &str, trader: &Trader) -> (u16, serde_json::Value) {
+    TestServer::at(base_url)
+        .post_json(
+            "/portfolio/deposit",
+            json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "1", "privateKey": trader.key}),
+        )
+        .await
+}
+
+/// Waits until the node at `base_url` shows `expected` for `accounts` (a follower's lag).
+async fn wait_for_state(base_url: &str, accounts: &[String], expected: &serde_json::Value) {
+    let started = Instant::now();
+    loop {
+        let state = observable_state(base_url, accounts).await;
+        if &state == expected {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{base_url} never showed the state: {state}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
-async fn a_waiting_node_takes_the_chains_over_when_the_leader_dies() {
+async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_dies() {
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -84,34 +110,45 @@ async fn a_waiting_node_takes_the_chains_over_when_the_leader_dies() {
         data_a.path(),
         Some(&postgres_config(folder.path(), &postgres, "node-a")),
     );
-    let standby = BinaryServer::start_listening(
+    let follower = BinaryServer::start_with(
         data_b.path(),
         Some(&postgres_config(folder.path(), &postgres, "node-b")),
-        None,
     );
-    let http = reqwest::Client::new();
     let accounts = trade_a_little(&TestServer::at(&leader.base_url)).await;
     let before = observable_state(&leader.base_url, &accounts).await;
-    // While the leader lives, the other node waits for the leases and is not ready.
-    tokio::time::sleep(Duration::from_millis(3 * LEASE_MS)).await;
-    let ready = http.get(format!("{}/ready", standby.base_url)).send().await.unwrap();
-    assert_eq!(ready.status(), 503, "a node without its chains' leases is not ready");
+    // The follower serves what the leader acknowledged, and refuses writes: it does not lead.
+    wait_for_state(&follower.base_url, &accounts, &before).await;
+    let dave = Trader::new(0xd0);
+    let (status, body) = try_deposit(&follower.base_url, &dave).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("UNAVAILABLE")),
+        "{body}"
+    );
 
     leader.kill();
     let killed_at = Instant::now();
-    common::wait_until_ready(&http, &standby.base_url).await;
-    let takeover = killed_at.elapsed();
-    assert!(
-        takeover < Duration::from_millis(LEASE_MS) + Duration::from_secs(5),
-        "took the chains over {takeover:?} after the leader died"
+    loop {
+        let (status, body) = try_deposit(&follower.base_url, &dave).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            killed_at.elapsed() < Duration::from_millis(LEASE_MS) + Duration::from_secs(5),
+            "the follower did not take the chain over"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(observable_state(&follower.base_url, &accounts).await, before);
+    assert_eq!(
+        TestServer::at(&follower.base_url).balance(&dave, "USDC").await["total"],
+        "1"
     );
-    assert_eq!(observable_state(&standby.base_url, &accounts).await, before);
-    let dave = Trader::new(0xd0);
-    TestServer::at(&standby.base_url).deposit(&dave, "USDC", "1").await;
 }
 
 #[tokio::test]
-async fn a_leader_stopped_past_its_lease_never_appends_again() {
+async fn a_leader_stopped_past_its_lease_never_appends_again_and_follows() {
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -119,12 +156,11 @@ async fn a_leader_stopped_past_its_lease_never_appends_again() {
         data_a.path(),
         Some(&postgres_config(folder.path(), &postgres, "node-a")),
     );
-    let new = BinaryServer::start_listening(
+    let new = BinaryServer::start_with(
         data_b.path(),
         Some(&postgres_config(folder.path(), &postgres, "node-b")),
-        None,
     );
-    let accounts = trade_a_little(&TestServer::at(&old.base_url)).await;
+    let mut accounts = trade_a_little(&TestServer::at(&old.base_url)).await;
     let pid = old.child.id().to_string();
     let signal = |name: &str| {
         assert!(std::process::Command::new("kill")
@@ -134,25 +170,21 @@ async fn a_leader_stopped_past_its_lease_never_appends_again() {
             .success())
     };
     signal("-STOP");
-    let http = reqwest::Client::new();
-    common::wait_until_ready(&http, &new.base_url).await;
-    let before = observable_state(&new.base_url, &accounts).await;
+    let frank = Trader::new(0xf0);
+    let started = Instant::now();
+    while try_deposit(&new.base_url, &frank).await.0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(10), "the new node never led");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     signal("-CONT");
 
     // The old leader wakes believing nothing changed: its write is refused, not acknowledged.
     let erin = Trader::new(0xe0);
-    let (status, body) = TestServer::at(&old.base_url)
-        .post_json(
-            "/portfolio/deposit",
-            json!({"chainId": "1", "from": erin.address, "symbol": "USDC", "quantity": "5", "privateKey": erin.key}),
-        )
-        .await;
-    assert_ne!(status, 200, "a stale leader acknowledged a write: {body}");
-    // Nothing of it reached the journal: the new leader's state is unchanged, and its own
-    // writes go on.
-    assert_eq!(observable_state(&new.base_url, &accounts).await, before);
-    let erin_balances = TestServer::at(&new.base_url).balance(&erin, "USDC").await;
-    assert_eq!(erin_balances["total"], "0", "the stale leader's deposit is nowhere");
-    TestServer::at(&new.base_url).deposit(&erin, "USDC", "5").await;
-    assert_eq!(TestServer::at(&new.base_url).balance(&erin, "USDC").await["total"], "5");
+    let (status, body) = try_deposit(&old.base_url, &erin).await;
+    assert_eq!(status, 503, "a stale leader acknowledged a write: {body}");
+    assert_eq!(TestServer::at(&new.base_url).balance(&erin, "USDC").await["total"], "0");
+    // It follows the new leader from then on, and shows what the new leader acknowledged.
+    accounts.push(frank.address.clone());
+    let now = observable_state(&new.base_url, &accounts).await;
+    wait_for_state(&old.base_url, &accounts, &now).await;
 }

@@ -46,7 +46,7 @@ pub struct PostgresJournal {
 impl PostgresJournal {
     /// Opens (creating when needed) the journal of `chain_id` on `client`, which
     /// [`super::connect`] made. It appends nothing until given an epoch
-    /// ([`PostgresJournal::append_under`]).
+    /// ([`Journal::lead_under`]).
     pub fn open(mut client: postgres::Client, chain_id: u64) -> Result<PostgresJournal, StoreError> {
         let chain = to_bigint(chain_id);
         client
@@ -65,11 +65,6 @@ impl PostgresJournal {
             append,
             read,
         })
-    }
-
-    /// Appends from now on under `epoch`, the one the node's lease of the chain carries.
-    pub fn append_under(&mut self, epoch: u64) {
-        self.epoch = Some(epoch);
     }
 
     /// The epoch appends are made under, if any.
@@ -107,6 +102,10 @@ impl PostgresJournal {
 }
 
 impl Journal for PostgresJournal {
+    fn lead_under(&mut self, epoch: Option<u64>) {
+        self.epoch = epoch;
+    }
+
     fn append(&mut self, batch: &[JournalEntry]) -> Result<(), StoreError> {
         let Some(first) = batch.first() else {
             return Ok(());

@@ -125,8 +125,14 @@ pub struct LeaseKeeper {
 }
 
 impl LeaseKeeper {
-    /// Starts renewing `lease` (taken for `lease_ms`) on `client`.
-    pub fn start(mut client: postgres::Client, lease: Lease, lease_ms: u64) -> LeaseKeeper {
+    /// Starts renewing `lease` (taken for `lease_ms`) on `client`; `on_lost` runs once if the
+    /// lease is lost.
+    pub fn start(
+        mut client: postgres::Client,
+        lease: Lease,
+        lease_ms: u64,
+        on_lost: std::sync::Arc<dyn Fn() + Send + Sync>,
+    ) -> LeaseKeeper {
         use std::sync::atomic::Ordering;
         use std::time::{Duration, Instant};
         let leading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -158,6 +164,7 @@ impl LeaseKeeper {
                                     "the chain's lease passed to another node: this node no longer leads it"
                                 );
                                 leading.store(false, Ordering::Release);
+                                on_lost();
                                 return;
                             }
                             Err(error) => {
@@ -171,6 +178,7 @@ impl LeaseKeeper {
                                 "the chain's lease ran out unrenewed: this node no longer leads it"
                             );
                             leading.store(false, Ordering::Release);
+                            on_lost();
                             return;
                         }
                     }

@@ -41,7 +41,7 @@ fn leading_journal(
         .unwrap()
         .expect("the lease is free");
     let mut journal = PostgresJournal::open(client, chain_id).unwrap();
-    journal.append_under(lease.epoch);
+    journal.lead_under(Some(lease.epoch));
     (journal, lease)
 }
 
@@ -127,7 +127,7 @@ fn a_node_without_the_lease_or_with_an_old_epoch_never_appends() {
     let second_lease = lease::take(&mut client_b, 1, "node-b", 60_000).unwrap().unwrap();
     assert_eq!(second_lease.epoch, 2);
     let mut second = PostgresJournal::open(client_b, 1).unwrap();
-    second.append_under(second_lease.epoch);
+    second.lead_under(Some(second_lease.epoch));
 
     // node-a wakes: its append (even at the right place) and its renewal are refused.
     let refused = first.append(&deposits(3, 1)).unwrap_err();
@@ -193,7 +193,7 @@ fn a_takeover_racing_appends_leaves_one_history_without_gaps() {
             std::thread::sleep(Duration::from_millis(5 + round * 7));
         };
         let mut new = PostgresJournal::open(client, chain_id).unwrap();
-        new.append_under(new_lease.epoch);
+        new.lead_under(Some(new_lease.epoch));
         let start = new.last_sequence().unwrap() + 1;
         new.append(&deposits(start, 5)).unwrap();
         let acknowledged_by_old = appender.join().unwrap();

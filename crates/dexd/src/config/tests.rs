@@ -196,7 +196,13 @@ fn the_journal_is_sqlite_by_default_or_postgres_with_its_url_node_and_lease() {
         !format!("{:?}", parsed.journal).contains("secret"),
         "the URL never reaches a debug print"
     );
-    let defaults = with("[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://db/dexd\"\n").unwrap();
+    let on_postgres = "[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://db/dexd\"\n";
+    let vault_chain = format!("{}\n{on_postgres}", vault_config_text("http://127.0.0.1:8545", ""));
+    assert!(Config::parse(&vault_chain)
+        .unwrap_err()
+        .message
+        .contains("vault custody"));
+    let defaults = with(on_postgres).unwrap();
     assert!(
         matches!(&defaults.journal, JournalBackend::Postgres(backend) if backend.lease_ms == 3_000 && backend.node_id == "dexd")
     );

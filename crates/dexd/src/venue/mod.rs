@@ -75,9 +75,9 @@ pub struct Chain {
     pub snapshots: Arc<SnapshotStatus>,
     /// The snapshot thread, until the chain stops.
     snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
-    /// On PostgreSQL, the thread keeping this node's lease of the chain, until the chain stops
-    /// (then the lease is given up, so another node takes the chain at once).
-    lease: parking_lot::Mutex<Option<dexd_store::postgres::LeaseKeeper>>,
+    /// Whether this node's writer acts as the chain's leader (always on the embedded journal;
+    /// on PostgreSQL while it holds the chain's lease).
+    leading: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Chain {
@@ -92,7 +92,7 @@ impl Chain {
             mut journal,
             mut projector,
             reader: store_reader,
-            lease,
+            mut leadership,
         } = full_config
             .journal
             .open_store(data_dir, config.chain_id, busy_timeout)?;
@@ -137,6 +137,14 @@ impl Chain {
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
             .expect("the projector thread starts");
         let (publisher, publications) = publication::channel(config.pairs.len());
+        let leading = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            // A lost lease wakes a writer that waits for writes, so that it steps down at once.
+            let waker = writer.clone();
+            leadership.on_lost(Arc::new(move || {
+                let _ = waker.try_send(WriterMessage::Wake);
+            }));
+        }
         let writer_state = WriterState {
             chain_id,
             engine: Arc::clone(&engine),
@@ -147,6 +155,9 @@ impl Chain {
             engine_position: Arc::clone(&engine_position),
             projection: projection_sender,
             publisher: Some(publisher),
+            leadership,
+            leading: Arc::clone(&leading),
+            needs_rebuild: false,
             snapshots,
             metrics: WriterMetrics::of_chain(telemetry, chain_id),
         };
@@ -167,7 +178,7 @@ impl Chain {
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
             snapshotter: parking_lot::Mutex::new(snapshotter),
-            lease: parking_lot::Mutex::new(lease),
+            leading,
         })
     }
 
@@ -252,17 +263,12 @@ impl Chain {
             // Joining waits for at most one chunk of the journal or one file write.
             let _ = tokio::task::spawn_blocking(move || snapshotter.stop()).await;
         }
-        // After the writer: nothing more is appended under this node's epoch.
-        let lease = self.lease.lock().take();
-        if let Some(lease) = lease {
-            let _ = tokio::task::spawn_blocking(move || drop(lease)).await;
-        }
     }
 
     /// Whether this node leads the chain: always on the embedded journal; on PostgreSQL while
-    /// it holds the chain's lease.
+    /// it holds the chain's lease. (The writer gives the lease up when the chain closes.)
     pub fn is_leading(&self) -> bool {
-        self.lease.lock().as_ref().is_none_or(|lease| lease.is_leading())
+        self.leading.load(Ordering::Acquire)
     }
 
     /// An account's open orders as the history's projector holds them, with the journal
@@ -364,7 +370,7 @@ fn restore_at_start(
         journal,
         &snapshots,
         engine_config,
-        usable_through,
+        (usable_through, u64::MAX),
         full_config.snapshots.every_commands != 0,
         Some(projector),
     )?;

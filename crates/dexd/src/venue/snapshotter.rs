@@ -23,7 +23,7 @@ use dexd_store::snapshots::{
     build_state, list_snapshots, load_snapshot, remove_older_snapshots, snapshot_payload, write_snapshot,
     LoadedSnapshot, SnapshotError, SnapshotIdentity,
 };
-use dexd_store::{replay, replay_after, JournalRead, Projector, Replayed, StoreError};
+use dexd_store::{empty_engine, replay_through, JournalRead, Projector, Replayed, StoreError};
 
 /// What the chain's snapshots have done, for `/metrics` and the logs.
 #[derive(Debug, Default)]
@@ -153,11 +153,6 @@ fn run(setup: SnapshotterSetup, stopping: &AtomicBool, woken: &std::sync::mpsc::
     }
 }
 
-/// Rebuilds a chain's engine: from the newest snapshot at or before `usable_through` that loads
-/// (none when `use_snapshots` is off), then the journal after it; or from the whole journal.
-/// With `history`, the projector gets the snapshot's open orders and whatever of the replay it
-/// had not written. The one way a chain's state comes back, at start and after a failed write.
-/// Returns the replay and the snapshot's sequence, if one was used.
 /// Where a chain's snapshots are, and what a snapshot must match to be used.
 #[derive(Clone)]
 pub(crate) struct SnapshotPlace {
@@ -165,17 +160,23 @@ pub(crate) struct SnapshotPlace {
     pub(crate) identity: SnapshotIdentity,
 }
 
+/// Rebuilds a chain's engine: from the newest snapshot at or before `usable_through` that loads
+/// (none when `use_snapshots` is off), then the journal after it; or from the whole journal.
+/// With `history`, the projector gets the snapshot's open orders and whatever of the replay it
+/// had not written. The one way a chain's state comes back, at start and after a failed write.
+/// The journal is replayed up to `replay_to` (`u64::MAX`: to its end). Returns the replay and
+/// the snapshot's sequence, if one was used.
 pub(super) fn recover(
     journal: &mut dyn JournalRead,
     snapshots: &SnapshotPlace,
     engine_config: &EngineConfig,
-    usable_through: u64,
+    (usable_through, replay_to): (u64, u64),
     use_snapshots: bool,
     history: Option<&mut Projector>,
 ) -> Result<(Replayed, Option<u64>), StoreError> {
     let SnapshotPlace { directory, identity } = snapshots;
     let snapshot = if use_snapshots {
-        newest_usable_snapshot(directory, identity, engine_config, usable_through)
+        newest_usable_snapshot(directory, identity, engine_config, usable_through.min(replay_to))
     } else {
         None
     };
@@ -187,11 +188,14 @@ pub(super) fn recover(
                 projector.restore_open_orders(snapshot.open_orders);
             }
             Ok((
-                replay_after(journal, snapshot.engine, sequence, history)?,
+                replay_through(journal, snapshot.engine, sequence, replay_to, history)?,
                 Some(sequence),
             ))
         }
-        None => Ok((replay(journal, engine_config, history)?, None)),
+        None => Ok((
+            replay_through(journal, empty_engine(engine_config)?, 0, replay_to, history)?,
+            None,
+        )),
     }
 }
 

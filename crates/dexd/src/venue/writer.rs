@@ -17,6 +17,7 @@ use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot};
 
 use super::publication::{Publisher, StreamRead};
+use dexd_store::backend::Leadership;
 use dexd_store::codec;
 use dexd_store::{now_ms, Authorization, Events, Journal, JournalEntry, Projection, WriteError};
 
@@ -42,6 +43,8 @@ pub(crate) enum WriterMessage {
     /// Stop the chain: answer nothing queued after this, let the projector finish, close the
     /// history cleanly, then reply.
     Close(oneshot::Sender<()>),
+    /// Look at the chain's leadership again (its lease was lost).
+    Wake,
 }
 
 type Reply = (oneshot::Sender<Result<Events, WriteError>>, Result<Events, WriteError>);
@@ -80,6 +83,13 @@ pub(crate) struct WriterState {
     pub(crate) metrics: WriterMetrics,
     /// Where the chain's snapshots are, and what they must match, for a rebuild.
     pub(crate) snapshots: super::snapshotter::SnapshotPlace,
+    /// Whether this node leads the chain, and how it becomes the leader.
+    pub(crate) leadership: Leadership,
+    /// Whether the writer acts as the chain's leader, for readers outside this thread.
+    pub(crate) leading: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether a followed command did not apply, leaving the engine to be rebuilt before
+    /// anything else touches it.
+    pub(crate) needs_rebuild: bool,
 }
 
 /// Where the engine's state stands, changed only by the writer and only under the engine's write
@@ -96,31 +106,13 @@ pub(crate) fn run_writer(
     mut state: WriterState,
     projector_thread: std::thread::JoinHandle<()>,
 ) {
-    let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     let mut close_reply = None;
     while close_reply.is_none() {
-        // A stream read ends the batch: it is answered once the writes queued before it are
-        // journaled and published, before any write queued after it is applied.
-        let mut read = None;
-        match queue.blocking_recv() {
-            Some(WriterMessage::Write(first)) => batch.push(first),
-            Some(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
-            Some(WriterMessage::Close(reply)) => close_reply = Some(reply),
-            None => break,
-        }
-        while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() && read.is_none() {
-            match queue.try_recv() {
-                Ok(WriterMessage::Write(request)) => batch.push(request),
-                Ok(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
-                Ok(WriterMessage::Close(reply)) => close_reply = Some(reply),
-                Err(_) => break,
-            }
-        }
-        write_batch(&mut state, &mut batch);
-        if let (Some((token, asked)), Some(publisher)) = (read, state.publisher.as_ref()) {
-            let journaled_through = state.next_sequence - 1;
-            publisher.answer(&state.engine.read(), journaled_through, token, asked);
-        }
+        close_reply = if state.leadership.is_leading() {
+            lead(&mut queue, &mut state)
+        } else {
+            follow(&mut queue, &mut state)
+        };
     }
     // Requests still queued are dropped unanswered with the queue: their clients get 503, and
     // none of them was applied.
@@ -129,9 +121,181 @@ pub(crate) fn run_writer(
     if projector_thread.join().is_err() {
         tracing::error!("the projector thread panicked");
     }
-    if let Some(reply) = close_reply {
+    if let Some(Some(reply)) = close_reply {
         let _ = reply.send(());
     }
+}
+
+/// The writer as the chain's leader: batches of writes applied, journaled and answered, until
+/// the chain closes (`Some`, with the reply to send if any) or the node no longer leads
+/// (`None`).
+fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Option<Option<oneshot::Sender<()>>> {
+    state.leading.store(true, Ordering::Release);
+    let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
+    loop {
+        if !state.leadership.is_leading() {
+            step_down(state);
+            return None;
+        }
+        // A stream read ends the batch: it is answered once the writes queued before it are
+        // journaled and published, before any write queued after it is applied.
+        let mut read = None;
+        let mut close_reply = None;
+        match queue.blocking_recv() {
+            Some(WriterMessage::Write(first)) => batch.push(first),
+            Some(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
+            Some(WriterMessage::Close(reply)) => close_reply = Some(Some(reply)),
+            Some(WriterMessage::Wake) => continue,
+            None => return Some(None),
+        }
+        while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() && read.is_none() {
+            match queue.try_recv() {
+                Ok(WriterMessage::Write(request)) => batch.push(request),
+                Ok(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
+                Ok(WriterMessage::Close(reply)) => close_reply = Some(Some(reply)),
+                Ok(WriterMessage::Wake) | Err(_) => break,
+            }
+        }
+        while state.needs_rebuild {
+            std::thread::sleep(Duration::from_secs(1));
+            rebuild(state);
+        }
+        write_batch(state, &mut batch);
+        answer_stream_read(state, read);
+        if close_reply.is_some() {
+            return close_reply;
+        }
+    }
+}
+
+fn answer_stream_read(state: &WriterState, read: Option<(u64, super::publication::StreamRead)>) {
+    if let (Some((token, asked)), Some(publisher)) = (read, state.publisher.as_ref()) {
+        let journaled_through = state.next_sequence - 1;
+        publisher.answer(&state.engine.read(), journaled_through, token, asked);
+    }
+}
+
+/// Gives up acting as the leader: appends are refused from now on, and the engine is put back
+/// to what the journal holds, which the follower then goes on from.
+fn step_down(state: &mut WriterState) {
+    tracing::warn!(
+        chain_id = state.chain_id,
+        "this node no longer leads the chain; following its journal"
+    );
+    state.leading.store(false, Ordering::Release);
+    state.store.lead_under(None);
+    rebuild(state);
+}
+
+/// How often a follower reads the journal's new commands: the follower's lag is about this.
+const FOLLOW_POLL_INTERVAL_MS: u64 = 10;
+/// The most commands a follower applies under one write lock of its engine.
+const MAX_FOLLOW_BATCH: u64 = MAX_WRITE_BATCH as u64;
+
+/// The writer as a follower: the chain's journal, appended by another node, applied to the
+/// engine, projected and published as the leader's commits are; writes refused with
+/// [`WriteError::NotLeader`]; the lease asked for, and once held the journal caught up with and
+/// the writer turned leader (`None`). `Some` when the chain closes.
+fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Option<Option<oneshot::Sender<()>>> {
+    state.leading.store(false, Ordering::Release);
+    loop {
+        loop {
+            match queue.try_recv() {
+                Ok(WriterMessage::Write(request)) => {
+                    let _ = request.reply.send(Err(WriteError::NotLeader));
+                }
+                Ok(WriterMessage::StreamRead { token, read }) => answer_stream_read(state, Some((token, read))),
+                Ok(WriterMessage::Close(reply)) => return Some(Some(reply)),
+                Ok(WriterMessage::Wake) => {}
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return Some(None),
+            }
+        }
+        while follow_journal(state) == MAX_FOLLOW_BATCH {}
+        if state.needs_rebuild {
+            rebuild(state);
+            std::thread::sleep(Duration::from_secs(1));
+            continue;
+        }
+        match state.leadership.try_to_lead() {
+            Ok(Some(epoch)) => {
+                // The previous leader may have appended up to the moment its lease ended.
+                while follow_journal(state) > 0 || state.needs_rebuild {
+                    if state.needs_rebuild {
+                        rebuild(state);
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                }
+                state.store.lead_under(Some(epoch));
+                tracing::info!(
+                    chain_id = state.chain_id,
+                    epoch,
+                    journaled = state.next_sequence - 1,
+                    "this node leads the chain"
+                );
+                return None;
+            }
+            Ok(None) => {}
+            Err(error) => tracing::warn!(chain_id = state.chain_id, %error, "cannot ask for the chain's lease"),
+        }
+        std::thread::sleep(Duration::from_millis(FOLLOW_POLL_INTERVAL_MS));
+    }
+}
+
+/// Applies up to [`MAX_FOLLOW_BATCH`] commands the journal holds beyond the engine, as a
+/// replay does, then projects and publishes them; returns how many.
+fn follow_journal(state: &mut WriterState) -> u64 {
+    let after = state.next_sequence - 1;
+    let mut read = Vec::new();
+    let through = after.saturating_add(MAX_FOLLOW_BATCH);
+    if let Err(error) = state
+        .store
+        .for_each_command(after, through, &|| true, &mut |journaled| {
+            read.push(JournalEntry {
+                sequence: journaled.sequence,
+                time_ms: journaled.time_ms,
+                command: codec::encode_command(&journaled.command),
+                authorization: journaled.authorization,
+            });
+            Ok(())
+        })
+    {
+        tracing::warn!(chain_id = state.chain_id, %error, "cannot read the chain's journal");
+        return 0;
+    }
+    if read.is_empty() {
+        return 0;
+    }
+    let mut projections = Vec::with_capacity(read.len());
+    let mut engine = state.engine.write();
+    for entry in &read {
+        let mut events = Vec::new();
+        if let Err(error) = dexd_store::follow_journal_entry(&mut engine, entry, &mut events) {
+            // The copy and the journal disagree: never serve a state the journal does not hold.
+            // The engine is rebuilt by the caller's loop (never from here: a rebuild follows too).
+            tracing::error!(chain_id = state.chain_id, %error, "a followed command does not apply");
+            state.needs_rebuild = true;
+            return 0;
+        }
+        projections.push(Projection {
+            sequence: entry.sequence,
+            events: Arc::new(events),
+            authorization: entry.authorization,
+        });
+    }
+    let last = read.last().map_or(after, |entry| entry.sequence);
+    state.next_sequence = last + 1;
+    state.engine_position.applied_sequence.store(last, Ordering::Release);
+    drop(engine);
+    state.journaled.store(last, Ordering::Release);
+    let count = read.len() as u64;
+    if let Some(publisher) = state.publisher.as_ref().filter(|publisher| publisher.is_active()) {
+        publisher.publish_batch(&state.engine.read(), projections.clone(), read);
+    }
+    if state.projection.send(projections).is_err() {
+        tracing::error!(chain_id = state.chain_id, "the projector is gone");
+    }
+    count
 }
 
 /// Applies, journals and answers one batch of writes; `batch` is left empty.
@@ -224,24 +388,28 @@ fn apply_batch(
     (journal, projections, replies)
 }
 
-/// Puts the engine back to what the journal holds, after a batch could not be appended. Until
-/// that succeeds the chain's writes keep failing, which is the safe side.
+/// Puts the engine back to what the journal holds, after a batch could not be appended or when
+/// the node stops leading: replayed up to what this node acknowledged or followed (its history
+/// has exactly that), then the journal's rest followed like a follower's, projected and
+/// published, so that nothing another node (or an append whose outcome was unknown) journaled is
+/// skipped. Until the replay succeeds the chain's writes keep failing, which is the safe side.
 fn rebuild(state: &mut WriterState) {
     loop {
-        // The history is not this thread's business: the projector has every acknowledged batch.
         // The newest snapshot the journal reaches shortens the replay, as at start.
+        let acknowledged = state.journaled.load(Ordering::Acquire);
         let replayed = state.store.last_sequence().and_then(|journal_end| {
             super::snapshotter::recover(
                 state.store.as_mut(),
                 &state.snapshots,
                 &state.engine_config,
-                journal_end,
+                (journal_end, acknowledged),
                 true,
                 None,
             )
         });
         match replayed {
             Ok((replayed, _)) => {
+                state.needs_rebuild = false;
                 let mut engine = state.engine.write();
                 *engine = replayed.engine;
                 state.next_sequence = replayed.last_sequence + 1;
@@ -256,6 +424,7 @@ fn rebuild(state: &mut WriterState) {
                     chain_id = state.chain_id,
                     "chain state rebuilt from the journal after a failed write"
                 );
+                while follow_journal(state) > 0 {}
                 return;
             }
             Err(error) => {

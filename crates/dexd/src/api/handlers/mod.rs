@@ -174,6 +174,10 @@ pub(super) fn write_error(error: WriteError) -> ApiError {
         WriteError::HistoryBehind => {
             ApiError::unavailable("the history has not caught up with the latest changes; retry shortly")
         }
+        WriteError::NotLeader => ApiError::unavailable(
+            "this node does not lead the chain now (another node of the cluster does, or none has taken it over \
+             yet); nothing was applied, retry shortly or send the write to the chain's leader",
+        ),
     }
 }
 
