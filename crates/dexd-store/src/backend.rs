@@ -33,6 +33,9 @@ pub struct PostgresBackend {
     pub node_id: String,
     /// How long a lease lasts unrenewed.
     pub lease_ms: u64,
+    /// The URL this node announces in the cluster's directory; `None`: the address it listens
+    /// on.
+    pub advertised_url: Option<String>,
 }
 
 impl std::fmt::Debug for JournalBackend {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for JournalBackend {
                 .field("url", &"<redacted>")
                 .field("node_id", &backend.node_id)
                 .field("lease_ms", &backend.lease_ms)
+                .field("advertised_url", &backend.advertised_url)
                 .finish(),
         }
     }

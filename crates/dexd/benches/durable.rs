@@ -134,6 +134,7 @@ fn main() {
                 url: postgres.url(),
                 node_id: "bench".into(),
                 lease_ms: 3_000,
+                advertised_url: None,
             });
         }
         let data_path = data_dir.path().to_path_buf();

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod cluster;
 pub mod config;
 pub mod log_output;
 pub mod telemetry;
@@ -78,6 +79,7 @@ fn start_in_background(
     connections: api::ConnectionGauge,
     ready: Arc<OnceLock<axum::Router>>,
     started: Arc<OnceLock<Started>>,
+    listening_url: String,
 ) -> tokio::sync::mpsc::Receiver<Box<dyn std::error::Error + Send + Sync>> {
     // A channel rather than a oneshot: the accept loop polls it on every turn, also after the
     // start succeeded and dropped the sender (a closed channel answers `None` each time).
@@ -113,7 +115,22 @@ fn start_in_background(
             }
         };
         let streams = Arc::new(api::streams::Streams::start(&venue));
+        let journal = venue.config.journal.clone();
+        let cluster = match tokio::task::spawn_blocking(move || cluster::Cluster::join(&journal, listening_url)).await {
+            Ok(Ok(cluster)) => Arc::new(cluster),
+            Ok(Err(error)) => {
+                let _ = failed
+                    .send(Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
+                    .await;
+                return;
+            }
+            Err(panic) => {
+                let _ = failed.send(format!("the start failed: {panic}").into()).await;
+                return;
+            }
+        };
         let router = api::router(Arc::new(api::AppState {
+            cluster,
             venue: Arc::clone(&venue),
             custody: Arc::clone(&custody),
             streams: Arc::clone(&streams),
@@ -168,6 +185,10 @@ pub async fn serve_with_tls(
     );
     let ready: Arc<OnceLock<axum::Router>> = Arc::new(OnceLock::new());
     let started: Arc<OnceLock<Started>> = Arc::new(OnceLock::new());
+    let listening_url = match listener.local_addr() {
+        Ok(address) => format!("{}://{address}", if tls.is_some() { "https" } else { "http" }),
+        Err(_) => String::new(),
+    };
     let mut start_failure = start_in_background(
         config,
         data_dir,
@@ -175,6 +196,7 @@ pub async fn serve_with_tls(
         connection_gauge,
         Arc::clone(&ready),
         Arc::clone(&started),
+        listening_url,
     );
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())

@@ -8,7 +8,7 @@ use common::TestServer;
 use serde_json::{json, Value};
 
 /// Every path of the interface (`docs/api.md`) with its method, and the extensions (`orderDetail`, `eip712`,
-/// `reserves`, `chains`, `health`, `ready`, `metrics`, `openapi.json`).
+/// `reserves`, `chains`, `cluster`, `health`, `ready`, `metrics`, `openapi.json`).
 const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/order/addOrder"),
     ("post", "/order/add"),
@@ -36,6 +36,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/eip712"),
     ("get", "/account/reserves"),
     ("get", "/chains"),
+    ("get", "/cluster"),
     ("get", "/health"),
     ("get", "/ready"),
     ("get", "/metrics"),

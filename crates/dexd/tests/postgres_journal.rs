@@ -118,6 +118,44 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
     let before = observable_state(&leader.base_url, &accounts).await;
     // The follower serves what the leader acknowledged, and refuses writes: it does not lead.
     wait_for_state(&follower.base_url, &accounts, &before).await;
+    let cluster = TestServer::at(&follower.base_url).get("/cluster", &[]).await.1;
+    assert_eq!(cluster["node"], "node-b", "{cluster}");
+    let alive: Vec<(&str, bool)> = cluster["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| (node["id"].as_str().unwrap(), node["alive"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(alive, vec![("node-a", true), ("node-b", true)]);
+    let chain_one = &cluster["chains"][0];
+    assert_eq!(
+        (chain_one["chainId"].as_str(), chain_one["leader"].as_str()),
+        (Some("1"), Some("node-a"))
+    );
+    assert_eq!(chain_one["sequence"], 6, "{cluster}");
+    assert_eq!(chain_one["appliedSequence"], 6, "{cluster}");
+    // Reading one's own writes from a follower: a read that names the position waits for it.
+    let erin = Trader::new(0xe0);
+    TestServer::at(&leader.base_url).deposit(&erin, "USDC", "7").await;
+    let http = reqwest::Client::new();
+    let read = http
+        .get(format!("{}/account/assetBalances", follower.base_url))
+        .query(&[("chainId", "1"), ("account", erin.address.as_str())])
+        .header("X-Dexd-Min-Sequence", "7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.headers()["x-dexd-node"], "node-b");
+    let balances: serde_json::Value = read.json().await.unwrap();
+    assert_eq!(common::balance_in(&balances, "USDC")["total"], "7", "{balances}");
+    let malformed = http
+        .get(format!("{}/account/assetBalances", follower.base_url))
+        .query(&[("chainId", "1"), ("account", erin.address.as_str())])
+        .header("X-Dexd-Min-Sequence", "seven")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
     let dave = Trader::new(0xd0);
     let (status, body) = try_deposit(&follower.base_url, &dave).await;
     assert_eq!(
@@ -187,4 +225,18 @@ async fn a_leader_stopped_past_its_lease_never_appends_again_and_follows() {
     accounts.push(frank.address.clone());
     let now = observable_state(&new.base_url, &accounts).await;
     wait_for_state(&old.base_url, &accounts, &now).await;
+}
+
+#[tokio::test]
+async fn a_node_on_the_embedded_journal_is_a_cluster_of_one() {
+    let server = TestServer::start().await;
+    let (status, cluster) = server.get("/cluster", &[]).await;
+    assert_eq!(status, 200, "{cluster}");
+    assert_eq!(cluster["node"], "dexd");
+    assert_eq!(cluster["nodes"].as_array().unwrap().len(), 1);
+    let chains = cluster["chains"].as_array().unwrap();
+    assert_eq!(chains.len(), 3);
+    assert!(chains
+        .iter()
+        .all(|chain| chain["leader"] == "dexd" && chain["epoch"] == 0));
 }

@@ -6,6 +6,7 @@
 //! - [`journal`]: [`PostgresJournal`], the [`crate::Journal`] whose every append checks, in the
 //!   same statement, the appender's epoch and the journal's last sequence: a stale leader
 //!   (paused, partitioned, slow) can never append.
+//! - [`directory`]: the nodes, their URLs and liveness, and each chain's leader (`GET /cluster`).
 //! - [`lease`]: taking, renewing and reading a chain's lease. Lease times are the database's
 //!   clock, never a node's, so nodes whose clocks disagree still agree on who leads.
 //!
@@ -13,12 +14,15 @@
 //! (the venue does); it uses the synchronous `postgres` client, made for a thread of its own such
 //! as the chain's writer, and must not be called from inside an async runtime's threads.
 
+pub mod directory;
 pub mod journal;
 pub mod lease;
 pub mod schema;
 
 pub use self::journal::PostgresJournal;
 pub use self::lease::{Lease, LeaseHolder, LeaseKeeper};
+/// The synchronous PostgreSQL client the backend runs on, for the crates above that hold one.
+pub use ::postgres::Client;
 
 use super::database::StoreError;
 

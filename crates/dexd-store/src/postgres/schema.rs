@@ -4,6 +4,7 @@
 //! - `dexd_leases`: each chain's leader, its epoch and when its lease ends (database time).
 //! - `dexd_journal`: every journaled command of every chain, keyed by (chain, sequence), with
 //!   the epoch of the leader that appended it.
+//! - `dexd_nodes`: each node's URL and when it last said it was alive (database time).
 
 use super::{postgres_error, StoreError};
 
@@ -11,7 +12,8 @@ use super::{postgres_error, StoreError};
 const MIGRATION_LOCK_KEY: i64 = 0x6465_7864;
 
 /// The schema, one migration per version.
-const MIGRATIONS: &[&str] = &["CREATE TABLE dexd_chains (
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE dexd_chains (
          chain_id BIGINT PRIMARY KEY,
          journal_id TEXT NOT NULL,
          custody TEXT);
@@ -27,7 +29,12 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE dexd_chains (
          time_ms BIGINT NOT NULL,
          command BYTEA NOT NULL,
          authorization_record BYTEA,
-         PRIMARY KEY (chain_id, sequence));"];
+         PRIMARY KEY (chain_id, sequence));",
+    "CREATE TABLE dexd_nodes (
+         node_id TEXT PRIMARY KEY,
+         url TEXT NOT NULL,
+         heartbeat_at TIMESTAMPTZ NOT NULL);",
+];
 
 /// Runs the migrations the database lacks, in one transaction under an advisory lock.
 pub fn migrate(client: &mut postgres::Client) -> Result<(), StoreError> {

@@ -58,6 +58,8 @@ pub struct AppState {
     pub addresses: dexd_crypto::AddressCache,
     /// Request budgets per client IP and per account.
     pub rate_limits: rate_limit::RateLimits,
+    /// This node in its cluster (a cluster of one on the embedded journal).
+    pub cluster: Arc<crate::cluster::Cluster>,
 }
 
 pub use self::observability::{starting_router, ConnectionGauge};
@@ -167,6 +169,13 @@ async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: 
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
+    if let Some(node) = app
+        .cluster
+        .node_header()
+        .and_then(|node| HeaderValue::from_str(node).ok())
+    {
+        response.headers_mut().insert("x-dexd-node", node);
+    }
     app.telemetry
         .record_request(&operation, response.status().as_u16(), started.elapsed().as_secs_f64());
     tracing::info!(
@@ -228,9 +237,10 @@ fn add_operation(
             )
         } else {
             get(
-                move |State(app): State<Arc<AppState>>, RawQuery(query): RawQuery| async move {
+                move |State(app): State<Arc<AppState>>, headers: HeaderMap, RawQuery(query): RawQuery| async move {
                     let params = Params::from_query(query.as_deref())?;
                     params.check_allowed(operation)?;
+                    wait_for_min_sequence(&app, &headers, &params).await?;
                     handler(app, params).await
                 },
             )
@@ -238,6 +248,44 @@ fn add_operation(
         router = router.route(path, method_router);
     }
     router
+}
+
+/// How long a read with `X-Dexd-Min-Sequence` waits for its chain to reach that position.
+pub const MIN_SEQUENCE_WAIT_MS: u64 = 5_000;
+
+/// A read with `X-Dexd-Min-Sequence: n` waits until the node has applied (and written to its
+/// history) position `n` of the read's chain, so that a client reads its own writes from any
+/// node: 400 for a header that is not a number, 503 after [`MIN_SEQUENCE_WAIT_MS`]. Reads that
+/// name no chain ignore it.
+async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Params) -> Result<(), ApiError> {
+    let Some(value) = headers.get("x-dexd-min-sequence") else {
+        return Ok(());
+    };
+    let minimum: u64 = value
+        .to_str()
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| ApiError::invalid("X-Dexd-Min-Sequence", "must be a journal position, decimal digits"))?;
+    let Some(chain) = params
+        .text("chainId")
+        .ok()
+        .flatten()
+        .and_then(|text| text.parse::<u64>().ok())
+        .and_then(|chain_id| app.venue.chain(chain_id))
+    else {
+        return Ok(());
+    };
+    if chain
+        .wait_for_position(minimum, Duration::from_millis(MIN_SEQUENCE_WAIT_MS))
+        .await
+    {
+        return Ok(());
+    }
+    Err(ApiError::unavailable(format!(
+        "this node has not reached journal position {minimum} of chain {} within {MIN_SEQUENCE_WAIT_MS} ms; retry, \
+         or read from the chain's leader",
+        chain.config.chain_id
+    )))
 }
 
 async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<zeroize::Zeroizing<Vec<u8>>, ApiError> {

@@ -586,6 +586,18 @@ pub const CHAINS: Operation = Operation {
     error_statuses: &[],
 };
 
+/// The cluster (contract version 3): the nodes and who leads each chain.
+pub const CLUSTER: Operation = Operation {
+    id: "getCluster",
+    tag: Tag::Extensions,
+    is_post: false,
+    paths: &["/cluster"],
+    summary: "The cluster's nodes and, per chain, its leader, epoch, journal position and this node's position.",
+    fields: &[],
+    response_schema: "ClusterResponse",
+    error_statuses: &[503],
+};
+
 /// Every operation.
 pub const ALL: &[Operation] = &[
     ADD_ORDER,
@@ -614,4 +626,5 @@ pub const ALL: &[Operation] = &[
     READY,
     OPENAPI,
     CHAINS,
+    CLUSTER,
 ];

@@ -57,6 +57,7 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::OPENAPI, answered_by!(openapi_document)),
     (&operations::READY, answered_by!(ready)),
     (&operations::CHAINS, answered_by!(handlers::chains)),
+    (&operations::CLUSTER, answered_by!(handlers::cluster)),
 ];
 
 async fn openapi_document(app: Arc<AppState>, _params: Params) -> Result<serde_json::Value, ApiError> {

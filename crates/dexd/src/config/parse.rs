@@ -38,6 +38,7 @@ struct RawStore {
 struct RawCluster {
     node_id: Option<String>,
     lease_ms: Option<u64>,
+    url: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -652,10 +653,15 @@ fn check_store(
                     ))
                 }
             };
-            let (node_id, lease_ms) = match cluster.map(Spanned::into_inner) {
-                Some(cluster) => (cluster.node_id, cluster.lease_ms),
-                None => (None, None),
+            let (node_id, lease_ms, advertised_url) = match cluster.map(Spanned::into_inner) {
+                Some(cluster) => (cluster.node_id, cluster.lease_ms, cluster.url),
+                None => (None, None, None),
             };
+            if let Some(url) = &advertised_url {
+                if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 2_048 {
+                    return Err(at(line, "[cluster] url must be an http:// or https:// URL".into()));
+                }
+            }
             let node_id = node_id.unwrap_or_else(|| "dexd".to_string());
             if node_id.is_empty()
                 || node_id.len() > MAX_NODE_ID_LENGTH
@@ -675,7 +681,12 @@ fn check_store(
                     format!("[cluster] lease_ms must be between {MIN_LEASE_MS} and {MAX_LEASE_MS}"),
                 ));
             }
-            Ok(JournalBackend::Postgres(PostgresBackend { url, node_id, lease_ms }))
+            Ok(JournalBackend::Postgres(PostgresBackend {
+                url,
+                node_id,
+                lease_ms,
+                advertised_url,
+            }))
         }
         other => Err(at(
             line,

@@ -226,6 +226,17 @@ impl Chain {
         }
     }
 
+    /// Waits until this node's history (and so its engine) holds journal position `minimum`:
+    /// `false` if it did not within `timeout`.
+    pub async fn wait_for_position(&self, minimum: u64, timeout: Duration) -> bool {
+        let mut projected = self.projected.clone();
+        tokio::time::timeout(timeout, async move {
+            projected.wait_for(|reached| *reached >= minimum).await.is_ok()
+        })
+        .await
+        .unwrap_or(false)
+    }
+
     /// Applies a command through the writer; returns its events once they are on disk.
     pub async fn submit(&self, command: Command, authorization: Option<Authorization>) -> Result<Events, WriteError> {
         self.enqueue(command, authorization)?.outcome().await

@@ -64,6 +64,14 @@ pub async fn chains(app: Arc<AppState>, _params: Params) -> Answer {
     Ok(json!({ "chains": chains }))
 }
 
+/// `GET /cluster`: this node, the cluster's nodes, and who leads each chain at which position.
+pub async fn cluster(app: Arc<AppState>, _params: Params) -> Answer {
+    app.cluster.status(&app.venue).await.map_err(|error| {
+        tracing::warn!(%error, "the cluster's directory cannot be read");
+        crate::api::error::ApiError::unavailable("the cluster's directory cannot be read now; retry shortly")
+    })
+}
+
 fn custody_object(app: &AppState, chain: &Chain) -> Value {
     match app.custody.chain(chain.config.chain_id) {
         None => json!({"mode": "ledger"}),

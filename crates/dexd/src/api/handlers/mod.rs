@@ -27,7 +27,9 @@ use dexd_store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
 
 use crate::venue::{Chain, Venue};
 
-pub use self::account::{asset_balances, asset_pairs, assets_info, chains, eip712_types, reserves, tradable_amounts};
+pub use self::account::{
+    asset_balances, asset_pairs, assets_info, chains, cluster, eip712_types, reserves, tradable_amounts,
+};
 pub use self::order::{
     account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,
     open_positions, order_detail, sell_order_book, trade_history,

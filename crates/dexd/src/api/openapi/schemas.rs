@@ -187,6 +187,19 @@ fn venue_schemas() -> Value {
             "status": {"const": "ready"},
             "custodyHalted": {"type": "array", "items": object(json!({"chainId": string(), "reason": string()}))}
         })),
+        "ClusterResponse": object(json!({
+            "node": string(),
+            "nodes": {"type": "array", "items": object(json!({
+                "id": string(), "url": string(), "alive": {"type": "boolean"}
+            }))},
+            "chains": {"type": "array", "items": object(json!({
+                "chainId": string(),
+                "leader": {"type": ["string", "null"]},
+                "epoch": {"type": "integer", "minimum": 0},
+                "sequence": {"type": "integer", "minimum": 0},
+                "appliedSequence": {"type": "integer", "minimum": 0}
+            }))}
+        })),
         "OpenApiDocument": {"type": "object"},
     })
 }
