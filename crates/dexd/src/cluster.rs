@@ -2,8 +2,8 @@
 //! the directory on a regular beat, and what `GET /cluster` shows (the nodes, and each chain's
 //! leader, epoch and positions). On the embedded journal the node is a cluster of one.
 //!
-//! It does not lead or follow chains (each chain's writer does, under its lease) and does not
-//! forward writes.
+//! It also finds a chain's leader's URL for the API's forwarding of writes (cached for a third of
+//! a lease). It does not lead or follow chains (each chain's writer does, under its lease).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,23 @@ pub struct Cluster {
     directory: Option<Arc<parking_lot::Mutex<postgres::Client>>>,
     /// Ends the beat when dropped.
     _beat: Option<std::sync::mpsc::SyncSender<()>>,
+    /// Each chain's leader as last read, and when.
+    leaders: parking_lot::Mutex<std::collections::HashMap<u64, LeaderReading>>,
+}
+
+/// A chain's leader as read from the directory (`None`: no other node leads it), and when.
+struct LeaderReading {
+    leader: Option<Leader>,
+    read_at: std::time::Instant,
+}
+
+/// A chain's leader, for a forwarded write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// Its node id.
+    pub node_id: String,
+    /// Where it answers.
+    pub url: String,
 }
 
 impl Cluster {
@@ -41,6 +58,7 @@ impl Cluster {
                 lease_ms: 0,
                 directory: None,
                 _beat: None,
+                leaders: parking_lot::Mutex::default(),
             });
         };
         let url = backend.advertised_url.clone().unwrap_or(listening_url);
@@ -53,7 +71,63 @@ impl Cluster {
             lease_ms: backend.lease_ms,
             directory: Some(Arc::new(parking_lot::Mutex::new(postgres::connect(&backend.url)?))),
             _beat: Some(beat),
+            leaders: parking_lot::Mutex::default(),
         })
+    }
+
+    /// The node leading `chain_id` now and its URL, if another node does (read from the
+    /// directory at most every third of a lease; [`Cluster::forget_leader`] reads it again).
+    pub async fn leader(&self, chain_id: u64) -> Option<Leader> {
+        let client = Arc::clone(self.directory.as_ref()?);
+        let fresh_for = Duration::from_millis(self.lease_ms / 3);
+        if let Some(reading) = self.leaders.lock().get(&chain_id) {
+            if reading.read_at.elapsed() < fresh_for {
+                return reading.leader.clone();
+            }
+        }
+        let lease_ms = self.lease_ms;
+        let read = tokio::task::spawn_blocking(move || {
+            let mut client = client.lock();
+            let chains = directory::chains(&mut client, &[chain_id])?;
+            let nodes = directory::nodes(&mut client, lease_ms)?;
+            Ok::<_, StoreError>(
+                chains
+                    .first()
+                    .and_then(|chain| chain.leader.clone())
+                    .and_then(|leader| {
+                        nodes
+                            .into_iter()
+                            .find(|node| node.node_id == leader)
+                            .map(|node| Leader {
+                                node_id: node.node_id,
+                                url: node.url,
+                            })
+                    }),
+            )
+        })
+        .await;
+        let leader = match read {
+            Ok(Ok(leader)) => leader.filter(|leader| leader.node_id != self.node_id),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot read the chain's leader from the directory");
+                None
+            }
+            Err(_) => None,
+        };
+        let read_at = std::time::Instant::now();
+        self.leaders.lock().insert(
+            chain_id,
+            LeaderReading {
+                leader: leader.clone(),
+                read_at,
+            },
+        );
+        leader
+    }
+
+    /// Forgets what was read of `chain_id`'s leader (a forward to it failed).
+    pub fn forget_leader(&self, chain_id: u64) {
+        self.leaders.lock().remove(&chain_id);
     }
 
     /// This node's id, for the `X-Dexd-Node` header; `None` on the embedded journal.

@@ -129,8 +129,11 @@ fn start_in_background(
                 return;
             }
         };
+        // The forwarder's TLS runs on the ring provider the server's TLS uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let router = api::router(Arc::new(api::AppState {
             cluster,
+            forwarder: alloy_reqwest::Client::new(),
             venue: Arc::clone(&venue),
             custody: Arc::clone(&custody),
             streams: Arc::clone(&streams),

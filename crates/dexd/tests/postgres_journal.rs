@@ -14,7 +14,7 @@ use dexd_store::postgres::test_server::PostgresServer;
 use serde_json::json;
 
 /// How long a node's lease of a chain lasts in these tests.
-const LEASE_MS: u64 = 1_000;
+const LEASE_MS: u64 = 2_000;
 
 fn postgres_config(folder: &std::path::Path, postgres: &PostgresServer, node_id: &str) -> std::path::PathBuf {
     let path = folder.join(format!("dexd-{node_id}.toml"));
@@ -75,14 +75,18 @@ async fn every_acknowledged_change_is_in_postgresql_and_survives_sigkill() {
     assert_eq!(sequences.len(), 7, "3 deposits and 4 placements");
 }
 
-/// A deposit of 1 USDC for `trader` through the node at `base_url`: its status and body.
+/// A deposit of 1 USDC for `trader` answered by the node at `base_url` itself (marked as
+/// forwarded already, so that it is not passed on to the leader): its status and body.
 async fn try_deposit(base_url: &str, trader: &Trader) -> (u16, serde_json::Value) {
-    TestServer::at(base_url)
-        .post_json(
-            "/portfolio/deposit",
-            json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "1", "privateKey": trader.key}),
-        )
+    let answer = reqwest::Client::new()
+        .post(format!("{base_url}/portfolio/deposit"))
+        .header("X-Dexd-Forwarded", "1")
+        .json(&json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "1", "privateKey": trader.key}))
+        .send()
         .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
 }
 
 /// Waits until the node at `base_url` shows `expected` for `accounts` (a follower's lag).
@@ -134,14 +138,39 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
     );
     assert_eq!(chain_one["sequence"], 6, "{cluster}");
     assert_eq!(chain_one["appliedSequence"], 6, "{cluster}");
+    // A write sent to the follower is forwarded to the leader and answered as if local.
+    let dave = Trader::new(0xd0);
+    let deposit = |trader: &Trader| json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "1", "privateKey": trader.key});
+    let http = reqwest::Client::new();
+    let forwarded = http
+        .post(format!("{}/portfolio/deposit", follower.base_url))
+        .json(&deposit(&dave))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forwarded.status(), 200);
+    assert_eq!(forwarded.headers()["x-dexd-leader"], "node-a");
+    assert_eq!(
+        TestServer::at(&leader.base_url).balance(&dave, "USDC").await["total"],
+        "1"
+    );
+    // A request already forwarded once is never forwarded again: the follower refuses it.
+    let twice = http
+        .post(format!("{}/portfolio/deposit", follower.base_url))
+        .header("X-Dexd-Forwarded", "1")
+        .json(&deposit(&dave))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status(), 503);
     // Reading one's own writes from a follower: a read that names the position waits for it.
+    // Positions: 6, then dave's forwarded deposit 7, then erin's 8.
     let erin = Trader::new(0xe0);
     TestServer::at(&leader.base_url).deposit(&erin, "USDC", "7").await;
-    let http = reqwest::Client::new();
     let read = http
         .get(format!("{}/account/assetBalances", follower.base_url))
         .query(&[("chainId", "1"), ("account", erin.address.as_str())])
-        .header("X-Dexd-Min-Sequence", "7")
+        .header("X-Dexd-Min-Sequence", "8")
         .send()
         .await
         .unwrap();
@@ -156,17 +185,11 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
         .await
         .unwrap();
     assert_eq!(malformed.status(), 400);
-    let dave = Trader::new(0xd0);
-    let (status, body) = try_deposit(&follower.base_url, &dave).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("UNAVAILABLE")),
-        "{body}"
-    );
-
     leader.kill();
     let killed_at = Instant::now();
     loop {
+        // Marked as forwarded, so that the follower answers it itself rather than trying the
+        // dead leader: 503 until it leads.
         let (status, body) = try_deposit(&follower.base_url, &dave).await;
         if status == 200 {
             break;
@@ -181,7 +204,7 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
     assert_eq!(observable_state(&follower.base_url, &accounts).await, before);
     assert_eq!(
         TestServer::at(&follower.base_url).balance(&dave, "USDC").await["total"],
-        "1"
+        "2"
     );
 }
 
@@ -216,10 +239,17 @@ async fn a_leader_stopped_past_its_lease_never_appends_again_and_follows() {
     }
     signal("-CONT");
 
-    // The old leader wakes believing nothing changed: its write is refused, not acknowledged.
+    // The old leader wakes believing nothing changed: its own write (marked as forwarded, so
+    // that it cannot pass it on to the new leader) is refused, not acknowledged.
     let erin = Trader::new(0xe0);
-    let (status, body) = try_deposit(&old.base_url, &erin).await;
-    assert_eq!(status, 503, "a stale leader acknowledged a write: {body}");
+    let answer = reqwest::Client::new()
+        .post(format!("{}/portfolio/deposit", old.base_url))
+        .header("X-Dexd-Forwarded", "1")
+        .json(&json!({"chainId": "1", "from": erin.address, "symbol": "USDC", "quantity": "1", "privateKey": erin.key}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 503, "a stale leader acknowledged a write");
     assert_eq!(TestServer::at(&new.base_url).balance(&erin, "USDC").await["total"], "0");
     // It follows the new leader from then on, and shows what the new leader acknowledged.
     accounts.push(frank.address.clone());

@@ -8,6 +8,7 @@
 
 pub mod credential;
 pub mod error;
+pub mod forwarding;
 pub mod handlers;
 pub mod observability;
 pub mod openapi;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub rate_limits: rate_limit::RateLimits,
     /// This node in its cluster (a cluster of one on the embedded journal).
     pub cluster: Arc<crate::cluster::Cluster>,
+    /// The HTTP client that forwards writes to a chain's leader.
+    pub forwarder: alloy_reqwest::Client,
 }
 
 pub use self::observability::{starting_router, ConnectionGauge};
@@ -230,8 +233,13 @@ fn add_operation(
             post(
                 move |State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body| async move {
                     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
-                    let params = Params::from_body(content_type, &read_body(body, body_limit, body_timeout).await?)?;
+                    let body = read_body(body, body_limit, body_timeout).await?;
+                    let params = Params::from_body(content_type, &body)?;
                     params.check_allowed(operation)?;
+                    if let Some(answer) = forwarding::forward_if_not_leading(&app, path, &headers, &body, &params).await
+                    {
+                        return answer;
+                    }
                     handler(app, params).await
                 },
             )
