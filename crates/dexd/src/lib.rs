@@ -88,20 +88,12 @@ fn start_in_background(
     tokio::spawn(async move {
         let began = Instant::now();
         let start_telemetry = Arc::clone(&telemetry);
-        let venue = match tokio::task::spawn_blocking(move || {
-            venue::Venue::start_with_telemetry(config, &data_dir, start_telemetry)
-        })
-        .await
-        {
-            Ok(Ok(venue)) => Arc::new(venue),
-            Ok(Err(error)) => {
-                let _ = failed
-                    .send(Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
-                    .await;
-                return;
-            }
-            Err(panic) => {
-                let _ = failed.send(format!("the start failed: {panic}").into()).await;
+        let started_venue =
+            blocking_start(move || venue::Venue::start_with_telemetry(config, &data_dir, start_telemetry)).await;
+        let venue = match started_venue {
+            Ok(venue) => Arc::new(venue),
+            Err(error) => {
+                let _ = failed.send(error).await;
                 return;
             }
         };
@@ -116,16 +108,10 @@ fn start_in_background(
         };
         let streams = Arc::new(api::streams::Streams::start(&venue));
         let journal = venue.config.journal.clone();
-        let cluster = match tokio::task::spawn_blocking(move || cluster::Cluster::join(&journal, listening_url)).await {
-            Ok(Ok(cluster)) => Arc::new(cluster),
-            Ok(Err(error)) => {
-                let _ = failed
-                    .send(Box::new(error) as Box<dyn std::error::Error + Send + Sync>)
-                    .await;
-                return;
-            }
-            Err(panic) => {
-                let _ = failed.send(format!("the start failed: {panic}").into()).await;
+        let cluster = match blocking_start(move || cluster::Cluster::join(&journal, listening_url)).await {
+            Ok(cluster) => Arc::new(cluster),
+            Err(error) => {
+                let _ = failed.send(error).await;
                 return;
             }
         };
@@ -151,6 +137,18 @@ fn start_in_background(
         tracing::info!(start_ms = began.elapsed().as_millis() as u64, "dexd ready");
     });
     start_failure
+}
+
+/// Runs a blocking part of the start (it opens databases) off the runtime's threads; its error,
+/// or its panic, as the start's failure.
+async fn blocking_start<T: Send + 'static, E: std::error::Error + Send + Sync + 'static>(
+    start: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, Box<dyn std::error::Error + Send + Sync>> {
+    match tokio::task::spawn_blocking(start).await {
+        Ok(Ok(started)) => Ok(started),
+        Ok(Err(error)) => Err(Box::new(error)),
+        Err(panic) => Err(format!("the start failed: {panic}").into()),
+    }
 }
 
 /// Like [`serve`], over TLS when `tls` is given: each connection's handshake must finish within

@@ -12,23 +12,11 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::signers::SignerSync;
 use alloy::sol_types::{SolCall, SolStruct};
 use common::chain::ETH_UNIT;
-use common::vault_venue::VaultVenue;
+use common::vault_venue::{VaultVenue, Withdrawal};
 use dexd_crypto::checksummed;
 use dexd_settlement::deploy;
 use dexd_settlement::vault::{venue_address, DexdVault};
 use serde_json::json;
-
-alloy::sol! {
-    /// The vault's withdrawal type, written here from the contract's source so that the
-    /// signature is made without dexd's code.
-    struct Withdrawal {
-        address account;
-        address token;
-        uint256 amount;
-        uint256 withdrawalId;
-        uint256 expiry;
-    }
-}
 
 /// The EIP-712 digest of a withdrawal of `amount_units` of the native asset by `account`.
 fn native_withdrawal_digest(

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
 use common::chain::{NodeProxy, TestChain, ETH_UNIT, USDC_UNIT};
-use common::vault_venue::{address_of, deposit_body, key_of, signed_withdrawal_body, VaultVenue};
+use common::vault_venue::{address_of, deposit_body, key_of, signed_withdrawal_body, VaultVenue, Withdrawal};
 use dexd_crypto::checksummed;
 use dexd_settlement::deploy;
 use dexd_settlement::vault::venue_address;
@@ -413,18 +413,6 @@ async fn bad_deposits_and_withdrawals_on_a_vault_chain_are_refused_and_change_no
     }
     assert_eq!(venue.chain.vault_balance(Some(venue.chain.usdc)).await, U256::ZERO);
     assert_eq!(venue.chain.vault_balance(None).await, U256::ZERO);
-}
-
-alloy::sol! {
-    /// The vault's withdrawal type, written here from the contract's source so that the
-    /// client's signature is made without dexd's code.
-    struct Withdrawal {
-        address account;
-        address token;
-        uint256 amount;
-        uint256 withdrawalId;
-        uint256 expiry;
-    }
 }
 
 /// The account's signature, `r ‖ s ‖ v`, of the vault's `Withdrawal` of 0.2 ETH with this id

@@ -14,6 +14,18 @@ use serde_json::{json, Value};
 use super::chain::TestChain;
 use super::{BinaryServer, TestServer};
 
+alloy::sol! {
+    /// The vault's withdrawal type, written here from the contract's source so that a
+    /// client's signature in the tests is made without dexd's code.
+    struct Withdrawal {
+        address account;
+        address token;
+        uint256 amount;
+        uint256 withdrawalId;
+        uint256 expiry;
+    }
+}
+
 /// A dexd binary serving the test chain, with its data directory and configuration.
 pub struct VaultVenue {
     pub chain: TestChain,
