@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::checkpoints::{checkpoint_passive, CheckpointSchedule, CheckpointStep, JournalCheckpointer};
 use super::database::{meta_value, open_connection, to_sql_integer, StoreError};
-use super::journal_interface::{self, Journal, JournalRead, JournaledCommand, Replayed};
+use super::journal_interface::{self, ApplyCommand, CommandRange, Journal, JournalRead, JournaledCommand, Replayed};
 use super::projector::Projector;
 use super::records::JournalEntry;
 use crate::codec;
@@ -199,14 +199,8 @@ impl JournalRead for StoreWriter {
         StoreWriter::journal_id(self)
     }
 
-    fn for_each_command(
-        &mut self,
-        after: u64,
-        through: u64,
-        keep_going: &dyn Fn() -> bool,
-        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
-    ) -> Result<u64, StoreError> {
-        for_each_command(&self.connection, after, through, keep_going, apply)
+    fn for_each_command(&mut self, range: CommandRange, apply: ApplyCommand) -> Result<u64, StoreError> {
+        for_each_command(&self.connection, range, apply)
     }
 }
 
@@ -253,11 +247,14 @@ pub(super) fn last_sequence(connection: &Connection) -> Result<u64, StoreError> 
 /// so between chunks. Refuses a journal with a gap. Returns the last sequence read.
 pub(super) fn for_each_command(
     connection: &Connection,
-    after: u64,
-    through: u64,
-    keep_going: &dyn Fn() -> bool,
-    mut apply: impl FnMut(JournaledCommand) -> Result<(), StoreError>,
+    range: CommandRange,
+    apply: ApplyCommand,
 ) -> Result<u64, StoreError> {
+    let CommandRange {
+        after,
+        through,
+        keep_going,
+    } = range;
     let mut statement = connection.prepare_cached(
         "SELECT sequence, time_ms, command, authorization FROM commands
          WHERE sequence > ?1 AND sequence <= ?2 ORDER BY sequence LIMIT ?3",
@@ -327,13 +324,7 @@ impl JournalRead for JournalReader {
         JournalReader::journal_id(self)
     }
 
-    fn for_each_command(
-        &mut self,
-        after: u64,
-        through: u64,
-        keep_going: &dyn Fn() -> bool,
-        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
-    ) -> Result<u64, StoreError> {
-        for_each_command(&self.connection, after, through, keep_going, apply)
+    fn for_each_command(&mut self, range: CommandRange, apply: ApplyCommand) -> Result<u64, StoreError> {
+        for_each_command(&self.connection, range, apply)
     }
 }

@@ -18,6 +18,32 @@ use super::database::StoreError;
 use super::projector::{Projector, MAX_PROJECTION_BATCH};
 use super::records::{Authorization, JournalEntry, Projection};
 
+/// Which journaled commands a read takes: those after `after` up to `through` included, with
+/// `keep_going` asked between chunks of a long read whether to go on.
+#[derive(Clone, Copy)]
+pub struct CommandRange<'a> {
+    /// The last command not read.
+    pub after: u64,
+    /// The last command read, at most.
+    pub through: u64,
+    /// Whether to go on, asked between chunks.
+    pub keep_going: &'a dyn Fn() -> bool,
+}
+
+impl CommandRange<'_> {
+    /// Every command after `after`, read to the end without a stop.
+    pub fn after(after: u64) -> CommandRange<'static> {
+        CommandRange {
+            after,
+            through: u64::MAX,
+            keep_going: &|| true,
+        }
+    }
+}
+
+/// Given each journaled command of a read, in order.
+pub type ApplyCommand<'a> = &'a mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>;
+
 /// Reading a chain's journal: what a replay, a snapshot's build and a follower need.
 pub trait JournalRead: Send {
     /// The sequence of the last journaled command (0 when empty).
@@ -26,16 +52,10 @@ pub trait JournalRead: Send {
     /// The journal's identity (a random hex string given when it was created).
     fn journal_id(&mut self) -> Result<String, StoreError>;
 
-    /// Calls `apply` with every journaled command after `after`, up to `through` included, in
-    /// order, reading a bounded chunk at a time; stops early when `keep_going` says so between
-    /// chunks. Refuses a journal with a gap. Returns the last sequence read.
-    fn for_each_command(
-        &mut self,
-        after: u64,
-        through: u64,
-        keep_going: &dyn Fn() -> bool,
-        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
-    ) -> Result<u64, StoreError>;
+    /// Calls `apply` with every journaled command of `range`, in order, reading a bounded chunk
+    /// at a time; stops early when the range's `keep_going` says so between chunks. Refuses a
+    /// journal with a gap. Returns the last sequence read.
+    fn for_each_command(&mut self, range: CommandRange, apply: ApplyCommand) -> Result<u64, StoreError>;
 }
 
 /// A chain's journal, as its writer uses it.
@@ -113,29 +133,35 @@ pub fn replay_through(
     let mut unprojected = Vec::new();
     let mut reprojected_commands = 0;
     let mut events = Vec::new();
-    let last_sequence = journal.for_each_command(after, through, &|| true, &mut |journaled| {
-        let (sequence, authorization) = (journaled.sequence, journaled.authorization);
-        execute_journaled(&mut engine, journaled, &mut events)?;
-        let Some(projector) = history.as_deref_mut() else {
-            return Ok(());
-        };
-        if sequence <= projected {
-            // The history holds this command's rows; only the open orders in memory need it.
-            projector.remember(sequence, &events, authorization)?;
-        } else {
-            unprojected.push(Projection {
-                sequence,
-                events: Arc::new(std::mem::take(&mut events)),
-                authorization,
-            });
-            if unprojected.len() == MAX_PROJECTION_BATCH {
-                projector.project(&unprojected)?;
-                reprojected_commands += unprojected.len();
-                unprojected.clear();
+    let last_sequence = journal.for_each_command(
+        CommandRange {
+            through,
+            ..CommandRange::after(after)
+        },
+        &mut |journaled| {
+            let (sequence, authorization) = (journaled.sequence, journaled.authorization);
+            execute_journaled(&mut engine, journaled, &mut events)?;
+            let Some(projector) = history.as_deref_mut() else {
+                return Ok(());
+            };
+            if sequence <= projected {
+                // The history holds this command's rows; only the open orders in memory need it.
+                projector.remember(sequence, &events, authorization)?;
+            } else {
+                unprojected.push(Projection {
+                    sequence,
+                    events: Arc::new(std::mem::take(&mut events)),
+                    authorization,
+                });
+                if unprojected.len() == MAX_PROJECTION_BATCH {
+                    projector.project(&unprojected)?;
+                    reprojected_commands += unprojected.len();
+                    unprojected.clear();
+                }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     if let Some(projector) = history {
         if projected > last_sequence {
             return Err(StoreError::Inconsistent(format!(

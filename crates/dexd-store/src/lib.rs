@@ -60,8 +60,8 @@ pub use self::database::{
 pub use self::history::PROJECTOR_CACHE_KIBIBYTES;
 pub use self::journal::{JournalReader, StoreWriter, REPLAY_READ_CHUNK_COMMANDS};
 pub use self::journal_interface::{
-    empty_engine, follow_journal_entry, replay, replay_after, replay_through, Journal, JournalRead, JournaledCommand,
-    Replayed,
+    empty_engine, follow_journal_entry, replay, replay_after, replay_through, ApplyCommand, CommandRange, Journal,
+    JournalRead, JournaledCommand, Replayed,
 };
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use dexd_core::{Engine, EngineConfig, OrderRecord};
 
 use super::database::StoreError;
-use super::journal_interface::{execute_journaled, JournalRead};
+use super::journal_interface::{execute_journaled, CommandRange, JournalRead};
 use super::open_orders::OpenOrders;
 use super::records::StoredOrder;
 use crate::codec::snapshot::{
@@ -586,11 +586,18 @@ pub fn build_state(
         ),
     };
     let mut events = Vec::new();
-    let reached = journal.for_each_command(after, through, keep_going, &mut |journaled| {
-        let (sequence, authorization) = (journaled.sequence, journaled.authorization);
-        execute_journaled(&mut engine, journaled, &mut events)?;
-        open_orders.apply(sequence, &events, authorization)
-    })?;
+    let reached = journal.for_each_command(
+        CommandRange {
+            after,
+            through,
+            keep_going,
+        },
+        &mut |journaled| {
+            let (sequence, authorization) = (journaled.sequence, journaled.authorization);
+            execute_journaled(&mut engine, journaled, &mut events)?;
+            open_orders.apply(sequence, &events, authorization)
+        },
+    )?;
     if reached != through {
         return Err(if keep_going() {
             SnapshotError::Store(StoreError::Inconsistent(format!(

@@ -10,37 +10,13 @@ use alloy::eips::BlockId;
 use alloy::primitives::{Address as ChainAddress, B256, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::signers::SignerSync;
-use alloy::sol_types::{SolCall, SolStruct};
+use alloy::sol_types::SolCall;
 use common::chain::ETH_UNIT;
-use common::vault_venue::{VaultVenue, Withdrawal};
+use common::vault_venue::{native_withdrawal_digest, VaultVenue};
 use dexd_crypto::checksummed;
 use dexd_settlement::deploy;
 use dexd_settlement::vault::{venue_address, DexdVault};
 use serde_json::json;
-
-/// The EIP-712 digest of a withdrawal of `amount_units` of the native asset by `account`.
-fn native_withdrawal_digest(
-    venue: &VaultVenue,
-    account: ChainAddress,
-    amount_units: u128,
-    id: u64,
-    expiry_ms: u64,
-) -> B256 {
-    let withdrawal = Withdrawal {
-        account,
-        token: ChainAddress::ZERO,
-        amount: U256::from(amount_units),
-        withdrawalId: U256::from(id),
-        expiry: U256::from(expiry_ms),
-    };
-    let domain = alloy::sol_types::eip712_domain! {
-        name: "dexd",
-        version: "1",
-        chain_id: venue.chain.chain_id,
-        verifying_contract: venue.chain.vault,
-    };
-    withdrawal.eip712_signing_hash(&domain)
-}
 
 fn sign(signer: &PrivateKeySigner, digest: B256) -> [u8; 65] {
     signer.sign_hash_sync(&digest).unwrap().as_bytes()

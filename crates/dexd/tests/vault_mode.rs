@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
 use common::chain::{NodeProxy, TestChain, ETH_UNIT, USDC_UNIT};
-use common::vault_venue::{address_of, deposit_body, key_of, signed_withdrawal_body, VaultVenue, Withdrawal};
+use common::vault_venue::{
+    address_of, deposit_body, key_of, native_withdrawal_digest, signed_withdrawal_body, VaultVenue,
+};
 use dexd_crypto::checksummed;
 use dexd_settlement::deploy;
 use dexd_settlement::vault::venue_address;
@@ -424,24 +426,8 @@ fn sign_fifth_of_an_eth_withdrawal(
     expiry_ms: u64,
 ) -> [u8; 65] {
     use alloy::signers::SignerSync;
-    use alloy::sol_types::SolStruct;
-    let withdrawal = Withdrawal {
-        account: account.address(),
-        token: ChainAddress::ZERO,
-        amount: U256::from(ETH_UNIT / 5),
-        withdrawalId: U256::from(id),
-        expiry: U256::from(expiry_ms),
-    };
-    let domain = alloy::sol_types::eip712_domain! {
-        name: "dexd",
-        version: "1",
-        chain_id: venue.chain.chain_id,
-        verifying_contract: venue.chain.vault,
-    };
-    account
-        .sign_hash_sync(&withdrawal.eip712_signing_hash(&domain))
-        .unwrap()
-        .as_bytes()
+    let digest = native_withdrawal_digest(venue, account.address(), ETH_UNIT / 5, id, expiry_ms);
+    account.sign_hash_sync(&digest).unwrap().as_bytes()
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use postgres::Statement;
 use super::{from_bigint, postgres_error, to_bigint, StoreError};
 use crate::codec;
 use crate::journal::REPLAY_READ_CHUNK_COMMANDS;
-use crate::journal_interface::{Journal, JournalRead, JournaledCommand};
+use crate::journal_interface::{ApplyCommand, CommandRange, Journal, JournalRead, JournaledCommand};
 use crate::records::JournalEntry;
 
 /// Appends a batch under an epoch, after an expected last sequence; see the module's comment.
@@ -203,13 +203,12 @@ impl JournalRead for PostgresJournal {
         Ok(row.get(0))
     }
 
-    fn for_each_command(
-        &mut self,
-        after: u64,
-        through: u64,
-        keep_going: &dyn Fn() -> bool,
-        apply: &mut dyn FnMut(JournaledCommand) -> Result<(), StoreError>,
-    ) -> Result<u64, StoreError> {
+    fn for_each_command(&mut self, range: CommandRange, apply: ApplyCommand) -> Result<u64, StoreError> {
+        let CommandRange {
+            after,
+            through,
+            keep_going,
+        } = range;
         let through = through.min(i64::MAX as u64);
         let mut last_sequence = after;
         loop {

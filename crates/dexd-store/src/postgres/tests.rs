@@ -12,7 +12,7 @@ use super::test_server::PostgresServer;
 use super::{connect, lease, PostgresJournal};
 use crate::codec;
 use crate::database::StoreError;
-use crate::journal_interface::{replay, Journal, JournalRead};
+use crate::journal_interface::{replay, CommandRange, Journal, JournalRead};
 use crate::records::JournalEntry;
 
 fn deposits(from_sequence: u64, count: u64) -> Vec<JournalEntry> {
@@ -69,10 +69,16 @@ fn appends_are_read_back_in_order_and_replay_to_the_same_engine() {
     assert_eq!(journal.last_sequence().unwrap(), 5);
     let mut read = Vec::new();
     let last = journal
-        .for_each_command(1, 4, &|| true, &mut |command| {
-            read.push((command.sequence, command.time_ms));
-            Ok(())
-        })
+        .for_each_command(
+            CommandRange {
+                through: 4,
+                ..CommandRange::after(1)
+            },
+            &mut |command| {
+                read.push((command.sequence, command.time_ms));
+                Ok(())
+            },
+        )
         .unwrap();
     assert_eq!(last, 4);
     assert_eq!(read, vec![(2, 1_002), (3, 1_003), (4, 1_004)]);

@@ -248,9 +248,12 @@ fn follow_journal(state: &mut WriterState) -> u64 {
     let after = state.next_sequence - 1;
     let mut read = Vec::new();
     let through = after.saturating_add(MAX_FOLLOW_BATCH);
-    if let Err(error) = state
-        .store
-        .for_each_command(after, through, &|| true, &mut |journaled| {
+    if let Err(error) = state.store.for_each_command(
+        dexd_store::CommandRange {
+            through,
+            ..dexd_store::CommandRange::after(after)
+        },
+        &mut |journaled| {
             read.push(JournalEntry {
                 sequence: journaled.sequence,
                 time_ms: journaled.time_ms,
@@ -258,8 +261,8 @@ fn follow_journal(state: &mut WriterState) -> u64 {
                 authorization: journaled.authorization,
             });
             Ok(())
-        })
-    {
+        },
+    ) {
         tracing::warn!(chain_id = state.chain_id, %error, "cannot read the chain's journal");
         return 0;
     }

@@ -296,3 +296,27 @@ pub fn signed_withdrawal_body(
 pub fn deposit_body(account: &PrivateKeySigner, symbol: &str, quantity: &str) -> Value {
     json!({"from": address_of(account), "symbol": symbol, "quantity": quantity, "privateKey": key_of(account)})
 }
+
+/// The EIP-712 digest of a withdrawal of `amount_units` of the native asset by `account`.
+pub fn native_withdrawal_digest(
+    venue: &VaultVenue,
+    account: ChainAddress,
+    amount_units: u128,
+    id: u64,
+    expiry_ms: u64,
+) -> alloy::primitives::B256 {
+    let withdrawal = Withdrawal {
+        account,
+        token: ChainAddress::ZERO,
+        amount: U256::from(amount_units),
+        withdrawalId: U256::from(id),
+        expiry: U256::from(expiry_ms),
+    };
+    let domain = alloy::sol_types::eip712_domain! {
+        name: "dexd",
+        version: "1",
+        chain_id: venue.chain.chain_id,
+        verifying_contract: venue.chain.vault,
+    };
+    alloy::sol_types::SolStruct::eip712_signing_hash(&withdrawal, &domain)
+}
