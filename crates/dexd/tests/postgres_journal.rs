@@ -151,6 +151,11 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
     assert_eq!(forwarded.status(), 200);
     assert_eq!(forwarded.headers()["x-dexd-leader"], "node-a");
     assert_eq!(
+        forwarded.headers()["x-dexd-sequence"],
+        "7",
+        "the change's journal position"
+    );
+    assert_eq!(
         TestServer::at(&leader.base_url).balance(&dave, "USDC").await["total"],
         "1"
     );
@@ -269,4 +274,21 @@ async fn a_node_on_the_embedded_journal_is_a_cluster_of_one() {
     assert!(chains
         .iter()
         .all(|chain| chain["leader"] == "dexd" && chain["epoch"] == 0));
+    // A write's answer carries its change's journal position; a refused one carries none.
+    let alice = Trader::new(0xa1);
+    let deposit = |quantity: &str| json!({"chainId": "1", "from": alice.address, "symbol": "USDC", "quantity": quantity, "privateKey": alice.key});
+    let http = reqwest::Client::new();
+    for (quantity, position) in [("1", Some("1")), ("2", Some("2")), ("-3", None)] {
+        let answer = http
+            .post(format!("{}/portfolio/deposit", server.base_url))
+            .json(&deposit(quantity))
+            .send()
+            .await
+            .unwrap();
+        let header = answer
+            .headers()
+            .get("x-dexd-sequence")
+            .map(|value| value.to_str().unwrap().to_string());
+        assert_eq!(header.as_deref(), position, "deposit of {quantity}");
+    }
 }

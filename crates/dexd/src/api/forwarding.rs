@@ -72,10 +72,8 @@ pub async fn forward_if_not_leading(
         }
     };
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let content_type = answer
-        .headers()
-        .get("content-type")
-        .map(|value| value.as_bytes().to_vec());
+    let header = |name: &str| answer.headers().get(name).map(|value| value.as_bytes().to_vec());
+    let (content_type, written_at) = (header("content-type"), header("x-dexd-sequence"));
     let bytes = match answer.bytes().await {
         Ok(bytes) if bytes.len() <= MAX_FORWARDED_ANSWER_BYTES => bytes,
         _ => return Some(Err(leader_unreachable(chain_id, &leader.node_id))),
@@ -84,6 +82,9 @@ pub async fn forward_if_not_leading(
     *response.status_mut() = status;
     if let Some(value) = content_type.and_then(|value| HeaderValue::from_bytes(&value).ok()) {
         response.headers_mut().insert(CONTENT_TYPE, value);
+    }
+    if let Some(value) = written_at.and_then(|value| HeaderValue::from_bytes(&value).ok()) {
+        response.headers_mut().insert("x-dexd-sequence", value);
     }
     if let Ok(value) = HeaderValue::from_str(&leader.node_id) {
         response.headers_mut().insert("x-dexd-leader", value);

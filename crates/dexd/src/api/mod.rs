@@ -19,6 +19,7 @@ pub mod rate_limit;
 pub mod render;
 mod routes;
 pub mod streams;
+pub mod written;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -240,7 +241,14 @@ fn add_operation(
                     {
                         return answer;
                     }
-                    handler(app, params).await
+                    let (answer, written_at) = written::recording(handler(app, params)).await;
+                    let mut response = answer?;
+                    if let Some(sequence) = written_at {
+                        response
+                            .headers_mut()
+                            .insert("x-dexd-sequence", HeaderValue::from(sequence));
+                    }
+                    Ok::<_, ApiError>(response)
                 },
             )
         } else {

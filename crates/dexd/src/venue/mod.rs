@@ -242,6 +242,15 @@ impl Chain {
         self.enqueue(command, authorization)?.outcome().await
     }
 
+    /// Like [`Chain::submit`], with the command's journal position (`X-Dexd-Sequence`).
+    pub async fn submit_at(
+        &self,
+        command: Command,
+        authorization: Option<Authorization>,
+    ) -> Result<(u64, Events), WriteError> {
+        self.enqueue(command, authorization)?.positioned_outcome().await
+    }
+
     /// Puts a command in the writer's queue now, without waiting for it: commands enqueued one
     /// after the other are applied in that order (the chain watcher relies on it to credit a
     /// backlog of deposits in the vault's order). 503 at once when the queue is full.
@@ -413,11 +422,16 @@ fn snapshot_file_time_ms(directory: &Path, sequence: u64) -> u64 {
 }
 
 /// A command in the writer's queue; its outcome arrives once its batch is on disk (or refused).
-pub struct QueuedWrite(oneshot::Receiver<Result<Events, WriteError>>);
+pub struct QueuedWrite(oneshot::Receiver<Result<(u64, Events), WriteError>>);
 
 impl QueuedWrite {
     /// The command's events once they are on disk, or why it was not applied.
     pub async fn outcome(self) -> Result<Events, WriteError> {
+        self.positioned_outcome().await.map(|(_, events)| events)
+    }
+
+    /// Like [`QueuedWrite::outcome`], with the command's journal position.
+    pub async fn positioned_outcome(self) -> Result<(u64, Events), WriteError> {
         self.0.await.unwrap_or(Err(WriteError::NotDurable))
     }
 }

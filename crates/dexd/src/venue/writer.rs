@@ -26,7 +26,8 @@ pub const MAX_WRITE_BATCH: usize = 1_024;
 pub(crate) struct WriteRequest {
     pub(crate) command: Command,
     pub(crate) authorization: Option<Authorization>,
-    pub(crate) reply: oneshot::Sender<Result<Events, WriteError>>,
+    /// The answer: the command's journal position and events, or why it was not applied.
+    pub(crate) reply: oneshot::Sender<Result<(u64, Events), WriteError>>,
 }
 
 /// What the writer's queue carries: writes, and at the end the request to stop.
@@ -47,7 +48,10 @@ pub(crate) enum WriterMessage {
     Wake,
 }
 
-type Reply = (oneshot::Sender<Result<Events, WriteError>>, Result<Events, WriteError>);
+type Reply = (
+    oneshot::Sender<Result<(u64, Events), WriteError>>,
+    Result<(u64, Events), WriteError>,
+);
 
 /// The writer's metrics (handles registered once).
 pub(crate) struct WriterMetrics {
@@ -378,7 +382,7 @@ fn apply_batch(
                     events: Arc::clone(&events),
                     authorization: request.authorization,
                 });
-                replies.push((request.reply, Ok(events)));
+                replies.push((request.reply, Ok((sequence, events))));
             }
             Err(rejection) => replies.push((request.reply, Err(WriteError::Rejected(rejection)))),
         }

@@ -47,8 +47,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
         spend_write_budget(&app, &terms.account)?;
     }
     let order_id = terms.order_id;
-    let events = chain
-        .submit(Command::PlaceOrder(terms), Some(authorization))
+    let events = crate::api::written::submit(&chain, Command::PlaceOrder(terms), Some(authorization))
         .await
         .map_err(write_error)?;
     let record = events
@@ -207,7 +206,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
         return Err(order_not_open());
     }
     let command = Command::CancelOrder { account, order_id };
-    let events = match chain.submit(command, authorization).await {
+    let events = match crate::api::written::submit(&chain, command, authorization).await {
         Ok(events) => events,
         // The order filled or was cancelled between the check and the writer.
         Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),

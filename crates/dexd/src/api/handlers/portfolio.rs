@@ -135,7 +135,9 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
         TransferKind::Deposit => Command::Deposit(request),
         TransferKind::Withdrawal => Command::Withdraw(request),
     };
-    let events = chain.submit(command, authorization).await.map_err(write_error)?;
+    let events = crate::api::written::submit(&chain, command, authorization)
+        .await
+        .map_err(write_error)?;
     let name = match kind {
         TransferKind::Deposit => "deposit",
         TransferKind::Withdrawal => "withdrawal",
@@ -236,7 +238,9 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
     // A client's nonce is claimed like any signed request's; the venue's own signature needs no
     // claim (its id is random).
     let claim = authorization.client_signed.then_some(authorization);
-    let events = chain.submit(command, claim).await.map_err(write_error)?;
+    let events = crate::api::written::submit(chain, command, claim)
+        .await
+        .map_err(write_error)?;
     Ok(transfer_answer(
         chain,
         (from, asset),
