@@ -292,3 +292,79 @@ async fn a_node_on_the_embedded_journal_is_a_cluster_of_one() {
         assert_eq!(header.as_deref(), position, "deposit of {quantity}");
     }
 }
+
+/// A book subscription on a follower sees every change the leader journals, in the journal's
+/// numbering, without a gap, and ends on the leader's own REST book at the same position.
+#[tokio::test]
+async fn a_followers_book_stream_is_gapless_and_ends_on_the_leaders_rest_book() {
+    use common::stream_client::{ClientBook, StreamClient};
+    let postgres = PostgresServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let leader = BinaryServer::start_with(
+        data_a.path(),
+        Some(&postgres_config(folder.path(), &postgres, "node-a")),
+    );
+    let follower = BinaryServer::start_with(
+        data_b.path(),
+        Some(&postgres_config(folder.path(), &postgres, "node-b")),
+    );
+    let on_leader = TestServer::at(&leader.base_url);
+    let traders = [Trader::new(0x31), Trader::new(0x32)];
+    for trader in &traders {
+        on_leader.deposit(trader, "USDC", "1000000").await;
+        on_leader.deposit(trader, "ETH", "1000").await;
+    }
+    let mut stream = StreamClient::connect(&follower.base_url).await;
+    stream
+        .send(json!({"op": "subscribe", "id": "b", "channel": "book", "chainId": "1", "pair": "ETH/USDC", "depth": 25}))
+        .await;
+    let mut book = ClientBook {
+        depth: 25,
+        ..ClientBook::default()
+    };
+    // Crossing and resting orders from both sides, so that levels appear, fill and vanish.
+    for index in 0..40u32 {
+        let direction = if index % 2 == 0 { "buy" } else { "sell" };
+        let price = format!("{}", 1_990 + (index * 7) % 21);
+        on_leader
+            .limit(&traders[(index % 2) as usize], direction, &price, "0.1")
+            .await;
+    }
+    let mut snapshots = 0;
+    while let Some(message) = stream.next_within(Duration::from_millis(1_500)).await {
+        match message["event"].as_str() {
+            Some("subscribed") => {}
+            Some("snapshot") => {
+                snapshots += 1;
+                book.apply(&message);
+            }
+            Some("update") => book.apply(&message),
+            _ => panic!("unexpected message {message}"),
+        }
+    }
+    assert_eq!(snapshots, 1, "one snapshot, then updates only");
+    assert!(book.updates > 0, "the follower streamed the leader's changes");
+    let level = |level: &serde_json::Value| {
+        (
+            level["price"].as_str().unwrap().to_string(),
+            level["amount"].as_str().unwrap().to_string(),
+            level["orders"].as_u64().unwrap(),
+        )
+    };
+    let mut rest = Vec::new();
+    for path in ["/order/buyOrderbooks", "/order/sellOrderbooks"] {
+        let (status, body) = on_leader
+            .get(path, &[("chainId", "1"), ("pair", "ETH/USDC"), ("depth", "25")])
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["sequence"].as_u64(),
+            Some(book.sequence),
+            "the same journal position"
+        );
+        rest.push(body["levels"].as_array().unwrap().iter().map(level).collect::<Vec<_>>());
+    }
+    let (bids, asks) = book.levels();
+    assert_eq!((bids, asks), (rest[0].clone(), rest[1].clone()));
+}
