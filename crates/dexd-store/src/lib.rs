@@ -42,6 +42,8 @@ pub mod snapshots;
 mod write_error;
 
 #[cfg(test)]
+mod checkpoints_tests;
+#[cfg(test)]
 mod test_config;
 #[cfg(test)]
 mod tests;
