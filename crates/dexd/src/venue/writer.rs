@@ -110,14 +110,16 @@ pub(crate) fn run_writer(
     mut state: WriterState,
     projector_thread: std::thread::JoinHandle<()>,
 ) {
-    let mut close_reply = None;
-    while close_reply.is_none() {
-        close_reply = if state.leadership.is_leading() {
+    let close_reply = loop {
+        let turn = if state.leadership.is_leading() {
             lead(&mut queue, &mut state)
         } else {
             follow(&mut queue, &mut state)
         };
-    }
+        if let Turn::Stop(reply) = turn {
+            break reply;
+        }
+    };
     // Requests still queued are dropped unanswered with the queue: their clients get 503, and
     // none of them was applied.
     drop(queue);
@@ -125,21 +127,28 @@ pub(crate) fn run_writer(
     if projector_thread.join().is_err() {
         tracing::error!("the projector thread panicked");
     }
-    if let Some(Some(reply)) = close_reply {
+    if let Some(reply) = close_reply {
         let _ = reply.send(());
     }
 }
 
+/// How a turn of the writer as leader or as follower ended.
+enum Turn {
+    /// The node's role changed: look at the leadership again.
+    RoleChanged,
+    /// The chain stops (with the reply to send once it has, when `Close` asked for it).
+    Stop(Option<oneshot::Sender<()>>),
+}
+
 /// The writer as the chain's leader: batches of writes applied, journaled and answered, until
-/// the chain closes (`Some`, with the reply to send if any) or the node no longer leads
-/// (`None`).
-fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Option<Option<oneshot::Sender<()>>> {
+/// the chain stops or the node no longer leads.
+fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Turn {
     state.leading.store(true, Ordering::Release);
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     loop {
         if !state.leadership.is_leading() {
             step_down(state);
-            return None;
+            return Turn::RoleChanged;
         }
         // A stream read ends the batch: it is answered once the writes queued before it are
         // journaled and published, before any write queued after it is applied.
@@ -148,15 +157,15 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> O
         match queue.blocking_recv() {
             Some(WriterMessage::Write(first)) => batch.push(first),
             Some(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
-            Some(WriterMessage::Close(reply)) => close_reply = Some(Some(reply)),
+            Some(WriterMessage::Close(reply)) => close_reply = Some(reply),
             Some(WriterMessage::Wake) => continue,
-            None => return Some(None),
+            None => return Turn::Stop(None),
         }
         while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() && read.is_none() {
             match queue.try_recv() {
                 Ok(WriterMessage::Write(request)) => batch.push(request),
                 Ok(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
-                Ok(WriterMessage::Close(reply)) => close_reply = Some(Some(reply)),
+                Ok(WriterMessage::Close(reply)) => close_reply = Some(reply),
                 Ok(WriterMessage::Wake) | Err(_) => break,
             }
         }
@@ -167,7 +176,7 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> O
         write_batch(state, &mut batch);
         answer_stream_read(state, read);
         if close_reply.is_some() {
-            return close_reply;
+            return Turn::Stop(close_reply);
         }
     }
 }
@@ -199,8 +208,8 @@ const MAX_FOLLOW_BATCH: u64 = MAX_WRITE_BATCH as u64;
 /// The writer as a follower: the chain's journal, appended by another node, applied to the
 /// engine, projected and published as the leader's commits are; writes refused with
 /// [`WriteError::NotLeader`]; the lease asked for, and once held the journal caught up with and
-/// the writer turned leader (`None`). `Some` when the chain closes.
-fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Option<Option<oneshot::Sender<()>>> {
+/// the writer turned leader; until then, or until the chain stops.
+fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Turn {
     state.leading.store(false, Ordering::Release);
     loop {
         loop {
@@ -209,10 +218,10 @@ fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) ->
                     let _ = request.reply.send(Err(WriteError::NotLeader));
                 }
                 Ok(WriterMessage::StreamRead { token, read }) => answer_stream_read(state, Some((token, read))),
-                Ok(WriterMessage::Close(reply)) => return Some(Some(reply)),
+                Ok(WriterMessage::Close(reply)) => return Turn::Stop(Some(reply)),
                 Ok(WriterMessage::Wake) => {}
                 Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => return Some(None),
+                Err(mpsc::error::TryRecvError::Disconnected) => return Turn::Stop(None),
             }
         }
         while follow_journal(state) == MAX_FOLLOW_BATCH {}
@@ -237,7 +246,7 @@ fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) ->
                     journaled = state.next_sequence - 1,
                     "this node leads the chain"
                 );
-                return None;
+                return Turn::RoleChanged;
             }
             Ok(None) => {}
             Err(error) => tracing::warn!(chain_id = state.chain_id, %error, "cannot ask for the chain's lease"),
@@ -429,7 +438,7 @@ fn rebuild(state: &mut WriterState) {
                 drop(engine);
                 tracing::info!(
                     chain_id = state.chain_id,
-                    "chain state rebuilt from the journal after a failed write"
+                    "chain state rebuilt from the journal (after a failed write or a lost lease)"
                 );
                 while follow_journal(state) > 0 {}
                 return;
