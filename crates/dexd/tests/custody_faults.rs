@@ -1,6 +1,7 @@
 //! Custody under injected faults: dexd in process on a vault chain of a real node (anvil), with
-//! fail-rs failpoints in the journal (compiled into test builds only). The failpoints are
-//! global to the process, so these tests live in their own binary and run one at a time.
+//! fail-rs failpoints in the journal (compiled into test builds only); and, with the same
+//! failpoints, what a read sees while the journal is slow. The failpoints are global to the
+//! process, so these tests live in their own binary and run one at a time.
 
 mod common;
 
@@ -107,4 +108,35 @@ async fn a_withdrawal_whose_journal_append_fails_is_never_paid() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(chain.vault_balance(None).await, vault_before - U256::from(ETH_UNIT / 2));
+}
+
+/// Regression: a balance read shows a batch the writer has applied and is still journaling; a
+/// history read after it listed the deposit only once the batch was acknowledged, so a client
+/// saw its balance credited and its deposit missing. The history read now waits for what the
+/// engine had applied when it began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_read_after_a_balance_read_lists_what_the_balance_showed() {
+    let _failpoints = FAILPOINTS.lock().await;
+    let folder = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(Config::embedded_default(), folder.path()).await;
+    let alice = common::Trader::new(0xa1);
+    server.deposit(&alice, "USDC", "10").await;
+    // The next append stalls, as on a slow disk: the deposit is in the engine, not yet journaled.
+    fail::cfg("journal-append-stall", "1*sleep(1500)").unwrap();
+    let deposit = {
+        let server = TestServer::at(&server.base_url);
+        let alice = common::Trader::new(0xa1);
+        tokio::spawn(async move { server.deposit(&alice, "USDC", "5").await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.balance(&alice, "USDC").await["available"] != "15" {
+        assert!(Instant::now() < deadline, "the deposit never reached the engine");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let deposits = server
+        .account_list("/portfolio/depositHistories", &alice, "deposits")
+        .await;
+    fail::remove("journal-append-stall");
+    assert_eq!(deposits.len(), 2, "the balance showed both deposits: {deposits:?}");
+    deposit.await.unwrap();
 }

@@ -75,9 +75,10 @@ pub struct Chain {
     pub snapshots: Arc<SnapshotStatus>,
     /// The snapshot thread, until the chain stops.
     snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
-    /// Whether this node's writer acts as the chain's leader (always on the embedded journal;
-    /// on PostgreSQL while it holds the chain's lease).
-    leading: Arc<std::sync::atomic::AtomicBool>,
+    /// The epoch under which this node's writer acts as the chain's leader
+    /// ([`writer::NOT_LEADING`] while it follows): always 0 on the embedded journal; on
+    /// PostgreSQL the epoch of the lease it holds.
+    leader_epoch: Arc<AtomicU64>,
 }
 
 impl Chain {
@@ -137,7 +138,7 @@ impl Chain {
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
             .expect("the projector thread starts");
         let (publisher, publications) = publication::channel(config.pairs.len());
-        let leading = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let leader_epoch = Arc::new(AtomicU64::new(writer::NOT_LEADING));
         {
             // A lost lease wakes a writer that waits for writes, so that it steps down at once.
             let waker = writer.clone();
@@ -156,7 +157,8 @@ impl Chain {
             projection: projection_sender,
             publisher: Some(publisher),
             leadership,
-            leading: Arc::clone(&leading),
+            epoch: 0,
+            leader_epoch: Arc::clone(&leader_epoch),
             needs_rebuild: false,
             snapshots,
             metrics: WriterMetrics::of_chain(telemetry, chain_id),
@@ -178,7 +180,7 @@ impl Chain {
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
             snapshotter: parking_lot::Mutex::new(snapshotter),
-            leading,
+            leader_epoch,
         })
     }
 
@@ -208,10 +210,15 @@ impl Chain {
         Ok(token)
     }
 
-    /// The chain's history, once it holds every command acknowledged before this call: a client
-    /// reads its own writes. 503 when the projector cannot catch up in time.
+    /// The chain's history, once it holds every command acknowledged before this call (a client
+    /// reads its own writes) and every command applied to the engine before it: a read of
+    /// balances may show a batch that is being journaled, and a history read after it must not
+    /// miss that batch (a credited deposit still listed as pending). 503 when the projector
+    /// cannot catch up in time.
     pub async fn history(&self) -> Result<&StoreReader, WriteError> {
-        let target = self.journaled.load(Ordering::Acquire);
+        let applied = self.engine_position.applied_sequence.load(Ordering::Acquire);
+        let acknowledged = self.journaled.load(Ordering::Acquire);
+        let target = applied.max(acknowledged);
         if *self.projected.borrow() >= target {
             return Ok(&self.store);
         }
@@ -222,6 +229,9 @@ impl Chain {
         .await;
         match caught_up {
             Ok(true) => Ok(&self.store),
+            // The applied batch may never be journaled (its append failed, and the engine was
+            // rebuilt without it): what was acknowledged is then what must be there.
+            _ if *self.projected.borrow() >= acknowledged => Ok(&self.store),
             _ => Err(WriteError::HistoryBehind),
         }
     }
@@ -239,7 +249,7 @@ impl Chain {
 
     /// Applies a command through the writer; returns its events once they are on disk.
     pub async fn submit(&self, command: Command, authorization: Option<Authorization>) -> Result<Events, WriteError> {
-        self.enqueue(command, authorization)?.outcome().await
+        self.enqueue(command, authorization, None)?.outcome().await
     }
 
     /// Like [`Chain::submit`], with the command's journal position (`X-Dexd-Sequence`).
@@ -248,18 +258,26 @@ impl Chain {
         command: Command,
         authorization: Option<Authorization>,
     ) -> Result<(u64, Events), WriteError> {
-        self.enqueue(command, authorization)?.positioned_outcome().await
+        self.enqueue(command, authorization, None)?.positioned_outcome().await
     }
 
     /// Puts a command in the writer's queue now, without waiting for it: commands enqueued one
     /// after the other are applied in that order (the chain watcher relies on it to credit a
-    /// backlog of deposits in the vault's order). 503 at once when the queue is full.
-    pub fn enqueue(&self, command: Command, authorization: Option<Authorization>) -> Result<QueuedWrite, WriteError> {
+    /// backlog of deposits in the vault's order). 503 at once when the queue is full. With
+    /// `under_epoch`, it is applied only while the node leads the chain under that epoch
+    /// (custody's commands: see `dexd_settlement::act_as_leader`).
+    pub fn enqueue(
+        &self,
+        command: Command,
+        authorization: Option<Authorization>,
+        under_epoch: Option<u64>,
+    ) -> Result<QueuedWrite, WriteError> {
         let (reply, answer) = oneshot::channel();
         self.writer
             .try_send(WriterMessage::Write(WriteRequest {
                 command,
                 authorization,
+                under_epoch,
                 reply,
             }))
             .map_err(|error| match error {
@@ -288,7 +306,13 @@ impl Chain {
     /// Whether this node leads the chain: always on the embedded journal; on PostgreSQL while
     /// it holds the chain's lease. (The writer gives the lease up when the chain closes.)
     pub fn is_leading(&self) -> bool {
-        self.leading.load(Ordering::Acquire)
+        self.leader_epoch().is_some()
+    }
+
+    /// The epoch under which this node leads the chain (0 on the embedded journal); `None`
+    /// while another node leads it.
+    pub fn leader_epoch(&self) -> Option<u64> {
+        Some(self.leader_epoch.load(Ordering::Acquire)).filter(|epoch| *epoch != writer::NOT_LEADING)
     }
 
     /// An account's open orders as the history's projector holds them, with the journal
