@@ -46,7 +46,7 @@ use self::operator_key::read_operator_key;
 use self::vault::chain_address;
 
 pub use self::operator_key::OperatorKey;
-pub use self::venue_chain::{Outcome, StatePosition, VenueChain};
+pub use self::venue_chain::{act_as_leader, LeaderEpoch, Outcome, StatePosition, VenueChain};
 
 /// What a vault chain's tasks last saw, for reserves, metrics and operators.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -147,9 +147,16 @@ impl VaultChain {
         venue_chain::read_durable_engine(self.chain.as_ref(), read, wait).await
     }
 
-    /// Journals a command and waits for its outcome.
+    /// Journals a command and waits for its outcome (under the leadership the current custody
+    /// poll acts under, if any: see [`act_as_leader`]).
     pub async fn submit(&self, command: Command) -> Result<Events, WriteError> {
         venue_chain::submit(self.chain.as_ref(), command).await
+    }
+
+    /// Enqueues a command without waiting (see [`VenueChain::enqueue`]), under the leadership
+    /// the current custody poll acts under, if any.
+    pub fn enqueue(&self, command: Command) -> Result<Outcome, WriteError> {
+        venue_chain::enqueue(self.chain.as_ref(), command)
     }
 
     /// What the tasks last saw.

@@ -15,6 +15,33 @@ use dexd_store::{Events, WriteError};
 /// A queued command's outcome: its events once they are journaled, or why it was not applied.
 pub type Outcome = Pin<Box<dyn Future<Output = Result<Events, WriteError>> + Send>>;
 
+/// The term of a node's leadership of a chain: on the embedded journal always 0 (the node is
+/// the chain's only writer); on PostgreSQL the epoch of the lease the node holds, which goes up
+/// each time the lease changes hands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaderEpoch(pub u64);
+
+tokio::task_local! {
+    /// The leadership a custody task's poll acts under (see [`act_as_leader`]).
+    static ACTING_UNDER: LeaderEpoch;
+}
+
+/// Runs one poll of a custody task (the watcher's, the payer's) as the chain's leader: `None`,
+/// without running it, when this node does not lead the chain. Every command the poll journals
+/// carries the epoch read here, and the writer refuses it once the node leads no longer, or
+/// leads under a later epoch: what a poll decided under one leadership is never journaled under
+/// another. (A transaction the poll sent before losing the lease may still be mined; the vault
+/// refuses to pay a withdrawal twice, and the next leader confirms what it finds paid.)
+pub async fn act_as_leader<F: Future>(chain: &dyn VenueChain, poll: F) -> Option<(LeaderEpoch, F::Output)> {
+    let epoch = chain.leader_epoch()?;
+    Some((epoch, ACTING_UNDER.scope(epoch, poll).await))
+}
+
+/// The leadership the current custody poll acts under, if it runs in [`act_as_leader`].
+pub(crate) fn acting_under() -> Option<LeaderEpoch> {
+    ACTING_UNDER.try_with(|epoch| *epoch).ok()
+}
+
 /// Where a state of the engine stands against the journal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StatePosition {
@@ -43,10 +70,22 @@ pub trait VenueChain: Send + Sync {
     /// Where the journal stands: what has been durably appended.
     fn durable_position(&self) -> StatePosition;
 
+    /// The epoch under which this node leads the chain; `None` while another node leads it (a
+    /// cluster's follower), when custody sends nothing and journals nothing.
+    fn leader_epoch(&self) -> Option<LeaderEpoch>;
+
     /// Puts a command in the chain's write queue now, without waiting: commands enqueued one
     /// after the other are applied in that order (the watcher relies on it to credit a backlog of
-    /// deposits in the vault's order). Refused at once when the queue is full.
-    fn enqueue(&self, command: Command) -> Result<Outcome, WriteError>;
+    /// deposits in the vault's order). Refused at once when the queue is full. With `under`,
+    /// the writer applies it only while the node leads under that epoch
+    /// ([`WriteError::NotLeader`] otherwise).
+    fn enqueue(&self, command: Command, under: Option<LeaderEpoch>) -> Result<Outcome, WriteError>;
+}
+
+/// Enqueues a command (see [`VenueChain::enqueue`]) under the leadership the current custody
+/// poll acts under, if any.
+pub fn enqueue(chain: &dyn VenueChain, command: Command) -> Result<Outcome, WriteError> {
+    chain.enqueue(command, acting_under())
 }
 
 /// Reads the chain's engine and returns what `read` made of it.
@@ -96,7 +135,7 @@ pub async fn read_durable_engine<R>(
 
 /// Journals a command and waits for its outcome.
 pub async fn submit(chain: &dyn VenueChain, command: Command) -> Result<Events, WriteError> {
-    chain.enqueue(command)?.await
+    enqueue(chain, command)?.await
 }
 
 #[cfg(test)]

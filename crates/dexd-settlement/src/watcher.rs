@@ -24,7 +24,8 @@ use tokio::sync::watch;
 use super::node::{DepositLog, NodeError};
 use super::preflight::PreflightError;
 use super::vault::venue_address;
-use super::{pause_or_stop, VaultChain};
+use super::venue_chain::acting_under;
+use super::{act_as_leader, pause_or_stop, LeaderEpoch, VaultChain};
 use dexd_store::{now_ms, WriteError};
 
 /// Blocks between two journaled records of how far the watcher has scanned when no deposit
@@ -72,6 +73,9 @@ struct Watcher {
     journaled_scan: Option<u64>,
     /// The current log range; halved when the node refuses one, doubled back after successes.
     range_blocks: u64,
+    /// The leadership of the last poll: under a new one, the scan starts again from what the
+    /// journal holds (another node may have credited meanwhile).
+    epoch: Option<LeaderEpoch>,
 }
 
 /// Runs the watcher until `stop`.
@@ -82,11 +86,20 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
         rescan_scanned_block: false,
         journaled_scan: None,
         range_blocks: vault.config.max_log_range_blocks,
+        epoch: None,
     };
     let chain_id = vault.chain_id;
     loop {
         if vault.status().halted.is_none() {
-            match watcher.poll(&vault).await {
+            // Only the chain's leader credits; a follower's copy follows the leader's credits.
+            let polled = match act_as_leader(vault.chain.as_ref(), watcher.poll(&vault)).await {
+                Some((_, polled)) => polled,
+                None => {
+                    watcher.epoch = None;
+                    Ok(())
+                }
+            };
+            match polled {
                 Ok(()) => vault.update_status(|status| status.node_error = None),
                 Err(WatchError::Node(error)) => {
                     tracing::warn!(chain_id, %error, "the deposit watcher cannot reach the node; retrying");
@@ -113,6 +126,13 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
 
 impl Watcher {
     async fn poll(&mut self, vault: &VaultChain) -> Result<(), WatchError> {
+        let acting = acting_under();
+        if self.epoch != acting {
+            self.scanned = None;
+            self.rescan_scanned_block = false;
+            self.journaled_scan = None;
+            self.epoch = acting;
+        }
         let node = &vault.node;
         if !self.chain_id_checked {
             match node.check_chain_id().await {
@@ -282,7 +302,7 @@ impl Watcher {
         for chunk in commands.chunks(MAX_CREDITS_PER_SUBMISSION) {
             let mut queued = Vec::with_capacity(chunk.len());
             for command in chunk {
-                queued.push(vault.chain.enqueue(command.clone())?);
+                queued.push(vault.enqueue(command.clone())?);
             }
             for write in queued {
                 write.await?;

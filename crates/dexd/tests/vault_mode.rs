@@ -110,27 +110,6 @@ async fn a_withdrawal_is_debited_at_once_then_paid_on_chain_and_confirmed() {
     venue.assert_conserved().await;
 }
 
-/// Mines a block every 150 ms until dropped, so that confirmations keep coming while a test
-/// kills and restarts dexd.
-struct BackgroundMiner(tokio::task::JoinHandle<()>);
-
-impl BackgroundMiner {
-    fn start(node: dexd_settlement::node::Node) -> BackgroundMiner {
-        BackgroundMiner(tokio::spawn(async move {
-            loop {
-                let _ = node.raw_request("anvil_mine", json!(["0x1"])).await;
-                tokio::time::sleep(Duration::from_millis(150)).await;
-            }
-        }))
-    }
-}
-
-impl Drop for BackgroundMiner {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 async fn snapshot(venue: &VaultVenue) -> Value {
     venue.chain.node.raw_request("evm_snapshot", json!([])).await.unwrap()
 }
@@ -194,21 +173,6 @@ async fn a_reorganisation_before_the_confirmations_credits_only_what_survives_an
     assert_eq!(status, 200, "trading goes on: {body}");
 }
 
-/// Counts the vault's `Withdrawn` events of an account's withdrawal id.
-async fn withdrawn_events(venue: &VaultVenue, account: ChainAddress, id: &str) -> usize {
-    use alloy::providers::Provider;
-    use alloy::sol_types::SolEvent;
-    let provider = alloy::providers::ProviderBuilder::new().connect_http(venue.chain.anvil.endpoint_url());
-    let id = U256::from_str_radix(id.trim_start_matches("0x"), 16).unwrap();
-    let filter = alloy::rpc::types::Filter::new()
-        .address(venue.chain.vault)
-        .event_signature(dexd_settlement::vault::DexdVault::Withdrawn::SIGNATURE_HASH)
-        .topic1(alloy::primitives::B256::from(id))
-        .topic2(account.into_word())
-        .from_block(0);
-    provider.get_logs(&filter).await.unwrap().len()
-}
-
 #[tokio::test]
 async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
     use rand::{Rng, SeedableRng};
@@ -230,7 +194,7 @@ async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
             .fund(&alice, Some(venue.chain.usdc), 1_000 * USDC_UNIT, "USDC", "1000")
             .await;
         let before = venue.usdc_in_wallet(&alice).await;
-        let _miner = BackgroundMiner::start(venue.chain.node.clone());
+        let _miner = common::chain::BackgroundMiner::start(venue.chain.node.clone());
         let mut withdrawals = Vec::new();
         for round in 0..6 {
             let units = rng.gen_range(1..=50u128);
@@ -262,7 +226,7 @@ async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
         );
         for (id, _) in &withdrawals {
             assert_eq!(
-                withdrawn_events(&venue, alice.address(), id).await,
+                venue.withdrawn_events(alice.address(), id).await,
                 1,
                 "seed {seed}: {id} paid once"
             );
@@ -456,7 +420,7 @@ async fn a_withdrawal_signed_by_the_client_with_the_vaults_typed_data_is_paid() 
         .await;
     venue.wait_for_newest_withdrawal_confirmed(&alice).await;
     assert_eq!(
-        withdrawn_events(&venue, alice.address(), &format!("0x{:064x}", 77)).await,
+        venue.withdrawn_events(alice.address(), &format!("0x{:064x}", 77)).await,
         1
     );
     venue.assert_conserved().await;

@@ -39,7 +39,8 @@ use std::collections::HashMap;
 use self::in_flight::InFlight;
 use super::node::{Fees, NodeError, TransactionTerms};
 use super::vault::{chain_address, DexdVault, WithdrawalTerms};
-use super::{pause_or_stop, VaultChain};
+use super::venue_chain::acting_under;
+use super::{act_as_leader, pause_or_stop, LeaderEpoch, VaultChain};
 use dexd_store::WriteError;
 
 /// How long a withdrawal the vault refuses in simulation is left out of the batches before it
@@ -78,6 +79,9 @@ struct Payer {
     /// one entry per pending withdrawal (a bounded set: `max_pending_transfers`), and each
     /// leaves after [`SET_ASIDE_MS`].
     set_aside: HashMap<WithdrawalKey, Instant>,
+    /// The leadership of the last poll: a transaction in flight is followed only under the
+    /// leadership that sent it (after a change, the journal and the vault say what was paid).
+    epoch: Option<LeaderEpoch>,
 }
 
 /// Runs the payer until `stop`.
@@ -87,13 +91,30 @@ pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch:
         operator_checked: false,
         in_flight: None,
         set_aside: HashMap::new(),
+        epoch: None,
     };
     let chain_id = vault.chain_id;
     loop {
         // Nothing is paid before the configuration is known to fit the chain: the watcher runs
         // the checks when the start could not.
         let checked = vault.is_checked_against_chain();
-        match if checked { payer.poll(&vault).await } else { Ok(()) } {
+        // Only the chain's leader pays; a follower sends nothing.
+        let polled = act_as_leader(vault.chain.as_ref(), async {
+            if checked {
+                payer.poll(&vault).await
+            } else {
+                Ok(())
+            }
+        })
+        .await;
+        let polled = match polled {
+            Some((_, polled)) => polled,
+            None => {
+                payer.forget_leadership();
+                Ok(())
+            }
+        };
+        match polled {
             Ok(()) => {}
             Err(PayError::Node(error)) => {
                 tracing::warn!(chain_id, %error, "the withdrawal payer cannot use the node; withdrawals wait");
@@ -124,7 +145,23 @@ fn terms(vault: &VaultChain, key: &WithdrawalKey, pending: &PendingWithdrawal) -
 }
 
 impl Payer {
+    /// Forgets what was learnt while leading the chain: another node pays now, and a later
+    /// leadership starts from the journal and the vault.
+    fn forget_leadership(&mut self) {
+        if self.epoch.take().is_some() {
+            tracing::info!("this node no longer leads the chain: its withdrawal payer stops sending");
+        }
+        self.in_flight = None;
+    }
+
     async fn poll(&mut self, vault: &VaultChain) -> Result<(), PayError> {
+        let acting = acting_under();
+        if self.epoch != acting {
+            // A new leadership: what was in flight under the old one is found in the journal
+            // (sent) and the vault (paid), not followed from memory.
+            self.in_flight = None;
+            self.epoch = acting;
+        }
         if !self.operator_checked {
             self.check_operator(vault).await?;
         }

@@ -40,7 +40,10 @@ pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
     config.application_name("dexd");
     let mut client = config.connect(postgres::NoTls).map_err(postgres_error)?;
     client
-        .batch_execute(&format!("SET statement_timeout = {STATEMENT_TIMEOUT_MS}"))
+        // Notices (a table that exists already, at each connection's migration) are not news.
+        .batch_execute(&format!(
+            "SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET client_min_messages = warning"
+        ))
         .map_err(postgres_error)?;
     schema::migrate(&mut client)?;
     Ok(client)

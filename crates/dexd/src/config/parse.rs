@@ -191,19 +191,6 @@ impl Config {
             }
             chains.push(chain);
         }
-        if let (JournalBackend::Postgres(_), Some(vault_chain)) =
-            (&journal, chains.iter().find(|chain| chain.vault().is_some()))
-        {
-            // The watcher and the payer would run on every node, not only on the chain's leader.
-            return Err(ConfigError {
-                line: None,
-                message: format!(
-                    "chain {} is in vault custody, which the PostgreSQL journal does not run yet: use the embedded \
-                     journal for vault chains",
-                    vault_chain.chain_id
-                ),
-            });
-        }
         Ok(Config {
             limits,
             snapshots,

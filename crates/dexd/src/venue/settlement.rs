@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use dexd_core::{Command, Engine};
-use dexd_settlement::{Outcome, SettledAsset, StatePosition, VaultChainSetup, VenueChain};
+use dexd_settlement::{LeaderEpoch, Outcome, SettledAsset, StatePosition, VaultChainSetup, VenueChain};
 use dexd_store::WriteError;
 
 use super::{Chain, Venue};
@@ -23,8 +23,12 @@ impl VenueChain for Chain {
         StatePosition { rebuilds, sequence }
     }
 
-    fn enqueue(&self, command: Command) -> Result<Outcome, WriteError> {
-        let queued = Chain::enqueue(self, command, None)?;
+    fn leader_epoch(&self) -> Option<LeaderEpoch> {
+        Chain::leader_epoch(self).map(LeaderEpoch)
+    }
+
+    fn enqueue(&self, command: Command, under: Option<LeaderEpoch>) -> Result<Outcome, WriteError> {
+        let queued = Chain::enqueue(self, command, None, under.map(|epoch| epoch.0))?;
         Ok(Box::pin(queued.outcome()))
     }
 }

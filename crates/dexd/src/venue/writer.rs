@@ -23,9 +23,14 @@ use dexd_store::{now_ms, Authorization, Events, Journal, JournalEntry, Projectio
 
 /// How many queued commands the writer takes into one journal transaction.
 pub const MAX_WRITE_BATCH: usize = 1_024;
+/// The value of [`WriterState::leader_epoch`] while the node follows the chain.
+pub(crate) const NOT_LEADING: u64 = u64::MAX;
 pub(crate) struct WriteRequest {
     pub(crate) command: Command,
     pub(crate) authorization: Option<Authorization>,
+    /// The leader epoch the command was decided under, if it must be applied under that one
+    /// only (custody's commands); refused with [`WriteError::NotLeader`] under another.
+    pub(crate) under_epoch: Option<u64>,
     /// The answer: the command's journal position and events, or why it was not applied.
     pub(crate) reply: oneshot::Sender<Result<(u64, Events), WriteError>>,
 }
@@ -89,8 +94,11 @@ pub(crate) struct WriterState {
     pub(crate) snapshots: super::snapshotter::SnapshotPlace,
     /// Whether this node leads the chain, and how it becomes the leader.
     pub(crate) leadership: Leadership,
-    /// Whether the writer acts as the chain's leader, for readers outside this thread.
-    pub(crate) leading: Arc<std::sync::atomic::AtomicBool>,
+    /// The epoch of the writer's current or last leadership (0 on the embedded journal).
+    pub(crate) epoch: u64,
+    /// The epoch under which the writer acts as the chain's leader, or [`NOT_LEADING`], for
+    /// readers outside this thread.
+    pub(crate) leader_epoch: Arc<AtomicU64>,
     /// Whether a followed command did not apply, leaving the engine to be rebuilt before
     /// anything else touches it.
     pub(crate) needs_rebuild: bool,
@@ -143,7 +151,7 @@ enum Turn {
 /// The writer as the chain's leader: batches of writes applied, journaled and answered, until
 /// the chain stops or the node no longer leads.
 fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Turn {
-    state.leading.store(true, Ordering::Release);
+    state.leader_epoch.store(state.epoch, Ordering::Release);
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     loop {
         if !state.leadership.is_leading() {
@@ -195,7 +203,7 @@ fn step_down(state: &mut WriterState) {
         chain_id = state.chain_id,
         "this node no longer leads the chain; following its journal"
     );
-    state.leading.store(false, Ordering::Release);
+    state.leader_epoch.store(NOT_LEADING, Ordering::Release);
     state.store.lead_under(None);
     rebuild(state);
 }
@@ -210,7 +218,7 @@ const MAX_FOLLOW_BATCH: u64 = MAX_WRITE_BATCH as u64;
 /// [`WriteError::NotLeader`]; the lease asked for, and once held the journal caught up with and
 /// the writer turned leader; until then, or until the chain stops.
 fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Turn {
-    state.leading.store(false, Ordering::Release);
+    state.leader_epoch.store(NOT_LEADING, Ordering::Release);
     loop {
         loop {
             match queue.try_recv() {
@@ -240,6 +248,7 @@ fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) ->
                     }
                 }
                 state.store.lead_under(Some(epoch));
+                state.epoch = epoch;
                 tracing::info!(
                     chain_id = state.chain_id,
                     epoch,
@@ -370,6 +379,10 @@ fn apply_batch(
     let mut replies = Vec::new();
     let mut engine = state.engine.write();
     for request in requests {
+        if request.under_epoch.is_some_and(|epoch| epoch != state.epoch) {
+            replies.push((request.reply, Err(WriteError::NotLeader)));
+            continue;
+        }
         let time_ms = now_ms();
         let encoded = codec::encode_command(&request.command);
         let mut events = Vec::new();

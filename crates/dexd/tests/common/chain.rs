@@ -245,3 +245,24 @@ impl NodeProxy {
         self.up.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// Mines a block every 150 ms until dropped, so that confirmations keep coming while a test
+/// kills and restarts dexd.
+pub struct BackgroundMiner(tokio::task::JoinHandle<()>);
+
+impl BackgroundMiner {
+    pub fn start(node: dexd_settlement::node::Node) -> BackgroundMiner {
+        BackgroundMiner(tokio::spawn(async move {
+            loop {
+                let _ = node.raw_request("anvil_mine", serde_json::json!(["0x1"])).await;
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+        }))
+    }
+}
+
+impl Drop for BackgroundMiner {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

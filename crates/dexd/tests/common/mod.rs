@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod chain;
+pub mod cluster;
 pub mod stream_client;
 pub mod vault_venue;
 

@@ -256,6 +256,21 @@ impl VaultVenue {
         .await;
     }
 
+    /// Counts the vault's `Withdrawn` events of an account's withdrawal id.
+    pub async fn withdrawn_events(&self, account: ChainAddress, id: &str) -> usize {
+        use alloy::providers::Provider;
+        use alloy::sol_types::SolEvent;
+        let provider = alloy::providers::ProviderBuilder::new().connect_http(self.chain.anvil.endpoint_url());
+        let id = U256::from_str_radix(id.trim_start_matches("0x"), 16).unwrap();
+        let filter = alloy::rpc::types::Filter::new()
+            .address(self.chain.vault)
+            .event_signature(dexd_settlement::vault::DexdVault::Withdrawn::SIGNATURE_HASH)
+            .topic1(alloy::primitives::B256::from(id))
+            .topic2(account.into_word())
+            .from_block(0);
+        provider.get_logs(&filter).await.unwrap().len()
+    }
+
     /// Checks the reserves after a scenario has settled: for every asset the vault holds on
     /// chain exactly what the venue owes (nothing pending), and the venue's totals agree.
     pub async fn assert_conserved(&self) {

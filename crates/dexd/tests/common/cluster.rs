@@ -1,0 +1,58 @@
+//! What the cluster tests share: a node's configuration on a PostgreSQL journal, and a look at
+//! which node leads a chain.
+
+use std::time::{Duration, Instant};
+
+use dexd_store::postgres::test_server::PostgresServer;
+
+/// How long a node's lease of a chain lasts in the cluster tests.
+pub const LEASE_MS: u64 = 2_000;
+
+/// The `[store]` and `[cluster]` sections of a node named `node_id` on `postgres`'s journal.
+pub fn cluster_sections(postgres: &PostgresServer, node_id: &str) -> String {
+    format!(
+        "\n[store]\njournal = \"postgres\"\npostgres_url = \"{}\"\n\n[cluster]\nnode_id = \"{node_id}\"\nlease_ms = {LEASE_MS}\n",
+        postgres.url()
+    )
+}
+
+/// Writes `base` (a configuration without `[store]` and `[cluster]`) with the sections of node
+/// `node_id` into `folder`; returns its path.
+pub fn write_node_config(
+    folder: &std::path::Path,
+    base: &str,
+    postgres: &PostgresServer,
+    node_id: &str,
+) -> std::path::PathBuf {
+    let path = folder.join(format!("dexd-{node_id}.toml"));
+    std::fs::write(&path, format!("{base}{}", cluster_sections(postgres, node_id))).unwrap();
+    path
+}
+
+/// The node that leads `chain_id` as the node at `base_url` sees it (`GET /cluster`), once one
+/// other than `not` does; waits up to `within`.
+pub async fn leader_other_than(base_url: &str, chain_id: u64, not: Option<&str>, within: Duration) -> String {
+    let started = Instant::now();
+    loop {
+        let answer: serde_json::Value = reqwest::get(format!("{base_url}/cluster"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let leader = answer["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|chain| chain["chainId"].as_str() == Some(chain_id.to_string().as_str()))
+            .and_then(|chain| chain["leader"].as_str().map(str::to_string));
+        if let Some(leader) = leader.filter(|leader| Some(leader.as_str()) != not) {
+            return leader;
+        }
+        assert!(
+            started.elapsed() < within,
+            "no node other than {not:?} leads chain {chain_id}: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
