@@ -78,7 +78,7 @@ pub enum Leadership {
 /// A node's claim on a chain's lease: the connection it takes the lease on, and once taken the
 /// thread that keeps it.
 pub struct LeaseCandidate {
-    client: ::postgres::Client,
+    connection: postgres::Connection,
     url: String,
     node_id: String,
     lease_ms: u64,
@@ -124,7 +124,7 @@ impl Leadership {
         // A keeper whose lease was lost is dropped first: it has nothing left to give up.
         candidate.keeper = None;
         let Some(held) = lease::take(
-            &mut candidate.client,
+            candidate.connection.client()?,
             candidate.chain_id,
             &candidate.node_id,
             candidate.lease_ms,
@@ -132,10 +132,10 @@ impl Leadership {
         else {
             return Ok(None);
         };
-        let keeper_client = postgres::connect(&candidate.url)?;
+        let keeper_connection = postgres::Connection::open(&candidate.url)?;
         let epoch = held.epoch;
         candidate.keeper = Some(LeaseKeeper::start(
-            keeper_client,
+            keeper_connection,
             held,
             candidate.lease_ms,
             std::sync::Arc::clone(&candidate.on_lost),
@@ -165,11 +165,11 @@ impl JournalBackend {
                 })
             }
             JournalBackend::Postgres(backend) => {
-                let mut journal = PostgresJournal::open(postgres::connect(&backend.url)?, chain_id)?;
+                let mut journal = PostgresJournal::open(postgres::Connection::open(&backend.url)?, chain_id)?;
                 let journal_id = journal.journal_id()?;
                 let (projector, reader) = open_history_of(data_dir, chain_id, &journal_id, busy_timeout)?;
                 let candidate = LeaseCandidate {
-                    client: postgres::connect(&backend.url)?,
+                    connection: postgres::Connection::open(&backend.url)?,
                     url: backend.url.clone(),
                     node_id: backend.node_id.clone(),
                     lease_ms: backend.lease_ms,
@@ -193,7 +193,7 @@ impl JournalBackend {
         match self {
             JournalBackend::Sqlite => Ok(Box::new(JournalReader::open(data_dir, chain_id)?)),
             JournalBackend::Postgres(backend) => Ok(Box::new(PostgresJournal::open(
-                postgres::connect(&backend.url)?,
+                postgres::Connection::open(&backend.url)?,
                 chain_id,
             )?)),
         }

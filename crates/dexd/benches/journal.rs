@@ -78,7 +78,7 @@ fn main() {
         let chain_id = index as u64 + 1;
         let mut client = postgres::connect(&server.url()).unwrap();
         let held = lease::take(&mut client, chain_id, "bench", 600_000).unwrap().unwrap();
-        let mut journal = PostgresJournal::open(client, chain_id).unwrap();
+        let mut journal = PostgresJournal::open(postgres::Connection::open(&server.url()).unwrap(), chain_id).unwrap();
         journal.lead_under(Some(held.epoch));
         report("postgres", batch_size, run(&mut journal, batch_size, seconds));
     }

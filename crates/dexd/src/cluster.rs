@@ -24,7 +24,7 @@ pub struct Cluster {
     url: String,
     lease_ms: u64,
     /// The directory's connection for `GET /cluster` (PostgreSQL only).
-    directory: Option<Arc<parking_lot::Mutex<postgres::Client>>>,
+    directory: Option<Arc<parking_lot::Mutex<postgres::Connection>>>,
     /// Ends the beat when dropped.
     _beat: Option<std::sync::mpsc::SyncSender<()>>,
     /// Each chain's leader as last read, and when.
@@ -62,14 +62,16 @@ impl Cluster {
             });
         };
         let url = backend.advertised_url.clone().unwrap_or(listening_url);
-        let mut beat_client = postgres::connect(&backend.url)?;
-        directory::announce(&mut beat_client, &backend.node_id, &url)?;
-        let beat = start_beat(beat_client, backend, url.clone());
+        let mut beat_connection = postgres::Connection::open(&backend.url)?;
+        directory::announce(beat_connection.client()?, &backend.node_id, &url)?;
+        let beat = start_beat(beat_connection, backend, url.clone());
         Ok(Cluster {
             node_id: backend.node_id.clone(),
             url,
             lease_ms: backend.lease_ms,
-            directory: Some(Arc::new(parking_lot::Mutex::new(postgres::connect(&backend.url)?))),
+            directory: Some(Arc::new(parking_lot::Mutex::new(postgres::Connection::open(
+                &backend.url,
+            )?))),
             _beat: Some(beat),
             leaders: parking_lot::Mutex::default(),
         })
@@ -87,9 +89,10 @@ impl Cluster {
         }
         let lease_ms = self.lease_ms;
         let read = tokio::task::spawn_blocking(move || {
-            let mut client = client.lock();
-            let chains = directory::chains(&mut client, &[chain_id])?;
-            let nodes = directory::nodes(&mut client, lease_ms)?;
+            let mut connection = client.lock();
+            let client = connection.client()?;
+            let chains = directory::chains(client, &[chain_id])?;
+            let nodes = directory::nodes(client, lease_ms)?;
             Ok::<_, StoreError>(
                 chains
                     .first()
@@ -160,10 +163,11 @@ impl Cluster {
             Some(client) => {
                 let (client, lease_ms) = (Arc::clone(client), self.lease_ms);
                 tokio::task::spawn_blocking(move || {
-                    let mut client = client.lock();
+                    let mut connection = client.lock();
+                    let client = connection.client()?;
                     Ok::<_, StoreError>((
-                        directory::nodes(&mut client, lease_ms)?,
-                        directory::chains(&mut client, &chain_ids)?,
+                        directory::nodes(client, lease_ms)?,
+                        directory::chains(client, &chain_ids)?,
                     ))
                 })
                 .await
@@ -186,7 +190,11 @@ impl Cluster {
 
 /// Announces the node every third of a lease on a thread of its own, until the returned sender
 /// is dropped.
-fn start_beat(mut client: postgres::Client, backend: &PostgresBackend, url: String) -> std::sync::mpsc::SyncSender<()> {
+fn start_beat(
+    mut connection: postgres::Connection,
+    backend: &PostgresBackend,
+    url: String,
+) -> std::sync::mpsc::SyncSender<()> {
     let (stop, stopped) = std::sync::mpsc::sync_channel::<()>(1);
     let node_id = backend.node_id.clone();
     let interval = Duration::from_millis(backend.lease_ms / 3);
@@ -194,7 +202,10 @@ fn start_beat(mut client: postgres::Client, backend: &PostgresBackend, url: Stri
         .name("cluster-beat".into())
         .spawn(move || {
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                if let Err(error) = directory::announce(&mut client, &node_id, &url) {
+                if let Err(error) = connection
+                    .client()
+                    .and_then(|client| directory::announce(client, &node_id, &url))
+                {
                     tracing::warn!(%error, "cannot announce this node in the cluster's directory");
                 }
             }

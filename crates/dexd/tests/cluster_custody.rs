@@ -81,7 +81,7 @@ async fn a_vault_chains_withdrawals_are_paid_once_across_leader_changes() {
     let base = std::fs::read_to_string(chain.write_dexd_config(folder.path(), &node_url)).unwrap();
     let nodes = ["node-a", "node-b"].map(|id| ClusterNode {
         id,
-        config: write_node_config(folder.path(), &base, &postgres, id),
+        config: write_node_config(folder.path(), &base, &postgres.url(), id),
         data: folder.path().join(id),
     });
     // `venue` queries its server, which is always the chain's leader; `follower` is the other.

@@ -13,7 +13,7 @@
 
 use postgres::Statement;
 
-use super::{from_bigint, postgres_error, to_bigint, StoreError};
+use super::{from_bigint, postgres_error, to_bigint, Connection, StoreError};
 use crate::codec;
 use crate::journal::REPLAY_READ_CHUNK_COMMANDS;
 use crate::journal_interface::{ApplyCommand, CommandRange, Journal, JournalRead, JournaledCommand};
@@ -35,36 +35,61 @@ const READ: &str = "SELECT sequence, time_ms, command, authorization_record FROM
 
 /// A chain's journal in PostgreSQL, appending under one leader's epoch.
 pub struct PostgresJournal {
-    client: postgres::Client,
+    connection: Connection,
     chain_id: i64,
     /// The epoch appends are made under; `None` until the node leads the chain.
     epoch: Option<u64>,
+    /// The append and the read, prepared on the connection of that generation.
+    prepared: Option<Prepared>,
+}
+
+/// Statements prepared on one connection.
+struct Prepared {
+    generation: u64,
     append: Statement,
     read: Statement,
 }
 
 impl PostgresJournal {
-    /// Opens (creating when needed) the journal of `chain_id` on `client`, which
-    /// [`super::connect`] made. It appends nothing until given an epoch
-    /// ([`Journal::lead_under`]).
-    pub fn open(mut client: postgres::Client, chain_id: u64) -> Result<PostgresJournal, StoreError> {
+    /// Opens (creating when needed) the journal of `chain_id` on `connection`. It appends
+    /// nothing until given an epoch ([`Journal::lead_under`]).
+    pub fn open(mut connection: Connection, chain_id: u64) -> Result<PostgresJournal, StoreError> {
         let chain = to_bigint(chain_id);
-        client
+        connection
+            .client()?
             .execute(
                 "INSERT INTO dexd_chains (chain_id, journal_id)
                  VALUES ($1, replace(gen_random_uuid()::text, '-', '')) ON CONFLICT (chain_id) DO NOTHING",
                 &[&chain],
             )
             .map_err(postgres_error)?;
-        let append = client.prepare(APPEND).map_err(postgres_error)?;
-        let read = client.prepare(READ).map_err(postgres_error)?;
         Ok(PostgresJournal {
-            client,
+            connection,
             chain_id: chain,
             epoch: None,
-            append,
-            read,
+            prepared: None,
         })
+    }
+
+    /// The client, connected again if the connection was lost, with the statements prepared
+    /// on it.
+    fn session(&mut self) -> Result<(&mut postgres::Client, &Prepared), StoreError> {
+        self.connection.client()?;
+        let generation = self.connection.generation();
+        if self
+            .prepared
+            .as_ref()
+            .is_none_or(|prepared| prepared.generation != generation)
+        {
+            let client = self.connection.client()?;
+            self.prepared = Some(Prepared {
+                generation,
+                append: client.prepare(APPEND).map_err(postgres_error)?,
+                read: client.prepare(READ).map_err(postgres_error)?,
+            });
+        }
+        let client = self.connection.client()?;
+        Ok((client, self.prepared.as_ref().expect("invariant: prepared just above")))
     }
 
     /// The epoch appends are made under, if any.
@@ -74,10 +99,14 @@ impl PostgresJournal {
 
     /// Why an append inserted nothing: another epoch leads, or the journal has moved on.
     fn refusal(&mut self, epoch: u64, expected_end: u64) -> StoreError {
-        let lease = match self.client.query_opt(
-            "SELECT holder, epoch FROM dexd_leases WHERE chain_id = $1",
-            &[&self.chain_id],
-        ) {
+        let lease = match self.connection.client().and_then(|client| {
+            client
+                .query_opt(
+                    "SELECT holder, epoch FROM dexd_leases WHERE chain_id = $1",
+                    &[&self.chain_id],
+                )
+                .map_err(postgres_error)
+        }) {
             Ok(lease) => lease,
             Err(error) => {
                 return StoreError::Postgres(format!("an append was refused and its reason cannot be read: {error}"))
@@ -132,12 +161,13 @@ impl Journal for PostgresJournal {
             commands.push(entry.command.as_slice());
             authorizations.push(codec::encode_authorization(&entry.authorization));
         }
-        let inserted = self
-            .client
+        let chain_id = self.chain_id;
+        let (client, prepared) = self.session()?;
+        let inserted = client
             .execute(
-                &self.append,
+                &prepared.append,
                 &[
-                    &self.chain_id,
+                    &chain_id,
                     &to_bigint(epoch),
                     &sequences,
                     &times_ms,
@@ -158,14 +188,14 @@ impl Journal for PostgresJournal {
     }
 
     fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError> {
-        self.client
+        let client = self.connection.client()?;
+        client
             .execute(
                 "UPDATE dexd_chains SET custody = $2 WHERE chain_id = $1 AND custody IS NULL",
                 &[&self.chain_id, &custody],
             )
             .map_err(postgres_error)?;
-        let row = self
-            .client
+        let row = client
             .query_one("SELECT custody FROM dexd_chains WHERE chain_id = $1", &[&self.chain_id])
             .map_err(postgres_error)?;
         let bound: String = row.get(0);
@@ -183,7 +213,8 @@ impl Journal for PostgresJournal {
 impl JournalRead for PostgresJournal {
     fn last_sequence(&mut self) -> Result<u64, StoreError> {
         let row = self
-            .client
+            .connection
+            .client()?
             .query_one(
                 "SELECT COALESCE(MAX(sequence), 0) FROM dexd_journal WHERE chain_id = $1",
                 &[&self.chain_id],
@@ -194,7 +225,8 @@ impl JournalRead for PostgresJournal {
 
     fn journal_id(&mut self) -> Result<String, StoreError> {
         let row = self
-            .client
+            .connection
+            .client()?
             .query_one(
                 "SELECT journal_id FROM dexd_chains WHERE chain_id = $1",
                 &[&self.chain_id],
@@ -212,12 +244,13 @@ impl JournalRead for PostgresJournal {
         let through = through.min(i64::MAX as u64);
         let mut last_sequence = after;
         loop {
-            let rows = self
-                .client
+            let chain_id = self.chain_id;
+            let (client, prepared) = self.session()?;
+            let rows = client
                 .query(
-                    &self.read,
+                    &prepared.read,
                     &[
-                        &self.chain_id,
+                        &chain_id,
                         &to_bigint(last_sequence),
                         &to_bigint(through),
                         &to_bigint(REPLAY_READ_CHUNK_COMMANDS),

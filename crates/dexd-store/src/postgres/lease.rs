@@ -125,10 +125,10 @@ pub struct LeaseKeeper {
 }
 
 impl LeaseKeeper {
-    /// Starts renewing `lease` (taken for `lease_ms`) on `client`; `on_lost` runs once if the
-    /// lease is lost.
+    /// Starts renewing `lease` (taken for `lease_ms`) on `connection`; `on_lost` runs once if
+    /// the lease is lost.
     pub fn start(
-        mut client: postgres::Client,
+        mut connection: super::Connection,
         lease: Lease,
         lease_ms: u64,
         on_lost: std::sync::Arc<dyn Fn() + Send + Sync>,
@@ -148,14 +148,17 @@ impl LeaseKeeper {
                         match stopped.recv_timeout(lease_length / 3) {
                             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                             Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                                if let Err(error) = release(&mut client, &lease) {
+                                if let Err(error) = connection.client().and_then(|client| release(client, &lease)) {
                                     tracing::warn!(chain_id = lease.chain_id, %error, "cannot give the lease up");
                                 }
                                 return;
                             }
                         }
                         let sent = Instant::now();
-                        match renew(&mut client, &lease, lease_ms) {
+                        // A lost connection is made again (the database restarted or failed
+                        // over): the renewal checks the epoch, so it succeeds only if the lease
+                        // is still this node's.
+                        match connection.client().and_then(|client| renew(client, &lease, lease_ms)) {
                             Ok(true) => leads_until = sent + lease_length,
                             Ok(false) => {
                                 tracing::error!(

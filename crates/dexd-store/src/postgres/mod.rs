@@ -30,6 +30,10 @@ use super::database::StoreError;
 /// a loaded server, short enough that a writer stuck on a dead primary gives up and steps down.
 pub const STATEMENT_TIMEOUT_MS: u64 = 10_000;
 
+/// How long a connection attempt to one host may take, when the URL sets no `connect_timeout`:
+/// shorter than a lease, so that a node whose database moved finds the new primary in time.
+pub const CONNECT_TIMEOUT_MS: u64 = 2_000;
+
 /// Connects to the database at `url` (a libpq connection string or URL, which may list several
 /// hosts with `target_session_attrs=read-write` so that a promoted standby is found), with
 /// [`STATEMENT_TIMEOUT_MS`], and brings the schema up to date.
@@ -38,6 +42,9 @@ pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
         .parse()
         .map_err(|error: postgres::Error| StoreError::Postgres(format!("the PostgreSQL URL is unusable: {error}")))?;
     config.application_name("dexd");
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(std::time::Duration::from_millis(CONNECT_TIMEOUT_MS));
+    }
     let mut client = config.connect(postgres::NoTls).map_err(postgres_error)?;
     client
         // Notices (a table that exists already, at each connection's migration) are not news.
@@ -47,6 +54,47 @@ pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
         .map_err(postgres_error)?;
     schema::migrate(&mut client)?;
     Ok(client)
+}
+
+/// A connection that is made again once lost: the server restarted, or failed over to its
+/// standby (found again through the URL's hosts and `target_session_attrs=read-write`). A
+/// statement that fails with the connection is not retried here: its caller learns of the
+/// failure, and the next call connects again.
+pub struct Connection {
+    url: String,
+    client: Option<postgres::Client>,
+    /// How many times a connection was made, so that statements prepared on an earlier one are
+    /// prepared again.
+    generation: u64,
+}
+
+impl Connection {
+    /// Connects to `url` now.
+    pub fn open(url: &str) -> Result<Connection, StoreError> {
+        let client = connect(url)?;
+        Ok(Connection {
+            url: url.to_string(),
+            client: Some(client),
+            generation: 1,
+        })
+    }
+
+    /// The client, connected again first if the connection was lost.
+    pub fn client(&mut self) -> Result<&mut postgres::Client, StoreError> {
+        if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
+            self.client = None;
+            let client = connect(&self.url)?;
+            self.generation += 1;
+            tracing::info!(generation = self.generation, "connected to PostgreSQL again");
+            self.client = Some(client);
+        }
+        Ok(self.client.as_mut().expect("invariant: connected just above"))
+    }
+
+    /// Which connection [`Connection::client`] last returned (see `generation`).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 /// A PostgreSQL error as a [`StoreError`], its text without the connection's URL (which may

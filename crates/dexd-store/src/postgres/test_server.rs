@@ -1,7 +1,9 @@
 //! A real PostgreSQL server for the tests, from Debian's packages (`scripts/install-test-tools`
 //! installs them): a fresh data directory made by `initdb`, a server on a free loopback port,
 //! stopped (immediately) and deleted when dropped. As root, the server runs as the `postgres`
-//! user, since PostgreSQL refuses to run as root.
+//! user, since PostgreSQL refuses to run as root. Also a primary with a synchronous standby
+//! ([`PostgresServer::start_primary`], [`PostgresServer::start_standby_of`]), which a test can
+//! stop at once and promote, as a failover does.
 //!
 //! `DEXD_POSTGRES_BIN` names the folder of `initdb` and `postgres` when they are elsewhere than
 //! the newest `/usr/lib/postgresql/<version>/bin`.
@@ -14,9 +16,20 @@ use std::time::{Duration, Instant};
 pub struct PostgresServer {
     pub port: u16,
     folder: tempfile::TempDir,
-    server: Child,
+    server: Option<Child>,
     bin: PathBuf,
 }
+
+/// The name a synchronous standby connects with, and the primary waits for.
+pub const STANDBY_NAME: &str = "standby";
+
+/// The settings of a primary whose every commit waits for its synchronous standby.
+const PRIMARY_SETTINGS: [&str; 4] = [
+    "wal_level=replica",
+    "max_wal_senders=4",
+    "synchronous_commit=on",
+    "synchronous_standby_names=standby",
+];
 
 /// The folder of PostgreSQL's server programs.
 pub fn postgres_bin() -> PathBuf {
@@ -71,18 +84,62 @@ impl PostgresServer {
         Self::start_with(&[])
     }
 
+    /// A primary whose commits wait for a synchronous standby named [`STANDBY_NAME`]: start
+    /// one with [`PostgresServer::start_standby_of`] before anything is written, or every commit
+    /// waits.
+    pub fn start_primary() -> PostgresServer {
+        Self::start_with(&PRIMARY_SETTINGS)
+    }
+
+    /// A synchronous standby of `primary`, streaming from it (copied with `pg_basebackup`); it
+    /// returns once the primary reports it as its synchronous standby.
+    pub fn start_standby_of(primary: &PostgresServer) -> PostgresServer {
+        let bin = postgres_bin();
+        let folder = server_folder();
+        let data = folder.path().join("data");
+        let output = as_server_user(&bin.join("pg_basebackup"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &primary.port.to_string(),
+                "-U",
+                "dexd",
+                "-X",
+                "stream",
+                "-R",
+                "-D",
+            ])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "pg_basebackup: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let conninfo = format!(
+            "primary_conninfo=host=127.0.0.1 port={} user=dexd application_name={STANDBY_NAME}",
+            primary.port
+        );
+        // Once promoted, it is a primary waiting for a standby of its own only if given one.
+        let standby = Self::run(bin, folder, &[&conninfo, "synchronous_standby_names="]);
+        let started = Instant::now();
+        while primary.sql("SELECT sync_state FROM pg_stat_replication") != "sync" {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the standby never became synchronous: {}",
+                standby.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        standby
+    }
+
     /// Like [`PostgresServer::start`], with extra `-c name=value` settings.
     pub fn start_with(settings: &[&str]) -> PostgresServer {
         let bin = postgres_bin();
-        let folder = tempfile::Builder::new().prefix("dexd-postgres-").tempdir().unwrap();
-        if is_root() {
-            let status = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(folder.path())
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }
+        let folder = server_folder();
         let data = folder.path().join("data");
         let output = as_server_user(&bin.join("initdb"))
             .arg("-D")
@@ -95,6 +152,12 @@ impl PostgresServer {
             "initdb: {}",
             String::from_utf8_lossy(&output.stderr)
         );
+        Self::run(bin, folder, settings)
+    }
+
+    /// Starts the server of the data directory in `folder`.
+    fn run(bin: PathBuf, folder: tempfile::TempDir, settings: &[&str]) -> PostgresServer {
+        let data = folder.path().join("data");
         let port = free_port();
         let mut command = as_server_user(&bin.join("postgres"));
         command
@@ -114,7 +177,7 @@ impl PostgresServer {
         let server = PostgresServer {
             port,
             folder,
-            server,
+            server: Some(server),
             bin,
         };
         server.wait_until_ready();
@@ -143,18 +206,68 @@ impl PostgresServer {
         format!("postgresql://dexd@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// Runs one SQL statement with `psql` (usable inside an async test, where the synchronous
+    /// client cannot run); returns its output, trimmed.
+    pub fn sql(&self, statement: &str) -> String {
+        let output = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "dexd",
+                "-d",
+                "postgres",
+                "-tAXc",
+            ])
+            .arg(statement)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "psql {statement}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// Stops the server at once, as `pg_ctl stop -m immediate` does (SIGQUIT): no checkpoint,
+    /// connections cut.
+    pub fn stop_immediately(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            let _ = Command::new("kill").args(["-QUIT", &server.id().to_string()]).status();
+            let _ = server.wait();
+        }
+    }
+
+    /// Promotes a standby to primary (`pg_promote`, waiting for it to finish).
+    pub fn promote(&self) {
+        assert_eq!(self.sql("SELECT pg_promote(true, 30)"), "t", "{}", self.log());
+    }
+
     /// What the server logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.folder.path().join("server.log")).unwrap_or_default()
     }
 }
 
+/// A folder for a server's data, owned by the server's user.
+fn server_folder() -> tempfile::TempDir {
+    let folder = tempfile::Builder::new().prefix("dexd-postgres-").tempdir().unwrap();
+    if is_root() {
+        let status = Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(folder.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    folder
+}
+
 impl Drop for PostgresServer {
     fn drop(&mut self) {
-        // SIGQUIT: PostgreSQL's immediate shutdown.
-        let _ = Command::new("kill")
-            .args(["-QUIT", &self.server.id().to_string()])
-            .status();
-        let _ = self.server.wait();
+        self.stop_immediately();
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use dexd_core::Address;
 
 use super::test_server::PostgresServer;
-use super::{connect, lease, PostgresJournal};
+use super::{connect, lease, Connection, PostgresJournal};
 use crate::codec;
 use crate::database::StoreError;
 use crate::journal_interface::{replay, CommandRange, Journal, JournalRead};
@@ -40,13 +40,17 @@ fn leading_journal(
     let lease = lease::take(&mut client, chain_id, holder, lease_ms)
         .unwrap()
         .expect("the lease is free");
-    let mut journal = PostgresJournal::open(client, chain_id).unwrap();
+    let mut journal = PostgresJournal::open(Connection::open(&server.url()).unwrap(), chain_id).unwrap();
     journal.lead_under(Some(lease.epoch));
     (journal, lease)
 }
 
 fn sequences_and_epochs(server: &PostgresServer, chain_id: u64) -> Vec<(i64, i64)> {
-    let mut client = connect(&server.url()).unwrap();
+    sequences_and_epochs_at(&server.url(), chain_id)
+}
+
+fn sequences_and_epochs_at(url: &str, chain_id: u64) -> Vec<(i64, i64)> {
+    let mut client = connect(url).unwrap();
     client
         .query(
             "SELECT sequence, epoch FROM dexd_journal WHERE chain_id = $1 ORDER BY sequence",
@@ -90,10 +94,10 @@ fn appends_are_read_back_in_order_and_replay_to_the_same_engine() {
     assert_eq!(balance.total().units(), 1 + 2 + 3 + 4 + 5);
 
     // Another chain is another journal, with its own identity; the first keeps its own.
-    let mut other = PostgresJournal::open(connect(&server.url()).unwrap(), 2).unwrap();
+    let mut other = PostgresJournal::open(Connection::open(&server.url()).unwrap(), 2).unwrap();
     assert_eq!(other.last_sequence().unwrap(), 0);
     assert_ne!(other.journal_id().unwrap(), journal_id);
-    let mut reopened = PostgresJournal::open(connect(&server.url()).unwrap(), 1).unwrap();
+    let mut reopened = PostgresJournal::open(Connection::open(&server.url()).unwrap(), 1).unwrap();
     assert_eq!(reopened.journal_id().unwrap(), journal_id);
     assert_eq!(reopened.last_sequence().unwrap(), 5);
 }
@@ -101,7 +105,7 @@ fn appends_are_read_back_in_order_and_replay_to_the_same_engine() {
 #[test]
 fn a_journal_is_bound_to_its_custody() {
     let server = PostgresServer::start();
-    let mut journal = PostgresJournal::open(connect(&server.url()).unwrap(), 7).unwrap();
+    let mut journal = PostgresJournal::open(Connection::open(&server.url()).unwrap(), 7).unwrap();
     journal.bind_custody("ledger").unwrap();
     journal.bind_custody("ledger").unwrap();
     let refused = journal.bind_custody("vault 0xabc on chain 7").unwrap_err();
@@ -115,7 +119,7 @@ fn a_journal_is_bound_to_its_custody() {
 fn a_node_without_the_lease_or_with_an_old_epoch_never_appends() {
     let server = PostgresServer::start();
     // Without any epoch, nothing is appended.
-    let mut unled = PostgresJournal::open(connect(&server.url()).unwrap(), 1).unwrap();
+    let mut unled = PostgresJournal::open(Connection::open(&server.url()).unwrap(), 1).unwrap();
     assert!(matches!(unled.append(&deposits(1, 1)), Err(StoreError::Fenced(_))));
 
     let (mut first, first_lease) = leading_journal(&server, 1, "node-a", 300);
@@ -132,7 +136,7 @@ fn a_node_without_the_lease_or_with_an_old_epoch_never_appends() {
     std::thread::sleep(Duration::from_millis(400));
     let second_lease = lease::take(&mut client_b, 1, "node-b", 60_000).unwrap().unwrap();
     assert_eq!(second_lease.epoch, 2);
-    let mut second = PostgresJournal::open(client_b, 1).unwrap();
+    let mut second = PostgresJournal::open(Connection::open(&server.url()).unwrap(), 1).unwrap();
     second.lead_under(Some(second_lease.epoch));
 
     // node-a wakes: its append (even at the right place) and its renewal are refused.
@@ -198,7 +202,7 @@ fn a_takeover_racing_appends_leaves_one_history_without_gaps() {
             }
             std::thread::sleep(Duration::from_millis(5 + round * 7));
         };
-        let mut new = PostgresJournal::open(client, chain_id).unwrap();
+        let mut new = PostgresJournal::open(Connection::open(&server.url()).unwrap(), chain_id).unwrap();
         new.lead_under(Some(new_lease.epoch));
         let start = new.last_sequence().unwrap() + 1;
         new.append(&deposits(start, 5)).unwrap();
@@ -222,4 +226,46 @@ fn a_takeover_racing_appends_leaves_one_history_without_gaps() {
         );
         assert_eq!(rows.len() as u64, start + 4);
     }
+}
+
+/// The primary stops at once (`-m immediate`) and its synchronous standby is promoted: the
+/// journal, on a URL naming both hosts, connects again to the new primary, where every append
+/// it had acknowledged is, and goes on appending under the same lease.
+#[test]
+fn a_journal_goes_on_on_the_promoted_standby_with_every_acknowledged_append() {
+    let mut primary = PostgresServer::start_primary();
+    let standby = PostgresServer::start_standby_of(&primary);
+    let url = format!(
+        "postgresql://dexd@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write",
+        primary.port, standby.port
+    );
+    let mut client = connect(&url).unwrap();
+    let held = lease::take(&mut client, 1, "node-a", 60_000).unwrap().unwrap();
+    let mut journal = PostgresJournal::open(Connection::open(&url).unwrap(), 1).unwrap();
+    journal.lead_under(Some(held.epoch));
+    for start in (1..=40).step_by(8) {
+        journal.append(&deposits(start, 8)).unwrap();
+    }
+    primary.stop_immediately();
+    assert!(
+        journal.append(&deposits(41, 4)).is_err(),
+        "no primary, nothing acknowledged"
+    );
+    assert!(
+        journal.last_sequence().is_err(),
+        "the standby is read-only until promoted"
+    );
+    standby.promote();
+    assert_eq!(
+        journal.last_sequence().unwrap(),
+        40,
+        "every acknowledged append is there"
+    );
+    journal.append(&deposits(41, 4)).unwrap();
+    assert_eq!(
+        sequences_and_epochs_at(&url, 1),
+        (1..=44)
+            .map(|sequence| (sequence, held.epoch as i64))
+            .collect::<Vec<_>>()
+    );
 }

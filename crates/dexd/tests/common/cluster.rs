@@ -3,16 +3,14 @@
 
 use std::time::{Duration, Instant};
 
-use dexd_store::postgres::test_server::PostgresServer;
-
 /// How long a node's lease of a chain lasts in the cluster tests.
 pub const LEASE_MS: u64 = 2_000;
 
-/// The `[store]` and `[cluster]` sections of a node named `node_id` on `postgres`'s journal.
-pub fn cluster_sections(postgres: &PostgresServer, node_id: &str) -> String {
+/// The `[store]` and `[cluster]` sections of a node named `node_id` on the journal at
+/// `postgres_url`.
+pub fn cluster_sections(postgres_url: &str, node_id: &str) -> String {
     format!(
-        "\n[store]\njournal = \"postgres\"\npostgres_url = \"{}\"\n\n[cluster]\nnode_id = \"{node_id}\"\nlease_ms = {LEASE_MS}\n",
-        postgres.url()
+        "\n[store]\njournal = \"postgres\"\npostgres_url = \"{postgres_url}\"\n\n[cluster]\nnode_id = \"{node_id}\"\nlease_ms = {LEASE_MS}\n"
     )
 }
 
@@ -21,11 +19,11 @@ pub fn cluster_sections(postgres: &PostgresServer, node_id: &str) -> String {
 pub fn write_node_config(
     folder: &std::path::Path,
     base: &str,
-    postgres: &PostgresServer,
+    postgres_url: &str,
     node_id: &str,
 ) -> std::path::PathBuf {
     let path = folder.join(format!("dexd-{node_id}.toml"));
-    std::fs::write(&path, format!("{base}{}", cluster_sections(postgres, node_id))).unwrap();
+    std::fs::write(&path, format!("{base}{}", cluster_sections(postgres_url, node_id))).unwrap();
     path
 }
 
