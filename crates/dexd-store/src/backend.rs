@@ -123,6 +123,9 @@ impl Leadership {
         candidate.last_attempt = Some(Instant::now());
         // A keeper whose lease was lost is dropped first: it has nothing left to give up.
         candidate.keeper = None;
+        if !candidate.may_take_now()? {
+            return Ok(None);
+        }
         let Some(held) = lease::take(
             candidate.connection.client()?,
             candidate.chain_id,
@@ -141,6 +144,29 @@ impl Leadership {
             std::sync::Arc::clone(&candidate.on_lost),
         ));
         Ok(Some(epoch))
+    }
+}
+
+impl LeaseCandidate {
+    /// Whether this node should ask for the lease now: always for a lease never taken (the
+    /// first node to ask leads); for a lease that has ended, at once if this node is the chain's
+    /// preferred leader (or none is known), otherwise only once it has been free for a whole
+    /// lease, in which time the preferred node would have taken it. This spreads the chains
+    /// over the nodes; the lease itself is the fence.
+    fn may_take_now(&mut self) -> Result<bool, StoreError> {
+        let client = self.connection.client()?;
+        let Some(holder) = lease::holder(client, self.chain_id)? else {
+            return Ok(true);
+        };
+        if holder.remaining_ms > 0 {
+            // Held: only its own holder (restarted) takes it back, under a new epoch.
+            return Ok(holder.holder == self.node_id);
+        }
+        if holder.ended_for_ms >= self.lease_ms {
+            return Ok(true);
+        }
+        let preferred = postgres::directory::preferred_leader(client, self.chain_id, self.lease_ms)?;
+        Ok(preferred.is_none_or(|preferred| preferred == self.node_id))
     }
 }
 

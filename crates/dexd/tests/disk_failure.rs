@@ -138,16 +138,7 @@ async fn a_graceful_stop_puts_the_history_on_disk_and_marks_it_closed_cleanly() 
         "a running history is not closed"
     );
 
-    // SAFETY: kill only sends a signal to the child this test started.
-    assert_eq!(unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) }, 0);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let exit = loop {
-        if let Some(exit) = server.child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(std::time::Instant::now() < deadline, "dexd did not stop after SIGTERM");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let exit = server.stop_gracefully().await;
     assert!(exit.success(), "dexd stopped with {exit}");
     assert_eq!(history_meta(data_dir.path(), "closed_cleanly"), "1");
     assert_eq!(

@@ -40,7 +40,7 @@ async fn every_acknowledged_change_is_in_postgresql_and_survives_sigkill() {
 
     // A node with an empty data directory: everything comes from the journal in PostgreSQL.
     let second_data = tempfile::tempdir().unwrap();
-    let second = BinaryServer::start_with(second_data.path(), Some(&config));
+    let mut second = BinaryServer::start_with(second_data.path(), Some(&config));
     assert_eq!(observable_state(&second.base_url, &accounts).await, before);
     // And it goes on from there: the next change follows the journal's last one.
     let carol = Trader::new(0xc0);
@@ -61,6 +61,10 @@ async fn every_acknowledged_change_is_in_postgresql_and_survives_sigkill() {
     .unwrap();
     assert_eq!(sequences, (1..=sequences.len() as i64).collect::<Vec<_>>(), "gapless");
     assert_eq!(sequences.len(), 7, "3 deposits and 4 placements");
+    // Regression: a graceful stop closed the cluster's database connection on the async
+    // runtime's thread, and panicked.
+    let exit = second.stop_gracefully().await;
+    assert!(exit.success(), "dexd stopped with {exit}");
 }
 
 /// A deposit of 1 USDC for `trader` answered by the node at `base_url` itself (marked as

@@ -2,8 +2,8 @@
 //! and who leads each chain at which position, as the database sees it (`GET /cluster`).
 //!
 //! A node announces itself (its id and URL) on a regular beat; one is alive while its last beat
-//! is more recent than a lease's length. This module reads and writes the directory; it does not
-//! decide anything (the leases do).
+//! is more recent than a lease's length. This module reads and writes the directory, and says
+//! which node a chain would rather have as its leader ([`preferred_leader`]); the leases decide.
 
 use super::{from_bigint, postgres_error, to_bigint, StoreError};
 
@@ -86,4 +86,32 @@ pub fn chains(client: &mut postgres::Client, chain_ids: &[u64]) -> Result<Vec<Ch
         });
     }
     Ok(seen)
+}
+
+/// The node that should lead `chain_id`, so that the chains spread over the nodes: every chain
+/// with a journal (by id) is dealt to the nodes alive within `alive_within_ms` (by id) in turn,
+/// so each node leads as many chains as the others, give or take one. `None` when no node is
+/// alive or the chain has no journal yet. A preference only: a node that is not the preferred
+/// one waits a lease before taking a free lease, and a leader hands a chain over to its
+/// preferred node; nothing is fenced by it (the epoch fences).
+pub fn preferred_leader(
+    client: &mut postgres::Client,
+    chain_id: u64,
+    alive_within_ms: u64,
+) -> Result<Option<String>, StoreError> {
+    let alive: Vec<String> = nodes(client, alive_within_ms)?
+        .into_iter()
+        .filter(|node| node.alive)
+        .map(|node| node.node_id)
+        .collect();
+    let chains = client
+        .query("SELECT chain_id FROM dexd_chains ORDER BY chain_id", &[])
+        .map_err(postgres_error)?;
+    let position = chains
+        .iter()
+        .position(|row| row.get::<_, i64>(0) == to_bigint(chain_id));
+    Ok(match position {
+        Some(position) if !alive.is_empty() => Some(alive[position % alive.len()].clone()),
+        _ => None,
+    })
 }

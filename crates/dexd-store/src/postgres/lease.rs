@@ -32,6 +32,8 @@ pub struct LeaseHolder {
     pub epoch: u64,
     /// Milliseconds until it ends; 0 once it has.
     pub remaining_ms: u64,
+    /// Milliseconds since it ended; 0 while it lasts.
+    pub ended_for_ms: u64,
 }
 
 /// Takes the lease of `chain_id` for `holder` for `lease_ms`, if it has ended, was never taken,
@@ -98,7 +100,8 @@ pub fn holder(client: &mut postgres::Client, chain_id: u64) -> Result<Option<Lea
     let row = client
         .query_opt(
             "SELECT holder, epoch,
-                 GREATEST(0, FLOOR(EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000))::BIGINT
+                 GREATEST(0, FLOOR(EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000))::BIGINT,
+                 GREATEST(0, FLOOR(EXTRACT(EPOCH FROM clock_timestamp() - expires_at) * 1000))::BIGINT
              FROM dexd_leases WHERE chain_id = $1",
             &[&to_bigint(chain_id)],
         )
@@ -108,16 +111,23 @@ pub fn holder(client: &mut postgres::Client, chain_id: u64) -> Result<Option<Lea
             holder: row.get(0),
             epoch: from_bigint(row.get(1))?,
             remaining_ms: from_bigint(row.get(2))?,
+            ended_for_ms: from_bigint(row.get(3))?,
         })
     })
     .transpose()
 }
 
+/// How many leases a node leads a chain before handing it over to the chain's preferred node
+/// ([`super::directory::preferred_leader`]): long enough that a node whose beat came late once
+/// does not make the chains move back and forth.
+pub const HANDOVER_AFTER_LEASES: u32 = 3;
+
 /// A thread that renews a lease every third of `lease_ms` on a connection of its own, and says
 /// whether the node still leads: no longer once a renewal is refused (the lease passed to
-/// another epoch) or once `lease_ms` has passed, by this machine's monotonic clock, since the
-/// last renewal that succeeded was sent. It never takes the lease back; a new lease is a new
-/// epoch, taken at start.
+/// another epoch), once `lease_ms` has passed, by this machine's monotonic clock, since the
+/// last renewal that succeeded was sent, or once it hands the chain over to its preferred node
+/// (after [`HANDOVER_AFTER_LEASES`] leases, releasing the lease for that node to take). It never
+/// takes the lease back; a new lease is a new epoch, taken at start.
 pub struct LeaseKeeper {
     leading: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: std::sync::mpsc::SyncSender<()>,
@@ -143,7 +153,8 @@ impl LeaseKeeper {
                 .name(format!("lease-{}", lease.chain_id))
                 .spawn(move || {
                     let lease_length = Duration::from_millis(lease_ms);
-                    let mut leads_until = Instant::now() + lease_length;
+                    let leading_since = Instant::now();
+                    let mut leads_until = leading_since + lease_length;
                     loop {
                         match stopped.recv_timeout(lease_length / 3) {
                             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
@@ -159,7 +170,25 @@ impl LeaseKeeper {
                         // over): the renewal checks the epoch, so it succeeds only if the lease
                         // is still this node's.
                         match connection.client().and_then(|client| renew(client, &lease, lease_ms)) {
-                            Ok(true) => leads_until = sent + lease_length,
+                            Ok(true) => {
+                                leads_until = sent + lease_length;
+                                if leading_since.elapsed() >= lease_length * HANDOVER_AFTER_LEASES {
+                                    if let Some(preferred) = preferred_elsewhere(&mut connection, &lease, lease_ms) {
+                                        tracing::info!(
+                                            chain_id = lease.chain_id,
+                                            epoch = lease.epoch,
+                                            to = %preferred,
+                                            "handing the chain over to its preferred leader, to spread the chains"
+                                        );
+                                        leading.store(false, Ordering::Release);
+                                        on_lost();
+                                        if let Err(error) = connection.client().and_then(|client| release(client, &lease)) {
+                                            tracing::warn!(chain_id = lease.chain_id, %error, "cannot give the lease up");
+                                        }
+                                        return;
+                                    }
+                                }
+                            }
                             Ok(false) => {
                                 tracing::error!(
                                     chain_id = lease.chain_id,
@@ -199,6 +228,15 @@ impl LeaseKeeper {
     pub fn is_leading(&self) -> bool {
         self.leading.load(std::sync::atomic::Ordering::Acquire)
     }
+}
+
+/// The chain's preferred leader, if it is another node than the lease's holder.
+fn preferred_elsewhere(connection: &mut super::Connection, lease: &Lease, lease_ms: u64) -> Option<String> {
+    let client = connection.client().ok()?;
+    super::directory::preferred_leader(client, lease.chain_id, lease_ms)
+        .ok()
+        .flatten()
+        .filter(|preferred| *preferred != lease.holder)
 }
 
 impl Drop for LeaseKeeper {

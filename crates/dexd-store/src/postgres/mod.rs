@@ -97,6 +97,17 @@ impl Connection {
     }
 }
 
+impl Drop for Connection {
+    /// The synchronous client closes its connection on a runtime of its own, which panics on a
+    /// thread that drives an async runtime (a connection the HTTP layer held, dropped at a
+    /// graceful stop): it is closed on a thread of its own.
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = std::thread::spawn(move || drop(client)).join();
+        }
+    }
+}
+
 /// A PostgreSQL error as a [`StoreError`], its text without the connection's URL (which may
 /// carry a password): the driver's messages name hosts and SQL states, never the URL.
 pub(crate) fn postgres_error(error: postgres::Error) -> StoreError {

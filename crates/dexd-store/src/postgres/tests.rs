@@ -269,3 +269,38 @@ fn a_journal_goes_on_on_the_promoted_standby_with_every_acknowledged_append() {
             .collect::<Vec<_>>()
     );
 }
+
+/// The chains are dealt to the alive nodes in turn, by id; a node that stops beating drops out.
+#[test]
+fn chains_are_dealt_to_the_alive_nodes_in_turn() {
+    let server = PostgresServer::start();
+    let mut client = connect(&server.url()).unwrap();
+    for chain_id in [42161, 1, 11155111] {
+        PostgresJournal::open(Connection::open(&server.url()).unwrap(), chain_id).unwrap();
+    }
+    assert_eq!(
+        super::directory::preferred_leader(&mut client, 1, 60_000).unwrap(),
+        None,
+        "no node alive"
+    );
+    for node in ["node-b", "node-a"] {
+        super::directory::announce(&mut client, node, "http://127.0.0.1:1").unwrap();
+    }
+    let preferred = |client: &mut postgres::Client, alive_within_ms| {
+        [1, 42161, 11155111].map(|chain_id| {
+            super::directory::preferred_leader(client, chain_id, alive_within_ms)
+                .unwrap()
+                .unwrap()
+        })
+    };
+    assert_eq!(preferred(&mut client, 60_000), ["node-a", "node-b", "node-a"]);
+    // node-b's beat is older than the window: only node-a is alive.
+    std::thread::sleep(Duration::from_millis(300));
+    super::directory::announce(&mut client, "node-a", "http://127.0.0.1:1").unwrap();
+    assert_eq!(preferred(&mut client, 200), ["node-a", "node-a", "node-a"]);
+    assert_eq!(
+        super::directory::preferred_leader(&mut client, 5, 60_000).unwrap(),
+        None,
+        "no journal"
+    );
+}

@@ -114,6 +114,20 @@ impl BinaryServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Stops the server with SIGTERM (a graceful stop) and returns how it exited, within 20 s.
+    pub async fn stop_gracefully(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill only sends a signal to the child this test started.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) }, 0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                return exit;
+            }
+            assert!(std::time::Instant::now() < deadline, "dexd did not stop after SIGTERM");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
 }
 
 impl Drop for BinaryServer {

@@ -1,0 +1,143 @@
+//! `scripts/cluster DIR --nodes 3`, black box: it starts PostgreSQL (a primary and a synchronous
+//! standby, Debian's) and three dexd nodes (the binary cargo built for these tests), describes
+//! them in `DIR/cluster.json` as the contract says, the nodes see each other alive and spread
+//! the chains over themselves (each leads one of the three), a write through one node is read
+//! back through another; and an interrupt stops everything it started, cleanly.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Waits up to `within` for `ready` to give a value.
+async fn eventually<T>(what: &str, within: Duration, mut ready: impl AsyncFnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = ready().await {
+            return value;
+        }
+        assert!(started.elapsed() < within, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn process_exists(pid: u64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test]
+async fn scripts_cluster_starts_a_primary_a_standby_and_three_nodes_that_spread_the_chains() {
+    let folder = tempfile::tempdir().unwrap();
+    // PostgreSQL runs as its own user when the tests run as root: it must reach the folder.
+    std::fs::set_permissions(folder.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dir = folder.path().join("cluster");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster");
+    let mut script = tokio::process::Command::new(script)
+        .arg(&dir)
+        .args(["--nodes", "3"])
+        .env("DEXD_BIN", env!("CARGO_BIN_EXE_dexd"))
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let description: Value = eventually("cluster.json", Duration::from_secs(120), async || {
+        let text = std::fs::read_to_string(dir.join("cluster.json")).ok()?;
+        serde_json::from_str(&text).ok()
+    })
+    .await;
+    let postgres = &description["postgres"];
+    let url = postgres["url"].as_str().unwrap();
+    for server in ["primary", "standby"] {
+        let port = postgres[server]["port"].as_u64().unwrap();
+        assert!(url.contains(&format!("127.0.0.1:{port}")), "{url}");
+        assert!(Path::new(postgres[server]["dataDir"].as_str().unwrap())
+            .join("PG_VERSION")
+            .exists());
+    }
+    assert!(url.contains("target_session_attrs=read-write"), "{url}");
+    assert!(Path::new(postgres["bin"].as_str().unwrap()).join("postgres").exists());
+    let nodes = description["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let ids: Vec<&str> = nodes.iter().map(|node| node["id"].as_str().unwrap()).collect();
+    for node in nodes {
+        assert!(process_exists(node["pid"].as_u64().unwrap()));
+        assert!(Path::new(node["config"].as_str().unwrap()).exists());
+        assert!(Path::new(node["dataDir"].as_str().unwrap()).is_dir());
+    }
+    let http = reqwest::Client::new();
+    let url_of = |index: usize| nodes[index]["url"].as_str().unwrap().to_string();
+
+    // Every node sees the three alive, and the three chains spread: one leader each.
+    let cluster: Value = eventually(
+        "the chains spread over the nodes",
+        Duration::from_secs(60),
+        async || {
+            let cluster: Value = http
+                .get(format!("{}/cluster", url_of(2)))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let alive = cluster["nodes"]
+                .as_array()?
+                .iter()
+                .filter(|node| node["alive"] == true)
+                .count();
+            let mut leaders: Vec<&str> = cluster["chains"]
+                .as_array()?
+                .iter()
+                .filter_map(|chain| chain["leader"].as_str())
+                .collect();
+            leaders.sort();
+            (alive == 3 && leaders == ids).then(|| cluster.clone())
+        },
+    )
+    .await;
+    assert_eq!(cluster["node"], ids[2]);
+
+    // A write through the first node, read back through the last at its position.
+    let trader = common::Trader::new(0x5c);
+    let written = http
+        .post(format!("{}/portfolio/deposit", url_of(0)))
+        .json(&json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "3", "privateKey": trader.key}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(written.status(), 200);
+    let position = written.headers()["x-dexd-sequence"].to_str().unwrap().to_string();
+    let read: Value = http
+        .get(format!("{}/account/assetBalances", url_of(2)))
+        .query(&[("chainId", "1"), ("account", trader.address.as_str())])
+        .header("X-Dexd-Min-Sequence", position)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(common::balance_in(&read, "USDC")["total"], "3", "{read}");
+
+    // An interrupt stops everything, nodes first, each cleanly.
+    let script_pid = script.id().unwrap() as i32;
+    // SAFETY: kill only sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(script_pid, libc::SIGINT) }, 0);
+    tokio::time::timeout(Duration::from_secs(60), script.wait())
+        .await
+        .expect("the script stopped")
+        .unwrap();
+    for node in nodes {
+        assert!(!process_exists(node["pid"].as_u64().unwrap()), "{node} still runs");
+        let log =
+            std::fs::read_to_string(Path::new(node["config"].as_str().unwrap()).with_file_name("dexd.log")).unwrap();
+        assert!(!log.contains("panicked"), "{log}");
+        assert!(log.contains("the history is on disk and closed cleanly"), "{log}");
+    }
+    for server in ["primary", "standby"] {
+        let data = Path::new(postgres[server]["dataDir"].as_str().unwrap());
+        assert!(!data.join("postmaster.pid").exists(), "{server} still runs");
+    }
+}
