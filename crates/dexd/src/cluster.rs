@@ -133,6 +133,22 @@ impl Cluster {
         self.leaders.lock().remove(&chain_id);
     }
 
+    /// Where `chain_id`'s shared journal ends now, as the database has it; `None` on the
+    /// embedded journal, or when it cannot be read.
+    pub async fn journal_end(&self, chain_id: u64) -> Option<u64> {
+        let client = Arc::clone(self.directory.as_ref()?);
+        let read = tokio::task::spawn_blocking(move || {
+            let mut connection = client.lock();
+            let client = connection.client()?;
+            directory::chains(client, &[chain_id])
+        })
+        .await;
+        match read {
+            Ok(Ok(chains)) => chains.first().map(|chain| chain.sequence),
+            _ => None,
+        }
+    }
+
     /// This node's id, for the `X-Dexd-Node` header; `None` on the embedded journal.
     pub fn node_header(&self) -> Option<&str> {
         self.directory.as_ref().map(|_| self.node_id.as_str())

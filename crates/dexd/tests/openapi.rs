@@ -102,12 +102,31 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
         .unwrap();
     let names: BTreeSet<&str> = parameters
         .iter()
-        .map(|parameter| parameter["name"].as_str().unwrap())
+        .map(|parameter| resolve(&document, parameter)["name"].as_str().unwrap())
         .collect();
     assert_eq!(
         names,
-        BTreeSet::from(["chainId", "pair", "limit", "cursor", "startTime", "endTime"])
+        BTreeSet::from([
+            "chainId",
+            "pair",
+            "limit",
+            "cursor",
+            "startTime",
+            "endTime",
+            "X-Dexd-Min-Sequence"
+        ])
     );
+    // The cluster's headers: on every read that names a chain, and on every answer.
+    let min_sequence = resolve(&document, parameters.last().unwrap());
+    assert_eq!(min_sequence["in"], "header");
+    assert!(document["paths"]["/order/tradeHistories"]["get"]["responses"]["503"].is_object());
+    let write = &document["paths"]["/order/addOrder"]["post"]["responses"]["200"]["headers"];
+    for header in ["X-Dexd-Node", "X-Dexd-Sequence", "X-Dexd-Leader"] {
+        assert!(resolve(&document, &write[header])["schema"].is_object(), "{header}");
+    }
+    let read = &document["paths"]["/chains"]["get"];
+    assert!(read["responses"]["200"]["headers"]["X-Dexd-Node"].is_object());
+    assert!(read["responses"]["200"]["headers"].get("X-Dexd-Sequence").is_none());
     // The two credential forms are alternatives that exclude each other: closed objects, one
     // with privateKey, the other with account, nonce, expiry and signature.
     let body = &document["paths"]["/order/addOrder"]["post"]["requestBody"]["content"]["application/json"]["schema"];

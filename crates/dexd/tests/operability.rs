@@ -431,3 +431,40 @@ async fn a_backup_under_load_starts_into_the_state_at_its_sequence() {
         .sum();
     assert!(orders > 10, "the backup holds the load's orders ({orders} filled)");
 }
+
+/// A single node's writes carry their journal position, and a read that names a position reads
+/// it at once; one the journal never reached is 503 at once (no write was ever answered with
+/// it), and one that is not a number is 400.
+#[tokio::test]
+async fn a_single_node_answers_the_cluster_headers() {
+    let server = TestServer::start().await;
+    let http = reqwest::Client::new();
+    let alice = common::Trader::new(0xa1);
+    let written = http
+        .post(format!("{}/portfolio/deposit", server.base_url))
+        .json(&serde_json::json!({"chainId": "1", "from": alice.address, "symbol": "USDC", "quantity": "2", "privateKey": alice.key}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(written.status(), 200);
+    assert!(
+        written.headers().get("x-dexd-node").is_none(),
+        "no cluster, no node name"
+    );
+    let position: u64 = written.headers()["x-dexd-sequence"].to_str().unwrap().parse().unwrap();
+    let read = |minimum: String| {
+        http.get(format!("{}/account/assetBalances", server.base_url))
+            .query(&[("chainId", "1"), ("account", alice.address.as_str())])
+            .header("X-Dexd-Min-Sequence", minimum)
+            .send()
+    };
+    assert_eq!(read(position.to_string()).await.unwrap().status(), 200);
+    let beyond = read((position + 1_000).to_string()).await.unwrap();
+    assert_eq!(beyond.status(), 503);
+    let body: serde_json::Value = beyond.json().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("never written"),
+        "{body}"
+    );
+    assert_eq!(read("-1".to_string()).await.unwrap().status(), 400);
+}

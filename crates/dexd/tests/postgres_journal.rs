@@ -182,6 +182,24 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
         .await
         .unwrap();
     assert_eq!(malformed.status(), 400);
+    // A position the shared journal never reached is refused at once, not waited for.
+    let never: serde_json::Value = http
+        .get(format!("{}/account/assetBalances", follower.base_url))
+        .query(&[("chainId", "1"), ("account", erin.address.as_str())])
+        .header("X-Dexd-Min-Sequence", "1000")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        never["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ends at position 8"),
+        "{never}"
+    );
     leader.kill();
     let killed_at = Instant::now();
     loop {

@@ -271,7 +271,8 @@ pub const MIN_SEQUENCE_WAIT_MS: u64 = 5_000;
 
 /// A read with `X-Dexd-Min-Sequence: n` waits until the node has applied (and written to its
 /// history) position `n` of the read's chain, so that a client reads its own writes from any
-/// node: 400 for a header that is not a number, 503 after [`MIN_SEQUENCE_WAIT_MS`]. Reads that
+/// node: 400 for a header that is not a number, 503 after [`MIN_SEQUENCE_WAIT_MS`], or at once
+/// when the chain's journal does not reach `n` (no write was ever answered with it). Reads that
 /// name no chain ignore it.
 async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Params) -> Result<(), ApiError> {
     let Some(value) = headers.get("x-dexd-min-sequence") else {
@@ -291,6 +292,22 @@ async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Par
     else {
         return Ok(());
     };
+    if chain.projected_sequence() >= minimum {
+        return Ok(());
+    }
+    // A position is answered to a client only once journaled: on the node that leads the chain
+    // (or is its only node) the journal's end is known here, elsewhere the database has it.
+    let journal_end = if chain.is_leading() {
+        Some(chain.journaled_sequence())
+    } else {
+        app.cluster.journal_end(chain.config.chain_id).await
+    };
+    if let Some(end) = journal_end.filter(|end| *end < minimum) {
+        return Err(ApiError::unavailable(format!(
+            "chain {}'s journal ends at position {end}: position {minimum} was never written",
+            chain.config.chain_id
+        )));
+    }
     if chain
         .wait_for_position(minimum, Duration::from_millis(MIN_SEQUENCE_WAIT_MS))
         .await

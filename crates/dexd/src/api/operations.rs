@@ -296,7 +296,9 @@ const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
 const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID, field("orderId", true, Kind::OrderId, "The order id.")];
 
 const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503];
-const READ_ERRORS: &[u16] = &[400, 404];
+/// A read's errors; 503 when the history cannot catch up in time, or a position named with
+/// `X-Dexd-Min-Sequence` is not reached.
+const READ_ERRORS: &[u16] = &[400, 404, 503];
 
 /// Add order.
 pub const ADD_ORDER: Operation = Operation {

@@ -52,7 +52,12 @@ pub fn document(config: &Config) -> Value {
             {"name": "extensions", "description": "What dexd adds: order detail with its typed data, the account's own fills, EIP-712 types for client signing, reserves, health, readiness, metrics, live streams and this document."},
         ],
         "paths": paths,
-        "components": {"schemas": component_schemas, "responses": error_responses()},
+        "components": {
+            "schemas": component_schemas,
+            "responses": error_responses(),
+            "headers": cluster_headers(),
+            "parameters": {"MinSequence": min_sequence_parameter()},
+        },
     })
 }
 
@@ -188,9 +193,43 @@ fn operation_object(operation: &Operation, is_alias: bool, rules: &DecimalRules,
                 })
             })
             .collect();
+        let mut parameters = parameters;
+        if operation.fields.iter().any(|field| field.name == "chainId") {
+            parameters.push(json!({"$ref": "#/components/parameters/MinSequence"}));
+        }
         object["parameters"] = Value::Array(parameters);
     }
     object
+}
+
+/// The headers of the contract's cluster, on every answer of a node sharing a PostgreSQL
+/// journal (none on the embedded journal).
+fn cluster_headers() -> Value {
+    json!({
+        "XDexdNode": {
+            "description": "The node that answered (a cluster on PostgreSQL; absent on the embedded journal).",
+            "schema": {"type": "string"}
+        },
+        "XDexdSequence": {
+            "description": "The journal position of the change this write made (absent when it changed nothing). Send it as X-Dexd-Min-Sequence to read the change back from any node.",
+            "schema": {"type": "string", "pattern": "^[0-9]{1,19}$"}
+        },
+        "XDexdLeader": {
+            "description": "The node that applied this write, when the node that answered forwarded it to the chain's leader.",
+            "schema": {"type": "string"}
+        }
+    })
+}
+
+/// `X-Dexd-Min-Sequence`, on every read that names a chain.
+fn min_sequence_parameter() -> Value {
+    json!({
+        "name": "X-Dexd-Min-Sequence",
+        "in": "header",
+        "required": false,
+        "description": "Read only once this node has applied this journal position of the chain (a write's X-Dexd-Sequence): waits up to 5 s, then 503; 503 at once for a position the journal does not reach; 400 if it is not a number.",
+        "schema": {"type": "string", "pattern": "^[0-9]{1,19}$"}
+    })
 }
 
 /// A POST's `requestBody`: JSON or form data, each a reference to its schemas (a `oneOf` of the
@@ -392,6 +431,12 @@ fn transfer_links(field: &str, history: &str, plural: &str) -> Value {
 fn responses(operation: &Operation) -> Value {
     let mut responses = Map::new();
     let mut success = json!({"description": "Success.", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", operation.response_schema)}}}});
+    let mut headers = json!({"X-Dexd-Node": {"$ref": "#/components/headers/XDexdNode"}});
+    if operation.is_post {
+        headers["X-Dexd-Sequence"] = json!({"$ref": "#/components/headers/XDexdSequence"});
+        headers["X-Dexd-Leader"] = json!({"$ref": "#/components/headers/XDexdLeader"});
+    }
+    success["headers"] = headers;
     if let Some(links) = links(operation) {
         success["links"] = links;
     }
