@@ -9,95 +9,25 @@
 //! `cargo bench -p dexd --bench follower_lag`; `DEXD_BENCH_SECONDS` (default 10) and
 //! `DEXD_BENCH_RATE` (placements per second offered, default 1000).
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+#[path = "common/nodes.rs"]
+mod nodes;
+
 use std::time::{Duration, Instant};
 
 use dexd_store::postgres::test_server::PostgresServer;
 use hdrhistogram::Histogram;
+use nodes::{setting, start_node, trader_address, trader_key};
 use serde_json::json;
 
-/// A `dexd serve` on the PostgreSQL journal; killed when dropped.
-struct Node {
-    child: Child,
-    base_url: String,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_node(folder: &std::path::Path, postgres: &PostgresServer, node_id: &str) -> Node {
-    let config = folder.join(format!("{node_id}.toml"));
-    let mut text = dexd::config::DEFAULT_CONFIG_TOML
-        .replace(
-            "requests_per_second_per_ip = 20000",
-            "requests_per_second_per_ip = 1000000",
-        )
-        .replace(
-            "writes_per_second_per_account = 1000",
-            "writes_per_second_per_account = 1000000",
-        );
-    text.push_str(&format!(
-        "\n[store]\njournal = \"postgres\"\npostgres_url = \"{}\"\n\n[cluster]\nnode_id = \"{node_id}\"\n",
-        postgres.url()
-    ));
-    std::fs::write(&config, text).unwrap();
-    let data_dir = folder.join(node_id);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .env("RUST_LOG", "warn,dexd=info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut address = None;
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if let Some(rest) = line.split("address=").nth(1) {
-            address = Some(rest.split_whitespace().next().unwrap().to_string());
-        }
-        if line.contains("dexd ready") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    Node {
-        child,
-        base_url: format!("http://{}", address.expect("dexd prints its address")),
-    }
-}
-
-fn trader_key(index: usize) -> String {
-    format!("0x{}", format!("{:02x}", index + 1).repeat(32))
-}
-
-fn trader_address(key: &str) -> String {
-    dexd_crypto::checksummed(&dexd_crypto::PrivateKey::parse(key).unwrap().address())
-}
-
 fn main() {
-    let seconds: u64 = std::env::var("DEXD_BENCH_SECONDS")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(10);
-    let rate: u64 = std::env::var("DEXD_BENCH_RATE")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(1_000);
+    let seconds = setting("DEXD_BENCH_SECONDS", 10);
+    let rate = setting("DEXD_BENCH_RATE", 1_000);
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let leader = start_node(folder.path(), &postgres, "node-a");
+    let leader = start_node(folder.path(), &postgres.url(), "node-a", 3_000);
     // The follower starts once the leader holds the leases.
     std::thread::sleep(Duration::from_millis(500));
-    let follower = start_node(folder.path(), &postgres, "node-b");
+    let follower = start_node(folder.path(), &postgres.url(), "node-b", 3_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
