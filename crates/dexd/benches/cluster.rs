@@ -186,6 +186,9 @@ fn main() {
         std::thread::sleep(Duration::from_millis(500));
     }
     times_ms.sort_by(f64::total_cmp);
+    if times_ms.is_empty() {
+        return;
+    }
     println!(
         "takeover after SIGKILL of the leader (lease {lease_ms} ms), {} times: min {:.0} ms, median {:.0} ms, max {:.0} ms",
         times_ms.len(),

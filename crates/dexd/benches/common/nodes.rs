@@ -1,5 +1,6 @@
 //! What the cluster benchmarks share: a real `dexd` binary on a PostgreSQL journal, with rate
-//! limits raised out of the way, and the benchmarks' traders.
+//! limits and the open orders an account may have raised out of the way, and the benchmarks'
+//! traders.
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -36,6 +37,10 @@ pub fn start_node(folder: &std::path::Path, postgres_url: &str, node_id: &str, l
         .replace(
             "writes_per_second_per_account = 1000",
             "writes_per_second_per_account = 1000000",
+        )
+        .replace(
+            "max_open_orders_per_account = 500",
+            "max_open_orders_per_account = 1000000",
         );
     text.push_str(&format!(
         "\n[store]\njournal = \"postgres\"\npostgres_url = \"{postgres_url}\"\n\n[cluster]\nnode_id = \"{node_id}\"\nlease_ms = {lease_ms}\n"
