@@ -37,7 +37,13 @@ pub const CONNECT_TIMEOUT_MS: u64 = 2_000;
 /// Connects to the database at `url` (a libpq connection string or URL, which may list several
 /// hosts with `target_session_attrs=read-write` so that a promoted standby is found), with
 /// [`STATEMENT_TIMEOUT_MS`], and brings the schema up to date.
+///
+/// With `sslmode=require` the connection is TLS (rustls), and the server's certificate is
+/// verified against its host name, as libpq's `verify-full` does: against the certificates of
+/// `sslrootcert=<PEM file>` when the URL names one, else the system's trusted roots. Without
+/// it, the connection is in clear: keep it on loopback or a private network.
 pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
+    let (url, root_certificates) = take_root_certificates(url)?;
     let mut config: postgres::Config = url
         .parse()
         .map_err(|error: postgres::Error| StoreError::Postgres(format!("the PostgreSQL URL is unusable: {error}")))?;
@@ -45,7 +51,12 @@ pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(std::time::Duration::from_millis(CONNECT_TIMEOUT_MS));
     }
-    let mut client = config.connect(postgres::NoTls).map_err(postgres_error)?;
+    let mut client = if config.get_ssl_mode() == postgres::config::SslMode::Require {
+        config.connect(tls_connector(root_certificates)?)
+    } else {
+        config.connect(postgres::NoTls)
+    }
+    .map_err(postgres_error)?;
     client
         // Notices (a table that exists already, at each connection's migration) are not news.
         .batch_execute(&format!(
@@ -54,6 +65,74 @@ pub fn connect(url: &str) -> Result<postgres::Client, StoreError> {
         .map_err(postgres_error)?;
     schema::migrate(&mut client)?;
     Ok(client)
+}
+
+/// The URL without its `sslrootcert=<file>` parameter (which the driver does not know), and the
+/// certificates of that file.
+fn take_root_certificates(
+    url: &str,
+) -> Result<(String, Option<Vec<rustls::pki_types::CertificateDer<'static>>>), StoreError> {
+    // A URL carries its parameters after `?`, joined by `&`; a key=value string is all
+    // parameters, joined by spaces.
+    let (head, parameters, separator) = if url.contains("://") {
+        match url.split_once('?') {
+            Some((head, parameters)) => (Some(head), parameters, "&"),
+            None => return Ok((url.to_string(), None)),
+        }
+    } else {
+        (None, url, " ")
+    };
+    let mut file = None;
+    let kept: Vec<&str> = parameters
+        .split(separator)
+        .filter(|parameter| match parameter.strip_prefix("sslrootcert=") {
+            Some(path) => {
+                file = Some(path.to_string());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let Some(file) = file else {
+        return Ok((url.to_string(), None));
+    };
+    let url = match head {
+        Some(head) if kept.is_empty() => head.to_string(),
+        Some(head) => format!("{head}?{}", kept.join("&")),
+        None => kept.join(" "),
+    };
+    let text = std::fs::read(&file)
+        .map_err(|error| StoreError::Postgres(format!("cannot read sslrootcert {file}: {error}")))?;
+    let certificates = rustls_pemfile::certs(&mut text.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| StoreError::Postgres(format!("sslrootcert {file} is not PEM certificates: {error}")))?;
+    if certificates.is_empty() {
+        return Err(StoreError::Postgres(format!("sslrootcert {file} holds no certificate")));
+    }
+    Ok((url, Some(certificates)))
+}
+
+/// A TLS connector that verifies the server against `root_certificates`, or the system's roots.
+fn tls_connector(
+    root_certificates: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let certificates = match root_certificates {
+        Some(certificates) => certificates,
+        None => rustls_native_certs::load_native_certs().certs,
+    };
+    for certificate in certificates {
+        roots
+            .add(certificate)
+            .map_err(|error| StoreError::Postgres(format!("a root certificate is unusable: {error}")))?;
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| StoreError::Postgres(format!("TLS cannot be set up: {error}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 /// A connection that is made again once lost: the server restarted, or failed over to its

@@ -252,8 +252,8 @@ impl PostgresServer {
     }
 }
 
-/// A folder for a server's data, owned by the server's user.
-fn server_folder() -> tempfile::TempDir {
+/// A folder for a server's data (or its certificate and key), owned by the server's user.
+pub fn server_folder() -> tempfile::TempDir {
     let folder = tempfile::Builder::new().prefix("dexd-postgres-").tempdir().unwrap();
     if is_root() {
         let status = Command::new("chown")

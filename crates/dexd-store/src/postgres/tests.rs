@@ -304,3 +304,83 @@ fn chains_are_dealt_to_the_alive_nodes_in_turn() {
         "no journal"
     );
 }
+
+/// A CA and a server certificate for 127.0.0.1 signed by it, written into a folder the server's
+/// user owns (the key readable by it only, as PostgreSQL demands): the folder, and the CA's PEM.
+fn tls_files() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = super::test_server::server_folder();
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &ca, &ca_key)
+        .unwrap();
+    let write = |name: &str, text: String| {
+        let path = folder.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let _ = std::process::Command::new("chown")
+            .arg("postgres:postgres")
+            .arg(&path)
+            .status();
+        path
+    };
+    write("server.crt", server.pem());
+    write("server.key", server_key.serialize_pem());
+    let ca_file = folder.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    (folder, ca_file)
+}
+
+/// `sslmode=require` is TLS, verified: against `sslrootcert` it connects (and the server sees
+/// TLS); without a root that signed the server's certificate it is refused; and a server
+/// without TLS is refused rather than spoken to in clear.
+#[test]
+fn sslmode_require_is_verified_tls() {
+    let (files, ca_file) = tls_files();
+    let cert = files.path().join("server.crt");
+    let key = files.path().join("server.key");
+    let server = PostgresServer::start_with(&[
+        "ssl=on",
+        &format!("ssl_cert_file={}", cert.display()),
+        &format!("ssl_key_file={}", key.display()),
+    ]);
+    let verified = format!("{}?sslmode=require&sslrootcert={}", server.url(), ca_file.display());
+    let mut client = connect(&verified).unwrap();
+    let row = client
+        .query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "the session is TLS");
+    let mut journal = PostgresJournal::open(Connection::open(&verified).unwrap(), 1).unwrap();
+    assert_eq!(journal.last_sequence().unwrap(), 0);
+    // The same in the key=value form.
+    let key_value = format!(
+        "host=127.0.0.1 port={} user=dexd dbname=postgres sslmode=require sslrootcert={}",
+        server.port,
+        ca_file.display()
+    );
+    connect(&key_value).unwrap();
+
+    let unverified = connect(&format!("{}?sslmode=require", server.url()))
+        .err()
+        .expect("an unverified server is refused");
+    assert!(unverified.to_string().contains("TLS"), "{unverified}");
+    let clear_only = PostgresServer::start();
+    let refused = connect(&format!(
+        "{}?sslmode=require&sslrootcert={}",
+        clear_only.url(),
+        ca_file.display()
+    ));
+    assert!(refused.is_err(), "a server without TLS is not spoken to in clear");
+    let missing = connect(&format!(
+        "{}?sslmode=require&sslrootcert=/nonexistent.pem",
+        server.url()
+    ))
+    .err()
+    .expect("a missing root file is an error");
+    assert!(missing.to_string().contains("/nonexistent.pem"), "{missing}");
+}
