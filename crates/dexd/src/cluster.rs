@@ -149,6 +149,11 @@ impl Cluster {
         }
     }
 
+    /// This node's id (`dexd` on the embedded journal).
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
     /// This node's id, for the `X-Dexd-Node` header; `None` on the embedded journal.
     pub fn node_header(&self) -> Option<&str> {
         self.directory.as_ref().map(|_| self.node_id.as_str())

@@ -6,7 +6,8 @@
 //! public API: only over TLS, or to a leader on this machine (loopback); never to a plain
 //! `http://` URL elsewhere. It carries `X-Dexd-Forwarded`, and a node never forwards such a
 //! request again (it answers it itself, 503 when it does not lead), so a request makes at most
-//! one hop. The leader counts it against the follower's address, not the client's.
+//! one hop. With the cluster's secret, it is signed ([`super::cluster_channel`]) and the leader
+//! counts it against the client's address; without, against the follower's.
 //!
 //! This module does not find the leader (the cluster's directory does) and does not apply
 //! anything itself.
@@ -34,7 +35,7 @@ pub const MAX_FORWARDED_ANSWER_BYTES: usize = 1 << 20;
 /// journal, the request was forwarded already, or no node leads: the writer then answers 503).
 pub async fn forward_if_not_leading(
     app: &AppState,
-    path: &str,
+    (path, client): (&str, std::net::IpAddr),
     headers: &HeaderMap,
     body: &[u8],
     params: &Params,
@@ -63,6 +64,13 @@ pub async fn forward_if_not_leading(
         .body(body.to_vec());
     if let Some(content_type) = headers.get(CONTENT_TYPE) {
         request = request.header(CONTENT_TYPE, content_type.as_bytes());
+    }
+    if let Some(secret) = &app.venue.config.cluster_secret {
+        for (name, value) in
+            super::cluster_channel::signed_headers(secret, app.cluster.node_id(), client, dexd_store::now_ms(), path)
+        {
+            request = request.header(name, value);
+        }
     }
     let answer = match request.send().await {
         Ok(answer) => answer,

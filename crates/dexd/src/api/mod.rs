@@ -6,6 +6,7 @@
 //! carries `X-Request-Id`; one log line per request records method, path (never the query),
 //! status, latency and request id, and nothing else.
 
+pub mod cluster_channel;
 pub mod credential;
 pub mod error;
 pub mod forwarding;
@@ -169,7 +170,10 @@ async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: 
         .get::<axum::extract::MatchedPath>()
         .map_or("unmatched", |matched| matched.as_str())
         .to_owned();
-    let mut response = rate_limit_by_ip(&app.rate_limits, request, next).await;
+    let mut request = request;
+    let ip = client_ip(&app, &request);
+    request.extensions_mut().insert(ClientIp(ip));
+    let mut response = rate_limit_by_ip(&app.rate_limits, ip, request, next).await;
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
@@ -193,14 +197,37 @@ async fn request_edge(State(app): State<Arc<AppState>>, request: Request, next: 
     response
 }
 
-/// Takes the request from its client IP's budget: 429 past it, and the `RateLimit-*` headers
-/// on every answer. Without connection information (a router used in process) every request
-/// counts against one unspecified address.
-async fn rate_limit_by_ip(rate_limits: &rate_limit::RateLimits, request: Request, next: Next) -> Response {
-    let ip = request
+/// The address a request is counted against: the connection's, or, for a write another node
+/// of the cluster forwarded and signed ([`cluster_channel`]), its client's. Without connection
+/// information (a router used in process) one unspecified address.
+fn client_ip(app: &AppState, request: &Request) -> std::net::IpAddr {
+    let connection = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |info| info.0.ip());
+    app.venue
+        .config
+        .cluster_secret
+        .as_ref()
+        .filter(|_| request.headers().contains_key(cluster_channel::SIGNATURE_HEADER))
+        .and_then(|secret| {
+            cluster_channel::signed_client_ip(secret, request.headers(), request.uri().path(), dexd_store::now_ms())
+        })
+        .unwrap_or(connection)
+}
+
+/// The address a request is counted against (see [`client_ip`]), for the handlers.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientIp(pub std::net::IpAddr);
+
+/// Takes the request from its client IP's budget: 429 past it, and the `RateLimit-*` headers
+/// on every answer.
+async fn rate_limit_by_ip(
+    rate_limits: &rate_limit::RateLimits,
+    ip: std::net::IpAddr,
+    request: Request,
+    next: Next,
+) -> Response {
     match rate_limits.check_ip(ip) {
         Ok(allowance) => {
             let mut response = next.run(request).await;
@@ -232,12 +259,16 @@ fn add_operation(
     for path in operation.paths {
         let method_router = if operation.is_post {
             post(
-                move |State(app): State<Arc<AppState>>, headers: HeaderMap, body: Body| async move {
+                move |State(app): State<Arc<AppState>>,
+                      axum::Extension(ClientIp(client)): axum::Extension<ClientIp>,
+                      headers: HeaderMap,
+                      body: Body| async move {
                     let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok());
                     let body = read_body(body, body_limit, body_timeout).await?;
                     let params = Params::from_body(content_type, &body)?;
                     params.check_allowed(operation)?;
-                    if let Some(answer) = forwarding::forward_if_not_leading(&app, path, &headers, &body, &params).await
+                    if let Some(answer) =
+                        forwarding::forward_if_not_leading(&app, (path, client), &headers, &body, &params).await
                     {
                         return answer;
                     }

@@ -22,6 +22,28 @@ pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../config/default.toml");
 /// The longest asset symbol accepted.
 pub const MAX_SYMBOL_LENGTH: usize = 16;
 
+/// The cluster's shared secret: erased on drop, never printed.
+#[derive(Clone)]
+pub struct ClusterSecret(zeroize::Zeroizing<Vec<u8>>);
+
+impl ClusterSecret {
+    /// Wraps the secret's bytes.
+    pub fn new(bytes: Vec<u8>) -> ClusterSecret {
+        ClusterSecret(zeroize::Zeroizing::new(bytes))
+    }
+
+    /// The secret's bytes, to key a MAC with.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ClusterSecret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ClusterSecret(<redacted>)")
+    }
+}
+
 /// A checked configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -31,6 +53,10 @@ pub struct Config {
     pub snapshots: Snapshots,
     /// Where the chains' journals are (`[store]`, and `[cluster]` on PostgreSQL).
     pub journal: JournalBackend,
+    /// The secret the cluster's nodes share (`[cluster] secret_env`), which a forwarded write
+    /// is signed with; `None`: forwarded writes are not signed, and count against the
+    /// forwarding node's address.
+    pub cluster_secret: Option<ClusterSecret>,
     /// Every chain, in file order.
     pub chains: Vec<ChainConfig>,
 }

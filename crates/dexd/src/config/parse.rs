@@ -39,6 +39,7 @@ struct RawCluster {
     node_id: Option<String>,
     lease_ms: Option<u64>,
     url: Option<String>,
+    secret_env: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -181,6 +182,7 @@ impl Config {
                 message: "[snapshots] keep and check_interval_ms must be positive".into(),
             });
         }
+        let cluster_secret = cluster_secret(text, raw.cluster.as_ref())?;
         let journal = check_store(text, raw.store, raw.cluster)?;
         let mut chains: Vec<ChainConfig> = Vec::new();
         for raw_chain in raw.chains {
@@ -195,6 +197,7 @@ impl Config {
             limits,
             snapshots,
             journal,
+            cluster_secret,
             chains,
         })
     }
@@ -597,6 +600,34 @@ pub const MAX_LEASE_MS: u64 = 60_000;
 pub const DEFAULT_LEASE_MS: u64 = 3_000;
 /// The longest node id, and what it may be made of (it appears in headers and `/cluster`).
 pub const MAX_NODE_ID_LENGTH: usize = 64;
+
+/// The shortest cluster secret accepted, in bytes.
+pub const MIN_CLUSTER_SECRET_BYTES: usize = 32;
+
+/// `[cluster] secret_env`: the shared secret the nodes sign forwarded writes with, read from the
+/// environment variable it names (never from the file, never printed).
+fn cluster_secret(text: &str, cluster: Option<&Spanned<RawCluster>>) -> Result<Option<ClusterSecret>, ConfigError> {
+    let Some(cluster) = cluster else {
+        return Ok(None);
+    };
+    let Some(variable) = &cluster.get_ref().secret_env else {
+        return Ok(None);
+    };
+    let line = line_of(text, cluster.span().start);
+    let secret = std::env::var(variable).map_err(|_| {
+        at(
+            line,
+            format!("the environment variable {variable} ([cluster] secret_env) is not set"),
+        )
+    })?;
+    if secret.len() < MIN_CLUSTER_SECRET_BYTES {
+        return Err(at(
+            line,
+            format!("the cluster secret in {variable} must be at least {MIN_CLUSTER_SECRET_BYTES} bytes"),
+        ));
+    }
+    Ok(Some(ClusterSecret::new(secret.into_bytes())))
+}
 
 fn check_store(
     text: &str,

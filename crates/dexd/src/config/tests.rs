@@ -231,3 +231,30 @@ fn the_journal_is_sqlite_by_default_or_postgres_with_its_url_node_and_lease() {
         assert!(refused.message.contains(fault), "{sections}: {}", refused.message);
     }
 }
+
+#[test]
+fn the_cluster_secret_comes_from_the_environment_is_long_enough_and_is_never_printed() {
+    let with = |sections: &str| Config::parse(&format!("{DEFAULT_CONFIG_TOML}\n{sections}"));
+    let cluster = |variable: &str| {
+        format!(
+            "[store]\njournal = \"postgres\"\npostgres_url = \"postgresql://db/dexd\"\n\
+             [cluster]\nnode_id = \"node-a\"\nsecret_env = \"{variable}\"\n"
+        )
+    };
+    // Variables of this test alone (the tests of a binary share its environment).
+    std::env::set_var("DEXD_CONFIG_TEST_SECRET_LONG", "0123456789abcdef0123456789abcdef");
+    std::env::set_var("DEXD_CONFIG_TEST_SECRET_SHORT", "too short");
+    let parsed = with(&cluster("DEXD_CONFIG_TEST_SECRET_LONG")).unwrap();
+    let secret = parsed.cluster_secret.as_ref().expect("a secret");
+    assert_eq!(secret.bytes(), b"0123456789abcdef0123456789abcdef");
+    assert!(
+        !format!("{parsed:?}").contains("0123456789abcdef"),
+        "never in a debug print"
+    );
+    let short = with(&cluster("DEXD_CONFIG_TEST_SECRET_SHORT")).unwrap_err();
+    assert!(short.message.contains("at least 32 bytes"), "{short}");
+    assert!(!short.message.contains("too short"), "the value is not in the message");
+    let missing = with(&cluster("DEXD_CONFIG_TEST_SECRET_MISSING")).unwrap_err();
+    assert!(missing.message.contains("is not set"), "{missing}");
+    assert!(with("").unwrap().cluster_secret.is_none());
+}
