@@ -363,7 +363,15 @@ pub struct Trader {
 
 impl Trader {
     pub fn new(byte: u8) -> Trader {
-        let key = format!("0x{}", format!("{byte:02x}").repeat(32));
+        Trader::with_key(format!("0x{}", format!("{byte:02x}").repeat(32)))
+    }
+
+    /// Trader number `number`, one of as many as a test needs (their keys are small numbers).
+    pub fn numbered(number: u64) -> Trader {
+        Trader::with_key(format!("0x{:064x}", 1_000_000 + number))
+    }
+
+    fn with_key(key: String) -> Trader {
         let address = checksummed(&PrivateKey::parse(&key).unwrap().address());
         Trader { key, address }
     }
