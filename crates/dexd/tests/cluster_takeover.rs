@@ -100,7 +100,7 @@ async fn every_acknowledged_change_is_there_exactly_once_after_the_leader_dies_u
         client.await.unwrap();
     }
     let node_a = BinaryServer::start_with(&data_a, Some(&config_a));
-    let outcomes = outcomes.lock();
+    let outcomes = std::mem::take(&mut *outcomes.lock());
     let sent = next_trader.load(Ordering::Relaxed);
     for base_url in [&node_b.base_url, &node_a.base_url] {
         let server = TestServer::at(base_url);
