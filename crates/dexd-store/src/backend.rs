@@ -13,6 +13,7 @@ use super::database::StoreError;
 use super::journal::JournalReader;
 use super::journal_interface::{Journal, JournalRead};
 use super::postgres::{self, lease, LeaseKeeper, PostgresJournal};
+use super::snapshots::{place_snapshot_file, SnapshotError};
 use super::{open, open_history_of, Projector, StoreReader};
 
 /// Where the journals are.
@@ -212,6 +213,48 @@ impl JournalBackend {
                 })
             }
         }
+    }
+
+    /// Shares the snapshot file of `sequence` at `path` with the other nodes, keeping the newest
+    /// `keep` of the chain: on PostgreSQL when the file is at most
+    /// [`postgres::snapshot_store::MAX_SHARED_SNAPSHOT_BYTES`]; returns whether it was shared.
+    pub fn share_snapshot(
+        &self,
+        chain_id: u64,
+        (sequence, path): (u64, &Path),
+        keep: usize,
+    ) -> Result<bool, SnapshotError> {
+        let JournalBackend::Postgres(backend) = self else {
+            return Ok(false);
+        };
+        let file = std::fs::read(path)?;
+        if file.len() > postgres::snapshot_store::MAX_SHARED_SNAPSHOT_BYTES {
+            return Ok(false);
+        }
+        let mut client = postgres::connect(&backend.url)?;
+        postgres::snapshot_store::share(&mut client, chain_id, sequence, &file, keep)?;
+        Ok(true)
+    }
+
+    /// Puts into `directory` the newest snapshot another node shared of `chain_id` whose
+    /// sequence is above `newer_than` and at most `through`; returns its sequence. Nothing on
+    /// the embedded journal.
+    pub fn fetch_shared_snapshot(
+        &self,
+        chain_id: u64,
+        directory: &Path,
+        (newer_than, through): (u64, u64),
+    ) -> Result<Option<u64>, SnapshotError> {
+        let JournalBackend::Postgres(backend) = self else {
+            return Ok(None);
+        };
+        let mut client = postgres::connect(&backend.url)?;
+        let Some((sequence, file)) = postgres::snapshot_store::newest(&mut client, chain_id, (newer_than, through))?
+        else {
+            return Ok(None);
+        };
+        place_snapshot_file(directory, sequence, &file)?;
+        Ok(Some(sequence))
     }
 
     /// A reader of a chain's journal of its own, beside the writer (a snapshot's build).

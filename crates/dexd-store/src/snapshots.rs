@@ -235,13 +235,28 @@ pub fn write_snapshot(
     let mut checksum = crc32fast::Hasher::new();
     checksum.update(&header);
     checksum.update(payload);
+    let checksum = checksum.finalize().to_be_bytes();
+    write_atomically(directory, sequence, &[&header, payload, &checksum])
+}
+
+/// Puts a whole snapshot file made elsewhere (another node's, from PostgreSQL) into `directory`
+/// as the snapshot of `sequence`, atomically. Nothing is checked here: it is checked, as every
+/// snapshot is, when it is loaded.
+pub fn place_snapshot_file(directory: &Path, sequence: u64, bytes: &[u8]) -> Result<SnapshotFile, SnapshotError> {
+    std::fs::create_dir_all(directory)?;
+    write_atomically(directory, sequence, &[bytes])
+}
+
+/// Writes the snapshot file of `sequence` from `parts`: a temporary file, synced, renamed, the
+/// directory synced.
+fn write_atomically(directory: &Path, sequence: u64, parts: &[&[u8]]) -> Result<SnapshotFile, SnapshotError> {
     let path = directory.join(format!("{sequence:020}.{SNAPSHOT_EXTENSION}"));
     let temporary = directory.join(format!("{sequence:020}.{TEMPORARY_EXTENSION}"));
     {
         let mut file = std::io::BufWriter::with_capacity(1 << 20, File::create(&temporary)?);
-        file.write_all(&header)?;
-        file.write_all(payload)?;
-        file.write_all(&checksum.finalize().to_be_bytes())?;
+        for part in parts {
+            file.write_all(part)?;
+        }
         file.into_inner().map_err(|error| error.into_error())?.sync_all()?;
     }
     std::fs::rename(&temporary, &path)?;

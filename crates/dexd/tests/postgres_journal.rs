@@ -466,3 +466,48 @@ async fn no_acknowledged_change_is_lost_when_the_primary_stops_and_the_standby_i
     assert_eq!(count, last, "gapless: {rows}");
     assert_eq!(count.parse::<u64>().unwrap(), on_a, "one journaled command per deposit");
 }
+
+/// A node's snapshots are shared in PostgreSQL: a node whose own are gone (its history kept)
+/// starts from the newest one there, and serves the same state.
+#[tokio::test]
+async fn a_node_without_its_snapshots_starts_from_one_shared_in_postgresql() {
+    let postgres = PostgresServer::start();
+    let folder = tempfile::tempdir().unwrap();
+    let base = format!(
+        "{}\n[snapshots]\nevery_commands = 5\ncheck_interval_ms = 5\n",
+        dexd::config::DEFAULT_CONFIG_TOML
+    );
+    let config = write_node_config(folder.path(), &base, &postgres.url(), "node-a");
+    let data = folder.path().join("node-a");
+    let mut node = BinaryServer::start_with(&data, Some(&config));
+    let accounts = trade_a_little(&TestServer::at(&node.base_url)).await;
+    let carol = Trader::new(0xc0);
+    for _ in 0..4 {
+        TestServer::at(&node.base_url).deposit(&carol, "USDC", "1").await;
+    }
+    let started = Instant::now();
+    let shared = loop {
+        let shared = postgres.sql("SELECT coalesce(max(sequence), 0) FROM dexd_snapshots WHERE chain_id = 1");
+        if shared != "0" {
+            break shared;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no snapshot shared");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let before = observable_state(&node.base_url, &accounts).await;
+    node.kill();
+    std::fs::remove_dir_all(dexd_store::snapshots::snapshot_directory(&data, 1)).unwrap();
+
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let node = BinaryServer::start_logging(&data, Some(&config), "info", Some(log.clone()));
+    assert_eq!(observable_state(&node.base_url, &accounts).await, before);
+    let said = log.lock().unwrap().clone();
+    assert!(said.contains("a newer snapshot taken from PostgreSQL"), "{said}");
+    assert!(
+        said.lines()
+            .any(|line| line.contains("chain state restored from a snapshot") && line.contains("chain_id=1")),
+        "{said}"
+    );
+    let restored: u64 = shared.parse().unwrap();
+    assert!(restored >= 5, "{restored}");
+}

@@ -7,6 +7,7 @@
 //!   same statement, the appender's epoch and the journal's last sequence: a stale leader
 //!   (paused, partitioned, slow) can never append.
 //! - [`directory`]: the nodes, their URLs and liveness, and each chain's leader (`GET /cluster`).
+//! - [`snapshot_store`]: the newest snapshot files of each chain, shared by the nodes.
 //! - [`lease`]: taking, renewing and reading a chain's lease. Lease times are the database's
 //!   clock, never a node's, so nodes whose clocks disagree still agree on who leads.
 //!
@@ -18,6 +19,7 @@ pub mod directory;
 pub mod journal;
 pub mod lease;
 pub mod schema;
+pub mod snapshot_store;
 
 pub use self::journal::PostgresJournal;
 pub use self::lease::{Lease, LeaseHolder, LeaseKeeper};

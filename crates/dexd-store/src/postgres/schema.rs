@@ -5,6 +5,7 @@
 //! - `dexd_journal`: every journaled command of every chain, keyed by (chain, sequence), with
 //!   the epoch of the leader that appended it.
 //! - `dexd_nodes`: each node's URL and when it last said it was alive (database time).
+//! - `dexd_snapshots`: the newest snapshot files of each chain, shared by the nodes.
 
 use super::{postgres_error, StoreError};
 
@@ -34,6 +35,12 @@ const MIGRATIONS: &[&str] = &[
          node_id TEXT PRIMARY KEY,
          url TEXT NOT NULL,
          heartbeat_at TIMESTAMPTZ NOT NULL);",
+    "CREATE TABLE dexd_snapshots (
+         chain_id BIGINT NOT NULL,
+         sequence BIGINT NOT NULL,
+         file BYTEA NOT NULL,
+         written_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+         PRIMARY KEY (chain_id, sequence));",
 ];
 
 /// Runs the migrations the database lacks, in one transaction under an advisory lock.

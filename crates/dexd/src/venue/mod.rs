@@ -405,6 +405,22 @@ fn restore_at_start(
     // A snapshot is usable only if the history holds the commands up to it (the replay after
     // it writes the history only beyond that) and the journal reaches it.
     let usable_through = projector.projected_sequence()?.min(journal.last_sequence()?);
+    let use_snapshots = full_config.snapshots.every_commands != 0;
+    if use_snapshots {
+        // Another node's newer snapshot, shared in PostgreSQL, shortens this node's replay.
+        let local_newest = dexd_store::snapshots::list_snapshots(&snapshot_directory)
+            .ok()
+            .and_then(|files| files.first().map(|file| file.sequence))
+            .unwrap_or(0);
+        match full_config
+            .journal
+            .fetch_shared_snapshot(chain_id, &snapshot_directory, (local_newest, usable_through))
+        {
+            Ok(Some(sequence)) => tracing::info!(chain_id, sequence, "a newer snapshot taken from PostgreSQL"),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(chain_id, %error, "cannot take a shared snapshot from PostgreSQL"),
+        }
+    }
     let snapshots = SnapshotPlace {
         directory: snapshot_directory.clone(),
         identity,
@@ -415,7 +431,7 @@ fn restore_at_start(
         &snapshots,
         engine_config,
         (usable_through, u64::MAX),
-        full_config.snapshots.every_commands != 0,
+        use_snapshots,
         Some(projector),
     )?;
     if let Some(sequence) = restored_from {

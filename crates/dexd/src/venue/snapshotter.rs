@@ -253,7 +253,20 @@ fn take_snapshot(
     if !keep_going() {
         return Err(SnapshotError::Stopped);
     }
-    write_snapshot(&setup.directory, &setup.identity, target, state_hash, &payload)?;
+    let file = write_snapshot(&setup.directory, &setup.identity, target, state_hash, &payload)?;
     remove_older_snapshots(&setup.directory, setup.policy.keep)?;
+    // On PostgreSQL the other nodes may start from it too; the local file stands either way.
+    match setup
+        .journal_backend
+        .share_snapshot(setup.chain_id, (target, &file.path), setup.policy.keep)
+    {
+        Ok(true) => tracing::info!(
+            chain_id = setup.chain_id,
+            sequence = target,
+            "snapshot shared in PostgreSQL"
+        ),
+        Ok(false) => {}
+        Err(error) => tracing::warn!(chain_id = setup.chain_id, sequence = target, %error, "cannot share the snapshot"),
+    }
     Ok(payload.len())
 }
