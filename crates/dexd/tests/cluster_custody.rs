@@ -166,29 +166,11 @@ async fn a_vault_chains_withdrawals_are_paid_once_across_leader_changes() {
         venue.server = Some(std::mem::replace(&mut follower, restarted));
         leading = 1 - leading;
     }
+    venue.wait_for_every_withdrawal_confirmed(&alice).await;
     venue
-        .eventually("every withdrawal confirmed", || async {
-            venue
-                .transfers(&alice, "withdraw")
-                .await
-                .iter()
-                .all(|withdrawal| withdrawal["status"] == "confirmed")
-        })
+        .assert_usdc_withdrawals_paid_once(&alice, &withdrawals, before, &format!("seed {seed}"))
         .await;
     let paid: u128 = withdrawals.iter().map(|(_, units)| units).sum();
-    assert_eq!(
-        venue.usdc_in_wallet(&alice).await - before,
-        alloy::primitives::U256::from(paid * USDC_UNIT),
-        "seed {seed}: the account was paid exactly what it withdrew"
-    );
-    for (id, _) in &withdrawals {
-        assert_eq!(
-            venue.withdrawn_events(alice.address(), id).await,
-            1,
-            "seed {seed}: {id} paid once"
-        );
-    }
-    assert_eq!(venue.transfers(&alice, "withdraw").await.len(), withdrawals.len());
     // Only the leader pays: a payment is sent again at most once per leader change (the new
     // leader may send one the old leader's transaction, not mined yet, pays first).
     let (mined, reverted) = operator_transactions(&venue).await;

@@ -109,16 +109,7 @@ async fn scripts_cluster_starts_a_primary_a_standby_and_three_nodes_that_spread_
         .unwrap();
     assert_eq!(written.status(), 200);
     let position = written.headers()["x-dexd-sequence"].to_str().unwrap().to_string();
-    let read: Value = http
-        .get(format!("{}/account/assetBalances", url_of(2)))
-        .query(&[("chainId", "1"), ("account", trader.address.as_str())])
-        .header("X-Dexd-Min-Sequence", position)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let read = common::cluster::balances_at(&url_of(2), &trader.address, &position).await;
     assert_eq!(common::balance_in(&read, "USDC")["total"], "3", "{read}");
 
     // An interrupt stops everything, nodes first, each cleanly.

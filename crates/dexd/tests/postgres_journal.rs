@@ -183,16 +183,7 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
         .unwrap();
     assert_eq!(malformed.status(), 400);
     // A position the shared journal never reached is refused at once, not waited for.
-    let never: serde_json::Value = http
-        .get(format!("{}/account/assetBalances", follower.base_url))
-        .query(&[("chainId", "1"), ("account", erin.address.as_str())])
-        .header("X-Dexd-Min-Sequence", "1000")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let never = common::cluster::balances_at(&follower.base_url, &erin.address, "1000").await;
     assert!(
         never["error"]["message"]
             .as_str()

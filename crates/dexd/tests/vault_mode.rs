@@ -209,29 +209,11 @@ async fn withdrawals_are_paid_exactly_once_across_sigkill_at_random_moments() {
             tokio::time::sleep(Duration::from_millis(rng.gen_range(0..300))).await;
             venue.restart();
         }
+        venue.wait_for_every_withdrawal_confirmed(&alice).await;
         venue
-            .eventually("every withdrawal confirmed", || async {
-                venue
-                    .transfers(&alice, "withdraw")
-                    .await
-                    .iter()
-                    .all(|withdrawal| withdrawal["status"] == "confirmed")
-            })
+            .assert_usdc_withdrawals_paid_once(&alice, &withdrawals, before, &format!("seed {seed}"))
             .await;
         let paid: u128 = withdrawals.iter().map(|(_, units)| units).sum();
-        assert_eq!(
-            venue.usdc_in_wallet(&alice).await - before,
-            U256::from(paid * USDC_UNIT),
-            "seed {seed}: the account was paid exactly what it withdrew"
-        );
-        for (id, _) in &withdrawals {
-            assert_eq!(
-                venue.withdrawn_events(alice.address(), id).await,
-                1,
-                "seed {seed}: {id} paid once"
-            );
-        }
-        assert_eq!(venue.transfers(&alice, "withdraw").await.len(), withdrawals.len());
         assert_eq!(
             venue.balance(&alice, "USDC").await["total"],
             (1_000 - paid).to_string().as_str()

@@ -27,6 +27,21 @@ pub fn write_node_config(
     path
 }
 
+/// `account`'s balances on chain 1 as the node at `base_url` serves them once it has applied
+/// journal position `min_sequence` (`X-Dexd-Min-Sequence`), or its error.
+pub async fn balances_at(base_url: &str, account: &str, min_sequence: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{base_url}/account/assetBalances"))
+        .query(&[("chainId", "1"), ("account", account)])
+        .header("X-Dexd-Min-Sequence", min_sequence)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// The node that leads `chain_id` as the node at `base_url` sees it (`GET /cluster`), once one
 /// other than `not` does; waits up to `within`.
 pub async fn leader_other_than(base_url: &str, chain_id: u64, not: Option<&str>, within: Duration) -> String {

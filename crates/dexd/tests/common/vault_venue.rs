@@ -224,6 +224,43 @@ impl VaultVenue {
             .unwrap()
     }
 
+    /// Checks that the account's wallet, which held `before` USDC, was paid exactly the
+    /// `withdrawals` (id, whole USDC), each by one `Withdrawn` event, and that the venue lists
+    /// each once.
+    pub async fn assert_usdc_withdrawals_paid_once(
+        &self,
+        account: &PrivateKeySigner,
+        withdrawals: &[(String, u128)],
+        before: U256,
+        context: &str,
+    ) {
+        let paid: u128 = withdrawals.iter().map(|(_, units)| units).sum();
+        assert_eq!(
+            self.usdc_in_wallet(account).await - before,
+            U256::from(paid * super::chain::USDC_UNIT),
+            "{context}: the account was paid exactly what it withdrew"
+        );
+        for (id, _) in withdrawals {
+            assert_eq!(
+                self.withdrawn_events(account.address(), id).await,
+                1,
+                "{context}: {id} paid once"
+            );
+        }
+        assert_eq!(self.transfers(account, "withdraw").await.len(), withdrawals.len());
+    }
+
+    /// Waits until every withdrawal of the account is confirmed.
+    pub async fn wait_for_every_withdrawal_confirmed(&self, account: &PrivateKeySigner) {
+        self.eventually("every withdrawal confirmed", || async {
+            self.transfers(account, "withdraw")
+                .await
+                .iter()
+                .all(|withdrawal| withdrawal["status"] == "confirmed")
+        })
+        .await;
+    }
+
     /// Waits until the account's newest withdrawal is confirmed.
     pub async fn wait_for_newest_withdrawal_confirmed(&self, account: &PrivateKeySigner) {
         self.eventually("the newest withdrawal confirmed", || async {
