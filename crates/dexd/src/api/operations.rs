@@ -540,7 +540,7 @@ pub const RESERVES: Operation = Operation {
     summary: "Per asset, what the chain's vault holds on chain against what the venue owes (ledger chains: owed only).",
     fields: CHAIN_FIELDS,
     response_schema: "ReservesResponse",
-    error_statuses: &[400, 404, 502],
+    error_statuses: &[400, 404, 502, 503],
 };
 /// Health (extension).
 pub const HEALTH: Operation = Operation {
