@@ -6,7 +6,9 @@
 //! concurrency levels. `DEXD_BENCH_SECONDS` sets the length of each run (default 5) and
 //! `DEXD_BENCH_CONCURRENCY` the levels (a comma-separated list; default 64,256,1024,4096).
 //! `DEXD_BENCH_JOURNAL=postgres` runs the chain on the PostgreSQL journal instead, against a
-//! real PostgreSQL (Debian's) started afresh for each level in a temporary folder.
+//! real PostgreSQL (Debian's) started afresh for each level in a temporary folder;
+//! `DEXD_BENCH_JOURNAL=postgres-standby` on a primary whose commits wait for a synchronous
+//! standby (both on this machine).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -107,8 +109,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let on_postgres = std::env::var("DEXD_BENCH_JOURNAL").is_ok_and(|journal| journal == "postgres");
-    if on_postgres {
+    let journal = std::env::var("DEXD_BENCH_JOURNAL").unwrap_or_default();
+    let on_postgres = journal.starts_with("postgres");
+    let with_standby = journal == "postgres-standby";
+    if with_standby {
+        println!("durable path: engine + PostgreSQL group commit with a synchronous standby, {seconds} s per run");
+    } else if on_postgres {
         println!("durable path: engine + PostgreSQL group commit (fsync, synchronous_commit on), {seconds} s per run");
     } else {
         println!("durable path: engine + SQLite group commit (WAL, synchronous=FULL), {seconds} s per run");
@@ -128,8 +134,17 @@ fn main() {
         let data_dir = tempfile::tempdir().unwrap();
         let mut config = Config::embedded_default();
         config.limits.write_queue_capacity = concurrency.max(4096);
-        let postgres = on_postgres.then(dexd_store::postgres::test_server::PostgresServer::start);
-        if let Some(postgres) = &postgres {
+        use dexd_store::postgres::test_server::PostgresServer;
+        let postgres = on_postgres.then(|| {
+            if with_standby {
+                let primary = PostgresServer::start_primary();
+                let standby = PostgresServer::start_standby_of(&primary);
+                (primary, Some(standby))
+            } else {
+                (PostgresServer::start(), None)
+            }
+        });
+        if let Some((postgres, _standby)) = &postgres {
             config.journal = dexd_store::backend::JournalBackend::Postgres(dexd_store::backend::PostgresBackend {
                 url: postgres.url(),
                 node_id: "bench".into(),
