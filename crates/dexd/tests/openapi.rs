@@ -32,6 +32,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/assetBalances"),
     ("get", "/account/assetPairs"),
     ("get", "/account/tradableAmounts"),
+    ("get", "/account/rateLimits"),
     ("get", "/order/orderDetail"),
     ("get", "/account/eip712"),
     ("get", "/account/reserves"),

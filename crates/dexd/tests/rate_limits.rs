@@ -135,3 +135,74 @@ async fn connections_past_the_limit_wait_until_one_closes() {
     assert!(served.is_ok());
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
 }
+
+/// `GET /account/rateLimits` shows an account its write budget as the writes spend it, and its
+/// open orders against the limit; another account's is untouched; bad input is refused.
+#[tokio::test]
+async fn an_account_sees_its_write_budget_and_open_orders() {
+    let mut config = Config::embedded_default();
+    // Five writes a second: a spent write comes back only after 200 ms.
+    config.limits.writes_per_second_per_account = 5;
+    config.limits.max_open_orders_per_account = 40;
+    let server = TestServer::start_with(config).await;
+    let (alice, bob) = common::alice_with_dollars_and_bob_offering(&server).await;
+    let limits = |trader: &Trader| {
+        let address = trader.address.clone();
+        let server = &server;
+        async move {
+            let (status, body) = server
+                .get("/account/rateLimits", &[("chainId", "1"), ("account", &address)])
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let before = limits(&alice).await;
+    assert_eq!(before["writesPerSecond"], 5);
+    assert_eq!(before["maxOpenOrders"], 40);
+    assert_eq!(before["openOrders"], 0);
+    for price in ["1900", "1901", "1902"] {
+        server.limit(&alice, "buy", price, "0.1").await;
+    }
+    let after = limits(&alice).await;
+    assert_eq!(after["openOrders"], 3);
+    let used = after["writesUsed"].as_u64().unwrap();
+    assert!(
+        (2..=4).contains(&used),
+        "three placements (and the deposit before them) spent most of the budget: {after}"
+    );
+    assert!(after["resetAt"].as_u64().unwrap() > dexd_store::now_ms() - 1_000);
+    // Bob's budget is his own: one deposit and one offer, a while ago.
+    assert_eq!(limits(&bob).await["openOrders"], 1);
+    let stranger = Trader::new(0x77);
+    let untouched = limits(&stranger).await;
+    assert_eq!(
+        (untouched["writesUsed"].as_u64(), untouched["openOrders"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_error(
+        &server
+            .get("/account/rateLimits", &[("chainId", "1"), ("account", "0x12")])
+            .await,
+        400,
+        "INVALID_PARAMETER",
+        Some("account"),
+    );
+    assert_error(
+        &server.get("/account/rateLimits", &[("chainId", "1")]).await,
+        400,
+        "MISSING_PARAMETER",
+        Some("account"),
+    );
+    assert_error(
+        &server
+            .get(
+                "/account/rateLimits",
+                &[("chainId", "999"), ("account", &alice.address)],
+            )
+            .await,
+        404,
+        "UNKNOWN_CHAIN",
+        Some("chainId"),
+    );
+}

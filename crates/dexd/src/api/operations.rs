@@ -509,6 +509,17 @@ pub const TRADABLE_AMOUNTS: Operation = Operation {
     response_schema: "TradableResponse",
     error_statuses: READ_ERRORS,
 };
+/// An account's rate limits and open orders (the contract's trading extensions).
+pub const RATE_LIMITS: Operation = Operation {
+    id: "getRateLimits",
+    tag: Tag::Account,
+    is_post: false,
+    paths: &["/account/rateLimits"],
+    summary: "The account's write budget (state changes per second, how many are spent, when it is full again) and its open orders against the limit.",
+    fields: CHAIN_ACCOUNT_FIELDS,
+    response_schema: "RateLimitsResponse",
+    error_statuses: READ_ERRORS,
+};
 /// Order detail (extension).
 pub const ORDER_DETAIL: Operation = Operation {
     id: "getOrderDetail",
@@ -621,6 +632,7 @@ pub const ALL: &[Operation] = &[
     ASSET_BALANCES,
     ASSET_PAIRS,
     TRADABLE_AMOUNTS,
+    RATE_LIMITS,
     ORDER_DETAIL,
     EIP712_TYPES,
     RESERVES,

@@ -38,13 +38,33 @@ pub fn client_network(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// The most accounts whose recent writes are remembered for `GET /account/rateLimits`; past it
+/// those whose buckets are full again are forgotten, and if that is not enough, all (an account
+/// forgotten reads as having used nothing: the limit itself is kept by the limiter).
+pub const MAX_TRACKED_WRITERS: usize = 100_000;
+
 /// The venue's rate limits.
 pub struct RateLimits {
     per_ip: KeyedLimiter<IpAddr>,
     per_account: KeyedLimiter<Address>,
     ip_rate_per_second: u32,
+    account_rate_per_second: u32,
     clock: DefaultClock,
     checks: AtomicU64,
+    /// Each recent writer's bucket after its last write: what it had left, and when. The
+    /// limiter itself cannot be read without taking from it.
+    writers: parking_lot::Mutex<std::collections::HashMap<Address, (u32, std::time::Instant)>>,
+}
+
+/// An account's write budget as `GET /account/rateLimits` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteBudget {
+    /// State changes per second allowed (also the most at once).
+    pub writes_per_second: u32,
+    /// How many of them are spent now.
+    pub writes_used: u32,
+    /// Milliseconds until none is spent.
+    pub full_in_ms: u64,
 }
 
 /// The state of a client's bucket after a request it was allowed.
@@ -66,8 +86,10 @@ impl RateLimits {
             per_ip: RateLimiter::keyed(quota(limits.requests_per_second_per_ip)).with_middleware(),
             per_account: RateLimiter::keyed(quota(limits.writes_per_second_per_account)).with_middleware(),
             ip_rate_per_second: limits.requests_per_second_per_ip.max(1),
+            account_rate_per_second: limits.writes_per_second_per_account.max(1),
             clock: DefaultClock::default(),
             checks: AtomicU64::new(0),
+            writers: parking_lot::Mutex::default(),
         }
     }
 
@@ -91,10 +113,43 @@ impl RateLimits {
     /// Takes one state change from an account's bucket, or says how long to wait.
     pub fn check_account(&self, account: &Address) -> Result<(), Duration> {
         self.sweep_now_and_then();
-        self.per_account
+        let snapshot = self
+            .per_account
             .check_key(account)
-            .map(|_| ())
-            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
+            .map_err(|not_until| not_until.wait_time_from(self.clock.now()))?;
+        let mut writers = self.writers.lock();
+        if writers.len() >= MAX_TRACKED_WRITERS && !writers.contains_key(account) {
+            let now = std::time::Instant::now();
+            // Buckets full again (a second at most) first; then any, to keep the bound.
+            writers.retain(|_, (_, at)| now.duration_since(*at) < Duration::from_secs(1));
+            if writers.len() >= MAX_TRACKED_WRITERS {
+                writers.clear();
+            }
+        }
+        writers.insert(
+            *account,
+            (snapshot.remaining_burst_capacity(), std::time::Instant::now()),
+        );
+        Ok(())
+    }
+
+    /// An account's write budget now, from its bucket after its last write and the time since
+    /// (the bucket refills at the account's rate).
+    pub fn write_budget(&self, account: &Address) -> WriteBudget {
+        let rate = self.account_rate_per_second;
+        let remaining = match self.writers.lock().get(account) {
+            None => rate,
+            Some((remaining, at)) => {
+                let refilled = (at.elapsed().as_secs_f64() * f64::from(rate)).floor() as u64;
+                u64::from(*remaining).saturating_add(refilled).min(u64::from(rate)) as u32
+            }
+        };
+        let writes_used = rate - remaining;
+        WriteBudget {
+            writes_per_second: rate,
+            writes_used,
+            full_in_ms: (u64::from(writes_used) * 1_000).div_ceil(u64::from(rate)),
+        }
     }
 
     fn sweep_now_and_then(&self) {

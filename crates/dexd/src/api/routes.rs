@@ -53,6 +53,7 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::ORDER_DETAIL, answered_by!(handlers::order_detail)),
     (&operations::EIP712_TYPES, answered_by!(handlers::eip712_types)),
     (&operations::RESERVES, answered_by!(handlers::reserves)),
+    (&operations::RATE_LIMITS, answered_by!(handlers::rate_limits)),
     (&operations::HEALTH, answered_by!(handlers::health)),
     (&operations::OPENAPI, answered_by!(openapi_document)),
     (&operations::READY, answered_by!(ready)),

@@ -148,6 +148,22 @@ pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {
     Ok(json!({"chainId": chain.config.chain_id.to_string(), "account": checksummed(&account), "balances": balances}))
 }
 
+/// GET /account/rateLimits: the account's write budget (all chains share it) and its open
+/// orders on the chain against the limit.
+pub async fn rate_limits(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let account = address_param(&params, "account")?;
+    let budget = app.rate_limits.write_budget(&account);
+    let open_orders = chain.read_engine(|engine| engine.open_order_count(&account));
+    Ok(json!({
+        "writesPerSecond": budget.writes_per_second,
+        "writesUsed": budget.writes_used,
+        "resetAt": dexd_store::now_ms() + budget.full_in_ms,
+        "openOrders": open_orders,
+        "maxOpenOrders": app.venue.config.limits.max_open_orders_per_account,
+    }))
+}
+
 /// GET /account/assetPairs
 pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;

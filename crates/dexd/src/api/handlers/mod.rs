@@ -28,7 +28,7 @@ use dexd_store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
 use crate::venue::{Chain, Venue};
 
 pub use self::account::{
-    asset_balances, asset_pairs, assets_info, chains, cluster, eip712_types, reserves, tradable_amounts,
+    asset_balances, asset_pairs, assets_info, chains, cluster, eip712_types, rate_limits, reserves, tradable_amounts,
 };
 pub use self::order::{
     account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,

@@ -146,6 +146,13 @@ fn portfolio_schemas() -> Value {
             "readAt": integer.clone()
         })),
         "BalancesResponse": object(json!({"chainId": string(), "account": string(), "balances": array_of("Balance")})),
+        "RateLimitsResponse": object(json!({
+            "writesPerSecond": {"type": "integer", "minimum": 1},
+            "writesUsed": {"type": "integer", "minimum": 0},
+            "resetAt": {"type": "integer", "minimum": 0, "description": "When no write is spent any more, in ms since the Unix epoch."},
+            "openOrders": {"type": "integer", "minimum": 0},
+            "maxOpenOrders": {"type": "integer", "minimum": 1}
+        })),
         "TradableResponse": object(json!({
             "chainId": string(), "account": string(),
             "tradable": {"type": "array", "items": object(json!({
