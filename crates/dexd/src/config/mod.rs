@@ -307,6 +307,7 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+mod cluster_sections;
 mod parse;
 #[cfg(test)]
 mod tests;
