@@ -7,8 +7,7 @@ use dexd_store::backend::{JournalBackend, PostgresBackend};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::parse::{at, line_of};
-use super::{ClusterSecret, ConfigError};
+use super::{at, line_of, ClusterSecret, ConfigError};
 
 /// `[store]`: where the journals are.
 #[derive(Deserialize)]

@@ -307,6 +307,23 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// A fault at a line of the file.
+fn at(line: usize, message: String) -> ConfigError {
+    ConfigError {
+        line: Some(line),
+        message,
+    }
+}
+
+/// The 1-based line of a byte offset of the file.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|byte| *byte == b'\n')
+        .count()
+        + 1
+}
+
 mod cluster_sections;
 mod parse;
 #[cfg(test)]

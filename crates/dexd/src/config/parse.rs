@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use super::cluster_sections::{check_store, cluster_secret, RawCluster, RawStore};
 use super::*;
+use super::{at, line_of};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -193,21 +194,6 @@ impl Config {
     pub fn chain(&self, chain_id: u64) -> Option<&ChainConfig> {
         self.chains.iter().find(|chain| chain.chain_id == chain_id)
     }
-}
-
-pub(super) fn at(line: usize, message: String) -> ConfigError {
-    ConfigError {
-        line: Some(line),
-        message,
-    }
-}
-
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())]
-        .bytes()
-        .filter(|byte| *byte == b'\n')
-        .count()
-        + 1
 }
 
 fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, ConfigError> {

@@ -1,6 +1,6 @@
 //! Configurations refused with their line, and the embedded one accepted.
 
-use super::parse::line_of;
+use super::line_of;
 use super::*;
 
 #[test]
