@@ -80,7 +80,7 @@ impl Cluster {
     /// The node leading `chain_id` now and its URL, if another node does (read from the
     /// directory at most every third of a lease; [`Cluster::forget_leader`] reads it again).
     pub async fn leader(&self, chain_id: u64) -> Option<Leader> {
-        let client = Arc::clone(self.directory.as_ref()?);
+        self.directory.as_ref()?;
         let fresh_for = Duration::from_millis(self.lease_ms / 3);
         if let Some(reading) = self.leaders.lock().get(&chain_id) {
             if reading.read_at.elapsed() < fresh_for {
@@ -88,13 +88,11 @@ impl Cluster {
             }
         }
         let lease_ms = self.lease_ms;
-        let read = tokio::task::spawn_blocking(move || {
-            let mut connection = client.lock();
-            let client = connection.client()?;
-            let chains = directory::chains(client, &[chain_id])?;
-            let nodes = directory::nodes(client, lease_ms)?;
-            Ok::<_, StoreError>(
-                chains
+        let read = self
+            .read_directory(move |client| {
+                let chains = directory::chains(client, &[chain_id])?;
+                let nodes = directory::nodes(client, lease_ms)?;
+                Ok(chains
                     .first()
                     .and_then(|chain| chain.leader.clone())
                     .and_then(|leader| {
@@ -105,17 +103,15 @@ impl Cluster {
                                 node_id: node.node_id,
                                 url: node.url,
                             })
-                    }),
-            )
-        })
-        .await;
+                    }))
+            })
+            .await?;
         let leader = match read {
-            Ok(Ok(leader)) => leader.filter(|leader| leader.node_id != self.node_id),
-            Ok(Err(error)) => {
+            Ok(leader) => leader.filter(|leader| leader.node_id != self.node_id),
+            Err(error) => {
                 tracing::warn!(%error, "cannot read the chain's leader from the directory");
                 None
             }
-            Err(_) => None,
         };
         let read_at = std::time::Instant::now();
         self.leaders.lock().insert(
@@ -136,17 +132,26 @@ impl Cluster {
     /// Where `chain_id`'s shared journal ends now, as the database has it; `None` on the
     /// embedded journal, or when it cannot be read.
     pub async fn journal_end(&self, chain_id: u64) -> Option<u64> {
-        let client = Arc::clone(self.directory.as_ref()?);
-        let read = tokio::task::spawn_blocking(move || {
-            let mut connection = client.lock();
-            let client = connection.client()?;
-            directory::chains(client, &[chain_id])
+        let chains = self
+            .read_directory(move |client| directory::chains(client, &[chain_id]))
+            .await?
+            .ok()?;
+        chains.first().map(|chain| chain.sequence)
+    }
+
+    /// Runs `read` on the directory's connection, off the async runtime's threads (the
+    /// synchronous client cannot run on them); `None` on the embedded journal.
+    async fn read_directory<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&mut postgres::Client) -> Result<R, StoreError> + Send + 'static,
+    ) -> Option<Result<R, StoreError>> {
+        let directory = Arc::clone(self.directory.as_ref()?);
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut connection = directory.lock();
+            read(connection.client()?)
         })
         .await;
-        match read {
-            Ok(Ok(chains)) => chains.first().map(|chain| chain.sequence),
-            _ => None,
-        }
+        Some(joined.unwrap_or_else(|error| Err(StoreError::Postgres(format!("the directory's read failed: {error}")))))
     }
 
     /// This node's id (`dexd` on the embedded journal).
@@ -163,7 +168,18 @@ impl Cluster {
     pub async fn status(&self, venue: &Venue) -> Result<Value, StoreError> {
         let chain_ids: Vec<u64> = venue.config.chains.iter().map(|chain| chain.chain_id).collect();
         let applied = |chain_id: u64| venue.chain(chain_id).map_or(0, |chain| chain.journaled_sequence());
-        let (nodes, chains) = match &self.directory {
+        let lease_ms = self.lease_ms;
+        let read_ids = chain_ids.clone();
+        let directory = self
+            .read_directory(move |client| {
+                Ok((
+                    directory::nodes(client, lease_ms)?,
+                    directory::chains(client, &read_ids)?,
+                ))
+            })
+            .await;
+        let (nodes, chains) = match directory {
+            Some(read) => read?,
             None => {
                 let chains: Vec<directory::ChainSeen> = chain_ids
                     .iter()
@@ -180,19 +196,6 @@ impl Cluster {
                     alive: true,
                 };
                 (vec![me], chains)
-            }
-            Some(client) => {
-                let (client, lease_ms) = (Arc::clone(client), self.lease_ms);
-                tokio::task::spawn_blocking(move || {
-                    let mut connection = client.lock();
-                    let client = connection.client()?;
-                    Ok::<_, StoreError>((
-                        directory::nodes(client, lease_ms)?,
-                        directory::chains(client, &chain_ids)?,
-                    ))
-                })
-                .await
-                .map_err(|error| StoreError::Postgres(format!("the directory's read failed: {error}")))??
             }
         };
         Ok(json!({

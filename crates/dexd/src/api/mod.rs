@@ -209,7 +209,6 @@ fn client_ip(app: &AppState, request: &Request) -> std::net::IpAddr {
         .config
         .cluster_secret
         .as_ref()
-        .filter(|_| request.headers().contains_key(cluster_channel::SIGNATURE_HEADER))
         .and_then(|secret| {
             cluster_channel::signed_client_ip(secret, request.headers(), request.uri().path(), dexd_store::now_ms())
         })
