@@ -32,9 +32,9 @@ tokio::task_local! {
 /// leads under a later epoch: what a poll decided under one leadership is never journaled under
 /// another. (A transaction the poll sent before losing the lease may still be mined; the vault
 /// refuses to pay a withdrawal twice, and the next leader confirms what it finds paid.)
-pub async fn act_as_leader<F: Future>(chain: &dyn VenueChain, poll: F) -> Option<(LeaderEpoch, F::Output)> {
+pub async fn act_as_leader<F: Future>(chain: &dyn VenueChain, poll: F) -> Option<F::Output> {
     let epoch = chain.leader_epoch()?;
-    Some((epoch, ACTING_UNDER.scope(epoch, poll).await))
+    Some(ACTING_UNDER.scope(epoch, poll).await)
 }
 
 /// The leadership the current custody poll acts under, if it runs in [`act_as_leader`].

@@ -93,7 +93,7 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
         if vault.status().halted.is_none() {
             // Only the chain's leader credits; a follower's copy follows the leader's credits.
             let polled = match act_as_leader(vault.chain.as_ref(), watcher.poll(&vault)).await {
-                Some((_, polled)) => polled,
+                Some(polled) => polled,
                 None => {
                     watcher.epoch = None;
                     Ok(())

@@ -108,7 +108,7 @@ pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch:
         })
         .await;
         let polled = match polled {
-            Some((_, polled)) => polled,
+            Some(polled) => polled,
             None => {
                 payer.forget_leadership();
                 Ok(())

@@ -159,9 +159,7 @@ impl LeaseKeeper {
                         match stopped.recv_timeout(lease_length / 3) {
                             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                             Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                                if let Err(error) = connection.client().and_then(|client| release(client, &lease)) {
-                                    tracing::warn!(chain_id = lease.chain_id, %error, "cannot give the lease up");
-                                }
+                                give_up(&mut connection, &lease);
                                 return;
                             }
                         }
@@ -182,9 +180,7 @@ impl LeaseKeeper {
                                         );
                                         leading.store(false, Ordering::Release);
                                         on_lost();
-                                        if let Err(error) = connection.client().and_then(|client| release(client, &lease)) {
-                                            tracing::warn!(chain_id = lease.chain_id, %error, "cannot give the lease up");
-                                        }
+                                        give_up(&mut connection, &lease);
                                         return;
                                     }
                                 }
@@ -227,6 +223,14 @@ impl LeaseKeeper {
     /// Whether the node still leads the chain, as far as it knows.
     pub fn is_leading(&self) -> bool {
         self.leading.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// Releases the lease, so that another node takes the chain at once; a failure only costs the
+/// other node the wait for the lease to end.
+fn give_up(connection: &mut super::Connection, lease: &Lease) {
+    if let Err(error) = connection.client().and_then(|client| release(client, lease)) {
+        tracing::warn!(chain_id = lease.chain_id, %error, "cannot give the lease up");
     }
 }
 
