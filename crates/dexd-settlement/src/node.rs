@@ -332,9 +332,8 @@ impl Node {
     }
 
     /// How many deposits the vault had taken as of `block`: the next deposit's number.
-    pub async fn deposit_count(&self, block: u64) -> Result<U256, NodeError> {
-        self.view(self.vault, DexdVault::depositCountCall {}, BlockId::number(block))
-            .await
+    pub async fn deposit_count(&self, block: BlockId) -> Result<U256, NodeError> {
+        self.view(self.vault, DexdVault::depositCountCall {}, block).await
     }
 
     /// Whether the vault takes `signature` as `account`'s authorization of `digest` (its ECDSA

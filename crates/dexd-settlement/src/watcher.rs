@@ -17,6 +17,7 @@
 
 use std::sync::Arc;
 
+use alloy::eips::BlockId;
 use alloy::primitives::{B256, U256};
 use dexd_core::{Amount, ChainDeposit, Command};
 use tokio::sync::watch;
@@ -214,8 +215,8 @@ impl Watcher {
             from = to + 1;
             self.range_blocks = (self.range_blocks * 2).min(vault.config.max_log_range_blocks);
         }
-        if scanned_any {
-            self.check_deposit_count(vault, confirmed_head).await?;
+        if let (true, Some((block, hash))) = (scanned_any, self.scanned) {
+            self.check_deposit_count(vault, (block, hash)).await?;
         }
         Ok(())
     }
@@ -223,9 +224,12 @@ impl Watcher {
     /// Once the scan has reached `block`, the vault's own count of deposits through it must be
     /// the number credited: more means logs the node never returned (a provider that drops
     /// them, or `start_block` after the vault's first deposit), fewer a contradiction; either
-    /// way crediting stops rather than go on with books that do not match the vault.
-    async fn check_deposit_count(&self, vault: &VaultChain, block: u64) -> Result<(), WatchError> {
-        let on_chain = vault.node.deposit_count(block).await?;
+    /// way crediting stops rather than go on with books that do not match the vault. The count is
+    /// read at the block's hash, the one scanned: if the chain was reorganised since the scan,
+    /// the node cannot answer, and the next poll halts for the reorganisation, not for a count
+    /// of another chain.
+    async fn check_deposit_count(&self, vault: &VaultChain, (block, hash): (u64, B256)) -> Result<(), WatchError> {
+        let on_chain = vault.node.deposit_count(BlockId::hash(hash)).await?;
         let credited = vault.read_engine(|engine| engine.custody().next_deposit_id());
         if on_chain != U256::from(credited) {
             return Err(WatchError::Halt(format!(
