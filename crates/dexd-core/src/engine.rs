@@ -8,6 +8,7 @@
 //! same events and the same [`Engine::state_hash`], which is what makes replay possible.
 
 mod audit;
+mod controls;
 mod matching;
 mod state;
 
@@ -15,6 +16,7 @@ pub use self::state::{EngineState, PairSnapshot, RestoreError};
 
 use rustc_hash::FxHashMap;
 
+use crate::agents::{AgentGrant, AgentRegistry};
 use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::custody::{Custody, CustodyMode};
 use crate::events::{Event, Rejection};
@@ -24,6 +26,7 @@ use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quant
 use crate::nonces::{NonceClaim, NonceRegistry};
 use crate::order::{Direction, NewOrder, OrderRecord};
 use crate::pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError};
+use crate::switches::CancelAllAfterSwitches;
 use crate::transfer::{
     ChainDeposit, ChainDepositSubmission, TransferKind, TransferRequest, VaultWithdrawal, WithdrawalKey,
 };
@@ -126,6 +129,63 @@ pub enum Command {
     },
     /// A withdrawal can never be paid; its amount is credited back (vault custody).
     FailWithdrawal(WithdrawalKey),
+    /// Cancel every open order of `account`, on one pair or on all.
+    CancelAll {
+        /// Whose orders.
+        account: Address,
+        /// Only this pair's; `None`: every pair's.
+        pair: Option<PairIndex>,
+    },
+    /// Cancel an open order and place its replacement in one step; if the replacement is
+    /// refused, the old order stays as it was.
+    AmendOrder {
+        /// Who asks.
+        account: Address,
+        /// The order replaced.
+        order_id: OrderId,
+        /// The new order: same account, pair, direction, type, time in force, post-only flag and
+        /// client order id as the old one, a new id, the new price and amount.
+        replacement: NewOrder,
+    },
+    /// Arm the account's dead man's switch for `trigger_at_ms`, or disarm it (`None`).
+    SetCancelAllAfter {
+        /// Whose switch.
+        account: Address,
+        /// When every open order of the account is cancelled.
+        trigger_at_ms: Option<u64>,
+    },
+    /// The time of the account's switch armed for `trigger_at_ms` has come: cancel every open
+    /// order of the account and disarm it (entered by the venue's timer, so a replay fires it
+    /// exactly as the first run did). Refused unless that switch is armed and due.
+    FireCancelAllAfter {
+        /// Whose switch.
+        account: Address,
+        /// The trigger it was armed for.
+        trigger_at_ms: u64,
+    },
+    /// Approve `agent` to trade for `account` (or renew its approval).
+    ApproveAgent {
+        /// Who approves.
+        account: Address,
+        /// The agent's address, its name and its end.
+        grant: AgentGrant,
+    },
+    /// End an agent's approval at once.
+    RevokeAgent {
+        /// Who approved it.
+        account: Address,
+        /// The agent.
+        agent: Address,
+    },
+    /// A trading command (place, cancel, cancel all, amend, the switch) that `agent` sends for
+    /// the command's account; refused unless the account approved the agent and the approval
+    /// has not ended.
+    ByAgent {
+        /// The agent's address (the key that signed).
+        agent: Address,
+        /// What it asks for the account.
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -134,7 +194,13 @@ impl Command {
     pub fn account(&self) -> Option<Address> {
         match self {
             Command::PlaceOrder(order) => Some(order.account),
-            Command::CancelOrder { account, .. } => Some(*account),
+            Command::CancelOrder { account, .. }
+            | Command::CancelAll { account, .. }
+            | Command::AmendOrder { account, .. }
+            | Command::SetCancelAllAfter { account, .. }
+            | Command::ApproveAgent { account, .. }
+            | Command::RevokeAgent { account, .. } => Some(*account),
+            Command::ByAgent { command, .. } => command.account(),
             Command::Deposit(request) | Command::Withdraw(request) => Some(request.account),
             Command::RequestWithdrawal(withdrawal) => Some(withdrawal.request.account),
             Command::SubmitChainDeposit(_)
@@ -143,7 +209,8 @@ impl Command {
             | Command::RecordDepositScan { .. }
             | Command::MarkWithdrawalsSent { .. }
             | Command::ConfirmWithdrawals { .. }
-            | Command::FailWithdrawal(_) => None,
+            | Command::FailWithdrawal(_)
+            | Command::FireCancelAllAfter { .. } => None,
         }
     }
 }
@@ -190,8 +257,9 @@ pub struct Engine {
     pairs: Vec<PairState>,
     ledger: Ledger,
     order_locations: FxHashMap<OrderId, (PairIndex, SlotKey)>,
-    /// Open orders per account, indexed by ledger slot.
-    open_order_counts: Vec<u32>,
+    /// The ids of each account's open orders, indexed by ledger slot (at most
+    /// `max_open_orders_per_account` each, so a linear search is cheap).
+    open_orders_by_slot: Vec<Vec<OrderId>>,
     client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>>,
     /// Positions per account and pair, indexed by ledger slot; empty until the account trades.
     positions: Vec<Vec<Position>>,
@@ -200,6 +268,8 @@ pub struct Engine {
     limits: EngineLimits,
     nonces: NonceRegistry,
     custody: Custody,
+    agents: AgentRegistry,
+    switches: CancelAllAfterSwitches,
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
@@ -232,7 +302,7 @@ impl Engine {
             assets: config.assets,
             pairs,
             order_locations: FxHashMap::default(),
-            open_order_counts: Vec::new(),
+            open_orders_by_slot: Vec::new(),
             client_order_ids: FxHashMap::default(),
             positions: Vec::new(),
             fee_account: config.fee_account,
@@ -240,6 +310,8 @@ impl Engine {
             limits: config.limits,
             nonces: NonceRegistry::new(config.limits.max_live_nonces, config.limits.max_live_nonces_per_account),
             custody: Custody::new(config.custody, asset_count, config.limits.max_pending_transfers),
+            agents: AgentRegistry::default(),
+            switches: CancelAllAfterSwitches::default(),
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
@@ -275,9 +347,21 @@ impl Engine {
             }
             (Some(_), None) => return Err(Rejection::InvalidOrder("only an account's own request carries a nonce")),
         };
+        let result = self.dispatch(command, now_ms, events);
+        if result.is_ok() {
+            self.last_time_ms = now_ms;
+            if let (Some(claim), Some(claimant)) = (claim, claimant) {
+                self.nonces.record(claimant, claim, now_ms);
+            }
+        }
+        result
+    }
+
+    /// Runs one command (time already made monotonic, nonce already checked).
+    fn dispatch(&mut self, command: Command, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
         let ledger = &mut self.ledger;
         let custody = &mut self.custody;
-        let result = match command {
+        match command {
             Command::PlaceOrder(order) => self.place_order(order, now_ms, events),
             Command::CancelOrder { account, order_id } => self.cancel_order(account, order_id, now_ms, events),
             Command::Deposit(request) => {
@@ -303,14 +387,32 @@ impl Engine {
                 withdrawals,
             } => custody.confirm_withdrawals(tx_hash, block_number, &withdrawals, now_ms, events),
             Command::FailWithdrawal(key) => custody.fail_withdrawal(ledger, key, now_ms, events),
-        };
-        if result.is_ok() {
-            self.last_time_ms = now_ms;
-            if let (Some(claim), Some(claimant)) = (claim, claimant) {
-                self.nonces.record(claimant, claim, now_ms);
+            Command::CancelAll { account, pair } => self.cancel_all(account, pair, now_ms, events),
+            Command::AmendOrder {
+                account,
+                order_id,
+                replacement,
+            } => self.amend_order(account, order_id, replacement, now_ms, events),
+            Command::SetCancelAllAfter { account, trigger_at_ms } => {
+                self.switches.set(account, trigger_at_ms);
+                Ok(())
             }
+            Command::FireCancelAllAfter { account, trigger_at_ms } => {
+                self.fire_cancel_all_after(account, trigger_at_ms, now_ms, events)
+            }
+            Command::ApproveAgent { account, mut grant } => {
+                grant.approved_at_ms = now_ms;
+                self.agents.approve(account, grant).map_err(Rejection::Agent)
+            }
+            Command::RevokeAgent { account, agent } => {
+                if self.agents.revoke(&account, &agent) {
+                    Ok(())
+                } else {
+                    Err(Rejection::AgentNotFound)
+                }
+            }
+            Command::ByAgent { agent, command } => self.by_agent(agent, *command, now_ms, events),
         }
-        result
     }
 
     /// The checked rules of a pair.

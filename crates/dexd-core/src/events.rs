@@ -4,6 +4,7 @@
 //! trades it made, the balances and transfers it changed) or returns a [`Rejection`] and changes
 //! nothing. These are plain data shared by the engine and custody; this module decides nothing.
 
+use crate::agents::AgentRejection;
 use crate::ledger::{Balance, LedgerError};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::NonceRejection;
@@ -113,6 +114,15 @@ pub enum Rejection {
     TransferNotPending,
     /// A chain deposit that is not the vault's next one, or a scan behind the last.
     DepositOutOfOrder,
+    /// The agent is not approved by the account, its approval ended, or it asked for what no
+    /// agent may do (move funds, approve or revoke agents).
+    AgentNotAllowed,
+    /// An approval of an agent was refused.
+    Agent(AgentRejection),
+    /// No such agent of the account to revoke.
+    AgentNotFound,
+    /// No switch of the account is armed for that trigger, or its time has not come.
+    SwitchNotDue,
 }
 
 impl From<LedgerError> for Rejection {

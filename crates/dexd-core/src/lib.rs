@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agents;
 pub mod book;
 pub mod custody;
 pub mod decimal;
@@ -24,8 +25,11 @@ pub mod nonces;
 pub mod order;
 pub mod pair;
 mod state_hash;
+pub mod switches;
 pub mod transfer;
 
+#[cfg(test)]
+mod controls_tests;
 #[cfg(test)]
 mod custody_tests;
 #[cfg(test)]
@@ -33,6 +37,7 @@ mod engine_tests;
 #[cfg(test)]
 mod test_support;
 
+pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;
 pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal};
 pub use decimal::{Decimal, DecimalError};
@@ -46,6 +51,7 @@ pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price,
 pub use nonces::{Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS};
 pub use order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
+pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};
 pub use transfer::{
     ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
     WithdrawalKey,

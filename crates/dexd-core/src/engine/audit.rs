@@ -64,6 +64,18 @@ impl Engine {
             hasher.update(nonce.as_bytes());
         }
         self.custody.hash_into(&mut hasher);
+        for (account, grant) in self.agents.all() {
+            hasher.update(account.as_bytes());
+            hasher.update(grant.agent.as_bytes());
+            hasher.update((grant.name.len() as u64).to_be_bytes());
+            hasher.update(grant.name.as_bytes());
+            hasher.update(grant.valid_until_ms.map_or(u64::MAX, |until| until).to_be_bytes());
+            hasher.update(grant.approved_at_ms.to_be_bytes());
+        }
+        for (account, trigger_at_ms) in self.switches.all() {
+            hasher.update(account.as_bytes());
+            hasher.update(trigger_at_ms.to_be_bytes());
+        }
         for (address, positions) in positions {
             hasher.update(address.as_bytes());
             for position in positions {
@@ -123,14 +135,25 @@ impl Engine {
             }
         }
         let counts: FxHashMap<Address, u32> = self
-            .open_order_counts
+            .open_orders_by_slot
             .iter()
             .enumerate()
-            .filter(|(_, count)| **count > 0)
-            .map(|(index, count)| (self.ledger.address(AccountSlot::from_index(index)), *count))
+            .filter(|(_, orders)| !orders.is_empty())
+            .map(|(index, orders)| {
+                let count = u32::try_from(orders.len()).expect("open orders per account fit u32");
+                (self.ledger.address(AccountSlot::from_index(index)), count)
+            })
             .collect();
         if counts != expected_counts {
             return Err("open order counts disagree with the books".to_string());
+        }
+        for (index, orders) in self.open_orders_by_slot.iter().enumerate() {
+            let owner = self.ledger.address(AccountSlot::from_index(index));
+            for order_id in orders {
+                if self.open_order(order_id).map(|record| record.terms.account) != Some(owner) {
+                    return Err(format!("order {order_id} is listed as open for {owner} but is not"));
+                }
+            }
         }
         let client_ids: usize = self.client_order_ids.values().map(|ids| ids.len()).sum();
         let with_client_ids = self

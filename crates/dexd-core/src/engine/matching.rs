@@ -18,32 +18,62 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        let pair_position = usize::from(order.pair.0);
         let spec = self
             .pairs
-            .get(pair_position)
+            .get(usize::from(order.pair.0))
             .ok_or(Rejection::UnknownPair)?
             .spec
             .clone();
-        self.check_terms(&spec, &order)?;
+        let (taker_slot, required) = self.prepare_placement(&spec, &order, 0)?;
+        // Every check has passed: from here on the command applies whole.
+        self.touched_balances.clear();
+        self.apply_placement(&spec, order, taker_slot, required, now_ms, events);
+        self.push_balance_events(events);
+        Ok(())
+    }
+
+    /// Checks a new order, plans its match and locks what it pays; changes nothing but that
+    /// lock, and nothing at all when it refuses. `replaced` open orders of the account are about
+    /// to be cancelled (an amend's old order) and do not count against the limits.
+    pub(super) fn prepare_placement(
+        &mut self,
+        spec: &PairSpec,
+        order: &NewOrder,
+        replaced: u32,
+    ) -> Result<(AccountSlot, Amount), Rejection> {
+        self.check_terms(spec, order)?;
         let taker_slot = self.ledger.slot(&order.account);
-        self.plan_matching(&order, taker_slot);
+        self.plan_matching(order, taker_slot);
         let remaining = order
             .quantity
             .checked_sub(self.plan.filled)
             .expect("a plan never overfills");
-        self.check_execution(&order, remaining)?;
+        self.check_execution(order, remaining, replaced)?;
         let required = match (order.direction, order.price) {
             (Direction::Buy, Some(price)) => spec.cost(price, order.quantity).ok_or(Rejection::AmountTooLarge)?,
             (Direction::Buy, None) => self.plan.cost,
             (Direction::Sell, _) => spec.base_amount(order.quantity),
         };
-        let paid = paid_asset(&spec, order.direction);
+        let paid = paid_asset(spec, order.direction);
         let taker_slot = taker_slot.ok_or(Rejection::InsufficientBalance)?;
         self.ledger.lock(taker_slot, paid, required).map_err(Rejection::from)?;
-        // Every check has passed: from here on the command applies whole.
-        self.touched_balances.clear();
-        self.touched_balances.push((taker_slot, paid));
+        Ok((taker_slot, required))
+    }
+
+    /// Applies a placement [`Engine::prepare_placement`] accepted (its plan still current):
+    /// the self-trade cancels, the fills, the remainder rested or closed. Balance events are the
+    /// caller's to push.
+    pub(super) fn apply_placement(
+        &mut self,
+        spec: &PairSpec,
+        order: NewOrder,
+        taker_slot: AccountSlot,
+        required: Amount,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
+        let pair_position = usize::from(order.pair.0);
+        self.touch_balance(taker_slot, paid_asset(spec, order.direction));
         let sequence = self.next_order_sequence;
         self.next_order_sequence += 1;
         let mut taker = OrderRecord {
@@ -62,20 +92,18 @@ impl Engine {
         for key in &plan.self_trade_cancels {
             let record = self.pairs[pair_position].book.remove(*key);
             let cancelled =
-                self.close_resting_order(&spec, record, taker_slot, CancelReason::SelfTradePrevention, now_ms);
+                self.close_resting_order(spec, record, taker_slot, CancelReason::SelfTradePrevention, now_ms);
             events.push(Event::OrderUpdated(cancelled));
         }
         for fill in &plan.fills {
-            self.apply_fill(&spec, &mut taker, taker_slot, *fill, now_ms, events);
+            self.apply_fill(spec, &mut taker, taker_slot, *fill, now_ms, events);
         }
         self.plan = plan;
-        self.finish_taker(&spec, taker, taker_slot, events);
-        self.push_balance_events(events);
+        self.finish_taker(spec, taker, taker_slot, events);
         assert!(
             !self.pairs[pair_position].book.is_crossed(),
             "invariant: the book is never crossed"
         );
-        Ok(())
     }
 
     /// The checks that need no walk of the book.
@@ -126,7 +154,7 @@ impl Engine {
     }
 
     /// The checks that need the planned walk: fill-or-kill, liquidity, limits of resting orders.
-    fn check_execution(&self, order: &NewOrder, remaining: Quantity) -> Result<(), Rejection> {
+    fn check_execution(&self, order: &NewOrder, remaining: Quantity, replaced: u32) -> Result<(), Rejection> {
         if order.time_in_force == TimeInForce::FillOrKill && !remaining.is_zero() {
             return Err(Rejection::FillOrKillNotFillable);
         }
@@ -138,11 +166,15 @@ impl Engine {
             && !remaining.is_zero();
         if rests {
             let self_cancels = u32::try_from(self.plan.self_trade_cancels.len()).unwrap_or(u32::MAX);
-            let open_after_cancels = self.open_order_count(&order.account).saturating_sub(self_cancels);
+            let open_after_cancels = self
+                .open_order_count(&order.account)
+                .saturating_sub(self_cancels)
+                .saturating_sub(replaced);
             if open_after_cancels >= self.limits.max_open_orders_per_account {
                 return Err(Rejection::TooManyOpenOrders);
             }
-            if self.order_locations.len() >= self.limits.max_resting_orders {
+            let resting_after_cancels = self.order_locations.len().saturating_sub(replaced as usize);
+            if resting_after_cancels >= self.limits.max_resting_orders {
                 return Err(Rejection::BookFull);
             }
         }
@@ -340,15 +372,17 @@ impl Engine {
     }
 
     pub(super) fn open_orders_of(&self, slot: AccountSlot) -> u32 {
-        self.open_order_counts.get(slot.index()).copied().unwrap_or(0)
+        self.open_orders_by_slot.get(slot.index()).map_or(0, |orders| {
+            u32::try_from(orders.len()).expect("open orders per account fit u32")
+        })
     }
 
-    fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
+    pub(super) fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
         let index = slot.index();
-        if self.open_order_counts.len() <= index {
-            self.open_order_counts.resize(index + 1, 0);
+        if self.open_orders_by_slot.len() <= index {
+            self.open_orders_by_slot.resize_with(index + 1, Vec::new);
         }
-        self.open_order_counts[index] += 1;
+        self.open_orders_by_slot[index].push(record.terms.order_id);
         if let Some(client_order_id) = &record.terms.client_order_id {
             self.client_order_ids
                 .entry(record.terms.account)
@@ -359,7 +393,7 @@ impl Engine {
 
     /// Forgets an order that left its book: filled when nothing remains, else cancelled for
     /// `reason`; releases its lock and updates the indexes.
-    fn close_resting_order(
+    pub(super) fn close_resting_order(
         &mut self,
         spec: &PairSpec,
         mut record: OrderRecord,
@@ -379,7 +413,12 @@ impl Engine {
             record.cancel_reason = Some(reason);
         }
         self.order_locations.remove(&record.terms.order_id);
-        self.open_order_counts[slot.index()] -= 1;
+        let open = &mut self.open_orders_by_slot[slot.index()];
+        let position = open
+            .iter()
+            .position(|order_id| *order_id == record.terms.order_id)
+            .expect("invariant: a resting order is in its account's open orders");
+        open.swap_remove(position);
         if let Some(client_order_id) = &record.terms.client_order_id {
             let account = record.terms.account;
             if let Some(ids) = self.client_order_ids.get_mut(&account) {
@@ -417,13 +456,13 @@ impl Engine {
 
     /// Notes a balance the command changed, once. The list is short (a few entries per fill),
     /// so a scan is cheaper than sorting it at the end.
-    fn touch_balance(&mut self, slot: AccountSlot, asset: AssetIndex) {
+    pub(super) fn touch_balance(&mut self, slot: AccountSlot, asset: AssetIndex) {
         if !self.touched_balances.contains(&(slot, asset)) {
             self.touched_balances.push((slot, asset));
         }
     }
 
-    fn push_balance_events(&mut self, events: &mut Vec<Event>) {
+    pub(super) fn push_balance_events(&mut self, events: &mut Vec<Event>) {
         for (slot, asset) in self.touched_balances.drain(..) {
             events.push(Event::BalanceUpdated {
                 account: self.ledger.address(slot),

@@ -1,7 +1,7 @@
 //! The engine's whole state as plain data ([`EngineState`]), and the engine rebuilt from it: what
 //! a snapshot holds. The books keep their time priority (orders listed best price first, oldest
 //! first within a level, re-inserted in that order) and their sequence numbers; accounts keep
-//! their slots; candles, positions, nonces and custody come back as they were. Indexes that
+//! their slots; candles, positions, nonces, custody, agents and switches come back as they were. Indexes that
 //! follow from the rest (order locations, open-order counts, client order ids) are rebuilt.
 //!
 //! Pure data in, pure data out: encoding it to bytes and checking it is the caller's business.
@@ -9,6 +9,7 @@
 use rustc_hash::FxHashMap;
 
 use super::{Engine, EngineConfig, PairState};
+use crate::agents::{AgentGrant, AgentRegistry};
 use crate::custody::{Custody, CustodyState};
 use crate::ledger::{Balance, Ledger};
 use crate::market_data::{Candle, CandleSeries, Position};
@@ -51,6 +52,10 @@ pub struct EngineState {
     pub nonces: Vec<(u64, Address, Nonce)>,
     /// Custody.
     pub custody: CustodyState,
+    /// Approved agents: (account, grant), by account then agent.
+    pub agents: Vec<(Address, AgentGrant)>,
+    /// Armed dead man's switches: (account, trigger time), by account.
+    pub switches: Vec<(Address, u64)>,
 }
 
 /// Why a state could not be restored.
@@ -105,6 +110,16 @@ impl Engine {
                 .collect(),
             nonces: self.nonces.iter_in_order().copied().collect(),
             custody: self.custody.state(),
+            agents: self
+                .agents
+                .all()
+                .map(|(account, grant)| (*account, grant.clone()))
+                .collect(),
+            switches: self
+                .switches
+                .all()
+                .map(|(account, trigger)| (*account, *trigger))
+                .collect(),
         }
     }
 
@@ -163,6 +178,10 @@ impl Engine {
             state.custody.clone(),
         )
         .map_err(inconsistent)?;
+        engine.agents = AgentRegistry::restore(state.agents.iter().cloned()).map_err(inconsistent)?;
+        for (account, trigger_at_ms) in &state.switches {
+            engine.switches.set(*account, Some(*trigger_at_ms));
+        }
         engine.restore_positions(&state.positions)?;
         let mut client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>> = FxHashMap::default();
         for (index, snapshot) in state.pairs.iter().enumerate() {
@@ -230,10 +249,10 @@ impl Engine {
                 .slot(&record.terms.account)
                 .ok_or_else(|| inconsistent(format!("order {} of an unknown account", record.terms.order_id)))?;
             let slot_index = slot.index();
-            if self.open_order_counts.len() <= slot_index {
-                self.open_order_counts.resize(slot_index + 1, 0);
+            if self.open_orders_by_slot.len() <= slot_index {
+                self.open_orders_by_slot.resize_with(slot_index + 1, Vec::new);
             }
-            self.open_order_counts[slot_index] += 1;
+            self.open_orders_by_slot[slot_index].push(record.terms.order_id);
             if let Some(client_order_id) = &record.terms.client_order_id {
                 client_order_ids
                     .entry(record.terms.account)

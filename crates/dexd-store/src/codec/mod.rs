@@ -7,6 +7,7 @@
 
 mod authorization;
 pub mod snapshot;
+mod trading;
 
 pub use self::authorization::{decode_authorization, encode_authorization, AUTHORIZATION_ENCODING_VERSION};
 
@@ -234,10 +235,16 @@ fn get_transfer_request(reader: &mut Reader) -> Result<TransferRequest, CodecErr
 /// Encodes a command.
 pub fn encode_command(command: &Command) -> Vec<u8> {
     let mut writer = Writer::new();
+    put_command(&mut writer, command);
+    writer.0
+}
+
+/// Writes a command's tag and fields (an agent's command holds another).
+pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
     match command {
         Command::PlaceOrder(order) => {
             writer.u8(0);
-            put_new_order(&mut writer, order);
+            put_new_order(writer, order);
         }
         Command::CancelOrder { account, order_id } => {
             writer.u8(1);
@@ -246,11 +253,11 @@ pub fn encode_command(command: &Command) -> Vec<u8> {
         }
         Command::Deposit(request) => {
             writer.u8(2);
-            put_transfer_request(&mut writer, request);
+            put_transfer_request(writer, request);
         }
         Command::Withdraw(request) => {
             writer.u8(3);
-            put_transfer_request(&mut writer, request);
+            put_transfer_request(writer, request);
         }
         Command::SubmitChainDeposit(submission) => {
             writer.u8(4);
@@ -284,7 +291,7 @@ pub fn encode_command(command: &Command) -> Vec<u8> {
         }
         Command::RequestWithdrawal(withdrawal) => {
             writer.u8(8);
-            put_transfer_request(&mut writer, &withdrawal.request);
+            put_transfer_request(writer, &withdrawal.request);
             writer.u64(withdrawal.expiry_ms);
             writer.bytes(&withdrawal.signature);
         }
@@ -307,21 +314,34 @@ pub fn encode_command(command: &Command) -> Vec<u8> {
             writer.u8(11);
             writer.withdrawal_keys(std::slice::from_ref(key));
         }
+        Command::CancelAll { .. }
+        | Command::AmendOrder { .. }
+        | Command::SetCancelAllAfter { .. }
+        | Command::FireCancelAllAfter { .. }
+        | Command::ApproveAgent { .. }
+        | Command::RevokeAgent { .. }
+        | Command::ByAgent { .. } => trading::put_trading_command(writer, command),
     }
-    writer.0
 }
 
 /// Decodes a command.
 pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
     let mut reader = Reader::new(bytes)?;
+    let command = get_command(&mut reader)?;
+    reader.finish()?;
+    Ok(command)
+}
+
+/// Reads a command's tag and fields.
+pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
     let command = match reader.u8()? {
-        0 => Command::PlaceOrder(get_new_order(&mut reader)?),
+        0 => Command::PlaceOrder(get_new_order(reader)?),
         1 => Command::CancelOrder {
             account: Address::from_bytes(reader.array()?),
             order_id: OrderId::from_bytes(reader.array()?),
         },
-        2 => Command::Deposit(get_transfer_request(&mut reader)?),
-        3 => Command::Withdraw(get_transfer_request(&mut reader)?),
+        2 => Command::Deposit(get_transfer_request(reader)?),
+        3 => Command::Withdraw(get_transfer_request(reader)?),
         4 => Command::SubmitChainDeposit(ChainDepositSubmission {
             tx_hash: reader.array()?,
             account: Address::from_bytes(reader.array()?),
@@ -346,7 +366,7 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
             block_hash: reader.array()?,
         },
         8 => Command::RequestWithdrawal(VaultWithdrawal {
-            request: get_transfer_request(&mut reader)?,
+            request: get_transfer_request(reader)?,
             expiry_ms: reader.u64()?,
             signature: reader.array()?,
         }),
@@ -366,9 +386,9 @@ pub fn decode_command(bytes: &[u8]) -> Result<Command, CodecError> {
             }
             Command::FailWithdrawal(keys.remove(0))
         }
+        tag @ trading::FIRST_TAG..=trading::LAST_TAG => trading::get_trading_command(tag, reader)?,
         _ => return Err(CodecError("bad command tag")),
     };
-    reader.finish()?;
     Ok(command)
 }
 

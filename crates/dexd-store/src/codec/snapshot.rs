@@ -13,8 +13,8 @@
 //! never held whole in between, neither as bytes nor decoded. Reading the file is the store's.
 
 use dexd_core::{
-    Address, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, Nonce, OrderRecord, PairSnapshot,
-    PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
+    Address, AgentGrant, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, Nonce, OrderRecord,
+    PairSnapshot, PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
 };
 
 use super::{get_order, put_order, CodecError, Reader, Writer};
@@ -253,6 +253,17 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.bytes(nonce.as_bytes());
     });
     put_custody(&mut writer, &state.custody);
+    put_list(&mut writer, &state.agents, |writer, (account, grant)| {
+        writer.bytes(account.as_bytes());
+        writer.bytes(grant.agent.as_bytes());
+        writer.text(Some(&grant.name));
+        writer.optional(grant.valid_until_ms, |writer, until| writer.u64(until));
+        writer.u64(grant.approved_at_ms);
+    });
+    put_list(&mut writer, &state.switches, |writer, (account, trigger_at_ms)| {
+        writer.bytes(account.as_bytes());
+        writer.u64(*trigger_at_ms);
+    });
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
     let mut signatures = signatures.iter();
@@ -317,6 +328,21 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         ))
     })?;
     let custody = get_custody(&mut reader)?;
+    let agents = get_list(&mut reader, 20 + 20 + 1 + 1 + 8, |reader| {
+        let account = Address::from_bytes(reader.array()?);
+        Ok((
+            account,
+            AgentGrant {
+                agent: Address::from_bytes(reader.array()?),
+                name: reader.text()?.ok_or(CodecError("an agent without a name"))?,
+                valid_until_ms: reader.optional(|reader| reader.u64())?,
+                approved_at_ms: reader.u64()?,
+            },
+        ))
+    })?;
+    let switches = get_list(&mut reader, 20 + 8, |reader| {
+        Ok((Address::from_bytes(reader.array()?), reader.u64()?))
+    })?;
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,
@@ -328,6 +354,8 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         positions,
         nonces,
         custody,
+        agents,
+        switches,
     })
 }
 

@@ -7,7 +7,7 @@
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use dexd_core::{DecimalError, NonceRejection, PairValueError, Rejection};
+use dexd_core::{AgentRejection, DecimalError, NonceRejection, PairValueError, Rejection};
 use serde_json::json;
 
 /// An error answer.
@@ -164,6 +164,29 @@ impl ApiError {
                 ApiError::unavailable("the venue is at its capacity for this chain; nothing was applied")
             }
             Rejection::DuplicateOrderId => ApiError::internal(),
+            Rejection::AgentNotAllowed => agent_not_allowed(),
+            Rejection::Agent(AgentRejection::TooManyAgents) => unprocessable(
+                "TOO_MANY_AGENTS",
+                format!(
+                    "the account has {} agents already; revoke one first",
+                    dexd_core::MAX_AGENTS_PER_ACCOUNT
+                ),
+            )
+            .on("agent"),
+            Rejection::Agent(AgentRejection::InvalidName) => {
+                ApiError::invalid("name", "must be 1 to 32 of the characters A-Z a-z 0-9 . _ -")
+            }
+            Rejection::Agent(AgentRejection::SelfApproval) => {
+                ApiError::invalid("agent", "an account cannot approve itself as its agent")
+            }
+            Rejection::Agent(AgentRejection::AlreadyExpired) => {
+                ApiError::invalid("validUntil", "must be later than now (ms since the epoch)")
+            }
+            Rejection::AgentNotFound => {
+                ApiError::not_found("AGENT_NOT_FOUND", "the account has no such agent").on("agent")
+            }
+            // The venue's timer raced a new setting of the switch; nothing to tell a client.
+            Rejection::SwitchNotDue => ApiError::internal(),
             Rejection::Nonce(NonceRejection::Expired) => signature_expired(),
             Rejection::Nonce(NonceRejection::ExpiryTooFar) => ApiError::invalid(
                 "expiry",
@@ -242,4 +265,17 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// 403 `AGENT_NOT_ALLOWED`: a key acting for an account that has not approved it (or whose
+/// approval ended), or an agent asking for what no agent may do.
+pub fn agent_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "AGENT_NOT_ALLOWED",
+        "this key is not an agent the account approved (or its approval ended), or agents may not do this: \
+         an agent may place, cancel, amend and cancel all orders and set the switch, never deposit, withdraw \
+         or approve agents",
+    )
+    .on("account")
 }

@@ -1,0 +1,428 @@
+//! Scenario tests of cancel all, amend, the dead man's switch and agents.
+
+use crate::agents::AgentGrant;
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::events::{Event, Rejection};
+use crate::money::{Address, Amount, OrderId, PairIndex};
+use crate::order::{Direction, NewOrder, OrderStatus, OrderType, TimeInForce};
+use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::transfer::TransferRequest;
+
+const PAIR: PairIndex = PairIndex(0);
+const ALICE: Address = Address::from_bytes([0xa1; 20]);
+const BOB: Address = Address::from_bytes([0xb0; 20]);
+const BOT: Address = Address::from_bytes([0xb7; 20]);
+const FEES: Address = Address::from_bytes([0xfe; 20]);
+
+struct Venue {
+    engine: Engine,
+    next_id: u8,
+    time_ms: u64,
+}
+
+impl Venue {
+    fn new() -> Venue {
+        let engine = Engine::new(EngineConfig {
+            assets: eth_and_usdc(),
+            pairs: vec![eth_usdc_definition()],
+            fee_account: FEES,
+            custody: crate::custody::CustodyMode::Ledger,
+            limits: EngineLimits {
+                max_open_orders_per_account: 3,
+                ..EngineLimits::default()
+            },
+        })
+        .unwrap();
+        let mut venue = Venue {
+            engine,
+            next_id: 0,
+            time_ms: 1_000,
+        };
+        for account in [ALICE, BOB] {
+            for (asset, units) in [(ETH, 10 * 10u128.pow(18)), (USDC, 100_000 * 10u128.pow(6))] {
+                venue
+                    .run(Command::Deposit(TransferRequest {
+                        transfer_id: [0; 32],
+                        account,
+                        asset,
+                        amount: Amount::from_units(units),
+                    }))
+                    .unwrap();
+            }
+        }
+        venue
+    }
+
+    fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
+        self.time_ms += 1;
+        execute_checked(&mut self.engine, command, self.time_ms)
+    }
+
+    fn order(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> NewOrder {
+        self.next_id += 1;
+        let spec = self.engine.pair_spec(PAIR).unwrap();
+        NewOrder {
+            order_id: OrderId::from_bytes([self.next_id; 32]),
+            client_order_id: Some(format!("quote-{}", self.next_id)),
+            account,
+            pair: PAIR,
+            order_type: OrderType::Limit,
+            direction,
+            time_in_force: TimeInForce::GoodTillCancelled,
+            post_only: false,
+            price: Some(spec.price_from_decimal(decimal(price)).unwrap()),
+            quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
+        }
+    }
+
+    fn rest(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> NewOrder {
+        let order = self.order(account, direction, price, amount);
+        self.run(Command::PlaceOrder(order.clone())).unwrap();
+        order
+    }
+}
+
+fn cancelled_ids(events: &[Event]) -> Vec<OrderId> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::OrderUpdated(record) if record.status == OrderStatus::Cancelled => Some(record.terms.order_id),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn cancel_all_cancels_every_open_order_of_the_account_and_releases_every_lock() {
+    let mut venue = Venue::new();
+    let first = venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let second = venue.rest(ALICE, Direction::Sell, "2100", "0.5");
+    let bobs = venue.rest(BOB, Direction::Buy, "1999", "1");
+    let events = venue
+        .run(Command::CancelAll {
+            account: ALICE,
+            pair: None,
+        })
+        .unwrap();
+    assert_eq!(
+        cancelled_ids(&events),
+        vec![first.order_id, second.order_id],
+        "oldest first"
+    );
+    assert_eq!(venue.engine.open_order_count(&ALICE), 0);
+    assert!(venue.engine.balance(&ALICE, USDC).locked.is_zero());
+    assert!(venue.engine.balance(&ALICE, ETH).locked.is_zero());
+    assert!(
+        venue.engine.open_order(&bobs.order_id).is_some(),
+        "another account's order stays"
+    );
+    // Nothing left: the command still applies (it may carry a nonce) and cancels nothing.
+    let events = venue
+        .run(Command::CancelAll {
+            account: ALICE,
+            pair: Some(PAIR),
+        })
+        .unwrap();
+    assert!(cancelled_ids(&events).is_empty());
+    assert_eq!(
+        venue.run(Command::CancelAll {
+            account: ALICE,
+            pair: Some(PairIndex(7)),
+        }),
+        Err(Rejection::UnknownPair)
+    );
+}
+
+#[test]
+fn amend_replaces_the_order_in_one_step_and_keeps_its_client_order_id() {
+    let mut venue = Venue::new();
+    let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let mut replacement = venue.order(ALICE, Direction::Buy, "2001", "2");
+    replacement.client_order_id = old.client_order_id.clone();
+    let events = venue
+        .run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: replacement.clone(),
+        })
+        .unwrap();
+    assert_eq!(cancelled_ids(&events), vec![old.order_id]);
+    let new = venue.engine.open_order(&replacement.order_id).unwrap();
+    assert_eq!(new.terms.client_order_id, old.client_order_id);
+    assert!(venue.engine.open_order(&old.order_id).is_none());
+    let spec = venue.engine.pair_spec(PAIR).unwrap();
+    let needed = spec.cost(replacement.price.unwrap(), replacement.quantity).unwrap();
+    assert_eq!(
+        venue.engine.balance(&ALICE, USDC).locked,
+        needed,
+        "only the new order locks"
+    );
+}
+
+#[test]
+fn a_refused_amend_leaves_the_old_order_as_it_was() {
+    let mut venue = Venue::new();
+    let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let hash_before = venue.engine.state_hash();
+    // Far more than Alice's 100,000 USDC, even with the old order's 2,000 released.
+    let mut too_big = venue.order(ALICE, Direction::Buy, "2000", "60");
+    too_big.client_order_id = old.client_order_id.clone();
+    let refused = venue.run(Command::AmendOrder {
+        account: ALICE,
+        order_id: old.order_id,
+        replacement: too_big,
+    });
+    assert_eq!(refused, Err(Rejection::InsufficientBalance));
+    assert_eq!(venue.engine.state_hash(), hash_before);
+    // The client order id is still the old order's: a new order cannot take it.
+    let mut clash = venue.order(ALICE, Direction::Buy, "1990", "0.1");
+    clash.client_order_id = old.client_order_id.clone();
+    assert_eq!(
+        venue.run(Command::PlaceOrder(clash)),
+        Err(Rejection::DuplicateClientOrderId)
+    );
+    // Amending the money the old order already holds is fine: 2,000 released, 2,000 relocked.
+    let mut same_money = venue.order(ALICE, Direction::Buy, "1000", "2");
+    same_money.client_order_id = old.client_order_id.clone();
+    venue
+        .run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: same_money,
+        })
+        .unwrap();
+}
+
+#[test]
+fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
+    let mut venue = Venue::new();
+    let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let mut replacement = venue.order(BOB, Direction::Buy, "2001", "1");
+    replacement.client_order_id = old.client_order_id.clone();
+    assert_eq!(
+        venue.run(Command::AmendOrder {
+            account: BOB,
+            order_id: old.order_id,
+            replacement: replacement.clone(),
+        }),
+        Err(Rejection::NotOwner)
+    );
+    let mut other_direction = venue.order(ALICE, Direction::Sell, "2001", "1");
+    other_direction.client_order_id = old.client_order_id.clone();
+    assert!(matches!(
+        venue.run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: other_direction,
+        }),
+        Err(Rejection::InvalidOrder(_))
+    ));
+    // Bob's sell fills Alice's order: it is no longer open.
+    let taker = venue.order(BOB, Direction::Sell, "2000", "1");
+    venue.run(Command::PlaceOrder(taker)).unwrap();
+    let mut late = venue.order(ALICE, Direction::Buy, "2001", "1");
+    late.client_order_id = old.client_order_id.clone();
+    assert_eq!(
+        venue.run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: late,
+        }),
+        Err(Rejection::OrderNotFound)
+    );
+}
+
+#[test]
+fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
+    let mut venue = Venue::new();
+    let old = venue.rest(ALICE, Direction::Buy, "2000", "0.1");
+    venue.rest(ALICE, Direction::Buy, "1999", "0.1");
+    venue.rest(ALICE, Direction::Buy, "1998", "0.1");
+    let mut replacement = venue.order(ALICE, Direction::Buy, "1997", "0.1");
+    replacement.client_order_id = old.client_order_id.clone();
+    venue
+        .run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement,
+        })
+        .unwrap();
+    assert_eq!(venue.engine.open_order_count(&ALICE), 3);
+}
+
+#[test]
+fn the_switch_fires_once_at_its_time_and_a_later_setting_replaces_it() {
+    let mut venue = Venue::new();
+    let order = venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let trigger = venue.time_ms + 10_000;
+    venue
+        .run(Command::SetCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: Some(trigger),
+        })
+        .unwrap();
+    // Too early: refused, nothing changes.
+    assert_eq!(
+        venue.run(Command::FireCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: trigger,
+        }),
+        Err(Rejection::SwitchNotDue)
+    );
+    assert_eq!(venue.engine.switches().due(trigger, 10), vec![(ALICE, trigger)]);
+    venue.time_ms = trigger;
+    let events = venue
+        .run(Command::FireCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: trigger,
+        })
+        .unwrap();
+    assert_eq!(cancelled_ids(&events), vec![order.order_id]);
+    assert!(venue.engine.switches().is_empty());
+    assert_eq!(
+        venue.run(Command::FireCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: trigger,
+        }),
+        Err(Rejection::SwitchNotDue),
+        "a switch fires once"
+    );
+    // Set again before its time: the old trigger no longer fires.
+    venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let first = venue.time_ms + 5_000;
+    venue
+        .run(Command::SetCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: Some(first),
+        })
+        .unwrap();
+    venue
+        .run(Command::SetCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: Some(first + 60_000),
+        })
+        .unwrap();
+    venue.time_ms = first + 1;
+    assert_eq!(
+        venue.run(Command::FireCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: first,
+        }),
+        Err(Rejection::SwitchNotDue)
+    );
+    assert_eq!(venue.engine.open_order_count(&ALICE), 1);
+}
+
+#[test]
+fn an_agent_trades_for_the_account_that_approved_it_and_never_moves_funds() {
+    let mut venue = Venue::new();
+    let order = venue.order(ALICE, Direction::Buy, "2000", "1");
+    let by_bot = |command: Command| Command::ByAgent {
+        agent: BOT,
+        command: Box::new(command),
+    };
+    assert_eq!(
+        venue.run(by_bot(Command::PlaceOrder(order.clone()))),
+        Err(Rejection::AgentNotAllowed),
+        "never approved"
+    );
+    let until = venue.time_ms + 100_000;
+    venue
+        .run(Command::ApproveAgent {
+            account: ALICE,
+            grant: AgentGrant {
+                agent: BOT,
+                name: "maker-bot".to_string(),
+                valid_until_ms: Some(until),
+                approved_at_ms: 0,
+            },
+        })
+        .unwrap();
+    assert_eq!(
+        venue.engine.agents_of(&ALICE, venue.time_ms)[0].approved_at_ms,
+        venue.time_ms
+    );
+    venue.run(by_bot(Command::PlaceOrder(order.clone()))).unwrap();
+    assert_eq!(venue.engine.open_order(&order.order_id).unwrap().terms.account, ALICE);
+    let withdraw = Command::Withdraw(TransferRequest {
+        transfer_id: [1; 32],
+        account: ALICE,
+        asset: USDC,
+        amount: Amount::from_units(1),
+    });
+    assert_eq!(venue.run(by_bot(withdraw)), Err(Rejection::AgentNotAllowed));
+    let approve = Command::ApproveAgent {
+        account: ALICE,
+        grant: AgentGrant {
+            agent: BOB,
+            name: "other".to_string(),
+            valid_until_ms: None,
+            approved_at_ms: 0,
+        },
+    };
+    assert_eq!(venue.run(by_bot(approve)), Err(Rejection::AgentNotAllowed));
+    // Bob never approved the bot.
+    let bobs = venue.order(BOB, Direction::Sell, "2100", "1");
+    assert_eq!(
+        venue.run(by_bot(Command::PlaceOrder(bobs))),
+        Err(Rejection::AgentNotAllowed)
+    );
+    // Past its end, then revoked.
+    let late = venue.order(ALICE, Direction::Buy, "1990", "0.1");
+    venue.time_ms = until;
+    assert_eq!(
+        venue.run(by_bot(Command::PlaceOrder(late.clone()))),
+        Err(Rejection::AgentNotAllowed)
+    );
+    venue
+        .run(Command::RevokeAgent {
+            account: ALICE,
+            agent: BOT,
+        })
+        .unwrap();
+    assert_eq!(
+        venue.run(Command::RevokeAgent {
+            account: ALICE,
+            agent: BOT,
+        }),
+        Err(Rejection::AgentNotFound)
+    );
+}
+
+#[test]
+fn agents_and_switches_survive_a_restore_from_state() {
+    let mut venue = Venue::new();
+    venue
+        .run(Command::ApproveAgent {
+            account: ALICE,
+            grant: AgentGrant {
+                agent: BOT,
+                name: "bot".to_string(),
+                valid_until_ms: None,
+                approved_at_ms: 0,
+            },
+        })
+        .unwrap();
+    venue
+        .run(Command::SetCancelAllAfter {
+            account: BOB,
+            trigger_at_ms: Some(99_000),
+        })
+        .unwrap();
+    venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let config = EngineConfig {
+        assets: eth_and_usdc(),
+        pairs: vec![eth_usdc_definition()],
+        fee_account: FEES,
+        custody: crate::custody::CustodyMode::Ledger,
+        limits: EngineLimits {
+            max_open_orders_per_account: 3,
+            ..EngineLimits::default()
+        },
+    };
+    let restored = Engine::from_state(config, &venue.engine.state()).unwrap();
+    assert_eq!(restored.state_hash(), venue.engine.state_hash());
+    restored.check_invariants().unwrap();
+    assert!(restored.agent_allowed(&ALICE, &BOT, 5_000));
+    assert_eq!(restored.switches().trigger_of(&BOB), Some(99_000));
+}

@@ -1,0 +1,196 @@
+//! The commands market makers use beyond one order at a time: cancel all, amend (cancel and
+//! replace in one step), the dead man's switch firing, and commands sent by an agent for an
+//! account; with the queries of agents and switches. Placing and cancelling one order is in
+//! `matching`; the dispatch of every command in the parent module.
+
+use super::Engine;
+use crate::agents::AgentGrant;
+use crate::events::{Event, Rejection};
+use crate::money::{Address, OrderId, PairIndex};
+use crate::order::{CancelReason, NewOrder};
+use crate::switches::CancelAllAfterSwitches;
+
+use super::matching::paid_asset;
+use super::Command;
+
+impl Engine {
+    /// Cancels every open order of `account` (on `pair` only, when given), oldest first.
+    pub(super) fn cancel_all(
+        &mut self,
+        account: Address,
+        pair: Option<PairIndex>,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        if let Some(pair) = pair {
+            if usize::from(pair.0) >= self.pairs.len() {
+                return Err(Rejection::UnknownPair);
+            }
+        }
+        let Some(slot) = self.ledger.slot(&account) else {
+            return Ok(());
+        };
+        let mut orders: Vec<(u64, OrderId)> = self
+            .open_orders_by_slot
+            .get(slot.index())
+            .map(|orders| {
+                orders
+                    .iter()
+                    .filter_map(|order_id| {
+                        let record = self.open_order(order_id)?;
+                        let on_pair = pair.is_none_or(|pair| record.terms.pair == pair);
+                        on_pair.then_some((record.sequence, *order_id))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The index's order depends on how it was built (a snapshot's restore differs from a
+        // live run); the orders' own sequence does not, so replay gives the same events.
+        orders.sort_unstable();
+        self.touched_balances.clear();
+        for (_, order_id) in orders {
+            let (pair, key) = self.order_locations[&order_id];
+            let pair_position = usize::from(pair.0);
+            let spec = self.pairs[pair_position].spec.clone();
+            let record = self.pairs[pair_position].book.remove(key);
+            let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
+            events.push(Event::OrderUpdated(cancelled));
+        }
+        self.push_balance_events(events);
+        Ok(())
+    }
+
+    /// Cancels `order_id` and places `replacement` in one step. The replacement is checked as
+    /// if the old order were already gone (its lock released, its client order id free, its
+    /// place in the limits given up); if it is refused, all of that is put back and nothing
+    /// changed.
+    pub(super) fn amend_order(
+        &mut self,
+        account: Address,
+        order_id: OrderId,
+        replacement: NewOrder,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        let (pair, key) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let pair_position = usize::from(pair.0);
+        let old = self.pairs[pair_position].book.get(key);
+        if old.terms.account != account {
+            return Err(Rejection::NotOwner);
+        }
+        let keeps_terms = replacement.account == account
+            && replacement.pair == pair
+            && replacement.direction == old.terms.direction
+            && replacement.order_type == old.terms.order_type
+            && replacement.time_in_force == old.terms.time_in_force
+            && replacement.post_only == old.terms.post_only
+            && replacement.client_order_id == old.terms.client_order_id;
+        if !keeps_terms {
+            return Err(Rejection::InvalidOrder(
+                "an amended order keeps the old one's pair, direction, type, time in force and client order id",
+            ));
+        }
+        let slot = self.pairs[pair_position].book.account_slot(key);
+        let spec = self.pairs[pair_position].spec.clone();
+        let old_paid = paid_asset(&spec, old.terms.direction);
+        let old_locked = old.locked;
+        let old_client_order_id = old.terms.client_order_id.clone();
+        // Give up what the old order holds, reversibly, and check the replacement against that.
+        self.ledger.unlock(slot, old_paid, old_locked);
+        if let Some(client_order_id) = &old_client_order_id {
+            if let Some(ids) = self.client_order_ids.get_mut(&account) {
+                ids.remove(client_order_id);
+            }
+        }
+        let prepared = self.prepare_placement(&spec, &replacement, 1);
+        let (taker_slot, required) = match prepared {
+            Ok(prepared) => prepared,
+            Err(rejection) => {
+                self.ledger
+                    .lock(slot, old_paid, old_locked)
+                    .expect("invariant: what was just unlocked can be locked again");
+                if let Some(client_order_id) = old_client_order_id {
+                    self.client_order_ids
+                        .entry(account)
+                        .or_default()
+                        .insert(client_order_id, order_id);
+                }
+                return Err(rejection);
+            }
+        };
+        // Every check has passed: the old order leaves its book (its lock is released already),
+        // then the replacement applies as a placement does.
+        self.touched_balances.clear();
+        let mut record = self.pairs[pair_position].book.remove(key);
+        record.locked = crate::money::Amount::ZERO;
+        let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
+        events.push(Event::OrderUpdated(cancelled));
+        self.touch_balance(slot, old_paid);
+        self.apply_placement(&spec, replacement, taker_slot, required, now_ms, events);
+        self.push_balance_events(events);
+        Ok(())
+    }
+
+    /// Fires the account's switch armed for `trigger_at_ms`, if it still is and its time came.
+    pub(super) fn fire_cancel_all_after(
+        &mut self,
+        account: Address,
+        trigger_at_ms: u64,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        if self.switches.trigger_of(&account) != Some(trigger_at_ms) || trigger_at_ms > now_ms {
+            return Err(Rejection::SwitchNotDue);
+        }
+        self.switches.set(account, None);
+        self.cancel_all(account, None, now_ms, events)
+    }
+
+    /// Runs a trading command an agent sent for an account, if the account approved the agent
+    /// and the approval has not ended.
+    pub(super) fn by_agent(
+        &mut self,
+        agent: Address,
+        command: Command,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        let trades = matches!(
+            command,
+            Command::PlaceOrder(_)
+                | Command::CancelOrder { .. }
+                | Command::CancelAll { .. }
+                | Command::AmendOrder { .. }
+                | Command::SetCancelAllAfter { .. }
+        );
+        let account = command.account().ok_or(Rejection::AgentNotAllowed)?;
+        if !trades || !self.agents.allows(&account, &agent, now_ms) {
+            return Err(Rejection::AgentNotAllowed);
+        }
+        self.dispatch(command, now_ms, events)
+    }
+
+    /// The agents `account` approved that are valid at `now_ms`, by address.
+    pub fn agents_of(&self, account: &Address, now_ms: u64) -> Vec<AgentGrant> {
+        self.agents.of_account(account, now_ms)
+    }
+
+    /// Whether `agent` may trade for `account` at `now_ms`.
+    pub fn agent_allowed(&self, account: &Address, agent: &Address, now_ms: u64) -> bool {
+        self.agents.allows(account, agent, now_ms)
+    }
+
+    /// The chain's armed dead man's switches.
+    pub fn switches(&self) -> &CancelAllAfterSwitches {
+        &self.switches
+    }
+
+    /// The ids of an account's open orders (in no particular order).
+    pub fn open_order_ids(&self, account: &Address) -> Vec<OrderId> {
+        self.ledger
+            .slot(account)
+            .and_then(|slot| self.open_orders_by_slot.get(slot.index()))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
