@@ -38,13 +38,23 @@ pub struct StructType {
 /// The type hashes of the request types, computed once: each digest needs one, and building the
 /// `encodeType` string took a dozen allocations per order.
 static REQUEST_TYPE_HASHES: std::sync::LazyLock<Vec<(StructType, [u8; 32])>> = std::sync::LazyLock::new(|| {
-    [ORDER_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, WITHDRAW_TYPE]
-        .into_iter()
-        .map(|struct_type| {
-            let hash = keccak256(struct_type.encode_type()).0;
-            (struct_type, hash)
-        })
-        .collect()
+    [
+        ORDER_TYPE,
+        CANCEL_ORDER_TYPE,
+        DEPOSIT_TYPE,
+        WITHDRAW_TYPE,
+        CANCEL_ALL_TYPE,
+        AMEND_ORDER_TYPE,
+        CANCEL_ALL_AFTER_TYPE,
+        APPROVE_AGENT_TYPE,
+        REVOKE_AGENT_TYPE,
+    ]
+    .into_iter()
+    .map(|struct_type| {
+        let hash = keccak256(struct_type.encode_type()).0;
+        (struct_type, hash)
+    })
+    .collect()
 });
 
 impl StructType {
@@ -130,8 +140,80 @@ pub const WITHDRAW_TYPE: StructType = StructType {
     members: TRANSFER_MEMBERS,
 };
 
+/// The EIP-712 type of a client-signed cancel all (`symbol` is `""` for every pair).
+pub const CANCEL_ALL_TYPE: StructType = StructType {
+    name: "CancelAll",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed amend (`""` for a field left unchanged); the new order's
+/// id is its digest.
+pub const AMEND_ORDER_TYPE: StructType = StructType {
+    name: "AmendOrder",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("orderId", "bytes32"),
+        ("price", "string"),
+        ("amount", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed dead man's switch.
+pub const CANCEL_ALL_AFTER_TYPE: StructType = StructType {
+    name: "CancelAllAfter",
+    members: &[
+        ("account", "address"),
+        ("timeoutMs", "uint256"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed approval of an agent (`validUntil` 0: until revoked).
+pub const APPROVE_AGENT_TYPE: StructType = StructType {
+    name: "ApproveAgent",
+    members: &[
+        ("account", "address"),
+        ("agent", "address"),
+        ("name", "string"),
+        ("validUntil", "uint256"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed revocation of an agent (the contract names no type for
+/// it; this one follows the approval's).
+pub const REVOKE_AGENT_TYPE: StructType = StructType {
+    name: "RevokeAgent",
+    members: &[
+        ("account", "address"),
+        ("agent", "address"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
 /// Every type a request can be signed as.
-pub const REQUEST_TYPES: [&StructType; 4] = [&ORDER_TYPE, &CANCEL_ORDER_TYPE, &DEPOSIT_TYPE, &WITHDRAW_TYPE];
+pub const REQUEST_TYPES: [&StructType; 9] = [
+    &ORDER_TYPE,
+    &CANCEL_ORDER_TYPE,
+    &DEPOSIT_TYPE,
+    &WITHDRAW_TYPE,
+    &CANCEL_ALL_TYPE,
+    &AMEND_ORDER_TYPE,
+    &CANCEL_ALL_AFTER_TYPE,
+    &APPROVE_AGENT_TYPE,
+    &REVOKE_AGENT_TYPE,
+];
 
 /// One member's value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -67,6 +67,8 @@ struct Started {
     venue: Arc<venue::Venue>,
     custody: Arc<dexd_settlement::Custodians>,
     streams: Arc<api::streams::Streams>,
+    /// The dead man's switches' timers (stopped when dropped).
+    switches: venue::switches::SwitchTimers,
 }
 
 /// Starts every chain (journal replay, from the newest snapshot when there is one), then custody
@@ -107,6 +109,7 @@ fn start_in_background(
             }
         };
         let streams = Arc::new(api::streams::Streams::start(&venue));
+        let switches = venue::switches::SwitchTimers::start(&venue);
         let journal = venue.config.journal.clone();
         let cluster = match blocking_start(move || cluster::Cluster::join(&journal, listening_url)).await {
             Ok(cluster) => Arc::new(cluster),
@@ -132,6 +135,7 @@ fn start_in_background(
             venue,
             custody,
             streams,
+            switches,
         });
         let _ = ready.set(router);
         tracing::info!(start_ms = began.elapsed().as_millis() as u64, "dexd ready");
@@ -283,6 +287,7 @@ async fn shut_down(
     };
     // The chain tasks stop first, so that nothing new is journaled behind the writers' stop;
     // what they were doing is journaled or is redone after a restart.
+    started.switches.stop();
     started.custody.stop().await;
     // Everything acknowledged is in the journals already; closing puts the histories on disk
     // too, so that they are trusted after a restart of the machine instead of rebuilt.

@@ -17,6 +17,37 @@ use dexd_store::Authorization;
 /// The parameters of a client-signed request, besides the operation's own.
 pub const SIGNED_REQUEST_FIELDS: [&str; 4] = ["account", "nonce", "expiry", "signature"];
 
+/// Who a request acts for, and the agent acting for it, if one is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Actor {
+    /// The account whose orders and balances change.
+    pub account: Address,
+    /// The agent's address, when another key than the account's acts for it.
+    pub agent: Option<Address>,
+}
+
+impl Actor {
+    /// The command as the engine must see it: an agent's wrapped, so that the engine checks
+    /// the approval when it applies the command (a revocation a moment before counts).
+    pub fn command(&self, command: dexd_core::Command) -> dexd_core::Command {
+        match self.agent {
+            None => command,
+            Some(agent) => dexd_core::Command::ByAgent {
+                agent,
+                command: Box::new(command),
+            },
+        }
+    }
+
+    /// 403 `AGENT_NOT_ALLOWED` when an agent acts: for what only the account's own key may do.
+    pub fn require_own_key(&self) -> Result<(), ApiError> {
+        match self.agent {
+            None => Ok(()),
+            Some(_) => Err(super::error::agent_not_allowed()),
+        }
+    }
+}
+
 /// A request's credential, checked for form but not yet for its signature.
 pub enum Credential {
     /// The account's key; the venue signs with it.
@@ -48,7 +79,8 @@ impl Credential {
             .filter(|name| params.contains(name))
             .collect();
         if params.contains("privateKey") {
-            if let Some(name) = signed_fields_given.first() {
+            // With a key, `account` names the account an agent's key acts for.
+            if let Some(name) = signed_fields_given.iter().find(|name| **name != "account") {
                 return Err(ApiError::invalid(
                     name,
                     "give either privateKey, or account, nonce, expiry and signature; not both",
@@ -99,6 +131,75 @@ impl Credential {
         })
     }
 
+    /// Who acts: for a key, its account, or with `account` given and another address, the
+    /// account the key acts for as its agent (the approval is the engine's to check); for a
+    /// client's signature, the account it claims (whether an agent signed is learnt from the
+    /// signature, in [`Credential::authorize_actor`]).
+    pub fn actor(&self, params: &Params, addresses: &AddressCache) -> Result<Actor, ApiError> {
+        let signer = self.account(addresses);
+        match self {
+            Credential::Key(_) => match params.text("account")? {
+                None => Ok(Actor {
+                    account: signer,
+                    agent: None,
+                }),
+                Some(text) => {
+                    let account = parse_address(text).map_err(|_| {
+                        ApiError::invalid(
+                            "account",
+                            "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
+                        )
+                    })?;
+                    Ok(Actor {
+                        account,
+                        agent: (account != signer).then_some(signer),
+                    })
+                }
+            },
+            Credential::Signed { .. } => Ok(Actor {
+                account: signer,
+                agent: None,
+            }),
+        }
+    }
+
+    /// [`Credential::authorize`] for an operation an agent may send: a client's signature that
+    /// recovers to another address than the account's is taken as that agent's (`actor.agent`
+    /// is set; the engine refuses it unless the account approved it). A signature that recovers
+    /// to nothing is 401 `INVALID_SIGNATURE`.
+    pub fn authorize_actor(
+        &self,
+        digest: [u8; 32],
+        actor: &mut Actor,
+        signed: ([u8; 32], u64),
+        order_id: Option<OrderId>,
+    ) -> Result<Authorization, ApiError> {
+        if let Credential::Signed { signature, .. } = self {
+            match recover_signer(digest, signature) {
+                None => return Err(invalid_signature(&digest)),
+                Some(signer) if signer != actor.account => actor.agent = Some(signer),
+                Some(_) => {}
+            }
+            let signer = actor.agent.unwrap_or(actor.account);
+            return self.authorize(digest, &signer, signed, order_id);
+        }
+        self.authorize(digest, &actor.account, signed, order_id)
+    }
+
+    /// [`Credential::authorize_client_signature`] for an operation an agent may send, as
+    /// [`Credential::authorize_actor`] does.
+    pub fn authorize_actor_client_signature(
+        self,
+        actor: &mut Actor,
+        digest_of: impl FnOnce(([u8; 32], u64)) -> [u8; 32],
+    ) -> Result<Option<Authorization>, ApiError> {
+        let Credential::Signed { nonce, expiry_ms, .. } = &self else {
+            return Ok(None);
+        };
+        let signed = (*nonce, *expiry_ms);
+        self.authorize_actor(digest_of(signed), actor, signed, None).map(Some)
+    }
+
     /// The account the request acts for (derived from the key, or as claimed by the signer).
     pub fn account(&self, addresses: &AddressCache) -> Address {
         match self {
@@ -123,9 +224,10 @@ impl Credential {
 
     /// Signs `digest` with the key, or checks that the client's signature over it recovers to
     /// the account: 401 `INVALID_SIGNATURE` when it does not. `signed` is what
-    /// [`Credential::nonce_and_expiry`] gave for the digest. The key is dropped here.
+    /// [`Credential::nonce_and_expiry`] gave for the digest. The key is dropped with the
+    /// credential (a batch signs each of its orders with one).
     pub fn authorize(
-        self,
+        &self,
         digest: [u8; 32],
         account: &Address,
         signed: ([u8; 32], u64),
@@ -139,11 +241,11 @@ impl Credential {
                 lives_too_long,
                 ..
             } => {
-                if recover_signer(digest, &signature).as_ref() != Some(account) {
+                if recover_signer(digest, signature).as_ref() != Some(account) {
                     return Err(invalid_signature(&digest));
                 }
-                refuse_too_long_a_life(lives_too_long)?;
-                (signature, true)
+                refuse_too_long_a_life(*lives_too_long)?;
+                (*signature, true)
             }
         };
         Ok(Authorization {

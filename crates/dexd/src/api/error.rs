@@ -43,6 +43,18 @@ impl ApiError {
         self
     }
 
+    /// The same error about the item at `index` of the list parameter `list` (a batch's
+    /// `orders[3].price`).
+    pub fn within(mut self, list: &str, index: usize) -> ApiError {
+        let place = format!("{list}[{index}]");
+        self.message = format!("{place}: {}", self.message);
+        self.field = Some(match self.field {
+            Some(field) => format!("{place}.{field}"),
+            None => place,
+        });
+        self
+    }
+
     /// 400 `MISSING_PARAMETER`.
     pub fn missing(field: &str) -> ApiError {
         ApiError::new(
@@ -256,9 +268,17 @@ pub fn unprocessable(code: &'static str, message: impl Into<String>) -> ApiError
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
 }
 
+impl ApiError {
+    /// The contract's error object, `{"code", "message", "field"}` (a batch item's result and a
+    /// stream's error event carry it).
+    pub fn object(&self) -> serde_json::Value {
+        json!({"code": self.code, "message": self.message, "field": self.field})
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
+        let body = json!({"error": self.object()});
         let mut response = (self.status, Json(body)).into_response();
         if let Some(seconds) = self.retry_after_seconds {
             response.headers_mut().insert("retry-after", HeaderValue::from(seconds));

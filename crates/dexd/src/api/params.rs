@@ -9,7 +9,7 @@ use dexd_core::Decimal;
 use zeroize::Zeroize;
 
 use super::error::ApiError;
-use super::operations::Operation;
+use super::operations::{Field, Operation};
 use axum::http::StatusCode;
 use dexd_crypto::PrivateKey;
 
@@ -19,6 +19,9 @@ enum Value {
     Text(String),
     Bool(bool),
     Number(String),
+    /// A JSON array (a batch's items, read by [`Params::items`]).
+    List(Vec<serde_json::Value>),
+    /// A JSON object, which no parameter takes.
     Structured,
 }
 
@@ -30,8 +33,10 @@ pub struct Params {
 impl Drop for Params {
     fn drop(&mut self) {
         for (_, value) in &mut self.entries {
-            if let Value::Text(text) = value {
-                text.zeroize();
+            match value {
+                Value::Text(text) => text.zeroize(),
+                Value::List(items) => items.iter_mut().for_each(erase_strings),
+                _ => {}
             }
         }
     }
@@ -94,7 +99,8 @@ impl Params {
                 serde_json::Value::String(text) => Value::Text(text),
                 serde_json::Value::Bool(flag) => Value::Bool(flag),
                 serde_json::Value::Number(number) => Value::Number(number.to_string()),
-                serde_json::Value::Array(_) | serde_json::Value::Object(_) => Value::Structured,
+                serde_json::Value::Array(items) => Value::List(items),
+                serde_json::Value::Object(_) => Value::Structured,
             };
             params.push(name, value)?;
         }
@@ -111,9 +117,14 @@ impl Params {
 
     /// Refuses any parameter the operation does not take.
     pub fn check_allowed(&self, operation: &Operation) -> Result<(), ApiError> {
+        self.check_fields(operation.fields)
+    }
+
+    /// Refuses any parameter not among `fields` (an operation's, or a batch item's).
+    pub fn check_fields(&self, fields: &[Field]) -> Result<(), ApiError> {
         for (name, _) in &self.entries {
-            if !operation.fields.iter().any(|field| field.name == name) {
-                let allowed: Vec<&str> = operation.fields.iter().map(|field| field.name).collect();
+            if !fields.iter().any(|field| field.name == name) {
+                let allowed: Vec<&str> = fields.iter().map(|field| field.name).collect();
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "UNKNOWN_PARAMETER",
@@ -228,6 +239,47 @@ impl Params {
             .map_err(|_| ApiError::invalid(name, "is too large"))
     }
 
+    /// A list of 1 to `max` objects (a batch's items), each read as parameters of its own: a JSON
+    /// array, or in form data a string holding one. `None` when absent.
+    pub fn items(&self, name: &str, max: usize) -> Result<Option<Vec<Params>>, ApiError> {
+        let shape = || ApiError::invalid(name, format!("must be an array of 1 to {max} objects"));
+        let parsed;
+        let items = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::List(items)) => items,
+            Some(Value::Text(text)) => {
+                parsed = match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(serde_json::Value::Array(items)) => items,
+                    _ => return Err(shape()),
+                };
+                &parsed
+            }
+            Some(_) => return Err(shape()),
+        };
+        if items.is_empty() || items.len() > max {
+            return Err(ApiError::invalid(
+                name,
+                format!("must hold 1 to {max} items; it holds {}", items.len()),
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                serde_json::Value::Object(object) => {
+                    Params::from_json_object(object.clone()).map_err(|error| error.within(name, index))
+                }
+                _ => Err(ApiError::invalid(name, "must hold objects only").within(name, index)),
+            })
+            .collect::<Result<Vec<Params>, ApiError>>()
+            .map(Some)
+    }
+
+    /// Whether no parameter was given.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// The `privateKey`: 401 `UNAUTHENTICATED` when absent, 401 `INVALID_PRIVATE_KEY` when it is
     /// not a valid key. The error never repeats the value.
     pub fn private_key(&self) -> Result<PrivateKey, ApiError> {
@@ -253,6 +305,16 @@ impl Params {
             Some(Value::Text(text)) => PrivateKey::parse(text).map_err(|_| invalid()),
             Some(_) => Err(invalid()),
         }
+    }
+}
+
+/// Erases every string inside a JSON value (a batch item may carry a key where none belongs).
+fn erase_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => text.zeroize(),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(erase_strings),
+        serde_json::Value::Object(object) => object.values_mut().for_each(erase_strings),
+        _ => {}
     }
 }
 

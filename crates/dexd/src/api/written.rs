@@ -36,3 +36,23 @@ pub async fn submit(
     let _ = WRITTEN_AT.try_with(|written_at| written_at.set(Some(sequence)));
     Ok(events)
 }
+
+/// Submits commands as one group on `chain` (see [`Chain::submit_group`]) and records the
+/// journal position of the last one applied for the answer's header.
+pub async fn submit_group(
+    chain: &Chain,
+    commands: Vec<(Command, Option<Authorization>)>,
+) -> Result<Vec<Result<Events, WriteError>>, WriteError> {
+    let outcomes = chain.submit_group(commands).await?;
+    let last = outcomes
+        .iter()
+        .filter_map(|outcome| outcome.as_ref().ok().map(|(sequence, _)| *sequence))
+        .max();
+    if let Some(sequence) = last {
+        let _ = WRITTEN_AT.try_with(|written_at| written_at.set(Some(sequence)));
+    }
+    Ok(outcomes
+        .into_iter()
+        .map(|outcome| outcome.map(|(_, events)| events))
+        .collect())
+}

@@ -18,6 +18,7 @@ mod projector;
 pub mod publication;
 mod settlement;
 pub mod snapshotter;
+pub mod switches;
 mod writer;
 
 use std::collections::HashMap;
@@ -259,6 +260,38 @@ impl Chain {
         authorization: Option<Authorization>,
     ) -> Result<(u64, Events), WriteError> {
         self.enqueue(command, authorization, None)?.positioned_outcome().await
+    }
+
+    /// Submits commands that are applied one after the other, with no other command between
+    /// them, and journaled in one transaction, so that they are all durable or none is (a batch
+    /// of orders); waits for each one's outcome. 503 at once when the queue is full.
+    pub async fn submit_group(
+        &self,
+        commands: Vec<(Command, Option<Authorization>)>,
+    ) -> Result<Vec<Result<(u64, Events), WriteError>>, WriteError> {
+        let mut requests = Vec::with_capacity(commands.len());
+        let mut answers = Vec::with_capacity(commands.len());
+        for (command, authorization) in commands {
+            let (reply, answer) = oneshot::channel();
+            requests.push(WriteRequest {
+                command,
+                authorization,
+                under_epoch: None,
+                reply,
+            });
+            answers.push(QueuedWrite(answer));
+        }
+        self.writer
+            .try_send(WriterMessage::Group(requests))
+            .map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
+                mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
+            })?;
+        let mut outcomes = Vec::with_capacity(answers.len());
+        for answer in answers {
+            outcomes.push(answer.positioned_outcome().await);
+        }
+        Ok(outcomes)
     }
 
     /// Puts a command in the writer's queue now, without waiting for it: commands enqueued one

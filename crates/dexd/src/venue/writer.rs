@@ -41,6 +41,9 @@ pub(crate) struct WriteRequest {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum WriterMessage {
     Write(WriteRequest),
+    /// Writes applied one after the other with nothing between them, and journaled in the same
+    /// transaction (a batch of orders): all durable or none.
+    Group(Vec<WriteRequest>),
     /// A read for the live streams, answered between the batch before it and the one after.
     StreamRead {
         token: u64,
@@ -164,6 +167,7 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
         let mut close_reply = None;
         match queue.blocking_recv() {
             Some(WriterMessage::Write(first)) => batch.push(first),
+            Some(WriterMessage::Group(group)) => batch.extend(group),
             Some(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
             Some(WriterMessage::Close(reply)) => close_reply = Some(reply),
             Some(WriterMessage::Wake) => continue,
@@ -172,6 +176,9 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
         while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() && read.is_none() {
             match queue.try_recv() {
                 Ok(WriterMessage::Write(request)) => batch.push(request),
+                // A group is never split: it may take the batch up to a group's length past
+                // its usual size.
+                Ok(WriterMessage::Group(group)) => batch.extend(group),
                 Ok(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
                 Ok(WriterMessage::Close(reply)) => close_reply = Some(reply),
                 Ok(WriterMessage::Wake) | Err(_) => break,
@@ -224,6 +231,11 @@ fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) ->
             match queue.try_recv() {
                 Ok(WriterMessage::Write(request)) => {
                     let _ = request.reply.send(Err(WriteError::NotLeader));
+                }
+                Ok(WriterMessage::Group(group)) => {
+                    for request in group {
+                        let _ = request.reply.send(Err(WriteError::NotLeader));
+                    }
                 }
                 Ok(WriterMessage::StreamRead { token, read }) => answer_stream_read(state, Some((token, read))),
                 Ok(WriterMessage::Close(reply)) => return Turn::Stop(Some(reply)),

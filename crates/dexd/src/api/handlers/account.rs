@@ -238,6 +238,13 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
         "cancelOrder": "CancelOrder",
         "deposit": "Deposit",
         "withdraw": if vault_chain { "Withdrawal" } else { "Withdraw" },
+        "batchOrders": "Order",
+        "batchCancel": "CancelOrder",
+        "cancelAll": "CancelAll",
+        "amendOrder": "AmendOrder",
+        "cancelAllAfter": "CancelAllAfter",
+        "approveAgent": "ApproveAgent",
+        "revokeAgent": "RevokeAgent",
     });
     description["maxLifetimeMs"] = json!(dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS);
     Ok(description)

@@ -1,6 +1,8 @@
 //! One function per operation: read the parameters, ask the venue, render the contract's body.
 //! The handlers are grouped as the seed groups its paths: [`order`] (`/order/...`),
-//! [`portfolio`] (`/portfolio/...`) and [`account`] (`/account/...`); this file holds what they
+//! [`portfolio`] (`/portfolio/...`) and [`account`] (`/account/...`), with the trading
+//! extensions in [`trading`] (batches, cancel all, amend, the switch) and [`agents`]; this file
+//! holds what they
 //! share (reading a chain, an address, a pair, a page; mapping the venue's errors) and the
 //! extensions that belong to no group (`/health`).
 //!
@@ -10,8 +12,10 @@
 //! command is queued. These functions hold no state of their own.
 
 pub mod account;
+pub mod agents;
 pub mod order;
 pub mod portfolio;
+pub mod trading;
 
 use std::sync::Arc;
 
@@ -30,11 +34,13 @@ use crate::venue::{Chain, Venue};
 pub use self::account::{
     asset_balances, asset_pairs, assets_info, chains, cluster, eip712_types, rate_limits, reserves, tradable_amounts,
 };
+pub use self::agents::{agents, approve_agent, revoke_agent};
 pub use self::order::{
     account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,
     open_positions, order_detail, sell_order_book, trade_history,
 };
 pub use self::portfolio::{deposit, deposit_history, withdraw, withdraw_history};
+pub use self::trading::{amend_order, batch_cancel, batch_orders, cancel_all, cancel_all_after};
 
 /// The longest `clientOrderId` accepted.
 pub const MAX_CLIENT_ORDER_ID_LENGTH: usize = 64;

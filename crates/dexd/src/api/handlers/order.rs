@@ -31,45 +31,84 @@ use crate::venue::Chain;
 pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
-    let mut terms = order_terms(&chain, &params, credential.account(&app.addresses))?;
+    let actor = credential.actor(&params, &app.addresses)?;
+    let terms = order_terms(&chain, &params, actor.account)?;
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
     let holds_key = matches!(credential, Credential::Key(_));
     if holds_key {
         spend_write_budget(&app, &terms.account)?;
     }
-    let signed = credential.nonce_and_expiry(now_ms());
-    let (nonce, expiry_ms) = signed;
-    let digest = signing_domain(&chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
-    terms.order_id = OrderId::from_bytes(digest);
-    let authorization = credential.authorize(digest, &terms.account, signed, Some(terms.order_id))?;
+    let placement = sign_placement(&chain, terms, &credential, actor)?;
+    drop(credential);
     if !holds_key {
-        spend_write_budget(&app, &terms.account)?;
+        spend_write_budget(&app, &placement.account)?;
     }
-    let order_id = terms.order_id;
-    let events = crate::api::written::submit(&chain, Command::PlaceOrder(terms), Some(authorization))
+    let events = crate::api::written::submit(&chain, placement.command.clone(), Some(placement.authorization))
         .await
         .map_err(write_error)?;
-    let record = events
-        .iter()
-        .rev()
-        .find_map(|event| match event {
-            Event::OrderUpdated(record) if record.terms.order_id == order_id => Some(record.clone()),
-            _ => None,
+    let stored = placement.placed(&events)?;
+    placement_answer(&chain, &stored, &events)
+}
+
+/// A new order signed and ready for the writer.
+pub(super) struct Placement {
+    /// The command (an agent's wrapped).
+    pub(super) command: Command,
+    /// Its signature, journaled with it.
+    pub(super) authorization: dexd_store::Authorization,
+    /// The account it is placed for.
+    pub(super) account: Address,
+    order_id: OrderId,
+    nonce: [u8; 32],
+    expiry_ms: u64,
+}
+
+impl Placement {
+    /// The order as the command's events leave it, with its signature.
+    pub(super) fn placed(&self, events: &[Event]) -> Result<StoredOrder, ApiError> {
+        let record = events
+            .iter()
+            .rev()
+            .find_map(|event| match event {
+                Event::OrderUpdated(record) if record.terms.order_id == self.order_id => Some(record.clone()),
+                _ => None,
+            })
+            .ok_or_else(ApiError::internal)?;
+        Ok(StoredOrder {
+            record,
+            nonce: self.nonce,
+            expiry_ms: self.expiry_ms,
+            signature: self.authorization.signature,
         })
-        .ok_or_else(ApiError::internal)?;
-    let stored = StoredOrder {
-        record,
+    }
+}
+
+/// Signs a new order as EIP-712 typed data with the key, or checks the client's signature of
+/// it (an agent's included); its id is the digest.
+pub(super) fn sign_placement(
+    chain: &Chain,
+    mut terms: NewOrder,
+    credential: &Credential,
+    mut actor: crate::api::credential::Actor,
+) -> Result<Placement, ApiError> {
+    let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
+    let digest = signing_domain(chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
+    terms.order_id = OrderId::from_bytes(digest);
+    let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), Some(terms.order_id))?;
+    Ok(Placement {
+        order_id: terms.order_id,
+        account: actor.account,
+        command: actor.command(Command::PlaceOrder(terms)),
+        authorization,
         nonce,
         expiry_ms,
-        signature: authorization.signature,
-    };
-    placement_answer(&chain, &stored, &events)
+    })
 }
 
 /// The terms of a placement as its parameters give them, checked against the pair's tick and
 /// step; the order id is left for the signing to fill in.
-fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOrder, ApiError> {
+pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOrder, ApiError> {
     let pair_index = pair_param(chain, params, "symbol")?;
     let pair = chain.config.pair_config(pair_index);
     let order_type = match choice(params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
@@ -118,17 +157,7 @@ fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOr
 /// The answer to a placement, written out while the chain's configuration it borrows from is at
 /// hand, straight from the typed objects: the busiest answer builds no JSON value.
 fn placement_answer(chain: &Chain, stored: &StoredOrder, events: &[Event]) -> Result<Box<RawValue>, ApiError> {
-    let trades: Vec<render::TradeObject> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::TradeExecuted(trade) => Some(render::trade(&chain.config, trade)),
-            _ => None,
-        })
-        .collect();
-    let placed = PlacedOrder {
-        order: render::order(&chain.config, stored),
-        trades,
-    };
+    let placed = placed_order(chain, stored, events);
     let order_id = stored.record.terms.order_id;
     serde_json::value::to_raw_value(&placed).map_err(|error| {
         // Strings and numbers always serialize; if that ever changed, the order is on disk
@@ -144,13 +173,32 @@ fn placement_answer(chain: &Chain, stored: &StoredOrder, events: &[Event]) -> Re
 
 /// The answer to a placement: the order and the trades it made.
 #[derive(serde::Serialize)]
-struct PlacedOrder<'a> {
+pub(super) struct PlacedOrder<'a> {
     order: render::OrderObject<'a>,
     trades: Vec<render::TradeObject<'a>>,
 }
 
+/// A placement's answer: the order and the trades its command's events hold.
+pub(super) fn placed_order<'a>(chain: &'a Chain, stored: &'a StoredOrder, events: &'a [Event]) -> PlacedOrder<'a> {
+    PlacedOrder {
+        order: render::order(&chain.config, stored),
+        trades: trades_of(chain, events),
+    }
+}
+
+/// The trades among a command's events.
+pub(super) fn trades_of<'a>(chain: &'a Chain, events: &'a [Event]) -> Vec<render::TradeObject<'a>> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TradeExecuted(trade) => Some(render::trade(&chain.config, trade)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The typed data of a cancel: `CancelOrder(account, symbol, orderId, nonce, expiry)`.
-fn cancel_message(
+pub(super) fn cancel_message(
     chain: &Chain,
     account: &Address,
     pair: PairIndex,
@@ -169,13 +217,13 @@ fn cancel_message(
     }
 }
 
-fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
+pub(super) fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
     parse_hex_bytes::<32>(params.required_text("orderId")?)
         .map(OrderId::from_bytes)
         .ok_or_else(|| ApiError::invalid("orderId", "must be 0x + 64 hex digits"))
 }
 
-fn order_not_open() -> ApiError {
+pub(super) fn order_not_open() -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
         "ORDER_NOT_OPEN",
@@ -188,10 +236,11 @@ fn order_not_open() -> ApiError {
 pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
-    let account = credential.account(&app.addresses);
+    let mut actor = credential.actor(&params, &app.addresses)?;
+    let account = actor.account;
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
-    let authorization = credential.authorize_client_signature(&account, |signed| {
+    let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
     })?;
     spend_write_budget(&app, &account)?;
@@ -205,7 +254,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     if stored.record.status != OrderStatus::Open {
         return Err(order_not_open());
     }
-    let command = Command::CancelOrder { account, order_id };
+    let command = actor.command(Command::CancelOrder { account, order_id });
     let events = match crate::api::written::submit(&chain, command, authorization).await {
         Ok(events) => events,
         // The order filled or was cancelled between the check and the writer.

@@ -64,6 +64,8 @@ fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiE
     let chain = chain_of(&app.venue, params)?;
     let from = address_param(params, "from")?;
     let credential = Credential::from_params(params, params.text("from")?, now_ms())?;
+    // An agent's key naming the account it acts for: agents never move funds.
+    credential.actor(params, &app.addresses)?.require_own_key()?;
     let signer = credential.account(&app.addresses);
     if from != signer {
         let message = match credential {

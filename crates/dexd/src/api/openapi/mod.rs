@@ -460,6 +460,28 @@ const MAX_U64: u64 = u64::MAX;
 
 fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: BodyContent) -> Value {
     let mut schema = match (kind, content) {
+        (Kind::Items { fields, max }, BodyContent::Json) => {
+            let properties: Map<String, Value> = fields
+                .iter()
+                .map(|field| {
+                    (
+                        field.name.to_string(),
+                        field_schema(field.kind, field.description, rules, content),
+                    )
+                })
+                .collect();
+            let required: Vec<&str> = fields
+                .iter()
+                .filter(|field| field.required)
+                .map(|field| field.name)
+                .collect();
+            json!({
+                "type": "array",
+                "minItems": 1,
+                "maxItems": max,
+                "items": {"type": "object", "additionalProperties": false, "properties": properties, "required": required}
+            })
+        }
         // Form data is text: the query forms (strings only) are exact.
         (_, BodyContent::Form) => query_schema(kind, rules),
         (Kind::ChainId, BodyContent::Json) => json!({"oneOf": [
@@ -526,6 +548,12 @@ fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
         Kind::Uint256 => json!({"type": "string", "pattern": "^[0-9]{1,77}$"}),
         Kind::Signature => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{130}$"}),
         Kind::Choice(values) => json!({"type": "string", "enum": values}),
+        Kind::Items { max, .. } => json!({
+            "type": "string",
+            "contentMediaType": "application/json",
+            "minLength": 2,
+            "description": format!("A JSON array of 1 to {max} objects, as in the JSON body.")
+        }),
     }
 }
 

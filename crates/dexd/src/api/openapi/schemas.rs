@@ -42,6 +42,7 @@ pub(super) fn schemas() -> Map<String, Value> {
     for group in [
         object_schemas(),
         trading_schemas(),
+        extension_schemas(),
         portfolio_schemas(),
         venue_schemas(),
     ] {
@@ -124,6 +125,40 @@ fn trading_schemas() -> Value {
             "order": reference("Order"),
             "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}}))
         })),
+    })
+}
+
+/// The responses of the trading extensions: batches, cancel all, amend, the switch, agents.
+fn extension_schemas() -> Value {
+    let error_result = json!({
+        "type": "object",
+        "properties": {"error": reference("ErrorObject")},
+        "required": ["error"],
+        "additionalProperties": false
+    });
+    let agent = object(json!({
+        "agent": string(),
+        "name": string(),
+        "validUntil": {"type": ["integer", "null"], "minimum": 0},
+        "approvedAt": {"type": "integer", "minimum": 0}
+    }));
+    json!({
+        "ErrorObject": object(json!({"code": string(), "message": string(), "field": {"type": ["string", "null"]}})),
+        "BatchOrdersResponse": object(json!({
+            "results": {"type": "array", "items": {"oneOf": [reference("AddOrderResponse"), error_result.clone()]}}
+        })),
+        "BatchCancelResponse": object(json!({
+            "results": {"type": "array", "items": {"oneOf": [reference("OrderResponse"), error_result]}}
+        })),
+        "CancelAllResponse": object(json!({"orders": array_of("Order")})),
+        "AmendOrderResponse": object(json!({"cancelled": reference("Order"), "order": reference("Order"), "trades": array_of("Trade")})),
+        "CancelAllAfterResponse": object(json!({
+            "triggerAt": {"type": ["integer", "null"], "minimum": 0, "description": "When the switch fires, ms since the Unix epoch; null when off."}
+        })),
+        "Agent": agent,
+        "AgentResponse": object(json!({"chainId": string(), "account": string(), "agent": reference("Agent")})),
+        "RevokeAgentResponse": object(json!({"chainId": string(), "account": string(), "agent": string(), "revoked": {"const": true}})),
+        "AgentsResponse": object(json!({"chainId": string(), "account": string(), "agents": array_of("Agent")})),
     })
 }
 

@@ -1,4 +1,5 @@
-//! The table of operations: paths, methods and parameters, in one place.
+//! The table of operations: paths, methods and parameters, in one place; the trading
+//! extensions' (batches, cancel all, amend, the switch, agents) are in [`trading`].
 //!
 //! The handlers check incoming parameters against it (unknown ones are refused) and the OpenAPI
 //! document is generated from it, so the two cannot drift apart. It holds no behaviour.
@@ -41,10 +42,18 @@ pub enum Kind {
     Signature,
     /// One of a fixed list.
     Choice(&'static [&'static str]),
+    /// A list of 1 to `max` objects, each with `fields` (a batch's items): a JSON array, or in
+    /// form data a string holding one.
+    Items {
+        /// Each item's fields.
+        fields: &'static [Field],
+        /// The most items.
+        max: usize,
+    },
 }
 
 /// One parameter of an operation.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
     /// The parameter's name.
     pub name: &'static str,
@@ -82,6 +91,13 @@ impl Tag {
     }
 }
 
+mod trading;
+
+pub use self::trading::{
+    AGENTS, AMEND_ORDER, APPROVE_AGENT, BATCH_CANCEL, BATCH_CANCEL_ITEM_FIELDS, BATCH_ORDERS, BATCH_ORDER_ITEM_FIELDS,
+    CANCEL_ALL, CANCEL_ALL_AFTER, REVOKE_AGENT,
+};
+
 /// One operation of the contract.
 #[derive(Debug, Clone, Copy)]
 pub struct Operation {
@@ -112,40 +128,43 @@ pub(crate) const fn field(name: &'static str, required: bool, kind: Kind, descri
     }
 }
 
-const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain, as decimal digits (\"1\").");
-const PRIVATE_KEY: Field = field(
+pub(crate) const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain, as decimal digits (\"1\").");
+pub(crate) const PRIVATE_KEY: Field = field(
     "privateKey",
     false,
     Kind::PrivateKey,
     "The account's secp256k1 secret key, 0x + 64 hex digits; the venue signs with it for this request only and \
      never stores or logs it. Required unless the request carries account, nonce, expiry and signature instead.",
 );
-const SIGNER: Field = field(
+pub(crate) const SIGNER: Field = field(
     "account",
     false,
     Kind::Address,
-    "Signed requests: the signing account, 0x + 40 hex digits. For deposit and withdraw it defaults to from.",
+    "The account the request acts for, 0x + 40 hex digits. Signed requests: the signing account (for deposit and \
+     withdraw it defaults to from); a signature by an agent the account approved acts for it. With privateKey: \
+     left out, the key's own account; another account, the key acts as that account's agent (orders only: \
+     AGENT_NOT_ALLOWED for funds and agents).",
 );
-const NONCE: Field = field(
+pub(crate) const NONCE: Field = field(
     "nonce",
     false,
     Kind::Uint256,
     "Signed requests: any uint256 in decimal digits, used once per account while the request is live.",
 );
-const EXPIRY: Field = field(
+pub(crate) const EXPIRY: Field = field(
     "expiry",
     false,
     Kind::Milliseconds,
     "Signed requests: ms since the epoch after which the signature is void; at most one hour ahead.",
 );
-const SIGNATURE: Field = field(
+pub(crate) const SIGNATURE: Field = field(
     "signature",
     false,
     Kind::Signature,
     "Signed requests: the account's EIP-712 signature (0x + 130 hex, r ‖ s ‖ v) over the request's typed data \
      (GET /account/eip712).",
 );
-const ACCOUNT: Field = field(
+pub(crate) const ACCOUNT: Field = field(
     "account",
     true,
     Kind::Address,
@@ -191,7 +210,7 @@ const QUANTITY: Field = field(
     "How much, as a decimal string; positive, at most the asset's decimals.",
 );
 
-const ADD_ORDER_FIELDS: &[Field] = &[
+pub(crate) const ADD_ORDER_FIELDS: &[Field] = &[
     field("symbol", true, Kind::Pair, "The pair, BASE/QUOTE."),
     field("type", true, Kind::Choice(&["limit", "market"]), "limit or market."),
     field("direction", true, Kind::Choice(&["buy", "sell"]), "buy or sell."),
@@ -228,7 +247,7 @@ const ADD_ORDER_FIELDS: &[Field] = &[
     ),
 ];
 
-const CANCEL_ORDER_FIELDS: &[Field] = &[
+pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = &[
     field("symbol", true, Kind::Pair, "The order's pair."),
     field("orderId", true, Kind::OrderId, "The order id."),
     CHAIN_ID,
@@ -292,13 +311,13 @@ const TRANSFER_FIELDS: &[Field] = &[
 ];
 const TRANSFER_HISTORY_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, LIMIT, CURSOR, START_TIME, END_TIME];
 const CHAIN_FIELDS: &[Field] = &[CHAIN_ID];
-const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
+pub(crate) const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
 const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID, field("orderId", true, Kind::OrderId, "The order id.")];
 
-const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503];
+pub(crate) const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503];
 /// A read's errors; 503 when the history cannot catch up in time, or a position named with
 /// `X-Dexd-Min-Sequence` is not reached.
-const READ_ERRORS: &[u16] = &[400, 404, 503];
+pub(crate) const READ_ERRORS: &[u16] = &[400, 404, 503];
 
 /// Add order.
 pub const ADD_ORDER: Operation = Operation {
@@ -615,6 +634,14 @@ pub const CLUSTER: Operation = Operation {
 pub const ALL: &[Operation] = &[
     ADD_ORDER,
     CANCEL_ORDER,
+    BATCH_ORDERS,
+    BATCH_CANCEL,
+    CANCEL_ALL,
+    AMEND_ORDER,
+    CANCEL_ALL_AFTER,
+    APPROVE_AGENT,
+    REVOKE_AGENT,
+    AGENTS,
     OPEN_ORDERS,
     FILLED_ORDERS,
     CANCELLED_ORDERS,

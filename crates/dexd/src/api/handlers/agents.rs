@@ -1,0 +1,136 @@
+//! Agents (`/account/approveAgent`, `revokeAgent`, `agents`): an account approves another key
+//! to trade for it. Only the account's own key (or signature) approves or revokes; an agent
+//! never does (403 `AGENT_NOT_ALLOWED`). What an agent may do is the engine's to enforce.
+
+use std::sync::Arc;
+
+use dexd_core::{AgentGrant, Command};
+use dexd_crypto::{checksummed, FieldValue, TypedMessage, APPROVE_AGENT_TYPE, REVOKE_AGENT_TYPE};
+use dexd_store::now_ms;
+use serde_json::{json, Value};
+
+use super::{address_param, chain_of, signing_domain, spend_write_budget, write_error, Answer};
+use crate::api::credential::Credential;
+use crate::api::error::ApiError;
+use crate::api::params::Params;
+use crate::api::AppState;
+
+/// An agent as the answers write it.
+fn agent_object(grant: &AgentGrant) -> Value {
+    json!({
+        "agent": checksummed(&grant.agent),
+        "name": grant.name,
+        "validUntil": grant.valid_until_ms,
+        "approvedAt": grant.approved_at_ms,
+    })
+}
+
+/// POST /account/approveAgent
+pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let actor = credential.actor(&params, &app.addresses)?;
+    actor.require_own_key()?;
+    let account = actor.account;
+    let agent = address_param(&params, "agent")?;
+    let name = params.required_text("name")?.to_string();
+    if !dexd_core::agents::is_valid_agent_name(&name) {
+        return Err(ApiError::invalid(
+            "name",
+            "must be 1 to 32 of the characters A-Z a-z 0-9 . _ -",
+        ));
+    }
+    let valid_until_ms = params.integer("validUntil")?;
+    if valid_until_ms.is_some_and(|until| until <= now_ms()) {
+        return Err(ApiError::invalid(
+            "validUntil",
+            "must be later than now (ms since the epoch)",
+        ));
+    }
+    if agent == account {
+        return Err(ApiError::invalid(
+            "agent",
+            "an account cannot approve itself as its agent",
+        ));
+    }
+    let authorization = credential.authorize_client_signature(&account, |(nonce, expiry_ms)| {
+        signing_domain(&chain).digest(&TypedMessage {
+            struct_type: &APPROVE_AGENT_TYPE,
+            values: vec![
+                FieldValue::Address(account),
+                FieldValue::Address(agent),
+                FieldValue::Text(name.clone()),
+                FieldValue::uint(valid_until_ms.unwrap_or(0)),
+                FieldValue::Uint(nonce),
+                FieldValue::uint(expiry_ms),
+            ],
+        })
+    })?;
+    spend_write_budget(&app, &account)?;
+    let command = Command::ApproveAgent {
+        account,
+        grant: AgentGrant {
+            agent,
+            name,
+            valid_until_ms,
+            approved_at_ms: 0,
+        },
+    };
+    crate::api::written::submit(&chain, command, authorization)
+        .await
+        .map_err(write_error)?;
+    let grant = chain
+        .read_engine(|engine| engine.agents_of(&account, now_ms()))
+        .into_iter()
+        .find(|grant| grant.agent == agent)
+        .ok_or_else(|| ApiError::unavailable("the approval ended before it could be read back"))?;
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "account": checksummed(&account),
+        "agent": agent_object(&grant),
+    }))
+}
+
+/// POST /account/revokeAgent
+pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let actor = credential.actor(&params, &app.addresses)?;
+    actor.require_own_key()?;
+    let account = actor.account;
+    let agent = address_param(&params, "agent")?;
+    let authorization = credential.authorize_client_signature(&account, |(nonce, expiry_ms)| {
+        signing_domain(&chain).digest(&TypedMessage {
+            struct_type: &REVOKE_AGENT_TYPE,
+            values: vec![
+                FieldValue::Address(account),
+                FieldValue::Address(agent),
+                FieldValue::Uint(nonce),
+                FieldValue::uint(expiry_ms),
+            ],
+        })
+    })?;
+    spend_write_budget(&app, &account)?;
+    crate::api::written::submit(&chain, Command::RevokeAgent { account, agent }, authorization)
+        .await
+        .map_err(write_error)?;
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "account": checksummed(&account),
+        "agent": checksummed(&agent),
+        "revoked": true,
+    }))
+}
+
+/// GET /account/agents
+pub async fn agents(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let account = address_param(&params, "account")?;
+    let grants = chain.read_engine(|engine| engine.agents_of(&account, now_ms()));
+    let agents: Vec<Value> = grants.iter().map(agent_object).collect();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "account": checksummed(&account),
+        "agents": agents,
+    }))
+}

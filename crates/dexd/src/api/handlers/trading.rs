@@ -1,0 +1,551 @@
+//! The trading extensions market makers use (`/order/batchOrders`, `batchCancel`, `cancelAll`,
+//! `amendOrder`, `cancelAllAfter`): each one command, or for a batch one group of commands
+//! journaled in one transaction, so it is atomic and durable before its answer.
+//!
+//! A batch refuses itself whole for a malformed request (a 400: its shape, an unknown field, a
+//! second pair); any other refusal is one item's result and refuses no other item. Agents act
+//! here as in placing one order: see [`crate::api::credential::Actor`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use dexd_core::{
+    Address, Command, Event, NewOrder, OrderStatus, PairIndex, MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS,
+};
+use dexd_crypto::{FieldValue, TypedMessage, AMEND_ORDER_TYPE, CANCEL_ALL_AFTER_TYPE, CANCEL_ALL_TYPE};
+use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
+use serde_json::{json, Value};
+
+use super::order::{
+    cancel_message, order_id_param, order_not_open, order_terms, placed_order, sign_placement, trades_of,
+};
+use super::{
+    chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error, Answer,
+};
+use crate::api::credential::{Actor, Credential};
+use crate::api::error::ApiError;
+use crate::api::operations::{self, Field};
+use crate::api::params::Params;
+use crate::api::render;
+use crate::api::AppState;
+use crate::venue::Chain;
+
+/// The most orders (or cancels) one batch may hold.
+pub const MAX_BATCH_ITEMS: usize = 50;
+
+/// A batch's credential: the top-level key (one for every item, derived once), or each item's
+/// own signature.
+enum BatchCredential {
+    Key(Credential, Actor),
+    ItemSigned,
+}
+
+impl BatchCredential {
+    fn from_params(app: &AppState, params: &Params) -> Result<BatchCredential, ApiError> {
+        if !params.contains("privateKey") {
+            return Ok(BatchCredential::ItemSigned);
+        }
+        let credential = Credential::from_params(params, None, now_ms())?;
+        let actor = credential.actor(params, &app.addresses)?;
+        Ok(BatchCredential::Key(credential, actor))
+    }
+
+    /// An item's credential and who it acts for: the batch's key, or the item's own signature
+    /// (its `account`, `nonce`, `expiry` and `signature` are required).
+    fn for_item<'a>(&'a self, app: &AppState, item: &'a Params) -> Result<(ItemCredential<'a>, Actor), ApiError> {
+        match self {
+            BatchCredential::Key(credential, actor) => Ok((ItemCredential::Shared(credential), *actor)),
+            BatchCredential::ItemSigned => {
+                if !item.contains("signature") {
+                    return Err(ApiError::new(
+                        axum::http::StatusCode::UNAUTHORIZED,
+                        "UNAUTHENTICATED",
+                        "a batch needs privateKey, or account, nonce, expiry and signature in every item",
+                    )
+                    .on("privateKey"));
+                }
+                let credential = Credential::from_params(item, None, now_ms())?;
+                let actor = credential.actor(item, &app.addresses)?;
+                Ok((ItemCredential::Own(credential), actor))
+            }
+        }
+    }
+}
+
+enum ItemCredential<'a> {
+    Shared(&'a Credential),
+    Own(Credential),
+}
+
+impl ItemCredential<'_> {
+    fn get(&self) -> &Credential {
+        match self {
+            ItemCredential::Shared(credential) => credential,
+            ItemCredential::Own(credential) => credential,
+        }
+    }
+}
+
+/// The items of a batch, each checked for unknown fields against `item_fields`.
+fn batch_items(params: &Params, list: &str, item_fields: &[Field]) -> Result<Vec<Params>, ApiError> {
+    let items = params
+        .items(list, MAX_BATCH_ITEMS)?
+        .ok_or_else(|| ApiError::missing(list))?;
+    for (index, item) in items.iter().enumerate() {
+        item.check_fields(item_fields)
+            .map_err(|error| error.within(list, index))?;
+    }
+    Ok(items)
+}
+
+/// Every item on the first item's pair, or 400 naming the first that is not.
+fn one_pair(chain: &Chain, items: &[Params], list: &str) -> Result<PairIndex, ApiError> {
+    let mut pair = None;
+    for (index, item) in items.iter().enumerate() {
+        let this = pair_param(chain, item, "symbol").map_err(|error| error.within(list, index))?;
+        match pair {
+            None => pair = Some(this),
+            Some(first) if first != this => {
+                return Err(ApiError::invalid(
+                    "symbol",
+                    format!(
+                        "must be the batch's one pair, {}: a batch holds orders of one pair",
+                        chain.config.pair_config(first).symbol
+                    ),
+                )
+                .within(list, index))
+            }
+            Some(_) => {}
+        }
+    }
+    pair.ok_or_else(|| ApiError::missing(list))
+}
+
+/// A batch item's refusal: a malformed item (400) refuses the whole batch; any other refusal is
+/// the item's own result.
+fn item_refusal(error: ApiError, list: &str, index: usize) -> Result<Value, ApiError> {
+    if error.status == axum::http::StatusCode::BAD_REQUEST {
+        return Err(error.within(list, index));
+    }
+    Ok(json!({"error": error.object()}))
+}
+
+/// Takes one state change from each account's budget, once per account of the batch.
+fn spend_budgets(app: &AppState, accounts: impl IntoIterator<Item = Address>) -> Result<(), ApiError> {
+    let mut spent = HashSet::new();
+    for account in accounts {
+        if spent.insert(account) {
+            spend_write_budget(app, &account)?;
+        }
+    }
+    Ok(())
+}
+
+/// POST /order/batchOrders
+pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Answer {
+    const LIST: &str = "orders";
+    let chain = chain_of(&app.venue, &params)?;
+    let batch_credential = BatchCredential::from_params(&app, &params)?;
+    let items = batch_items(&params, LIST, &operations::BATCH_ORDER_ITEM_FIELDS)?;
+    one_pair(&chain, &items, LIST)?;
+    // Every item's terms first: a malformed one refuses the batch before anything is signed.
+    let mut terms: Vec<Result<(NewOrder, ItemCredential, Actor), Value>> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let read = batch_credential
+            .for_item(&app, item)
+            .and_then(|(credential, actor)| Ok((order_terms(&chain, item, actor.account)?, credential, actor)));
+        terms.push(match read {
+            Ok(read) => Ok(read),
+            Err(error) => Err(item_refusal(error, LIST, index)?),
+        });
+    }
+    if let BatchCredential::Key(_, actor) = &batch_credential {
+        spend_write_budget(&app, &actor.account)?;
+    }
+    let mut results: Vec<Option<Value>> = Vec::with_capacity(terms.len());
+    let mut placements = Vec::new();
+    for read in terms {
+        match read.and_then(|(terms, credential, actor)| {
+            sign_placement(&chain, terms, credential.get(), actor).map_err(|error| json!({"error": error.object()}))
+        }) {
+            Ok(placement) => {
+                results.push(None);
+                placements.push(placement);
+            }
+            Err(refused) => results.push(Some(refused)),
+        }
+    }
+    drop(batch_credential);
+    spend_budgets_of_signed(&app, &params, &placements)?;
+    let commands = placements
+        .iter()
+        .map(|placement| (placement.command.clone(), Some(placement.authorization)))
+        .collect();
+    let outcomes = if placements.is_empty() {
+        Vec::new()
+    } else {
+        crate::api::written::submit_group(&chain, commands)
+            .await
+            .map_err(write_error)?
+    };
+    let mut outcomes = placements.iter().zip(outcomes);
+    let results: Vec<Value> = results
+        .into_iter()
+        .map(|result| match result {
+            Some(refused) => Ok(refused),
+            None => {
+                let (placement, outcome) = outcomes.next().ok_or_else(ApiError::internal)?;
+                Ok(match outcome {
+                    Ok(events) => {
+                        let stored = placement.placed(&events)?;
+                        serde_json::to_value(placed_order(&chain, &stored, &events))
+                            .map_err(|_| ApiError::internal())?
+                    }
+                    Err(error) => json!({"error": write_error(error).object()}),
+                })
+            }
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(json!({ "results": results }))
+}
+
+/// In signed mode, each account of the batch's budget, once its signature is known good.
+fn spend_budgets_of_signed(
+    app: &AppState,
+    params: &Params,
+    placements: &[super::order::Placement],
+) -> Result<(), ApiError> {
+    if params.contains("privateKey") {
+        return Ok(());
+    }
+    spend_budgets(app, placements.iter().map(|placement| placement.account))
+}
+
+/// POST /order/batchCancel
+pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
+    const LIST: &str = "cancels";
+    let chain = chain_of(&app.venue, &params)?;
+    let batch_credential = BatchCredential::from_params(&app, &params)?;
+    let items = batch_items(&params, LIST, &operations::BATCH_CANCEL_ITEM_FIELDS)?;
+    let reader = history(&chain).await?;
+    let mut results: Vec<Option<Value>> = Vec::with_capacity(items.len());
+    let mut cancels: Vec<(Command, Option<Authorization>, StoredOrder)> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let prepared = prepare_cancel(&app, &chain, reader, &batch_credential, item);
+        match prepared {
+            Ok(cancel) => {
+                results.push(None);
+                cancels.push(cancel);
+            }
+            Err(error) => results.push(Some(item_refusal(error, LIST, index)?)),
+        }
+    }
+    drop(batch_credential);
+    let accounts: Vec<Address> = cancels
+        .iter()
+        .map(|(_, _, stored)| stored.record.terms.account)
+        .collect();
+    spend_budgets(&app, accounts)?;
+    let commands = cancels
+        .iter()
+        .map(|(command, authorization, _)| (command.clone(), *authorization))
+        .collect();
+    let outcomes = if cancels.is_empty() {
+        Vec::new()
+    } else {
+        crate::api::written::submit_group(&chain, commands)
+            .await
+            .map_err(write_error)?
+    };
+    let mut outcomes = cancels.into_iter().zip(outcomes);
+    let results: Vec<Value> = results
+        .into_iter()
+        .map(|result| match result {
+            Some(refused) => Ok(refused),
+            None => {
+                let ((_, _, stored), outcome) = outcomes.next().ok_or_else(ApiError::internal)?;
+                Ok(match outcome {
+                    Ok(events) => {
+                        let record = cancelled_record(&events, &stored).ok_or_else(ApiError::internal)?;
+                        let stored = StoredOrder { record, ..stored };
+                        json!({"order": render::order(&chain.config, &stored)})
+                    }
+                    Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => {
+                        json!({"error": order_not_open().object()})
+                    }
+                    Err(error) => json!({"error": write_error(error).object()}),
+                })
+            }
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(json!({ "results": results }))
+}
+
+/// One cancel of a batch: its credential checked, its order found open and the account's.
+fn prepare_cancel(
+    app: &AppState,
+    chain: &Chain,
+    reader: &dexd_store::StoreReader,
+    batch_credential: &BatchCredential,
+    item: &Params,
+) -> Result<(Command, Option<Authorization>, StoredOrder), ApiError> {
+    let (credential, mut actor) = batch_credential.for_item(app, item)?;
+    let account = actor.account;
+    let pair_index = pair_param(chain, item, "symbol")?;
+    let order_id = order_id_param(item)?;
+    let authorization = match credential.get() {
+        Credential::Key(_) => None,
+        signed => {
+            let (nonce, expiry_ms) = signed.nonce_and_expiry(now_ms());
+            let digest = signing_domain(chain).digest(&cancel_message(
+                chain,
+                &account,
+                pair_index,
+                &order_id,
+                (nonce, expiry_ms),
+            ));
+            Some(signed.authorize_actor(digest, &mut actor, (nonce, expiry_ms), None)?)
+        }
+    };
+    let stored = reader
+        .order(&order_id)
+        .map_err(super::store_error)?
+        .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
+        .ok_or_else(|| ApiError::from_rejection(dexd_core::Rejection::OrderNotFound))?;
+    if stored.record.status != OrderStatus::Open {
+        return Err(order_not_open());
+    }
+    let command = actor.command(Command::CancelOrder { account, order_id });
+    Ok((command, authorization, stored))
+}
+
+/// The state a command's events leave an order in.
+fn cancelled_record(events: &[Event], stored: &StoredOrder) -> Option<dexd_core::OrderRecord> {
+    events.iter().rev().find_map(|event| match event {
+        Event::OrderUpdated(record) if record.terms.order_id == stored.record.terms.order_id => Some(record.clone()),
+        _ => None,
+    })
+}
+
+/// POST /order/cancelAll
+pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let mut actor = credential.actor(&params, &app.addresses)?;
+    let account = actor.account;
+    let pair = optional_pair_param(&chain, &params, "symbol")?;
+    let symbol = pair.map(|pair| chain.config.pair_config(pair).symbol.clone());
+    let authorization = credential.authorize_actor_client_signature(&mut actor, |(nonce, expiry_ms)| {
+        signing_domain(&chain).digest(&TypedMessage {
+            struct_type: &CANCEL_ALL_TYPE,
+            values: vec![
+                FieldValue::Address(account),
+                FieldValue::Text(symbol.clone().unwrap_or_default()),
+                FieldValue::Uint(nonce),
+                FieldValue::uint(expiry_ms),
+            ],
+        })
+    })?;
+    spend_write_budget(&app, &account)?;
+    let command = actor.command(Command::CancelAll { account, pair });
+    let events = crate::api::written::submit(&chain, command, authorization)
+        .await
+        .map_err(write_error)?;
+    let orders = cancelled_orders_answer(&chain, &events).await?;
+    Ok(json!({ "orders": orders }))
+}
+
+/// The orders a command cancelled, each with its signature (read back from the history).
+async fn cancelled_orders_answer(chain: &Chain, events: &[Event]) -> Result<Vec<Value>, ApiError> {
+    let reader = history(chain).await?;
+    let mut orders = Vec::new();
+    for event in events {
+        if let Event::OrderUpdated(record) = event {
+            if record.status != OrderStatus::Cancelled {
+                continue;
+            }
+            let stored = reader
+                .order(&record.terms.order_id)
+                .map_err(super::store_error)?
+                .ok_or_else(ApiError::internal)?;
+            let stored = StoredOrder {
+                record: record.clone(),
+                ..stored
+            };
+            orders.push(serde_json::to_value(render::order(&chain.config, &stored)).map_err(|_| ApiError::internal())?);
+        }
+    }
+    Ok(orders)
+}
+
+/// POST /order/amendOrder
+pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let mut actor = credential.actor(&params, &app.addresses)?;
+    let account = actor.account;
+    let pair_index = pair_param(&chain, &params, "symbol")?;
+    let order_id = order_id_param(&params)?;
+    let pair = chain.config.pair_config(pair_index);
+    let price = params
+        .decimal("price")?
+        .map(|price| pair.spec.price_from_decimal(price))
+        .transpose()
+        .map_err(|error| ApiError::from_pair_value("price", error))?;
+    let quantity = params
+        .decimal("amount")?
+        .map(|amount| pair.spec.quantity_from_decimal(amount))
+        .transpose()
+        .map_err(|error| ApiError::from_pair_value("amount", error))?;
+    if price.is_none() && quantity.is_none() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "MISSING_PARAMETER",
+            "give price, amount or both: what the new order changes",
+        )
+        .on("price"));
+    }
+    let old = history(&chain)
+        .await?
+        .order(&order_id)
+        .map_err(super::store_error)?
+        .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
+        .ok_or_else(|| ApiError::from_rejection(dexd_core::Rejection::OrderNotFound))?;
+    if old.record.status != OrderStatus::Open {
+        return Err(order_not_open());
+    }
+    if old.record.terms.price.is_none() {
+        return Err(ApiError::invalid("orderId", "names a market order, which never rests"));
+    }
+    // The new order keeps the old one's terms; the amount left out is what the old one has
+    // left to fill.
+    let replacement = NewOrder {
+        price: price.or(old.record.terms.price),
+        quantity: quantity.unwrap_or_else(|| old.record.remaining()),
+        ..old.record.terms.clone()
+    };
+    let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
+    let (order_id_of_new, authorization, replacement) = match &credential {
+        Credential::Key(_) => {
+            // The venue signs the new order as any order, so that it verifies like one.
+            let placement = sign_placement(&chain, replacement, &credential, actor)?;
+            let Command::PlaceOrder(terms) = strip_agent(placement.command.clone()) else {
+                return Err(ApiError::internal());
+            };
+            (terms.order_id, placement.authorization, terms)
+        }
+        Credential::Signed { .. } => {
+            let message = TypedMessage {
+                struct_type: &AMEND_ORDER_TYPE,
+                values: vec![
+                    FieldValue::Address(account),
+                    FieldValue::Text(pair.symbol.clone()),
+                    FieldValue::Bytes32(*order_id.as_bytes()),
+                    FieldValue::Text(price.map(|price| pair.spec.format_price(price)).unwrap_or_default()),
+                    FieldValue::Text(
+                        quantity
+                            .map(|quantity| {
+                                render::asset_amount(
+                                    &chain.config,
+                                    pair.spec.base(),
+                                    pair.spec.base_amount(quantity).units(),
+                                )
+                            })
+                            .unwrap_or_default(),
+                    ),
+                    FieldValue::Uint(nonce),
+                    FieldValue::uint(expiry_ms),
+                ],
+            };
+            let digest = signing_domain(&chain).digest(&message);
+            let new_id = dexd_core::OrderId::from_bytes(digest);
+            let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), Some(new_id))?;
+            (
+                new_id,
+                authorization,
+                NewOrder {
+                    order_id: new_id,
+                    ..replacement
+                },
+            )
+        }
+    };
+    drop(credential);
+    spend_write_budget(&app, &account)?;
+    let command = actor.command(Command::AmendOrder {
+        account,
+        order_id,
+        replacement,
+    });
+    let events = match crate::api::written::submit(&chain, command, Some(authorization)).await {
+        Ok(events) => events,
+        Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),
+        Err(error) => return Err(write_error(error)),
+    };
+    let cancelled = StoredOrder {
+        record: cancelled_record(&events, &old).ok_or_else(ApiError::internal)?,
+        ..old
+    };
+    let placed = events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            Event::OrderUpdated(record) if record.terms.order_id == order_id_of_new => Some(record.clone()),
+            _ => None,
+        })
+        .ok_or_else(ApiError::internal)?;
+    let placed = StoredOrder {
+        record: placed,
+        nonce: authorization.nonce,
+        expiry_ms: authorization.expiry_ms,
+        signature: authorization.signature,
+    };
+    Ok(json!({
+        "cancelled": render::order(&chain.config, &cancelled),
+        "order": render::order(&chain.config, &placed),
+        "trades": trades_of(&chain, &events),
+    }))
+}
+
+/// A command without its agent's wrapping.
+fn strip_agent(command: Command) -> Command {
+    match command {
+        Command::ByAgent { command, .. } => *command,
+        other => other,
+    }
+}
+
+/// POST /order/cancelAllAfter
+pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let credential = Credential::from_params(&params, None, now_ms())?;
+    let mut actor = credential.actor(&params, &app.addresses)?;
+    let account = actor.account;
+    let timeout_ms = params
+        .integer("timeoutMs")?
+        .ok_or_else(|| ApiError::missing("timeoutMs"))?;
+    if timeout_ms != 0 && !(MIN_CANCEL_ALL_AFTER_MS..=MAX_CANCEL_ALL_AFTER_MS).contains(&timeout_ms) {
+        return Err(ApiError::invalid(
+            "timeoutMs",
+            format!("must be 0 (off) or {MIN_CANCEL_ALL_AFTER_MS} to {MAX_CANCEL_ALL_AFTER_MS} ms"),
+        ));
+    }
+    let authorization = credential.authorize_actor_client_signature(&mut actor, |(nonce, expiry_ms)| {
+        signing_domain(&chain).digest(&TypedMessage {
+            struct_type: &CANCEL_ALL_AFTER_TYPE,
+            values: vec![
+                FieldValue::Address(account),
+                FieldValue::uint(timeout_ms),
+                FieldValue::Uint(nonce),
+                FieldValue::uint(expiry_ms),
+            ],
+        })
+    })?;
+    spend_write_budget(&app, &account)?;
+    let trigger_at_ms = (timeout_ms > 0).then(|| now_ms() + timeout_ms);
+    let command = actor.command(Command::SetCancelAllAfter { account, trigger_at_ms });
+    crate::api::written::submit(&chain, command, authorization)
+        .await
+        .map_err(write_error)?;
+    Ok(json!({ "triggerAt": trigger_at_ms }))
+}

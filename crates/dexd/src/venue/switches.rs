@@ -1,0 +1,89 @@
+//! The dead man's switches' timer: on the node that leads a chain, it journals the command that
+//! fires each switch whose time has come ([`Command::FireCancelAllAfter`]), so that the firing
+//! is a journaled fact that a replay or a follower applies exactly as the leader did.
+//!
+//! It decides nothing: the engine refuses a firing that is not due or whose switch was set again
+//! meanwhile, so a late or repeated poll (or a stale leader's) changes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexd_core::Command;
+use dexd_store::now_ms;
+
+use super::{Chain, Venue};
+
+/// How often each chain's due switches are looked for: a switch fires at most this late.
+pub const SWITCH_POLL_INTERVAL_MS: u64 = 100;
+/// The most switches fired in one poll of one chain; more wait for the next poll.
+pub const MAX_SWITCHES_FIRED_PER_POLL: usize = 256;
+
+/// The timers of every chain; they stop when this is dropped.
+pub struct SwitchTimers {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl SwitchTimers {
+    /// Starts one timer per chain of the venue.
+    pub fn start(venue: &Venue) -> SwitchTimers {
+        let tasks = venue
+            .config
+            .chains
+            .iter()
+            .filter_map(|chain| venue.chain(chain.chain_id))
+            .map(|chain| tokio::spawn(run(chain)))
+            .collect();
+        SwitchTimers { tasks }
+    }
+}
+
+impl SwitchTimers {
+    /// Stops every timer (a firing queued already is journaled or not, whole).
+    pub fn stop(&self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for SwitchTimers {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn run(chain: Arc<Chain>) {
+    let mut interval = tokio::time::interval(Duration::from_millis(SWITCH_POLL_INTERVAL_MS));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        if !chain.is_leading() {
+            continue;
+        }
+        let due = chain.read_engine(|engine| engine.switches().due(now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
+        let mut queued = Vec::with_capacity(due.len());
+        for (account, trigger_at_ms) in due {
+            match chain.enqueue(Command::FireCancelAllAfter { account, trigger_at_ms }, None, None) {
+                Ok(write) => queued.push((account, write)),
+                // A full queue or a lost leadership: the next poll tries again.
+                Err(_) => break,
+            }
+        }
+        for (account, write) in queued {
+            match write.outcome().await {
+                Ok(events) => tracing::info!(
+                    chain_id = chain.config.chain_id,
+                    %account,
+                    cancelled = events.len(),
+                    "a dead man's switch fired"
+                ),
+                Err(error) => tracing::debug!(
+                    chain_id = chain.config.chain_id,
+                    %account,
+                    ?error,
+                    "a dead man's switch did not fire (set again, or not leading)"
+                ),
+            }
+        }
+    }
+}
