@@ -269,7 +269,12 @@ impl Params {
                 serde_json::Value::Object(object) => {
                     Params::from_json_object(object.clone()).map_err(|error| error.within(name, index))
                 }
-                _ => Err(ApiError::invalid(name, "must hold objects only").within(name, index)),
+                _ => Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_PARAMETER",
+                    "each item must be a JSON object",
+                )
+                .within(name, index)),
             })
             .collect::<Result<Vec<Params>, ApiError>>()
             .map(Some)

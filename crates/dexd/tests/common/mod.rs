@@ -4,6 +4,7 @@
 
 pub mod chain;
 pub mod cluster;
+pub mod signer;
 pub mod stream_client;
 pub mod vault_venue;
 

@@ -121,10 +121,10 @@ fn one_pair(chain: &Chain, items: &[Params], list: &str) -> Result<PairIndex, Ap
     pair.ok_or_else(|| ApiError::missing(list))
 }
 
-/// A batch item's refusal: a malformed item (400) refuses the whole batch; any other refusal is
-/// the item's own result.
+/// A batch item's refusal: a malformed item (400) or one without a credential refuses the whole
+/// batch; any other refusal is the item's own result.
 fn item_refusal(error: ApiError, list: &str, index: usize) -> Result<Value, ApiError> {
-    if error.status == axum::http::StatusCode::BAD_REQUEST {
+    if error.status == axum::http::StatusCode::BAD_REQUEST || error.code == "UNAUTHENTICATED" {
         return Err(error.within(list, index));
     }
     Ok(json!({"error": error.object()}))
