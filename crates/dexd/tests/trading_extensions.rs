@@ -393,3 +393,102 @@ async fn the_switch_fires_once_after_a_restart_and_its_cancels_reach_the_orders_
         "the new order's update"
     );
 }
+
+#[tokio::test]
+async fn orders_over_the_stream_do_what_the_rest_operations_do_in_the_order_sent() {
+    let server = TestServer::start().await;
+    let (alice, _bob) = alice_with_dollars_and_bob_offering(&server).await;
+    let mut stream = StreamClient::connect(&server.base_url).await;
+    let order = |id: &str, action: &str, fields: Value| {
+        let mut message = json!({"op": "order", "id": id, "action": action, "chainId": "1", "privateKey": alice.key});
+        message
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        message
+    };
+    // Sent back to back: answered in the order sent, each after the one before applied.
+    stream
+        .send(order(
+            "a1",
+            "add",
+            json!({"symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "1000", "amount": "0.1"}),
+        ))
+        .await;
+    stream
+        .send(order(
+            "b1",
+            "batchOrders",
+            json!({"orders": [buy("1001", "0.1"), buy("1002", "0.1")]}),
+        ))
+        .await;
+    let added = stream.next().await;
+    assert_eq!(
+        (added["event"].as_str(), added["id"].as_str()),
+        (Some("result"), Some("a1")),
+        "{added}"
+    );
+    assert_eq!(added["order"]["status"], "open");
+    let batch = stream.next().await;
+    assert_eq!(batch["id"], "b1", "{batch}");
+    assert_eq!(batch["results"].as_array().unwrap().len(), 2);
+    let amended = stream
+        .ask(order(
+            "m1",
+            "amend",
+            json!({"symbol": "ETH/USDC", "orderId": added["order"]["orderId"], "price": "999"}),
+        ))
+        .await;
+    assert_eq!(amended["event"], "result", "{amended}");
+    assert_eq!(amended["order"]["price"], "999");
+    let cancelled = stream
+        .ask(order(
+            "c1",
+            "cancel",
+            json!({"symbol": "ETH/USDC", "orderId": amended["order"]["orderId"]}),
+        ))
+        .await;
+    assert_eq!(cancelled["order"]["status"], "cancelled", "{cancelled}");
+    let all = stream.ask(order("x1", "cancelAll", json!({}))).await;
+    assert_eq!(all["orders"].as_array().unwrap().len(), 2, "{all}");
+    assert!(server
+        .account_list("/order/openOrders", &alice, "orders")
+        .await
+        .is_empty());
+
+    // Refusals are error events with the REST error, and the connection stays open.
+    let unknown_action = stream.ask(order("e1", "withdraw", json!({}))).await;
+    assert_eq!(
+        (
+            unknown_action["event"].as_str(),
+            unknown_action["code"].as_str(),
+            unknown_action["field"].as_str()
+        ),
+        (Some("error"), Some("INVALID_PARAMETER"), Some("action")),
+        "{unknown_action}"
+    );
+    let misspelt = stream.ask(order("e2", "cancelAll", json!({"symbl": "ETH/USDC"}))).await;
+    assert_eq!(
+        (misspelt["code"].as_str(), misspelt["id"].as_str()),
+        (Some("UNKNOWN_PARAMETER"), Some("e2"))
+    );
+    let poor = stream
+        .ask(order(
+            "e3",
+            "add",
+            json!({"symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "1000", "amount": "50"}),
+        ))
+        .await;
+    assert_eq!(poor["code"], "INSUFFICIENT_BALANCE", "{poor}");
+    let no_action = stream.ask(json!({"op": "order", "id": "e4", "chainId": "1"})).await;
+    assert_eq!(
+        (no_action["code"].as_str(), no_action["field"].as_str()),
+        (Some("MISSING_PARAMETER"), Some("action"))
+    );
+    let pong = stream.ask(json!({"op": "ping", "id": "still-open"})).await;
+    assert_eq!(pong["event"], "pong");
+    assert!(server
+        .account_list("/order/openOrders", &alice, "orders")
+        .await
+        .is_empty());
+}

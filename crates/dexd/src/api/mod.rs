@@ -142,7 +142,7 @@ async fn stream_upgrade(State(app): State<Arc<AppState>>, request: Request) -> R
                 .into_response()
         }
     }
-    let (venue, streams) = (Arc::clone(&app.venue), Arc::clone(&app.streams));
+    let app = Arc::clone(&app);
     upgrade
         .max_message_size(streams::connection::MAX_INBOUND_MESSAGE_BYTES)
         .max_frame_size(streams::connection::MAX_INBOUND_MESSAGE_BYTES)
@@ -152,7 +152,7 @@ async fn stream_upgrade(State(app): State<Arc<AppState>>, request: Request) -> R
         .read_buffer_size(streams::connection::READ_BUFFER_BYTES)
         .write_buffer_size(streams::connection::WRITE_BUFFER_BYTES)
         .on_failed_upgrade(move |_| {})
-        .on_upgrade(move |socket| streams::connection::serve(socket, venue, streams, ip))
+        .on_upgrade(move |socket| streams::connection::serve(socket, app, ip))
 }
 
 /// What every request passes through first, in one middleware (each layer of its own cost an

@@ -16,6 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 
 use super::hub::HubRequest;
+use super::orders::{OrderRequest, StreamOrders};
 use super::outbox::{Outbound, Outbox};
 use super::protocol::{self, ChannelKey, ClientMessage, SubscribeRequest};
 use super::Streams;
@@ -27,7 +28,7 @@ pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 64;
 /// Client messages one connection may send per second (a burst of as many); more closes it.
 pub const MAX_INBOUND_MESSAGES_PER_SECOND: u32 = 50;
 /// The largest client message, in bytes; a larger one closes the connection (1009).
-pub const MAX_INBOUND_MESSAGE_BYTES: usize = 16 * 1024;
+pub const MAX_INBOUND_MESSAGE_BYTES: usize = 64 * 1024;
 /// Queued messages written to the socket together at most.
 pub const MAX_FRAMES_PER_WRITE: usize = 64;
 /// The write buffer of a connection: frames gather in it until the flush.
@@ -50,7 +51,8 @@ pub const WRITE_TIMEOUT_MS: u64 = 10_000;
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// Serves one upgraded connection until it ends.
-pub async fn serve(socket: WebSocket, venue: Arc<Venue>, streams: Arc<Streams>, peer: IpAddr) {
+pub async fn serve(socket: WebSocket, app: Arc<crate::api::AppState>, peer: IpAddr) {
+    let (venue, streams) = (Arc::clone(&app.venue), Arc::clone(&app.streams));
     let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let (max_messages, max_bytes) = streams.queue_limits;
     let (outbox, queue) = Outbox::new(
@@ -69,7 +71,8 @@ pub async fn serve(socket: WebSocket, venue: Arc<Venue>, streams: Arc<Streams>, 
         streams.shutdown_signal(),
         writer_alive,
     ));
-    let chains = read(inbound, &venue, &streams, &outbox, writer_done).await;
+    let orders = StreamOrders::start(app, Arc::clone(&outbox));
+    let chains = read(inbound, &venue, &streams, &outbox, &orders, writer_done).await;
     for chain_id in chains {
         streams.send(chain_id, HubRequest::Disconnected { connection_id });
     }
@@ -162,6 +165,7 @@ async fn read(
     venue: &Venue,
     streams: &Streams,
     outbox: &Arc<Outbox>,
+    orders: &StreamOrders,
     mut writer_done: tokio::sync::oneshot::Receiver<()>,
 ) -> HashSet<u64> {
     let mut held = Held::default();
@@ -226,7 +230,7 @@ async fn read(
             return held.chains;
         }
         match message {
-            Message::Text(text) => held.answer(venue, streams, outbox, text.as_str()),
+            Message::Text(text) => held.answer(venue, streams, outbox, orders, text.as_str()),
             _ => {
                 let error = ApiError::new(
                     axum::http::StatusCode::BAD_REQUEST,
@@ -272,7 +276,7 @@ struct Held {
 
 impl Held {
     /// Answers one client message.
-    fn answer(&mut self, venue: &Venue, streams: &Streams, outbox: &Arc<Outbox>, text: &str) {
+    fn answer(&mut self, venue: &Venue, streams: &Streams, outbox: &Arc<Outbox>, orders: &StreamOrders, text: &str) {
         match protocol::parse(venue, text) {
             Err((id_json, error)) => {
                 outbox.push(protocol::error(&id_json, &error, None));
@@ -284,6 +288,18 @@ impl Held {
             Ok(ClientMessage::Unsubscribe { key, id_json }) => {
                 self.unsubscribe(venue, streams, outbox, key, id_json);
             }
+            Ok(ClientMessage::Order {
+                id_json,
+                action,
+                fields,
+            }) => orders.submit(
+                OrderRequest {
+                    id_json,
+                    action,
+                    fields,
+                },
+                outbox,
+            ),
         }
     }
 

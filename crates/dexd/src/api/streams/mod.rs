@@ -7,6 +7,7 @@
 //! - [`outbox`]: a connection's bounded queue; a slow client is told and closed.
 //! - [`connection`]: the socket, its reader and writer, pings and limits.
 //! - [`book`]: book changes and the checksum.
+//! - [`orders`]: orders sent over the stream, run as their REST operations.
 //!
 //! This module owns the connection limits per client address and the graceful stop of every
 //! connection; the chains' writers know nothing of it.
@@ -14,6 +15,7 @@
 pub mod book;
 pub mod connection;
 pub mod hub;
+pub mod orders;
 pub mod outbox;
 pub mod protocol;
 

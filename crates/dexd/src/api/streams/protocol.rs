@@ -149,6 +149,15 @@ pub enum ClientMessage {
         /// The client's `id`, as JSON text.
         id_json: String,
     },
+    /// An order operation (`op: "order"`), run as its REST operation.
+    Order {
+        /// The client's `id`, as JSON text.
+        id_json: String,
+        /// Which operation (`add`, `cancel`, ...).
+        action: String,
+        /// The rest of the message: the operation's fields.
+        fields: super::orders::OrderFields,
+    },
 }
 
 const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain.");
@@ -220,9 +229,21 @@ pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiErr
     let op = match object.remove("op") {
         None => return Err(fail(ApiError::missing("op"))),
         Some(Value::String(op)) => op,
-        Some(_) => return Err(fail(ApiError::invalid("op", "must be subscribe, unsubscribe or ping"))),
+        Some(_) => return Err(fail(invalid_op())),
     };
     object.remove("id");
+    if op == "order" {
+        let action = match object.remove("action") {
+            None => return Err(fail(ApiError::missing("action"))),
+            Some(Value::String(action)) => action,
+            Some(_) => return Err(fail(ApiError::invalid("action", "must be a string"))),
+        };
+        return Ok(ClientMessage::Order {
+            id_json,
+            action,
+            fields: super::orders::OrderFields(object),
+        });
+    }
     if op == "ping" {
         if let Some(name) = object.keys().next() {
             return Err(fail(unknown(name, &["op", "id"])));
@@ -230,7 +251,7 @@ pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiErr
         return Ok(ClientMessage::Ping { id_json });
     }
     if op != "subscribe" && op != "unsubscribe" {
-        return Err(fail(ApiError::invalid("op", "must be subscribe, unsubscribe or ping")));
+        return Err(fail(invalid_op()));
     }
     let channel = match object.remove("channel") {
         None => return Err(fail(ApiError::missing("channel"))),
@@ -304,6 +325,10 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
         },
     };
     Ok((key, depth))
+}
+
+fn invalid_op() -> ApiError {
+    ApiError::invalid("op", "must be subscribe, unsubscribe, ping or order")
 }
 
 fn invalid_channel() -> ApiError {
