@@ -573,13 +573,40 @@ fn alloy_word(count: u64) -> [u8; 32] {
 /// The key limit: orders per second that one core can derive an address for and sign, as the
 /// service does for each order (address derivation plus EIP-712 digest and signature).
 pub fn key_limit_per_core(duration: Duration) -> f64 {
+    crypto_limit_per_core(duration, true)
+}
+
+/// The signing limit: orders per second that one core can sign (EIP-712 digest and signature)
+/// with a key already parsed and its address derived, as a batch does for all but its first.
+pub fn signing_limit_per_core(duration: Duration) -> f64 {
+    crypto_limit_per_core(duration, false)
+}
+
+/// The accounts' keys and addresses, a line each (`key address`), for a client of another
+/// project to place orders with (the batch benchmark's wrk script).
+pub fn account_lines(accounts: usize) -> String {
+    (0..accounts)
+        .map(|index| format!("{} {}\n", trader(index).key, trader(index).address))
+        .collect()
+}
+
+fn crypto_limit_per_core(duration: Duration, derive_each: bool) -> f64 {
     let domain = SigningDomain::new(1, dexd_core::Address::from_bytes([0xde; 20]));
     let started = Instant::now();
     let mut count = 0u64;
+    let parsed = PrivateKey::parse(&trader(0).key).expect("a valid key");
+    let parsed_address = parsed.address();
     while started.elapsed() < duration {
-        let key = PrivateKey::parse(&trader((count % 64) as usize).key).expect("a valid key");
+        let derived;
+        let (key, account) = if derive_each {
+            derived = PrivateKey::parse(&trader((count % 64) as usize).key).expect("a valid key");
+            let account = derived.address();
+            (&derived, account)
+        } else {
+            (&parsed, parsed_address)
+        };
         let message = OrderMessage {
-            account: key.address(),
+            account,
             symbol: "ETH/USDC".into(),
             order_type: "limit".into(),
             direction: "buy".into(),

@@ -4,7 +4,10 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::Parser;
-use dexd_load::{fund_accounts, key_limit_per_core, run, start_baseline_server, RunReport, RunSettings, Workload};
+use dexd_load::{
+    account_lines, fund_accounts, key_limit_per_core, run, signing_limit_per_core, start_baseline_server, RunReport,
+    RunSettings, Workload,
+};
 
 /// The allocator, as in dexd: glibc's malloc and free were about a fifth of the generator's time,
 /// on the cores it shares with the server it measures. The do-nothing axum baseline runs in this
@@ -38,6 +41,14 @@ struct Cli {
     /// Also measure the per-order cryptography alone (the key limit).
     #[arg(long)]
     key_limit: bool,
+    /// Also measure the per-order signing alone, the key derived once (the signing limit of a
+    /// batch).
+    #[arg(long)]
+    signing_limit: bool,
+    /// Only fund the accounts, and write their keys and addresses to this file (`key address`
+    /// a line), for another client to trade with.
+    #[arg(long)]
+    fund_only: Option<std::path::PathBuf>,
     /// The chain to trade on.
     #[arg(long, default_value_t = 1)]
     chain_id: u64,
@@ -79,6 +90,10 @@ async fn main() -> Result<(), String> {
         let per_core = key_limit_per_core(Duration::from_secs(3));
         println!("key limit: {per_core:.0} orders/s per core (address derivation + EIP-712 signing)");
     }
+    if cli.signing_limit {
+        let per_core = signing_limit_per_core(Duration::from_secs(3));
+        println!("signing limit: {per_core:.0} orders/s per core (EIP-712 signing, the key derived once)");
+    }
     if cli.baseline || workload == Workload::AxumBaseline {
         let baseline = start_baseline_server();
         for rate in &cli.rates {
@@ -108,6 +123,12 @@ async fn main() -> Result<(), String> {
         chain_id: cli.chain_id,
         acks: None,
     };
+    if let Some(file) = &cli.fund_only {
+        fund_accounts(&settings).await?;
+        std::fs::write(file, account_lines(cli.accounts)).map_err(|error| format!("{}: {error}", file.display()))?;
+        println!("{} accounts funded; keys in {}", cli.accounts, file.display());
+        return Ok(());
+    }
     if workload != Workload::Health && workload != Workload::Read {
         match &cli.fund_on_chain {
             None => fund_accounts(&settings).await?,

@@ -14,6 +14,7 @@ use dexd_core::{
 };
 use dexd_crypto::{FieldValue, TypedMessage, AMEND_ORDER_TYPE, CANCEL_ALL_AFTER_TYPE, CANCEL_ALL_TYPE};
 use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::order::{
@@ -141,8 +142,23 @@ fn spend_budgets(app: &AppState, accounts: impl IntoIterator<Item = Address>) ->
     Ok(())
 }
 
+/// One order's result in a batch's answer: written straight from the typed objects, as a single
+/// placement's answer is (a batch of 20 builds no JSON value per order).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum PlacementResult<'a> {
+    Placed(super::order::PlacedOrder<'a>),
+    Refused { error: Value },
+}
+
+/// A batch's answer.
+#[derive(serde::Serialize)]
+struct BatchOrdersAnswer<'a> {
+    results: Vec<PlacementResult<'a>>,
+}
+
 /// POST /order/batchOrders
-pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Answer {
+pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
     const LIST: &str = "orders";
     let chain = chain_of(&app.venue, &params)?;
     let batch_credential = BatchCredential::from_params(&app, &params)?;
@@ -188,25 +204,32 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Answer {
             .await
             .map_err(write_error)?
     };
-    let mut outcomes = placements.iter().zip(outcomes);
-    let results: Vec<Value> = results
+    // The placed orders and their events, kept while the answer borrows from them.
+    let mut placed: Vec<Result<(StoredOrder, dexd_store::Events), Value>> = Vec::with_capacity(placements.len());
+    for (placement, outcome) in placements.iter().zip(outcomes) {
+        placed.push(match outcome {
+            Ok(events) => Ok((placement.placed(&events)?, events)),
+            Err(error) => Err(write_error(error).object()),
+        });
+    }
+    let mut placed = placed.iter();
+    let results = results
         .into_iter()
         .map(|result| match result {
-            Some(refused) => Ok(refused),
-            None => {
-                let (placement, outcome) = outcomes.next().ok_or_else(ApiError::internal)?;
-                Ok(match outcome {
-                    Ok(events) => {
-                        let stored = placement.placed(&events)?;
-                        serde_json::to_value(placed_order(&chain, &stored, &events))
-                            .map_err(|_| ApiError::internal())?
-                    }
-                    Err(error) => json!({"error": write_error(error).object()}),
-                })
-            }
+            Some(Value::Object(mut refused)) => Ok(PlacementResult::Refused {
+                error: refused.remove("error").unwrap_or(Value::Null),
+            }),
+            Some(_) => Err(ApiError::internal()),
+            None => match placed.next().ok_or_else(ApiError::internal)? {
+                Ok((stored, events)) => Ok(PlacementResult::Placed(placed_order(&chain, stored, events))),
+                Err(error) => Ok(PlacementResult::Refused { error: error.clone() }),
+            },
         })
-        .collect::<Result<_, ApiError>>()?;
-    Ok(json!({ "results": results }))
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    serde_json::value::to_raw_value(&BatchOrdersAnswer { results }).map_err(|error| {
+        tracing::error!(%error, "writing a batch's answer failed");
+        ApiError::internal()
+    })
 }
 
 /// In signed mode, each account of the batch's budget, once its signature is known good.

@@ -110,7 +110,10 @@ async fn run(app: Arc<AppState>, request: OrderRequest) -> Result<Value, ApiErro
         }
         "cancel" => handlers::cancel_order(app, params).await,
         "cancelAll" => handlers::cancel_all(app, params).await,
-        "batchOrders" => handlers::batch_orders(app, params).await,
+        "batchOrders" => {
+            let answer = handlers::batch_orders(app, params).await?;
+            serde_json::from_str(answer.get()).map_err(|_| ApiError::internal())
+        }
         "batchCancel" => handlers::batch_cancel(app, params).await,
         _ => handlers::amend_order(app, params).await,
     }
