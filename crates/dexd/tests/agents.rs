@@ -253,6 +253,20 @@ async fn a_signed_agent_request_recovers_to_the_agent_and_the_approval_can_be_si
     assert_eq!(placed["order"]["orderId"], digest);
     assert_eq!(placed["order"]["account"], alice.trader.address);
 
+    // The bot signs a withdrawal for Alice: an agent never moves funds.
+    let withdrawal = json!({"account": alice.trader.address, "symbol": "USDC", "quantity": "1", "nonce": "9",
+                            "expiry": expiry.to_string()});
+    let (signature, _) = bot.sign(&eip712, "Withdraw", withdrawal);
+    let refused = server
+        .post_json(
+            "/portfolio/withdraw",
+            json!({"chainId": "1", "from": alice.trader.address, "symbol": "USDC", "quantity": "1",
+                   "account": alice.trader.address, "nonce": "9", "expiry": expiry, "signature": signature}),
+        )
+        .await;
+    assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
+    assert_eq!(server.balance(&alice.trader, "USDC").await["total"], "1000");
+
     // A key Alice never approved signs a cancel all for her: refused, nothing cancelled.
     let mallory = Signer::new(0x66);
     let cancel_all = json!({"account": alice.trader.address, "symbol": "", "nonce": "8", "expiry": expiry.to_string()});

@@ -48,6 +48,9 @@ EXCEPTIONS_BY_CODE: dict[str, type[Exception]] = {
     "INVALID_PRIVATE_KEY": ccxt.AuthenticationError,
     "UNAUTHENTICATED": ccxt.AuthenticationError,
     "ACCOUNT_MISMATCH": ccxt.PermissionDenied,
+    "AGENT_NOT_ALLOWED": ccxt.PermissionDenied,
+    "TOO_MANY_AGENTS": ccxt.BadRequest,
+    "AGENT_NOT_FOUND": ccxt.BadRequest,
     "RATE_LIMITED": ccxt.RateLimitExceeded,
     "CHAIN_UNAVAILABLE": ccxt.ExchangeNotAvailable,
     "UNAVAILABLE": ccxt.ExchangeNotAvailable,
@@ -91,6 +94,8 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
             "has": {
                 "CORS": None, "spot": True, "margin": False, "swap": False, "future": False, "option": False,
                 "cancelOrder": True, "createOrder": True, "createMarketOrder": True, "createLimitOrder": True,
+                "createOrders": True, "cancelOrders": True, "cancelAllOrders": True, "editOrder": True,
+                "cancelAllOrdersAfter": True,
                 "fetchBalance": True, "fetchCanceledOrders": True, "fetchClosedOrders": True,
                 "fetchCurrencies": True, "fetchDeposits": True, "fetchMarkets": True, "fetchMyTrades": True,
                 "fetchOHLCV": True, "fetchOpenOrders": True, "fetchOrder": True, "fetchOrderBook": True,
@@ -102,6 +107,10 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
             "urls": {"api": {"rest": "http://127.0.0.1:8080"}, "www": "https://github.com/", "doc": []},
             "options": {"baseUrl": "http://127.0.0.1:8080", "chainId": "1"},
         })
+
+    # An agent: ``privateKey`` is a key the account ``walletAddress`` approved
+    # (``POST /account/approveAgent``); it signs the account's orders with its own key and can
+    # never withdraw. A ``privateKey`` whose address is ``walletAddress`` is the account's own.
 
     def __init__(self, config: Optional[dict] = None):
         super().__init__(config or {})
@@ -116,10 +125,9 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
     def client(self) -> Client:
         """The dexd client this exchange signs and calls with (made on first use)."""
         if self._client is None:
-            self._client = Client(self.options["baseUrl"], self.options["chainId"], private_key=self.privateKey or None)
-            if self.walletAddress and self._client.address and \
-                    self._client.address.lower() != self.walletAddress.lower():
-                raise ccxt.AuthenticationError("dexd walletAddress is not the address of privateKey")
+            # walletAddress other than the key's own: the key trades as the account's agent.
+            self._client = Client(self.options["baseUrl"], self.options["chainId"],
+                                  private_key=self.privateKey or None, account=self.walletAddress or None)
         return self._client
 
     def _call(self, method, *args: Any, **kwargs: Any) -> Any:
@@ -287,6 +295,69 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
             time_in_force=time_in_force, post_only=post_only, client_order_id=client_order_id,
         )
         return self._parse_dexd_order(answer["order"])
+
+    def create_orders(self, orders: list, params={}) -> list:
+        """Up to 50 orders of one pair in one journaled step; each is CCXT's order, or a rejected
+        one (``status`` "rejected", the error in ``info``) when the venue refused that order."""
+        self.load_markets()
+        requests_ = []
+        for order in orders:
+            symbol, type_, side = order["symbol"], order["type"], order["side"]
+            extra = order.get("params") or {}
+            time_in_force = self.safe_string_upper(extra, "timeInForce")
+            post_only = self.safe_bool(extra, "postOnly", False)
+            if time_in_force == "PO":
+                time_in_force, post_only = "GTC", True
+            price = order.get("price")
+            requests_.append({
+                "symbol": self.market(symbol)["id"], "direction": side,
+                "amount": self.amount_to_precision(symbol, order["amount"]),
+                "price": None if type_ == "market" else self.price_to_precision(symbol, price), "type": type_,
+                "time_in_force": time_in_force, "post_only": post_only,
+                "client_order_id": self.safe_string_2(extra, "clientOrderId", "client_order_id"),
+            })
+        answer = self._call(self.client.create_orders_answer, requests_)
+        return [self._parse_result(result, "order") for result in answer["results"]]
+
+    def _parse_result(self, result: dict, key: str) -> dict:
+        """A batch item's result as CCXT's order: the order, or a rejected one with the error."""
+        if "error" in result:
+            return self.safe_order({"info": result, "status": "rejected"})
+        return self._parse_dexd_order(result[key])
+
+    def cancel_orders(self, ids: list, symbol: Optional[str] = None, params={}) -> list:
+        """Up to 50 cancels in one journaled step (their symbols read back when not given)."""
+        self.load_markets()
+        cancels = []
+        for id in ids:
+            order_symbol = symbol or self.fetch_order(id)["symbol"]
+            cancels.append((self.market(order_symbol)["id"], id))
+        answer = self._call(self.client.cancel_orders_answer, cancels)
+        return [self._parse_result(result, "order") for result in answer["results"]]
+
+    def cancel_all_orders(self, symbol: Optional[str] = None, params={}) -> list:
+        self.load_markets()
+        market_id = self.market(symbol)["id"] if symbol else None
+        answer = self._call(self.client.cancel_all_answer, market_id)
+        return [self._parse_dexd_order(order) for order in answer["orders"]]
+
+    def edit_order(self, id: str, symbol: str, type: str, side: str, amount: Optional[float] = None,
+                   price: Optional[float] = None, params={}) -> dict:
+        """Amends an open order in one step: the old one is cancelled and the new one (a new id,
+        the old one's side, type and clientOrderId) placed; if the new one is refused the old one
+        stays. ``type`` and ``side`` are the order's own, whatever is passed."""
+        self.load_markets()
+        market = self.market(symbol)
+        amount_text = None if amount is None else self.amount_to_precision(symbol, amount)
+        price_text = None if price is None else self.price_to_precision(symbol, price)
+        answer = self._call(self.client.amend_order_answer, market["id"], id, price_text, amount_text)
+        return self._parse_dexd_order(answer["order"], None)
+
+    def cancel_all_orders_after(self, timeout: int, params={}) -> dict:
+        """The dead man's switch: every open order is cancelled ``timeout`` ms from now unless this
+        is called again first (0 turns it off; 5,000 to 86,400,000 otherwise)."""
+        trigger_at = self._call(self.client.cancel_all_after, int(timeout))
+        return {"info": {"triggerAt": trigger_at}, "triggerAt": trigger_at}
 
     def cancel_order(self, id: str, symbol: Optional[str] = None, params={}) -> dict:
         if symbol is None:

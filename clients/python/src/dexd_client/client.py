@@ -29,12 +29,13 @@ class Client:
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", chain_id: str | int = "1",
                  private_key: Optional[str] = None, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-                 session: Optional[requests.Session] = None):
+                 session: Optional[requests.Session] = None, account: Optional[str] = None):
+        """``account``: trade for this account with ``private_key`` as its approved agent."""
         self.base_url = base_url.rstrip("/")
         self.chain_id = str(chain_id)
         self.timeout_seconds = timeout_seconds
         self._session = session or requests.Session()
-        self._signer = RequestSigner(private_key) if private_key else None
+        self._signer = RequestSigner(private_key, account=account) if private_key else None
         self._eip712: Optional[dict] = None
         self._assets: Optional[dict[str, dict]] = None
 
@@ -74,10 +75,14 @@ class Client:
         return self.request("GET", path, {"chainId": self.chain_id, **params})
 
     def _signed_post(self, path: str, primary_type: str, message: dict, body: dict) -> Any:
+        return self.request("POST", path, body={"chainId": self.chain_id, **body,
+                                                **self._sign(primary_type, message)})
+
+    def _sign(self, primary_type: str, message: dict) -> dict:
+        """``account``, ``nonce``, ``expiry`` and ``signature`` of ``message``."""
         if self._signer is None:
             raise ValueError("this client has no key: make it with private_key to sign writes")
-        fields = self._signer.sign(self.eip712(), primary_type, message)
-        return self.request("POST", path, body={"chainId": self.chain_id, **body, **fields})
+        return self._signer.sign(self.eip712(), primary_type, message)
 
     def eip712(self) -> dict:
         """The chain's EIP-712 domain and request types (cached)."""
@@ -221,6 +226,14 @@ class Client:
                          type: Optional[str] = None, time_in_force: Optional[str] = None, post_only: bool = False,
                          client_order_id: Optional[str] = None) -> dict:
         """:meth:`add_order`, answered as the server's JSON (``{"order", "trades"}``)."""
+        message, body = self._order_terms(symbol, direction, amount, price, type, time_in_force, post_only,
+                                          client_order_id)
+        return self._signed_post("/order/addOrder", "Order", message, body)
+
+    def _order_terms(self, symbol: str, direction: str, amount: Any, price: Any = None, type: Optional[str] = None,
+                     time_in_force: Optional[str] = None, post_only: bool = False,
+                     client_order_id: Optional[str] = None) -> tuple[dict, dict]:
+        """An order's ``Order`` message (without the signed fields) and its request fields."""
         order_type = type or ("market" if price is None else "limit")
         time_in_force = (time_in_force or ("IOC" if order_type == "market" else "GTC")).upper()
         symbol = self._listed_pair(symbol)
@@ -235,7 +248,99 @@ class Client:
             body["price"] = message["price"]
         if client_order_id:
             body["clientOrderId"] = client_order_id
-        return self._signed_post("/order/addOrder", "Order", message, body)
+        return message, body
+
+    def create_orders_answer(self, orders: list[dict]) -> dict:
+        """Places 1 to 50 orders of one pair in one journaled step (``POST /order/batchOrders``).
+
+        Each of ``orders`` holds :meth:`add_order`'s arguments by name (``symbol``, ``direction``,
+        ``amount``, ``price``, ``type``, ``time_in_force``, ``post_only``, ``client_order_id``);
+        each is signed on its own. The answer is the server's JSON: ``{"results": [...]}``, one
+        ``{"order", "trades"}`` or ``{"error"}`` per order, in order.
+        """
+        items = []
+        for order in orders:
+            message, body = self._order_terms(**order)
+            items.append({**body, **self._sign("Order", message)})
+        return self.request("POST", "/order/batchOrders", body={"chainId": self.chain_id, "orders": items})
+
+    def create_orders(self, orders: list[dict]) -> list[tuple[Order, list[Trade]] | Exception]:
+        """:meth:`create_orders_answer`, typed: each result is ``(order, trades)`` or the error
+        (an exception of :mod:`dexd_client.errors`, not raised)."""
+        from .errors import error_from_answer
+        answer = self.create_orders_answer(orders)
+        results: list[tuple[Order, list[Trade]] | Exception] = []
+        for result in answer["results"]:
+            if "error" in result:
+                results.append(error_from_answer(422, result, None))
+            else:
+                results.append((Order.from_json(result["order"]), [Trade.from_json(t) for t in result["trades"]]))
+        return results
+
+    def cancel_orders_answer(self, cancels: list[tuple[str, str]]) -> dict:
+        """Cancels 1 to 50 orders, each ``(symbol, order_id)``, in one journaled step
+        (``POST /order/batchCancel``); ``{"results": [{"order"} | {"error"}]}``."""
+        items = []
+        for symbol, order_id in cancels:
+            message = {"symbol": self._listed_pair(symbol), "orderId": order_id}
+            items.append({**message, **self._sign("CancelOrder", message)})
+        return self.request("POST", "/order/batchCancel", body={"chainId": self.chain_id, "cancels": items})
+
+    def cancel_all_answer(self, symbol: Optional[str] = None) -> dict:
+        """Cancels every open order of the account on the chain, or on ``symbol``; ``{"orders"}``."""
+        pair = self._listed_pair(symbol) if symbol else ""
+        body = {"symbol": pair} if pair else {}
+        return self._signed_post("/order/cancelAll", "CancelAll", {"symbol": pair}, body)
+
+    def cancel_all(self, symbol: Optional[str] = None) -> list[Order]:
+        return [Order.from_json(order) for order in self.cancel_all_answer(symbol)["orders"]]
+
+    def amend_order_answer(self, symbol: str, order_id: str, price: Any = None, amount: Any = None) -> dict:
+        """Replaces an open order by one with a new ``price`` and/or ``amount`` in one step;
+        ``{"cancelled", "order", "trades"}``. If the new one is refused the old one stays."""
+        if price is None and amount is None:
+            raise ValueError("give price, amount or both")
+        symbol = self._listed_pair(symbol)
+        message = {"symbol": symbol, "orderId": order_id,
+                   "price": "" if price is None else canonical_decimal(price),
+                   "amount": "" if amount is None else canonical_decimal(amount)}
+        body = {"symbol": symbol, "orderId": order_id}
+        if price is not None:
+            body["price"] = message["price"]
+        if amount is not None:
+            body["amount"] = message["amount"]
+        return self._signed_post("/order/amendOrder", "AmendOrder", message, body)
+
+    def amend_order(self, symbol: str, order_id: str, price: Any = None, amount: Any = None) -> Order:
+        """:meth:`amend_order_answer`, typed: the new order."""
+        return Order.from_json(self.amend_order_answer(symbol, order_id, price, amount)["order"])
+
+    def cancel_all_after(self, timeout_ms: int) -> Optional[int]:
+        """Arms the dead man's switch (5,000 to 86,400,000 ms; 0 turns it off): unless called again
+        in time, every open order of the account on the chain is cancelled. The trigger time."""
+        answer = self._signed_post("/order/cancelAllAfter", "CancelAllAfter", {"timeoutMs": int(timeout_ms)},
+                                   {"timeoutMs": int(timeout_ms)})
+        return answer["triggerAt"]
+
+    def approve_agent(self, agent: str, name: str, valid_until_ms: Optional[int] = None) -> dict:
+        """Approves ``agent`` (an address) to trade, never to move funds, for the account."""
+        message = {"agent": agent, "name": name, "validUntil": valid_until_ms or 0}
+        body = {"agent": agent, "name": name}
+        if valid_until_ms:
+            body["validUntil"] = valid_until_ms
+        return self._signed_post("/account/approveAgent", "ApproveAgent", message, body)["agent"]
+
+    def revoke_agent(self, agent: str) -> None:
+        """Ends an agent's approval at once."""
+        self._signed_post("/account/revokeAgent", "RevokeAgent", {"agent": agent}, {"agent": agent})
+
+    def agents(self, account: Optional[str] = None) -> list[dict]:
+        """The agents the account approved that have not ended."""
+        return self._get("/account/agents", account=self._account(account))["agents"]
+
+    def rate_limits(self, account: Optional[str] = None) -> dict:
+        """The account's budget of state changes and its open orders (``GET /account/rateLimits``)."""
+        return self._get("/account/rateLimits", account=self._account(account))
 
     def cancel_order(self, symbol: str, order_id: str) -> Order:
         return Order.from_json(self.cancel_order_answer(symbol, order_id)["order"])

@@ -70,6 +70,12 @@ _BY_CODE: dict[str, type[DexdError]] = {
     "ORDER_NOT_OPEN": OrderNotOpen,
     "INSUFFICIENT_BALANCE": InsufficientBalance,
     "INSUFFICIENT_FUNDS_ON_CHAIN": InsufficientBalance,
+    "AGENT_NOT_ALLOWED": AuthenticationFailed,
+    "INVALID_SIGNATURE": AuthenticationFailed,
+    "UNAUTHENTICATED": AuthenticationFailed,
+    "DUPLICATE_CLIENT_ORDER_ID": Conflict,
+    "NONCE_REUSED": Conflict,
+    "RATE_LIMITED": RateLimited,
 }
 
 _BY_STATUS: dict[int, type[DexdError]] = {

@@ -40,18 +40,29 @@ def canonical_decimal(value: Any) -> str:
 
 
 class RequestSigner:
-    """Signs requests for one account with the venue's published EIP-712 types."""
+    """Signs requests for one account with the venue's published EIP-712 types.
 
-    def __init__(self, private_key: str, lifetime_ms: int = DEFAULT_LIFETIME_MS):
+    With ``account``, the key is an *agent* the account approved (``POST /account/approveAgent``):
+    it signs the account's requests with its own key, and the venue lets it trade (never move
+    funds) for the account.
+    """
+
+    def __init__(self, private_key: str, lifetime_ms: int = DEFAULT_LIFETIME_MS, account: Optional[str] = None):
         self._account: LocalAccount = Account.from_key(private_key)
+        self._acting_for = account
         self.lifetime_ms = lifetime_ms
 
     def __repr__(self) -> str:  # never the key
-        return f"RequestSigner(address={self.address})"
+        return f"RequestSigner(address={self.address}, key_address={self.key_address})"
 
     @property
     def address(self) -> str:
-        """The account's EIP-55 address."""
+        """The EIP-55 address of the account the requests are for."""
+        return self._acting_for or self._account.address
+
+    @property
+    def key_address(self) -> str:
+        """The key's own address (an agent's, when the signer acts for another account)."""
         return self._account.address
 
     def sign(self, eip712: dict, primary_type: str, message: dict, nonce: Optional[int] = None,

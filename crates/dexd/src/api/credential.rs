@@ -200,6 +200,15 @@ impl Credential {
         self.authorize_actor(digest_of(signed), actor, signed, None).map(Some)
     }
 
+    /// The address a client's signature over `digest` recovers to, if it recovers at all (`None`
+    /// with a key).
+    pub fn recovered_signer(&self, digest: [u8; 32]) -> Option<Address> {
+        match self {
+            Credential::Key(_) => None,
+            Credential::Signed { signature, .. } => recover_signer(digest, signature),
+        }
+    }
+
     /// The account the request acts for (derived from the key, or as claimed by the signer).
     pub fn account(&self, addresses: &AddressCache) -> Address {
         match self {
@@ -285,7 +294,7 @@ impl Credential {
     /// signature, its check over the digest `digest_of` gives for the client's nonce and expiry,
     /// and the authorization whose nonce the writer claims.
     pub fn authorize_client_signature(
-        self,
+        &self,
         account: &Address,
         digest_of: impl FnOnce(([u8; 32], u64)) -> [u8; 32],
     ) -> Result<Option<Authorization>, ApiError> {

@@ -9,7 +9,7 @@ use dexd_crypto::{checksummed, FieldValue, TypedMessage, APPROVE_AGENT_TYPE, REV
 use dexd_store::now_ms;
 use serde_json::{json, Value};
 
-use super::{address_param, chain_of, signing_domain, spend_write_budget, write_error, Answer};
+use super::{address_param, chain_of, refuse_signing_agent, signing_domain, spend_write_budget, write_error, Answer};
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
 use crate::api::params::Params;
@@ -53,7 +53,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
             "an account cannot approve itself as its agent",
         ));
     }
-    let authorization = credential.authorize_client_signature(&account, |(nonce, expiry_ms)| {
+    let digest_of = |(nonce, expiry_ms)| {
         signing_domain(&chain).digest(&TypedMessage {
             struct_type: &APPROVE_AGENT_TYPE,
             values: vec![
@@ -65,7 +65,18 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
                 FieldValue::uint(expiry_ms),
             ],
         })
-    })?;
+    };
+    let authorization = credential
+        .authorize_client_signature(&account, digest_of)
+        .map_err(|error| {
+            refuse_signing_agent(
+                &chain,
+                &account,
+                &credential,
+                digest_of(credential.nonce_and_expiry(0)),
+                error,
+            )
+        })?;
     spend_write_budget(&app, &account)?;
     let command = Command::ApproveAgent {
         account,
@@ -99,7 +110,7 @@ pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
     actor.require_own_key()?;
     let account = actor.account;
     let agent = address_param(&params, "agent")?;
-    let authorization = credential.authorize_client_signature(&account, |(nonce, expiry_ms)| {
+    let digest_of = |(nonce, expiry_ms)| {
         signing_domain(&chain).digest(&TypedMessage {
             struct_type: &REVOKE_AGENT_TYPE,
             values: vec![
@@ -109,7 +120,18 @@ pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
                 FieldValue::uint(expiry_ms),
             ],
         })
-    })?;
+    };
+    let authorization = credential
+        .authorize_client_signature(&account, digest_of)
+        .map_err(|error| {
+            refuse_signing_agent(
+                &chain,
+                &account,
+                &credential,
+                digest_of(credential.nonce_and_expiry(0)),
+                error,
+            )
+        })?;
     spend_write_budget(&app, &account)?;
     crate::api::written::submit(&chain, Command::RevokeAgent { account, agent }, authorization)
         .await

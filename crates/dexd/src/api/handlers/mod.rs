@@ -157,6 +157,27 @@ pub(super) async fn history(chain: &Chain) -> Result<&dexd_store::StoreReader, A
         .map_err(|_| ApiError::unavailable("the history is catching up; retry shortly"))
 }
 
+/// An invalid signature on an operation no agent may send (a transfer, an approval): 403
+/// `AGENT_NOT_ALLOWED` when the signature recovers to an agent the account approved (the agent
+/// itself tried), else `error` as it was.
+pub(super) fn refuse_signing_agent(
+    chain: &Chain,
+    account: &Address,
+    credential: &crate::api::credential::Credential,
+    digest: [u8; 32],
+    error: ApiError,
+) -> ApiError {
+    if error.code != "INVALID_SIGNATURE" {
+        return error;
+    }
+    match credential.recovered_signer(digest) {
+        Some(signer) if chain.read_engine(|engine| engine.agent_allowed(account, &signer, dexd_store::now_ms())) => {
+            super::error::agent_not_allowed()
+        }
+        _ => error,
+    }
+}
+
 /// Takes one state change from the account's budget.
 pub(super) fn spend_write_budget(app: &AppState, account: &Address) -> Result<(), ApiError> {
     app.rate_limits.check_account(account).map_err(|wait| {

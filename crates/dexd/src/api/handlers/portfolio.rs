@@ -11,8 +11,8 @@ use dexd_core::{
 use serde_json::{json, Value};
 
 use super::{
-    address_param, chain_of, history, page_request, signing_domain, spend_write_budget, store_error, write_error,
-    Answer,
+    address_param, chain_of, history, page_request, refuse_signing_agent, signing_domain, spend_write_budget,
+    store_error, write_error, Answer,
 };
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
@@ -123,9 +123,19 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
         units,
         credential,
     } = terms;
-    let authorization = credential.authorize_client_signature(&from, |signed| {
-        signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed))
-    })?;
+    let digest_of =
+        |signed| signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed));
+    let authorization = credential
+        .authorize_client_signature(&from, digest_of)
+        .map_err(|error| {
+            refuse_signing_agent(
+                &chain,
+                &from,
+                &credential,
+                digest_of(credential.nonce_and_expiry(0)),
+                error,
+            )
+        })?;
     spend_write_budget(app, &from)?;
     let request = TransferRequest {
         transfer_id: transaction_hash(&chain, &from, asset, units, kind),
@@ -224,7 +234,10 @@ async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
     let authorization = if approved_by_account_contract(vault, &terms.credential, &from, digest).await? {
         terms.credential.authorize_approved_by_account_contract(signed)?
     } else {
-        terms.credential.authorize(digest, &from, signed, None)?
+        terms
+            .credential
+            .authorize(digest, &from, signed, None)
+            .map_err(|error| refuse_signing_agent(chain, &from, &terms.credential, digest, error))?
     };
     spend_write_budget(app, &from)?;
     let command = Command::RequestWithdrawal(VaultWithdrawal {
