@@ -1,13 +1,17 @@
 //! The account: who signs, the order form with its preview, deposits and withdrawals, and the
-//! account's views (open orders with cancel, order history, fills, balances and the vault's
-//! reserves, position, transfers). Open orders and balances are live from the stream; the
+//! account's views (open orders with cancel, edit and cancel all, order history, fills, balances
+//! and the vault's reserves, position, transfers, agents). Orders are signed by the session key
+//! when one is in use (`controls.ts`), transfers and agents always by the account's own signer. Open orders and balances are live from the stream; the
 //! histories are read again whenever the stream says something changed.
 
 import {
   describe,
-  creditedWhen, get, post, type AccountTrade, type Asset, type Balance, type Custody, type Eip712, type Order, type Pair,
-  type Position, type Reserve, type Tradable, type Transfer,
+  creditedWhen, get, post, type AccountTrade, type Balance, type Custody, type Order,
+  type Position, type Reserve, type Tradable, type Transfer, type Venue,
 } from "./api";
+import {
+  amendOrder, cancelAll, openAmendDialog, renderAgents, revokeAgent, setSwitch, startSession, type Session,
+} from "./controls";
 import { canonical, multiply, toUnits } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
 import { depositFromWallet, injectedWallet, keySigner, signRequest, walletSigner, type Signer } from "./signing";
@@ -18,13 +22,7 @@ const HISTORY_ROWS = 50;
 /** How long the views wait after a stream message before reading the histories again. */
 const REFRESH_DELAY_MS = 150;
 
-export interface Venue {
-  chainId: string;
-  pair: Pair;
-  assets: Asset[];
-  custody: Custody;
-  eip712: Eip712;
-}
+export type { Venue } from "./api";
 
 export interface AccountCallbacks {
   announce(text: string): void;
@@ -35,6 +33,8 @@ export interface AccountCallbacks {
 
 export class Account {
   private signer: Signer | null = null;
+  /** The session key the account approved, when orders are signed with it. */
+  private session: Session | null = null;
   private venue: Venue | null = null;
   private subscriptions: string[] = [];
   private openOrders = new Map<string, Order>();
@@ -59,8 +59,20 @@ export class Account {
       const action = ((event as SubmitEvent).submitter as HTMLButtonElement | null)?.value ?? "deposit";
       void this.transfer(action === "withdraw" ? "withdraw" : "deposit");
     });
+    element("cancel-all").addEventListener("click", () => void this.cancelAll());
+    element("start-session").addEventListener("click", () => void this.startSession());
+    element("end-session").addEventListener("click", () => this.endSession());
+    element<HTMLFormElement>("switch-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      void this.setSwitch();
+    });
     element("connect-wallet").hidden = injectedWallet() === null;
     this.renderSigner();
+  }
+
+  /** Who signs orders: the session key when one is in use, else the account's own signer. */
+  private trader(): Signer | null {
+    return this.session?.signer ?? this.signer;
   }
 
   /** A new chain or pair: the account's subscriptions follow it. */
@@ -104,6 +116,7 @@ export class Account {
 
   private disconnect(): void {
     this.signer = null;
+    this.session = null;
     for (const id of this.subscriptions) this.stream.unsubscribe(id);
     this.subscriptions = [];
     this.openOrders.clear();
@@ -124,6 +137,16 @@ export class Account {
     element("disconnect").hidden = signer === null;
     element("transfer-form").hidden = signer === null;
     element<HTMLButtonElement>("place-order").disabled = signer === null;
+    element<HTMLButtonElement>("cancel-all").disabled = signer === null;
+    element<HTMLButtonElement>("arm-switch").disabled = signer === null;
+    element<HTMLButtonElement>("start-session").hidden = signer === null || this.session !== null;
+    element("end-session").hidden = this.session === null;
+    element("session-state").textContent = this.session
+      ? `Orders are signed with the session key ${this.session.agent}, which this account approved until ` +
+        `${new Date(this.session.validUntil).toLocaleString()}; it can trade, never withdraw.`
+      : signer
+        ? `Orders are signed by ${signer.description}. A session key signs them without asking each time.`
+        : "Connect to manage agents.";
     document.body.dataset.signing = signer?.kind ?? "none";
   }
 
@@ -229,6 +252,7 @@ export class Account {
         get<{ withdrawals: Transfer[] }>("/portfolio/withdrawHistories", list),
         reserves,
       ]);
+      await renderAgents(venue, account, (agent, button) => void this.revoke(agent.agent, button));
       if (signer !== this.signer || venue !== this.venue) return;
       this.renderHistory([...filled.orders, ...cancelled.orders].sort((a, b) => b.updatedAt - a.updatedAt).slice(0, HISTORY_ROWS));
       this.renderFills(fills.trades);
@@ -263,7 +287,15 @@ export class Account {
         cancel.textContent = "Cancel";
         cancel.setAttribute("aria-label", `Cancel ${order.direction} ${order.amount} ${order.symbol} at ${order.price ?? "market"}`);
         cancel.addEventListener("click", () => void this.cancel(order, cancel));
-        return row([`${order.direction} ${order.symbol}`, order.price ?? "market", order.amount, order.filled, order.clientOrderId ?? "", cancel], {
+        const edit = document.createElement("button");
+        edit.type = "button";
+        edit.textContent = "Edit";
+        edit.setAttribute("aria-label", `Edit ${order.direction} ${order.amount} ${order.symbol} at ${order.price ?? "market"}`);
+        edit.addEventListener("click", () => openAmendDialog(order, (price, amount) => this.amend(order, price, amount)));
+        const actions = document.createElement("span");
+        actions.className = "row-actions";
+        actions.append(edit, cancel);
+        return row([`${order.direction} ${order.symbol}`, order.price ?? "market", order.amount, order.filled, order.clientOrderId ?? "", actions], {
           "data-order-id": order.orderId,
         });
       }),
@@ -409,7 +441,7 @@ export class Account {
 
   private async placeOrder(): Promise<void> {
     const venue = this.venue;
-    const signer = this.signer;
+    const signer = this.trader();
     if (!venue || !signer) return this.callbacks.fail("Connect a wallet or paste a key to place orders.");
     const form = this.readForm();
     if (!form.amount) return this.callbacks.fail(`The amount "${form.rawAmount}" is not a positive decimal number.`);
@@ -445,7 +477,7 @@ export class Account {
 
   private async cancel(order: Order, button: HTMLButtonElement): Promise<void> {
     const venue = this.venue;
-    const signer = this.signer;
+    const signer = this.trader();
     if (!venue || !signer) return;
     button.disabled = true;
     try {
@@ -456,6 +488,87 @@ export class Account {
     } catch (error) {
       button.disabled = false;
       this.callbacks.fail(`Cancel refused: ${describe(error)}`);
+    }
+  }
+
+  private async cancelAll(): Promise<void> {
+    const venue = this.venue;
+    const signer = this.trader();
+    if (!venue || !signer) return;
+    try {
+      const orders = await cancelAll(venue, signer);
+      this.callbacks.announce(`Cancelled all open orders: ${orders.length} order(s).`);
+    } catch (error) {
+      this.callbacks.fail(`Cancel all refused: ${describe(error)}`);
+    }
+  }
+
+  /** Amends `order`; whether the dialog may close (false keeps it open to correct the input). */
+  private async amend(order: Order, price: string, amount: string): Promise<boolean> {
+    const venue = this.venue;
+    const signer = this.trader();
+    if (!venue || !signer) return true;
+    try {
+      const amended = await amendOrder(venue, signer, order, price, amount);
+      this.callbacks.announce(`Order edited: now ${amended.direction} ${amended.amount} ${amended.symbol} at ${amended.price ?? "market"}.`);
+      return true;
+    } catch (error) {
+      this.callbacks.fail(`Edit refused: ${describe(error)}`);
+      return false;
+    }
+  }
+
+  private async startSession(): Promise<void> {
+    const venue = this.venue;
+    const owner = this.signer;
+    if (!venue || !owner) return;
+    try {
+      this.session = await startSession(venue, owner);
+    } catch (error) {
+      return this.callbacks.fail(`The session key was not approved: ${describe(error)}`);
+    }
+    this.renderSigner();
+    this.callbacks.announce(`Orders are now signed with the session key ${this.session.agent}.`);
+    void this.refresh();
+  }
+
+  private async setSwitch(): Promise<void> {
+    const venue = this.venue;
+    const signer = this.trader();
+    if (!venue || !signer) return;
+    try {
+      const triggerAt = await setSwitch(venue, signer, element<HTMLInputElement>("switch-seconds").value);
+      const state = triggerAt === null
+        ? "The switch is off."
+        : `Every open order is cancelled at ${new Date(triggerAt).toLocaleTimeString([], { hour12: false })} unless the switch is set again.`;
+      element("switch-state").textContent = state;
+      this.callbacks.announce(state);
+    } catch (error) {
+      this.callbacks.fail(`Switch refused: ${describe(error)}`);
+    }
+  }
+
+  /** Stops signing with the session key (it stays approved until revoked or its end). */
+  private endSession(): void {
+    this.session = null;
+    this.renderSigner();
+    this.callbacks.announce("Orders are signed by the account's own signer again.");
+  }
+
+  private async revoke(agent: string, button: HTMLButtonElement): Promise<void> {
+    const venue = this.venue;
+    const owner = this.signer;
+    if (!venue || !owner) return;
+    button.disabled = true;
+    try {
+      await revokeAgent(venue, owner, agent);
+      if (this.session?.agent === agent) this.session = null;
+      this.renderSigner();
+      this.callbacks.announce(`Revoked the agent ${agent}.`);
+      await this.refresh();
+    } catch (error) {
+      button.disabled = false;
+      this.callbacks.fail(`Revoke refused: ${describe(error)}`);
     }
   }
 

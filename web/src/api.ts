@@ -97,9 +97,21 @@ export interface Chain { chainId: string; name: string; custody: "ledger" | "vau
 export interface Eip712 {
   domain: { name: string; version: string; chainId: number; verifyingContract: string };
   types: Record<string, { name: string; type: string }[]>;
-  primaryTypes: { addOrder: string; cancelOrder: string; deposit: string; withdraw: string };
+  primaryTypes: {
+    addOrder: string; cancelOrder: string; deposit: string; withdraw: string; cancelAll: string; amendOrder: string;
+    cancelAllAfter: string; approveAgent: string; revokeAgent: string;
+  };
   maxLifetimeMs: number;
 }
+/** What the account's views of one chain and pair need. */
+export interface Venue {
+  chainId: string;
+  pair: Pair;
+  assets: Asset[];
+  custody: Custody;
+  eip712: Eip712;
+}
+export interface Agent { agent: string; name: string; validUntil: number | null; approvedAt: number }
 export interface Tradable { symbol: string; buy: { maxAmount: string; maxCost: string }; sell: { maxAmount: string } }
 export interface Reserve { symbol: string; onChain: string | null; liabilities: string; pendingWithdrawals: string; surplus: string | null }
 export interface Position {

@@ -79,6 +79,23 @@ export function keySigner(privateKey: string): Signer {
   };
 }
 
+/**
+ * A signer for `account` over a key the account approved as its agent (a session key the page
+ * made): it signs the account's orders with its own key, and the venue lets it trade, never move
+ * funds. The key lives only in this closure.
+ */
+export function agentSigner(privateKey: Hex, account: string): Signer & { readonly agent: string } {
+  const key = privateKeyToAccount(privateKey);
+  return {
+    address: account,
+    agent: key.address,
+    kind: "key",
+    description: `a session key (agent ${key.address}) the account approved, held in this page's memory only`,
+    signTypedData: (eip712, primaryType, message) =>
+      key.signTypedData({ domain: domainOf(eip712), types: typesFor(eip712, primaryType), primaryType, message }),
+  };
+}
+
 interface Eip1193 { request(arguments_: { method: string; params?: unknown[] }): Promise<unknown> }
 
 export function injectedWallet(): Eip1193 | null {

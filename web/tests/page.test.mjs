@@ -2,7 +2,8 @@
 // dexd: it loads without a console error, shows the book and trades REST shows, follows a trade
 // another client makes within a second, redraws the chart on a new interval; with a pasted test
 // key it deposits, places, lists and cancels an order, shows a post-only refusal in words, and
-// never sends the key; at phone width the same flow works and axe finds nothing serious.
+// never sends the key; at phone width the same flow works and axe finds nothing serious; a
+// market maker's controls (edit, cancel all, a session key approved as an agent and revoked).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import AxeBuilder from "@axe-core/playwright";
@@ -150,7 +151,7 @@ async function signedFlow(page, key, clientOrderId) {
   await page.getByLabel("Post only").uncheck();
 
   // Cancel from the list.
-  await page.locator(`#open-orders tr[data-order-id="${order.orderId}"] button`).click();
+  await page.locator(`#open-orders tr[data-order-id="${order.orderId}"]`).getByRole("button", { name: /^Cancel/ }).click();
   await page.waitForSelector(`#open-orders tr[data-order-id="${order.orderId}"]`, { state: "detached" });
   const cancelled = await dexd.get("/order/cancelledOrders", { chainId: CHAIN, account: address });
   assert.deepEqual(cancelled.orders.map((item) => item.orderId), [order.orderId]);
@@ -209,7 +210,7 @@ test("the keyboard reaches the tabs and moves between them with the arrow keys",
     assert.equal(await page.getAttribute("#tab-history", "aria-selected"), "true");
     assert.equal(await page.isHidden("#panel-open"), true);
     await page.keyboard.press("End");
-    assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-transfers");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-agents");
     await page.keyboard.press("ArrowRight");
     assert.equal(await page.evaluate(() => document.activeElement?.id), "tab-open");
   } finally {
@@ -260,7 +261,7 @@ test("with an injected EIP-1193 wallet the page signs through eth_signTypedData_
     await page.getByText(/Order open: sell 0.5 ETH\/USDC at 2600/).waitFor();
     const open = await dexd.get("/order/openOrders", { chainId: CHAIN, account: wallet.address });
     assert.equal(open.orders.length, 1);
-    await page.locator(`#open-orders tr[data-order-id="${open.orders[0].orderId}"] button`).click();
+    await page.locator(`#open-orders tr[data-order-id="${open.orders[0].orderId}"]`).getByRole("button", { name: /^Cancel/ }).click();
     await page.waitForSelector(`#open-orders tr[data-order-id="${open.orders[0].orderId}"]`, { state: "detached" });
     assert.deepEqual(asked, ["Deposit", "Order", "CancelOrder"]);
     assert.ok(sent.every((body) => !body.includes(walletKey.slice(2)) && !/privatekey/i.test(body)));
@@ -284,6 +285,82 @@ test("after the server restarts, the page reconnects and follows new trades agai
     const expected = await waitForBook(page);
     assert.deepEqual(await rows(page, "#book-asks"), expected.asks);
     assert.deepEqual(await rows(page, "#book-bids"), expected.bids);
+  } finally {
+    await context.close();
+  }
+});
+
+test("edit, cancel all, and a session key that trades for the account until it is revoked", async () => {
+  const key = "0x" + "e5".repeat(32);
+  const address = privateKeyToAccount(key).address;
+  await dexd.post("/portfolio/deposit", { chainId: CHAIN, from: address, symbol: "USDC", quantity: "10000", privateKey: key });
+  const first = (await restOrder(dexd, key, "buy", "2400", "1")).order;
+  await restOrder(dexd, key, "buy", "2390", "1");
+  const { page, context, consoleErrors, sent } = await openPage(browser, dexd.url);
+  const announced = (pattern) =>
+    page.waitForFunction((source) => new RegExp(source).test(document.getElementById("announcer")?.textContent ?? ""), pattern.source);
+  try {
+    await page.getByLabel("Or paste a private key (kept in this page's memory only)").fill(key);
+    await page.getByRole("button", { name: "Use this key" }).click();
+    await page.waitForSelector(`#open-orders tr[data-order-id="${first.orderId}"]`);
+
+    // Edit: a new price for the first order, in one step.
+    await page.locator(`#open-orders tr[data-order-id="${first.orderId}"]`).getByRole("button", { name: /^Edit/ }).click();
+    const dialog = page.getByRole("dialog", { name: "Edit an open order" });
+    await dialog.getByLabel("New limit (quote per base)").fill("2300");
+    await dialog.getByRole("button", { name: "Save" }).click();
+    await announced(/Order edited: now buy 1 ETH\/USDC at 2300/);
+    assert.equal(await dialog.isVisible(), false);
+    await page.waitForSelector(`#open-orders tr[data-order-id="${first.orderId}"]`, { state: "detached" });
+    let open = (await dexd.get("/order/openOrders", { chainId: CHAIN, account: address })).orders;
+    assert.deepEqual(open.map((order) => order.price).sort(), ["2300", "2390"]);
+
+    // Cancel all.
+    await page.getByRole("button", { name: "Cancel all" }).click();
+    await announced(/Cancelled all open orders: 2 order\(s\)/);
+    assert.equal((await dexd.get("/order/openOrders", { chainId: CHAIN, account: address })).orders.length, 0);
+    await page.waitForFunction(() => document.querySelector("#open-orders td.empty") !== null);
+
+    // A session key: approved by the account, then signing the account's orders.
+    await page.getByRole("tab", { name: "Agents" }).click();
+    await page.getByRole("button", { name: "Sign orders with a session key" }).click();
+    await announced(/Orders are now signed with the session key 0x[0-9a-fA-F]{40}/);
+    const agents = (await dexd.get("/account/agents", { chainId: CHAIN, account: address })).agents;
+    assert.equal(agents.length, 1);
+    assert.equal(agents[0].name, "page-session");
+    await page.waitForSelector(`#agents tr[data-agent="${agents[0].agent}"]`);
+    assert.match(await page.textContent("#session-state"), /session key .* can trade, never withdraw/);
+    await page.getByLabel("Buy", { exact: true }).check();
+    await page.getByLabel("Limit", { exact: true }).check();
+    await page.getByLabel("Price").fill("2200");
+    await page.getByLabel("Amount", { exact: true }).fill("0.5");
+    await page.getByRole("button", { name: "Place order" }).click();
+    await announced(/Order open: buy 0.5 ETH\/USDC at 2200/);
+    open = (await dexd.get("/order/openOrders", { chainId: CHAIN, account: address })).orders;
+    assert.equal(open.length, 1);
+    assert.equal(open[0].account, address, "the agent's order is the account's");
+    // The switch, set by the session key for the account, and turned off again.
+    await page.getByLabel(/Dead man's switch/).fill("4");
+    await page.getByRole("button", { name: "Set the switch" }).click();
+    await page.getByRole("alert").getByText(/0 \(off\) or 5 to 86400 seconds/).waitFor();
+    await page.getByLabel(/Dead man's switch/).fill("600");
+    await page.getByRole("button", { name: "Set the switch" }).click();
+    await announced(/Every open order is cancelled at .* unless the switch is set again/);
+    await page.getByLabel(/Dead man's switch/).fill("0");
+    await page.getByRole("button", { name: "Set the switch" }).click();
+    await announced(/The switch is off/);
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations.filter((violation) => ["serious", "critical"].includes(violation.impact));
+    assert.deepEqual(serious.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target).join(", ")}`), []);
+
+    // Revoked: gone from the list and from the venue; orders are the account's own again.
+    await page.locator(`#agents tr[data-agent="${agents[0].agent}"]`).getByRole("button", { name: /^Revoke/ }).click();
+    await announced(/Revoked the agent/);
+    assert.equal((await dexd.get("/account/agents", { chainId: CHAIN, account: address })).agents.length, 0);
+    await page.waitForSelector(`#agents tr[data-agent="${agents[0].agent}"]`, { state: "detached" });
+    assert.equal(await page.isVisible("#end-session"), false);
+    assertNoKeySent(sent, key);
+    assert.deepEqual(consoleErrors, []);
   } finally {
     await context.close();
   }
