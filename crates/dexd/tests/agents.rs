@@ -167,14 +167,14 @@ async fn approvals_are_checked_limited_and_end_on_time() {
         assert_eq!(answer.0, 400, "{}", answer.1);
     }
     let myself = approve(&server, &alice, &alice, "me").await;
-    assert_error(&myself, 400, "INVALID_PARAMETER", Some("agent"));
+    assert_error(&myself, 422, "AGENT_IS_ACCOUNT", Some("agent"));
     let past = server
         .post_json(
             "/account/approveAgent",
             json!({"chainId": "1", "privateKey": alice.key, "agent": bot.address, "name": "late", "validUntil": now_ms() - 1}),
         )
         .await;
-    assert_error(&past, 400, "INVALID_PARAMETER", Some("validUntil"));
+    assert_error(&past, 422, "VALID_UNTIL_PASSED", Some("validUntil"));
     for number in 0..10 {
         let (status, body) = approve(&server, &alice, &Trader::numbered(number), &format!("bot-{number}")).await;
         assert_eq!(status, 200, "{body}");

@@ -173,6 +173,16 @@ fn kind_bad_values(field: &Field) -> Vec<(Value, Expected)> {
             cases.push((json!("-1"), invalid()));
             cases.push((json!("1".repeat(79)), invalid()));
         }
+        Kind::SwitchTimeout => {
+            cases.extend(numeric_text.iter().map(|text| (json!(text), invalid())));
+            for value in [json!("4999"), json!(1), json!(86_400_001), json!("1.5"), json!(-5000)] {
+                cases.push((value, invalid()));
+            }
+        }
+        Kind::AgentName => {
+            cases.push((json!("a".repeat(33)), invalid()));
+            cases.push((json!("bot:1"), invalid()));
+        }
         Kind::Items { max, .. } => {
             let item = json!({"symbol": "ETH/USDC", "orderId": "0x00"});
             cases.push((json!([]), invalid()));

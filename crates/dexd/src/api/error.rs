@@ -188,12 +188,8 @@ impl ApiError {
             Rejection::Agent(AgentRejection::InvalidName) => {
                 ApiError::invalid("name", "must be 1 to 32 of the characters A-Z a-z 0-9 . _ -")
             }
-            Rejection::Agent(AgentRejection::SelfApproval) => {
-                ApiError::invalid("agent", "an account cannot approve itself as its agent")
-            }
-            Rejection::Agent(AgentRejection::AlreadyExpired) => {
-                ApiError::invalid("validUntil", "must be later than now (ms since the epoch)")
-            }
+            Rejection::Agent(AgentRejection::SelfApproval) => agent_is_account(),
+            Rejection::Agent(AgentRejection::AlreadyExpired) => valid_until_passed(),
             Rejection::AgentNotFound => {
                 ApiError::not_found("AGENT_NOT_FOUND", "the account has no such agent").on("agent")
             }
@@ -298,4 +294,19 @@ pub fn agent_not_allowed() -> ApiError {
          or approve agents",
     )
     .on("account")
+}
+
+/// 422 `AGENT_IS_ACCOUNT`: an account cannot approve itself as its agent (a rule about the
+/// account, which no schema states).
+pub fn agent_is_account() -> ApiError {
+    unprocessable("AGENT_IS_ACCOUNT", "an account cannot approve itself as its agent").on("agent")
+}
+
+/// 422 `VALID_UNTIL_PASSED`: an approval whose end is not after now.
+pub fn valid_until_passed() -> ApiError {
+    unprocessable(
+        "VALID_UNTIL_PASSED",
+        "validUntil must be later than now (ms since the Unix epoch); leave it out for an approval until revoked",
+    )
+    .on("validUntil")
 }

@@ -42,16 +42,10 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
     }
     let valid_until_ms = params.integer("validUntil")?;
     if valid_until_ms.is_some_and(|until| until <= now_ms()) {
-        return Err(ApiError::invalid(
-            "validUntil",
-            "must be later than now (ms since the epoch)",
-        ));
+        return Err(crate::api::error::valid_until_passed());
     }
     if agent == account {
-        return Err(ApiError::invalid(
-            "agent",
-            "an account cannot approve itself as its agent",
-        ));
+        return Err(crate::api::error::agent_is_account());
     }
     let digest_of = |(nonce, expiry_ms)| {
         signing_domain(&chain).digest(&TypedMessage {

@@ -44,6 +44,12 @@ enum BatchCredential {
 impl BatchCredential {
     fn from_params(app: &AppState, params: &Params) -> Result<BatchCredential, ApiError> {
         if !params.contains("privateKey") {
+            if params.contains("account") {
+                return Err(ApiError::invalid(
+                    "account",
+                    "goes in each item of a signed batch (at the top only beside privateKey, for an agent)",
+                ));
+            }
             return Ok(BatchCredential::ItemSigned);
         }
         let credential = Credential::from_params(params, None, now_ms())?;
@@ -144,6 +150,9 @@ fn spend_budgets(app: &AppState, accounts: impl IntoIterator<Item = Address>) ->
 
 /// One order's result in a batch's answer: written straight from the typed objects, as a single
 /// placement's answer is (a batch of 20 builds no JSON value per order).
+// Each variant is serialized once, right away; boxing the common one would cost an allocation per
+// order for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 enum PlacementResult<'a> {
@@ -162,7 +171,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     const LIST: &str = "orders";
     let chain = chain_of(&app.venue, &params)?;
     let batch_credential = BatchCredential::from_params(&app, &params)?;
-    let items = batch_items(&params, LIST, &operations::BATCH_ORDER_ITEM_FIELDS)?;
+    let items = batch_items(&params, LIST, operations::BATCH_ORDER_ITEM_FIELDS)?;
     one_pair(&chain, &items, LIST)?;
     // Every item's terms first: a malformed one refuses the batch before anything is signed.
     let mut terms: Vec<Result<(NewOrder, ItemCredential, Actor), Value>> = Vec::with_capacity(items.len());
@@ -249,7 +258,7 @@ pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
     const LIST: &str = "cancels";
     let chain = chain_of(&app.venue, &params)?;
     let batch_credential = BatchCredential::from_params(&app, &params)?;
-    let items = batch_items(&params, LIST, &operations::BATCH_CANCEL_ITEM_FIELDS)?;
+    let items = batch_items(&params, LIST, operations::BATCH_CANCEL_ITEM_FIELDS)?;
     let reader = history(&chain).await?;
     let mut results: Vec<Option<Value>> = Vec::with_capacity(items.len());
     let mut cancels: Vec<(Command, Option<Authorization>, StoredOrder)> = Vec::new();

@@ -120,11 +120,20 @@ impl DecimalRules {
         schema
     }
 
-    /// `if symbol is S then field has at most D decimals`, for every symbol, case-insensitively.
-    fn conditions(&self, operation: &Operation) -> Vec<Value> {
+    /// `if symbol is S then field has at most D decimals`, for every symbol, case-insensitively;
+    /// and for a new order (`type` among `fields`), that a limit order has a price and a market
+    /// order none.
+    fn conditions(&self, fields: &[operations::Field]) -> Vec<Value> {
         let mut conditions = Vec::new();
-        let is_order = operation.fields.iter().any(|field| field.name == "price");
-        let is_transfer = operation.fields.iter().any(|field| field.name == "quantity");
+        let is_order = fields.iter().any(|field| field.name == "price");
+        let is_transfer = fields.iter().any(|field| field.name == "quantity");
+        if fields.iter().any(|field| field.name == "type") {
+            conditions.push(json!({
+                "if": {"properties": {"type": {"const": "market"}}, "required": ["type"]},
+                "then": {"not": {"required": ["price"]}},
+                "else": {"required": ["price"]}
+            }));
+        }
         if is_order {
             for (symbol, (base_decimals, quote_decimals)) in &self.pairs {
                 conditions.push(json!({
@@ -141,6 +150,21 @@ impl DecimalRules {
             }
         }
         conditions
+    }
+
+    /// A batch of orders is on one pair: `if the first order's symbol is S then every order's
+    /// is`, for every pair symbol.
+    fn one_pair(&self, list: &str) -> Vec<Value> {
+        self.pairs
+            .keys()
+            .map(|symbol| {
+                let same = json!({"properties": {"symbol": {"pattern": case_insensitive(symbol)}}});
+                json!({
+                    "if": {"properties": {list: {"prefixItems": [same.clone()]}}, "required": [list]},
+                    "then": {"properties": {list: {"items": same}}}
+                })
+            })
+            .collect()
     }
 }
 
@@ -251,13 +275,24 @@ fn request_body(operation: &Operation, rules: &DecimalRules, component_schemas: 
         }
         media
     };
+    // A batch's list is JSON in form data too, which no form schema can state: the document
+    // offers JSON only for batches (the server takes form data with the list as a JSON string).
+    let mut content = json!({"application/json": media(BodyContent::Json)});
+    if !has_items(operation) {
+        content["application/x-www-form-urlencoded"] = media(BodyContent::Form);
+    }
     json!({
         "required": true,
-        "content": {
-            "application/json": media(BodyContent::Json),
-            "application/x-www-form-urlencoded": media(BodyContent::Form),
-        }
+        "content": content,
     })
+}
+
+/// Whether an operation takes a list of objects (a batch).
+fn has_items(operation: &Operation) -> bool {
+    operation
+        .fields
+        .iter()
+        .any(|field| matches!(field.kind, Kind::Items { .. }))
 }
 
 /// How a body is encoded. Both carry the same fields; form data carries every value as text, so
@@ -277,16 +312,19 @@ enum BodyContent {
 fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: BodyContent) -> Vec<(String, Value)> {
     let is_signed_field = |name: &str| SIGNED_REQUEST_FIELDS.contains(&name);
     let has_credential = operation.fields.iter().any(|field| field.name == "privateKey");
+    let is_batch = has_items(operation);
     let form = |with_key: bool| {
         let fields: Vec<&operations::Field> = operation
             .fields
             .iter()
             .filter(|field| {
+                // With a key, `account` names the account an agent's key acts for; a signed
+                // batch carries its accounts in its items.
                 !has_credential
                     || if with_key {
-                        !is_signed_field(field.name)
+                        !is_signed_field(field.name) || field.name == "account"
                     } else {
-                        field.name != "privateKey"
+                        field.name != "privateKey" && !(is_batch && field.name == "account")
                     }
             })
             .collect();
@@ -314,14 +352,13 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
             .collect();
         let mut schema =
             json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
-        let mut conditions = rules.conditions(operation);
-        if operation.fields.iter().any(|field| field.name == "price") {
-            // A limit order needs a price; a market order takes none.
-            conditions.push(json!({
-                "if": {"properties": {"type": {"const": "market"}}, "required": ["type"]},
-                "then": {"not": {"required": ["price"]}},
-                "else": {"required": ["price"]}
-            }));
+        let mut conditions = rules.conditions(operation.fields);
+        if operation.fields.iter().any(|field| field.name == "orders") {
+            conditions.extend(rules.one_pair("orders"));
+        }
+        if operation.id == "amendOrder" {
+            // An amend changes the price, the amount or both.
+            conditions.push(json!({"anyOf": [{"required": ["price"]}, {"required": ["amount"]}]}));
         }
         if !conditions.is_empty() {
             schema["allOf"] = Value::Array(conditions);
@@ -455,6 +492,10 @@ fn responses(operation: &Operation) -> Value {
     Value::Object(responses)
 }
 
+/// 0, or 5000 to 86400000, in decimal digits.
+const SWITCH_TIMEOUT_PATTERN: &str =
+    "^(0|[5-9][0-9]{3}|[1-9][0-9]{4,6}|[1-7][0-9]{7}|8[0-5][0-9]{6}|86[0-3][0-9]{5}|86400000)$";
+
 /// The largest 64-bit number, the bound of every whole-number parameter.
 const MAX_U64: u64 = u64::MAX;
 
@@ -475,12 +516,13 @@ fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: Bo
                 .filter(|field| field.required)
                 .map(|field| field.name)
                 .collect();
-            json!({
-                "type": "array",
-                "minItems": 1,
-                "maxItems": max,
-                "items": {"type": "object", "additionalProperties": false, "properties": properties, "required": required}
-            })
+            let mut item =
+                json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
+            let conditions = rules.conditions(fields);
+            if !conditions.is_empty() {
+                item["allOf"] = Value::Array(conditions);
+            }
+            json!({"type": "array", "minItems": 1, "maxItems": max, "items": item})
         }
         // Form data is text: the query forms (strings only) are exact.
         (_, BodyContent::Form) => query_schema(kind, rules),
@@ -494,6 +536,11 @@ fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: Bo
         (Kind::Integer | Kind::Milliseconds, BodyContent::Json) => json!({"oneOf": [
             {"type": "string", "pattern": "^[0-9]{1,19}$"},
             {"type": "integer", "minimum": 0, "maximum": MAX_U64}
+        ]}),
+        (Kind::SwitchTimeout, BodyContent::Json) => json!({"oneOf": [
+            {"type": "string", "pattern": SWITCH_TIMEOUT_PATTERN},
+            {"type": "integer", "enum": [0]},
+            {"type": "integer", "minimum": 5_000, "maximum": 86_400_000}
         ]}),
         (Kind::Uint256, BodyContent::Json) => {
             json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,77}$"}, {"type": "integer", "minimum": 0, "maximum": MAX_U64}]})
@@ -548,6 +595,8 @@ fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
         Kind::Uint256 => json!({"type": "string", "pattern": "^[0-9]{1,77}$"}),
         Kind::Signature => json!({"type": "string", "pattern": "^0x[0-9a-fA-F]{130}$"}),
         Kind::Choice(values) => json!({"type": "string", "enum": values}),
+        Kind::SwitchTimeout => json!({"type": "string", "pattern": SWITCH_TIMEOUT_PATTERN}),
+        Kind::AgentName => json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,32}$"}),
         Kind::Items { max, .. } => json!({
             "type": "string",
             "contentMediaType": "application/json",

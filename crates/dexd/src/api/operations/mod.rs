@@ -42,6 +42,10 @@ pub enum Kind {
     Signature,
     /// One of a fixed list.
     Choice(&'static [&'static str]),
+    /// The dead man's switch's timeout: 0, or 5,000 to 86,400,000 ms (digits or a JSON integer).
+    SwitchTimeout,
+    /// An agent's name: 1 to 32 of `A-Z a-z 0-9 . _ -`.
+    AgentName,
     /// A list of 1 to `max` objects, each with `fields` (a batch's items): a JSON array, or in
     /// form data a string holding one.
     Items {

@@ -132,7 +132,7 @@ const CANCEL_ALL_AFTER_FIELDS: &[Field] = &[
     field(
         "timeoutMs",
         true,
-        Kind::Integer,
+        Kind::SwitchTimeout,
         "0 turns the switch off; 5000 to 86400000 arms it: unless set again within this many ms, every open \
          order of the account on the chain is cancelled.",
     ),
@@ -149,7 +149,7 @@ const APPROVE_AGENT_FIELDS: &[Field] = &[
     field(
         "name",
         true,
-        Kind::Text,
+        Kind::AgentName,
         "The agent's name, 1 to 32 of A-Z a-z 0-9 . _ -.",
     ),
     field(
