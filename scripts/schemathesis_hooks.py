@@ -1,8 +1,8 @@
 """schemathesis hooks for scripts/schemathesis: the documented exceptions to the document.
 
 A mixed-case address must carry a valid EIP-55 checksum, which no JSON Schema pattern can state
-(the checksum is a keccak-256 of the address). A valid-data case's addresses are therefore sent in
-lower case (no checksum needed, the same account) before the call. Invalid-data cases are left
+(the checksum is a keccak-256 of the address). A valid-data case's addresses (a batch's items'
+too) are therefore sent in lower case (no checksum needed, the same account) before the call. Invalid-data cases are left
 alone: the server must refuse them, and a bad checksum is one more way to be invalid.
 
 A read with `X-Dexd-Min-Sequence: n` waits for journal position n, and the contract answers 503
@@ -18,7 +18,9 @@ import re
 import schemathesis
 
 ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
-ADDRESS_FIELDS = ("account", "from")
+ADDRESS_FIELDS = ("account", "from", "agent")
+# A batch's items carry their own accounts.
+LIST_FIELDS = ("orders", "cancels")
 POSITION = re.compile(r"^[0-9]{1,19}$")
 MIN_SEQUENCE_HEADER = "X-Dexd-Min-Sequence"
 
@@ -29,6 +31,11 @@ def _lower_addresses(container):
             value = container.get(name)
             if isinstance(value, str) and ADDRESS.match(value):
                 container[name] = value.lower()
+        for name in LIST_FIELDS:
+            items = container.get(name)
+            if isinstance(items, list):
+                for item in items:
+                    _lower_addresses(item)
 
 
 def _reached_position(headers):

@@ -108,7 +108,15 @@ async fn a_malformed_batch_is_refused_whole_and_changes_nothing() {
     let mixed_pairs = server
         .post_json("/order/batchOrders", batch(json!([buy("1000", "0.01"), other_pair])))
         .await;
-    assert_error(&mixed_pairs, 400, "INVALID_PARAMETER", Some("orders[1].symbol"));
+    assert_error(&mixed_pairs, 422, "BATCH_MIXES_PAIRS", Some("orders[1].symbol"));
+    let mut nulls = buy("1000", "0.01");
+    nulls["clientOrderId"] = Value::Null;
+    let null_item = server.post_json("/order/batchOrders", batch(json!([nulls]))).await;
+    assert_error(&null_item, 400, "INVALID_PARAMETER", Some("orders[0].clientOrderId"));
+    let mut null_account = batch(json!([buy("1000", "0.01")]));
+    null_account["account"] = Value::Null;
+    let null_top = server.post_json("/order/batchOrders", null_account).await;
+    assert_error(&null_top, 400, "INVALID_PARAMETER", Some("account"));
     let mut other_chain = buy("1000", "0.01");
     other_chain["chainId"] = json!("11155111");
     let mixed_chains = server

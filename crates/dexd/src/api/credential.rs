@@ -116,12 +116,13 @@ impl Credential {
         })?;
         let nonce = params.uint256("nonce")?.ok_or_else(|| ApiError::missing("nonce"))?;
         let expiry_ms = params.integer("expiry")?.ok_or_else(|| ApiError::missing("expiry"))?;
+        let signature = parse_hex_bytes::<65>(params.required_text("signature")?)
+            .ok_or_else(|| ApiError::invalid("signature", "must be 0x + 130 hex digits (r ‖ s ‖ v)"))?;
+        // After every check of form: a malformed request is refused as malformed.
         if expiry_ms <= now_ms {
             return Err(signature_expired());
         }
         let lives_too_long = expiry_ms - now_ms > MAX_SIGNED_REQUEST_LIFETIME_MS;
-        let signature = parse_hex_bytes::<65>(params.required_text("signature")?)
-            .ok_or_else(|| ApiError::invalid("signature", "must be 0x + 130 hex digits (r ‖ s ‖ v)"))?;
         Ok(Credential::Signed {
             account,
             nonce,

@@ -28,6 +28,8 @@ enum Value {
 /// Every parameter of one request, in arrival order.
 pub struct Params {
     entries: Vec<(String, Value)>,
+    /// The fields a JSON body gave as `null`, which the operations of the seed read as absent.
+    null_fields: Vec<String>,
 }
 
 impl Drop for Params {
@@ -73,7 +75,10 @@ impl Params {
                 "parameters must be UTF-8",
             ));
         }
-        let mut params = Params { entries: Vec::new() };
+        let mut params = Params {
+            entries: Vec::new(),
+            null_fields: Vec::new(),
+        };
         for (name, value) in form_urlencoded::parse(bytes) {
             params.push(name.into_owned(), Value::Text(value.into_owned()))?;
         }
@@ -92,10 +97,16 @@ impl Params {
 
     /// Reads the fields of a JSON object (a stream message's, for one).
     pub fn from_json_object(object: serde_json::Map<String, serde_json::Value>) -> Result<Params, ApiError> {
-        let mut params = Params { entries: Vec::new() };
+        let mut params = Params {
+            entries: Vec::new(),
+            null_fields: Vec::new(),
+        };
         for (name, value) in object {
             let value = match value {
-                serde_json::Value::Null => continue,
+                serde_json::Value::Null => {
+                    params.null_fields.push(name);
+                    continue;
+                }
                 serde_json::Value::String(text) => Value::Text(text),
                 serde_json::Value::Bool(flag) => Value::Bool(flag),
                 serde_json::Value::Number(number) => Value::Number(number.to_string()),
@@ -170,6 +181,14 @@ impl Params {
             return Ok(None);
         };
         let digits = digits.as_ref();
+        // Most JSON libraries lose the digits of a number beyond 64 bits: a larger value comes as
+        // a string of digits, as the document says.
+        if matches!(self.get(name), Some(Value::Number(_))) && digits.parse::<u64>().is_err() {
+            return Err(ApiError::invalid(
+                name,
+                "as a JSON number must be at most 2^64 - 1; send larger values as a string of digits",
+            ));
+        }
         dexd_crypto::parse_uint256(digits)
             .map(Some)
             .ok_or_else(|| ApiError::invalid(name, "must be a uint256 in decimal digits (0 to 2^256 - 1)"))
@@ -267,6 +286,13 @@ impl Params {
             .enumerate()
             .map(|(index, item)| match item {
                 serde_json::Value::Object(object) => {
+                    // An item's null is refused rather than read as absent: a batch's item says
+                    // each of its fields or leaves it out.
+                    if let Some((field, _)) = object.iter().find(|(_, value)| value.is_null()) {
+                        return Err(
+                            ApiError::invalid(field, "must not be null; leave it out instead").within(name, index)
+                        );
+                    }
                     Params::from_json_object(object.clone()).map_err(|error| error.within(name, index))
                 }
                 _ => Err(ApiError::new(
@@ -278,6 +304,15 @@ impl Params {
             })
             .collect::<Result<Vec<Params>, ApiError>>()
             .map(Some)
+    }
+
+    /// 400 for a field given as JSON `null`: the trading extensions take a field or its absence,
+    /// never a null (the seed's operations read a null as absent, as they always did).
+    pub fn refuse_nulls(&self) -> Result<(), ApiError> {
+        match self.null_fields.first() {
+            Some(name) => Err(ApiError::invalid(name, "must not be null; leave it out instead")),
+            None => Ok(()),
+        }
     }
 
     /// Whether no parameter was given.

@@ -27,6 +27,7 @@ fn agent_object(grant: &AgentGrant) -> Value {
 
 /// POST /account/approveAgent
 pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
+    params.refuse_nulls()?;
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let actor = credential.actor(&params, &app.addresses)?;
@@ -98,6 +99,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
 
 /// POST /account/revokeAgent
 pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
+    params.refuse_nulls()?;
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let actor = credential.actor(&params, &app.addresses)?;

@@ -109,6 +109,8 @@ pub(super) fn sign_placement(
 /// The terms of a placement as its parameters give them, checked against the pair's tick and
 /// step; the order id is left for the signing to fill in.
 pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOrder, ApiError> {
+    // Every check of form (400) comes before the pair's rules (422), so that a malformed
+    // request is always refused as malformed, whichever of its values breaks a rule too.
     let pair_index = pair_param(chain, params, "symbol")?;
     let pair = chain.config.pair_config(pair_index);
     let order_type = match choice(params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
@@ -120,7 +122,17 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
             "buy" => Direction::Buy,
             _ => Direction::Sell,
         };
-    let price = match (order_type, params.decimal("price")?) {
+    let price = params.decimal("price")?;
+    let amount = params.required_decimal("amount")?;
+    let time_in_force = match choice(params, "timeInForce", &["GTC", "IOC", "FOK"])? {
+        Some("FOK") => TimeInForce::FillOrKill,
+        Some("IOC") => TimeInForce::ImmediateOrCancel,
+        _ if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
+        _ => TimeInForce::GoodTillCancelled,
+    };
+    let client_order_id = client_order_id(params)?;
+    let post_only = params.bool("postOnly")?.unwrap_or(false);
+    let price = match (order_type, price) {
         (OrderType::Limit, None) => return Err(ApiError::missing("price")),
         (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
         (OrderType::Limit, Some(price)) => Some(
@@ -132,23 +144,17 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
     };
     let quantity = pair
         .spec
-        .quantity_from_decimal(params.required_decimal("amount")?)
+        .quantity_from_decimal(amount)
         .map_err(|error| ApiError::from_pair_value("amount", error))?;
-    let time_in_force = match choice(params, "timeInForce", &["GTC", "IOC", "FOK"])? {
-        Some("FOK") => TimeInForce::FillOrKill,
-        Some("IOC") => TimeInForce::ImmediateOrCancel,
-        _ if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
-        _ => TimeInForce::GoodTillCancelled,
-    };
     Ok(NewOrder {
         order_id: OrderId::default(),
-        client_order_id: client_order_id(params)?,
+        client_order_id,
         account,
         pair: pair_index,
         order_type,
         direction,
         time_in_force,
-        post_only: params.bool("postOnly")?.unwrap_or(false),
+        post_only,
         price,
         quantity,
     })

@@ -105,7 +105,34 @@ fn batch_items(params: &Params, list: &str, item_fields: &[Field]) -> Result<Vec
     Ok(items)
 }
 
-/// Every item on the first item's pair, or 400 naming the first that is not.
+/// Refuses the batch for the first item that is malformed (a 400 of its terms, `terms_of`, or of
+/// its credential's form), before any item's rules or signature are looked at: an item both
+/// malformed and against a rule refuses the batch as malformed.
+fn refuse_malformed_items(
+    items: &[Params],
+    list: &str,
+    signed_items: bool,
+    terms_of: impl Fn(&Params) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    let malformed = |result: Result<(), ApiError>| match result {
+        Err(error) if error.status == axum::http::StatusCode::BAD_REQUEST => Some(error),
+        _ => None,
+    };
+    for (index, item) in items.iter().enumerate() {
+        if let Some(error) = malformed(terms_of(item)) {
+            return Err(error.within(list, index));
+        }
+        if signed_items {
+            if let Some(error) = malformed(Credential::from_params(item, None, now_ms()).map(drop)) {
+                return Err(error.within(list, index));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every item on the first item's pair, or 422 `BATCH_MIXES_PAIRS` naming the first that is not
+/// (a rule of batches, which the document's schema cannot state).
 fn one_pair(chain: &Chain, items: &[Params], list: &str) -> Result<PairIndex, ApiError> {
     let mut pair = None;
     for (index, item) in items.iter().enumerate() {
@@ -113,13 +140,14 @@ fn one_pair(chain: &Chain, items: &[Params], list: &str) -> Result<PairIndex, Ap
         match pair {
             None => pair = Some(this),
             Some(first) if first != this => {
-                return Err(ApiError::invalid(
-                    "symbol",
+                return Err(crate::api::error::unprocessable(
+                    "BATCH_MIXES_PAIRS",
                     format!(
-                        "must be the batch's one pair, {}: a batch holds orders of one pair",
+                        "a batch holds orders of one pair; this one is not on the first order's pair, {}",
                         chain.config.pair_config(first).symbol
                     ),
                 )
+                .on("symbol")
                 .within(list, index))
             }
             Some(_) => {}
@@ -168,17 +196,31 @@ struct BatchOrdersAnswer<'a> {
 
 /// POST /order/batchOrders
 pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
+    params.refuse_nulls()?;
     const LIST: &str = "orders";
     let chain = chain_of(&app.venue, &params)?;
     let batch_credential = BatchCredential::from_params(&app, &params)?;
     let items = batch_items(&params, LIST, operations::BATCH_ORDER_ITEM_FIELDS)?;
     one_pair(&chain, &items, LIST)?;
+    let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
+    refuse_malformed_items(&items, LIST, signed_items, |item| {
+        order_terms(&chain, item, Address::from_bytes([0; 20])).map(drop)
+    })?;
     // Every item's terms first: a malformed one refuses the batch before anything is signed.
     let mut terms: Vec<Result<(NewOrder, ItemCredential, Actor), Value>> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        let read = batch_credential
-            .for_item(&app, item)
-            .and_then(|(credential, actor)| Ok((order_terms(&chain, item, actor.account)?, credential, actor)));
+        // The terms first: a malformed order refuses the batch even when its signature is bad.
+        let read = order_terms(&chain, item, Address::from_bytes([0; 20])).and_then(|terms| {
+            let (credential, actor) = batch_credential.for_item(&app, item)?;
+            Ok((
+                NewOrder {
+                    account: actor.account,
+                    ..terms
+                },
+                credential,
+                actor,
+            ))
+        });
         terms.push(match read {
             Ok(read) => Ok(read),
             Err(error) => Err(item_refusal(error, LIST, index)?),
@@ -255,10 +297,16 @@ fn spend_budgets_of_signed(
 
 /// POST /order/batchCancel
 pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
+    params.refuse_nulls()?;
     const LIST: &str = "cancels";
     let chain = chain_of(&app.venue, &params)?;
     let batch_credential = BatchCredential::from_params(&app, &params)?;
     let items = batch_items(&params, LIST, operations::BATCH_CANCEL_ITEM_FIELDS)?;
+    let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
+    refuse_malformed_items(&items, LIST, signed_items, |item| {
+        pair_param(&chain, item, "symbol")?;
+        order_id_param(item).map(drop)
+    })?;
     let reader = history(&chain).await?;
     let mut results: Vec<Option<Value>> = Vec::with_capacity(items.len());
     let mut cancels: Vec<(Command, Option<Authorization>, StoredOrder)> = Vec::new();
@@ -321,10 +369,11 @@ fn prepare_cancel(
     batch_credential: &BatchCredential,
     item: &Params,
 ) -> Result<(Command, Option<Authorization>, StoredOrder), ApiError> {
-    let (credential, mut actor) = batch_credential.for_item(app, item)?;
-    let account = actor.account;
+    // The terms first: a malformed cancel refuses the batch even when its signature is bad.
     let pair_index = pair_param(chain, item, "symbol")?;
     let order_id = order_id_param(item)?;
+    let (credential, mut actor) = batch_credential.for_item(app, item)?;
+    let account = actor.account;
     let authorization = match credential.get() {
         Credential::Key(_) => None,
         signed => {
@@ -361,6 +410,7 @@ fn cancelled_record(events: &[Event], stored: &StoredOrder) -> Option<dexd_core:
 
 /// POST /order/cancelAll
 pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
+    params.refuse_nulls()?;
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let mut actor = credential.actor(&params, &app.addresses)?;
@@ -412,6 +462,7 @@ async fn cancelled_orders_answer(chain: &Chain, events: &[Event]) -> Result<Vec<
 
 /// POST /order/amendOrder
 pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
+    params.refuse_nulls()?;
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let mut actor = credential.actor(&params, &app.addresses)?;
@@ -549,6 +600,7 @@ fn strip_agent(command: Command) -> Command {
 
 /// POST /order/cancelAllAfter
 pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
+    params.refuse_nulls()?;
     let chain = chain_of(&app.venue, &params)?;
     let credential = Credential::from_params(&params, None, now_ms())?;
     let mut actor = credential.actor(&params, &app.addresses)?;

@@ -151,21 +151,6 @@ impl DecimalRules {
         }
         conditions
     }
-
-    /// A batch of orders is on one pair: `if the first order's symbol is S then every order's
-    /// is`, for every pair symbol.
-    fn one_pair(&self, list: &str) -> Vec<Value> {
-        self.pairs
-            .keys()
-            .map(|symbol| {
-                let same = json!({"properties": {"symbol": {"pattern": case_insensitive(symbol)}}});
-                json!({
-                    "if": {"properties": {list: {"prefixItems": [same.clone()]}}, "required": [list]},
-                    "then": {"properties": {list: {"items": same}}}
-                })
-            })
-            .collect()
-    }
 }
 
 /// A pattern matching `symbol` in any case (`ETH/USDC` → `^[Ee][Tt][Hh]/[Uu][Ss][Dd][Cc]$`).
@@ -287,6 +272,23 @@ fn request_body(operation: &Operation, rules: &DecimalRules, component_schemas: 
     })
 }
 
+/// A batch's items with a key at the top carry no credential; without one, each carries its
+/// own `account`, `nonce`, `expiry` and `signature`, all four.
+fn items_for_credential(list: &mut Value, with_key: bool) {
+    let Some(item) = list.get_mut("items") else {
+        return;
+    };
+    if with_key {
+        if let Some(properties) = item["properties"].as_object_mut() {
+            for name in SIGNED_REQUEST_FIELDS {
+                properties.remove(name);
+            }
+        }
+    } else if let Some(required) = item["required"].as_array_mut() {
+        required.extend(SIGNED_REQUEST_FIELDS.iter().map(|name| json!(name)));
+    }
+}
+
 /// Whether an operation takes a list of objects (a batch).
 fn has_items(operation: &Operation) -> bool {
     operation
@@ -331,10 +333,11 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
         let properties: Map<String, Value> = fields
             .iter()
             .map(|field| {
-                (
-                    field.name.to_string(),
-                    field_schema(field.kind, field.description, rules, content),
-                )
+                let mut schema = field_schema(field.kind, field.description, rules, content);
+                if let Kind::Items { .. } = field.kind {
+                    items_for_credential(&mut schema, with_key);
+                }
+                (field.name.to_string(), schema)
             })
             .collect();
         let is_transfer = operation.fields.iter().any(|field| field.name == "from");
@@ -353,9 +356,6 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
         let mut schema =
             json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
         let mut conditions = rules.conditions(operation.fields);
-        if operation.fields.iter().any(|field| field.name == "orders") {
-            conditions.extend(rules.one_pair("orders"));
-        }
         if operation.id == "amendOrder" {
             // An amend changes the price, the amount or both.
             conditions.push(json!({"anyOf": [{"required": ["price"]}, {"required": ["amount"]}]}));
@@ -516,8 +516,7 @@ fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: Bo
                 .filter(|field| field.required)
                 .map(|field| field.name)
                 .collect();
-            let mut item =
-                json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
+            let mut item = json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
             let conditions = rules.conditions(fields);
             if !conditions.is_empty() {
                 item["allOf"] = Value::Array(conditions);
