@@ -14,6 +14,20 @@ const BOB: Address = Address::from_bytes([0xb0; 20]);
 const BOT: Address = Address::from_bytes([0xb7; 20]);
 const FEES: Address = Address::from_bytes([0xfe; 20]);
 
+/// ETH/USDC in ledger custody, three open orders per account at most.
+fn config() -> EngineConfig {
+    EngineConfig {
+        assets: eth_and_usdc(),
+        pairs: vec![eth_usdc_definition()],
+        fee_account: FEES,
+        custody: crate::custody::CustodyMode::Ledger,
+        limits: EngineLimits {
+            max_open_orders_per_account: 3,
+            ..EngineLimits::default()
+        },
+    }
+}
+
 struct Venue {
     engine: Engine,
     next_id: u8,
@@ -22,17 +36,7 @@ struct Venue {
 
 impl Venue {
     fn new() -> Venue {
-        let engine = Engine::new(EngineConfig {
-            assets: eth_and_usdc(),
-            pairs: vec![eth_usdc_definition()],
-            fee_account: FEES,
-            custody: crate::custody::CustodyMode::Ledger,
-            limits: EngineLimits {
-                max_open_orders_per_account: 3,
-                ..EngineLimits::default()
-            },
-        })
-        .unwrap();
+        let engine = Engine::new(config()).unwrap();
         let mut venue = Venue {
             engine,
             next_id: 0,
@@ -410,17 +414,7 @@ fn agents_and_switches_survive_a_restore_from_state() {
         })
         .unwrap();
     venue.rest(ALICE, Direction::Buy, "2000", "1");
-    let config = EngineConfig {
-        assets: eth_and_usdc(),
-        pairs: vec![eth_usdc_definition()],
-        fee_account: FEES,
-        custody: crate::custody::CustodyMode::Ledger,
-        limits: EngineLimits {
-            max_open_orders_per_account: 3,
-            ..EngineLimits::default()
-        },
-    };
-    let restored = Engine::from_state(config, &venue.engine.state()).unwrap();
+    let restored = Engine::from_state(config(), &venue.engine.state()).unwrap();
     assert_eq!(restored.state_hash(), venue.engine.state_hash());
     restored.check_invariants().unwrap();
     assert!(restored.agent_allowed(&ALICE, &BOT, 5_000));

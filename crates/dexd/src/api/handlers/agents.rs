@@ -9,7 +9,7 @@ use dexd_crypto::{checksummed, FieldValue, TypedMessage, APPROVE_AGENT_TYPE, REV
 use dexd_store::now_ms;
 use serde_json::{json, Value};
 
-use super::{address_param, chain_of, refuse_signing_agent, signing_domain, spend_write_budget, write_error, Answer};
+use super::{address_param, chain_of, own_signature, signing_domain, spend_write_budget, write_error, Answer};
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
 use crate::api::params::Params;
@@ -61,17 +61,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
             ],
         })
     };
-    let authorization = credential
-        .authorize_client_signature(&account, digest_of)
-        .map_err(|error| {
-            refuse_signing_agent(
-                &chain,
-                &account,
-                &credential,
-                digest_of(credential.nonce_and_expiry(0)),
-                error,
-            )
-        })?;
+    let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &account)?;
     let command = Command::ApproveAgent {
         account,
@@ -117,17 +107,7 @@ pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
             ],
         })
     };
-    let authorization = credential
-        .authorize_client_signature(&account, digest_of)
-        .map_err(|error| {
-            refuse_signing_agent(
-                &chain,
-                &account,
-                &credential,
-                digest_of(credential.nonce_and_expiry(0)),
-                error,
-            )
-        })?;
+    let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &account)?;
     crate::api::written::submit(&chain, Command::RevokeAgent { account, agent }, authorization)
         .await

@@ -178,6 +178,28 @@ pub(super) fn refuse_signing_agent(
     }
 }
 
+/// The authorization of an operation that only the account's own signature may send (a
+/// transfer, an approval): none with a key; the client's signature over `digest_of`'s digest
+/// checked, and one by an agent of the account refused as such ([`refuse_signing_agent`]).
+pub(super) fn own_signature(
+    chain: &Chain,
+    credential: &crate::api::credential::Credential,
+    account: &Address,
+    digest_of: impl Fn(([u8; 32], u64)) -> [u8; 32],
+) -> Result<Option<dexd_store::Authorization>, ApiError> {
+    credential
+        .authorize_client_signature(account, &digest_of)
+        .map_err(|error| {
+            refuse_signing_agent(
+                chain,
+                account,
+                credential,
+                digest_of(credential.nonce_and_expiry(0)),
+                error,
+            )
+        })
+}
+
 /// Takes one state change from the account's budget.
 pub(super) fn spend_write_budget(app: &AppState, account: &Address) -> Result<(), ApiError> {
     app.rate_limits.check_account(account).map_err(|wait| {

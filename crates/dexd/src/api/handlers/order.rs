@@ -238,6 +238,25 @@ pub(super) fn order_not_open() -> ApiError {
     .on("orderId")
 }
 
+/// The open order `order_id` of `account` on `pair`, with its signature: 404 `ORDER_NOT_FOUND`
+/// when there is none (or it is another account's), 409 `ORDER_NOT_OPEN` when it is closed.
+pub(super) fn open_order_of(
+    reader: &dexd_store::StoreReader,
+    account: &Address,
+    pair: PairIndex,
+    order_id: &OrderId,
+) -> Result<StoredOrder, ApiError> {
+    let stored = reader
+        .order(order_id)
+        .map_err(store_error)?
+        .filter(|stored| stored.record.terms.account == *account && stored.record.terms.pair == pair)
+        .ok_or_else(|| ApiError::from_rejection(dexd_core::Rejection::OrderNotFound))?;
+    if stored.record.status != OrderStatus::Open {
+        return Err(order_not_open());
+    }
+    Ok(stored)
+}
+
 /// POST /order/cancelOrder
 pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
@@ -250,16 +269,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
         signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
     })?;
     spend_write_budget(&app, &account)?;
-    let not_found = || ApiError::from_rejection(dexd_core::Rejection::OrderNotFound);
-    let stored = history(&chain)
-        .await?
-        .order(&order_id)
-        .map_err(store_error)?
-        .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
-        .ok_or_else(not_found)?;
-    if stored.record.status != OrderStatus::Open {
-        return Err(order_not_open());
-    }
+    let stored = open_order_of(history(&chain).await?, &account, pair_index, &order_id)?;
     let command = actor.command(Command::CancelOrder { account, order_id });
     let events = match crate::api::written::submit(&chain, command, authorization).await {
         Ok(events) => events,

@@ -11,8 +11,8 @@ use dexd_core::{
 use serde_json::{json, Value};
 
 use super::{
-    address_param, chain_of, history, page_request, refuse_signing_agent, signing_domain, spend_write_budget,
-    store_error, write_error, Answer,
+    address_param, chain_of, history, own_signature, page_request, refuse_signing_agent, signing_domain,
+    spend_write_budget, store_error, write_error, Answer,
 };
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
@@ -125,17 +125,7 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
     } = terms;
     let digest_of =
         |signed| signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed));
-    let authorization = credential
-        .authorize_client_signature(&from, digest_of)
-        .map_err(|error| {
-            refuse_signing_agent(
-                &chain,
-                &from,
-                &credential,
-                digest_of(credential.nonce_and_expiry(0)),
-                error,
-            )
-        })?;
+    let authorization = own_signature(&chain, &credential, &from, digest_of)?;
     spend_write_budget(app, &from)?;
     let request = TransferRequest {
         transfer_id: transaction_hash(&chain, &from, asset, units, kind),

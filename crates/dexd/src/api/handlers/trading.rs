@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::order::{
-    cancel_message, order_id_param, order_not_open, order_terms, placed_order, sign_placement, trades_of,
+    cancel_message, open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement, trades_of,
 };
 use super::{
     chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error, Answer,
@@ -388,14 +388,7 @@ fn prepare_cancel(
             Some(signed.authorize_actor(digest, &mut actor, (nonce, expiry_ms), None)?)
         }
     };
-    let stored = reader
-        .order(&order_id)
-        .map_err(super::store_error)?
-        .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
-        .ok_or_else(|| ApiError::from_rejection(dexd_core::Rejection::OrderNotFound))?;
-    if stored.record.status != OrderStatus::Open {
-        return Err(order_not_open());
-    }
+    let stored = open_order_of(reader, &account, pair_index, &order_id)?;
     let command = actor.command(Command::CancelOrder { account, order_id });
     Ok((command, authorization, stored))
 }
@@ -488,15 +481,7 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
         )
         .on("price"));
     }
-    let old = history(&chain)
-        .await?
-        .order(&order_id)
-        .map_err(super::store_error)?
-        .filter(|stored| stored.record.terms.account == account && stored.record.terms.pair == pair_index)
-        .ok_or_else(|| ApiError::from_rejection(dexd_core::Rejection::OrderNotFound))?;
-    if old.record.status != OrderStatus::Open {
-        return Err(order_not_open());
-    }
+    let old = open_order_of(history(&chain).await?, &account, pair_index, &order_id)?;
     if old.record.terms.price.is_none() {
         return Err(ApiError::invalid("orderId", "names a market order, which never rests"));
     }
