@@ -10,11 +10,11 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::outbox::Outbox;
-use super::protocol;
+use super::protocol::{self, OrderFields};
 use crate::api::error::{too_many_requests, ApiError};
 use crate::api::operations::{self, Operation};
 use crate::api::params::Params;
@@ -33,17 +33,6 @@ pub const ACTIONS: [(&str, &Operation); 6] = [
     ("batchCancel", &operations::BATCH_CANCEL),
     ("amend", &operations::AMEND_ORDER),
 ];
-
-/// The fields of an order message besides `op`, `id` and `action`: they may hold a private
-/// key, so they never print.
-#[derive(Clone)]
-pub struct OrderFields(pub Map<String, Value>);
-
-impl std::fmt::Debug for OrderFields {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("OrderFields(..)")
-    }
-}
 
 /// One order message, read.
 pub struct OrderRequest {

@@ -132,6 +132,17 @@ pub struct SubscribeRequest {
     pub id_json: String,
 }
 
+/// The fields of an order message besides `op`, `id` and `action` (run by `super::orders`):
+/// they may hold a private key, so they never print.
+#[derive(Clone)]
+pub struct OrderFields(pub Map<String, Value>);
+
+impl std::fmt::Debug for OrderFields {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("OrderFields(..)")
+    }
+}
+
 /// A client's message.
 #[derive(Debug, Clone)]
 pub enum ClientMessage {
@@ -156,7 +167,7 @@ pub enum ClientMessage {
         /// Which operation (`add`, `cancel`, ...).
         action: String,
         /// The rest of the message: the operation's fields.
-        fields: super::orders::OrderFields,
+        fields: OrderFields,
     },
 }
 
@@ -241,7 +252,7 @@ pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiErr
         return Ok(ClientMessage::Order {
             id_json,
             action,
-            fields: super::orders::OrderFields(object),
+            fields: OrderFields(object),
         });
     }
     if op == "ping" {
