@@ -5,6 +5,8 @@
 //! - [`encoding`]: addresses (EIP-55), hex and uint256 as text.
 //! - [`eip712`]: the venue's signing domain, the request types clients sign, their digests and
 //!   their JSON form (`GET /account/eip712`).
+//! - [`liability_tree`]: the Merkle tree of what the venue owes each account in each token, as
+//!   OpenZeppelin's `StandardMerkleTree` builds it, its proofs and their check.
 //!
 //! Everything here is a pure function of its input (the one exception, [`AddressCache`], draws a
 //! random secret at start). It does not read keys from files or the environment, parse HTTP or
@@ -15,6 +17,7 @@
 pub mod eip712;
 pub mod encoding;
 pub mod keys;
+pub mod liability_tree;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,187 @@
+//! The liability tree: OpenZeppelin's `StandardMerkleTree` over every (account, token) entry a
+//! root commits, `(address account, address token, uint256 balance, uint256 creditedDeposits,
+//! uint256 debitedWithdrawals)`, built exactly as `@openzeppelin/merkle-tree` builds it, so that
+//! its root and proofs check with OpenZeppelin's `MerkleProof.verify` in the vault and with the
+//! JavaScript library in a browser.
+//!
+//! - A leaf is `keccak256(bytes.concat(keccak256(abi.encode(...))))` (hashed twice, so that no
+//!   leaf can pass for an inner node).
+//! - The leaves are sorted by hash; the tree is the library's array (leaves at its end in
+//!   reverse order, node `i`'s children at `2i + 1` and `2i + 2`), each inner node the hash of
+//!   its two children sorted.
+//! - A proof is the siblings from the leaf up.
+//!
+//! Pure functions of their input: this module does not know where the entries come from (the
+//! engine's state at a journal position) or where the root goes (the vault).
+
+use alloy_primitives::keccak256;
+use dexd_core::Address;
+
+/// One entry of the tree: what the venue owes an account in one token at a journal position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiabilityLeaf {
+    /// The account.
+    pub account: Address,
+    /// The token's contract; the zero address for the chain's native asset.
+    pub token: Address,
+    /// The account's total (available + locked), in the token's smallest units.
+    pub balance: u128,
+    /// Every deposit of the token credited to the account, in all.
+    pub credited_deposits: u128,
+    /// Every withdrawal of the token debited from the account, in all (paid or not).
+    pub debited_withdrawals: u128,
+}
+
+impl LiabilityLeaf {
+    /// The leaf's hash: `keccak256(bytes.concat(keccak256(abi.encode(account, token, balance,
+    /// creditedDeposits, debitedWithdrawals))))`.
+    pub fn hash(&self) -> [u8; 32] {
+        let mut encoded = [0u8; 5 * 32];
+        encoded[12..32].copy_from_slice(self.account.as_bytes());
+        encoded[44..64].copy_from_slice(self.token.as_bytes());
+        encoded[80..96].copy_from_slice(&self.balance.to_be_bytes());
+        encoded[112..128].copy_from_slice(&self.credited_deposits.to_be_bytes());
+        encoded[144..160].copy_from_slice(&self.debited_withdrawals.to_be_bytes());
+        keccak256(keccak256(encoded).0).0
+    }
+}
+
+/// The hash of two nodes, sorted (OpenZeppelin's `Hashes.commutativeKeccak256`).
+pub fn hash_pair(first: &[u8; 32], second: &[u8; 32]) -> [u8; 32] {
+    let (low, high) = if first <= second {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let mut both = [0u8; 64];
+    both[..32].copy_from_slice(low);
+    both[32..].copy_from_slice(high);
+    keccak256(both).0
+}
+
+/// Whether `proof` leads from `leaf` to `root` (OpenZeppelin's `MerkleProof.verify`).
+pub fn verify(root: &[u8; 32], leaf: &LiabilityLeaf, proof: &[[u8; 32]]) -> bool {
+    let computed = proof
+        .iter()
+        .fold(leaf.hash(), |node, sibling| hash_pair(&node, sibling));
+    computed == *root
+}
+
+/// A built tree: its nodes in the library's array layout, and where each entry's leaf is.
+#[derive(Debug, Clone)]
+pub struct LiabilityTree {
+    nodes: Vec<[u8; 32]>,
+    /// For each entry, in the order given, the index of its leaf in `nodes`.
+    leaf_positions: Vec<usize>,
+}
+
+impl LiabilityTree {
+    /// The tree of `leaves` (entries in any order; each gets its proof by its position in this
+    /// slice). The leaf hashes are computed on up to `threads` threads.
+    pub fn build(leaves: &[LiabilityLeaf], threads: usize) -> LiabilityTree {
+        let hashes = hash_leaves(leaves, threads.max(1));
+        let mut order: Vec<u32> = (0..u32::try_from(leaves.len()).expect("at most 2^32 entries")).collect();
+        order.sort_unstable_by(|first, second| hashes[*first as usize].cmp(&hashes[*second as usize]));
+        let count = leaves.len();
+        if count == 0 {
+            return LiabilityTree {
+                nodes: Vec::new(),
+                leaf_positions: Vec::new(),
+            };
+        }
+        let length = 2 * count - 1;
+        let mut nodes = vec![[0u8; 32]; length];
+        let mut leaf_positions = vec![0usize; count];
+        for (sorted_index, entry) in order.iter().enumerate() {
+            let position = length - 1 - sorted_index;
+            nodes[position] = hashes[*entry as usize];
+            leaf_positions[*entry as usize] = position;
+        }
+        for index in (0..length - count).rev() {
+            nodes[index] = hash_pair(&nodes[2 * index + 1], &nodes[2 * index + 2]);
+        }
+        LiabilityTree { nodes, leaf_positions }
+    }
+
+    /// The root; all zeros for a tree without entries.
+    pub fn root(&self) -> [u8; 32] {
+        self.nodes.first().copied().unwrap_or([0; 32])
+    }
+
+    /// How many entries the tree holds.
+    pub fn len(&self) -> usize {
+        self.leaf_positions.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.leaf_positions.is_empty()
+    }
+
+    /// The proof of the entry at `entry` (its position in the slice the tree was built from):
+    /// the siblings from its leaf up to the root.
+    pub fn proof(&self, entry: usize) -> Option<Vec<[u8; 32]>> {
+        let mut index = *self.leaf_positions.get(entry)?;
+        let mut proof = Vec::new();
+        while index > 0 {
+            let sibling = if index % 2 == 1 { index + 1 } else { index - 1 };
+            proof.push(self.nodes[sibling]);
+            index = (index - 1) / 2;
+        }
+        Some(proof)
+    }
+}
+
+/// Every leaf's hash, in the order given, on up to `threads` threads.
+fn hash_leaves(leaves: &[LiabilityLeaf], threads: usize) -> Vec<[u8; 32]> {
+    let mut hashes = vec![[0u8; 32]; leaves.len()];
+    let chunk = leaves.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for (leaves, hashes) in leaves.chunks(chunk).zip(hashes.chunks_mut(chunk)) {
+            scope.spawn(move || {
+                for (leaf, hash) in leaves.iter().zip(hashes.iter_mut()) {
+                    *hash = leaf.hash();
+                }
+            });
+        }
+    });
+    hashes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf(account: u8, token: u8, balance: u128) -> LiabilityLeaf {
+        LiabilityLeaf {
+            account: Address::from_bytes([account; 20]),
+            token: Address::from_bytes([token; 20]),
+            balance,
+            credited_deposits: balance + 7,
+            debited_withdrawals: 7,
+        }
+    }
+
+    #[test]
+    fn every_proof_verifies_and_a_changed_leaf_does_not() {
+        for count in [1usize, 2, 3, 5, 8, 13, 100] {
+            let leaves: Vec<LiabilityLeaf> = (0..count)
+                .map(|index| leaf(index as u8, 1, index as u128 * 10))
+                .collect();
+            let tree = LiabilityTree::build(&leaves, 3);
+            assert_eq!(tree.len(), count);
+            for (index, entry) in leaves.iter().enumerate() {
+                let proof = tree.proof(index).unwrap();
+                assert!(verify(&tree.root(), entry, &proof), "{count} leaves, entry {index}");
+                let mut changed = *entry;
+                changed.balance += 1;
+                assert!(!verify(&tree.root(), &changed, &proof));
+            }
+            // The order the entries come in does not change the root.
+            let mut reversed = leaves.clone();
+            reversed.reverse();
+            assert_eq!(LiabilityTree::build(&reversed, 1).root(), tree.root());
+        }
+        assert_eq!(LiabilityTree::build(&[], 2).root(), [0; 32]);
+    }
+}
