@@ -14,7 +14,7 @@ fn entries() -> Vec<LiabilityLeaf> {
     let mut leaves = Vec::with_capacity(ACCOUNTS * TOKENS);
     for account in 0..ACCOUNTS {
         let mut address = [0u8; 20];
-        address[12..].copy_from_slice(&(account as u64 * 0x9e37_79b9_7f4a_7c15).to_be_bytes());
+        address[12..].copy_from_slice(&(account as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
         for token in 0..TOKENS {
             leaves.push(LiabilityLeaf {
                 account: Address::from_bytes(address),
