@@ -39,15 +39,20 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     if holds_key {
         spend_write_budget(&app, &terms.account)?;
     }
-    let placement = sign_placement(&chain, terms, &credential, actor)?;
+    let Placement {
+        command,
+        authorization,
+        account,
+        key,
+    } = sign_placement(&chain, terms, &credential, actor)?;
     drop(credential);
     if !holds_key {
-        spend_write_budget(&app, &placement.account)?;
+        spend_write_budget(&app, &account)?;
     }
-    let events = crate::api::written::submit(&chain, placement.command.clone(), Some(placement.authorization))
+    let events = crate::api::written::submit(&chain, command, Some(authorization))
         .await
         .map_err(write_error)?;
-    let stored = placement.placed(&events)?;
+    let stored = key.placed(&events)?;
     placement_answer(&chain, &stored, &events)
 }
 
@@ -59,12 +64,20 @@ pub(super) struct Placement {
     pub(super) authorization: dexd_store::Authorization,
     /// The account it is placed for.
     pub(super) account: Address,
+    /// What finds the order among its command's events, with its signature.
+    pub(super) key: PlacedKey,
+}
+
+/// A placed order's id and signature: what its answer needs besides the command's events.
+#[derive(Clone, Copy)]
+pub(super) struct PlacedKey {
     order_id: OrderId,
     nonce: [u8; 32],
     expiry_ms: u64,
+    signature: [u8; 65],
 }
 
-impl Placement {
+impl PlacedKey {
     /// The order as the command's events leave it, with its signature.
     pub(super) fn placed(&self, events: &[Event]) -> Result<StoredOrder, ApiError> {
         let record = events
@@ -79,30 +92,44 @@ impl Placement {
             record,
             nonce: self.nonce,
             expiry_ms: self.expiry_ms,
-            signature: self.authorization.signature,
+            signature: self.signature,
         })
     }
 }
 
 /// Signs a new order as EIP-712 typed data with the key, or checks the client's signature of
-/// it (an agent's included); its id is the digest.
-pub(super) fn sign_placement(
+/// it (an agent's included, which `actor` then names); its id is the digest.
+pub(super) fn sign_order(
     chain: &Chain,
     mut terms: NewOrder,
     credential: &Credential,
-    mut actor: crate::api::credential::Actor,
-) -> Result<Placement, ApiError> {
+    actor: &mut crate::api::credential::Actor,
+) -> Result<(NewOrder, dexd_store::Authorization), ApiError> {
     let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
     let digest = signing_domain(chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
     terms.order_id = OrderId::from_bytes(digest);
-    let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), Some(terms.order_id))?;
+    let authorization = credential.authorize_actor(digest, actor, (nonce, expiry_ms), Some(terms.order_id))?;
+    Ok((terms, authorization))
+}
+
+/// [`sign_order`], ready for the writer.
+pub(super) fn sign_placement(
+    chain: &Chain,
+    terms: NewOrder,
+    credential: &Credential,
+    mut actor: crate::api::credential::Actor,
+) -> Result<Placement, ApiError> {
+    let (terms, authorization) = sign_order(chain, terms, credential, &mut actor)?;
     Ok(Placement {
-        order_id: terms.order_id,
+        key: PlacedKey {
+            order_id: terms.order_id,
+            nonce: authorization.nonce,
+            expiry_ms: authorization.expiry_ms,
+            signature: authorization.signature,
+        },
         account: actor.account,
         command: actor.command(Command::PlaceOrder(terms)),
         authorization,
-        nonce,
-        expiry_ms,
     })
 }
 

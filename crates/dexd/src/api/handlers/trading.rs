@@ -18,7 +18,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::order::{
-    cancel_message, open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement, trades_of,
+    cancel_message, open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_order,
+    sign_placement, trades_of,
 };
 use super::{
     chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error, Answer,
@@ -244,11 +245,12 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     }
     drop(batch_credential);
     spend_budgets_of_signed(&app, &params, &placements)?;
-    let commands = placements
-        .iter()
-        .map(|placement| (placement.command.clone(), Some(placement.authorization)))
+    let keys: Vec<super::order::PlacedKey> = placements.iter().map(|placement| placement.key).collect();
+    let commands: Vec<_> = placements
+        .into_iter()
+        .map(|placement| (placement.command, Some(placement.authorization)))
         .collect();
-    let outcomes = if placements.is_empty() {
+    let outcomes = if commands.is_empty() {
         Vec::new()
     } else {
         crate::api::written::submit_group(&chain, commands)
@@ -256,10 +258,10 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
             .map_err(write_error)?
     };
     // The placed orders and their events, kept while the answer borrows from them.
-    let mut placed: Vec<Result<(StoredOrder, dexd_store::Events), Value>> = Vec::with_capacity(placements.len());
-    for (placement, outcome) in placements.iter().zip(outcomes) {
+    let mut placed: Vec<Result<(StoredOrder, dexd_store::Events), Value>> = Vec::with_capacity(keys.len());
+    for (key, outcome) in keys.iter().zip(outcomes) {
         placed.push(match outcome {
-            Ok(events) => Ok((placement.placed(&events)?, events)),
+            Ok(events) => Ok((key.placed(&events)?, events)),
             Err(error) => Err(write_error(error).object()),
         });
     }
@@ -496,11 +498,8 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
     let (order_id_of_new, authorization, replacement) = match &credential {
         Credential::Key(_) => {
             // The venue signs the new order as any order, so that it verifies like one.
-            let placement = sign_placement(&chain, replacement, &credential, actor)?;
-            let Command::PlaceOrder(terms) = strip_agent(placement.command.clone()) else {
-                return Err(ApiError::internal());
-            };
-            (terms.order_id, placement.authorization, terms)
+            let (terms, authorization) = sign_order(&chain, replacement, &credential, &mut actor)?;
+            (terms.order_id, authorization, terms)
         }
         Credential::Signed { .. } => {
             let message = TypedMessage {
@@ -573,14 +572,6 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
         "order": render::order(&chain.config, &placed),
         "trades": trades_of(&chain, &events),
     }))
-}
-
-/// A command without its agent's wrapping.
-fn strip_agent(command: Command) -> Command {
-    match command {
-        Command::ByAgent { command, .. } => *command,
-        other => other,
-    }
 }
 
 /// POST /order/cancelAllAfter
