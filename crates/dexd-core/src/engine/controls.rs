@@ -184,13 +184,4 @@ impl Engine {
     pub fn switches(&self) -> &CancelAllAfterSwitches {
         &self.switches
     }
-
-    /// The ids of an account's open orders (in no particular order).
-    pub fn open_order_ids(&self, account: &Address) -> Vec<OrderId> {
-        self.ledger
-            .slot(account)
-            .and_then(|slot| self.open_orders_by_slot.get(slot.index()))
-            .cloned()
-            .unwrap_or_default()
-    }
 }

@@ -315,11 +315,6 @@ impl Params {
         }
     }
 
-    /// Whether no parameter was given.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The `privateKey`: 401 `UNAUTHENTICATED` when absent, 401 `INVALID_PRIVATE_KEY` when it is
     /// not a valid key. The error never repeats the value.
     pub fn private_key(&self) -> Result<PrivateKey, ApiError> {
