@@ -11,7 +11,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolCall, SolConstructor};
 
 use super::node::{Node, NodeError, Receipt};
-use super::vault::{DexdVault, Erc20};
+use super::vault::{DexdVault, DexdVaultV2, Erc20};
 
 alloy::sol!(
     #[sol(rpc)]
@@ -91,8 +91,8 @@ fn with_constructor(bytecode: &Bytes, arguments: Vec<u8>) -> Vec<u8> {
     code
 }
 
-/// Deploys the vault with `owner` (who may replace the operator and pause deposits) and
-/// `operator` (who pays withdrawals).
+/// Deploys version 1 of the vault with `owner` (who may replace the operator and pause
+/// deposits) and `operator` (who pays withdrawals).
 pub async fn deploy_vault(
     node: &Node,
     deployer: &PrivateKeySigner,
@@ -105,6 +105,53 @@ pub async fn deploy_vault(
     }
     .abi_encode();
     create(node, deployer, with_constructor(&DexdVault::BYTECODE, arguments)).await
+}
+
+/// The terms of a version 2 vault's roots, fixed at its deployment (seconds of chain time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RootTerms {
+    /// How long without a root before anyone may freeze the vault.
+    pub max_root_age_s: u64,
+    /// How long the guardian may veto a root; shorter than `max_root_age_s`.
+    pub challenge_period_s: u64,
+    /// Who may veto a root; `None` for nobody.
+    pub guardian: Option<ChainAddress>,
+}
+
+impl RootTerms {
+    /// For a venue in production: three days without a root before a freeze, a day to veto.
+    pub const PRODUCTION: RootTerms = RootTerms {
+        max_root_age_s: 3 * 24 * 3_600,
+        challenge_period_s: 24 * 3_600,
+        guardian: None,
+    };
+
+    /// For a local devnet: ten minutes without a root, a minute to veto.
+    pub const DEVNET: RootTerms = RootTerms {
+        max_root_age_s: 600,
+        challenge_period_s: 60,
+        guardian: None,
+    };
+}
+
+/// Deploys version 2 of the vault (liability roots and the exit, `contracts/src/DexdVaultV2.sol`)
+/// with `owner`, `operator` and the terms of its roots.
+pub async fn deploy_vault_v2(
+    node: &Node,
+    deployer: &PrivateKeySigner,
+    owner: ChainAddress,
+    operator: ChainAddress,
+    terms: RootTerms,
+) -> Result<Deployed, NodeError> {
+    let arguments = DexdVaultV2::constructorCall {
+        initialOwner: owner,
+        initialOperator: operator,
+        maxRootAge_: terms.max_root_age_s,
+        challengePeriod_: terms.challenge_period_s,
+        guardian_: terms.guardian.unwrap_or(ChainAddress::ZERO),
+    }
+    .abi_encode();
+    create(node, deployer, with_constructor(&DexdVaultV2::BYTECODE, arguments)).await
 }
 
 /// Deploys a test token anyone may mint (for devnets and tests only).

@@ -1,5 +1,5 @@
 //! A local devnet anyone can start (`scripts/devnet`, `dexd devnet-setup`): on a fresh node
-//! (anvil) it deploys the vault and two test tokens (a 6-decimal `USDC` and an 8-decimal
+//! (anvil) it deploys the vault (version 2, with `RootTerms::DEVNET`) and two test tokens (a 6-decimal `USDC` and an 8-decimal
 //! `WBTC`; the native `ETH` is the third asset), makes an operator key and a few test accounts
 //! with tokens and gas, and writes a dexd configuration for the chain in vault mode with the
 //! operator key in a file beside it, and `devnet.json` describing it all.
@@ -60,7 +60,14 @@ pub async fn set_up(
     let chain_id = probe.chain_id().await?;
     let bootstrap = Node::connect(rpc_url, ChainAddress::ZERO, chain_id, timeout).map_err(NodeError::Refused)?;
     let operator = PrivateKeySigner::random();
-    let vault = deploy::deploy_vault(&bootstrap, funder, funder.address(), operator.address()).await?;
+    let vault = deploy::deploy_vault_v2(
+        &bootstrap,
+        funder,
+        funder.address(),
+        operator.address(),
+        deploy::RootTerms::DEVNET,
+    )
+    .await?;
     let node = Node::connect(rpc_url, vault.address, chain_id, timeout).map_err(NodeError::Refused)?;
     let usdc = deploy::deploy_test_token(&node, funder, "USD Coin (devnet)", "USDC", 6).await?;
     let wbtc = deploy::deploy_test_token(&node, funder, "Wrapped BTC (devnet)", "WBTC", 8).await?;

@@ -1,7 +1,11 @@
 //! The vault contract as dexd sees it: bindings generated at compile time from the committed
-//! artifact (`contracts/artifacts/DexdVault.json`, the reproducible build of
-//! `contracts/src/DexdVault.sol`), the minimal ERC-20 interface dexd calls, and the EIP-712
-//! `Withdrawal` an account signs.
+//! artifacts (`contracts/artifacts/DexdVault.json` and `DexdVaultV2.json`, the reproducible
+//! builds of `contracts/src/DexdVault.sol` and `DexdVaultV2.sol`), the minimal ERC-20 interface
+//! dexd calls, and the EIP-712 `Withdrawal` an account signs.
+//!
+//! Version 2 takes every call of version 1 with the same selectors and events, so the watcher
+//! and the payer speak to either through `DexdVault`; the liability roots and the exit are
+//! version 2's alone (`DexdVaultV2`).
 //!
 //! It only describes the contract; calling it is [`super::node`]'s and the payer's business.
 
@@ -15,6 +19,13 @@ alloy::sol!(
     #[derive(Debug)]
     DexdVault,
     "../../contracts/artifacts/DexdVault.json"
+);
+
+alloy::sol!(
+    #[sol(rpc)]
+    #[derive(Debug)]
+    DexdVaultV2,
+    "../../contracts/artifacts/DexdVaultV2.json"
 );
 
 alloy::sol! {

@@ -43,18 +43,27 @@ impl KeyArguments {
 /// `dexd vault ...`
 #[derive(Subcommand)]
 pub enum VaultCommand {
-    /// Deploy a vault; prints its address and block as JSON. The signer becomes its owner unless
-    /// --owner is given.
+    /// Deploy a vault (version 2: liability roots and the exit); prints its address and block as
+    /// JSON. The signer becomes its owner unless --owner is given.
     Deploy {
         /// The chain's JSON-RPC URL.
         #[arg(long)]
         rpc_url: String,
-        /// The operator: the only address that may pay withdrawals.
+        /// The operator: the only address that may pay withdrawals and commit roots.
         #[arg(long)]
         operator: String,
         /// The owner (replaces the operator, pauses deposits); default: the signer.
         #[arg(long)]
         owner: Option<String>,
+        /// Seconds without a root before anyone may freeze the vault (default: three days).
+        #[arg(long, default_value_t = deploy::RootTerms::PRODUCTION.max_root_age_s)]
+        max_root_age_s: u64,
+        /// Seconds the guardian may veto a root; shorter than --max-root-age-s (default: a day).
+        #[arg(long, default_value_t = deploy::RootTerms::PRODUCTION.challenge_period_s)]
+        challenge_period_s: u64,
+        /// Who may veto a root during its challenge period; default: nobody.
+        #[arg(long)]
+        guardian: Option<String>,
         #[command(flatten)]
         key: KeyArguments,
     },
@@ -162,6 +171,9 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
             rpc_url,
             operator,
             owner,
+            max_root_age_s,
+            challenge_period_s,
+            guardian,
             key,
         } => {
             let signer = key.signer()?;
@@ -170,8 +182,18 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
                 Some(owner) => address_argument(&owner, "owner")?,
                 None => signer.address(),
             };
+            if max_root_age_s == 0 || challenge_period_s >= max_root_age_s {
+                return Err("--challenge-period-s must be shorter than --max-root-age-s, which must not be 0".into());
+            }
+            let terms = deploy::RootTerms {
+                max_root_age_s,
+                challenge_period_s,
+                guardian: guardian
+                    .map(|guardian| address_argument(&guardian, "guardian"))
+                    .transpose()?,
+            };
             let node = connect(&rpc_url, ChainAddress::ZERO).await?;
-            let deployed = deploy::deploy_vault(&node, &signer, owner, operator)
+            let deployed = deploy::deploy_vault_v2(&node, &signer, owner, operator, terms)
                 .await
                 .map_err(|error| error.to_string())?;
             Ok(serde_json::json!({

@@ -1,6 +1,6 @@
 //! A real EVM node for the tests: anvil (from the npm registry, installed under `contracts/`
-//! by `scripts/install-test-tools`) on a port of its choosing, with the vault and two test
-//! tokens deployed and a few funded accounts.
+//! by `scripts/install-test-tools`) on a port of its choosing, with the vault (version 2) and
+//! two test tokens deployed and a few funded accounts.
 
 #![allow(dead_code)]
 
@@ -37,6 +37,8 @@ pub struct TestChain {
     pub deployer: PrivateKeySigner,
     /// The vault's operator.
     pub operator: PrivateKeySigner,
+    /// Who may veto a liability root.
+    pub guardian: PrivateKeySigner,
     /// Accounts with gas, 1,000,000 USDC and 100 WBTC each.
     pub users: Vec<PrivateKeySigner>,
     pub vault: ChainAddress,
@@ -48,6 +50,14 @@ pub struct TestChain {
 pub fn signer(anvil: &AnvilInstance, index: usize) -> PrivateKeySigner {
     PrivateKeySigner::from_signing_key(anvil.keys()[index].clone().into())
 }
+
+/// The roots' terms of the test vault (version 2): an hour without a root before a freeze, ten
+/// minutes to veto; the tests move anvil's clock rather than wait.
+pub const TEST_ROOT_TERMS: deploy::RootTerms = deploy::RootTerms {
+    max_root_age_s: 3_600,
+    challenge_period_s: 600,
+    guardian: None,
+};
 
 pub const USDC_UNIT: u128 = 1_000_000;
 pub const WBTC_UNIT: u128 = 100_000_000;
@@ -72,7 +82,12 @@ impl TestChain {
         // A node client without the vault's address first, to deploy it.
         let bootstrap =
             Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, Duration::from_secs(10)).unwrap();
-        let vault = deploy::deploy_vault(&bootstrap, &deployer, deployer.address(), operator.address())
+        let guardian = signer(&anvil, 6);
+        let terms = deploy::RootTerms {
+            guardian: Some(guardian.address()),
+            ..TEST_ROOT_TERMS
+        };
+        let vault = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
             .await
             .unwrap();
         let node = Node::connect(&anvil.endpoint(), vault.address, chain_id, Duration::from_secs(10)).unwrap();
@@ -108,6 +123,7 @@ impl TestChain {
             chain_id,
             deployer,
             operator,
+            guardian,
             users,
             vault: vault.address,
             vault_block: vault.block_number,
@@ -122,6 +138,15 @@ impl TestChain {
             .raw_request("anvil_mine", serde_json::json!([format!("0x{blocks:x}")]))
             .await
             .unwrap();
+    }
+
+    /// Moves the chain's clock `seconds` ahead and mines a block at the new time.
+    pub async fn advance_time(&self, seconds: u64) {
+        self.node
+            .raw_request("evm_increaseTime", serde_json::json!([seconds]))
+            .await
+            .unwrap();
+        self.mine(1).await;
     }
 
     /// The vault's balance of a token (native when `None`).

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
+import {Address} from "@openzeppelin/contracts/utils/Address.sol";
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
+import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+
+/// @title The dexd vault, version 2: custody with provable liabilities and an exit.
+/// @notice Everything version 1 does (deposits credited from `Deposited` events; withdrawals paid
+/// only by the operator, only to the account, only with the account's own EIP-712 authorization,
+/// each id once), and three more things:
+/// - it counts, per account and token, what was deposited and what was paid;
+/// - the operator commits, every few minutes, the root of a Merkle tree (OpenZeppelin's
+///   `StandardMerkleTree`) over every (account, token, balance, creditedDeposits,
+///   debitedWithdrawals) the venue owes, with per-token totals it refuses when they exceed what it
+///   holds; an optional guardian may veto a root during its challenge period;
+/// - once no root has come for `maxRootAge`, anyone may `freeze` it: no more deposits, operator
+///   payments or roots, and each account `exit`s, once per token, with its leaf of the last good
+///   root: `balance + debitedWithdrawals - paid + deposited - creditedDeposits` (deposits the
+///   root did not see count, withdrawals debited and never paid come back).
+/// @dev What it does not do: it keeps no balances (the roots carry them), it cannot tell a wrong
+/// root from a right one (users check their leaves, the guardian vetoes), and it has no way for
+/// the owner to take funds. The EIP-712 domain is version 1's ("dexd", "1"), so the signatures
+/// accounts make for withdrawals are the same on both versions.
+contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
+    using SafeERC20 for IERC20;
+
+    /// @notice The EIP-712 type an account signs to authorise one withdrawal. `expiry` is in
+    /// milliseconds since the Unix epoch, as everywhere in dexd's API.
+    bytes32 public constant WITHDRAWAL_TYPEHASH =
+        keccak256("Withdrawal(address account,address token,uint256 amount,uint256 withdrawalId,uint256 expiry)");
+
+    /// @notice One withdrawal as the operator submits it.
+    struct Withdrawal {
+        address account;
+        /// The ERC-20 token, or the zero address for the native asset.
+        address token;
+        uint256 amount;
+        uint256 withdrawalId;
+        /// Milliseconds since the Unix epoch after which the authorization is void.
+        uint256 expiry;
+        /// The account's signature over the typed data (ECDSA, or what its ERC-1271 takes).
+        bytes signature;
+    }
+
+    /// @notice One committed root of the liability tree.
+    struct LiabilityRoot {
+        bytes32 root;
+        /// The venue's journal position the tree was built at.
+        uint64 journalSequence;
+        /// The block time it was committed at, in seconds.
+        uint64 committedAt;
+        /// Whether the guardian vetoed it (a vetoed root is never used for an exit).
+        bool vetoed;
+    }
+
+    /// @notice The gas a contract account's `isValidSignature` may use.
+    uint256 public constant ERC1271_GAS_LIMIT = 100_000;
+
+    /// @notice How long, in seconds, the vault waits for a root before anyone may freeze it.
+    uint64 public immutable maxRootAge;
+    /// @notice How long, in seconds, the guardian may veto a root after it is committed; a root
+    /// is used for exits only once this has passed. Always shorter than `maxRootAge`.
+    uint64 public immutable challengePeriod;
+    /// @notice Who may veto a root during its challenge period; the zero address for nobody.
+    address public immutable guardian;
+
+    /// @notice The only address allowed to pay withdrawals and commit roots.
+    address public operator;
+
+    /// @notice How many deposits have been made; the next one gets this id.
+    uint256 public depositCount;
+
+    /// @notice Whether an account's withdrawal id has been paid.
+    mapping(address account => mapping(uint256 withdrawalId => bool paid)) public withdrawn;
+
+    /// @notice What each account deposited of each token, in all.
+    mapping(address account => mapping(address token => uint256 amount)) public deposited;
+
+    /// @notice What the vault paid each account of each token, in all (withdrawals and exits).
+    mapping(address account => mapping(address token => uint256 amount)) public paid;
+
+    /// @notice Whether an account has exited with a token.
+    mapping(address account => mapping(address token => bool done)) public exited;
+
+    LiabilityRoot[] private _roots;
+
+    /// When the vault was deployed: the freeze clock's start while no root is kept.
+    uint64 private immutable _deployedAt;
+
+    /// @notice When the newest root not vetoed was committed (the deployment, before any).
+    uint64 public lastGoodRootAt;
+
+    /// @notice Whether the vault is frozen: exits only.
+    bool public frozen;
+
+    /// @notice Whether a root was there to exit with when the vault froze, and which.
+    bool public hasExitRoot;
+    uint256 public exitEpoch;
+
+    event Deposited(uint256 indexed depositId, address indexed account, address indexed token, uint256 amount);
+    event Withdrawn(uint256 indexed withdrawalId, address indexed account, address indexed token, uint256 amount);
+    event OperatorChanged(address indexed previousOperator, address indexed newOperator);
+    event RootCommitted(
+        uint256 indexed epoch, bytes32 root, uint64 journalSequence, address[] tokens, uint256[] totals
+    );
+    event RootVetoed(uint256 indexed epoch);
+    event VaultFrozen(bool hasExitRoot, uint256 exitEpoch);
+    event Exited(address indexed account, address indexed token, uint256 amount);
+
+    error NotOperator(address caller);
+    error NotGuardian(address caller);
+    error ZeroAddress();
+    error ZeroAmount();
+    error NothingReceived();
+    error WithdrawalExpired(uint256 withdrawalId, uint256 expiry);
+    error AlreadyWithdrawn(address account, uint256 withdrawalId);
+    error InvalidAuthorization(address account, uint256 withdrawalId);
+    error LengthMismatch();
+    error OwnershipCannotBeRenounced();
+    error InvalidPeriods(uint64 maxRootAge, uint64 challengePeriod);
+    error IsFrozen();
+    error NotFrozen();
+    error TokensNotSorted(uint256 index);
+    error SequenceGoesBack(uint64 previous, uint64 given);
+    error TotalExceedsHoldings(address token, uint256 total, uint256 holdings);
+    error UnknownEpoch(uint256 epoch);
+    error AlreadyVetoed(uint256 epoch);
+    error ChallengePeriodOver(uint256 epoch);
+    error FreezeNotDue(uint256 freezableAfter);
+    error AlreadyExited(address account, address token);
+    error InvalidProof();
+    error NothingToExit(address account, address token);
+
+    modifier onlyOperator() {
+        if (msg.sender != operator) revert NotOperator(msg.sender);
+        _;
+    }
+
+    modifier whenNotFrozen() {
+        if (frozen) revert IsFrozen();
+        _;
+    }
+
+    constructor(
+        address initialOwner,
+        address initialOperator,
+        uint64 maxRootAge_,
+        uint64 challengePeriod_,
+        address guardian_
+    ) EIP712("dexd", "1") Ownable(initialOwner) {
+        if (initialOperator == address(0)) revert ZeroAddress();
+        // Exits use the newest root past its challenge period; a vault that can freeze only
+        // after `maxRootAge` > `challengePeriod` always has that root settled when it freezes.
+        if (maxRootAge_ == 0 || challengePeriod_ >= maxRootAge_) {
+            revert InvalidPeriods(maxRootAge_, challengePeriod_);
+        }
+        operator = initialOperator;
+        maxRootAge = maxRootAge_;
+        challengePeriod = challengePeriod_;
+        guardian = guardian_;
+        _deployedAt = uint64(block.timestamp);
+        lastGoodRootAt = uint64(block.timestamp);
+        emit OperatorChanged(address(0), initialOperator);
+    }
+
+    // ----- Deposits and withdrawals (version 1's, counted per account and token) -----
+
+    /// @notice Pulls `amount` of `token` from the caller (after its `approve`) and credits the
+    /// caller with what the vault actually received.
+    function deposit(address token, uint256 amount) external nonReentrant whenNotPaused whenNotFrozen {
+        if (token == address(0)) revert ZeroAddress();
+        if (amount == 0) revert ZeroAmount();
+        IERC20 erc20 = IERC20(token);
+        uint256 before = erc20.balanceOf(address(this));
+        erc20.safeTransferFrom(msg.sender, address(this), amount);
+        uint256 received = erc20.balanceOf(address(this)) - before;
+        if (received == 0) revert NothingReceived();
+        _recordDeposit(msg.sender, token, received);
+    }
+
+    /// @notice Credits the caller with the native asset sent along.
+    function depositNative() external payable nonReentrant whenNotPaused whenNotFrozen {
+        if (msg.value == 0) revert ZeroAmount();
+        _recordDeposit(msg.sender, address(0), msg.value);
+    }
+
+    /// @notice Pays one withdrawal. Only the operator may call it, never on a frozen vault.
+    function withdraw(Withdrawal calldata withdrawal) external onlyOperator nonReentrant whenNotFrozen {
+        _withdraw(withdrawal);
+    }
+
+    /// @notice Pays many withdrawals in one transaction; if any of them cannot be paid, none is.
+    function withdrawBatch(Withdrawal[] calldata withdrawals) external onlyOperator nonReentrant whenNotFrozen {
+        for (uint256 index = 0; index < withdrawals.length; ++index) {
+            _withdraw(withdrawals[index]);
+        }
+    }
+
+    /// @notice Whether each (account, withdrawal id) has been paid, in one call.
+    function withdrawnMany(address[] calldata accounts, uint256[] calldata withdrawalIds)
+        external
+        view
+        returns (bool[] memory isPaid)
+    {
+        if (accounts.length != withdrawalIds.length) revert LengthMismatch();
+        isPaid = new bool[](accounts.length);
+        for (uint256 index = 0; index < accounts.length; ++index) {
+            isPaid[index] = withdrawn[accounts[index]][withdrawalIds[index]];
+        }
+    }
+
+    /// @notice The EIP-712 digest an account signs for a withdrawal.
+    function withdrawalDigest(address account, address token, uint256 amount, uint256 withdrawalId, uint256 expiry)
+        public
+        view
+        returns (bytes32)
+    {
+        return _hashTypedDataV4(keccak256(abi.encode(WITHDRAWAL_TYPEHASH, account, token, amount, withdrawalId, expiry)));
+    }
+
+    // ----- Liability roots -----
+
+    /// @notice Commits the root of the liability tree built at `journalSequence`, with the total
+    /// per token (every balance plus every withdrawal debited and not yet paid). `tokens` must be
+    /// strictly increasing; a total above what the vault holds of its token is refused.
+    function commitRoot(bytes32 root, uint64 journalSequence, address[] calldata tokens, uint256[] calldata totals)
+        external
+        onlyOperator
+        whenNotFrozen
+    {
+        if (tokens.length != totals.length) revert LengthMismatch();
+        uint256 count = _roots.length;
+        if (count > 0 && journalSequence < _roots[count - 1].journalSequence) {
+            revert SequenceGoesBack(_roots[count - 1].journalSequence, journalSequence);
+        }
+        for (uint256 index = 0; index < tokens.length; ++index) {
+            if (index > 0 && tokens[index] <= tokens[index - 1]) revert TokensNotSorted(index);
+            uint256 held = holdings(tokens[index]);
+            if (totals[index] > held) revert TotalExceedsHoldings(tokens[index], totals[index], held);
+        }
+        _roots.push(
+            LiabilityRoot({
+                root: root, journalSequence: journalSequence, committedAt: uint64(block.timestamp), vetoed: false
+            })
+        );
+        lastGoodRootAt = uint64(block.timestamp);
+        emit RootCommitted(count, root, journalSequence, tokens, totals);
+    }
+
+    /// @notice The guardian's veto of a root during its challenge period: the root is never used
+    /// for an exit, and the freeze clock runs from the newest root not vetoed.
+    function veto(uint256 epoch) external whenNotFrozen {
+        if (msg.sender != guardian || guardian == address(0)) revert NotGuardian(msg.sender);
+        if (epoch >= _roots.length) revert UnknownEpoch(epoch);
+        LiabilityRoot storage vetoed = _roots[epoch];
+        if (vetoed.vetoed) revert AlreadyVetoed(epoch);
+        if (block.timestamp >= uint256(vetoed.committedAt) + challengePeriod) revert ChallengePeriodOver(epoch);
+        vetoed.vetoed = true;
+        emit RootVetoed(epoch);
+        (bool found, uint256 good) = _newestGoodRoot();
+        // Only roots within their challenge period can be vetoed, so the walk is short.
+        lastGoodRootAt = found ? _roots[good].committedAt : _deployedAt;
+    }
+
+    /// @notice How many roots have been committed (the next epoch).
+    function rootCount() external view returns (uint256) {
+        return _roots.length;
+    }
+
+    /// @notice The root of an epoch.
+    function liabilityRoot(uint256 epoch) external view returns (LiabilityRoot memory) {
+        if (epoch >= _roots.length) revert UnknownEpoch(epoch);
+        return _roots[epoch];
+    }
+
+    /// @notice What the vault holds of a token (the zero address: the native asset).
+    function holdings(address token) public view returns (uint256) {
+        return token == address(0) ? address(this).balance : IERC20(token).balanceOf(address(this));
+    }
+
+    // ----- The exit -----
+
+    /// @notice Freezes the vault once no root has been committed (and kept) for `maxRootAge`.
+    /// Anyone may call it. Exits then use the newest root not vetoed, whose challenge period
+    /// has passed by then.
+    function freeze() external whenNotFrozen {
+        uint256 freezableAfter = uint256(lastGoodRootAt) + maxRootAge;
+        if (block.timestamp <= freezableAfter) revert FreezeNotDue(freezableAfter);
+        frozen = true;
+        (bool found, uint256 good) = _newestGoodRoot();
+        hasExitRoot = found;
+        exitEpoch = good;
+        emit VaultFrozen(found, good);
+    }
+
+    /// @notice Pays `account` what it is owed of `token` by its leaf in the exit root, once:
+    /// `balance + debitedWithdrawals - paid + deposited - creditedDeposits`. Anyone may send it;
+    /// only `account` is paid. Without an exit root (none was ever kept), the leaf is all zeros
+    /// with an empty proof, and the account gets back what it deposited and was not paid.
+    function exit(
+        address account,
+        address token,
+        uint256 balance,
+        uint256 creditedDeposits,
+        uint256 debitedWithdrawals,
+        bytes32[] calldata proof
+    ) external nonReentrant {
+        if (!frozen) revert NotFrozen();
+        if (exited[account][token]) revert AlreadyExited(account, token);
+        if (hasExitRoot) {
+            bytes32 leaf = keccak256(
+                bytes.concat(keccak256(abi.encode(account, token, balance, creditedDeposits, debitedWithdrawals)))
+            );
+            if (!MerkleProof.verifyCalldata(proof, _roots[exitEpoch].root, leaf)) revert InvalidProof();
+        } else if (balance != 0 || creditedDeposits != 0 || debitedWithdrawals != 0 || proof.length != 0) {
+            revert InvalidProof();
+        }
+        uint256 owed = balance + debitedWithdrawals + deposited[account][token];
+        uint256 settled = creditedDeposits + paid[account][token];
+        if (owed <= settled) revert NothingToExit(account, token);
+        uint256 amount = owed - settled;
+        // Effects before the transfer: the exit is spent before any token code runs.
+        exited[account][token] = true;
+        paid[account][token] += amount;
+        emit Exited(account, token, amount);
+        _pay(account, token, amount);
+    }
+
+    // ----- The owner -----
+
+    /// @notice Replaces the operator. Only the owner may call it.
+    function setOperator(address newOperator) external onlyOwner {
+        if (newOperator == address(0)) revert ZeroAddress();
+        emit OperatorChanged(operator, newOperator);
+        operator = newOperator;
+    }
+
+    /// @notice Refused: without an owner nobody could ever replace a lost or compromised operator.
+    function renounceOwnership() public view override onlyOwner {
+        revert OwnershipCannotBeRenounced();
+    }
+
+    /// @notice Stops deposits (withdrawals go on, so that nobody's funds are held).
+    function pause() external onlyOwner {
+        _pause();
+    }
+
+    /// @notice Takes deposits again.
+    function unpause() external onlyOwner {
+        _unpause();
+    }
+
+    /// @notice Whether `signature` is the account's authorization of `digest`: its own ECDSA
+    /// signature (low `s`, `v` 27 or 28), or, for an account with code, its ERC-1271
+    /// `isValidSignature` answering the magic value within `ERC1271_GAS_LIMIT` gas.
+    function isAuthorized(address account, bytes32 digest, bytes calldata signature) public view returns (bool) {
+        (address signer, ECDSA.RecoverError recoverError,) = ECDSA.tryRecoverCalldata(digest, signature);
+        if (recoverError == ECDSA.RecoverError.NoError && signer == account) {
+            return true;
+        }
+        if (account.code.length == 0) {
+            return false;
+        }
+        (bool success, bytes memory result) = account.staticcall{gas: ERC1271_GAS_LIMIT}(
+            abi.encodeCall(IERC1271.isValidSignature, (digest, signature))
+        );
+        return success && result.length >= 32 && bytes32(result) == bytes32(IERC1271.isValidSignature.selector);
+    }
+
+    // ----- Inside -----
+
+    function _recordDeposit(address account, address token, uint256 amount) private {
+        uint256 depositId = depositCount;
+        depositCount = depositId + 1;
+        deposited[account][token] += amount;
+        emit Deposited(depositId, account, token, amount);
+    }
+
+    function _withdraw(Withdrawal calldata withdrawal) private {
+        if (withdrawal.amount == 0) revert ZeroAmount();
+        if (block.timestamp * 1000 > withdrawal.expiry) {
+            revert WithdrawalExpired(withdrawal.withdrawalId, withdrawal.expiry);
+        }
+        if (withdrawn[withdrawal.account][withdrawal.withdrawalId]) {
+            revert AlreadyWithdrawn(withdrawal.account, withdrawal.withdrawalId);
+        }
+        bytes32 digest = withdrawalDigest(
+            withdrawal.account, withdrawal.token, withdrawal.amount, withdrawal.withdrawalId, withdrawal.expiry
+        );
+        if (!isAuthorized(withdrawal.account, digest, withdrawal.signature)) {
+            revert InvalidAuthorization(withdrawal.account, withdrawal.withdrawalId);
+        }
+        withdrawn[withdrawal.account][withdrawal.withdrawalId] = true;
+        paid[withdrawal.account][withdrawal.token] += withdrawal.amount;
+        emit Withdrawn(withdrawal.withdrawalId, withdrawal.account, withdrawal.token, withdrawal.amount);
+        _pay(withdrawal.account, withdrawal.token, withdrawal.amount);
+    }
+
+    function _pay(address account, address token, uint256 amount) private {
+        if (token == address(0)) {
+            Address.sendValue(payable(account), amount);
+        } else {
+            IERC20(token).safeTransfer(account, amount);
+        }
+    }
+
+    /// The newest root not vetoed, if any.
+    function _newestGoodRoot() private view returns (bool found, uint256 epoch) {
+        uint256 index = _roots.length;
+        while (index > 0) {
+            --index;
+            if (!_roots[index].vetoed) return (true, index);
+        }
+        return (false, 0);
+    }
+
+}
