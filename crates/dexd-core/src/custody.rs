@@ -24,6 +24,7 @@ use sha3::{Digest, Keccak256};
 
 use crate::events::{Event, Rejection};
 use crate::ledger::Ledger;
+use crate::liabilities::{Liabilities, LiabilitiesState, LiabilityRootRecord};
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
 use crate::transfer::{
@@ -89,6 +90,8 @@ pub struct CustodyState {
     pub withdrawals: Vec<(WithdrawalKey, PendingWithdrawal)>,
     /// The number the next withdrawal request gets.
     pub next_request_number: u64,
+    /// The accounts' flows through the vault and the roots recorded.
+    pub liabilities: LiabilitiesState,
 }
 
 /// The custody state of one chain: the vault's deposit counter as credited, how far the deposit
@@ -105,6 +108,7 @@ pub struct Custody {
     next_request_number: u64,
     pending_withdrawal_units: Vec<Amount>,
     max_pending_transfers: usize,
+    liabilities: Liabilities,
 }
 
 impl Custody {
@@ -122,6 +126,7 @@ impl Custody {
             next_request_number: 1,
             pending_withdrawal_units: vec![Amount::ZERO; asset_count],
             max_pending_transfers,
+            liabilities: Liabilities::default(),
         }
     }
 
@@ -142,6 +147,7 @@ impl Custody {
                 .map(|(key, pending)| (*key, pending.clone()))
                 .collect(),
             next_request_number: self.next_request_number,
+            liabilities: self.liabilities.state(),
         }
     }
 
@@ -159,6 +165,7 @@ impl Custody {
         custody.scanned_through = state.scanned_through;
         custody.next_request_number = state.next_request_number;
         custody.pending_deposits = state.pending_deposits.into_iter().collect();
+        custody.liabilities = Liabilities::restore(state.liabilities)?;
         for (key, pending) in state.withdrawals {
             let index = usize::from(pending.asset.0);
             if index >= asset_count {
@@ -192,6 +199,24 @@ impl Custody {
     /// The last block (number and hash) the deposit watcher recorded as confirmed and scanned.
     pub fn scanned_through(&self) -> Option<(u64, [u8; 32])> {
         self.scanned_through
+    }
+
+    /// The accounts' flows through the vault and the roots recorded.
+    pub fn liabilities(&self) -> &Liabilities {
+        &self.liabilities
+    }
+
+    /// Records a liability root the vault committed (a fact from the chain, journaled).
+    pub(crate) fn record_liability_root(
+        &mut self,
+        record: LiabilityRootRecord,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.liabilities
+            .record_root(record.clone(), self.pending_withdrawal_units.len())?;
+        events.push(Event::LiabilityRootRecorded(record));
+        Ok(())
     }
 
     /// Deposits sent through the venue and not yet confirmed or failed, by transaction hash.
@@ -358,7 +383,10 @@ impl Custody {
             _ => None,
         };
         // Checked before anything changes: a credit that would overflow is not credited.
-        let credit = creditable.filter(|(asset, amount)| ledger.net_deposits(*asset).checked_add(*amount).is_some());
+        let credit = creditable.filter(|(asset, amount)| {
+            ledger.net_deposits(*asset).checked_add(*amount).is_some()
+                && self.liabilities.credit_fits(&deposit.account, *asset, *amount)
+        });
         self.next_deposit_id += 1;
         self.scanned_through = Some((deposit.block_number, deposit.block_hash));
         let Some((asset, amount)) = credit else {
@@ -367,6 +395,7 @@ impl Custody {
         let balance = ledger
             .deposit(&deposit.account, asset, amount, true)
             .expect("invariant: checked above that the credit fits");
+        self.liabilities.count_credit(&deposit.account, asset, amount);
         // The transfer's id is its transaction hash; a second deposit in the same transaction
         // gets keccak-256 of the hash and its log index instead, so ids stay unique.
         let transfer_id = if self.last_credited_tx == Some(deposit.tx_hash) {
@@ -441,9 +470,17 @@ impl Custody {
         let pending_total = self.pending_withdrawal_units[index]
             .checked_add(request.amount)
             .ok_or(Rejection::AmountTooLarge)?;
+        if !self
+            .liabilities
+            .debit_fits(&request.account, request.asset, request.amount)
+        {
+            return Err(Rejection::AmountTooLarge);
+        }
         let balance = ledger
             .withdraw(&request.account, request.asset, request.amount)
             .map_err(Rejection::from)?;
+        self.liabilities
+            .count_debit(&request.account, request.asset, request.amount);
         self.pending_withdrawal_units[index] = pending_total;
         let pending = PendingWithdrawal {
             asset: request.asset,
@@ -530,6 +567,8 @@ impl Custody {
         let balance = ledger
             .deposit(&key.account, failed.asset, failed.amount, true)
             .expect("invariant: a withdrawal credited back fits, as it did before the debit");
+        self.liabilities
+            .uncount_debit(&key.account, failed.asset, failed.amount);
         failed.status = TransferStatus::Failed;
         events.push(Event::TransferApplied(withdrawal_transfer(&key, &failed, None, now_ms)));
         events.push(Event::BalanceUpdated {
@@ -585,6 +624,7 @@ impl Custody {
             hasher.update(pending.created_at_ms.to_be_bytes());
             hasher.update(pending.request_number.to_be_bytes());
         }
+        self.liabilities.hash_into(hasher);
     }
 
     /// Checks the custody state's own invariants: the per-asset pending totals equal the sum of

@@ -402,3 +402,86 @@ fn a_scan_record_only_moves_forward() {
     );
     assert_eq!(chain.engine.custody().scanned_through(), Some((10, [1; 32])));
 }
+
+fn root_record(epoch: u64, journal_sequence: u64) -> crate::liabilities::LiabilityRootRecord {
+    crate::liabilities::LiabilityRootRecord {
+        epoch,
+        root: [epoch as u8 + 1; 32],
+        journal_sequence,
+        tx_hash: [9; 32],
+        block_number: 40 + epoch,
+        committed_at_ms: 5_000,
+        totals: vec![Amount::ZERO, Amount::from_units(1_000)],
+    }
+}
+
+#[test]
+fn the_tree_entries_count_credits_and_debits_and_a_failed_withdrawal_is_taken_back() {
+    let mut chain = Chain::vault();
+    chain
+        .run(Command::CreditChainDeposit(chain_deposit(0, ALICE, Some(USDC), 1_000)))
+        .unwrap();
+    chain
+        .run(Command::CreditChainDeposit(chain_deposit(1, BOB, Some(ETH), 70)))
+        .unwrap();
+    chain
+        .run(Command::RequestWithdrawal(withdrawal(ALICE, 7, USDC, 400)))
+        .unwrap();
+    chain
+        .run(Command::RequestWithdrawal(withdrawal(ALICE, 8, USDC, 100)))
+        .unwrap();
+    chain.run(Command::FailWithdrawal(key(ALICE, 8))).unwrap();
+    let entries: Vec<(Address, AssetIndex, u128, u128, u128)> = chain
+        .engine
+        .liability_entries()
+        .into_iter()
+        .map(|entry| {
+            (
+                entry.account,
+                entry.asset,
+                entry.balance.units(),
+                entry.flows.credited_deposits.units(),
+                entry.flows.debited_withdrawals.units(),
+            )
+        })
+        .collect();
+    // Alice: 1,000 credited, 400 debited and pending, the failed 100 back in her balance and out
+    // of her debits. Bob: 70 ETH. Nobody else has an entry; zero assets are left out.
+    assert_eq!(entries, vec![(ALICE, USDC, 600, 1_000, 400), (BOB, ETH, 70, 70, 0)]);
+}
+
+#[test]
+fn liability_roots_are_recorded_in_epoch_order_on_a_vault_chain_only() {
+    let mut chain = Chain::vault();
+    assert_eq!(
+        chain.run(Command::RecordLiabilityRoot(root_record(1, 10))),
+        Err(Rejection::RootOutOfOrder),
+        "epoch 0 comes first"
+    );
+    let events = chain.run(Command::RecordLiabilityRoot(root_record(0, 10))).unwrap();
+    assert_eq!(events, vec![Event::LiabilityRootRecorded(root_record(0, 10))]);
+    assert_eq!(
+        chain.run(Command::RecordLiabilityRoot(root_record(0, 10))),
+        Err(Rejection::RootOutOfOrder),
+        "recorded once"
+    );
+    assert_eq!(
+        chain.run(Command::RecordLiabilityRoot(root_record(1, 9))),
+        Err(Rejection::RootOutOfOrder),
+        "never built before the previous root"
+    );
+    let mut short = root_record(1, 10);
+    short.totals.pop();
+    assert_eq!(
+        chain.run(Command::RecordLiabilityRoot(short)),
+        Err(Rejection::RootOutOfOrder),
+        "a total for every asset"
+    );
+    chain.run(Command::RecordLiabilityRoot(root_record(1, 10))).unwrap();
+    assert_eq!(chain.engine.custody().liabilities().roots_recorded(), 2);
+    let mut ledger = Chain::new(CustodyMode::Ledger, 100);
+    assert_eq!(
+        ledger.run(Command::RecordLiabilityRoot(root_record(0, 1))),
+        Err(Rejection::WrongCustodyMode)
+    );
+}

@@ -21,6 +21,7 @@ use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::custody::{Custody, CustodyMode};
 use crate::events::{Event, Rejection};
 use crate::ledger::{AccountSlot, Balance, Ledger};
+use crate::liabilities::{LiabilityEntry, LiabilityRootRecord};
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::{NonceClaim, NonceRegistry};
@@ -129,6 +130,8 @@ pub enum Command {
     },
     /// A withdrawal can never be paid; its amount is credited back (vault custody).
     FailWithdrawal(WithdrawalKey),
+    /// A liability root the vault committed, with what it was built from (vault custody).
+    RecordLiabilityRoot(LiabilityRootRecord),
     /// Cancel every open order of `account`, on one pair or on all.
     CancelAll {
         /// Whose orders.
@@ -210,6 +213,7 @@ impl Command {
             | Command::MarkWithdrawalsSent { .. }
             | Command::ConfirmWithdrawals { .. }
             | Command::FailWithdrawal(_)
+            | Command::RecordLiabilityRoot(_)
             | Command::FireCancelAllAfter { .. } => None,
         }
     }
@@ -387,6 +391,7 @@ impl Engine {
                 withdrawals,
             } => custody.confirm_withdrawals(tx_hash, block_number, &withdrawals, now_ms, events),
             Command::FailWithdrawal(key) => custody.fail_withdrawal(ledger, key, now_ms, events),
+            Command::RecordLiabilityRoot(record) => custody.record_liability_root(record, events),
             Command::CancelAll { account, pair } => self.cancel_all(account, pair, now_ms, events),
             Command::AmendOrder {
                 account,
@@ -455,6 +460,12 @@ impl Engine {
     /// flight.
     pub fn custody(&self) -> &Custody {
         &self.custody
+    }
+
+    /// Every entry of the liability tree at this state: each (account, asset) with a non-zero
+    /// balance or flow through the vault, in account then asset order.
+    pub fn liability_entries(&self) -> Vec<LiabilityEntry> {
+        self.custody.liabilities().entries(&self.ledger)
     }
 
     /// How many accounts the chain holds.

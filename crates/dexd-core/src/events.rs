@@ -6,6 +6,7 @@
 
 use crate::agents::AgentRejection;
 use crate::ledger::{Balance, LedgerError};
+use crate::liabilities::LiabilityRootRecord;
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::NonceRejection;
 use crate::order::{Direction, OrderRecord};
@@ -62,6 +63,8 @@ pub enum Event {
     },
     /// A deposit or withdrawal, new or in a new state (the whole transfer each time).
     TransferApplied(Transfer),
+    /// A liability root the vault committed was recorded.
+    LiabilityRootRecorded(LiabilityRootRecord),
 }
 
 /// Why a command was refused. A refused command changed nothing.
@@ -123,6 +126,9 @@ pub enum Rejection {
     AgentNotFound,
     /// No switch of the account is armed for that trigger, or its time has not come.
     SwitchNotDue,
+    /// A liability root that is not the vault's next epoch, is built before the previous root's
+    /// journal position, or lacks an asset's total.
+    RootOutOfOrder,
 }
 
 impl From<LedgerError> for Rejection {

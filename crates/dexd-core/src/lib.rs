@@ -19,6 +19,7 @@ pub mod decimal;
 pub mod engine;
 pub mod events;
 pub mod ledger;
+pub mod liabilities;
 pub mod market_data;
 pub mod money;
 pub mod nonces;
@@ -46,6 +47,7 @@ pub use engine::{
 };
 pub use events::{Event, Rejection, Trade};
 pub use ledger::Balance;
+pub use liabilities::{AccountFlows, LiabilitiesState, LiabilityEntry, LiabilityRootRecord};
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 pub use nonces::{Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS};

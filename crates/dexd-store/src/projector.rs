@@ -99,6 +99,8 @@ impl Projector {
                 "INSERT INTO transfers (account, kind, time_ms, record, transfer_id) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (account, kind, transfer_id) DO UPDATE SET record = excluded.record",
             )?;
+            let mut insert_root = transaction
+                .prepare_cached("INSERT INTO liability_roots (epoch, time_ms, record) VALUES (?1, ?2, ?3)")?;
             for event in batch.iter().flat_map(|entry| entry.events.iter()) {
                 match event {
                     Event::TradeExecuted(trade) => {
@@ -124,6 +126,13 @@ impl Projector {
                             to_sql_integer(transfer.timestamp_ms),
                             codec::encode_transfer(transfer),
                             &transfer.transfer_id[..]
+                        ])?;
+                    }
+                    Event::LiabilityRootRecorded(record) => {
+                        insert_root.execute(params![
+                            to_sql_integer(record.epoch),
+                            to_sql_integer(record.committed_at_ms),
+                            codec::encode_root_record(record)
                         ])?;
                     }
                     Event::OrderUpdated(_) | Event::BalanceUpdated { .. } => {}

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dexd_core::{Address, OrderId, OrderStatus, PairIndex, Trade, Transfer, TransferKind};
+use dexd_core::{Address, LiabilityRootRecord, OrderId, OrderStatus, PairIndex, Trade, Transfer, TransferKind};
 use parking_lot::{Mutex, RwLock};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -173,6 +173,40 @@ impl StoreReader {
                 ],
                 request.limit,
             )
+        })
+    }
+
+    /// The liability roots the vault committed, newest first. The cursor is the epoch.
+    pub fn liability_roots(&self, request: PageRequest) -> Result<Page<LiabilityRootRecord>, StoreError> {
+        let window = SqlWindow::of(&request);
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, epoch FROM liability_roots
+                 WHERE time_ms >= ?1 AND time_ms <= ?2 AND epoch < ?3
+                 ORDER BY epoch DESC LIMIT ?4",
+            )?;
+            let rows = statement.query_map(
+                params![window.start_ms, window.end_ms, window.before, window.fetch],
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+            )?;
+            let mut items = Vec::new();
+            for row in rows {
+                let (record, epoch) = row?;
+                items.push((codec::decode_root_record(&record)?, epoch as u64));
+            }
+            Ok(page(items, request.limit))
+        })
+    }
+
+    /// The liability root of one epoch, if the vault committed it and the history holds it.
+    pub fn liability_root(&self, epoch: u64) -> Result<Option<LiabilityRootRecord>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached("SELECT record FROM liability_roots WHERE epoch = ?1")?;
+            let mut rows = statement.query([to_sql_integer(epoch)])?;
+            match rows.next()? {
+                Some(row) => Ok(Some(codec::decode_root_record(&row.get::<_, Vec<u8>>(0)?)?)),
+                None => Ok(None),
+            }
         })
     }
 

@@ -37,8 +37,9 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// The version of the snapshot file format this dexd writes and reads; a file of another
 /// version is skipped (and the journal replayed instead). Version 2: the header's state hash
 /// is BLAKE3 (version 1's was SHA3-256). Version 3: the resting orders come last, a section per
-/// pair, each order beside its signature, after the length of the state before them.
-pub const SNAPSHOT_FILE_VERSION: u32 = 4;
+/// pair, each order beside its signature, after the length of the state before them. Version
+/// 4: agents and switches. Version 5: the accounts' flows through the vault and the newest root.
+pub const SNAPSHOT_FILE_VERSION: u32 = 5;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;

@@ -42,7 +42,13 @@ async fn view<Call: SolCall>(chain: &TestChain, call: Call) -> Call::Return {
     chain.node.view(chain.vault, call, BlockId::latest()).await.unwrap()
 }
 
-fn leaf(account: &PrivateKeySigner, token: ChainAddress, balance: u128, credited: u128, debited: u128) -> LiabilityLeaf {
+fn leaf(
+    account: &PrivateKeySigner,
+    token: ChainAddress,
+    balance: u128,
+    credited: u128,
+    debited: u128,
+) -> LiabilityLeaf {
     LiabilityLeaf {
         account: venue_address(&account.address()),
         token: venue_address(&token),
@@ -156,13 +162,35 @@ async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_tota
     // The guardian alone vetoes, and only during the challenge period.
     let error = refusal(&chain, bob, DexdVaultV2::vetoCall { epoch: U256::ZERO }.abi_encode()).await;
     assert!(matches!(error, VaultError::NotGuardian(_)), "{error:?}");
-    let error = refusal(&chain, &chain.guardian, DexdVaultV2::vetoCall { epoch: U256::from(7) }.abi_encode()).await;
+    let error = refusal(
+        &chain,
+        &chain.guardian,
+        DexdVaultV2::vetoCall { epoch: U256::from(7) }.abi_encode(),
+    )
+    .await;
     assert!(matches!(error, VaultError::UnknownEpoch(_)), "{error:?}");
-    send(&chain, &chain.guardian, DexdVaultV2::vetoCall { epoch: U256::from(1) }.abi_encode()).await;
-    let error = refusal(&chain, &chain.guardian, DexdVaultV2::vetoCall { epoch: U256::from(1) }.abi_encode()).await;
+    send(
+        &chain,
+        &chain.guardian,
+        DexdVaultV2::vetoCall { epoch: U256::from(1) }.abi_encode(),
+    )
+    .await;
+    let error = refusal(
+        &chain,
+        &chain.guardian,
+        DexdVaultV2::vetoCall { epoch: U256::from(1) }.abi_encode(),
+    )
+    .await;
     assert!(matches!(error, VaultError::AlreadyVetoed(_)), "{error:?}");
-    chain.advance_time(common::chain::TEST_ROOT_TERMS.challenge_period_s).await;
-    let error = refusal(&chain, &chain.guardian, DexdVaultV2::vetoCall { epoch: U256::ZERO }.abi_encode()).await;
+    chain
+        .advance_time(common::chain::TEST_ROOT_TERMS.challenge_period_s)
+        .await;
+    let error = refusal(
+        &chain,
+        &chain.guardian,
+        DexdVaultV2::vetoCall { epoch: U256::ZERO }.abi_encode(),
+    )
+    .await;
     assert!(matches!(error, VaultError::ChallengePeriodOver(_)), "{error:?}");
 }
 
@@ -202,10 +230,20 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
     let lie = vec![leaf(alice, chain.usdc, 1_800 * USDC_UNIT, 1_000 * USDC_UNIT, 0)];
     let lie_tree = LiabilityTree::build(&lie, 1);
     send(&chain, &chain.operator, commit_call(&lie_tree, 11, &[])).await;
-    send(&chain, &chain.guardian, DexdVaultV2::vetoCall { epoch: U256::from(1) }.abi_encode()).await;
+    send(
+        &chain,
+        &chain.guardian,
+        DexdVaultV2::vetoCall { epoch: U256::from(1) }.abi_encode(),
+    )
+    .await;
 
     // After the root: Alice's withdrawal is paid, Bob deposits 200 more.
-    send(&chain, &chain.operator, pay_withdrawal(&chain, alice, 400 * USDC_UNIT, 1).await).await;
+    send(
+        &chain,
+        &chain.operator,
+        pay_withdrawal(&chain, alice, 400 * USDC_UNIT, 1).await,
+    )
+    .await;
     deposit_usdc(&chain, bob, 200 * USDC_UNIT).await;
 
     // Nothing exits before the freeze, and the freeze waits for `maxRootAge` after the newest
@@ -214,7 +252,9 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
     assert!(matches!(error, VaultError::NotFrozen(_)), "{error:?}");
     let error = refusal(&chain, dave, DexdVaultV2::freezeCall {}.abi_encode()).await;
     assert!(matches!(error, VaultError::FreezeNotDue(_)), "{error:?}");
-    chain.advance_time(common::chain::TEST_ROOT_TERMS.max_root_age_s + 1).await;
+    chain
+        .advance_time(common::chain::TEST_ROOT_TERMS.max_root_age_s + 1)
+        .await;
     send(&chain, dave, DexdVaultV2::freezeCall {}.abi_encode()).await;
     assert!(view(&chain, DexdVaultV2::frozenCall {}).await);
     assert_eq!(view(&chain, DexdVaultV2::exitEpochCall {}).await, U256::ZERO);
@@ -227,9 +267,15 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
     .abi_encode();
     assert!(matches!(refusal(&chain, bob, deposit).await, VaultError::IsFrozen(_)));
     let payment = pay_withdrawal(&chain, bob, USDC_UNIT, 2).await;
-    assert!(matches!(refusal(&chain, &chain.operator, payment).await, VaultError::IsFrozen(_)));
+    assert!(matches!(
+        refusal(&chain, &chain.operator, payment).await,
+        VaultError::IsFrozen(_)
+    ));
     let root = commit_call(&tree, 12, &[]);
-    assert!(matches!(refusal(&chain, &chain.operator, root).await, VaultError::IsFrozen(_)));
+    assert!(matches!(
+        refusal(&chain, &chain.operator, root).await,
+        VaultError::IsFrozen(_)
+    ));
 
     // The vetoed root's leaf does not pass; a leaf with a changed amount does not either.
     let error = refusal(&chain, dave, exit_call(&lie, &lie_tree, 0)).await;
@@ -256,7 +302,11 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
     // Alice: 600 + 400 - 400 + 1000 - 1000; Bob: 500 + 0 - 0 + 700 - 500; Carol: 0 + 300 - 0
     // + 300 - 300.
     assert_eq!(gained, [600 * USDC_UNIT, 700 * USDC_UNIT, 300 * USDC_UNIT]);
-    assert_eq!(chain.vault_balance(Some(chain.usdc)).await, U256::ZERO, "the vault paid out exactly what it held");
+    assert_eq!(
+        chain.vault_balance(Some(chain.usdc)).await,
+        U256::ZERO,
+        "the vault paid out exactly what it held"
+    );
     let error = refusal(&chain, dave, exit_call(&leaves, &tree, 1)).await;
     assert!(matches!(error, VaultError::AlreadyExited(_)), "{error:?}");
 }
@@ -266,8 +316,15 @@ async fn without_any_root_a_frozen_vault_returns_what_was_deposited_and_not_paid
     let chain = TestChain::start().await;
     let alice = &chain.users[0];
     deposit_usdc(&chain, alice, 250 * USDC_UNIT).await;
-    send(&chain, &chain.operator, pay_withdrawal(&chain, alice, 50 * USDC_UNIT, 1).await).await;
-    chain.advance_time(common::chain::TEST_ROOT_TERMS.max_root_age_s + 1).await;
+    send(
+        &chain,
+        &chain.operator,
+        pay_withdrawal(&chain, alice, 50 * USDC_UNIT, 1).await,
+    )
+    .await;
+    chain
+        .advance_time(common::chain::TEST_ROOT_TERMS.max_root_age_s + 1)
+        .await;
     send(&chain, alice, DexdVaultV2::freezeCall {}.abi_encode()).await;
     assert!(!view(&chain, DexdVaultV2::hasExitRootCall {}).await);
     let exit = |balance: u128| {

@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::matching::{paid_asset, required_lock};
 use super::Engine;
+use crate::custody::CustodyMode;
 use crate::ledger::AccountSlot;
 use crate::market_data::Position;
 use crate::money::{Address, AssetIndex, Price};
@@ -168,6 +169,9 @@ impl Engine {
             return Err("client order ids disagree with the books".to_string());
         }
         self.custody.check_invariants()?;
+        if self.custody.mode() == CustodyMode::Vault {
+            self.custody.liabilities().check_against(&self.ledger)?;
+        }
         self.ledger.check_conservation()
     }
 }

@@ -6,10 +6,12 @@
 //! [`snapshot`]. This module does no IO.
 
 mod authorization;
+mod liabilities;
 pub mod snapshot;
 mod trading;
 
 pub use self::authorization::{decode_authorization, encode_authorization, AUTHORIZATION_ENCODING_VERSION};
+pub use self::liabilities::{decode_root_record, encode_root_record};
 
 use dexd_core::{
     Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, Command, Direction, NewOrder,
@@ -321,6 +323,7 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         | Command::ApproveAgent { .. }
         | Command::RevokeAgent { .. }
         | Command::ByAgent { .. } => trading::put_trading_command(writer, command),
+        Command::RecordLiabilityRoot(record) => liabilities::put_record_root_command(writer, record),
     }
 }
 
@@ -387,6 +390,7 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             Command::FailWithdrawal(keys.remove(0))
         }
         tag @ trading::FIRST_TAG..=trading::LAST_TAG => trading::get_trading_command(tag, reader)?,
+        liabilities::RECORD_ROOT_TAG => liabilities::get_record_root_command(reader)?,
         _ => return Err(CodecError("bad command tag")),
     };
     Ok(command)

@@ -45,7 +45,7 @@ pub const STATE_PREFIX_BYTES: usize = 1 + 8;
 pub const SECTION_HEADER_BYTES: usize = 8 + 8;
 
 /// Writes a collection's length, then each item.
-fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer, &T)) {
+pub(super) fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer, &T)) {
     writer.u64(items.len() as u64);
     for item in items {
         put(writer, item);
@@ -54,7 +54,7 @@ fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer
 
 /// Reads a collection written by [`put_list`]; `minimum_item_bytes` bounds the count by what
 /// remains.
-fn get_list<'a, T>(
+pub(super) fn get_list<'a, T>(
     reader: &mut Reader<'a>,
     minimum_item_bytes: usize,
     mut get: impl FnMut(&mut Reader<'a>) -> Result<T, CodecError>,
@@ -153,6 +153,7 @@ fn put_custody(writer: &mut Writer, custody: &CustodyState) {
         writer.u64(pending.created_at_ms);
         writer.u64(pending.request_number);
     });
+    super::liabilities::put_liabilities(writer, &custody.liabilities);
 }
 
 fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
@@ -195,6 +196,7 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
                 },
             ))
         })?,
+        liabilities: super::liabilities::get_liabilities(reader)?,
     })
 }
 

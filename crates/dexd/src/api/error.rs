@@ -195,6 +195,8 @@ impl ApiError {
             }
             // The venue's timer raced a new setting of the switch; nothing to tell a client.
             Rejection::SwitchNotDue => ApiError::internal(),
+            // Only custody journals roots; no client request leads here.
+            Rejection::RootOutOfOrder => ApiError::internal(),
             Rejection::Nonce(NonceRejection::Expired) => signature_expired(),
             Rejection::Nonce(NonceRejection::ExpiryTooFar) => ApiError::invalid(
                 "expiry",
