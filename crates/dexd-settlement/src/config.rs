@@ -39,6 +39,10 @@ pub struct VaultConfig {
     /// How long the payer waits for a transaction to be mined before it replaces it, at the
     /// same nonce, with higher fees.
     pub replace_after_ms: u64,
+    /// How often the operator commits the root of the liability tree to a version 2 vault
+    /// (a root whose interval has passed is due; a quiet venue still commits, so that the vault
+    /// never becomes freezable while the venue runs).
+    pub root_interval_ms: u64,
 }
 
 /// When a block counts as confirmed.

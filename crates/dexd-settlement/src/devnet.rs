@@ -118,6 +118,8 @@ pub struct DevnetConfigOptions {
     pub poll_interval_ms: u64,
     /// How long the payer waits before replacing a transaction.
     pub replace_after_ms: u64,
+    /// How often a liability root is committed.
+    pub root_interval_ms: u64,
 }
 
 impl Default for DevnetConfigOptions {
@@ -126,6 +128,7 @@ impl Default for DevnetConfigOptions {
             confirmations: 2,
             poll_interval_ms: 500,
             replace_after_ms: 30_000,
+            root_interval_ms: 10_000,
         }
     }
 }
@@ -149,6 +152,7 @@ vault = "{vault}"
 confirmations = {confirmations}
 poll_interval_ms = {poll_interval_ms}
 replace_after_ms = {replace_after_ms}
+root_interval_ms = {root_interval_ms}
 start_block = {start_block}
 operator_key_file = "{operator_key_file}"
 
@@ -196,6 +200,7 @@ taker_fee = "0.002"
         confirmations = options.confirmations,
         poll_interval_ms = options.poll_interval_ms,
         replace_after_ms = options.replace_after_ms,
+        root_interval_ms = options.root_interval_ms,
         start_block = devnet.vault_block,
         operator_key_file = operator_key_file.display(),
         usdc = address(&devnet.usdc),

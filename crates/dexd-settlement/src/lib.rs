@@ -21,6 +21,7 @@ pub mod config;
 pub mod deploy;
 pub mod deposit;
 pub mod devnet;
+pub mod liabilities;
 pub mod node;
 pub mod operator_key;
 pub mod payer;
@@ -46,7 +47,7 @@ use self::operator_key::read_operator_key;
 use self::vault::chain_address;
 
 pub use self::operator_key::OperatorKey;
-pub use self::venue_chain::{act_as_leader, LeaderEpoch, Outcome, StatePosition, VenueChain};
+pub use self::venue_chain::{act_as_leader, LeaderEpoch, Outcome, StatePosition, TreeFuture, VenueChain};
 
 /// What a vault chain's tasks last saw, for reserves, metrics and operators.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,6 +63,9 @@ pub struct CustodyStatus {
     pub halted: Option<String>,
     /// Why withdrawals are not being paid (an operator key that is not the vault's operator).
     pub payer_error: Option<String>,
+    /// Whether the vault (version 2) was found frozen: it pays exits only, and nothing more is
+    /// sent to it.
+    pub vault_frozen: bool,
     /// Gas used by the vault transactions the payer sent, by how many withdrawals each paid.
     pub withdrawal_gas: Vec<(usize, u64)>,
     /// What the vault held minus what the venue owed, per asset in its smallest units, at the

@@ -17,7 +17,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolCall, SolEvent};
 use alloy::transports::{RpcError, TransportError};
 
-use super::vault::{DexdVault, Erc20};
+use super::vault::{DexdVault, DexdVaultV2, Erc20};
 
 /// What went wrong with a request to the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -293,6 +293,24 @@ impl Node {
             .withdrawn_filter(from, to)
             .topic1(B256::from(withdrawal_id))
             .topic2(account.into_word());
+        self.first_log_position(&filter).await
+    }
+
+    /// The `RootCommitted` event of a liability root's epoch (vault version 2) in blocks
+    /// `from..=to`: its transaction and block. The caller keeps the range within
+    /// `max_log_range_blocks`.
+    pub async fn root_committed_event(
+        &self,
+        epoch: U256,
+        from: u64,
+        to: u64,
+    ) -> Result<Option<(B256, u64)>, NodeError> {
+        let filter = Filter::new()
+            .address(self.vault)
+            .event_signature(DexdVaultV2::RootCommitted::SIGNATURE_HASH)
+            .topic1(B256::from(epoch))
+            .from_block(from)
+            .to_block(to);
         self.first_log_position(&filter).await
     }
 

@@ -15,6 +15,9 @@ use dexd_store::{Events, WriteError};
 /// A queued command's outcome: its events once they are journaled, or why it was not applied.
 pub type Outcome = Pin<Box<dyn Future<Output = Result<Events, WriteError>> + Send>>;
 
+/// A liability tree being built (or found built).
+pub type TreeFuture = Pin<Box<dyn Future<Output = crate::liabilities::TreeResult> + Send>>;
+
 /// The term of a node's leadership of a chain: on the embedded journal always 0 (the node is
 /// the chain's only writer); on PostgreSQL the epoch of the lease the node holds, which goes up
 /// each time the lease changes hands.
@@ -80,6 +83,10 @@ pub trait VenueChain: Send + Sync {
     /// the writer applies it only while the node leads under that epoch
     /// ([`WriteError::NotLeader`] otherwise).
     fn enqueue(&self, command: Command, under: Option<LeaderEpoch>) -> Result<Outcome, WriteError>;
+
+    /// The liability tree at `journal_sequence` (durable: at most the journal's end), built
+    /// off the writer's path from the journal, or kept from an earlier ask.
+    fn liability_tree(&self, journal_sequence: u64) -> TreeFuture;
 }
 
 /// Enqueues a command (see [`VenueChain::enqueue`]) under the leadership the current custody

@@ -209,6 +209,7 @@ async fn main() {
         confirmations: 2,
         poll_interval_ms: 100,
         replace_after_ms: 30_000,
+        root_interval_ms: 86_400_000,
     };
     let config_path = devnet::write_files(&network, &operator, folder.path(), options, None).unwrap();
     let config_toml = std::fs::read_to_string(&config_path).unwrap().replace(

@@ -43,6 +43,7 @@ fn valid_value(field: &Field, scene: &Scene) -> Option<String> {
         ("timeoutMs", _) => "0".to_string(),
         ("agent", _) => scene.bob.address.clone(),
         ("name", _) => "bot".to_string(),
+        ("epoch", _) => "0".to_string(),
         _ => return None,
     };
     Some(value)

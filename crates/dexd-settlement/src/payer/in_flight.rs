@@ -24,6 +24,15 @@ pub const REPLACEMENT_FEE_RAISE_PERCENT: u128 = 25;
 /// a further replacement is not sent, and the flight waits for one of these.
 pub const MAX_TRANSACTIONS_PER_NONCE: usize = 16;
 
+/// What a transaction in flight does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FlightPurpose {
+    /// It pays withdrawals (`withdrawBatch`).
+    Withdrawals,
+    /// It commits a liability root (`commitRoot`).
+    Root,
+}
+
 /// The payer's transaction in flight.
 pub(super) struct InFlight {
     /// Every transaction sent at the nonce, oldest first; the last one has the highest fees.
@@ -31,6 +40,7 @@ pub(super) struct InFlight {
     pub(super) keys: Vec<WithdrawalKey>,
     calldata: Vec<u8>,
     sent_at: Instant,
+    purpose: FlightPurpose,
 }
 
 impl InFlight {
@@ -40,7 +50,14 @@ impl InFlight {
             keys,
             calldata,
             sent_at: Instant::now(),
+            purpose: FlightPurpose::Withdrawals,
         }
+    }
+
+    /// The same flight, doing `purpose`.
+    pub(super) fn for_purpose(mut self, purpose: FlightPurpose) -> InFlight {
+        self.purpose = purpose;
+        self
     }
 
     fn newest(&self) -> SentTransaction {
@@ -86,13 +103,28 @@ impl Payer {
     /// A transaction of the flight was mined: its withdrawals are confirmed once it has
     /// `confirmations` blocks on top; if it reverted, they are looked at again.
     async fn settle_mined(&mut self, vault: &VaultChain, hash: B256, receipt: Receipt) -> Result<(), PayError> {
+        let purpose = self.in_flight.as_ref().expect("checked by the caller").purpose;
         if !receipt.succeeded {
-            tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a withdrawal transaction reverted; its withdrawals are looked at again");
+            match purpose {
+                FlightPurpose::Withdrawals => {
+                    tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a withdrawal transaction reverted; its withdrawals are looked at again")
+                }
+                FlightPurpose::Root => {
+                    tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a liability root's transaction reverted; a root is sent again when due")
+                }
+            }
+            self.roots.mined(None);
             self.in_flight = None;
             return Ok(());
         }
         let head = vault.node.head().await?;
         if vault.confirmed_head(head).await? < Some(receipt.block_number) {
+            return Ok(());
+        }
+        if purpose == FlightPurpose::Root {
+            // Recorded from the vault, which now holds it with enough blocks on top.
+            self.roots.mined(Some((hash, receipt.block_number)));
+            self.in_flight = None;
             return Ok(());
         }
         let flight = self.in_flight.as_ref().expect("checked by the caller");

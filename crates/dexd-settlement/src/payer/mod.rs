@@ -33,11 +33,12 @@ use tokio::sync::watch;
 
 mod in_flight;
 mod paid;
+mod roots;
 
 use std::collections::HashMap;
 
 use self::in_flight::InFlight;
-use super::node::{Fees, NodeError, TransactionTerms};
+use super::node::{Fees, NodeError, SentTransaction, TransactionTerms};
 use super::vault::{chain_address, DexdVault, WithdrawalTerms};
 use super::venue_chain::acting_under;
 use super::{act_as_leader, pause_or_stop, LeaderEpoch, VaultChain};
@@ -82,6 +83,8 @@ struct Payer {
     /// The leadership of the last poll: a transaction in flight is followed only under the
     /// leadership that sent it (after a change, the journal and the vault say what was paid).
     epoch: Option<LeaderEpoch>,
+    /// The liability roots sent and recorded.
+    roots: roots::Roots,
 }
 
 /// Runs the payer until `stop`.
@@ -92,6 +95,7 @@ pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch:
         in_flight: None,
         set_aside: HashMap::new(),
         epoch: None,
+        roots: roots::Roots::new(),
     };
     let chain_id = vault.chain_id;
     loop {
@@ -152,6 +156,7 @@ impl Payer {
             tracing::info!("this node no longer leads the chain: its withdrawal payer stops sending");
         }
         self.in_flight = None;
+        self.roots.forget_sent();
     }
 
     async fn poll(&mut self, vault: &VaultChain) -> Result<(), PayError> {
@@ -160,6 +165,7 @@ impl Payer {
             // A new leadership: what was in flight under the old one is found in the journal
             // (sent) and the vault (paid), not followed from memory.
             self.in_flight = None;
+            self.roots.forget_sent();
             self.epoch = acting;
         }
         if !self.operator_checked {
@@ -167,6 +173,10 @@ impl Payer {
         }
         if self.in_flight.is_some() {
             return self.follow_in_flight(vault).await;
+        }
+        match self.poll_roots(vault).await? {
+            roots::RootsPoll::Continue => {}
+            roots::RootsPoll::Sent | roots::RootsPoll::Frozen => return Ok(()),
         }
         let Some(batch) = self.durable_candidates(vault).await else {
             return Ok(());
@@ -266,35 +276,12 @@ impl Payer {
         payable: Vec<(WithdrawalKey, PendingWithdrawal)>,
     ) -> Result<(), PayError> {
         let calldata = batch_calldata(vault, &payable);
-        let gas_limit = vault
-            .node
-            .estimate_gas(self.key.address(), vault.node.vault(), &calldata, U256::ZERO)
-            .await?;
-        let (max_fee_per_gas, max_priority_fee_per_gas) = vault.node.fee_estimate().await?;
-        let nonce = vault.node.pending_nonce(self.key.address()).await?;
-        let fees = Fees {
-            max_fee_per_gas,
-            max_priority_fee_per_gas,
-            gas_limit,
-        };
-        let sent = vault
-            .node
-            .send(
-                &self.key,
-                TransactionTerms {
-                    to: TxKind::Call(vault.node.vault()),
-                    input: calldata.clone(),
-                    value: U256::ZERO,
-                    nonce,
-                    fees,
-                },
-            )
-            .await?;
+        let sent = self.send_call(vault, calldata.clone()).await?;
         let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();
         tracing::info!(
             chain_id = vault.chain_id,
             tx_hash = %sent.hash,
-            nonce,
+            nonce = sent.nonce,
             withdrawals = keys.len(),
             "withdrawals sent to the vault"
         );
@@ -307,6 +294,36 @@ impl Payer {
             },
         )
         .await
+    }
+
+    /// Sends a call to the vault from the operator's key at its next nonce, with the gas the
+    /// node estimates (a call the vault would refuse fails here, as `Reverted`) and EIP-1559
+    /// fees from the node.
+    async fn send_call(&self, vault: &VaultChain, calldata: Vec<u8>) -> Result<SentTransaction, PayError> {
+        let gas_limit = vault
+            .node
+            .estimate_gas(self.key.address(), vault.node.vault(), &calldata, U256::ZERO)
+            .await?;
+        let (max_fee_per_gas, max_priority_fee_per_gas) = vault.node.fee_estimate().await?;
+        let nonce = vault.node.pending_nonce(self.key.address()).await?;
+        let fees = Fees {
+            max_fee_per_gas,
+            max_priority_fee_per_gas,
+            gas_limit,
+        };
+        Ok(vault
+            .node
+            .send(
+                &self.key,
+                TransactionTerms {
+                    to: TxKind::Call(vault.node.vault()),
+                    input: calldata,
+                    value: U256::ZERO,
+                    nonce,
+                    fees,
+                },
+            )
+            .await?)
     }
 
     /// The withdrawals of `candidates` that the vault would pay now: all of them when the batch

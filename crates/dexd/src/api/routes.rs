@@ -61,6 +61,11 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::ORDER_DETAIL, answered_by!(handlers::order_detail)),
     (&operations::EIP712_TYPES, answered_by!(handlers::eip712_types)),
     (&operations::RESERVES, answered_by!(handlers::reserves)),
+    (&operations::LIABILITY_PROOF, answered_by!(handlers::liability_proof)),
+    (&operations::LIABILITY_ROOTS, answered_by!(handlers::liability_roots)),
+    (&operations::LIABILITY_LEAVES, |app, params| {
+        Box::pin(handlers::liability_leaves(app, params))
+    }),
     (&operations::RATE_LIMITS, answered_by!(handlers::rate_limits)),
     (&operations::HEALTH, answered_by!(handlers::health)),
     (&operations::OPENAPI, answered_by!(openapi_document)),

@@ -63,6 +63,7 @@ struct RawCustody {
     withdrawal_expiry_margin_ms: Option<u64>,
     rpc_timeout_ms: Option<u64>,
     replace_after_ms: Option<u64>,
+    root_interval_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -372,6 +373,7 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
             MAX_CUSTODY_WAIT_MS,
             line,
         )?,
+        root_interval_ms: bounded(raw.root_interval_ms, 300_000, "root_interval_ms", 86_400_000, line)?,
     })
 }
 

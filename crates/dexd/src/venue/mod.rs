@@ -14,6 +14,7 @@
 //! projectors after what they were handed, and marks the histories closed cleanly. This module
 //! knows nothing of HTTP or JSON.
 
+pub(crate) mod liabilities;
 mod projector;
 pub mod publication;
 mod settlement;
@@ -80,6 +81,8 @@ pub struct Chain {
     /// ([`writer::NOT_LEADING`] while it follows): always 0 on the embedded journal; on
     /// PostgreSQL the epoch of the lease it holds.
     leader_epoch: Arc<AtomicU64>,
+    /// The chain's liability trees, built off the writer's path.
+    liability_trees: Arc<liabilities::LiabilityTrees>,
 }
 
 impl Chain {
@@ -122,6 +125,15 @@ impl Chain {
         let (projected_sender, projected) = watch::channel(replayed.last_sequence);
         let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
+        let liability_trees = Arc::new(liabilities::LiabilityTrees {
+            chain_id,
+            data_dir: data_dir.to_path_buf(),
+            journal_backend: full_config.journal.clone(),
+            snapshots: snapshots.clone(),
+            engine_config: engine_config.clone(),
+            tokens: config.assets.iter().map(|asset| asset.address).collect(),
+            kept: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
+        });
         let snapshotter = Snapshotter::start(SnapshotterSetup {
             chain_id,
             data_dir: data_dir.to_path_buf(),
@@ -182,7 +194,13 @@ impl Chain {
             snapshots: snapshot_status,
             snapshotter: parking_lot::Mutex::new(snapshotter),
             leader_epoch,
+            liability_trees,
         })
+    }
+
+    /// The chain's liability tree at a journal position (built off the writer's path, or kept).
+    pub async fn liability_tree(&self, journal_sequence: u64) -> dexd_settlement::liabilities::TreeResult {
+        self.liability_trees.at(journal_sequence).await
     }
 
     /// The publications of the chain's journaled batches, for the live streams (once: whoever

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use dexd_core::{Command, Engine};
-use dexd_settlement::{LeaderEpoch, Outcome, SettledAsset, StatePosition, VaultChainSetup, VenueChain};
+use dexd_settlement::{LeaderEpoch, Outcome, SettledAsset, StatePosition, TreeFuture, VaultChainSetup, VenueChain};
 use dexd_store::WriteError;
 
 use super::{Chain, Venue};
@@ -30,6 +30,11 @@ impl VenueChain for Chain {
     fn enqueue(&self, command: Command, under: Option<LeaderEpoch>) -> Result<Outcome, WriteError> {
         let queued = Chain::enqueue(self, command, None, under.map(|epoch| epoch.0))?;
         Ok(Box::pin(queued.outcome()))
+    }
+
+    fn liability_tree(&self, journal_sequence: u64) -> TreeFuture {
+        let trees = Arc::clone(&self.liability_trees);
+        Box::pin(async move { trees.at(journal_sequence).await })
     }
 }
 

@@ -174,13 +174,25 @@ impl TestChain {
     }
 
     /// Writes a dexd configuration for this chain (vault custody, `confirmations` 2, polling
-    /// every 100 ms, replacing unmined transactions after 2 s) and the operator key file into
-    /// `folder`, reaching the node at `rpc_url` (the chain's own, or a proxy in front of it).
+    /// every 100 ms, replacing unmined transactions after 2 s, a liability root a day, so never
+    /// within a test unless it says otherwise) and the operator key file into `folder`, reaching
+    /// the node at `rpc_url` (the chain's own, or a proxy in front of it).
     pub fn write_dexd_config(&self, folder: &std::path::Path, rpc_url: &str) -> PathBuf {
+        self.write_dexd_config_with_roots(folder, rpc_url, 86_400_000)
+    }
+
+    /// [`TestChain::write_dexd_config`] with a liability root every `root_interval_ms`.
+    pub fn write_dexd_config_with_roots(
+        &self,
+        folder: &std::path::Path,
+        rpc_url: &str,
+        root_interval_ms: u64,
+    ) -> PathBuf {
         let options = dexd_settlement::devnet::DevnetConfigOptions {
             confirmations: 2,
             poll_interval_ms: 100,
             replace_after_ms: 2_000,
+            root_interval_ms,
         };
         dexd_settlement::devnet::write_files(&self.devnet(rpc_url), &self.operator, folder, options, None).unwrap()
     }

@@ -41,6 +41,21 @@ impl VaultVenue {
         VaultVenue::start_on(chain, &node_url)
     }
 
+    /// Starts dexd on a new test chain, committing a liability root every `root_interval_ms`.
+    pub async fn start_with_roots(root_interval_ms: u64) -> VaultVenue {
+        let chain = TestChain::start().await;
+        let folder = tempfile::tempdir().unwrap();
+        let config = chain.write_dexd_config_with_roots(folder.path(), &chain.anvil.endpoint(), root_interval_ms);
+        let mut venue = VaultVenue {
+            chain,
+            folder,
+            config,
+            server: None,
+        };
+        venue.restart();
+        venue
+    }
+
     /// Starts dexd on `chain`, reaching its node at `node_url` (the node itself, or a proxy).
     pub fn start_on(chain: TestChain, node_url: &str) -> VaultVenue {
         let folder = tempfile::tempdir().unwrap();

@@ -87,6 +87,7 @@ fn custody_object(app: &AppState, chain: &Chain) -> Value {
                 },
                 "crediting": if status.halted.is_some() { "halted" } else { "running" },
                 "haltReason": status.halted,
+                "frozen": status.vault_frozen,
             })
         }
     }

@@ -467,7 +467,16 @@ fn transfer_links(field: &str, history: &str, plural: &str) -> Value {
 
 fn responses(operation: &Operation) -> Value {
     let mut responses = Map::new();
-    let mut success = json!({"description": "Success.", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", operation.response_schema)}}}});
+    let schema = json!({"$ref": format!("#/components/schemas/{}", operation.response_schema)});
+    let mut success = if operation.response_schema == operations::LIABILITY_LEAF_LINES {
+        // JSON lines: one object of the schema per line (OpenAPI 3.1 has no JSON-lines schema;
+        // the line's schema is named in the description and `x-itemSchema`).
+        json!({"description": "Success: one LiabilityLeafLine per line.", "content": {"application/x-ndjson": {
+            "schema": {"type": "string"}, "x-itemSchema": schema
+        }}})
+    } else {
+        json!({"description": "Success.", "content": {"application/json": {"schema": schema}}})
+    };
     let mut headers = json!({"X-Dexd-Node": {"$ref": "#/components/headers/XDexdNode"}});
     if operation.is_post {
         headers["X-Dexd-Sequence"] = json!({"$ref": "#/components/headers/XDexdSequence"});

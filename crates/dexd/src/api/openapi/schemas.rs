@@ -45,6 +45,7 @@ pub(super) fn schemas() -> Map<String, Value> {
         extension_schemas(),
         portfolio_schemas(),
         venue_schemas(),
+        liability_schemas(),
     ] {
         if let Value::Object(map) = group {
             all.extend(map);
@@ -85,7 +86,8 @@ fn object_schemas() -> Value {
             object(json!({"mode": {"const": "ledger"}})),
             object(json!({
                 "mode": {"const": "vault"}, "vault": string(), "operator": string(), "confirmations": {"oneOf": [integer.clone(), {"const": "finalized"}]},
-                "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string())
+                "crediting": {"enum": ["running", "halted"]}, "haltReason": nullable(string()),
+                "frozen": {"type": "boolean", "description": "Whether the vault (version 2) is frozen: it pays exits only, and the venue sends it nothing."}
             })),
         ]},
     })
@@ -194,6 +196,36 @@ fn portfolio_schemas() -> Value {
                 "symbol": string(), "buy": object(json!({"maxAmount": decimal(), "maxCost": decimal()})), "sell": object(json!({"maxAmount": decimal()}))
             }))}
         })),
+    })
+}
+
+/// The liability proofs: an account's leaves and proofs, the roots, and one line of the leaves.
+fn liability_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    let units = json!({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "An amount in the token's smallest units."});
+    let bytes32 = json!({"type": "string", "pattern": "^0x[0-9a-f]{64}$"});
+    let leaf = json!({"symbol": string(), "token": string(), "balance": units, "creditedDeposits": units, "debitedWithdrawals": units});
+    let mut proof_leaf = leaf.clone();
+    proof_leaf["proof"] = json!({"type": "array", "items": bytes32});
+    proof_leaf["exitCalldata"] = json!({"type": "string", "pattern": "^0x([0-9a-f]{2})+$"});
+    let mut line = leaf;
+    line["account"] = string();
+    json!({
+        "LiabilityProofResponse": object(json!({
+            "chainId": string(), "account": string(), "epoch": integer, "root": bytes32, "journalSequence": integer,
+            "txHash": bytes32, "committedAt": integer,
+            "leaves": {"type": "array", "items": object(proof_leaf)}
+        })),
+        "LiabilityRootsResponse": object(json!({
+            "chainId": string(),
+            "roots": {"type": "array", "items": object(json!({
+                "epoch": integer, "root": bytes32, "journalSequence": integer, "txHash": bytes32,
+                "blockNumber": integer, "committedAt": integer,
+                "totals": {"type": "array", "items": object(json!({"symbol": string(), "token": string(), "total": units}))}
+            }))},
+            "nextCursor": nullable(string())
+        })),
+        "LiabilityLeafLine": object(line),
     })
 }
 

@@ -1,5 +1,6 @@
 //! The table of operations: paths, methods and parameters, in one place; the trading
-//! extensions' (batches, cancel all, amend, the switch, agents) are in [`trading`].
+//! extensions' (batches, cancel all, amend, the switch, agents) are in [`trading`], the
+//! liability proofs' in [`liabilities`].
 //!
 //! The handlers check incoming parameters against it (unknown ones are refused) and the OpenAPI
 //! document is generated from it, so the two cannot drift apart. It holds no behaviour.
@@ -95,8 +96,10 @@ impl Tag {
     }
 }
 
+mod liabilities;
 mod trading;
 
+pub use self::liabilities::{LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
 pub use self::trading::{
     AGENTS, AMEND_ORDER, APPROVE_AGENT, BATCH_CANCEL, BATCH_CANCEL_ITEM_FIELDS, BATCH_ORDERS, BATCH_ORDER_ITEM_FIELDS,
     CANCEL_ALL, CANCEL_ALL_AFTER, REVOKE_AGENT,
@@ -176,25 +179,25 @@ pub(crate) const ACCOUNT: Field = field(
 );
 const PAIR: Field = field("pair", true, Kind::Pair, "The pair, BASE/QUOTE, case-insensitive.");
 const SYMBOL_FILTER: Field = field("symbol", false, Kind::Pair, "Only orders on this pair.");
-const LIMIT: Field = field(
+pub(crate) const LIMIT: Field = field(
     "limit",
     false,
     Kind::Count { max: 1_000 },
     "Records per page: 1 to 1000, default 100.",
 );
-const CURSOR: Field = field(
+pub(crate) const CURSOR: Field = field(
     "cursor",
     false,
     Kind::Cursor,
     "The nextCursor of the previous page (opaque; digits today).",
 );
-const START_TIME: Field = field(
+pub(crate) const START_TIME: Field = field(
     "startTime",
     false,
     Kind::Milliseconds,
     "Only records at or after this time (ms, inclusive).",
 );
-const END_TIME: Field = field(
+pub(crate) const END_TIME: Field = field(
     "endTime",
     false,
     Kind::Milliseconds,
@@ -667,6 +670,9 @@ pub const ALL: &[Operation] = &[
     ORDER_DETAIL,
     EIP712_TYPES,
     RESERVES,
+    LIABILITY_PROOF,
+    LIABILITY_ROOTS,
+    LIABILITY_LEAVES,
     HEALTH,
     READY,
     OPENAPI,
