@@ -30,7 +30,7 @@ pub struct KeyArguments {
 }
 
 impl KeyArguments {
-    fn signer(&self) -> Result<PrivateKeySigner, String> {
+    pub(crate) fn signer(&self) -> Result<PrivateKeySigner, String> {
         let source = match (&self.key_file, &self.key_env) {
             (Some(file), None) => OperatorKeySource::File(file.clone()),
             (None, Some(variable)) => OperatorKeySource::Environment(variable.clone()),
@@ -133,20 +133,20 @@ pub struct DevnetSetup {
     dexd_url: Option<String>,
 }
 
-fn address_argument(text: &str, name: &str) -> Result<ChainAddress, String> {
+pub(crate) fn address_argument(text: &str, name: &str) -> Result<ChainAddress, String> {
     parse_address(text)
         .map(|address| chain_address(&address))
         .map_err(|_| format!("--{name} must be 0x + 40 hex digits (EIP-55 checksum if mixed case)"))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("the runtime starts")
 }
 
-async fn connect(rpc_url: &str, vault: ChainAddress) -> Result<Node, String> {
+pub(crate) async fn connect(rpc_url: &str, vault: ChainAddress) -> Result<Node, String> {
     let probe = Node::connect(rpc_url, vault, 0, Duration::from_secs(30))?;
     let chain_id = probe.chain_id().await.map_err(|error| error.to_string())?;
     Node::connect(rpc_url, vault, chain_id, Duration::from_secs(30))

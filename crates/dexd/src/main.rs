@@ -1,11 +1,13 @@
 //! The `dexd` command line: `dexd serve` runs the venue; `dexd vault ...` deploys and governs a
-//! vault on any chain; `dexd devnet-setup` prepares a local devnet.
+//! vault on any chain; `dexd devnet-setup` prepares a local devnet; `dexd exit` leaves a frozen
+//! vault with a proof.
 //!
 //! This file parses arguments, sets up logging and signal handling, and hands over to
 //! [`dexd::serve`] (or to `chain_commands.rs` for the chain subcommands). It holds no venue
 //! logic.
 
 mod chain_commands;
+mod exit_command;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -72,6 +74,9 @@ enum Command {
     /// Prepare a local devnet (anvil) for dexd: deploy the vault and test tokens, fund test
     /// accounts, and write a configuration and devnet.json into a folder (scripts/devnet runs it).
     DevnetSetup(chain_commands::DevnetSetup),
+    /// Leave a frozen vault (version 2) with a proof the venue served: check each leaf against
+    /// the vault's exit root and send its exit (keys from files or environment variables).
+    Exit(exit_command::Exit),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +89,7 @@ fn main() -> ExitCode {
         Command::Backup { data_dir, to } => backup(&data_dir, &to),
         Command::Vault(command) => chain_commands::run_vault(command),
         Command::DevnetSetup(setup) => chain_commands::run_devnet_setup(setup),
+        Command::Exit(arguments) => exit_command::run_exit(arguments),
         Command::Serve {
             listen,
             config,

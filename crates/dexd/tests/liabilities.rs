@@ -63,6 +63,33 @@ async fn proof_showing(venue: &VaultVenue, account: &PrivateKeySigner, symbol: &
     }
 }
 
+/// Runs `dexd exit` with a proof file, `sender`'s key in the environment; returns whether it
+/// succeeded, its output and its error output.
+fn dexd_exit(
+    venue: &VaultVenue,
+    proof: &std::path::Path,
+    sender: &PrivateKeySigner,
+    freeze: bool,
+) -> (bool, String, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"));
+    command
+        .args(["exit", "--proof"])
+        .arg(proof)
+        .args(["--rpc-url", &venue.chain.anvil.endpoint()])
+        .args(["--vault", &venue.chain.vault.to_string()])
+        .args(["--key-env", "DEXD_TEST_EXIT_KEY"])
+        .env("DEXD_TEST_EXIT_KEY", key_of(sender));
+    if freeze {
+        command.arg("--freeze");
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// Checks every leaf of a proof against the root the vault holds for its epoch.
 async fn check_against_vault(venue: &VaultVenue, account: &PrivateKeySigner, proof: &Value) {
     let epoch = proof["epoch"].as_u64().unwrap();
@@ -233,6 +260,12 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
         body
     };
     venue.kill();
+    let bob_proof_file = venue.folder.path().join("bob-proof.json");
+    std::fs::write(&bob_proof_file, bob_proof.to_string()).unwrap();
+    // `dexd exit` refuses while the vault is not frozen, and cannot freeze it before its time.
+    let (succeeded, _, error) = dexd_exit(&venue, &bob_proof_file, &dave, true);
+    assert!(!succeeded);
+    assert!(error.contains("refuses to freeze"), "{error}");
     venue.chain.advance_time(TEST_ROOT_TERMS.max_root_age_s + 1).await;
     deploy::send_and_wait(
         &venue.chain.node,
@@ -290,7 +323,7 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
     let alice_eth_before = wallet(None, alice.address()).await;
     let bob_usdc_before = wallet(Some(venue.chain.usdc), bob.address()).await;
     let mut exits = Vec::new();
-    for proof in [&final_proof, &bob_proof] {
+    for proof in [&final_proof] {
         for leaf in proof["leaves"].as_array().unwrap() {
             exits.push(alloy::hex::decode(leaf["exitCalldata"].as_str().unwrap().trim_start_matches("0x")).unwrap());
         }
@@ -306,6 +339,18 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
         .await
         .unwrap();
     }
+    // Bob leaves with `dexd exit`, Dave's key paying the gas.
+    let (succeeded, output, error) = dexd_exit(&venue, &bob_proof_file, &dave, false);
+    assert!(succeeded, "{output} {error}");
+    let report: Value = serde_json::from_str(&output).unwrap();
+    assert!(
+        report["exits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|exit| exit["sent"] == true),
+        "{report}"
+    );
     assert_eq!(
         wallet(Some(venue.chain.usdc), alice.address()).await - alice_usdc_before,
         U256::from(500 * USDC_UNIT)
