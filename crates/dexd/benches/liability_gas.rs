@@ -1,0 +1,213 @@
+//! Gas of the vault's version 2 on a real node (anvil from `contracts/node_modules`), against
+//! version 1 where both do the same thing:
+//!
+//! - deposits (the first of an account and token, and a later one; ERC-20 and native), and a
+//!   withdrawal: version 2 also counts them per account and token;
+//! - `commitRoot` for trees of 10, 10,000 and 1,000,000 leaves (three tokens): the root is one
+//!   word whatever the tree, so its gas must not grow with the accounts;
+//! - `exit` with the proof of a leaf in each of those trees (a proof is log2 of the leaves).
+//!
+//! `cargo bench -p dexd --bench liability_gas`
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use alloy::node_bindings::Anvil;
+use alloy::primitives::{Address as ChainAddress, FixedBytes, TxKind, U256};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::SolCall;
+use dexd_crypto::liability_tree::{LiabilityLeaf, LiabilityTree};
+use dexd_crypto::{PrivateKey, SigningDomain};
+use dexd_settlement::deploy::{self, RootTerms};
+use dexd_settlement::node::{Node, Receipt};
+use dexd_settlement::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
+
+fn anvil_path() -> PathBuf {
+    std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../contracts/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
+    })
+}
+
+fn signer(anvil: &alloy::node_bindings::AnvilInstance, index: usize) -> PrivateKeySigner {
+    PrivateKeySigner::from_signing_key(anvil.keys()[index].clone().into())
+}
+
+async fn call(node: &Node, from: &PrivateKeySigner, to: ChainAddress, input: Vec<u8>, value: U256) -> Receipt {
+    deploy::send_and_wait(node, from, TxKind::Call(to), input, value)
+        .await
+        .unwrap()
+}
+
+/// Gas of the deposits and a withdrawal on one vault: (first ERC-20, later ERC-20, first
+/// native, later native, withdrawal).
+async fn transfer_gas(
+    node: &Node,
+    user: &PrivateKeySigner,
+    operator: &PrivateKeySigner,
+    usdc: ChainAddress,
+    chain_id: u64,
+) -> [u64; 5] {
+    let vault = node.vault();
+    deploy::approve(node, user, usdc, vault, U256::from(u64::MAX)).await.unwrap();
+    let erc20 = || DexdVault::depositCall {
+        token: usdc,
+        amount: U256::from(1_000_000u64),
+    }
+    .abi_encode();
+    let first_erc20 = call(node, user, vault, erc20(), U256::ZERO).await.gas_used;
+    let later_erc20 = call(node, user, vault, erc20(), U256::ZERO).await.gas_used;
+    let native = || DexdVault::depositNativeCall {}.abi_encode();
+    let first_native = call(node, user, vault, native(), U256::from(1_000u64)).await.gas_used;
+    let later_native = call(node, user, vault, native(), U256::from(1_000u64)).await.gas_used;
+    let terms = WithdrawalTerms {
+        account: venue_address(&user.address()),
+        token: Some(venue_address(&usdc)),
+        amount_units: 500_000,
+        withdrawal_id: [7; 32],
+        expiry_ms: 4_000_000_000_000,
+    };
+    let key = PrivateKey::parse(&format!("0x{}", alloy::hex::encode(user.to_bytes()))).unwrap();
+    let signature = key.sign_digest(terms.digest(&SigningDomain::new(chain_id, venue_address(&vault))));
+    let withdraw = DexdVault::withdrawCall {
+        withdrawal: terms.call_argument(&signature),
+    }
+    .abi_encode();
+    let withdrawal = call(node, operator, vault, withdraw, U256::ZERO).await.gas_used;
+    [first_erc20, later_erc20, first_native, later_native, withdrawal]
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let anvil = Anvil::at(anvil_path())
+        .args(["--accounts", "10", "--balance", "100000"])
+        .spawn();
+    let chain_id = anvil.chain_id();
+    let (deployer, operator, user) = (signer(&anvil, 0), signer(&anvil, 1), signer(&anvil, 2));
+    let timeout = Duration::from_secs(30);
+    let bootstrap = Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, timeout).unwrap();
+    let usdc = deploy::deploy_test_token(&bootstrap, &deployer, "USD Coin", "USDC", 6)
+        .await
+        .unwrap()
+        .address;
+    deploy::mint(&bootstrap, &deployer, usdc, user.address(), U256::from(u64::MAX))
+        .await
+        .unwrap();
+    let version_one = deploy::deploy_vault(&bootstrap, &deployer, deployer.address(), operator.address())
+        .await
+        .unwrap();
+    let terms = RootTerms {
+        max_root_age_s: 3_600,
+        challenge_period_s: 60,
+        guardian: None,
+    };
+    let version_two = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
+        .await
+        .unwrap();
+    println!(
+        "deployment: version 1 {} gas, version 2 {} gas",
+        version_one.gas_used, version_two.gas_used
+    );
+    let node_one = Node::connect(&anvil.endpoint(), version_one.address, chain_id, timeout).unwrap();
+    let node_two = Node::connect(&anvil.endpoint(), version_two.address, chain_id, timeout).unwrap();
+    let one = transfer_gas(&node_one, &user, &operator, usdc, chain_id).await;
+    let two = transfer_gas(&node_two, &user, &operator, usdc, chain_id).await;
+    let names = [
+        "ERC-20 deposit, first of the account and token",
+        "ERC-20 deposit, later",
+        "native deposit, first of the account",
+        "native deposit, later",
+        "withdrawal (one, ERC-20)",
+    ];
+    for (index, name) in names.iter().enumerate() {
+        println!(
+            "{name}: version 1 {} gas, version 2 {} gas (+{})",
+            one[index],
+            two[index],
+            two[index] as i64 - one[index] as i64
+        );
+    }
+
+    // Roots of growing trees: three tokens, the vault's whole holdings as totals.
+    let vault = version_two.address;
+    let wbtc = deploy::deploy_test_token(&bootstrap, &deployer, "Wrapped BTC", "WBTC", 8)
+        .await
+        .unwrap()
+        .address;
+    let mut tokens = vec![ChainAddress::ZERO, usdc, wbtc];
+    tokens.sort();
+    let mut exits = Vec::new();
+    for (sequence, leaves_count) in [(1u64, 10usize), (2, 10_000), (3, 1_000_000)] {
+        let mut leaves: Vec<LiabilityLeaf> = (0..leaves_count)
+            .map(|index| {
+                let mut account = [0u8; 20];
+                account[12..].copy_from_slice(&(index as u64 + 1).to_be_bytes());
+                LiabilityLeaf {
+                    account: dexd_core::Address::from_bytes(account),
+                    token: venue_address(&usdc),
+                    balance: 1,
+                    credited_deposits: 1,
+                    debited_withdrawals: 0,
+                }
+            })
+            .collect();
+        // The bench's user is the first leaf, owed what it holds in the vault.
+        leaves[0] = LiabilityLeaf {
+            account: venue_address(&user.address()),
+            token: venue_address(&usdc),
+            balance: 1_500_000,
+            credited_deposits: 2_000_000,
+            debited_withdrawals: 500_000,
+        };
+        let tree = LiabilityTree::build(&leaves, 2);
+        let totals: Vec<U256> = tokens.iter().map(|_| U256::ZERO).collect();
+        let commit = DexdVaultV2::commitRootCall {
+            root: FixedBytes(tree.root()),
+            journalSequence: sequence,
+            tokens: tokens.clone(),
+            totals,
+        }
+        .abi_encode();
+        let gas = call(&node_two, &operator, vault, commit, U256::ZERO).await.gas_used;
+        println!("commitRoot, {leaves_count} leaves, 3 tokens: {gas} gas");
+        exits.push((leaves_count, leaves[0], tree.proof(0).unwrap()));
+    }
+    // Exits against the newest root only: each tree's exit is measured on a vault of its own.
+    for (leaves_count, leaf, proof) in exits {
+        let fresh = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
+            .await
+            .unwrap();
+        let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, timeout).unwrap();
+        transfer_gas(&node, &user, &operator, usdc, chain_id).await;
+        // The same tree's root, from the leaf and its proof.
+        let root = proof
+            .iter()
+            .fold(leaf.hash(), |node, sibling| dexd_crypto::liability_tree::hash_pair(&node, sibling));
+        let commit = DexdVaultV2::commitRootCall {
+            root: FixedBytes(root),
+            journalSequence: 1,
+            tokens: vec![],
+            totals: vec![],
+        }
+        .abi_encode();
+        call(&node, &operator, fresh.address, commit, U256::ZERO).await;
+        node.raw_request("evm_increaseTime", serde_json::json!([terms.max_root_age_s + 1]))
+            .await
+            .unwrap();
+        call(&node, &user, fresh.address, DexdVaultV2::freezeCall {}.abi_encode(), U256::ZERO).await;
+        let exit = DexdVaultV2::exitCall {
+            account: user.address(),
+            token: usdc,
+            balance: U256::from(leaf.balance),
+            creditedDeposits: U256::from(leaf.credited_deposits),
+            debitedWithdrawals: U256::from(leaf.debited_withdrawals),
+            proof: proof.iter().map(|node| FixedBytes(*node)).collect(),
+        }
+        .abi_encode();
+        let gas = call(&node, &user, fresh.address, exit, U256::ZERO).await.gas_used;
+        println!(
+            "exit, a leaf of {leaves_count} ({} proof nodes): {gas} gas",
+            proof.len()
+        );
+    }
+}
