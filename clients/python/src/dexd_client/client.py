@@ -10,12 +10,14 @@ exceptions of :mod:`dexd_client.errors`. Live streams are :meth:`Client.stream`
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any, Iterator, Optional
 
 import requests
 
 from .errors import Unavailable, error_from_answer
+from .liabilities import ProofCheck, check_proof, vault_of
 from .signing import RequestSigner, canonical_decimal
 from .types import (AccountTrade, Asset, Balance, Candle, Level, Order, OrderBook, Page, Pair, Position, Trade,
                     Transfer)
@@ -195,6 +197,31 @@ class Client:
 
     def reserves(self) -> dict:
         return self._get("/account/reserves")
+
+    def liability_proof(self, account: Optional[str] = None) -> dict:
+        """The account's leaves and proofs in the newest committed liability root."""
+        return self._get("/account/liabilityProof", account=self._account(account))
+
+    def liability_roots(self, limit: Optional[int] = None, cursor: Optional[str] = None) -> dict:
+        """The liability roots the vault committed, newest first."""
+        return self._get("/account/liabilityRoots", limit=limit, cursor=cursor)
+
+    def liability_leaves(self, epoch: int) -> list[dict]:
+        """Every leaf of a committed root (the body is JSON lines)."""
+        response = self._session.get(f"{self.base_url}/account/liabilityLeaves",
+                                     params={"chainId": self.chain_id, "epoch": str(epoch)},
+                                     timeout=self.timeout_seconds)
+        if response.status_code != 200:
+            raise error_from_answer(response.status_code, response.json(), response.headers.get("Retry-After"))
+        return [json.loads(line) for line in response.text.splitlines() if line]
+
+    def check_liabilities(self, rpc_url: str, account: Optional[str] = None) -> ProofCheck:
+        """The account's proof, checked against the root read from the vault over ``rpc_url``:
+        ``.holds`` is true when every leaf is in a root the guardian did not veto."""
+        vault = vault_of(self.custody())
+        if vault is None:
+            raise ValueError("this chain has no vault: ledger chains commit no liability roots")
+        return check_proof(self.liability_proof(account), rpc_url, vault, self.timeout_seconds)
 
     def all_pages(self, method, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Every item of a list method (``client.all_pages(client.trades, "ETH/USDC")``)."""
