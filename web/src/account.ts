@@ -1,6 +1,7 @@
 //! The account: who signs, the order form with its preview, deposits and withdrawals, and the
 //! account's views (open orders with cancel, edit and cancel all, order history, fills, balances
-//! and the vault's reserves, position, transfers, agents). Orders are signed by the session key
+//! and the vault's reserves with the account's leaves of the liability root (`liabilities.ts`),
+//! position, transfers, agents). Orders are signed by the session key
 //! when one is in use (`controls.ts`), transfers and agents always by the account's own signer. Open orders and balances are live from the stream; the
 //! histories are read again whenever the stream says something changed.
 
@@ -15,10 +16,13 @@ import {
 import { canonical, multiply, toUnits } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
 import { depositFromWallet, injectedWallet, keySigner, signRequest, walletSigner, type Signer } from "./signing";
+import { showLiabilities } from "./liabilities";
 import type { Message, Stream } from "./stream";
 
 /** Rows of each history shown. */
 const HISTORY_ROWS = 50;
+/** How often the account's leaves of the newest liability root are looked at again. */
+const LIABILITY_RECHECK_MS = 5_000;
 /** How long the views wait after a stream message before reading the histories again. */
 const REFRESH_DELAY_MS = 150;
 
@@ -43,6 +47,11 @@ export class Account {
   private refreshTimer: number | undefined;
 
   constructor(private readonly stream: Stream, private readonly callbacks: AccountCallbacks) {
+    // A new root comes without a stream message: the account's leaves are looked at again now
+    // and then (checked against the vault only when the root changed).
+    window.setInterval(() => {
+      if (this.venue && this.signer) void showLiabilities(this.venue, this.signer.address, injectedWallet());
+    }, LIABILITY_RECHECK_MS);
     element("connect-wallet").addEventListener("click", () => void this.connectWallet());
     element<HTMLFormElement>("key-form").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -237,9 +246,12 @@ export class Account {
       : Promise.resolve(this.renderReserves(null));
     if (!signer) {
       await reserves;
+      await showLiabilities(venue, null, null);
       return;
     }
     const account = signer.address;
+    // Read through the browser's wallet, if there is one, whoever signs: the check only reads.
+    void showLiabilities(venue, account, injectedWallet());
     const list = { chainId, account, limit: HISTORY_ROWS };
     try {
       const [filled, cancelled, fills, position, tradable, deposits, withdrawals] = await Promise.all([

@@ -68,6 +68,8 @@ before(async () => {
     stdio: "ignore",
   });
   devnet = JSON.parse(readFileSync(join(work, "devnet.json"), "utf8"));
+  // A liability root every second, so that the page's check has one to read within the test.
+  writeFileSync(devnet.dexdConfig, readFileSync(devnet.dexdConfig, "utf8").replace(/^root_interval_ms = \d+$/m, "root_interval_ms = 1000"));
   dexd = await startDexd({ work: join(work, "dexd"), config: devnet.dexdConfig });
   browser = await launchBrowser();
 });
@@ -180,6 +182,21 @@ test("on a vault chain the page deposits from the wallet, shows the credit and r
     );
     const balances = await (await fetch(`${dexd.url}/account/assetBalances?chainId=${devnet.chainId}&account=${address}`)).json();
     assert.equal(balances.balances.find((balance) => balance.symbol === "USDC").available, "250");
+    // "Your balance is in the root": the page checks the account's leaf against the root it reads
+    // from the vault through the wallet, and offers the proof to download.
+    await eventually("the page's check of a root holding the 250 USDC", async () => {
+      await rpc("anvil_mine", ["0x1"]);
+      return (await rows(page, "#liability-table")).some((cells) => cells[0] === "USDC" && cells[1] === "250" && cells[2] === "yes")
+        && await page.evaluate(() => document.body.dataset.liability === "holds");
+    }, 40_000).catch(async (error) => {
+      throw new Error(`${error.message}: ${await page.textContent("#liability-state")} ${JSON.stringify(await rows(page, "#liability-table"))}`);
+    });
+    assert.match(await page.textContent("#liability-state"), /Your balance is in the root/);
+    assert.ok(asked.includes("eth_call"), "the root was read from the vault through the wallet");
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download proof" }).click()]);
+    const proof = JSON.parse(readFileSync(await download.path(), "utf8"));
+    assert.equal(proof.account, address);
+    assert.ok(proof.leaves.find((leaf) => leaf.symbol === "USDC").exitCalldata.startsWith("0x"));
     // The vault's reserves as REST gives them.
     await eventually("the reserves on the page equal REST's", async () => {
       const reserves = await (await fetch(`${dexd.url}/account/reserves?chainId=${devnet.chainId}`)).json();

@@ -49,12 +49,16 @@ async fn transfer_gas(
     chain_id: u64,
 ) -> [u64; 5] {
     let vault = node.vault();
-    deploy::approve(node, user, usdc, vault, U256::from(u64::MAX)).await.unwrap();
-    let erc20 = || DexdVault::depositCall {
-        token: usdc,
-        amount: U256::from(1_000_000u64),
-    }
-    .abi_encode();
+    deploy::approve(node, user, usdc, vault, U256::from(u64::MAX))
+        .await
+        .unwrap();
+    let erc20 = || {
+        DexdVault::depositCall {
+            token: usdc,
+            amount: U256::from(1_000_000u64),
+        }
+        .abi_encode()
+    };
     let first_erc20 = call(node, user, vault, erc20(), U256::ZERO).await.gas_used;
     let later_erc20 = call(node, user, vault, erc20(), U256::ZERO).await.gas_used;
     let native = || DexdVault::depositNativeCall {}.abi_encode();
@@ -180,9 +184,9 @@ async fn main() {
         let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, timeout).unwrap();
         transfer_gas(&node, &user, &operator, usdc, chain_id).await;
         // The same tree's root, from the leaf and its proof.
-        let root = proof
-            .iter()
-            .fold(leaf.hash(), |node, sibling| dexd_crypto::liability_tree::hash_pair(&node, sibling));
+        let root = proof.iter().fold(leaf.hash(), |node, sibling| {
+            dexd_crypto::liability_tree::hash_pair(&node, sibling)
+        });
         let commit = DexdVaultV2::commitRootCall {
             root: FixedBytes(root),
             journalSequence: 1,
@@ -194,7 +198,14 @@ async fn main() {
         node.raw_request("evm_increaseTime", serde_json::json!([terms.max_root_age_s + 1]))
             .await
             .unwrap();
-        call(&node, &user, fresh.address, DexdVaultV2::freezeCall {}.abi_encode(), U256::ZERO).await;
+        call(
+            &node,
+            &user,
+            fresh.address,
+            DexdVaultV2::freezeCall {}.abi_encode(),
+            U256::ZERO,
+        )
+        .await;
         let exit = DexdVaultV2::exitCall {
             account: user.address(),
             token: usdc,

@@ -117,14 +117,16 @@ impl Payer {
             self.in_flight = None;
             return Ok(());
         }
-        let head = vault.node.head().await?;
-        if vault.confirmed_head(head).await? < Some(receipt.block_number) {
-            return Ok(());
-        }
         if purpose == FlightPurpose::Root {
-            // Recorded from the vault, which now holds it with enough blocks on top.
+            // Mined: the nonce is spent and withdrawals may go on. The root is recorded from the
+            // vault once it holds it with `confirmations` on top (and sent again, when due, if
+            // a reorganisation takes it away).
             self.roots.mined(Some((hash, receipt.block_number)));
             self.in_flight = None;
+            return Ok(());
+        }
+        let head = vault.node.head().await?;
+        if vault.confirmed_head(head).await? < Some(receipt.block_number) {
             return Ok(());
         }
         let flight = self.in_flight.as_ref().expect("checked by the caller");

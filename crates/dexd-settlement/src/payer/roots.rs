@@ -50,7 +50,14 @@ pub(super) struct SentRoot {
     pub(super) root: [u8; 32],
     pub(super) journal_sequence: u64,
     pub(super) mined: Option<(B256, u64)>,
+    /// When it was sent: a root the vault does not show within [`SENT_ROOT_FORGOTTEN_AFTER_MS`]
+    /// (or the interval, if longer) is forgotten, and a new one sent when due.
+    pub(super) sent_at: Instant,
 }
+
+/// How long a root sent is waited for in the vault before it is forgotten (a reorganisation
+/// took it away, or it was never mined).
+pub const SENT_ROOT_FORGOTTEN_AFTER_MS: u64 = 600_000;
 
 impl Roots {
     pub(super) fn new() -> Roots {
@@ -133,6 +140,19 @@ impl Payer {
             return Ok(RootsPoll::Continue);
         }
         self.record_vault_roots(vault).await?;
+        let forget_after_ms = SENT_ROOT_FORGOTTEN_AFTER_MS.max(vault.config.root_interval_ms);
+        if self.in_flight.is_none()
+            && self
+                .roots
+                .sent
+                .is_some_and(|sent| sent.sent_at.elapsed().as_millis() as u64 > forget_after_ms)
+        {
+            tracing::warn!(
+                chain_id = vault.chain_id,
+                "a liability root sent was not found in the vault in time; a new one is sent when due"
+            );
+            self.roots.sent = None;
+        }
         if self.roots.sent.is_some() || !self.root_due(vault) {
             return Ok(RootsPoll::Continue);
         }
@@ -208,6 +228,7 @@ impl Payer {
             root: tree.root(),
             journal_sequence,
             mined: None,
+            sent_at: Instant::now(),
         });
         self.in_flight = Some(InFlight::new(sent, Vec::new(), calldata).for_purpose(FlightPurpose::Root));
         Ok(RootsPoll::Sent)
