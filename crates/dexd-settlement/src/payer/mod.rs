@@ -174,9 +174,15 @@ impl Payer {
         if self.in_flight.is_some() {
             return self.follow_in_flight(vault).await;
         }
-        match self.poll_roots(vault).await? {
-            roots::RootsPoll::Continue => {}
-            roots::RootsPoll::Sent | roots::RootsPoll::Frozen => return Ok(()),
+        // A root that cannot be committed or recorded now never holds up a withdrawal.
+        match self.poll_roots(vault).await {
+            Ok(roots::RootsPoll::Continue) => {}
+            Ok(roots::RootsPoll::Sent | roots::RootsPoll::Frozen) => return Ok(()),
+            Err(error) => tracing::warn!(
+                chain_id = vault.chain_id,
+                ?error,
+                "liability roots cannot be committed or recorded now; withdrawals go on"
+            ),
         }
         let Some(batch) = self.durable_candidates(vault).await else {
             return Ok(());
