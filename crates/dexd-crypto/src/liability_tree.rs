@@ -98,9 +98,7 @@ impl LiabilityTree {
             nodes[position] = *hash;
             leaf_positions[*entry as usize] = position;
         }
-        for index in (0..length - count).rev() {
-            nodes[index] = hash_pair(&nodes[2 * index + 1], &nodes[2 * index + 2]);
-        }
+        hash_inner_nodes(&mut nodes, length - count, threads.max(1));
         LiabilityTree { nodes, leaf_positions }
     }
 
@@ -130,6 +128,45 @@ impl LiabilityTree {
             index = (index - 1) / 2;
         }
         Some(proof)
+    }
+}
+
+/// A level of the tree with at least this many inner nodes is hashed on several threads (below
+/// it, starting threads costs more than it saves).
+const PARALLEL_LEVEL_NODES: usize = 4_096;
+
+/// Hashes the `inner` inner nodes (`nodes[..inner]`) from their children, level by level from
+/// the deepest up: the nodes of one level depend only on the level below, so a level's nodes
+/// are split between up to `threads` threads.
+fn hash_inner_nodes(nodes: &mut [[u8; 32]], inner: usize, threads: usize) {
+    if inner == 0 {
+        return;
+    }
+    // Node `i` is at depth floor(log2(i + 1)); the deepest inner node is `inner - 1`.
+    let deepest = inner.ilog2() as usize;
+    for depth in (0..=deepest).rev() {
+        let start = (1usize << depth) - 1;
+        let end = ((1usize << (depth + 1)) - 1).min(inner);
+        // Every child of this level is at or after the level below's start.
+        let split = ((1usize << (depth + 1)) - 1).min(nodes.len());
+        let (head, children) = nodes.split_at_mut(split);
+        let level = &mut head[start..end];
+        let hash_range = |level: &mut [[u8; 32]], first: usize| {
+            for (offset, node) in level.iter_mut().enumerate() {
+                let left = 2 * (first + offset) + 1 - split;
+                *node = hash_pair(&children[left], &children[left + 1]);
+            }
+        };
+        if threads == 1 || level.len() < PARALLEL_LEVEL_NODES {
+            hash_range(level, start);
+            continue;
+        }
+        let chunk = level.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for (index, part) in level.chunks_mut(chunk).enumerate() {
+                scope.spawn(move || hash_range(part, start + index * chunk));
+            }
+        });
     }
 }
 
@@ -186,5 +223,25 @@ mod tests {
             assert_eq!(LiabilityTree::build(&reversed, 1).root(), tree.root());
         }
         assert_eq!(LiabilityTree::build(&[], 2).root(), [0; 32]);
+    }
+
+    #[test]
+    fn levels_hashed_on_several_threads_give_the_same_tree() {
+        // Past `PARALLEL_LEVEL_NODES`, with a partial deepest level.
+        let leaves: Vec<LiabilityLeaf> = (0..20_003u32)
+            .map(|index| LiabilityLeaf {
+                account: Address::from_bytes([(index % 251) as u8; 20]),
+                token: Address::from_bytes([(index / 251) as u8; 20]),
+                balance: u128::from(index),
+                credited_deposits: 1,
+                debited_withdrawals: 0,
+            })
+            .collect();
+        let one = LiabilityTree::build(&leaves, 1);
+        let three = LiabilityTree::build(&leaves, 3);
+        assert_eq!(one.nodes, three.nodes);
+        for entry in [0, 4_095, 20_002] {
+            assert!(verify(&three.root(), &leaves[entry], &three.proof(entry).unwrap()));
+        }
     }
 }
