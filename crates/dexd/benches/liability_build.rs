@@ -42,7 +42,10 @@ fn deposit(account: Address, asset: u16, units: u128) -> Command {
 }
 
 fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|text| text.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Places and cancels at `concurrency` for `seconds`; accepted commands per second.

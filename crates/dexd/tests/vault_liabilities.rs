@@ -145,6 +145,10 @@ async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_tota
     let twice = [(low, 0), (low, 0)];
     let error = refusal(&chain, &chain.operator, commit_call(&tree, 5, &twice)).await;
     assert!(matches!(error, VaultError::TokensNotSorted(_)), "{error:?}");
+    let mut mismatched = DexdVaultV2::commitRootCall::abi_decode(&commit_call(&tree, 5, &covered)).unwrap();
+    mismatched.totals.push(U256::ZERO);
+    let error = refusal(&chain, &chain.operator, mismatched.abi_encode()).await;
+    assert!(matches!(error, VaultError::LengthMismatch(_)), "{error:?}");
 
     send(&chain, &chain.operator, commit_call(&tree, 5, &covered)).await;
     assert_eq!(view(&chain, DexdVaultV2::rootCountCall {}).await, U256::from(1));
@@ -192,6 +196,33 @@ async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_tota
     )
     .await;
     assert!(matches!(error, VaultError::ChallengePeriodOver(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_vault_whose_challenge_period_is_not_shorter_than_its_max_root_age_is_not_deployed() {
+    let chain = TestChain::start().await;
+    for (max_root_age_s, challenge_period_s) in [(600, 600), (600, 601), (0, 0)] {
+        let terms = deploy::RootTerms {
+            max_root_age_s,
+            challenge_period_s,
+            guardian: None,
+        };
+        let deployed = deploy::deploy_vault_v2(
+            &chain.node,
+            &chain.deployer,
+            chain.deployer.address(),
+            chain.operator.address(),
+            terms,
+        )
+        .await;
+        match deployed {
+            Err(NodeError::Reverted { data: Some(data), .. }) => assert!(
+                matches!(VaultError::abi_decode(&data), Ok(VaultError::InvalidPeriods(_))),
+                "{data}"
+            ),
+            other => panic!("{max_root_age_s} / {challenge_period_s}: {other:?}"),
+        }
+    }
 }
 
 #[tokio::test]
@@ -276,6 +307,13 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
         refusal(&chain, &chain.operator, root).await,
         VaultError::IsFrozen(_)
     ));
+    let veto = DexdVaultV2::vetoCall { epoch: U256::ZERO }.abi_encode();
+    assert!(matches!(
+        refusal(&chain, &chain.guardian, veto).await,
+        VaultError::IsFrozen(_)
+    ));
+    let again = DexdVaultV2::freezeCall {}.abi_encode();
+    assert!(matches!(refusal(&chain, dave, again).await, VaultError::IsFrozen(_)));
 
     // The vetoed root's leaf does not pass; a leaf with a changed amount does not either.
     let error = refusal(&chain, dave, exit_call(&lie, &lie_tree, 0)).await;
