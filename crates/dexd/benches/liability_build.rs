@@ -16,9 +16,9 @@ mod workload;
 
 use dexd::config::Config;
 use dexd::venue::{Chain, Venue};
-use dexd_core::{Address, Amount, AssetIndex, Command, TransferRequest};
+use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -48,6 +48,10 @@ fn setting(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Open orders a task keeps at most: it cancels one of its own beyond this, so that the book
+/// stays the same size from phase to phase.
+const MAX_OPEN_ORDERS_PER_TASK: usize = 8;
+
 /// Places and cancels at `concurrency` for `seconds`; accepted commands per second.
 async fn placements(chain: &Arc<Chain>, concurrency: usize, seconds: u64, seed: u64) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
@@ -59,10 +63,31 @@ async fn placements(chain: &Arc<Chain>, concurrency: usize, seconds: u64, seed: 
             tokio::spawn(async move {
                 let mut random = StdRng::seed_from_u64(seed * 100_000 + task as u64);
                 let trader = address(task as u64 % TRADERS as u64);
+                let mut open: Vec<OrderId> = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
+                    if open.len() >= MAX_OPEN_ORDERS_PER_TASK {
+                        let order_id = open.swap_remove(random.gen_range(0..open.len()));
+                        let cancel = Command::CancelOrder {
+                            account: trader,
+                            order_id,
+                        };
+                        if chain.submit(cancel, None).await.is_ok() {
+                            accepted.fetch_add(1, Ordering::Relaxed);
+                        }
+                        continue;
+                    }
                     let (command, authorization) = workload::place(&mut random, trader);
-                    if chain.submit(command, Some(authorization)).await.is_ok() {
+                    if let Ok(events) = chain.submit(command, Some(authorization)).await {
                         accepted.fetch_add(1, Ordering::Relaxed);
+                        let resting = events.iter().rev().find_map(|event| match event {
+                            Event::OrderUpdated(record) if authorization.order_id == Some(record.terms.order_id) => {
+                                Some(record.status == OrderStatus::Open)
+                            }
+                            _ => None,
+                        });
+                        if let (Some(order_id), Some(true)) = (authorization.order_id, resting) {
+                            open.push(order_id);
+                        }
                     }
                 }
             })
@@ -76,7 +101,18 @@ async fn placements(chain: &Arc<Chain>, concurrency: usize, seconds: u64, seed: 
     accepted.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// Waits until the history holds everything journaled (the funding's transfers), so that a
+/// phase does not run beside the projector's backlog.
+async fn wait_for_history(chain: &Chain) {
+    while chain.history().await.is_err() {}
+}
+
 fn main() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .init();
+    }
     let tree_accounts = setting("DEXD_BENCH_TREE_ACCOUNTS", 300_000);
     let seconds = setting("DEXD_BENCH_SECONDS", 10);
     let concurrency = setting("DEXD_BENCH_CONCURRENCY", 256) as usize;
@@ -119,6 +155,7 @@ fn main() {
             "{tree_accounts} accounts × 3 assets funded in {:.1} s; {concurrency} placements in flight, {seconds} s per phase",
             funding.elapsed().as_secs_f64()
         );
+        wait_for_history(&chain).await;
         // A first tree, so that the phases compare placements with and without a build, not a
         // first allocation of the tree's memory.
         let (_, sequence) = chain.durable_position();
@@ -130,6 +167,9 @@ fn main() {
             built.elapsed().as_secs_f64()
         );
         drop(tree);
+        // A phase to settle the book's size before the measured ones.
+        placements(&chain, concurrency, seconds, 9).await;
+        wait_for_history(&chain).await;
         let alone = placements(&chain, concurrency, seconds, 1).await;
         println!("placements alone: {alone:.0}/s");
         let building = Arc::new(AtomicBool::new(true));
@@ -144,6 +184,7 @@ fn main() {
                 }
             })
         };
+        wait_for_history(&chain).await;
         let during = placements(&chain, concurrency, seconds, 2).await;
         building.store(false, Ordering::Relaxed);
         builder.await.unwrap();
@@ -152,6 +193,7 @@ fn main() {
             builds.load(Ordering::Relaxed),
             (during / alone - 1.0) * 100.0
         );
+        wait_for_history(&chain).await;
         let after = placements(&chain, concurrency, seconds, 3).await;
         println!("placements alone again: {after:.0}/s");
     });

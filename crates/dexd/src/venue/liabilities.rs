@@ -1,6 +1,7 @@
-//! The liability trees of a chain: each built at one journal position, on a thread of its own,
-//! from the newest snapshot at or before it and the journal up to it (the way a start rebuilds
-//! the state), so the writer never waits for one; and the few newest kept for the proofs.
+//! The liability trees of a chain: each built at one journal position, on a thread of its own
+//! at the lowest scheduling priority, from the newest snapshot at or before it and the journal
+//! up to it (the way a start rebuilds the state), so the writer never waits for one and keeps
+//! its cores while one is built; and the few newest kept for the proofs.
 //!
 //! The committer asks for the tree at the journal's durable end, then commits its root; the
 //! endpoints ask for the tree of a committed root's position. Any node with the journal builds
@@ -21,6 +22,20 @@ use super::snapshotter::{recover, SnapshotPlace};
 /// How many trees a chain keeps built (the newest committed root's, and the one being
 /// committed): each holds every leaf and node, about 160 bytes per (account, token).
 pub const LIABILITY_TREES_KEPT: usize = 2;
+
+/// The nice value of a tree's thread (and of the threads it starts, which inherit it): the
+/// lowest priority, so that on a busy machine the writer, the projector and the requests keep
+/// their cores and the tree takes what is left (BENCHMARKS.md, "The liability tree").
+const TREE_THREAD_NICE: i32 = 19;
+
+/// Lowers the calling thread's scheduling priority to [`TREE_THREAD_NICE`] (Linux keeps the
+/// nice value per thread). A failure leaves the priority as it was: the tree is still built.
+fn lower_this_threads_priority() {
+    let thread = rustix::thread::gettid();
+    if let Err(error) = rustix::process::setpriority_process(Some(thread), TREE_THREAD_NICE) {
+        tracing::debug!(%error, "the liability tree's thread keeps its priority");
+    }
+}
 
 /// What a chain needs to build its trees.
 pub(crate) struct LiabilityTrees {
@@ -44,9 +59,15 @@ impl LiabilityTrees {
             return Ok(Arc::clone(tree));
         }
         let trees = Arc::clone(self);
-        let built = tokio::task::spawn_blocking(move || trees.build(journal_sequence))
-            .await
-            .map_err(|error| format!("the tree's thread failed: {error}"))??;
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("liability-tree-{}", self.chain_id))
+            .spawn(move || {
+                lower_this_threads_priority();
+                let _ = sender.send(trees.build(journal_sequence));
+            })
+            .map_err(|error| format!("cannot start the tree's thread: {error}"))?;
+        let built = receiver.await.map_err(|_| "the tree's thread failed".to_string())??;
         kept.push_back(Arc::clone(&built));
         while kept.len() > LIABILITY_TREES_KEPT {
             kept.pop_front();
