@@ -214,7 +214,8 @@ impl Custody {
     ) -> Result<(), Rejection> {
         self.require(CustodyMode::Vault)?;
         self.liabilities
-            .record_root(record.clone(), self.pending_withdrawal_units.len())?;
+            .record_root(record.clone(), self.pending_withdrawal_units.len())
+            .map_err(|_| Rejection::RootOutOfOrder)?;
         events.push(Event::LiabilityRootRecorded(record));
         Ok(())
     }

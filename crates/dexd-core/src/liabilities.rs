@@ -15,7 +15,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::events::Rejection;
 use crate::ledger::Ledger;
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
@@ -71,6 +70,11 @@ pub struct LiabilitiesState {
     /// The newest recorded root.
     pub newest_root: Option<LiabilityRootRecord>,
 }
+
+/// Why a root was not recorded: it is not the vault's next epoch, it is built before the
+/// previous root's journal position, or it lacks an asset's total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RootOutOfOrder;
 
 /// Flows per account and asset, and the roots recorded.
 #[derive(Clone, Debug, Default)]
@@ -169,9 +173,13 @@ impl Liabilities {
 
     /// Records a root the vault committed; it must be the next epoch, at a journal position not
     /// before the previous root's, with a total for every asset.
-    pub(crate) fn record_root(&mut self, record: LiabilityRootRecord, asset_count: usize) -> Result<(), Rejection> {
+    pub(crate) fn record_root(
+        &mut self,
+        record: LiabilityRootRecord,
+        asset_count: usize,
+    ) -> Result<(), RootOutOfOrder> {
         if record.epoch != self.roots_recorded {
-            return Err(Rejection::RootOutOfOrder);
+            return Err(RootOutOfOrder);
         }
         if record.totals.len() != asset_count
             || self
@@ -179,7 +187,7 @@ impl Liabilities {
                 .as_ref()
                 .is_some_and(|newest| record.journal_sequence < newest.journal_sequence)
         {
-            return Err(Rejection::RootOutOfOrder);
+            return Err(RootOutOfOrder);
         }
         self.roots_recorded += 1;
         self.newest_root = Some(record);

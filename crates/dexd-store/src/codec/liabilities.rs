@@ -4,8 +4,7 @@
 
 use dexd_core::{AccountFlows, Address, Amount, AssetIndex, Command, LiabilitiesState, LiabilityRootRecord};
 
-use super::snapshot::{get_list, put_list};
-use super::{CodecError, Reader, Writer};
+use super::{get_list, put_list, CodecError, Reader, Writer};
 
 /// The tag of `Command::RecordLiabilityRoot`.
 pub(super) const RECORD_ROOT_TAG: u8 = 19;

@@ -396,6 +396,34 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
     Ok(command)
 }
 
+/// Writes a collection's length, then each item.
+pub(crate) fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer, &T)) {
+    writer.u64(items.len() as u64);
+    for item in items {
+        put(writer, item);
+    }
+}
+
+/// Reads a collection written by [`put_list`]; `minimum_item_bytes` bounds the count by what
+/// remains.
+pub(crate) fn get_list<'a, T>(
+    reader: &mut Reader<'a>,
+    minimum_item_bytes: usize,
+    mut get: impl FnMut(&mut Reader<'a>) -> Result<T, CodecError>,
+) -> Result<Vec<T>, CodecError> {
+    let count = reader.u64()?;
+    if count > (reader.remaining() / minimum_item_bytes.max(1)) as u64 {
+        return Err(CodecError("a count beyond the bytes that remain"));
+    }
+    // Sized once: collecting through `Result` would grow the vector by doubling, moving a
+    // million orders several times over fresh memory.
+    let mut items = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        items.push(get(reader)?);
+    }
+    Ok(items)
+}
+
 /// Encodes an order record.
 pub fn encode_order(record: &OrderRecord) -> Vec<u8> {
     let mut writer = Writer::new();

@@ -17,7 +17,7 @@ use dexd_core::{
     PairSnapshot, PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
 };
 
-use super::{get_order, put_order, CodecError, Reader, Writer};
+use super::{get_list, get_order, put_list, put_order, CodecError, Reader, Writer};
 
 /// What placed a resting order: the signed message's nonce and expiry and its signature. A
 /// snapshot writes each beside its order.
@@ -43,34 +43,6 @@ pub const MAX_RESTING_ORDER_BYTES: usize = 2 * 65_536;
 pub const STATE_PREFIX_BYTES: usize = 1 + 8;
 /// Bytes before a section's orders: their length in bytes and their count.
 pub const SECTION_HEADER_BYTES: usize = 8 + 8;
-
-/// Writes a collection's length, then each item.
-pub(super) fn put_list<T>(writer: &mut Writer, items: &[T], mut put: impl FnMut(&mut Writer, &T)) {
-    writer.u64(items.len() as u64);
-    for item in items {
-        put(writer, item);
-    }
-}
-
-/// Reads a collection written by [`put_list`]; `minimum_item_bytes` bounds the count by what
-/// remains.
-pub(super) fn get_list<'a, T>(
-    reader: &mut Reader<'a>,
-    minimum_item_bytes: usize,
-    mut get: impl FnMut(&mut Reader<'a>) -> Result<T, CodecError>,
-) -> Result<Vec<T>, CodecError> {
-    let count = reader.u64()?;
-    if count > (reader.remaining() / minimum_item_bytes.max(1)) as u64 {
-        return Err(CodecError("a count beyond the bytes that remain"));
-    }
-    // Sized once: collecting through `Result` would grow the vector by doubling, moving a
-    // million orders several times over fresh memory.
-    let mut items = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        items.push(get(reader)?);
-    }
-    Ok(items)
-}
 
 fn put_balance(writer: &mut Writer, balance: &Balance) {
     writer.u128(balance.available.units());

@@ -44,22 +44,24 @@ impl VaultVenue {
     /// Starts dexd on a new test chain, committing a liability root every `root_interval_ms`.
     pub async fn start_with_roots(root_interval_ms: u64) -> VaultVenue {
         let chain = TestChain::start().await;
-        let folder = tempfile::tempdir().unwrap();
-        let config = chain.write_dexd_config_with_roots(folder.path(), &chain.anvil.endpoint(), root_interval_ms);
-        let mut venue = VaultVenue {
-            chain,
-            folder,
-            config,
-            server: None,
-        };
-        venue.restart();
-        venue
+        let node_url = chain.anvil.endpoint();
+        VaultVenue::start_configured(chain, |chain, folder| {
+            chain.write_dexd_config_with_roots(folder, &node_url, root_interval_ms)
+        })
     }
 
     /// Starts dexd on `chain`, reaching its node at `node_url` (the node itself, or a proxy).
     pub fn start_on(chain: TestChain, node_url: &str) -> VaultVenue {
+        VaultVenue::start_configured(chain, |chain, folder| chain.write_dexd_config(folder, node_url))
+    }
+
+    /// Starts dexd on `chain` with the configuration `write_config` writes into a new folder.
+    fn start_configured(
+        chain: TestChain,
+        write_config: impl FnOnce(&TestChain, &std::path::Path) -> std::path::PathBuf,
+    ) -> VaultVenue {
         let folder = tempfile::tempdir().unwrap();
-        let config = chain.write_dexd_config(folder.path(), node_url);
+        let config = write_config(&chain, folder.path());
         let mut venue = VaultVenue {
             chain,
             folder,
