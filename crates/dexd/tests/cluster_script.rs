@@ -34,14 +34,24 @@ async fn scripts_cluster_starts_a_primary_a_standby_and_three_nodes_that_spread_
     std::fs::set_permissions(folder.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let dir = folder.path().join("cluster");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster");
-    let mut script = tokio::process::Command::new(script)
+    let mut script = tokio::process::Command::new(script);
+    script
         .arg(&dir)
         .args(["--nodes", "3"])
         .env("DEXD_BIN", env!("CARGO_BIN_EXE_dexd"))
         .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+        .kill_on_drop(true);
+    // The test sends the script a Ctrl-C (SIGINT). A shell that started the tests in the
+    // background left SIGINT ignored, which every child inherits and which a script cannot trap
+    // again: the script would never stop. Its own default, as in a terminal, is restored.
+    // SAFETY: between fork and exec, only an async-signal-safe call (signal) is made.
+    unsafe {
+        script.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut script = script.spawn().unwrap();
     let description: Value = eventually("cluster.json", Duration::from_secs(120), async || {
         let text = std::fs::read_to_string(dir.join("cluster.json")).ok()?;
         serde_json::from_str(&text).ok()
