@@ -32,8 +32,9 @@ export function dexdBinary() {
 }
 
 /** Starts dexd on the embedded configuration, or on `config` (a TOML file) when given. */
-export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0", config = null } = {}) {
+export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0", config = null, demo = false } = {}) {
   const configuration = config ? ["--config", config] : [];
+  if (demo) configuration.push("--demo");
   const child = spawn(dexdBinary(), ["serve", "--listen", listen, "--data-dir", join(work, "data"), ...configuration], {
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -61,7 +62,7 @@ export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-"
     /** Stops the process (a graceful stop: streams get 1001), keeping its data. */
     halt,
     /** Starts it again on the same address and data. */
-    restart: () => startDexd({ work, listen: address, config }),
+    restart: () => startDexd({ work, listen: address, config, demo }),
     async stop() {
       await halt();
       rmSync(work, { recursive: true, force: true });

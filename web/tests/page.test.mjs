@@ -60,6 +60,7 @@ test("the page loads without errors and shows the book and trades REST shows", a
     assert.equal((await page.textContent("#last-price")).trim(), trades.trades[0].price);
     assert.equal((await page.textContent("#stream-status")).trim(), "live");
     assert.equal(await page.getAttribute("body", "data-signing"), "none");
+    assert.equal(await page.locator("#demo-banner").isVisible(), false, "a venue without --demo shows no demo banner");
     assert.deepEqual(consoleErrors, []);
     assert.deepEqual(failedResponses, []);
   } finally {

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod cluster;
 pub mod config;
+pub mod demo;
 pub mod log_output;
 pub mod telemetry;
 pub mod tls;
@@ -69,6 +70,18 @@ struct Started {
     streams: Arc<api::streams::Streams>,
     /// The dead man's switches' timers (stopped when dropped).
     switches: venue::switches::SwitchTimers,
+    /// The built-in demo market, when `--demo` asked for it.
+    demo: Option<demo::Demo>,
+}
+
+/// How [`serve_with_options`] serves, besides the configuration.
+#[derive(Default)]
+pub struct ServeOptions {
+    /// Serve HTTPS with this configuration instead of HTTP.
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// Run the built-in demo market ([`demo`]); refused unless every chain is a ledger chain on
+    /// the embedded journal.
+    pub demo: bool,
 }
 
 /// Starts every chain (journal replay, from the newest snapshot when there is one), then custody
@@ -77,10 +90,10 @@ struct Started {
 fn start_in_background(
     config: config::Config,
     data_dir: &Path,
+    demo: bool,
     telemetry: Arc<telemetry::Telemetry>,
     connections: api::ConnectionGauge,
-    ready: Arc<OnceLock<axum::Router>>,
-    started: Arc<OnceLock<Started>>,
+    (ready, started): (Arc<OnceLock<axum::Router>>, Arc<OnceLock<Started>>),
     listening_url: String,
 ) -> tokio::sync::mpsc::Receiver<Box<dyn std::error::Error + Send + Sync>> {
     // A channel rather than a oneshot: the accept loop polls it on every turn, also after the
@@ -120,7 +133,7 @@ fn start_in_background(
         };
         // The forwarder's TLS runs on the ring provider the server's TLS uses.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let router = api::router(Arc::new(api::AppState {
+        let app = Arc::new(api::AppState {
             cluster,
             forwarder: alloy_reqwest::Client::new(),
             venue: Arc::clone(&venue),
@@ -130,12 +143,15 @@ fn start_in_background(
             rate_limits: api::rate_limit::RateLimits::new(&venue.config.limits),
             telemetry,
             connections,
-        }));
+            demo,
+        });
+        let router = api::router(Arc::clone(&app));
         let _ = started.set(Started {
             venue,
             custody,
             streams,
             switches,
+            demo: demo.then(|| demo::Demo::start(&app)),
         });
         let _ = ready.set(router);
         tracing::info!(start_ms = began.elapsed().as_millis() as u64, "dexd ready");
@@ -173,7 +189,24 @@ pub async fn serve_with_tls(
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    serve_with_options(config, data_dir, listener, ServeOptions { tls, demo: false }, shutdown).await
+}
+
+/// Like [`serve_with_tls`], with every option of [`ServeOptions`]; a demo on a configuration
+/// [`demo::refusal`] refuses ends at once with its reason.
+pub async fn serve_with_options(
+    config: config::Config,
+    data_dir: &Path,
+    listener: TcpListener,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if options.demo {
+        if let Some(reason) = demo::refusal(&config) {
+            return Err(reason.into());
+        }
+    }
+    let tls = options.tls.map(tokio_rustls::TlsAcceptor::from);
     let handshake_timeout = Duration::from_millis(config.limits.header_read_timeout_ms);
     let limits = config.limits;
     let telemetry = telemetry::Telemetry::new();
@@ -197,10 +230,10 @@ pub async fn serve_with_tls(
     let mut start_failure = start_in_background(
         config,
         data_dir,
+        options.demo,
         telemetry,
         connection_gauge,
-        Arc::clone(&ready),
-        Arc::clone(&started),
+        (Arc::clone(&ready), Arc::clone(&started)),
         listening_url,
     );
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -268,8 +301,12 @@ async fn shut_down(
     alive: tokio::sync::mpsc::Sender<()>,
     mut all_closed: tokio::sync::mpsc::Receiver<()>,
 ) {
-    // Stream connections were upgraded out of the HTTP server: they are told and closed here.
+    // The demo first, while the venue still takes its makers' cancels; then the streams, which
+    // were upgraded out of the HTTP server, are told and closed here.
     if let Some(started) = started.get() {
+        if let Some(demo) = &started.demo {
+            demo.stop().await;
+        }
         started.streams.shut_down();
     }
     let _ = stop_connections.send(true);

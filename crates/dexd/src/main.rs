@@ -1,6 +1,6 @@
 //! The `dexd` command line: `dexd serve` runs the venue; `dexd vault ...` deploys and governs a
 //! vault on any chain; `dexd devnet-setup` prepares a local devnet; `dexd exit` leaves a frozen
-//! vault with a proof.
+//! vault with a proof. `dexd serve --demo` adds a built-in market to look around.
 //!
 //! This file parses arguments, sets up logging and signal handling, and hands over to
 //! [`dexd::serve`] (or to `chain_commands.rs` for the chain subcommands). It holds no venue
@@ -53,6 +53,11 @@ enum Command {
         /// (`chain-<id>.sqlite3`), created on first start.
         #[arg(long, default_value = "dexd-data")]
         data_dir: PathBuf,
+        /// Run a built-in demo market on every pair: a market maker quoting around a wandering
+        /// price and takers trading against it, from demo accounts made at start (ledger chains
+        /// on the embedded journal only). The way to look around.
+        #[arg(long)]
+        demo: bool,
     },
     /// Print the embedded default configuration, as a starting point for your own.
     DefaultConfig,
@@ -96,7 +101,8 @@ fn main() -> ExitCode {
             data_dir,
             tls_cert,
             tls_key,
-        } => serve(listen, config, data_dir, tls_cert.zip(tls_key)),
+            demo,
+        } => serve(listen, config, data_dir, tls_cert.zip(tls_key), demo),
     }
 }
 
@@ -128,6 +134,7 @@ fn serve(
     config_path: Option<PathBuf>,
     data_dir: PathBuf,
     tls_files: Option<(PathBuf, PathBuf)>,
+    demo: bool,
 ) -> ExitCode {
     // Request threads append log lines to a buffer that a log thread writes out every few
     // milliseconds: one write per interval instead of one per line, off the path of the request.
@@ -147,6 +154,12 @@ fn serve(
             }
         },
     };
+    if demo {
+        if let Some(reason) = dexd::demo::refusal(&config) {
+            eprintln!("dexd: {reason}");
+            return ExitCode::from(2);
+        }
+    }
     let tls = match tls_files {
         None => None,
         Some((certificate, key)) => match dexd::tls::load_server_config(&certificate, &key) {
@@ -176,7 +189,8 @@ fn serve(
             }
         };
         tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), scheme, "dexd listening");
-        match dexd::serve_with_tls(config, &data_dir, listener, tls, shutdown_signal()).await {
+        let options = dexd::ServeOptions { tls, demo };
+        match dexd::serve_with_options(config, &data_dir, listener, options, shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("dexd: {error}");

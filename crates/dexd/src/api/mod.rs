@@ -65,6 +65,8 @@ pub struct AppState {
     pub cluster: Arc<crate::cluster::Cluster>,
     /// The HTTP client that forwards writes to a chain's leader.
     pub forwarder: alloy_reqwest::Client,
+    /// Whether the built-in demo market runs (`dexd serve --demo`): the page says so.
+    pub demo: bool,
 }
 
 pub use self::observability::{starting_router, ConnectionGauge};
@@ -80,7 +82,7 @@ pub fn router(app: Arc<AppState>) -> Router {
     for (operation, handler) in routes::ROUTES {
         router = add_operation(router, operation, body_limits, *handler);
     }
-    router = page::routes(router);
+    router = page::routes(router, app.demo);
     router = router.route("/metrics", get(observability::metrics));
     router = router.route("/ws", get(stream_upgrade));
     router = router.route(

@@ -5,6 +5,9 @@
 //! styles and connections to this origin only), no framing, no referrer, and `no-cache` with an
 //! ETag so a new binary's page is picked up at once.
 //!
+//! When the built-in demo market runs, the page's demo banner (in the HTML, hidden) is shown:
+//! the server drops its `hidden` attribute, so the page says it is a demo before any script runs.
+//!
 //! It does not build the page (`web/`, `npm run build`) and knows nothing of the API.
 
 use axum::body::Body;
@@ -27,14 +30,22 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
-/// Adds `GET /` and `GET /assets/{file}` to `router`.
-pub fn routes<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+/// The page's demo banner as built, hidden; the demo serves it without `hidden`.
+pub const HIDDEN_DEMO_BANNER: &str = r#"<p id="demo-banner" class="demo-banner" hidden>"#;
+/// The banner as the demo serves it.
+const SHOWN_DEMO_BANNER: &str = r#"<p id="demo-banner" class="demo-banner">"#;
+
+/// Adds `GET /` and `GET /assets/{file}` to `router`; with `demo`, the page shows its demo banner.
+pub fn routes<S: Clone + Send + Sync + 'static>(router: Router<S>, demo: bool) -> Router<S> {
     router
-        .route("/", get(|headers: HeaderMap| async move { serve("index.html", &headers) }))
+        .route(
+            "/",
+            get(move |headers: HeaderMap| async move { serve("index.html", &headers, demo) }),
+        )
         .route(
             "/assets/{file}",
             get(|Path(file): Path<String>, headers: HeaderMap| async move {
-                serve(&format!("assets/{file}"), &headers)
+                serve(&format!("assets/{file}"), &headers, false)
             }),
         )
 }
@@ -52,11 +63,13 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
-fn serve(path: &str, request_headers: &HeaderMap) -> Response {
+fn serve(path: &str, request_headers: &HeaderMap, demo: bool) -> Response {
     let Some(file) = PageFiles::get(path) else {
         return ApiError::not_found("NOT_FOUND", "no such path; see /openapi.json").into_response();
     };
-    let etag = format!("\"{}\"", hex::encode(&file.metadata.sha256_hash()[..16]));
+    // The demo's page differs from the plain one, and so does its tag.
+    let demo_tag = if demo { "-demo" } else { "" };
+    let etag = format!("\"{}{demo_tag}\"", hex::encode(&file.metadata.sha256_hash()[..16]));
     let etag_value = HeaderValue::from_str(&etag).expect("hex is a valid header value");
     let mut response = if request_headers
         .get(IF_NONE_MATCH)
@@ -64,7 +77,11 @@ fn serve(path: &str, request_headers: &HeaderMap) -> Response {
     {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let mut response = Response::new(Body::from(file.data.into_owned()));
+        let mut bytes = file.data.into_owned();
+        if demo {
+            bytes = show_demo_banner(&bytes);
+        }
+        let mut response = Response::new(Body::from(bytes));
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static(content_type(path)));
@@ -81,4 +98,29 @@ fn serve(path: &str, request_headers: &HeaderMap) -> Response {
     headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
     headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     response
+}
+
+/// The page with its demo banner shown.
+fn show_demo_banner(page: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(page)
+        .replacen(HIDDEN_DEMO_BANNER, SHOWN_DEMO_BANNER, 1)
+        .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_page_has_a_hidden_demo_banner_that_the_demo_shows() {
+        let page = PageFiles::get("index.html").expect("the page is built");
+        let plain = String::from_utf8(page.data.to_vec()).unwrap();
+        assert_eq!(
+            plain.matches(HIDDEN_DEMO_BANNER).count(),
+            1,
+            "rebuild the page: npm run build in web/"
+        );
+        let shown = String::from_utf8(show_demo_banner(plain.as_bytes())).unwrap();
+        assert!(!shown.contains(HIDDEN_DEMO_BANNER) && shown.contains(SHOWN_DEMO_BANNER));
+    }
 }

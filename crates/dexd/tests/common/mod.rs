@@ -39,7 +39,12 @@ impl BinaryServer {
         level: &str,
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     ) -> BinaryServer {
-        BinaryServer::launch(data_dir, config, level, log, true)
+        BinaryServer::launch(data_dir, config, level, log, true, &[])
+    }
+
+    /// `dexd serve --demo` on the embedded configuration, every log line appended to `log`.
+    pub fn start_demo(data_dir: &std::path::Path, log: std::sync::Arc<std::sync::Mutex<String>>) -> BinaryServer {
+        BinaryServer::launch(data_dir, None, "info", Some(log), true, &["--demo"])
     }
 
     /// Starts the server and returns as soon as it listens, before its chains have started
@@ -49,7 +54,7 @@ impl BinaryServer {
         config: Option<&std::path::Path>,
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     ) -> BinaryServer {
-        BinaryServer::launch(data_dir, config, "info", log, false)
+        BinaryServer::launch(data_dir, config, "info", log, false, &[])
     }
 
     fn launch(
@@ -58,12 +63,14 @@ impl BinaryServer {
         level: &str,
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
         wait_until_ready: bool,
+        extra_arguments: &[&str],
     ) -> BinaryServer {
         use std::io::BufRead;
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"));
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir);
+            .arg(data_dir)
+            .args(extra_arguments);
         if let Some(config) = config {
             command.arg("--config").arg(config);
         }

@@ -1,0 +1,260 @@
+//! One pair's demo market. Every second the pair's walk moves; the maker cancels and requotes
+//! its ladder when the price has moved half a level or a taker has traded, and keeps its dead
+//! man's switch armed; now and then a taker sends an immediate-or-cancel order through the first
+//! levels. Every request goes through the API's own handlers with the demo account's key, as a
+//! client's would: checked, signed, budgeted and journaled like any other.
+//!
+//! It decides nothing about prices (the walk does) and holds no balance of its own: an account
+//! short of funds gets another ledger deposit.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dexd_core::Direction;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::accounts::DemoAccount;
+use super::walk::{PairWalk, Quote, Second};
+use crate::api::error::ApiError;
+use crate::api::handlers;
+use crate::api::params::Params;
+use crate::api::AppState;
+
+/// How often the walk moves and the maker looks at its quotes.
+pub const DEMO_SECOND_MS: u64 = 1_000;
+/// The maker's dead man's switch: its orders are cancelled this long after the demo stops
+/// answering (a crash, a kill), so no stale ladder outlives it.
+pub const MAKER_SWITCH_TIMEOUT_MS: u64 = 30_000;
+/// How often the maker re-arms its switch.
+const MAKER_SWITCH_REFRESH_SECONDS: u64 = 10;
+/// The longest the maker leaves a ladder in place when nothing moves, in seconds.
+const REQUOTE_AT_LEAST_EVERY_SECONDS: u64 = 15;
+/// How often a pair's unexpected refusals are logged at most.
+const WARNING_INTERVAL: Duration = Duration::from_secs(60);
+
+/// An asset deposit that tops an account up: a symbol and a decimal quantity.
+#[derive(Clone, Debug)]
+pub(super) struct TopUp {
+    pub(super) symbol: String,
+    pub(super) quantity: String,
+}
+
+/// One pair's maker, the chain's takers and what tops each up.
+pub(super) struct PairMarket {
+    pub(super) app: Arc<AppState>,
+    pub(super) chain_id: u64,
+    pub(super) symbol: String,
+    pub(super) walk: PairWalk,
+    pub(super) maker: DemoAccount,
+    pub(super) maker_top_ups: Vec<TopUp>,
+    pub(super) takers: Arc<Vec<DemoAccount>>,
+    pub(super) taker_top_ups: Arc<Vec<TopUp>>,
+}
+
+/// Calls a handler with parameters written as a JSON object, as a request body would bring them.
+async fn call<T, Answer>(
+    app: &Arc<AppState>,
+    handler: impl FnOnce(Arc<AppState>, Params) -> Answer,
+    fields: Value,
+) -> Result<T, ApiError>
+where
+    Answer: Future<Output = Result<T, ApiError>>,
+{
+    let Value::Object(object) = fields else {
+        return Err(ApiError::internal());
+    };
+    let params = Params::from_json_object(object)?;
+    handler(Arc::clone(app), params).await
+}
+
+/// Deposits each top-up into `account` (ledger chains credit at once).
+pub(super) async fn fund(
+    app: &Arc<AppState>,
+    chain_id: u64,
+    account: &DemoAccount,
+    top_ups: &[TopUp],
+) -> Result<(), ApiError> {
+    for top_up in top_ups {
+        call(
+            app,
+            handlers::deposit,
+            json!({
+                "chainId": chain_id.to_string(),
+                "from": account.address_text(),
+                "symbol": top_up.symbol,
+                "quantity": top_up.quantity,
+                "privateKey": account.key_text(),
+            }),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+impl PairMarket {
+    /// Runs until `stop` turns true, then cancels the maker's orders.
+    pub(super) async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut clock = tokio::time::interval(Duration::from_millis(DEMO_SECOND_MS));
+        clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut quoted_mid_ticks: Option<u64> = None;
+        let mut seconds_since_quote = 0u64;
+        let mut traded = false;
+        let mut last_warning: Option<Instant> = None;
+        for second_number in 0u64.. {
+            tokio::select! {
+                _ = clock.tick() => {}
+                _ = stop.wait_for(|stopped| *stopped) => break,
+            }
+            let second = self.walk.advance();
+            seconds_since_quote += 1;
+            let moved =
+                quoted_mid_ticks.is_none_or(|quoted| quoted.abs_diff(second.mid_ticks) * 2 >= second.level_gap_ticks);
+            if moved || traded || seconds_since_quote >= REQUOTE_AT_LEAST_EVERY_SECONDS {
+                match self.requote(&second).await {
+                    Ok(()) => {
+                        quoted_mid_ticks = Some(second.mid_ticks);
+                        seconds_since_quote = 0;
+                    }
+                    Err(error) => self.note_refusal(&mut last_warning, "requote", &error),
+                }
+                traded = false;
+            }
+            if second_number % MAKER_SWITCH_REFRESH_SECONDS == 0 {
+                if let Err(error) = self.arm_switch().await {
+                    self.note_refusal(&mut last_warning, "arm the switch", &error);
+                }
+            }
+            if let Some(order) = second.taker {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(order.delay_ms)) => {}
+                    _ = stop.wait_for(|stopped| *stopped) => break,
+                }
+                match self.take(&order).await {
+                    Ok(()) => traded = true,
+                    Err(error) => self.note_refusal(&mut last_warning, "take", &error),
+                }
+            }
+        }
+        if let Err(error) = self.cancel_maker_orders().await {
+            tracing::warn!(chain_id = self.chain_id, pair = %self.symbol, code = error.code, "the demo maker's orders could not be cancelled at the stop; its switch cancels them");
+        }
+    }
+
+    /// Logs a refusal: the expected ones (a stopping venue, a full queue) quietly, the rest at
+    /// most once a minute per pair.
+    fn note_refusal(&self, last_warning: &mut Option<Instant>, what: &str, error: &ApiError) {
+        let expected = error.status.as_u16() == 503 || error.code == "RATE_LIMITED";
+        if expected || last_warning.is_some_and(|at| at.elapsed() < WARNING_INTERVAL) {
+            tracing::debug!(chain_id = self.chain_id, pair = %self.symbol, code = error.code, message = %error.message, "demo: could not {what}");
+            return;
+        }
+        *last_warning = Some(Instant::now());
+        tracing::warn!(chain_id = self.chain_id, pair = %self.symbol, code = error.code, message = %error.message, "demo: could not {what}");
+    }
+
+    async fn cancel_maker_orders(&self) -> Result<(), ApiError> {
+        call(
+            &self.app,
+            handlers::cancel_all,
+            json!({
+                "chainId": self.chain_id.to_string(),
+                "symbol": self.symbol,
+                "privateKey": self.maker.key_text(),
+            }),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn arm_switch(&self) -> Result<(), ApiError> {
+        call(
+            &self.app,
+            handlers::cancel_all_after,
+            json!({
+                "chainId": self.chain_id.to_string(),
+                "timeoutMs": MAKER_SWITCH_TIMEOUT_MS.to_string(),
+                "privateKey": self.maker.key_text(),
+            }),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Cancels the maker's ladder and places the new one in one batch; a maker short of funds
+    /// is topped up, and quotes again the next second.
+    async fn requote(&self, second: &Second) -> Result<(), ApiError> {
+        self.cancel_maker_orders().await?;
+        let grid = self.walk.grid();
+        let orders: Vec<Value> = second
+            .ladder
+            .iter()
+            .map(|quote: &Quote| {
+                json!({
+                    "symbol": self.symbol,
+                    "type": "limit",
+                    "direction": direction_text(quote.direction),
+                    "price": grid.price_text(quote.price_ticks),
+                    "amount": grid.amount_text(quote.amount_steps),
+                })
+            })
+            .collect();
+        let answer = call(
+            &self.app,
+            handlers::batch_orders,
+            json!({
+                "chainId": self.chain_id.to_string(),
+                "orders": orders,
+                "privateKey": self.maker.key_text(),
+            }),
+        )
+        .await?;
+        let answer: Value = serde_json::from_str(answer.get()).map_err(|_| ApiError::internal())?;
+        let refused = answer["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|result| result["error"]["code"].as_str())
+            .collect::<Vec<_>>();
+        if refused.contains(&"INSUFFICIENT_BALANCE") {
+            fund(&self.app, self.chain_id, &self.maker, &self.maker_top_ups).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends a taker's immediate-or-cancel order; a taker short of funds is topped up.
+    async fn take(&self, order: &super::walk::TakerOrder) -> Result<(), ApiError> {
+        let taker = &self.takers[order.taker % self.takers.len()];
+        let grid = self.walk.grid();
+        let placed = call(
+            &self.app,
+            handlers::add_order,
+            json!({
+                "chainId": self.chain_id.to_string(),
+                "symbol": self.symbol,
+                "type": "limit",
+                "timeInForce": "IOC",
+                "direction": direction_text(order.direction),
+                "price": grid.price_text(order.limit_price_ticks),
+                "amount": grid.amount_text(order.amount_steps),
+                "privateKey": taker.key_text(),
+            }),
+        )
+        .await;
+        match placed {
+            Ok(_) => Ok(()),
+            Err(error) if error.code == "INSUFFICIENT_BALANCE" => {
+                fund(&self.app, self.chain_id, taker, &self.taker_top_ups).await
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+fn direction_text(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Buy => "buy",
+        Direction::Sell => "sell",
+    }
+}
