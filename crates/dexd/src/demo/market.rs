@@ -1,11 +1,12 @@
 //! One pair's demo market. Every second the pair's walk moves; the maker cancels and requotes
-//! its ladder when the price has moved half a level or a taker has traded, and keeps its dead
+//! its ladder when the price has moved a level or a taker has traded, and keeps its dead
 //! man's switch armed; now and then a taker sends an immediate-or-cancel order through the first
 //! levels. Every request goes through the API's own handlers with the demo account's key, as a
 //! client's would: checked, signed, budgeted and journaled like any other.
 //!
-//! It decides nothing about prices (the walk does) and holds no balance of its own: an account
-//! short of funds gets another ledger deposit.
+//! While the chain's write queue is long (real clients keep the writer busy) it steps aside for
+//! that second. It decides nothing about prices (the walk does) and holds no balance of its
+//! own: an account short of funds gets another ledger deposit.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,6 +32,10 @@ pub const MAKER_SWITCH_TIMEOUT_MS: u64 = 30_000;
 const MAKER_SWITCH_REFRESH_SECONDS: u64 = 10;
 /// The longest the maker leaves a ladder in place when nothing moves, in seconds.
 const REQUOTE_AT_LEAST_EVERY_SECONDS: u64 = 15;
+/// The demo steps aside while the venue is busy: in a second when the chain's write queue
+/// holds more than this many requests, it neither quotes nor trades (its walk still moves, so
+/// the sequence of prices stays the same).
+pub const STEP_ASIDE_QUEUE_DEPTH: usize = 64;
 /// How often a pair's unexpected refusals are logged at most.
 const WARNING_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -109,8 +114,16 @@ impl PairMarket {
             }
             let second = self.walk.advance();
             seconds_since_quote += 1;
+            if second_number % MAKER_SWITCH_REFRESH_SECONDS == 0 {
+                if let Err(error) = self.arm_switch().await {
+                    self.note_refusal(&mut last_warning, "arm the switch", &error);
+                }
+            }
+            if self.venue_is_busy() {
+                continue;
+            }
             let moved =
-                quoted_mid_ticks.is_none_or(|quoted| quoted.abs_diff(second.mid_ticks) * 2 >= second.level_gap_ticks);
+                quoted_mid_ticks.is_none_or(|quoted| quoted.abs_diff(second.mid_ticks) >= second.level_gap_ticks);
             if moved || traded || seconds_since_quote >= REQUOTE_AT_LEAST_EVERY_SECONDS {
                 match self.requote(&second).await {
                     Ok(()) => {
@@ -120,11 +133,6 @@ impl PairMarket {
                     Err(error) => self.note_refusal(&mut last_warning, "requote", &error),
                 }
                 traded = false;
-            }
-            if second_number % MAKER_SWITCH_REFRESH_SECONDS == 0 {
-                if let Err(error) = self.arm_switch().await {
-                    self.note_refusal(&mut last_warning, "arm the switch", &error);
-                }
             }
             if let Some(order) = second.taker {
                 tokio::select! {
@@ -140,6 +148,14 @@ impl PairMarket {
         if let Err(error) = self.cancel_maker_orders().await {
             tracing::warn!(chain_id = self.chain_id, pair = %self.symbol, code = error.code, "the demo maker's orders could not be cancelled at the stop; its switch cancels them");
         }
+    }
+
+    /// Whether real clients keep the chain's writer busy (see [`STEP_ASIDE_QUEUE_DEPTH`]).
+    fn venue_is_busy(&self) -> bool {
+        self.app
+            .venue
+            .chain(self.chain_id)
+            .is_some_and(|chain| chain.write_queue_depth() > STEP_ASIDE_QUEUE_DEPTH)
     }
 
     /// Logs a refusal: the expected ones (a stopping venue, a full queue) quietly, the rest at

@@ -28,7 +28,7 @@ use self::walk::{pair_seed, reference_value_usd, PairGrid, PairWalk, TAKERS_PER_
 use crate::api::AppState;
 use crate::config::{ChainConfig, Config, Custody, JournalBackend};
 
-pub use self::market::{DEMO_SECOND_MS, MAKER_SWITCH_TIMEOUT_MS};
+pub use self::market::{DEMO_SECOND_MS, MAKER_SWITCH_TIMEOUT_MS, STEP_ASIDE_QUEUE_DEPTH};
 pub use self::walk::{DEMO_SEED, LEVELS_PER_SIDE};
 
 /// How many of a maker's typical levels each account is funded for: enough for hours of
