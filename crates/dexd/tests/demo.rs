@@ -134,11 +134,19 @@ async fn a_demo_venue_is_live_on_every_pair_within_seconds_and_its_makers_leave_
         .map(|rest| rest.split_whitespace().next().unwrap().to_string())
         .collect();
     assert_eq!(makers.len(), Config::embedded_default().chains[0].pairs.len(), "{text}");
-    let (status, open) = server
-        .get("/order/openOrders", &[("chainId", "1"), ("account", &makers[0])])
-        .await;
-    assert_eq!(status, 200, "{open}");
-    let open = open["orders"].as_array().unwrap();
+    // A requote cancels the ladder, then places the new one: a read may fall between the two.
+    let mut open = Vec::new();
+    for _ in 0..50 {
+        let (status, answer) = server
+            .get("/order/openOrders", &[("chainId", "1"), ("account", &makers[0])])
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        open = answer["orders"].as_array().unwrap().clone();
+        if !open.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(
         !open.is_empty() && open.len() <= 2 * dexd::demo::LEVELS_PER_SIDE,
         "{open:?}"
