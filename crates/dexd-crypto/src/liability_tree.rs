@@ -79,9 +79,24 @@ impl LiabilityTree {
     /// The tree of `leaves` (entries in any order; each gets its proof by its position in this
     /// slice). The leaf hashes are computed on up to `threads` threads.
     pub fn build(leaves: &[LiabilityLeaf], threads: usize) -> LiabilityTree {
+        LiabilityTree::build_reusing(leaves, threads, None)
+    }
+
+    /// Like [`LiabilityTree::build`], taking the hash of every leaf that `previous` (an earlier
+    /// tree and the leaves it was built from) holds unchanged from it instead of hashing it
+    /// again: most of a build's hashing, since between two roots most balances do not move.
+    /// A leaf is reused only when it is equal in every field, so the tree is the same as
+    /// [`LiabilityTree::build`]'s whatever `previous` is; the reuse finds its leaves when both
+    /// slices are sorted by account (as the venue's entries are).
+    pub fn build_reusing(
+        leaves: &[LiabilityLeaf],
+        threads: usize,
+        previous: Option<(&[LiabilityLeaf], &LiabilityTree)>,
+    ) -> LiabilityTree {
         // Each hash beside its entry's index, sorted together: sorting indexes by the hashes
         // they point at read a random hash per comparison, most of the build's time.
-        let mut sorted = hash_leaves(leaves, threads.max(1));
+        let previous = previous.filter(|(previous_leaves, tree)| previous_leaves.len() == tree.len());
+        let mut sorted = hash_leaves(leaves, threads.max(1), previous);
         sorted.sort_unstable();
         let count = leaves.len();
         if count == 0 {
@@ -170,8 +185,13 @@ fn hash_inner_nodes(nodes: &mut [[u8; 32]], inner: usize, threads: usize) {
     }
 }
 
-/// Every leaf's hash with its entry's index, in the order given, on up to `threads` threads.
-fn hash_leaves(leaves: &[LiabilityLeaf], threads: usize) -> Vec<([u8; 32], u32)> {
+/// Every leaf's hash with its entry's index, in the order given, on up to `threads` threads;
+/// a leaf `previous` holds unchanged takes its hash from there.
+fn hash_leaves(
+    leaves: &[LiabilityLeaf],
+    threads: usize,
+    previous: Option<(&[LiabilityLeaf], &LiabilityTree)>,
+) -> Vec<([u8; 32], u32)> {
     assert!(u32::try_from(leaves.len()).is_ok(), "a tree holds at most 2^32 entries");
     let mut hashes = vec![([0u8; 32], 0u32); leaves.len()];
     let chunk = leaves.len().div_ceil(threads).max(1);
@@ -179,13 +199,58 @@ fn hash_leaves(leaves: &[LiabilityLeaf], threads: usize) -> Vec<([u8; 32], u32)>
         for (chunk_index, (leaves, hashes)) in leaves.chunks(chunk).zip(hashes.chunks_mut(chunk)).enumerate() {
             scope.spawn(move || {
                 let first = chunk_index * chunk;
+                let mut reuse =
+                    previous.map(|(previous_leaves, tree)| PreviousHashes::new(previous_leaves, tree, leaves));
                 for (offset, (leaf, slot)) in leaves.iter().zip(hashes.iter_mut()).enumerate() {
-                    *slot = (leaf.hash(), (first + offset) as u32);
+                    let hash = reuse
+                        .as_mut()
+                        .and_then(|reuse| reuse.hash_of(leaf))
+                        .unwrap_or_else(|| leaf.hash());
+                    *slot = (hash, (first + offset) as u32);
                 }
             });
         }
     });
     hashes
+}
+
+/// The leaf hashes of an earlier tree, walked in account order beside the new leaves.
+struct PreviousHashes<'a> {
+    leaves: &'a [LiabilityLeaf],
+    tree: &'a LiabilityTree,
+    /// The first earlier leaf whose account is not below the new leaf's.
+    next: usize,
+}
+
+impl<'a> PreviousHashes<'a> {
+    /// Starts at the earlier leaves of the first account of `chunk`.
+    fn new(leaves: &'a [LiabilityLeaf], tree: &'a LiabilityTree, chunk: &[LiabilityLeaf]) -> PreviousHashes<'a> {
+        let next = chunk
+            .first()
+            .map_or(0, |first| leaves.partition_point(|leaf| leaf.account < first.account));
+        PreviousHashes { leaves, tree, next }
+    }
+
+    /// The earlier hash of `leaf` when an equal leaf was in the earlier tree. Accounts only move
+    /// forward; leaves out of account order are hashed anew (found by no one).
+    fn hash_of(&mut self, leaf: &LiabilityLeaf) -> Option<[u8; 32]> {
+        while self
+            .leaves
+            .get(self.next)
+            .is_some_and(|earlier| earlier.account < leaf.account)
+        {
+            self.next += 1;
+        }
+        let same_account = self.leaves[self.next..]
+            .iter()
+            .take_while(|earlier| earlier.account == leaf.account);
+        for (offset, earlier) in same_account.enumerate() {
+            if earlier == leaf {
+                return Some(self.tree.nodes[self.tree.leaf_positions[self.next + offset]]);
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -223,6 +288,76 @@ mod tests {
             assert_eq!(LiabilityTree::build(&reversed, 1).root(), tree.root());
         }
         assert_eq!(LiabilityTree::build(&[], 2).root(), [0; 32]);
+    }
+
+    #[test]
+    fn a_tree_reusing_an_earlier_ones_hashes_is_the_tree_built_anew() {
+        let earlier: Vec<LiabilityLeaf> = (0..5_000u32)
+            .map(|index| LiabilityLeaf {
+                account: Address::from_bytes([
+                    (index / 3 % 251) as u8,
+                    (index / 3 / 251) as u8,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    1,
+                ]),
+                token: Address::from_bytes([(index % 3) as u8; 20]),
+                balance: u128::from(index),
+                credited_deposits: 1,
+                debited_withdrawals: 0,
+            })
+            .collect();
+        let mut earlier_sorted = earlier.clone();
+        earlier_sorted.sort_by_key(|leaf| leaf.account);
+        let earlier_tree = LiabilityTree::build(&earlier_sorted, 2);
+        // Balances changed, leaves gone, new accounts, a new token for an old account.
+        let mut later: Vec<LiabilityLeaf> = earlier_sorted
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| index % 97 != 0)
+            .map(|(index, leaf)| LiabilityLeaf {
+                balance: if index % 13 == 0 {
+                    leaf.balance + 1
+                } else {
+                    leaf.balance
+                },
+                ..*leaf
+            })
+            .collect();
+        later.push(LiabilityLeaf {
+            token: Address::from_bytes([9; 20]),
+            ..later[10]
+        });
+        later.push(leaf(250, 1, 77));
+        later.sort_by_key(|leaf| leaf.account);
+        for threads in [1, 3] {
+            let reused = LiabilityTree::build_reusing(&later, threads, Some((&earlier_sorted, &earlier_tree)));
+            let anew = LiabilityTree::build(&later, threads);
+            assert_eq!(reused.nodes, anew.nodes);
+            assert_eq!(reused.leaf_positions, anew.leaf_positions);
+        }
+        // Leaves out of account order, or a tree of other leaves, change nothing but the speed.
+        let mut shuffled = later.clone();
+        shuffled.reverse();
+        let from_shuffled = LiabilityTree::build_reusing(&shuffled, 2, Some((&earlier_sorted, &earlier_tree)));
+        assert_eq!(from_shuffled.root(), LiabilityTree::build(&later, 2).root());
+        let mismatched = LiabilityTree::build_reusing(&later, 2, Some((&later[..10], &earlier_tree)));
+        assert_eq!(mismatched.root(), LiabilityTree::build(&later, 2).root());
     }
 
     #[test]

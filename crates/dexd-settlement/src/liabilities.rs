@@ -41,8 +41,14 @@ pub type TreeResult = Result<Arc<TreeAtPosition>, String>;
 
 impl TreeAtPosition {
     /// The tree of `engine`, which stands at `journal_sequence`; `tokens[i]` is asset `i`'s
-    /// token (`None` for the native asset).
-    pub fn build(journal_sequence: u64, engine: &Engine, tokens: &[Option<Address>]) -> TreeAtPosition {
+    /// token (`None` for the native asset). The hash of every leaf `previous` (an earlier tree
+    /// of the chain) holds unchanged is taken from it (the tree is the same either way).
+    pub fn build(
+        journal_sequence: u64,
+        engine: &Engine,
+        tokens: &[Option<Address>],
+        previous: Option<&TreeAtPosition>,
+    ) -> TreeAtPosition {
         let tokens: Vec<Address> = tokens
             .iter()
             .map(|token| token.unwrap_or(Address::from_bytes([0; 20])))
@@ -68,7 +74,8 @@ impl TreeAtPosition {
             });
             assets.push(entry.asset);
         }
-        let tree = LiabilityTree::build(&leaves, TREE_BUILD_THREADS);
+        let previous = previous.map(|previous| (previous.leaves.as_slice(), &previous.tree));
+        let tree = LiabilityTree::build_reusing(&leaves, TREE_BUILD_THREADS, previous);
         TreeAtPosition {
             journal_sequence,
             leaves,

@@ -1,7 +1,8 @@
 //! The liability trees of a chain: each built at one journal position, on a thread of its own
 //! at the lowest scheduling priority, from the newest snapshot at or before it and the journal
 //! up to it (the way a start rebuilds the state), so the writer never waits for one and keeps
-//! its cores while one is built; and the few newest kept for the proofs.
+//! its cores while one is built; and the few newest kept for the proofs. A new tree takes the
+//! hashes of the leaves that did not change from the newest one kept.
 //!
 //! The committer asks for the tree at the journal's durable end, then commits its root; the
 //! endpoints ask for the tree of a committed root's position. Any node with the journal builds
@@ -59,12 +60,14 @@ impl LiabilityTrees {
             return Ok(Arc::clone(tree));
         }
         let trees = Arc::clone(self);
+        // The newest tree kept lends its leaf hashes: most leaves have not changed since.
+        let previous = kept.back().cloned();
         let (sender, receiver) = tokio::sync::oneshot::channel();
         std::thread::Builder::new()
             .name(format!("liability-tree-{}", self.chain_id))
             .spawn(move || {
                 lower_this_threads_priority();
-                let _ = sender.send(trees.build(journal_sequence));
+                let _ = sender.send(trees.build(journal_sequence, previous.as_deref()));
             })
             .map_err(|error| format!("cannot start the tree's thread: {error}"))?;
         let built = receiver.await.map_err(|_| "the tree's thread failed".to_string())??;
@@ -75,7 +78,7 @@ impl LiabilityTrees {
         Ok(built)
     }
 
-    fn build(&self, journal_sequence: u64) -> TreeResult {
+    fn build(&self, journal_sequence: u64, previous: Option<&TreeAtPosition>) -> TreeResult {
         let started = std::time::Instant::now();
         let mut journal = self
             .journal_backend
@@ -96,7 +99,7 @@ impl LiabilityTrees {
                 replayed.last_sequence
             ));
         }
-        let tree = TreeAtPosition::build(journal_sequence, &replayed.engine, &self.tokens);
+        let tree = TreeAtPosition::build(journal_sequence, &replayed.engine, &self.tokens, previous);
         tracing::info!(
             chain_id = self.chain_id,
             journal_sequence,
