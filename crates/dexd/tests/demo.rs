@@ -56,6 +56,19 @@ async fn is_live(server: &TestServer, chain_id: &str, pair: &str) -> bool {
     !bids.is_empty() && !asks.is_empty() && !trades["trades"].as_array().unwrap().is_empty()
 }
 
+/// The trading page's HTML.
+async fn page_text(server: &TestServer) -> String {
+    server
+        .client
+        .get(&server.base_url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Every `0x` followed by exactly 64 hex digits in `text`: how a private key (or an order id)
 /// is written.
 fn sixty_four_digit_hex_strings(text: &str) -> Vec<&str> {
@@ -109,15 +122,7 @@ async fn a_demo_venue_is_live_on_every_pair_within_seconds_and_its_makers_leave_
     assert!(!candles.is_empty() && candles.iter().all(|candle| candle["trades"].as_u64().unwrap() > 0));
 
     // The page shows its banner.
-    let page = server
-        .client
-        .get(&binary.base_url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_text(&server).await;
     assert!(
         page.contains(r#"<p id="demo-banner" class="demo-banner">"#),
         "the banner is hidden"
@@ -174,16 +179,8 @@ async fn a_demo_venue_is_live_on_every_pair_within_seconds_and_its_makers_leave_
         );
     }
     // Nothing in the page says demo any more.
-    let page = server
-        .client
-        .get(&binary.base_url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(page.contains(r#"<p id="demo-banner" class="demo-banner" hidden>"#));
+    let page = page_text(&server).await;
+    assert!(page.contains(dexd::api::page::HIDDEN_DEMO_BANNER));
 }
 
 #[test]
