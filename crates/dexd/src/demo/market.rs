@@ -46,7 +46,13 @@ pub(super) struct TopUp {
     pub(super) quantity: String,
 }
 
-/// One pair's maker, the chain's takers and what tops each up.
+/// A chain's takers, shared by its pairs' markets, and what tops each of them up.
+pub(super) struct Takers {
+    pub(super) accounts: Vec<DemoAccount>,
+    pub(super) top_ups: Vec<TopUp>,
+}
+
+/// One pair's maker and what tops it up, and the chain's takers.
 pub(super) struct PairMarket {
     pub(super) app: Arc<AppState>,
     pub(super) chain_id: u64,
@@ -54,8 +60,7 @@ pub(super) struct PairMarket {
     pub(super) walk: PairWalk,
     pub(super) maker: DemoAccount,
     pub(super) maker_top_ups: Vec<TopUp>,
-    pub(super) takers: Arc<Vec<DemoAccount>>,
-    pub(super) taker_top_ups: Arc<Vec<TopUp>>,
+    pub(super) takers: Arc<Takers>,
 }
 
 /// Calls a handler with parameters written as a JSON object, as a request body would bring them.
@@ -241,7 +246,7 @@ impl PairMarket {
 
     /// Sends a taker's immediate-or-cancel order; a taker short of funds is topped up.
     async fn take(&self, order: &super::walk::TakerOrder) -> Result<(), ApiError> {
-        let taker = &self.takers[order.taker % self.takers.len()];
+        let taker = &self.takers.accounts[order.taker % self.takers.accounts.len()];
         let grid = self.walk.grid();
         let placed = call(
             &self.app,
@@ -261,7 +266,7 @@ impl PairMarket {
         match placed {
             Ok(_) => Ok(()),
             Err(error) if error.code == "INSUFFICIENT_BALANCE" => {
-                fund(&self.app, self.chain_id, taker, &self.taker_top_ups).await
+                fund(&self.app, self.chain_id, taker, &self.takers.top_ups).await
             }
             Err(error) => Err(error),
         }

@@ -23,8 +23,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use self::accounts::DemoAccount;
-use self::market::{PairMarket, TopUp};
-use self::walk::{pair_seed, reference_value_usd, PairGrid, PairWalk, TAKERS_PER_CHAIN};
+use self::market::{PairMarket, Takers, TopUp};
+use self::walk::{as_number, pair_seed, reference_value_usd, PairGrid, PairWalk, TAKERS_PER_CHAIN};
 use crate::api::AppState;
 use crate::config::{ChainConfig, Config, Custody, JournalBackend};
 
@@ -114,9 +114,9 @@ fn round_quantity(need: f64) -> String {
 
 /// Funds one chain's demo accounts and runs its pairs' markets until the stop.
 async fn run_chain(app: Arc<AppState>, chain: ChainConfig, stopping: watch::Receiver<bool>) {
-    let takers: Arc<Vec<DemoAccount>> = Arc::new((0..TAKERS_PER_CHAIN).map(|_| DemoAccount::generate()).collect());
     let mut taker_needs: BTreeMap<String, f64> = BTreeMap::new();
-    let mut markets = Vec::new();
+    // Each pair's symbol, walk, maker and its top-ups; the takers' top-ups are known after all.
+    let mut makers = Vec::new();
     for pair in &chain.pairs {
         let definition = &pair.definition;
         let Some(grid) = PairGrid::new(
@@ -138,8 +138,8 @@ async fn run_chain(app: Arc<AppState>, chain: ChainConfig, stopping: watch::Rece
             reference_price,
             quote_value_usd,
         );
-        let reference_price = walk.reference_ticks() as f64 * decimal_number(definition.tick_size);
-        let base_need = walk.level_steps() as f64 * decimal_number(definition.step_size) * FUNDED_LEVELS;
+        let reference_price = walk.reference_ticks() as f64 * as_number(definition.tick_size);
+        let base_need = walk.level_steps() as f64 * as_number(definition.step_size) * FUNDED_LEVELS;
         let quote_need = base_need * reference_price * FUNDED_PRICE_MARGIN;
         for (symbol, need) in [(&base, base_need), (&quote, quote_need)] {
             let entry = taker_needs.entry(symbol.clone()).or_insert(0.0);
@@ -153,57 +153,54 @@ async fn run_chain(app: Arc<AppState>, chain: ChainConfig, stopping: watch::Rece
             reference_price = %walk.grid().price_text(walk.reference_ticks()),
             "demo: market maker"
         );
-        markets.push(PairMarket {
-            app: Arc::clone(&app),
-            chain_id: chain.chain_id,
-            symbol: pair.symbol.clone(),
-            walk,
-            maker,
-            maker_top_ups: vec![
-                TopUp {
-                    symbol: base,
-                    quantity: round_quantity(base_need),
-                },
-                TopUp {
-                    symbol: quote,
-                    quantity: round_quantity(quote_need),
-                },
-            ],
-            takers: Arc::clone(&takers),
-            taker_top_ups: Arc::new(Vec::new()),
-        });
+        let maker_top_ups = vec![
+            TopUp {
+                symbol: base,
+                quantity: round_quantity(base_need),
+            },
+            TopUp {
+                symbol: quote,
+                quantity: round_quantity(quote_need),
+            },
+        ];
+        makers.push((pair.symbol.clone(), walk, maker, maker_top_ups));
     }
-    let taker_top_ups: Arc<Vec<TopUp>> = Arc::new(
-        taker_needs
+    let takers = Arc::new(Takers {
+        accounts: (0..TAKERS_PER_CHAIN).map(|_| DemoAccount::generate()).collect(),
+        top_ups: taker_needs
             .into_iter()
             .map(|(symbol, need)| TopUp {
                 symbol,
                 quantity: round_quantity(need),
             })
             .collect(),
-    );
-    let taker_addresses: Vec<String> = takers.iter().map(DemoAccount::address_text).collect();
+    });
+    let taker_addresses: Vec<String> = takers.accounts.iter().map(DemoAccount::address_text).collect();
     tracing::info!(chain_id = chain.chain_id, takers = %taker_addresses.join(","), "demo: takers");
-    for taker in takers.iter() {
-        if let Err(error) = market::fund(&app, chain.chain_id, taker, &taker_top_ups).await {
+    for taker in &takers.accounts {
+        if let Err(error) = market::fund(&app, chain.chain_id, taker, &takers.top_ups).await {
             tracing::warn!(chain_id = chain.chain_id, code = error.code, message = %error.message, "demo: a taker could not be funded; the chain's demo does not run");
             return;
         }
     }
     let mut running = tokio::task::JoinSet::new();
-    for mut market in markets {
-        if let Err(error) = market::fund(&app, chain.chain_id, &market.maker, &market.maker_top_ups).await {
-            tracing::warn!(chain_id = chain.chain_id, pair = %market.symbol, code = error.code, message = %error.message, "demo: a maker could not be funded; the pair's demo does not run");
+    for (symbol, walk, maker, maker_top_ups) in makers {
+        if let Err(error) = market::fund(&app, chain.chain_id, &maker, &maker_top_ups).await {
+            tracing::warn!(chain_id = chain.chain_id, pair = %symbol, code = error.code, message = %error.message, "demo: a maker could not be funded; the pair's demo does not run");
             continue;
         }
-        market.taker_top_ups = Arc::clone(&taker_top_ups);
+        let market = PairMarket {
+            app: Arc::clone(&app),
+            chain_id: chain.chain_id,
+            symbol,
+            walk,
+            maker,
+            maker_top_ups,
+            takers: Arc::clone(&takers),
+        };
         running.spawn(market.run(stopping.clone()));
     }
     while running.join_next().await.is_some() {}
-}
-
-fn decimal_number(value: dexd_core::Decimal) -> f64 {
-    value.mantissa() as f64 / 10f64.powi(value.scale() as i32)
 }
 
 #[cfg(test)]

@@ -115,7 +115,9 @@ fn scaled_text(increment: Decimal, count: u64) -> String {
     dexd_core::decimal::format_scaled_units(units, increment.scale())
 }
 
-fn as_number(value: Decimal) -> f64 {
+/// A decimal as a floating-point number (the walk's prices and the funding's sizes, never money
+/// the venue books).
+pub(super) fn as_number(value: Decimal) -> f64 {
     value.mantissa() as f64 / 10f64.powi(value.scale() as i32)
 }
 
