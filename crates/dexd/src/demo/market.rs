@@ -12,7 +12,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dexd_core::Direction;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -21,6 +20,7 @@ use super::walk::{PairWalk, Quote, Second};
 use crate::api::error::ApiError;
 use crate::api::handlers;
 use crate::api::params::Params;
+use crate::api::render::direction_name;
 use crate::api::AppState;
 
 /// How often the walk moves and the maker looks at its quotes.
@@ -215,7 +215,7 @@ impl PairMarket {
                 json!({
                     "symbol": self.symbol,
                     "type": "limit",
-                    "direction": direction_text(quote.direction),
+                    "direction": direction_name(quote.direction),
                     "price": grid.price_text(quote.price_ticks),
                     "amount": grid.amount_text(quote.amount_steps),
                 })
@@ -256,7 +256,7 @@ impl PairMarket {
                 "symbol": self.symbol,
                 "type": "limit",
                 "timeInForce": "IOC",
-                "direction": direction_text(order.direction),
+                "direction": direction_name(order.direction),
                 "price": grid.price_text(order.limit_price_ticks),
                 "amount": grid.amount_text(order.amount_steps),
                 "privateKey": taker.key_text(),
@@ -270,12 +270,5 @@ impl PairMarket {
             }
             Err(error) => Err(error),
         }
-    }
-}
-
-fn direction_text(direction: Direction) -> &'static str {
-    match direction {
-        Direction::Buy => "buy",
-        Direction::Sell => "sell",
     }
 }
