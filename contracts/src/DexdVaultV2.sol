@@ -13,23 +13,30 @@ import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProo
 import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 
-/// @title The dexd vault, version 2: custody with provable liabilities and an exit.
+/// @title The dexd vault, version 2: custody with provable liabilities and an exit that holds.
 /// @notice Everything version 1 does (deposits credited from `Deposited` events; withdrawals paid
 /// only by the operator, only to the account, only with the account's own EIP-712 authorization,
-/// each id once), and three more things:
-/// - it counts, per account and token, what was deposited and what was paid;
+/// each id once), and more:
+/// - it takes deposits only of the tokens its owner listed (a token's code runs in every root's
+///   holdings check, so an unknown token could make every root revert);
+/// - it counts, per account and token, what was deposited and what was paid, and which deposit
+///   was each pair's first;
 /// - the operator commits, every few minutes, the root of a Merkle tree (OpenZeppelin's
 ///   `StandardMerkleTree`) over every (account, token, balance, creditedDeposits,
-///   debitedWithdrawals) the venue owes, with per-token totals it refuses when they exceed what it
-///   holds; an optional guardian may veto a root during its challenge period;
+///   debitedWithdrawals) the venue owes, with how many of the vault's deposits the tree covers
+///   and a total for every token ever deposited, each at most what the vault holds; the guardian
+///   (or the owner) may veto a root during its challenge period;
 /// - once no root has come for `maxRootAge`, anyone may `freeze` it: no more deposits, operator
-///   payments or roots, and each account `exit`s, once per token, with its leaf of the last good
-///   root: `balance + debitedWithdrawals - paid + deposited - creditedDeposits` (deposits the
-///   root did not see count, withdrawals debited and never paid come back).
+///   payments or roots, and each account `exit`s with its leaf of the last root not vetoed:
+///   `balance + debitedWithdrawals - paid + deposited - creditedDeposits` (deposits the root did
+///   not see count, withdrawals debited and never paid come back). A pair (account, token) with
+///   no deposit among those the exit root covers exits with an all-zero leaf and no proof.
 /// @dev What it does not do: it keeps no balances (the roots carry them), it cannot tell a wrong
-/// root from a right one (users check their leaves, the guardian vetoes), and it has no way for
-/// the owner to take funds. The EIP-712 domain is version 1's ("dexd", "1"), so the signatures
-/// accounts make for withdrawals are the same on both versions.
+/// root from a right one (users and auditors check them, the guardian vetoes), and it has no way
+/// for the owner to take funds. The venue pays a withdrawal only once a root covering its debit
+/// is past its challenge period, so the exit root always counts every payment. The EIP-712
+/// domain is version 1's ("dexd", "1"), so the signatures accounts make for withdrawals are the
+/// same on both versions.
 contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     using SafeERC20 for IERC20;
 
@@ -56,9 +63,11 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         bytes32 root;
         /// The venue's journal position the tree was built at.
         uint64 journalSequence;
+        /// How many of the vault's deposits (ids `0 .. depositCount - 1`) the tree covers.
+        uint64 depositCount;
         /// The block time it was committed at, in seconds.
         uint64 committedAt;
-        /// Whether the guardian vetoed it (a vetoed root is never used for an exit).
+        /// Whether it was vetoed (a vetoed root is never used for an exit).
         bool vetoed;
     }
 
@@ -70,7 +79,8 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     /// @notice How long, in seconds, the guardian may veto a root after it is committed; a root
     /// is used for exits only once this has passed. Always shorter than `maxRootAge`.
     uint64 public immutable challengePeriod;
-    /// @notice Who may veto a root during its challenge period; the zero address for nobody.
+    /// @notice Who may veto a root during its challenge period besides the owner; the zero
+    /// address for nobody else.
     address public immutable guardian;
 
     /// @notice The only address allowed to pay withdrawals and commit roots.
@@ -88,10 +98,22 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     /// @notice What the vault paid each account of each token, in all (withdrawals and exits).
     mapping(address account => mapping(address token => uint256 amount)) public paid;
 
-    /// @notice Whether an account has exited with a token.
-    mapping(address account => mapping(address token => bool done)) public exited;
+    /// @notice Whether the owner listed a token (the zero address: the native asset): only listed
+    /// tokens are taken as deposits.
+    mapping(address token => bool) public listed;
+
+    /// The first deposit of each (account, token), as its id plus one (0: none yet).
+    mapping(address account => mapping(address token => uint256 idPlusOne)) private _firstDeposit;
+
+    /// Every token ever deposited, in the order of its first deposit.
+    address[] private _depositedTokens;
+    mapping(address token => bool) private _everDeposited;
 
     LiabilityRoot[] private _roots;
+
+    /// The newest root not vetoed, as its epoch plus one (0: none), so that a commit finds it
+    /// without walking back over vetoed roots.
+    uint256 private _goodRootsEnd;
 
     /// When the vault was deployed: the freeze clock's start while no root is kept.
     uint64 private immutable _deployedAt;
@@ -109,8 +131,14 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     event Deposited(uint256 indexed depositId, address indexed account, address indexed token, uint256 amount);
     event Withdrawn(uint256 indexed withdrawalId, address indexed account, address indexed token, uint256 amount);
     event OperatorChanged(address indexed previousOperator, address indexed newOperator);
+    event TokenListed(address indexed token);
     event RootCommitted(
-        uint256 indexed epoch, bytes32 root, uint64 journalSequence, address[] tokens, uint256[] totals
+        uint256 indexed epoch,
+        bytes32 root,
+        uint64 journalSequence,
+        uint256 depositCount,
+        address[] tokens,
+        uint256[] totals
     );
     event RootVetoed(uint256 indexed epoch);
     event VaultFrozen(bool hasExitRoot, uint256 exitEpoch);
@@ -131,12 +159,15 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     error NotFrozen();
     error TokensNotSorted(uint256 index);
     error SequenceGoesBack(uint64 previous, uint64 given);
+    error DepositCountGoesBack(uint256 previous, uint256 given);
+    error DepositCountAhead(uint256 given, uint256 deposits);
+    error TokenNotListed(address token);
+    error TokenMissing(address token);
     error TotalExceedsHoldings(address token, uint256 total, uint256 holdings);
     error UnknownEpoch(uint256 epoch);
     error AlreadyVetoed(uint256 epoch);
     error ChallengePeriodOver(uint256 epoch);
     error FreezeNotDue(uint256 freezableAfter);
-    error AlreadyExited(address account, address token);
     error InvalidProof();
     error NothingToExit(address account, address token);
 
@@ -179,6 +210,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     function deposit(address token, uint256 amount) external nonReentrant whenNotPaused whenNotFrozen {
         if (token == address(0)) revert ZeroAddress();
         if (amount == 0) revert ZeroAmount();
+        if (!listed[token]) revert TokenNotListed(token);
         IERC20 erc20 = IERC20(token);
         uint256 before = erc20.balanceOf(address(this));
         erc20.safeTransferFrom(msg.sender, address(this), amount);
@@ -190,6 +222,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     /// @notice Credits the caller with the native asset sent along.
     function depositNative() external payable nonReentrant whenNotPaused whenNotFrozen {
         if (msg.value == 0) revert ZeroAmount();
+        if (!listed[address(0)]) revert TokenNotListed(address(0));
         _recordDeposit(msg.sender, address(0), msg.value);
     }
 
@@ -229,45 +262,75 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
 
     // ----- Liability roots -----
 
-    /// @notice Commits the root of the liability tree built at `journalSequence`, with the total
-    /// per token (every balance plus every withdrawal debited and not yet paid). `tokens` must be
-    /// strictly increasing; a total above what the vault holds of its token is refused.
-    function commitRoot(bytes32 root, uint64 journalSequence, address[] calldata tokens, uint256[] calldata totals)
-        external
-        onlyOperator
-        whenNotFrozen
-    {
+    /// @notice Commits the root of the liability tree built at `journalSequence`, covering the
+    /// vault's first `depositCount_` deposits, with the total per token (every balance plus every
+    /// withdrawal debited and not yet paid). `tokens` must be strictly increasing, listed, and
+    /// include every token ever deposited; a total above what the vault holds of its token is
+    /// refused, and so are a position or a deposit count behind the newest root not vetoed.
+    function commitRoot(
+        bytes32 root,
+        uint64 journalSequence,
+        uint256 depositCount_,
+        address[] calldata tokens,
+        uint256[] calldata totals
+    ) external onlyOperator whenNotFrozen {
         if (tokens.length != totals.length) revert LengthMismatch();
-        uint256 count = _roots.length;
-        if (count > 0 && journalSequence < _roots[count - 1].journalSequence) {
-            revert SequenceGoesBack(_roots[count - 1].journalSequence, journalSequence);
+        if (depositCount_ > depositCount) revert DepositCountAhead(depositCount_, depositCount);
+        (bool found, uint256 good) = _newestGoodRoot();
+        if (found) {
+            LiabilityRoot storage previous = _roots[good];
+            if (journalSequence < previous.journalSequence) {
+                revert SequenceGoesBack(previous.journalSequence, journalSequence);
+            }
+            if (depositCount_ < previous.depositCount) revert DepositCountGoesBack(previous.depositCount, depositCount_);
         }
         for (uint256 index = 0; index < tokens.length; ++index) {
             if (index > 0 && tokens[index] <= tokens[index - 1]) revert TokensNotSorted(index);
+            if (!listed[tokens[index]]) revert TokenNotListed(tokens[index]);
             uint256 held = holdings(tokens[index]);
             if (totals[index] > held) revert TotalExceedsHoldings(tokens[index], totals[index], held);
         }
+        // A root without a token's total would say nothing of what is owed in it: a stolen
+        // operator key could otherwise plant a root that skips the holdings check.
+        for (uint256 index = 0; index < _depositedTokens.length; ++index) {
+            if (!_containsSorted(tokens, _depositedTokens[index])) revert TokenMissing(_depositedTokens[index]);
+        }
+        uint256 epoch = _roots.length;
         _roots.push(
             LiabilityRoot({
-                root: root, journalSequence: journalSequence, committedAt: uint64(block.timestamp), vetoed: false
+                root: root,
+                journalSequence: journalSequence,
+                depositCount: uint64(depositCount_),
+                committedAt: uint64(block.timestamp),
+                vetoed: false
             })
         );
+        _goodRootsEnd = epoch + 1;
         lastGoodRootAt = uint64(block.timestamp);
-        emit RootCommitted(count, root, journalSequence, tokens, totals);
+        emit RootCommitted(epoch, root, journalSequence, depositCount_, tokens, totals);
     }
 
-    /// @notice The guardian's veto of a root during its challenge period: the root is never used
-    /// for an exit, and the freeze clock runs from the newest root not vetoed.
+    /// @notice The guardian's (or the owner's) veto of a root during its challenge period: the
+    /// root is never used for an exit, later roots are held against the newest root not vetoed,
+    /// and the freeze clock runs from it. The owner may veto because it may already replace the
+    /// operator: the veto is how it undoes a root a stolen operator key planted.
     function veto(uint256 epoch) external whenNotFrozen {
-        if (msg.sender != guardian || guardian == address(0)) revert NotGuardian(msg.sender);
+        if (msg.sender != owner() && (msg.sender != guardian || guardian == address(0))) {
+            revert NotGuardian(msg.sender);
+        }
         if (epoch >= _roots.length) revert UnknownEpoch(epoch);
         LiabilityRoot storage vetoed = _roots[epoch];
         if (vetoed.vetoed) revert AlreadyVetoed(epoch);
         if (block.timestamp >= uint256(vetoed.committedAt) + challengePeriod) revert ChallengePeriodOver(epoch);
         vetoed.vetoed = true;
         emit RootVetoed(epoch);
+        if (epoch + 1 == _goodRootsEnd) {
+            // The walk passes only roots vetoed before, each within its challenge period.
+            uint256 index = epoch;
+            while (index > 0 && _roots[index - 1].vetoed) --index;
+            _goodRootsEnd = index;
+        }
         (bool found, uint256 good) = _newestGoodRoot();
-        // Only roots within their challenge period can be vetoed, so the walk is short.
         lastGoodRootAt = found ? _roots[good].committedAt : _deployedAt;
     }
 
@@ -280,6 +343,28 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     function liabilityRoot(uint256 epoch) external view returns (LiabilityRoot memory) {
         if (epoch >= _roots.length) revert UnknownEpoch(epoch);
         return _roots[epoch];
+    }
+
+    /// @notice Every token ever deposited, in the order of its first deposit: each root carries
+    /// a total for each.
+    function depositedTokens() external view returns (address[] memory) {
+        return _depositedTokens;
+    }
+
+    /// @notice The first deposit of `token` by `account`, if there was one.
+    function firstDeposit(address account, address token) external view returns (bool any, uint256 depositId) {
+        uint256 idPlusOne = _firstDeposit[account][token];
+        return (idPlusOne != 0, idPlusOne == 0 ? 0 : idPlusOne - 1);
+    }
+
+    /// @notice Whether `account` may exit `token` with an all-zero leaf and no proof: the vault
+    /// is frozen without an exit root, or none of the pair's deposits is among those the exit
+    /// root covers (so no leaf of the pair can be owed to it).
+    function mayExitWithoutLeaf(address account, address token) public view returns (bool) {
+        if (!frozen) return false;
+        if (!hasExitRoot) return true;
+        uint256 idPlusOne = _firstDeposit[account][token];
+        return idPlusOne == 0 || idPlusOne - 1 >= _roots[exitEpoch].depositCount;
     }
 
     /// @notice What the vault holds of a token (the zero address: the native asset).
@@ -302,10 +387,13 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         emit VaultFrozen(found, good);
     }
 
-    /// @notice Pays `account` what it is owed of `token` by its leaf in the exit root, once:
-    /// `balance + debitedWithdrawals - paid + deposited - creditedDeposits`. Anyone may send it;
-    /// only `account` is paid. Without an exit root (none was ever kept), the leaf is all zeros
-    /// with an empty proof, and the account gets back what it deposited and was not paid.
+    /// @notice Pays `account` what it is still owed of `token` by its leaf in the exit root:
+    /// `balance + debitedWithdrawals + deposited - creditedDeposits - paid`, where `paid`
+    /// counts every withdrawal and exit paid so far, so a second exit of the same leaf pays
+    /// nothing. Anyone may send it; only `account` is paid. A pair that
+    /// [`mayExitWithoutLeaf`] sends the all-zero leaf with an empty proof and gets back what it
+    /// deposited and was not paid; a pair with a leaf may still send its leaf afterwards and
+    /// is paid the rest, so nobody's exit can be spoilt by someone else's all-zero exit.
     function exit(
         address account,
         address token,
@@ -315,27 +403,33 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         bytes32[] calldata proof
     ) external nonReentrant {
         if (!frozen) revert NotFrozen();
-        if (exited[account][token]) revert AlreadyExited(account, token);
-        if (hasExitRoot) {
+        bool allZero = balance == 0 && creditedDeposits == 0 && debitedWithdrawals == 0 && proof.length == 0;
+        if (!(allZero && mayExitWithoutLeaf(account, token))) {
+            if (!hasExitRoot) revert InvalidProof();
             bytes32 leaf = keccak256(
                 bytes.concat(keccak256(abi.encode(account, token, balance, creditedDeposits, debitedWithdrawals)))
             );
             if (!MerkleProof.verifyCalldata(proof, _roots[exitEpoch].root, leaf)) revert InvalidProof();
-        } else if (balance != 0 || creditedDeposits != 0 || debitedWithdrawals != 0 || proof.length != 0) {
-            revert InvalidProof();
         }
         uint256 owed = balance + debitedWithdrawals + deposited[account][token];
         uint256 settled = creditedDeposits + paid[account][token];
         if (owed <= settled) revert NothingToExit(account, token);
         uint256 amount = owed - settled;
         // Effects before the transfer: the exit is spent before any token code runs.
-        exited[account][token] = true;
         paid[account][token] += amount;
         emit Exited(account, token, amount);
         _pay(account, token, amount);
     }
 
     // ----- The owner -----
+
+    /// @notice Lists a token (the zero address: the native asset): deposits of it are taken from
+    /// now on. A listing is for good, so no deposit can ever be stranded by a delisting.
+    function listToken(address token) external onlyOwner {
+        if (listed[token]) return;
+        listed[token] = true;
+        emit TokenListed(token);
+    }
 
     /// @notice Replaces the operator. Only the owner may call it.
     function setOperator(address newOperator) external onlyOwner {
@@ -382,6 +476,11 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         uint256 depositId = depositCount;
         depositCount = depositId + 1;
         deposited[account][token] += amount;
+        if (_firstDeposit[account][token] == 0) _firstDeposit[account][token] = depositId + 1;
+        if (!_everDeposited[token]) {
+            _everDeposited[token] = true;
+            _depositedTokens.push(token);
+        }
         emit Deposited(depositId, account, token, amount);
     }
 
@@ -413,14 +512,20 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         }
     }
 
-    /// The newest root not vetoed, if any.
-    function _newestGoodRoot() private view returns (bool found, uint256 epoch) {
-        uint256 index = _roots.length;
-        while (index > 0) {
-            --index;
-            if (!_roots[index].vetoed) return (true, index);
+    /// Whether the strictly increasing `tokens` hold `token`.
+    function _containsSorted(address[] calldata tokens, address token) private pure returns (bool) {
+        uint256 low = 0;
+        uint256 high = tokens.length;
+        while (low < high) {
+            uint256 middle = (low + high) / 2;
+            if (tokens[middle] < token) low = middle + 1;
+            else high = middle;
         }
-        return (false, 0);
+        return low < tokens.length && tokens[low] == token;
     }
 
+    /// The newest root not vetoed, if any.
+    function _newestGoodRoot() private view returns (bool found, uint256 epoch) {
+        return _goodRootsEnd == 0 ? (false, 0) : (true, _goodRootsEnd - 1);
+    }
 }

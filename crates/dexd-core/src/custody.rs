@@ -24,7 +24,9 @@ use sha3::{Digest, Keccak256};
 
 use crate::events::{Event, Rejection};
 use crate::ledger::Ledger;
-use crate::liabilities::{Liabilities, LiabilitiesState, LiabilityRootRecord};
+use crate::liabilities::{
+    Liabilities, LiabilitiesState, LiabilityRootRecord, LiabilityToken, RootStanding, VaultFreeze,
+};
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
 use crate::transfer::{
@@ -60,6 +62,9 @@ pub struct PendingWithdrawal {
     pub created_at_ms: u64,
     /// Its place in the order of requests, from 1.
     pub request_number: u64,
+    /// The journal position of its debit: it is paid only once a final root of the venue's
+    /// is built at or after it.
+    pub debited_at_sequence: u64,
 }
 
 /// A deposit the venue sent for an account, waiting for its event.
@@ -220,6 +225,37 @@ impl Custody {
         Ok(())
     }
 
+    /// Records that a root was vetoed or became final (a fact from the confirmed chain).
+    pub(crate) fn settle_liability_root(
+        &mut self,
+        epoch: u64,
+        standing: RootStanding,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.liabilities
+            .settle_root(epoch, standing)
+            .map_err(|_| Rejection::RootOutOfOrder)?;
+        events.push(Event::LiabilityRootSettled { epoch, standing });
+        Ok(())
+    }
+
+    /// Records the vault's freeze (a fact from the confirmed chain): from now on the chain takes
+    /// no order, deposit or withdrawal, and pays nothing; accounts exit through the vault.
+    pub(crate) fn record_freeze(&mut self, freeze: VaultFreeze, events: &mut Vec<Event>) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.liabilities
+            .record_freeze(freeze)
+            .map_err(|_| Rejection::RootOutOfOrder)?;
+        events.push(Event::VaultFrozen(freeze));
+        Ok(())
+    }
+
+    /// Whether the vault is frozen (recorded from the chain).
+    pub fn is_frozen(&self) -> bool {
+        self.liabilities.freeze().is_some()
+    }
+
     /// Deposits sent through the venue and not yet confirmed or failed, by transaction hash.
     pub fn pending_deposits(&self) -> &BTreeMap<[u8; 32], PendingDeposit> {
         &self.pending_deposits
@@ -244,6 +280,15 @@ impl Custody {
             .get(usize::from(asset.0))
             .copied()
             .unwrap_or(Amount::ZERO)
+    }
+
+    /// Refuses what a frozen vault can no longer back.
+    pub(crate) fn refuse_when_frozen(&self) -> Result<(), Rejection> {
+        if self.is_frozen() {
+            Err(Rejection::VaultFrozen)
+        } else {
+            Ok(())
+        }
     }
 
     fn require(&self, mode: CustodyMode) -> Result<(), Rejection> {
@@ -289,6 +334,7 @@ impl Custody {
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         self.require(CustodyMode::Vault)?;
+        self.refuse_when_frozen()?;
         check_request(
             ledger,
             &TransferRequest {
@@ -356,7 +402,8 @@ impl Custody {
 
     /// Credits a confirmed `Deposited` event, which must be the vault's next deposit. A deposit
     /// of a token the chain does not list, or too large to hold, takes its number without
-    /// crediting anything (it stays in the vault, outside the venue's books).
+    /// crediting anything (it stays in the vault, outside the venue's books, and its pair gets
+    /// a leaf so that the exit pays it back).
     pub(crate) fn credit_deposit(
         &mut self,
         ledger: &mut Ledger,
@@ -391,6 +438,15 @@ impl Custody {
         self.next_deposit_id += 1;
         self.scanned_through = Some((deposit.block_number, deposit.block_hash));
         let Some((asset, amount)) = credit else {
+            // The vault holds it and its exit formula owes it back: the pair gets a leaf, so
+            // that its exit is not refused for want of one.
+            let token = match deposit.asset {
+                Some(asset) if usize::from(asset.0) < self.pending_withdrawal_units.len() => {
+                    LiabilityToken::Asset(asset)
+                }
+                _ => LiabilityToken::Unlisted(deposit.token),
+            };
+            self.liabilities.note_uncredited(deposit.account, token);
             return Ok(());
         };
         let balance = ledger
@@ -446,15 +502,18 @@ impl Custody {
         Ok(())
     }
 
-    /// Debits a vault withdrawal and keeps it, with the account's signature, for the payer.
+    /// Debits a vault withdrawal at journal position `sequence` and keeps it, with the
+    /// account's signature, for the payer.
     pub(crate) fn request_withdrawal(
         &mut self,
         ledger: &mut Ledger,
         withdrawal: VaultWithdrawal,
+        sequence: u64,
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         self.require(CustodyMode::Vault)?;
+        self.refuse_when_frozen()?;
         let request = withdrawal.request;
         check_request(ledger, &request)?;
         let key = WithdrawalKey {
@@ -492,6 +551,7 @@ impl Custody {
             tx_hash: None,
             created_at_ms: now_ms,
             request_number: self.next_request_number,
+            debited_at_sequence: sequence,
         };
         self.next_request_number += 1;
         events.push(Event::TransferApplied(withdrawal_transfer(
@@ -624,6 +684,7 @@ impl Custody {
             hasher.update(pending.tx_hash.unwrap_or_default());
             hasher.update(pending.created_at_ms.to_be_bytes());
             hasher.update(pending.request_number.to_be_bytes());
+            hasher.update(pending.debited_at_sequence.to_be_bytes());
         }
         self.liabilities.hash_into(hasher);
     }

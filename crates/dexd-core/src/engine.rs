@@ -21,7 +21,7 @@ use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::custody::{Custody, CustodyMode};
 use crate::events::{Event, Rejection};
 use crate::ledger::{AccountSlot, Balance, Ledger};
-use crate::liabilities::{LiabilityEntry, LiabilityRootRecord};
+use crate::liabilities::{LiabilityEntry, LiabilityRootRecord, RootStanding, VaultFreeze};
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::{NonceClaim, NonceRegistry};
@@ -132,6 +132,16 @@ pub enum Command {
     FailWithdrawal(WithdrawalKey),
     /// A liability root the vault committed, with what it was built from (vault custody).
     RecordLiabilityRoot(LiabilityRootRecord),
+    /// A recorded root was vetoed, or passed its challenge period without a veto, as a
+    /// confirmed block shows (vault custody).
+    SettleLiabilityRoot {
+        /// The root's epoch.
+        epoch: u64,
+        /// Vetoed or final.
+        standing: RootStanding,
+    },
+    /// The vault froze, as a confirmed block shows (vault custody).
+    RecordVaultFreeze(VaultFreeze),
     /// Cancel every open order of `account`, on one pair or on all.
     CancelAll {
         /// Whose orders.
@@ -214,7 +224,41 @@ impl Command {
             | Command::ConfirmWithdrawals { .. }
             | Command::FailWithdrawal(_)
             | Command::RecordLiabilityRoot(_)
+            | Command::SettleLiabilityRoot { .. }
+            | Command::RecordVaultFreeze(_)
             | Command::FireCancelAllAfter { .. } => None,
+        }
+    }
+}
+
+impl Command {
+    /// Whether the command adds to what a vault must back (an order, an amendment, a deposit
+    /// or withdrawal asked for), so that a frozen vault's chain refuses it. Cancels, the chain's
+    /// facts and agent changes stay allowed.
+    fn needs_a_live_vault(&self) -> bool {
+        match self {
+            Command::PlaceOrder(_)
+            | Command::AmendOrder { .. }
+            | Command::SubmitChainDeposit(_)
+            | Command::RequestWithdrawal(_) => true,
+            Command::ByAgent { command, .. } => command.needs_a_live_vault(),
+            Command::CancelOrder { .. }
+            | Command::Deposit(_)
+            | Command::Withdraw(_)
+            | Command::CreditChainDeposit(_)
+            | Command::FailChainDeposit { .. }
+            | Command::RecordDepositScan { .. }
+            | Command::MarkWithdrawalsSent { .. }
+            | Command::ConfirmWithdrawals { .. }
+            | Command::FailWithdrawal(_)
+            | Command::RecordLiabilityRoot(_)
+            | Command::SettleLiabilityRoot { .. }
+            | Command::RecordVaultFreeze(_)
+            | Command::CancelAll { .. }
+            | Command::SetCancelAllAfter { .. }
+            | Command::FireCancelAllAfter { .. }
+            | Command::ApproveAgent { .. }
+            | Command::RevokeAgent { .. } => false,
         }
     }
 }
@@ -277,6 +321,9 @@ pub struct Engine {
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
+    /// How many commands the engine has applied: the journal position of the last one, since
+    /// every journaled command is applied once and nothing else is.
+    journal_sequence: u64,
     plan: Plan,
     touched_balances: Vec<(AccountSlot, AssetIndex)>,
 }
@@ -319,6 +366,7 @@ impl Engine {
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
+            journal_sequence: 0,
             plan: Plan::default(),
             touched_balances: Vec::new(),
         })
@@ -353,6 +401,7 @@ impl Engine {
         };
         let result = self.dispatch(command, now_ms, events);
         if result.is_ok() {
+            self.journal_sequence += 1;
             self.last_time_ms = now_ms;
             if let (Some(claim), Some(claimant)) = (claim, claimant) {
                 self.nonces.record(claimant, claim, now_ms);
@@ -363,6 +412,10 @@ impl Engine {
 
     /// Runs one command (time already made monotonic, nonce already checked).
     fn dispatch(&mut self, command: Command, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
+        if self.custody.is_frozen() && command.needs_a_live_vault() {
+            return Err(Rejection::VaultFrozen);
+        }
+        let sequence = self.journal_sequence + 1;
         let ledger = &mut self.ledger;
         let custody = &mut self.custody;
         match command {
@@ -381,7 +434,9 @@ impl Engine {
                 block_number,
                 block_hash,
             } => custody.record_scan(block_number, block_hash),
-            Command::RequestWithdrawal(withdrawal) => custody.request_withdrawal(ledger, withdrawal, now_ms, events),
+            Command::RequestWithdrawal(withdrawal) => {
+                custody.request_withdrawal(ledger, withdrawal, sequence, now_ms, events)
+            }
             Command::MarkWithdrawalsSent { tx_hash, withdrawals } => {
                 custody.mark_withdrawals_sent(tx_hash, &withdrawals, now_ms, events)
             }
@@ -392,6 +447,8 @@ impl Engine {
             } => custody.confirm_withdrawals(tx_hash, block_number, &withdrawals, now_ms, events),
             Command::FailWithdrawal(key) => custody.fail_withdrawal(ledger, key, now_ms, events),
             Command::RecordLiabilityRoot(record) => custody.record_liability_root(record, events),
+            Command::SettleLiabilityRoot { epoch, standing } => custody.settle_liability_root(epoch, standing, events),
+            Command::RecordVaultFreeze(freeze) => custody.record_freeze(freeze, events),
             Command::CancelAll { account, pair } => self.cancel_all(account, pair, now_ms, events),
             Command::AmendOrder {
                 account,
@@ -466,6 +523,11 @@ impl Engine {
     /// balance or flow through the vault, in account then asset order.
     pub fn liability_entries(&self) -> Vec<LiabilityEntry> {
         self.custody.liabilities().entries(&self.ledger)
+    }
+
+    /// The journal position of the last command applied (0 before any).
+    pub fn journal_sequence(&self) -> u64 {
+        self.journal_sequence
     }
 
     /// How many accounts the chain holds.

@@ -6,7 +6,7 @@
 
 use crate::agents::AgentRejection;
 use crate::ledger::{Balance, LedgerError};
-use crate::liabilities::LiabilityRootRecord;
+use crate::liabilities::{LiabilityRootRecord, RootStanding, VaultFreeze};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::NonceRejection;
 use crate::order::{Direction, OrderRecord};
@@ -65,6 +65,15 @@ pub enum Event {
     TransferApplied(Transfer),
     /// A liability root the vault committed was recorded.
     LiabilityRootRecorded(LiabilityRootRecord),
+    /// A recorded root was vetoed, or became final.
+    LiabilityRootSettled {
+        /// The root's epoch.
+        epoch: u64,
+        /// Vetoed or final.
+        standing: RootStanding,
+    },
+    /// The vault froze: the chain takes no more orders, deposits or withdrawals.
+    VaultFrozen(VaultFreeze),
 }
 
 /// Why a command was refused. A refused command changed nothing.
@@ -126,9 +135,11 @@ pub enum Rejection {
     AgentNotFound,
     /// No switch of the account is armed for that trigger, or its time has not come.
     SwitchNotDue,
-    /// A liability root that is not the vault's next epoch, is built before the previous root's
-    /// journal position, or lacks an asset's total.
+    /// A liability root that is not the vault's next epoch or lacks an asset's total, a root's
+    /// standing out of order, or a second freeze.
     RootOutOfOrder,
+    /// The vault is frozen: it backs nothing new, and accounts leave through its exit.
+    VaultFrozen,
 }
 
 impl From<LedgerError> for Rejection {

@@ -13,7 +13,7 @@
 //! This module does no hashing: the tree is built from [`LiabilityEntry`]s above the engine
 //! (`dexd_crypto::liability_tree`), off the writer's path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::ledger::Ledger;
 use crate::money::{Address, Amount, AssetIndex};
@@ -28,17 +28,40 @@ pub struct AccountFlows {
     pub debited_withdrawals: Amount,
 }
 
-/// One entry of the liability tree: what the venue owes an account in one asset.
+/// One entry of the liability tree: what the venue owes an account in one token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LiabilityEntry {
     /// The account.
     pub account: Address,
-    /// The asset.
-    pub asset: AssetIndex,
+    /// The token: one of the chain's assets, or a token the chain does not list.
+    pub token: LiabilityToken,
     /// The account's total (available + locked).
     pub balance: Amount,
     /// Its flows through the vault.
     pub flows: AccountFlows,
+}
+
+/// Who made a root the vault holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootOrigin {
+    /// The venue's own tree at the root's journal position has this root, deposit count and
+    /// totals.
+    Venue = 0,
+    /// It does not (a stolen operator key, a bug): never served, never an exit root the venue
+    /// stands behind, and withdrawals stop while it could become the exit root.
+    Foreign = 1,
+}
+
+/// Where a recorded root stands, as the confirmed chain shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootStanding {
+    /// Within its challenge period: it may still be vetoed.
+    Challengeable = 0,
+    /// Vetoed: never an exit root.
+    Vetoed = 1,
+    /// Past its challenge period without a veto: it stays, and the exit root is it or a later
+    /// one.
+    Final = 2,
 }
 
 /// A root of the liability tree as the vault committed it: a fact from the chain, journaled.
@@ -50,14 +73,53 @@ pub struct LiabilityRootRecord {
     pub root: [u8; 32],
     /// The journal position the tree was built at.
     pub journal_sequence: u64,
+    /// How many of the vault's deposits the tree covers (ids `0 .. deposit_count - 1`).
+    pub deposit_count: u64,
     /// The transaction that committed it.
     pub tx_hash: [u8; 32],
     /// Its block.
     pub block_number: u64,
     /// The block's time, in ms since the epoch.
     pub committed_at_ms: u64,
-    /// Per asset, in asset order: every balance plus every withdrawal debited and not yet paid.
+    /// When its challenge period ends, in ms of chain time.
+    pub final_after_ms: u64,
+    /// Whether the venue made it.
+    pub origin: RootOrigin,
+    /// Per asset, in asset order: every balance plus every withdrawal debited and not yet paid
+    /// (the venue's own totals; empty for a foreign root).
     pub totals: Vec<Amount>,
+}
+
+/// A recorded root and where it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedRoot {
+    /// The root as recorded.
+    pub record: LiabilityRootRecord,
+    /// Vetoed, final, or neither yet.
+    pub standing: RootStanding,
+}
+
+/// What the vault's freeze fixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VaultFreeze {
+    /// The epoch of the exit root, or `None` when the vault froze without one.
+    pub exit_epoch: Option<u64>,
+}
+
+/// The most roots kept in the state that are not settled behind a final root of the venue's
+/// (each within its challenge period, or a foreign root not yet superseded): past it a root is
+/// refused, and the committer halts until roots settle. At one root every five minutes and a
+/// challenge period of a day, about 300 are kept.
+pub const MAX_UNSETTLED_ROOTS: usize = 16_384;
+
+/// A token an entry is in: one of the chain's assets, or a token the chain does not list (a
+/// deposit the vault took and the venue could not credit, owed back by the exit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LiabilityToken {
+    /// One of the chain's assets.
+    Asset(AssetIndex),
+    /// Another token, by its contract address.
+    Unlisted(Address),
 }
 
 /// The liability state as plain data, for a snapshot.
@@ -65,23 +127,47 @@ pub struct LiabilityRootRecord {
 pub struct LiabilitiesState {
     /// Every account's non-zero flows, by account and asset.
     pub flows: Vec<((Address, AssetIndex), AccountFlows)>,
+    /// Every (account, token) with a vault deposit the ledger did not credit.
+    pub uncredited: Vec<(Address, LiabilityToken)>,
     /// How many roots are recorded (the epoch recorded next).
     pub roots_recorded: u64,
-    /// The newest recorded root.
-    pub newest_root: Option<LiabilityRootRecord>,
+    /// The roots kept: from the newest final root of the venue's on, oldest first.
+    pub roots: Vec<RecordedRoot>,
+    /// The vault's freeze, once recorded.
+    pub freeze: Option<VaultFreeze>,
 }
 
-/// Why a root was not recorded: it is not the vault's next epoch, it is built before the
-/// previous root's journal position, or it lacks an asset's total.
+/// Why a root's record, standing or the freeze was not recorded: it is not the vault's next
+/// epoch, a venue root lacks an asset's total, the root is not kept or already settled, a
+/// root is declared final before an earlier one, or too many roots are unsettled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RootOutOfOrder;
+
+/// Why a pending withdrawal is not paid yet (see [`Liabilities::withdrawal_wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WithdrawalWait {
+    /// No root of the venue's covers its debit yet.
+    Root,
+    /// A root covers it and is within its challenge period, which ends at `payable_after_ms`.
+    Challenge {
+        /// When the covering root's challenge period ends, in ms of chain time.
+        payable_after_ms: u64,
+    },
+    /// A final root covers it: the payer sends it (or waits while a foreign root is in the
+    /// vault, or the vault is frozen).
+    Payment,
+}
 
 /// Flows per account and asset, and the roots recorded.
 #[derive(Clone, Debug, Default)]
 pub struct Liabilities {
     flows: BTreeMap<(Address, AssetIndex), AccountFlows>,
+    uncredited: BTreeSet<(Address, LiabilityToken)>,
     roots_recorded: u64,
-    newest_root: Option<LiabilityRootRecord>,
+    /// From the newest final root of the venue's on (older ones can never be an exit root
+    /// again, nor stop a payment), at most [`MAX_UNSETTLED_ROOTS`] after it.
+    roots: VecDeque<RecordedRoot>,
+    freeze: Option<VaultFreeze>,
 }
 
 impl Liabilities {
@@ -89,12 +175,15 @@ impl Liabilities {
     pub fn state(&self) -> LiabilitiesState {
         LiabilitiesState {
             flows: self.flows.iter().map(|(key, flows)| (*key, *flows)).collect(),
+            uncredited: self.uncredited.iter().copied().collect(),
             roots_recorded: self.roots_recorded,
-            newest_root: self.newest_root.clone(),
+            roots: self.roots.iter().cloned().collect(),
+            freeze: self.freeze,
         }
     }
 
-    /// Restored from its state; refuses an entry listed twice or out of order.
+    /// Restored from its state; refuses an entry listed twice or out of order, and roots that
+    /// are not consecutive epochs ending before `roots_recorded`.
     pub fn restore(state: LiabilitiesState) -> Result<Liabilities, String> {
         let mut flows = BTreeMap::new();
         for (key, entry) in state.flows {
@@ -103,10 +192,32 @@ impl Liabilities {
             }
             flows.insert(key, entry);
         }
+        let mut uncredited = BTreeSet::new();
+        for key in state.uncredited {
+            if uncredited.last().is_some_and(|last| *last >= key) {
+                return Err("uncredited deposits out of order".into());
+            }
+            uncredited.insert(key);
+        }
+        let roots: VecDeque<RecordedRoot> = state.roots.into();
+        let consecutive = roots
+            .iter()
+            .zip(roots.iter().skip(1))
+            .all(|(earlier, later)| earlier.record.epoch + 1 == later.record.epoch);
+        if !consecutive
+            || roots
+                .back()
+                .is_some_and(|newest| newest.record.epoch + 1 != state.roots_recorded)
+            || roots.len() > MAX_UNSETTLED_ROOTS + 1
+        {
+            return Err("liability roots are not the consecutive newest epochs".into());
+        }
         Ok(Liabilities {
             flows,
+            uncredited,
             roots_recorded: state.roots_recorded,
-            newest_root: state.newest_root,
+            roots,
+            freeze: state.freeze,
         })
     }
 
@@ -120,9 +231,98 @@ impl Liabilities {
         self.roots_recorded
     }
 
-    /// The newest recorded root.
+    /// The newest recorded root, whoever made it and wherever it stands.
     pub fn newest_root(&self) -> Option<&LiabilityRootRecord> {
-        self.newest_root.as_ref()
+        self.roots.back().map(|root| &root.record)
+    }
+
+    /// The roots kept, oldest first: the newest final root of the venue's, and every root
+    /// after it.
+    pub fn roots(&self) -> impl DoubleEndedIterator<Item = &RecordedRoot> {
+        self.roots.iter()
+    }
+
+    /// A kept root by epoch.
+    pub fn root(&self, epoch: u64) -> Option<&RecordedRoot> {
+        let oldest = self.roots.front()?.record.epoch;
+        self.roots.get(usize::try_from(epoch.checked_sub(oldest)?).ok()?)
+    }
+
+    /// The newest root the venue made that is not vetoed: the one its proofs are served from
+    /// by default (it becomes the exit root if the vault froze now, once final).
+    pub fn newest_venue_root(&self) -> Option<&LiabilityRootRecord> {
+        self.roots
+            .iter()
+            .rev()
+            .find(|root| root.record.origin == RootOrigin::Venue && root.standing != RootStanding::Vetoed)
+            .map(|root| &root.record)
+    }
+
+    /// The newest final root of the venue's.
+    fn newest_final_venue_root(&self) -> Option<&LiabilityRootRecord> {
+        self.roots
+            .iter()
+            .rev()
+            .find(|root| root.record.origin == RootOrigin::Venue && root.standing == RootStanding::Final)
+            .map(|root| &root.record)
+    }
+
+    /// A foreign root that could still become the exit root: not vetoed, and with no final root
+    /// of the venue's after it. While there is one, nothing is paid.
+    pub fn unresolved_foreign_root(&self) -> Option<&LiabilityRootRecord> {
+        let settled_through = self.newest_final_venue_root().map(|root| root.epoch);
+        self.roots
+            .iter()
+            .find(|root| {
+                root.record.origin == RootOrigin::Foreign
+                    && root.standing != RootStanding::Vetoed
+                    && settled_through.is_none_or(|epoch| root.record.epoch > epoch)
+            })
+            .map(|root| &root.record)
+    }
+
+    /// The journal position up to which debited withdrawals may be paid: that of the newest
+    /// final root of the venue's, unless a foreign root could still become the exit root or the
+    /// vault is frozen (then `None`: nothing is paid). A withdrawal paid under this rule is
+    /// counted as debited in every root that can become the exit root, so no exit pays it
+    /// again.
+    pub fn payable_through(&self) -> Option<u64> {
+        if self.freeze.is_some() || self.unresolved_foreign_root().is_some() {
+            return None;
+        }
+        self.newest_final_venue_root().map(|root| root.journal_sequence)
+    }
+
+    /// What a withdrawal debited at journal position `debited_at_sequence` waits for.
+    pub fn withdrawal_wait(&self, debited_at_sequence: u64) -> WithdrawalWait {
+        let covering = self.roots.iter().find(|root| {
+            root.record.origin == RootOrigin::Venue
+                && root.standing != RootStanding::Vetoed
+                && root.record.journal_sequence >= debited_at_sequence
+        });
+        match covering {
+            None => WithdrawalWait::Root,
+            Some(root) if root.standing == RootStanding::Final => WithdrawalWait::Payment,
+            Some(root) => WithdrawalWait::Challenge {
+                payable_after_ms: root.record.final_after_ms,
+            },
+        }
+    }
+
+    /// The vault's freeze, once recorded.
+    pub fn freeze(&self) -> Option<VaultFreeze> {
+        self.freeze
+    }
+
+    /// Every (account, token) with a vault deposit the ledger did not credit.
+    pub fn uncredited(&self) -> impl Iterator<Item = &(Address, LiabilityToken)> {
+        self.uncredited.iter()
+    }
+
+    /// Notes a vault deposit that took its number without being credited: its pair gets a leaf
+    /// in every later tree, so that an exit can pay it back.
+    pub(crate) fn note_uncredited(&mut self, account: Address, token: LiabilityToken) {
+        self.uncredited.insert((account, token));
     }
 
     /// Whether a credit of `amount` fits the account's count (checked before anything changes).
@@ -171,47 +371,113 @@ impl Liabilities {
         }
     }
 
-    /// Records a root the vault committed; it must be the next epoch, at a journal position not
-    /// before the previous root's, with a total for every asset.
+    /// Records a root the vault committed; it must be the next epoch, and a root of the
+    /// venue's must carry a total for every asset.
     pub(crate) fn record_root(
         &mut self,
         record: LiabilityRootRecord,
         asset_count: usize,
     ) -> Result<(), RootOutOfOrder> {
-        if record.epoch != self.roots_recorded {
-            return Err(RootOutOfOrder);
-        }
-        if record.totals.len() != asset_count
-            || self
-                .newest_root
-                .as_ref()
-                .is_some_and(|newest| record.journal_sequence < newest.journal_sequence)
+        if record.epoch != self.roots_recorded
+            || (record.origin == RootOrigin::Venue && record.totals.len() != asset_count)
+            || self.roots.len() > MAX_UNSETTLED_ROOTS
+            || self.freeze.is_some()
         {
             return Err(RootOutOfOrder);
         }
         self.roots_recorded += 1;
-        self.newest_root = Some(record);
+        self.roots.push_back(RecordedRoot {
+            record,
+            standing: RootStanding::Challengeable,
+        });
         Ok(())
     }
 
-    /// Every (account, asset) with a non-zero balance or flow, in account then asset order.
+    /// Records that a root was vetoed, or that it is past its challenge period without a veto
+    /// (final): each once, and final only after every earlier root is settled. A final root of
+    /// the venue's lets go of every root before it.
+    pub(crate) fn settle_root(&mut self, epoch: u64, standing: RootStanding) -> Result<(), RootOutOfOrder> {
+        if standing == RootStanding::Challengeable {
+            return Err(RootOutOfOrder);
+        }
+        let oldest = self.roots.front().ok_or(RootOutOfOrder)?.record.epoch;
+        let index = usize::try_from(epoch.checked_sub(oldest).ok_or(RootOutOfOrder)?).map_err(|_| RootOutOfOrder)?;
+        if self
+            .roots
+            .get(index)
+            .is_none_or(|root| root.standing != RootStanding::Challengeable)
+        {
+            return Err(RootOutOfOrder);
+        }
+        if standing == RootStanding::Final
+            && self
+                .roots
+                .iter()
+                .take(index)
+                .any(|root| root.standing == RootStanding::Challengeable)
+        {
+            return Err(RootOutOfOrder);
+        }
+        self.roots[index].standing = standing;
+        if standing == RootStanding::Final && self.roots[index].record.origin == RootOrigin::Venue {
+            self.roots.drain(..index);
+        }
+        Ok(())
+    }
+
+    /// Records the vault's freeze, once.
+    pub(crate) fn record_freeze(&mut self, freeze: VaultFreeze) -> Result<(), RootOutOfOrder> {
+        if self.freeze.is_some() {
+            return Err(RootOutOfOrder);
+        }
+        self.freeze = Some(freeze);
+        Ok(())
+    }
+
+    /// Every (account, token) with a non-zero balance or flow, or a deposit the vault took and
+    /// the ledger did not credit (a zero entry, unless the pair has one anyway): in account
+    /// order, then the chain's assets in order, then other tokens by address.
     pub fn entries(&self, ledger: &Ledger) -> Vec<LiabilityEntry> {
-        let mut entries = Vec::with_capacity(self.flows.len());
+        let mut entries = Vec::with_capacity(self.flows.len() + self.uncredited.len());
+        let mut uncredited = self.uncredited.iter().peekable();
+        let mut push_uncredited_before =
+            |entries: &mut Vec<LiabilityEntry>, bound: Option<(Address, LiabilityToken)>| {
+                while let Some(&&(account, token)) = uncredited.peek() {
+                    if bound.is_some_and(|bound| (account, token) >= bound) {
+                        break;
+                    }
+                    uncredited.next();
+                    if entries
+                        .last()
+                        .is_none_or(|last: &LiabilityEntry| (last.account, last.token) != (account, token))
+                    {
+                        entries.push(LiabilityEntry {
+                            account,
+                            token,
+                            balance: Amount::ZERO,
+                            flows: AccountFlows::default(),
+                        });
+                    }
+                }
+            };
         for (account, balances) in ledger.accounts_sorted() {
             for (index, balance) in balances.iter().enumerate() {
                 let asset = AssetIndex(u16::try_from(index).expect("assets fit u16"));
                 let flows = self.flows(account, asset);
                 let total = balance.total();
+                let token = LiabilityToken::Asset(asset);
                 if !total.is_zero() || flows != AccountFlows::default() {
+                    push_uncredited_before(&mut entries, Some((*account, token)));
                     entries.push(LiabilityEntry {
                         account: *account,
-                        asset,
+                        token,
                         balance: total,
                         flows,
                     });
                 }
             }
         }
+        push_uncredited_before(&mut entries, None);
         entries
     }
 
@@ -224,16 +490,42 @@ impl Liabilities {
             hasher.update(flows.credited_deposits.units().to_be_bytes());
             hasher.update(flows.debited_withdrawals.units().to_be_bytes());
         }
+        hasher.update((self.uncredited.len() as u64).to_be_bytes());
+        for (account, token) in &self.uncredited {
+            hasher.update(account.as_bytes());
+            match token {
+                LiabilityToken::Asset(asset) => {
+                    hasher.update([0]);
+                    hasher.update(asset.0.to_be_bytes());
+                }
+                LiabilityToken::Unlisted(address) => {
+                    hasher.update([1]);
+                    hasher.update(address.as_bytes());
+                }
+            }
+        }
         hasher.update(self.roots_recorded.to_be_bytes());
-        if let Some(root) = &self.newest_root {
-            hasher.update(root.epoch.to_be_bytes());
-            hasher.update(root.root);
-            hasher.update(root.journal_sequence.to_be_bytes());
-            hasher.update(root.tx_hash);
-            hasher.update(root.block_number.to_be_bytes());
-            hasher.update(root.committed_at_ms.to_be_bytes());
-            for total in &root.totals {
+        hasher.update((self.roots.len() as u64).to_be_bytes());
+        for RecordedRoot { record, standing } in &self.roots {
+            hasher.update(record.epoch.to_be_bytes());
+            hasher.update(record.root);
+            hasher.update(record.journal_sequence.to_be_bytes());
+            hasher.update(record.deposit_count.to_be_bytes());
+            hasher.update(record.tx_hash);
+            hasher.update(record.block_number.to_be_bytes());
+            hasher.update(record.committed_at_ms.to_be_bytes());
+            hasher.update(record.final_after_ms.to_be_bytes());
+            hasher.update([record.origin as u8, *standing as u8]);
+            hasher.update((record.totals.len() as u64).to_be_bytes());
+            for total in &record.totals {
                 hasher.update(total.units().to_be_bytes());
+            }
+        }
+        match self.freeze {
+            None => hasher.update([0]),
+            Some(VaultFreeze { exit_epoch }) => {
+                hasher.update([1]);
+                hasher.update(exit_epoch.map_or(u64::MAX, |epoch| epoch).to_be_bytes());
             }
         }
     }

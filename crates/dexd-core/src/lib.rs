@@ -36,6 +36,8 @@ mod custody_tests;
 #[cfg(test)]
 mod engine_tests;
 #[cfg(test)]
+mod roots_tests;
+#[cfg(test)]
 mod test_support;
 
 pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
@@ -47,7 +49,10 @@ pub use engine::{
 };
 pub use events::{Event, Rejection, Trade};
 pub use ledger::Balance;
-pub use liabilities::{AccountFlows, LiabilitiesState, LiabilityEntry, LiabilityRootRecord};
+pub use liabilities::{
+    AccountFlows, LiabilitiesState, LiabilityEntry, LiabilityRootRecord, LiabilityToken, RecordedRoot, RootOrigin,
+    RootStanding, VaultFreeze, WithdrawalWait, MAX_UNSETTLED_ROOTS,
+};
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 pub use nonces::{Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS};

@@ -88,6 +88,8 @@ pub struct ChainDeposit {
     pub deposit_id: u64,
     /// Who deposited (and is credited).
     pub account: Address,
+    /// The token's contract (the zero address for the native asset).
+    pub token: Address,
     /// The asset, or `None` for a token the chain does not list (recorded, never credited).
     pub asset: Option<AssetIndex>,
     /// What the vault received, or `None` when it does not fit 128 bits (never credited).

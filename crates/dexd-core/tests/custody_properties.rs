@@ -92,6 +92,7 @@ proptest! {
                     let Some(number) = next.checked_add_signed(i64::from(*number_offset)) else { continue };
                     block += 1;
                     Command::CreditChainDeposit(ChainDeposit {
+                        token: Address::from_bytes([0x70; 20]),
                         deposit_id: number,
                         account: account(*index),
                         asset: Some(AssetIndex(*asset)),

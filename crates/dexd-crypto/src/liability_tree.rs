@@ -135,15 +135,34 @@ impl LiabilityTree {
     /// The proof of the entry at `entry` (its position in the slice the tree was built from):
     /// the siblings from its leaf up to the root.
     pub fn proof(&self, entry: usize) -> Option<Vec<[u8; 32]>> {
-        let mut index = *self.leaf_positions.get(entry)?;
-        let mut proof = Vec::new();
-        while index > 0 {
-            let sibling = if index % 2 == 1 { index + 1 } else { index - 1 };
-            proof.push(self.nodes[sibling]);
-            index = (index - 1) / 2;
-        }
-        Some(proof)
+        let position = *self.leaf_positions.get(entry)?;
+        Some(proof_positions(position).map(|sibling| self.nodes[sibling]).collect())
     }
+
+    /// Every node, in the library's array layout (the root first).
+    pub fn nodes(&self) -> &[[u8; 32]] {
+        &self.nodes
+    }
+
+    /// Where the leaf of the entry at `entry` is among [`Self::nodes`].
+    pub fn leaf_position(&self, entry: usize) -> Option<usize> {
+        self.leaf_positions.get(entry).copied()
+    }
+}
+
+/// The positions of a proof's nodes in the library's array layout, for the leaf at `position`:
+/// each node's sibling, from the leaf up to the root's children. A reader that keeps the nodes
+/// elsewhere (a file) builds proofs from these.
+pub fn proof_positions(position: usize) -> impl Iterator<Item = usize> {
+    let mut index = position;
+    std::iter::from_fn(move || {
+        if index == 0 {
+            return None;
+        }
+        let sibling = if index % 2 == 1 { index + 1 } else { index - 1 };
+        index = (index - 1) / 2;
+        Some(sibling)
+    })
 }
 
 /// A level of the tree with at least this many inner nodes is hashed on several threads (below

@@ -43,6 +43,9 @@ pub struct VaultConfig {
     /// (a root whose interval has passed is due; a quiet venue still commits, so that the vault
     /// never becomes freezable while the venue runs).
     pub root_interval_ms: u64,
+    /// At least how many of the newest roots of the venue's keep their tree files (besides every
+    /// root that can still become the exit root), so that their proofs and leaves are served.
+    pub keep_roots: usize,
 }
 
 /// When a block counts as confirmed.

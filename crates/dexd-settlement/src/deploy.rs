@@ -119,10 +119,12 @@ pub struct RootTerms {
 }
 
 impl RootTerms {
-    /// For a venue in production: three days without a root before a freeze, a day to veto.
+    /// For a venue in production: three days without a root before a freeze, an hour to veto
+    /// (withdrawals are paid once a root covering them is past it: a longer period gives a
+    /// guardian more time, and every withdrawal as much more to wait).
     pub const PRODUCTION: RootTerms = RootTerms {
         max_root_age_s: 3 * 24 * 3_600,
-        challenge_period_s: 24 * 3_600,
+        challenge_period_s: 3_600,
         guardian: None,
     };
 
@@ -152,6 +154,16 @@ pub async fn deploy_vault_v2(
     }
     .abi_encode();
     create(node, deployer, with_constructor(&DexdVaultV2::BYTECODE, arguments)).await
+}
+
+/// Lists `tokens` in a version 2 vault (the zero address: the native asset), one transaction
+/// each, from the vault's owner `owner` (`node` is connected to the vault).
+pub async fn list_tokens(node: &Node, owner: &PrivateKeySigner, tokens: &[ChainAddress]) -> Result<(), NodeError> {
+    for token in tokens {
+        let call = crate::vault::DexdVaultV2::listTokenCall { token: *token }.abi_encode();
+        send_and_wait(node, owner, TxKind::Call(node.vault()), call, U256::ZERO).await?;
+    }
+    Ok(())
 }
 
 /// Deploys a test token anyone may mint (for devnets and tests only).

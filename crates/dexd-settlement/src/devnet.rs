@@ -71,6 +71,7 @@ pub async fn set_up(
     let node = Node::connect(rpc_url, vault.address, chain_id, timeout).map_err(NodeError::Refused)?;
     let usdc = deploy::deploy_test_token(&node, funder, "USD Coin (devnet)", "USDC", 6).await?;
     let wbtc = deploy::deploy_test_token(&node, funder, "Wrapped BTC (devnet)", "WBTC", 8).await?;
+    deploy::list_tokens(&node, funder, &[ChainAddress::ZERO, usdc.address, wbtc.address]).await?;
     deploy::send_native(&node, funder, operator.address(), U256::from(OPERATOR_WEI)).await?;
     let mut accounts = Vec::with_capacity(account_count);
     for _ in 0..account_count {

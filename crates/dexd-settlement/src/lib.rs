@@ -66,11 +66,25 @@ pub struct CustodyStatus {
     /// Whether the vault (version 2) was found frozen: it pays exits only, and nothing more is
     /// sent to it.
     pub vault_frozen: bool,
+    /// A root in the vault that the venue did not make and that could still become the exit
+    /// root, said in words: while there is one, no withdrawal is paid.
+    pub foreign_root: Option<String>,
     /// Gas used by the vault transactions the payer sent, by how many withdrawals each paid.
     pub withdrawal_gas: Vec<(usize, u64)>,
     /// What the vault held minus what the venue owed, per asset in its smallest units, at the
     /// reserves task's last check (empty before the first).
     pub reserves_surplus: Vec<(AssetIndex, i128)>,
+}
+
+/// The terms of a version 2 vault's liability roots, read from it once (they are fixed at its
+/// deployment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VaultRootTerms {
+    /// How long, in seconds of chain time, a root may be vetoed after it is committed: a
+    /// withdrawal is paid only once a root covering it is past this.
+    pub challenge_period_s: u64,
+    /// How long without a root before anyone may freeze the vault.
+    pub max_root_age_s: u64,
 }
 
 /// One asset of a vault chain, as custody names it.
@@ -122,6 +136,9 @@ pub struct VaultChain {
     journal_empty_at_start: bool,
     /// Whether [`preflight`]'s checks have passed: until then nothing is credited, paid or sent.
     checked_against_chain: std::sync::atomic::AtomicBool,
+    /// The vault's root terms, once [`preflight`] read them: `None` inside for a version 1
+    /// vault (no roots).
+    root_terms: std::sync::OnceLock<Option<VaultRootTerms>>,
 }
 
 impl VaultChain {
@@ -178,6 +195,24 @@ impl VaultChain {
             Confirmations::Blocks(blocks) => Ok(head.checked_sub(blocks)),
             Confirmations::Finalized => Ok(self.node.finalized_block().await?.map(|block| block.min(head))),
         }
+    }
+
+    /// The vault's root terms: `None` for a version 1 vault, or before [`preflight`] read them.
+    pub fn root_terms(&self) -> Option<VaultRootTerms> {
+        self.root_terms.get().copied().flatten()
+    }
+
+    /// How long a withdrawal may wait before it is paid, at most, in ms: a root is committed
+    /// every `root_interval_ms`, and a withdrawal is paid once one covering it is past the
+    /// vault's challenge period (and the payer's margin on top). A signed withdrawal whose expiry
+    /// is closer than this is refused, and a venue-signed one is given at least this.
+    pub fn withdrawal_wait_ms(&self) -> u64 {
+        let root_wait_ms = self.root_terms().map_or(0, |terms| {
+            self.config
+                .root_interval_ms
+                .saturating_add(terms.challenge_period_s.saturating_mul(1_000))
+        });
+        root_wait_ms.saturating_add(self.config.withdrawal_expiry_margin_ms)
     }
 
     /// Whether the checks against the chain have passed (see [`preflight`]).
@@ -265,6 +300,7 @@ impl Custodians {
                 reserves_reading: tokio::sync::Mutex::new(None),
                 journal_empty_at_start: setup.chain.durable_position().sequence == 0,
                 checked_against_chain: std::sync::atomic::AtomicBool::new(false),
+                root_terms: std::sync::OnceLock::new(),
             });
             match vault_chain.ensure_checked_against_chain().await {
                 Ok(()) => {}

@@ -94,6 +94,19 @@ pub fn without_urls(text: &str) -> String {
     clean
 }
 
+/// One `RootCommitted` event of the vault (version 2): where it is, and the totals it carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootLog {
+    /// The transaction that committed the root.
+    pub tx_hash: B256,
+    /// Its block.
+    pub block_number: u64,
+    /// The tokens, sorted.
+    pub tokens: Vec<ChainAddress>,
+    /// The total of each.
+    pub totals: Vec<U256>,
+}
+
 /// A `Deposited` event as read from the chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DepositLog {
@@ -297,21 +310,32 @@ impl Node {
     }
 
     /// The `RootCommitted` event of a liability root's epoch (vault version 2) in blocks
-    /// `from..=to`: its transaction and block. The caller keeps the range within
+    /// `from..=to`, with its tokens and totals. The caller keeps the range within
     /// `max_log_range_blocks`.
-    pub async fn root_committed_event(
-        &self,
-        epoch: U256,
-        from: u64,
-        to: u64,
-    ) -> Result<Option<(B256, u64)>, NodeError> {
+    pub async fn root_committed_event(&self, epoch: U256, from: u64, to: u64) -> Result<Option<RootLog>, NodeError> {
         let filter = Filter::new()
             .address(self.vault)
             .event_signature(DexdVaultV2::RootCommitted::SIGNATURE_HASH)
             .topic1(B256::from(epoch))
             .from_block(from)
             .to_block(to);
-        self.first_log_position(&filter).await
+        for log in self.provider.get_logs(&filter).await? {
+            if log.removed {
+                continue;
+            }
+            let event = DexdVaultV2::RootCommitted::decode_log(&log.inner)
+                .map_err(|error| NodeError::Unavailable(format!("the node returned an unreadable log: {error}")))?;
+            let (Some(tx_hash), Some(block_number)) = (log.transaction_hash, log.block_number) else {
+                continue;
+            };
+            return Ok(Some(RootLog {
+                tx_hash,
+                block_number,
+                tokens: event.tokens.clone(),
+                totals: event.totals.clone(),
+            }));
+        }
+        Ok(None)
     }
 
     /// The first of the vault's `Withdrawn` events, of any account, in blocks `from..=to`: its

@@ -1,18 +1,22 @@
 //! What custody checks against the chain before it credits or pays anything: that each token's
-//! `decimals()` is the configuration's (and the native asset has 18), and that a journal that
-//! is empty is not started against a vault that has already paid withdrawals (a fresh venue
-//! there would owe again what was paid; the operator restores the journal from its backup).
+//! `decimals()` is the configuration's (and the native asset has 18), that a journal that is
+//! empty is not started against a vault that has already paid withdrawals (a fresh venue there
+//! would owe again what was paid; the operator restores the journal from its backup), and which
+//! version the vault is: version 1 (no roots), or version 2, whose root terms it reads once. A
+//! vault that answers `rootCount()` and not `depositedTokens()` is an earlier draft of version 2
+//! whose exit does not hold; it is refused.
 //!
 //! At start, [`Custodians::start`](crate::Custodians::start) runs the checks once: a mismatch
 //! refuses the start. When the node cannot be reached then, the watcher runs them before its
 //! first scan, and until they pass nothing is credited, paid or sent for a deposit; a mismatch
 //! found then halts custody on the chain. This module changes nothing on the venue.
 
+use alloy::eips::BlockId;
 use alloy::primitives::B256;
 
 use super::node::NodeError;
-use super::vault::chain_address;
-use super::VaultChain;
+use super::vault::{chain_address, DexdVaultV2};
+use super::{VaultChain, VaultRootTerms};
 
 /// The decimals of every EVM chain's native asset (wei).
 const NATIVE_DECIMALS: u32 = 18;
@@ -36,10 +40,69 @@ impl From<NodeError> for PreflightError {
 /// nothing when custody started.
 pub async fn check_against_chain(vault: &VaultChain, journal_empty: bool) -> Result<(), PreflightError> {
     check_decimals(vault).await?;
+    let terms = read_root_terms(vault).await?;
+    let _ = vault.root_terms.set(terms);
     if journal_empty {
         check_nothing_paid(vault).await?;
     }
     Ok(())
+}
+
+/// The vault's root terms (`None` for version 1); an asset the vault does not list is logged,
+/// since its deposits would be refused.
+async fn read_root_terms(vault: &VaultChain) -> Result<Option<VaultRootTerms>, PreflightError> {
+    let latest = BlockId::latest();
+    let node_vault = vault.node.vault();
+    match vault.node.view(node_vault, DexdVaultV2::rootCountCall {}, latest).await {
+        Ok(_) => {}
+        Err(NodeError::Reverted { .. }) => return Ok(None),
+        Err(error) => return Err(error.into()),
+    }
+    match vault
+        .node
+        .view(node_vault, DexdVaultV2::depositedTokensCall {}, latest)
+        .await
+    {
+        Ok(_) => {}
+        Err(NodeError::Reverted { .. }) => {
+            return Err(PreflightError::Refused(format!(
+                "the vault {} has liability roots but not the vault's list of deposited tokens: it is an earlier \
+                 draft of version 2, whose exit does not hold; deploy the current version 2",
+                dexd_crypto::checksummed(&vault.config.vault)
+            )))
+        }
+        Err(error) => return Err(error.into()),
+    }
+    let challenge_period_s = vault
+        .node
+        .view(node_vault, DexdVaultV2::challengePeriodCall {}, latest)
+        .await?;
+    let max_root_age_s = vault
+        .node
+        .view(node_vault, DexdVaultV2::maxRootAgeCall {}, latest)
+        .await?;
+    for asset in &vault.assets {
+        let token = asset
+            .token
+            .as_ref()
+            .map_or(alloy::primitives::Address::ZERO, chain_address);
+        if !vault
+            .node
+            .view(node_vault, DexdVaultV2::listedCall { token }, latest)
+            .await?
+        {
+            tracing::error!(
+                chain_id = vault.chain_id,
+                asset = asset.symbol,
+                "the vault does not list this asset's token: its deposits are refused until the owner lists it \
+                 (dexd vault list-token)"
+            );
+        }
+    }
+    Ok(Some(VaultRootTerms {
+        challenge_period_s,
+        max_root_age_s,
+    }))
 }
 
 async fn check_decimals(vault: &VaultChain) -> Result<(), PreflightError> {

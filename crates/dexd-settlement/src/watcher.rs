@@ -275,6 +275,7 @@ impl Watcher {
             commands.push(Command::CreditChainDeposit(ChainDeposit {
                 deposit_id,
                 account: venue_address(&log.account),
+                token: venue_address(&log.token),
                 asset: vault.asset_of_token(&log.token),
                 amount: u128::try_from(log.amount).ok().map(Amount::from_units),
                 tx_hash: log.tx_hash.0,

@@ -28,8 +28,9 @@ pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 /// ([`ORDER_ID_INDEX_RUN`]); version 6 keeps each transfer once, in its latest state (vault
 /// transfers change status), keyed by account, kind and id; version 7 indexes each trade under
 /// its two accounts (`account_trades`, for `/order/accountTrades`); version 8 keeps the
-/// liability roots the vault committed (`liability_roots`, by epoch).
-pub(super) const HISTORY_SCHEMA_VERSION: usize = 8;
+/// liability roots the vault committed (`liability_roots`, by epoch); version 9 keeps where each
+/// root stands (challengeable, vetoed, final) beside it.
+pub(super) const HISTORY_SCHEMA_VERSION: usize = 9;
 
 /// The history's schema, created whole in a new file. Closed orders are written once, in the
 /// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
@@ -55,7 +56,8 @@ pub(super) const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY
          time_ms INTEGER NOT NULL, record BLOB NOT NULL, transfer_id BLOB NOT NULL);
      CREATE INDEX transfers_by_account ON transfers (account, kind, number);
      CREATE UNIQUE INDEX transfers_by_id ON transfers (account, kind, transfer_id);
-     CREATE TABLE liability_roots (epoch INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, record BLOB NOT NULL);";
+     CREATE TABLE liability_roots (
+         epoch INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, record BLOB NOT NULL, standing INTEGER NOT NULL);";
 /// Opens (creating or rebuilding when needed) the history of the journal `journal_id`.
 pub(super) fn open_history(
     path: &Path,

@@ -226,6 +226,14 @@ pub(crate) fn execute_journaled(
     events: &mut Vec<dexd_core::Event>,
 ) -> Result<(), StoreError> {
     events.clear();
+    // The engine counts the commands it applied: a journaled command must come right after them.
+    if engine.journal_sequence() + 1 != journaled.sequence {
+        return Err(StoreError::Inconsistent(format!(
+            "journaled command {} follows an engine at position {}",
+            journaled.sequence,
+            engine.journal_sequence()
+        )));
+    }
     let claim = journaled.authorization.as_ref().and_then(Authorization::claim);
     engine
         .execute_signed(journaled.command, claim, journaled.time_ms, events)

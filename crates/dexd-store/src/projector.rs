@@ -99,8 +99,11 @@ impl Projector {
                 "INSERT INTO transfers (account, kind, time_ms, record, transfer_id) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (account, kind, transfer_id) DO UPDATE SET record = excluded.record",
             )?;
-            let mut insert_root = transaction
-                .prepare_cached("INSERT INTO liability_roots (epoch, time_ms, record) VALUES (?1, ?2, ?3)")?;
+            let mut insert_root = transaction.prepare_cached(
+                "INSERT INTO liability_roots (epoch, time_ms, record, standing) VALUES (?1, ?2, ?3, 0)",
+            )?;
+            let mut settle_root =
+                transaction.prepare_cached("UPDATE liability_roots SET standing = ?2 WHERE epoch = ?1")?;
             for event in batch.iter().flat_map(|entry| entry.events.iter()) {
                 match event {
                     Event::TradeExecuted(trade) => {
@@ -135,7 +138,10 @@ impl Projector {
                             codec::encode_root_record(record)
                         ])?;
                     }
-                    Event::OrderUpdated(_) | Event::BalanceUpdated { .. } => {}
+                    Event::LiabilityRootSettled { epoch, standing } => {
+                        settle_root.execute(params![to_sql_integer(*epoch), *standing as u8])?;
+                    }
+                    Event::OrderUpdated(_) | Event::BalanceUpdated { .. } | Event::VaultFrozen(_) => {}
                 }
             }
             if run_due {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dexd_core::{Address, LiabilityRootRecord, OrderId, OrderStatus, PairIndex, Trade, Transfer, TransferKind};
+use dexd_core::{Address, OrderId, OrderStatus, PairIndex, RecordedRoot, RootStanding, Trade, Transfer, TransferKind};
 use parking_lot::{Mutex, RwLock};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -176,35 +176,37 @@ impl StoreReader {
         })
     }
 
-    /// The liability roots the vault committed, newest first. The cursor is the epoch.
-    pub fn liability_roots(&self, request: PageRequest) -> Result<Page<LiabilityRootRecord>, StoreError> {
+    /// The liability roots the vault committed, newest first, each with where it stands. The
+    /// cursor is the epoch.
+    pub fn liability_roots(&self, request: PageRequest) -> Result<Page<RecordedRoot>, StoreError> {
         let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT record, epoch FROM liability_roots
+                "SELECT record, epoch, standing FROM liability_roots
                  WHERE time_ms >= ?1 AND time_ms <= ?2 AND epoch < ?3
                  ORDER BY epoch DESC LIMIT ?4",
             )?;
             let rows = statement.query_map(
                 params![window.start_ms, window.end_ms, window.before, window.fetch],
-                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?)),
+                |row| Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, i64>(1)?, row.get::<_, u8>(2)?)),
             )?;
             let mut items = Vec::new();
             for row in rows {
-                let (record, epoch) = row?;
-                items.push((codec::decode_root_record(&record)?, epoch as u64));
+                let (record, epoch, standing) = row?;
+                items.push((recorded_root(&record, standing)?, epoch as u64));
             }
             Ok(page(items, request.limit))
         })
     }
 
     /// The liability root of one epoch, if the vault committed it and the history holds it.
-    pub fn liability_root(&self, epoch: u64) -> Result<Option<LiabilityRootRecord>, StoreError> {
+    pub fn liability_root(&self, epoch: u64) -> Result<Option<RecordedRoot>, StoreError> {
         self.with_connection(|connection| {
-            let mut statement = connection.prepare_cached("SELECT record FROM liability_roots WHERE epoch = ?1")?;
+            let mut statement =
+                connection.prepare_cached("SELECT record, standing FROM liability_roots WHERE epoch = ?1")?;
             let mut rows = statement.query([to_sql_integer(epoch)])?;
             match rows.next()? {
-                Some(row) => Ok(Some(codec::decode_root_record(&row.get::<_, Vec<u8>>(0)?)?)),
+                Some(row) => Ok(Some(recorded_root(&row.get::<_, Vec<u8>>(0)?, row.get(1)?)?)),
                 None => Ok(None),
             }
         })
@@ -351,4 +353,18 @@ fn trade_page(
         items.push((codec::decode_trade(&record)?, trade_id as u64));
     }
     Ok(page(items, limit))
+}
+
+/// A root's row: its record and where it stands.
+fn recorded_root(record: &[u8], standing: u8) -> Result<RecordedRoot, StoreError> {
+    let standing = match standing {
+        0 => RootStanding::Challengeable,
+        1 => RootStanding::Vetoed,
+        2 => RootStanding::Final,
+        _ => return Err(StoreError::Inconsistent(format!("a root's standing is {standing}"))),
+    };
+    Ok(RecordedRoot {
+        record: codec::decode_root_record(record)?,
+        standing,
+    })
 }

@@ -39,7 +39,9 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// is BLAKE3 (version 1's was SHA3-256). Version 3: the resting orders come last, a section per
 /// pair, each order beside its signature, after the length of the state before them. Version
 /// 4: agents and switches. Version 5: the accounts' flows through the vault and the newest root.
-pub const SNAPSHOT_FILE_VERSION: u32 = 5;
+/// Version 6: the engine's journal position, each pending withdrawal's debit position, the
+/// uncredited deposits, every root not settled behind a final one and the vault's freeze.
+pub const SNAPSHOT_FILE_VERSION: u32 = 6;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;

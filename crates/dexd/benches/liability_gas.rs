@@ -5,7 +5,8 @@
 //!   withdrawal: version 2 also counts them per account and token;
 //! - `commitRoot` for trees of 10, 10,000 and 1,000,000 leaves (three tokens): the root is one
 //!   word whatever the tree, so its gas must not grow with the accounts;
-//! - `exit` with the proof of a leaf in each of those trees (a proof is log2 of the leaves).
+//! - `exit` with the proof of a leaf in each of those trees (a proof is log2 of the leaves), and
+//!   the all-zero exit of a deposit no root covers.
 //!
 //! `cargo bench -p dexd --bench liability_gas`
 
@@ -114,6 +115,9 @@ async fn main() {
     );
     let node_one = Node::connect(&anvil.endpoint(), version_one.address, chain_id, timeout).unwrap();
     let node_two = Node::connect(&anvil.endpoint(), version_two.address, chain_id, timeout).unwrap();
+    deploy::list_tokens(&node_two, &deployer, &[ChainAddress::ZERO, usdc])
+        .await
+        .unwrap();
     let one = transfer_gas(&node_one, &user, &operator, usdc, chain_id).await;
     let two = transfer_gas(&node_two, &user, &operator, usdc, chain_id).await;
     let names = [
@@ -138,6 +142,7 @@ async fn main() {
         .await
         .unwrap()
         .address;
+    deploy::list_tokens(&node_two, &deployer, &[wbtc]).await.unwrap();
     let mut tokens = vec![ChainAddress::ZERO, usdc, wbtc];
     tokens.sort();
     let mut exits = Vec::new();
@@ -168,6 +173,7 @@ async fn main() {
         let commit = DexdVaultV2::commitRootCall {
             root: FixedBytes(tree.root()),
             journalSequence: sequence,
+            depositCount_: U256::from(4),
             tokens: tokens.clone(),
             totals,
         }
@@ -182,7 +188,12 @@ async fn main() {
             .await
             .unwrap();
         let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, timeout).unwrap();
+        deploy::list_tokens(&node, &deployer, &[ChainAddress::ZERO, usdc])
+            .await
+            .unwrap();
         transfer_gas(&node, &user, &operator, usdc, chain_id).await;
+        let mut listed = vec![ChainAddress::ZERO, usdc];
+        listed.sort();
         // The same tree's root, from the leaf and its proof.
         let root = proof.iter().fold(leaf.hash(), |node, sibling| {
             dexd_crypto::liability_tree::hash_pair(&node, sibling)
@@ -190,8 +201,9 @@ async fn main() {
         let commit = DexdVaultV2::commitRootCall {
             root: FixedBytes(root),
             journalSequence: 1,
-            tokens: vec![],
-            totals: vec![],
+            depositCount_: U256::from(4),
+            tokens: listed.clone(),
+            totals: vec![U256::ZERO; 2],
         }
         .abi_encode();
         call(&node, &operator, fresh.address, commit, U256::ZERO).await;
@@ -221,4 +233,67 @@ async fn main() {
             proof.len()
         );
     }
+    all_zero_exit_gas(
+        &anvil,
+        &bootstrap,
+        (&deployer, &operator),
+        &signer(&anvil, 3),
+        usdc,
+        terms,
+    )
+    .await;
+}
+
+/// The all-zero exit of an account whose only deposit came after the exit root.
+async fn all_zero_exit_gas(
+    anvil: &alloy::node_bindings::AnvilInstance,
+    bootstrap: &Node,
+    (deployer, operator): (&PrivateKeySigner, &PrivateKeySigner),
+    late: &PrivateKeySigner,
+    usdc: ChainAddress,
+    terms: RootTerms,
+) {
+    let chain_id = anvil.chain_id();
+    let fresh = deploy::deploy_vault_v2(bootstrap, deployer, deployer.address(), operator.address(), terms)
+        .await
+        .unwrap();
+    let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, Duration::from_secs(30)).unwrap();
+    deploy::list_tokens(&node, deployer, &[usdc]).await.unwrap();
+    let commit = DexdVaultV2::commitRootCall {
+        root: FixedBytes([1; 32]),
+        journalSequence: 1,
+        depositCount_: U256::ZERO,
+        tokens: vec![],
+        totals: vec![],
+    }
+    .abi_encode();
+    call(&node, operator, fresh.address, commit, U256::ZERO).await;
+    deploy::mint(&node, deployer, usdc, late.address(), U256::from(1_000_000u64))
+        .await
+        .unwrap();
+    deploy::deposit_from_wallet(&node, late, Some(usdc), U256::from(1_000_000u64))
+        .await
+        .unwrap();
+    node.raw_request("evm_increaseTime", serde_json::json!([terms.max_root_age_s + 1]))
+        .await
+        .unwrap();
+    call(
+        &node,
+        late,
+        fresh.address,
+        DexdVaultV2::freezeCall {}.abi_encode(),
+        U256::ZERO,
+    )
+    .await;
+    let exit = DexdVaultV2::exitCall {
+        account: late.address(),
+        token: usdc,
+        balance: U256::ZERO,
+        creditedDeposits: U256::ZERO,
+        debitedWithdrawals: U256::ZERO,
+        proof: Vec::new(),
+    }
+    .abi_encode();
+    let gas = call(&node, late, fresh.address, exit, U256::ZERO).await.gas_used;
+    println!("exit, all-zero leaf of a deposit after the exit root: {gas} gas");
 }

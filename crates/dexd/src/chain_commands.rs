@@ -1,5 +1,6 @@
-//! The chain subcommands of the `dexd` binary: `dexd vault deploy|set-operator|pause|unpause|
-//! status` for an operator on any chain, and `dexd devnet-setup` for a local devnet. Keys are
+//! The chain subcommands of the `dexd` binary: `dexd vault deploy|list-token|set-operator|veto|
+//! pause|unpause|status` for an operator on any chain, and `dexd devnet-setup` for a local
+//! devnet. Keys are
 //! read from files or environment variables, never from the command line (which other users of
 //! the machine can read); they are used to sign and never printed.
 
@@ -15,7 +16,7 @@ use dexd_crypto::{checksummed, parse_address};
 use dexd_settlement::config::OperatorKeySource;
 use dexd_settlement::node::Node;
 use dexd_settlement::operator_key::read_operator_key;
-use dexd_settlement::vault::{chain_address, venue_address, DexdVault};
+use dexd_settlement::vault::{chain_address, venue_address, DexdVault, DexdVaultV2};
 use dexd_settlement::{deploy, devnet};
 
 /// Where a key comes from on the command line.
@@ -58,12 +59,40 @@ pub enum VaultCommand {
         /// Seconds without a root before anyone may freeze the vault (default: three days).
         #[arg(long, default_value_t = deploy::RootTerms::PRODUCTION.max_root_age_s)]
         max_root_age_s: u64,
-        /// Seconds the guardian may veto a root; shorter than --max-root-age-s (default: a day).
+        /// Seconds a root may be vetoed after it is committed; shorter than --max-root-age-s
+        /// (default: an hour). Withdrawals are paid once a root covering them is past it.
         #[arg(long, default_value_t = deploy::RootTerms::PRODUCTION.challenge_period_s)]
         challenge_period_s: u64,
-        /// Who may veto a root during its challenge period; default: nobody.
+        /// Who besides the owner may veto a root during its challenge period (an auditor acting
+        /// as guardian); default: nobody else.
         #[arg(long)]
         guardian: Option<String>,
+        /// A token the vault takes deposits of, `native` for the chain's native asset; repeat
+        /// it for each (signed by the owner, so only with the owner's key).
+        #[arg(long = "list-token")]
+        list_tokens: Vec<String>,
+        #[command(flatten)]
+        key: KeyArguments,
+    },
+    /// List a token the vault takes deposits of, `native` for the chain's native asset (the
+    /// owner's key). A listing is for good.
+    ListToken {
+        #[command(flatten)]
+        target: VaultTarget,
+        /// The token's address, or `native`.
+        #[arg(long)]
+        token: String,
+        #[command(flatten)]
+        key: KeyArguments,
+    },
+    /// Veto a liability root within its challenge period (the owner's or the guardian's key):
+    /// how an operator undoes a root a stolen operator key planted.
+    Veto {
+        #[command(flatten)]
+        target: VaultTarget,
+        /// The root's epoch.
+        #[arg(long)]
+        epoch: u64,
         #[command(flatten)]
         key: KeyArguments,
     },
@@ -91,7 +120,7 @@ pub enum VaultCommand {
         #[command(flatten)]
         key: KeyArguments,
     },
-    /// Print the vault's owner, operator, pause state and deposit count as JSON.
+    /// Print the vault's owner, operator, pause state, deposit count and roots as JSON.
     Status {
         #[command(flatten)]
         target: VaultTarget,
@@ -131,6 +160,15 @@ pub struct DevnetSetup {
     /// The URL dexd will serve at, recorded in devnet.json.
     #[arg(long)]
     dexd_url: Option<String>,
+}
+
+/// A token on the command line: an address, or `native` (the zero address).
+fn token_argument(text: &str) -> Result<ChainAddress, String> {
+    if text.eq_ignore_ascii_case("native") {
+        Ok(ChainAddress::ZERO)
+    } else {
+        address_argument(text, "token")
+    }
 }
 
 pub(crate) fn address_argument(text: &str, name: &str) -> Result<ChainAddress, String> {
@@ -174,9 +212,14 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
             max_root_age_s,
             challenge_period_s,
             guardian,
+            list_tokens,
             key,
         } => {
             let signer = key.signer()?;
+            let list_tokens = list_tokens
+                .iter()
+                .map(|token| token_argument(token))
+                .collect::<Result<Vec<_>, String>>()?;
             let operator = address_argument(&operator, "operator")?;
             let owner = match owner {
                 Some(owner) => address_argument(&owner, "owner")?,
@@ -196,6 +239,17 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
             let deployed = deploy::deploy_vault_v2(&node, &signer, owner, operator, terms)
                 .await
                 .map_err(|error| error.to_string())?;
+            if !list_tokens.is_empty() {
+                if owner != signer.address() {
+                    return Err(
+                        "--list-token needs the owner's key: list the tokens with dexd vault list-token".into(),
+                    );
+                }
+                let node = connect(&rpc_url, deployed.address).await?;
+                deploy::list_tokens(&node, &signer, &list_tokens)
+                    .await
+                    .map_err(|error| error.to_string())?;
+            }
             Ok(serde_json::json!({
                 "vault": checksummed(&venue_address(&deployed.address)),
                 "block": deployed.block_number,
@@ -211,6 +265,21 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
                 &target,
                 &key,
                 DexdVault::setOperatorCall { newOperator: operator }.abi_encode(),
+            )
+            .await
+        }
+        VaultCommand::ListToken { target, token, key } => {
+            let token = token_argument(&token)?;
+            owner_call(&target, &key, DexdVaultV2::listTokenCall { token }.abi_encode()).await
+        }
+        VaultCommand::Veto { target, epoch, key } => {
+            owner_call(
+                &target,
+                &key,
+                DexdVaultV2::vetoCall {
+                    epoch: U256::from(epoch),
+                }
+                .abi_encode(),
             )
             .await
         }

@@ -70,6 +70,8 @@ struct Started {
     streams: Arc<api::streams::Streams>,
     /// The dead man's switches' timers (stopped when dropped).
     switches: venue::switches::SwitchTimers,
+    /// The keepers of the liability trees' files (stopped when dropped).
+    _tree_keepers: venue::liabilities::TreeKeepers,
     /// The built-in demo market, when `--demo` asked for it.
     demo: Option<demo::Demo>,
 }
@@ -123,6 +125,7 @@ fn start_in_background(
         };
         let streams = Arc::new(api::streams::Streams::start(&venue));
         let switches = venue::switches::SwitchTimers::start(&venue);
+        let tree_keepers = venue::liabilities::TreeKeepers::start(&venue);
         let journal = venue.config.journal.clone();
         let cluster = match blocking_start(move || cluster::Cluster::join(&journal, listening_url)).await {
             Ok(cluster) => Arc::new(cluster),
@@ -151,6 +154,7 @@ fn start_in_background(
             custody,
             streams,
             switches,
+            _tree_keepers: tree_keepers,
             demo: demo.then(|| demo::Demo::start(&app)),
         });
         let _ = ready.set(router);

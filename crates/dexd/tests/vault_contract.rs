@@ -101,6 +101,9 @@ async fn deposits_emit_numbered_events_for_what_arrived() {
     let fee_token = deploy::deploy_fee_on_transfer_token(&chain.node, &chain.deployer)
         .await
         .unwrap();
+    deploy::list_tokens(&chain.node, &chain.deployer, &[fee_token.address])
+        .await
+        .unwrap();
     deploy::mint(
         &chain.node,
         &chain.deployer,
@@ -402,6 +405,9 @@ async fn a_token_that_reenters_the_vault_during_a_transfer_is_stopped() {
     let chain = TestChain::start().await;
     let alice = &chain.users[0];
     let token = deploy::deploy_reentrant_token(&chain.node, &chain.deployer)
+        .await
+        .unwrap();
+    deploy::list_tokens(&chain.node, &chain.deployer, &[token.address])
         .await
         .unwrap();
     deploy::mint(

@@ -510,6 +510,7 @@ async fn a_block_credited_in_part_before_a_crash_is_credited_in_full_after_it() 
         let credit = dexd_core::Command::CreditChainDeposit(dexd_core::ChainDeposit {
             deposit_id: 0,
             account: venue_address(&first.account),
+            token: venue_address(&first.token),
             asset: Some(dexd_core::AssetIndex(eth as u16)),
             amount: Some(dexd_core::Amount::from_units(ETH_UNIT / 4)),
             tx_hash: first.tx_hash.0,

@@ -20,6 +20,7 @@ impl Engine {
         let mut hasher = StateHasher::new();
         hasher.update(self.next_order_sequence.to_be_bytes());
         hasher.update(self.next_trade_id.to_be_bytes());
+        hasher.update(self.journal_sequence.to_be_bytes());
         for (address, balances) in self.ledger.accounts_sorted() {
             hasher.update(address.as_bytes());
             for balance in balances {

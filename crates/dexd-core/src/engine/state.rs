@@ -40,6 +40,8 @@ pub struct EngineState {
     pub next_trade_id: u64,
     /// The time of the last applied command.
     pub last_time_ms: u64,
+    /// The journal position of the last applied command.
+    pub journal_sequence: u64,
     /// Every account in slot order, with its balance in each asset.
     pub accounts: Vec<(Address, Vec<Balance>)>,
     /// Deposits minus withdrawals of each asset.
@@ -85,6 +87,7 @@ impl Engine {
             next_order_sequence: self.next_order_sequence,
             next_trade_id: self.next_trade_id,
             last_time_ms: self.last_time_ms,
+            journal_sequence: self.journal_sequence,
             accounts: self
                 .ledger
                 .accounts_in_slot_order()
@@ -166,6 +169,7 @@ impl Engine {
         engine.next_order_sequence = state.next_order_sequence;
         engine.next_trade_id = state.next_trade_id;
         engine.last_time_ms = state.last_time_ms;
+        engine.journal_sequence = state.journal_sequence;
         engine.nonces = NonceRegistry::restore(
             config.limits.max_live_nonces,
             config.limits.max_live_nonces_per_account,

@@ -113,7 +113,7 @@ impl Payer {
                     tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a liability root's transaction reverted; a root is sent again when due")
                 }
             }
-            self.roots.mined(None);
+            self.roots.reverted();
             self.in_flight = None;
             return Ok(());
         }
@@ -121,7 +121,6 @@ impl Payer {
             // Mined: the nonce is spent and withdrawals may go on. The root is recorded from the
             // vault once it holds it with `confirmations` on top (and sent again, when due, if
             // a reorganisation takes it away).
-            self.roots.mined(Some((hash, receipt.block_number)));
             self.in_flight = None;
             return Ok(());
         }

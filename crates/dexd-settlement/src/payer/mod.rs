@@ -1,7 +1,12 @@
 //! The withdrawal payer of one vault chain.
 //!
 //! Every poll it takes the oldest pending withdrawals (up to the chain's batch size) whose debit
-//! the journal holds (never one the engine holds and a failed append may take back) and, before
+//! the journal holds (never one the engine holds and a failed append may take back) and, on a
+//! vault with liability roots, that a final root of the venue's covers (a root built at or after
+//! the debit, past its challenge period without a veto: so the exit root, which is that root or
+//! a later one, counts the payment, and no trader is paid a withdrawal and exits the balance it
+//! came from too); none while a foreign root could still become the exit root, or the vault is
+//! frozen ([`roots`]). Before
 //! any send, asks the vault which are already paid: those are confirmed once their `Withdrawn`
 //! event has `confirmations` blocks on top, whatever transaction paid them (one sent before a
 //! crash included). A withdrawal whose authorization expired unpaid, as a block with
@@ -86,6 +91,9 @@ struct Payer {
     /// The liability roots sent and recorded.
     roots: roots::Roots,
 }
+
+/// A pending withdrawal the payer looks at, and whether a final root covers it.
+type Candidate = (WithdrawalKey, PendingWithdrawal, bool);
 
 /// Runs the payer until `stop`.
 pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch::Receiver<bool>) {
@@ -187,6 +195,8 @@ impl Payer {
         let Some(batch) = self.durable_candidates(vault).await else {
             return Ok(());
         };
+        // Without roots (version 1) every durable withdrawal may be paid.
+        let has_roots = vault.root_terms().is_some();
         let head = vault.node.head().await?;
         let confirmed_block = vault.confirmed_head(head).await?.unwrap_or(0);
         let confirmed_time_ms = match vault.node.block(confirmed_block).await? {
@@ -195,18 +205,20 @@ impl Payer {
         };
         let ids: Vec<(ChainAddress, U256)> = batch
             .iter()
-            .map(|(key, _)| (chain_address(&key.account), withdrawal_id(key)))
+            .map(|(key, _, _)| (chain_address(&key.account), withdrawal_id(key)))
             .collect();
         let paid = vault.node.withdrawn_many(&ids, BlockId::latest()).await?;
         let mut payable = Vec::new();
-        for ((key, pending), already_paid) in batch.into_iter().zip(paid) {
+        for ((key, pending, covered), already_paid) in batch.into_iter().zip(paid) {
             // A node error about one withdrawal holds up that one only.
             let settled = if already_paid {
                 self.confirm_paid(vault, &key, &pending, (head, confirmed_block)).await
             } else if confirmed_time_ms > pending.expiry_ms {
                 fail_if_unpaid_at(vault, key, confirmed_block).await
             } else {
-                payable.push((key, pending));
+                if covered || !has_roots {
+                    payable.push((key, pending));
+                }
                 Ok(())
             };
             match settled {
@@ -247,26 +259,36 @@ impl Payer {
     }
 
     /// The oldest pending withdrawals (up to the batch size) whose debit the journal holds,
-    /// leaving out those set aside (unless past their expiry: then they come back, to be
-    /// failed). `None` when there are none, or the journal did not catch up in time.
-    async fn durable_candidates(&mut self, vault: &VaultChain) -> Option<Vec<(WithdrawalKey, PendingWithdrawal)>> {
+    /// each with whether a final root of the venue's covers it, leaving out those set aside and
+    /// those not covered (unless past their expiry: then they come back, to be failed). `None`
+    /// when there are none, or the journal did not catch up in time.
+    async fn durable_candidates(&mut self, vault: &VaultChain) -> Option<Vec<Candidate>> {
         let now = Instant::now();
         self.set_aside.retain(|_, until| *until > now);
         let now_ms = dexd_store::now_ms();
         let set_aside = &self.set_aside;
+        let has_roots = vault.root_terms().is_some();
         // Only withdrawals whose debit is journaled: the engine holds a batch before the journal
         // does, and a failed append takes it back, so paying from a plain read could pay what
         // was never debited.
         let batch = vault
             .read_durable_engine(
                 |engine| {
+                    let payable_through = engine.custody().liabilities().payable_through();
                     engine
                         .custody()
                         .pending_withdrawals()
-                        .filter(|(key, pending)| !set_aside.contains_key(key) || pending.expiry_ms < now_ms)
+                        .map(|(key, pending)| {
+                            let covered = payable_through.is_some_and(|through| pending.debited_at_sequence <= through);
+                            (key, pending, covered)
+                        })
+                        .filter(|(key, pending, covered)| {
+                            let expired = pending.expiry_ms < now_ms;
+                            ((*covered || !has_roots) && !set_aside.contains_key(key)) || expired
+                        })
                         .take(vault.config.max_withdrawals_per_transaction)
-                        .map(|(key, pending)| (*key, pending.clone()))
-                        .collect::<Vec<(WithdrawalKey, PendingWithdrawal)>>()
+                        .map(|(key, pending, covered)| (*key, pending.clone(), covered))
+                        .collect::<Vec<Candidate>>()
                 },
                 Duration::from_millis(DURABLE_READ_WAIT_MS),
             )

@@ -1,46 +1,51 @@
 //! The liability roots, committed by the payer (the operator's key sends both, and its
-//! transactions form one sequence of nonces): every `root_interval_ms` the tree at the journal's
-//! durable end is built off the writer's path and its root sent as `commitRoot` with the totals
-//! per token, as one more transaction in flight; once the vault holds a root with `confirmations`
-//! on top, it is journaled as `RecordLiabilityRoot`, with what the venue rebuilt at that journal
-//! position (its totals), and only if its root is the venue's own.
+//! transactions form one sequence of nonces), and the vault's facts about roots, journaled:
 //!
-//! What the vault holds and the journal lacks is recorded from the vault, whoever sent it: after
-//! a crash between the commit and its record, the next leader finds the root there, its
-//! transaction by its `RootCommitted` event, and rebuilds the same tree from the journal. A
-//! vault of version 1 has no roots: nothing is committed. A frozen vault is never sent anything.
+//! - every `root_interval_ms` the tree at the journal's durable end is built off the writer's
+//!   path and its root sent as `commitRoot`, with how many of the vault's deposits it covers and
+//!   the totals per token, as one more transaction in flight;
+//! - every root the vault holds with `confirmations` on top is journaled in epoch order as
+//!   `RecordLiabilityRoot`, whoever sent it: as the venue's own when the venue's tree at the
+//!   root's journal position has its root, deposit count and totals, as foreign otherwise (a
+//!   stolen operator key, a bug: reported at error level, and no withdrawal is paid while it could
+//!   become the exit root); the committer goes on committing its own roots after it;
+//! - a root the confirmed chain shows vetoed, or past its challenge period without a veto, is
+//!   journaled as such (`SettleLiabilityRoot`): a withdrawal is paid only once a final root of
+//!   the venue's covers its debit ([`dexd_core::Engine::custody`]'s `payable_through`);
+//! - the freeze, once confirmed, is journaled (`RecordVaultFreeze`): the chain then takes no
+//!   order, deposit or withdrawal. A frozen vault is never sent anything.
+//!
+//! After a crash between a commit and its record, the next leader finds the root in the vault,
+//! its transaction by its `RootCommitted` event (found by the block of the root's time, at any
+//! age), and rebuilds the same tree from the journal. A vault of version 1 has no roots: nothing
+//! is committed, and withdrawals are paid as soon as they are durable.
 
 use std::time::Instant;
 
 use alloy::eips::{BlockId, BlockNumberOrTag};
-use alloy::primitives::{FixedBytes, B256, U256};
+use alloy::primitives::{FixedBytes, U256};
 use alloy::sol_types::SolCall;
-use dexd_core::{Command, LiabilityRootRecord};
+use dexd_core::{Command, LiabilityRootRecord, RootOrigin, RootStanding, VaultFreeze};
 
 use super::in_flight::{FlightPurpose, InFlight};
 use super::{submit, PayError, Payer};
-use crate::node::NodeError;
-use crate::vault::DexdVaultV2;
-use crate::VaultChain;
+use crate::liabilities::TreeAtPosition;
+use crate::node::{NodeError, RootLog};
+use crate::vault::{chain_address, DexdVaultV2};
+use crate::{VaultChain, VaultRootTerms};
 
 /// The most roots recorded from the vault in one poll (a backlog is worked off over polls).
 pub const MAX_ROOTS_RECORDED_PER_POLL: u64 = 16;
 
-/// How far back from the head a root's `RootCommitted` event is looked for, when the root was
-/// not sent by this leadership.
-pub const ROOT_EVENT_LOOKBACK_BLOCKS: u64 = 100_000;
+/// The most roots whose veto or finality is read in one poll.
+pub const MAX_ROOTS_SETTLED_PER_POLL: usize = 64;
 
 /// What the payer knows of roots.
 pub(super) struct Roots {
-    /// Whether the vault is version 2; `None` until asked.
-    has_roots: Option<bool>,
     /// From when the first root of this run is counted due, when none is recorded yet.
     started: Instant,
-    /// The root sent and not yet recorded: its root, position, and once mined its transaction
-    /// and block.
+    /// The root sent and not yet recorded.
     sent: Option<SentRoot>,
-    /// Why the vault's roots cannot be recorded (a root the venue cannot reproduce): roots stop.
-    refused: Option<String>,
     /// Not before this is a root sent again, after the vault refused one.
     not_before: Option<Instant>,
 }
@@ -49,7 +54,6 @@ pub(super) struct Roots {
 pub(super) struct SentRoot {
     pub(super) root: [u8; 32],
     pub(super) journal_sequence: u64,
-    pub(super) mined: Option<(B256, u64)>,
     /// When it was sent: a root the vault does not show within [`SENT_ROOT_FORGOTTEN_AFTER_MS`]
     /// (or the interval, if longer) is forgotten, and a new one sent when due.
     pub(super) sent_at: Instant,
@@ -62,10 +66,8 @@ pub const SENT_ROOT_FORGOTTEN_AFTER_MS: u64 = 600_000;
 impl Roots {
     pub(super) fn new() -> Roots {
         Roots {
-            has_roots: None,
             started: Instant::now(),
             sent: None,
-            refused: None,
             not_before: None,
         }
     }
@@ -75,16 +77,9 @@ impl Roots {
         self.sent = None;
     }
 
-    /// The root in flight was mined in a transaction that succeeded (or reverted: `None`).
-    pub(super) fn mined(&mut self, mined: Option<(B256, u64)>) {
-        match mined {
-            Some(mined) => {
-                if let Some(sent) = self.sent.as_mut() {
-                    sent.mined = Some(mined);
-                }
-            }
-            None => self.sent = None,
-        }
+    /// The root in flight reverted: a root is sent again when due.
+    pub(super) fn reverted(&mut self) {
+        self.sent = None;
     }
 }
 
@@ -98,48 +93,50 @@ pub(super) enum RootsPoll {
     Frozen,
 }
 
+/// The confirmed block the vault's facts are read at, and its time in seconds.
+#[derive(Clone, Copy)]
+struct Confirmed {
+    head: u64,
+    block: u64,
+    time_s: u64,
+}
+
+impl Confirmed {
+    fn at(&self) -> BlockId {
+        BlockId::Number(BlockNumberOrTag::Number(self.block))
+    }
+}
+
 impl Payer {
-    /// Records what the vault holds and the journal lacks, then commits a root when one is due.
+    /// Records what the vault holds and the journal lacks (roots, vetoes, finality, the
+    /// freeze), then commits a root when one is due.
     pub(super) async fn poll_roots(&mut self, vault: &VaultChain) -> Result<RootsPoll, PayError> {
-        if self.roots.has_roots.is_none() {
-            let asked = vault
-                .node
-                .view(vault.node.vault(), DexdVaultV2::rootCountCall {}, BlockId::latest())
-                .await;
-            match asked {
-                Ok(_) => self.roots.has_roots = Some(true),
-                Err(NodeError::Reverted { .. }) => {
-                    tracing::info!(
-                        chain_id = vault.chain_id,
-                        "the vault is version 1: no liability roots are committed"
-                    );
-                    self.roots.has_roots = Some(false);
-                }
-                Err(error) => return Err(error.into()),
-            }
-        }
-        if self.roots.has_roots != Some(true) {
+        let Some(terms) = vault.root_terms() else {
             return Ok(RootsPoll::Continue);
-        }
+        };
+        let head = vault.node.head().await?;
+        let Some(confirmed_block) = vault.confirmed_head(head).await? else {
+            return Ok(RootsPoll::Continue);
+        };
+        let Some((_, time_s)) = vault.node.block(confirmed_block).await? else {
+            return Ok(RootsPoll::Continue);
+        };
+        let confirmed = Confirmed {
+            head,
+            block: confirmed_block,
+            time_s,
+        };
+        self.record_vault_roots(vault, terms, confirmed).await?;
+        self.settle_roots(vault, terms, confirmed).await?;
         let frozen = vault
             .node
             .view(vault.node.vault(), DexdVaultV2::frozenCall {}, BlockId::latest())
             .await?;
         if frozen {
-            let message = "the vault is frozen (no root came for its maxRootAge): it pays exits only, and \
-                           the venue sends it nothing"
-                .to_string();
-            tracing::warn!(chain_id = vault.chain_id, "{message}");
-            vault.update_status(|status| {
-                status.payer_error = Some(message.clone());
-                status.vault_frozen = true;
-            });
+            self.record_freeze(vault, confirmed).await?;
             return Ok(RootsPoll::Frozen);
         }
-        if self.roots.refused.is_some() {
-            return Ok(RootsPoll::Continue);
-        }
-        self.record_vault_roots(vault).await?;
+        report_foreign_roots(vault);
         let forget_after_ms = SENT_ROOT_FORGOTTEN_AFTER_MS.max(vault.config.root_interval_ms);
         if self.in_flight.is_none()
             && self
@@ -159,8 +156,9 @@ impl Payer {
         self.commit_root(vault).await
     }
 
-    /// Whether a root is due: `root_interval_ms` after the newest recorded (or after this run's
-    /// start, when none is).
+    /// Whether a root is due: `root_interval_ms` after the newest root of the venue's that is
+    /// not vetoed (or after this run's start, when there is none). A foreign root does not
+    /// count: whoever planted it cannot hold off the venue's own roots with it.
     fn root_due(&self, vault: &VaultChain) -> bool {
         if self
             .roots
@@ -173,7 +171,7 @@ impl Payer {
             engine
                 .custody()
                 .liabilities()
-                .newest_root()
+                .newest_venue_root()
                 .map(|root| root.committed_at_ms)
         });
         match newest {
@@ -187,15 +185,13 @@ impl Payer {
     /// Builds the tree at the journal's durable end and sends its root.
     async fn commit_root(&mut self, vault: &VaultChain) -> Result<RootsPoll, PayError> {
         let journal_sequence = vault.chain.durable_position().sequence;
-        let tree = vault
-            .chain
-            .liability_tree(journal_sequence)
-            .await
-            .map_err(|error| PayError::Node(NodeError::Unavailable(format!("no liability tree: {error}"))))?;
-        let (tokens, totals) = tree.commit_arguments();
+        let tree = tree_at(vault, journal_sequence).await?;
+        let listed = listed_tokens(vault, &tree).await?;
+        let (tokens, totals) = tree.commit_arguments(|token| listed.contains(token));
         let calldata = DexdVaultV2::commitRootCall {
             root: FixedBytes(tree.root()),
             journalSequence: journal_sequence,
+            depositCount_: U256::from(tree.deposit_count),
             tokens,
             totals,
         }
@@ -203,8 +199,9 @@ impl Payer {
         let sent = match self.send_call(vault, calldata.clone()).await {
             Ok(sent) => sent,
             Err(PayError::Node(NodeError::Reverted { message, .. })) => {
-                // The vault holds less than the venue owes, or the key is not the operator:
-                // never silent, and tried again at the next interval's poll.
+                // The vault holds less than the venue owes, a foreign root stands ahead of the
+                // journal, or the key is not the operator: never silent, and tried again at the
+                // next interval's poll.
                 tracing::error!(
                     chain_id = vault.chain_id,
                     journal_sequence,
@@ -221,29 +218,30 @@ impl Payer {
             chain_id = vault.chain_id,
             tx_hash = %sent.hash,
             journal_sequence,
+            deposit_count = tree.deposit_count,
             leaves = tree.leaves.len(),
             "liability root sent to the vault"
         );
         self.roots.sent = Some(SentRoot {
             root: tree.root(),
             journal_sequence,
-            mined: None,
             sent_at: Instant::now(),
         });
         self.in_flight = Some(InFlight::new(sent, Vec::new(), calldata).for_purpose(FlightPurpose::Root));
         Ok(RootsPoll::Sent)
     }
 
-    /// Journals each root the vault holds, with `confirmations` on top, that the journal lacks.
-    async fn record_vault_roots(&mut self, vault: &VaultChain) -> Result<(), PayError> {
-        let head = vault.node.head().await?;
-        let Some(confirmed_block) = vault.confirmed_head(head).await? else {
-            return Ok(());
-        };
-        let at = BlockId::Number(BlockNumberOrTag::Number(confirmed_block));
+    /// Journals each root the vault holds, in the confirmed block, that the journal lacks: the
+    /// venue's own when its tree at the root's position matches it, foreign otherwise.
+    async fn record_vault_roots(
+        &mut self,
+        vault: &VaultChain,
+        terms: VaultRootTerms,
+        confirmed: Confirmed,
+    ) -> Result<(), PayError> {
         let count: u64 = vault
             .node
-            .view(vault.node.vault(), DexdVaultV2::rootCountCall {}, at)
+            .view(vault.node.vault(), DexdVaultV2::rootCountCall {}, confirmed.at())
             .await?
             .saturating_to();
         let recorded = vault.read_engine(|engine| engine.custody().liabilities().roots_recorded());
@@ -255,18 +253,13 @@ impl Payer {
                     DexdVaultV2::liabilityRootCall {
                         epoch: U256::from(epoch),
                     },
-                    at,
+                    confirmed.at(),
                 )
                 .await?;
-            let sent = self
-                .roots
-                .sent
-                .filter(|sent| sent.root == stored.root.0 && sent.journal_sequence == stored.journalSequence);
-            let mined = match sent.and_then(|sent| sent.mined) {
-                Some(mined) => Some(mined),
-                None => self.find_root_event(vault, epoch, head).await?,
-            };
-            let Some((tx_hash, block_number)) = mined else {
+            let Some(event) = self
+                .find_root_event(vault, epoch, stored.committedAt, confirmed)
+                .await?
+            else {
                 tracing::warn!(
                     chain_id = vault.chain_id,
                     epoch,
@@ -274,67 +267,251 @@ impl Payer {
                 );
                 return Ok(());
             };
-            let tree = vault
-                .chain
-                .liability_tree(stored.journalSequence)
-                .await
-                .map_err(|error| PayError::Node(NodeError::Unavailable(format!("no liability tree: {error}"))))?;
-            if tree.root() != stored.root.0 {
-                let message = format!(
-                    "the vault's liability root of epoch {epoch} is not the venue's tree at journal position {}; \
-                     no more roots are committed until an operator looks",
-                    stored.journalSequence
-                );
-                tracing::error!(chain_id = vault.chain_id, "{message}");
-                vault.update_status(|status| status.payer_error = Some(message.clone()));
-                self.roots.refused = Some(message);
-                return Ok(());
-            }
+            let own_tree = venue_tree_matching(vault, &stored, &event).await?;
+            let origin = if own_tree.is_some() {
+                RootOrigin::Venue
+            } else {
+                RootOrigin::Foreign
+            };
+            let committed_at_ms = stored.committedAt.saturating_mul(1_000);
             submit(
                 vault,
                 Command::RecordLiabilityRoot(LiabilityRootRecord {
                     epoch,
                     root: stored.root.0,
                     journal_sequence: stored.journalSequence,
-                    tx_hash: tx_hash.0,
-                    block_number,
-                    committed_at_ms: stored.committedAt.saturating_mul(1_000),
-                    totals: tree.totals.clone(),
+                    deposit_count: stored.depositCount,
+                    tx_hash: event.tx_hash.0,
+                    block_number: event.block_number,
+                    committed_at_ms,
+                    final_after_ms: committed_at_ms.saturating_add(terms.challenge_period_s.saturating_mul(1_000)),
+                    origin,
+                    totals: own_tree.map(|tree| tree.totals.clone()).unwrap_or_default(),
                 }),
             )
             .await?;
-            tracing::info!(chain_id = vault.chain_id, epoch, tx_hash = %tx_hash, "liability root recorded");
-            if sent.is_some() {
+            match origin {
+                RootOrigin::Venue => {
+                    tracing::info!(chain_id = vault.chain_id, epoch, tx_hash = %event.tx_hash, "liability root recorded")
+                }
+                RootOrigin::Foreign => tracing::error!(
+                    chain_id = vault.chain_id,
+                    epoch,
+                    tx_hash = %event.tx_hash,
+                    journal_sequence = stored.journalSequence,
+                    "the vault holds a liability root the venue did not make (its tree at that journal position differs): \
+                     no withdrawal is paid until it is vetoed (by the guardian, or the owner with dexd vault veto) or a \
+                     later root of the venue's is final; was the operator key stolen?"
+                ),
+            }
+            if self
+                .roots
+                .sent
+                .is_some_and(|sent| sent.root == stored.root.0 && sent.journal_sequence == stored.journalSequence)
+            {
                 self.roots.sent = None;
             }
         }
         Ok(())
     }
 
-    /// The transaction and block of a root's `RootCommitted` event, looked for backwards from
-    /// the head in ranges of `max_log_range_blocks` (halved when the node refuses one).
+    /// Journals each recorded root the confirmed block shows vetoed, or past its challenge
+    /// period without a veto (final; in epoch order, after every earlier root is settled).
+    async fn settle_roots(
+        &mut self,
+        vault: &VaultChain,
+        terms: VaultRootTerms,
+        confirmed: Confirmed,
+    ) -> Result<(), PayError> {
+        let open: Vec<(u64, u64)> = vault.read_engine(|engine| {
+            engine
+                .custody()
+                .liabilities()
+                .roots()
+                .filter(|root| root.standing == RootStanding::Challengeable)
+                .take(MAX_ROOTS_SETTLED_PER_POLL)
+                .map(|root| (root.record.epoch, root.record.committed_at_ms / 1_000))
+                .collect()
+        });
+        let mut earlier_open = false;
+        for (epoch, committed_at_s) in open {
+            let stored = vault
+                .node
+                .view(
+                    vault.node.vault(),
+                    DexdVaultV2::liabilityRootCall {
+                        epoch: U256::from(epoch),
+                    },
+                    confirmed.at(),
+                )
+                .await?;
+            let standing = if stored.vetoed {
+                RootStanding::Vetoed
+            } else if !earlier_open && confirmed.time_s >= committed_at_s.saturating_add(terms.challenge_period_s) {
+                // No veto can come any more: a veto needs a block before the period's end, and
+                // every block from here on is later.
+                RootStanding::Final
+            } else {
+                earlier_open = true;
+                continue;
+            };
+            submit(vault, Command::SettleLiabilityRoot { epoch, standing }).await?;
+            tracing::info!(chain_id = vault.chain_id, epoch, ?standing, "liability root settled");
+        }
+        Ok(())
+    }
+
+    /// Journals the vault's freeze once the confirmed block shows it; until then nothing more
+    /// is sent (the vault refuses it).
+    async fn record_freeze(&mut self, vault: &VaultChain, confirmed: Confirmed) -> Result<(), PayError> {
+        let message = "the vault is frozen (no root came for its maxRootAge): it pays exits only, and the venue sends \
+                       it nothing and takes no orders, deposits or withdrawals"
+            .to_string();
+        vault.update_status(|status| {
+            status.payer_error = Some(message.clone());
+            status.vault_frozen = true;
+        });
+        if vault.read_engine(|engine| engine.custody().is_frozen()) {
+            return Ok(());
+        }
+        let node_vault = vault.node.vault();
+        if !vault
+            .node
+            .view(node_vault, DexdVaultV2::frozenCall {}, confirmed.at())
+            .await?
+        {
+            return Ok(());
+        }
+        let exit_epoch = if vault
+            .node
+            .view(node_vault, DexdVaultV2::hasExitRootCall {}, confirmed.at())
+            .await?
+        {
+            let epoch = vault
+                .node
+                .view(node_vault, DexdVaultV2::exitEpochCall {}, confirmed.at())
+                .await?;
+            Some(epoch.saturating_to())
+        } else {
+            None
+        };
+        tracing::warn!(chain_id = vault.chain_id, ?exit_epoch, "{message}");
+        submit(vault, Command::RecordVaultFreeze(VaultFreeze { exit_epoch })).await
+    }
+
+    /// The `RootCommitted` event of `epoch`: from the transaction this leadership sent, or
+    /// found in the blocks of the root's time (block times only grow, so a binary search over
+    /// the blocks finds them, however old the root is).
     async fn find_root_event(
         &self,
         vault: &VaultChain,
         epoch: u64,
-        head: u64,
-    ) -> Result<Option<(B256, u64)>, PayError> {
-        let oldest = vault
-            .config
-            .start_block
-            .max(head.saturating_sub(ROOT_EVENT_LOOKBACK_BLOCKS));
+        committed_at_s: u64,
+        confirmed: Confirmed,
+    ) -> Result<Option<RootLog>, PayError> {
+        let first = first_block_at_or_after(vault, committed_at_s, confirmed.head).await?;
+        let after = first_block_at_or_after(vault, committed_at_s.saturating_add(1), confirmed.head).await?;
+        let last = after.saturating_sub(1).max(first).min(confirmed.head);
         let mut range_blocks = vault.config.max_log_range_blocks.max(1);
-        let mut to = head;
-        while to >= oldest {
-            let from = oldest.max(to.saturating_sub(range_blocks - 1));
+        let mut from = first;
+        while from <= last {
+            let to = last.min(from.saturating_add(range_blocks - 1));
             match vault.node.root_committed_event(U256::from(epoch), from, to).await {
                 Ok(Some(found)) => return Ok(Some(found)),
-                Ok(None) if from == 0 || from == oldest => break,
-                Ok(None) => to = from - 1,
+                Ok(None) => from = to + 1,
                 Err(NodeError::Refused(_)) if to > from => range_blocks = (to - from + 1).div_ceil(2),
                 Err(error) => return Err(error.into()),
             }
         }
         Ok(None)
     }
+}
+
+/// The first block from the vault's deployment whose time is at or after `time_s` (the block
+/// after `head` when there is none).
+async fn first_block_at_or_after(vault: &VaultChain, time_s: u64, head: u64) -> Result<u64, PayError> {
+    let (mut low, mut high) = (vault.config.start_block, head.saturating_add(1));
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let Some((_, block_time_s)) = vault.node.block(middle).await? else {
+            return Err(PayError::Node(NodeError::Unavailable(format!(
+                "the node has no block {middle}"
+            ))));
+        };
+        if block_time_s < time_s {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    Ok(low)
+}
+
+/// The venue's tree at the journal position a vault root names, if it is that root: the same
+/// root, deposit count and totals. A position past the journal's durable end is no tree of the
+/// venue's.
+async fn venue_tree_matching(
+    vault: &VaultChain,
+    stored: &DexdVaultV2::LiabilityRoot,
+    event: &RootLog,
+) -> Result<Option<std::sync::Arc<TreeAtPosition>>, PayError> {
+    if stored.journalSequence > vault.chain.durable_position().sequence {
+        return Ok(None);
+    }
+    let tree = tree_at(vault, stored.journalSequence).await?;
+    let (tokens, totals) = tree.commit_arguments(|token| event.tokens.contains(&chain_address(token)));
+    let matches = tree.root() == stored.root.0
+        && tree.deposit_count == stored.depositCount
+        && tokens == event.tokens
+        && totals == event.totals;
+    Ok(matches.then_some(tree))
+}
+
+async fn tree_at(vault: &VaultChain, journal_sequence: u64) -> Result<std::sync::Arc<TreeAtPosition>, PayError> {
+    vault
+        .chain
+        .liability_tree(journal_sequence)
+        .await
+        .map_err(|error| PayError::Node(NodeError::Unavailable(format!("no liability tree: {error}"))))
+}
+
+/// The tokens of the tree's assets and unlisted tokens that the vault lists.
+async fn listed_tokens(vault: &VaultChain, tree: &TreeAtPosition) -> Result<Vec<dexd_core::Address>, PayError> {
+    let mut listed = Vec::new();
+    for token in tree.tokens.iter().chain(&tree.unlisted_tokens) {
+        let is_listed = vault
+            .node
+            .view(
+                vault.node.vault(),
+                DexdVaultV2::listedCall {
+                    token: chain_address(token),
+                },
+                BlockId::latest(),
+            )
+            .await?;
+        if is_listed {
+            listed.push(*token);
+        }
+    }
+    Ok(listed)
+}
+
+/// Keeps the custody status's word on foreign roots current (the engine holds them).
+fn report_foreign_roots(vault: &VaultChain) {
+    let foreign = vault.read_engine(|engine| {
+        engine
+            .custody()
+            .liabilities()
+            .unresolved_foreign_root()
+            .map(|root| (root.epoch, root.tx_hash))
+    });
+    vault.update_status(|status| {
+        status.foreign_root = foreign.map(|(epoch, tx_hash)| {
+            format!(
+                "the vault holds root {epoch} (transaction 0x{}) that the venue did not make: withdrawals stop until it \
+                 is vetoed or a later root of the venue's is final",
+                alloy::hex::encode(tx_hash)
+            )
+        })
+    });
 }

@@ -269,9 +269,10 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.u128(submission.amount.units());
         }
         Command::CreditChainDeposit(deposit) => {
-            writer.u8(5);
+            writer.u8(CREDIT_DEPOSIT_TAG);
             writer.u64(deposit.deposit_id);
             writer.bytes(deposit.account.as_bytes());
+            writer.bytes(deposit.token.as_bytes());
             writer.optional(deposit.asset, |writer, asset| writer.u16(asset.0));
             writer.optional(deposit.amount, |writer, amount| writer.u128(amount.units()));
             writer.bytes(&deposit.tx_hash);
@@ -323,7 +324,9 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         | Command::ApproveAgent { .. }
         | Command::RevokeAgent { .. }
         | Command::ByAgent { .. } => trading::put_trading_command(writer, command),
-        Command::RecordLiabilityRoot(record) => liabilities::put_record_root_command(writer, record),
+        Command::RecordLiabilityRoot(_) | Command::SettleLiabilityRoot { .. } | Command::RecordVaultFreeze(_) => {
+            liabilities::put_root_command(writer, command)
+        }
     }
 }
 
@@ -351,16 +354,7 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             asset: AssetIndex(reader.u16()?),
             amount: Amount::from_units(reader.u128()?),
         }),
-        5 => Command::CreditChainDeposit(ChainDeposit {
-            deposit_id: reader.u64()?,
-            account: Address::from_bytes(reader.array()?),
-            asset: reader.optional(|reader| Ok(AssetIndex(reader.u16()?)))?,
-            amount: reader.optional(|reader| Ok(Amount::from_units(reader.u128()?)))?,
-            tx_hash: reader.array()?,
-            log_index: reader.u64()?,
-            block_number: reader.u64()?,
-            block_hash: reader.array()?,
-        }),
+        5 => Command::CreditChainDeposit(get_chain_deposit(reader, false)?),
         6 => Command::FailChainDeposit {
             tx_hash: reader.array()?,
         },
@@ -390,10 +384,38 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             Command::FailWithdrawal(keys.remove(0))
         }
         tag @ trading::FIRST_TAG..=trading::LAST_TAG => trading::get_trading_command(tag, reader)?,
-        liabilities::RECORD_ROOT_TAG => liabilities::get_record_root_command(reader)?,
+        tag @ liabilities::RECORD_ROOT_FIRST_TAG..=liabilities::RECORD_FREEZE_TAG => {
+            liabilities::get_root_command(tag, reader)?
+        }
+        CREDIT_DEPOSIT_TAG => Command::CreditChainDeposit(get_chain_deposit(reader, true)?),
         _ => return Err(CodecError("bad command tag")),
     };
     Ok(command)
+}
+
+/// The tag of `Command::CreditChainDeposit` with the token's address (tag 5, read and never
+/// written, has none: its token reads as the zero address).
+const CREDIT_DEPOSIT_TAG: u8 = 23;
+
+fn get_chain_deposit(reader: &mut Reader, with_token: bool) -> Result<ChainDeposit, CodecError> {
+    let deposit_id = reader.u64()?;
+    let account = Address::from_bytes(reader.array()?);
+    let token = if with_token {
+        Address::from_bytes(reader.array()?)
+    } else {
+        Address::from_bytes([0; 20])
+    };
+    Ok(ChainDeposit {
+        deposit_id,
+        account,
+        token,
+        asset: reader.optional(|reader| Ok(AssetIndex(reader.u16()?)))?,
+        amount: reader.optional(|reader| Ok(Amount::from_units(reader.u128()?)))?,
+        tx_hash: reader.array()?,
+        log_index: reader.u64()?,
+        block_number: reader.u64()?,
+        block_hash: reader.array()?,
+    })
 }
 
 /// Writes a collection's length, then each item.
@@ -618,6 +640,7 @@ mod tests {
             Command::CreditChainDeposit(ChainDeposit {
                 deposit_id: 12,
                 account: Address::from_bytes([6; 20]),
+                token: Address::from_bytes([0x70; 20]),
                 asset: Some(AssetIndex(2)),
                 amount: None,
                 tx_hash: [5; 32],
@@ -628,6 +651,7 @@ mod tests {
             Command::CreditChainDeposit(ChainDeposit {
                 deposit_id: 13,
                 account: Address::from_bytes([6; 20]),
+                token: Address::from_bytes([0x71; 20]),
                 asset: None,
                 amount: Some(Amount::from_units(u128::MAX)),
                 tx_hash: [5; 32],
@@ -673,6 +697,34 @@ mod tests {
         ] {
             assert_eq!(decode_command(&encode_command(&command)).unwrap(), command);
         }
+    }
+
+    #[test]
+    fn a_credit_journaled_before_deposits_carried_their_token_still_reads() {
+        let credit = ChainDeposit {
+            deposit_id: 12,
+            account: Address::from_bytes([6; 20]),
+            token: Address::from_bytes([0x70; 20]),
+            asset: Some(AssetIndex(2)),
+            amount: Some(Amount::from_units(5)),
+            tx_hash: [5; 32],
+            log_index: 3,
+            block_number: 1_000,
+            block_hash: [8; 32],
+        };
+        let mut bytes = encode_command(&Command::CreditChainDeposit(credit.clone()));
+        // Tag 5 is tag 23 without the token's 20 bytes after the account.
+        assert_eq!(bytes[1], CREDIT_DEPOSIT_TAG);
+        bytes[1] = 5;
+        bytes.drain(2 + 8 + 20..2 + 8 + 40);
+        let read = decode_command(&bytes).unwrap();
+        assert_eq!(
+            read,
+            Command::CreditChainDeposit(ChainDeposit {
+                token: Address::from_bytes([0; 20]),
+                ..credit
+            })
+        );
     }
 
     #[test]

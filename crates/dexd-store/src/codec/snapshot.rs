@@ -124,6 +124,7 @@ fn put_custody(writer: &mut Writer, custody: &CustodyState) {
         writer.optional(pending.tx_hash, |writer, hash| writer.bytes(&hash));
         writer.u64(pending.created_at_ms);
         writer.u64(pending.request_number);
+        writer.u64(pending.debited_at_sequence);
     });
     super::liabilities::put_liabilities(writer, &custody.liabilities);
 }
@@ -145,7 +146,7 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
                 },
             ))
         })?,
-        withdrawals: get_list(reader, 20 + 32 + 2 + 16 + 8 + 65 + 1 + 1 + 16, |reader| {
+        withdrawals: get_list(reader, 20 + 32 + 2 + 16 + 8 + 65 + 1 + 1 + 24, |reader| {
             let key = WithdrawalKey {
                 account: Address::from_bytes(reader.array()?),
                 withdrawal_id: reader.array()?,
@@ -165,6 +166,7 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
                     tx_hash: reader.optional(|reader| reader.array())?,
                     created_at_ms: reader.u64()?,
                     request_number: reader.u64()?,
+                    debited_at_sequence: reader.u64()?,
                 },
             ))
         })?,
@@ -203,6 +205,7 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
     writer.u64(state.next_order_sequence);
     writer.u64(state.next_trade_id);
     writer.u64(state.last_time_ms);
+    writer.u64(state.journal_sequence);
     put_list(&mut writer, &state.accounts, |writer, (address, balances)| {
         writer.bytes(address.as_bytes());
         put_list(writer, balances, put_balance);
@@ -272,6 +275,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let next_order_sequence = reader.u64()?;
     let next_trade_id = reader.u64()?;
     let last_time_ms = reader.u64()?;
+    let journal_sequence = reader.u64()?;
     let accounts = get_list(&mut reader, 20 + 8, |reader| {
         Ok((Address::from_bytes(reader.array()?), get_list(reader, 32, get_balance)?))
     })?;
@@ -322,6 +326,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         next_order_sequence,
         next_trade_id,
         last_time_ms,
+        journal_sequence,
         accounts,
         net_deposits,
         pairs,

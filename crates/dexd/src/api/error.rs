@@ -197,6 +197,12 @@ impl ApiError {
             Rejection::SwitchNotDue => ApiError::internal(),
             // Only custody journals roots; no client request leads here.
             Rejection::RootOutOfOrder => ApiError::internal(),
+            Rejection::VaultFrozen => ApiError::new(
+                StatusCode::CONFLICT,
+                "VAULT_FROZEN",
+                "the chain's vault is frozen: it takes no orders, deposits or withdrawals; each account leaves \
+                 through the vault's exit (dexd exit, or the exitCalldata of /account/liabilityProof)",
+            ),
             Rejection::Nonce(NonceRejection::Expired) => signature_expired(),
             Rejection::Nonce(NonceRejection::ExpiryTooFar) => ApiError::invalid(
                 "expiry",

@@ -64,6 +64,7 @@ struct RawCustody {
     rpc_timeout_ms: Option<u64>,
     replace_after_ms: Option<u64>,
     root_interval_ms: Option<u64>,
+    keep_roots: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -290,6 +291,9 @@ fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, Co
 /// The longest time the payer may wait before replacing a transaction, and the longest
 /// validity of a venue-signed withdrawal: a week.
 const MAX_CUSTODY_WAIT_MS: u64 = 7 * 24 * 60 * 60 * 1_000;
+/// The most roots `keep_roots` may keep the tree files of (each file holds every leaf and node of
+/// its tree: about 160 bytes per account and token).
+const MAX_KEEP_ROOTS: u64 = 1_024;
 
 fn check_custody(raw: RawCustody, line: usize) -> Result<Custody, ConfigError> {
     match raw.mode.as_str() {
@@ -374,6 +378,7 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
             line,
         )?,
         root_interval_ms: bounded(raw.root_interval_ms, 300_000, "root_interval_ms", 86_400_000, line)?,
+        keep_roots: bounded(raw.keep_roots, 16, "keep_roots", MAX_KEEP_ROOTS, line)? as usize,
     })
 }
 

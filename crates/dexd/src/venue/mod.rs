@@ -133,6 +133,7 @@ impl Chain {
             engine_config: engine_config.clone(),
             tokens: config.assets.iter().map(|asset| asset.address).collect(),
             kept: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
+            wanted_missing: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
         });
         let snapshotter = Snapshotter::start(SnapshotterSetup {
             chain_id,
@@ -201,6 +202,19 @@ impl Chain {
     /// The chain's liability tree at a journal position (built off the writer's path, or kept).
     pub async fn liability_tree(&self, journal_sequence: u64) -> dexd_settlement::liabilities::TreeResult {
         self.liability_trees.at(journal_sequence).await
+    }
+
+    /// The file of the chain's tree at a journal position with `root`, if it is kept: read off
+    /// the async runtime, never rebuilt here.
+    pub(crate) async fn liability_tree_file(
+        &self,
+        journal_sequence: u64,
+        root: [u8; 32],
+    ) -> liabilities::TreeFileLookup {
+        let trees = Arc::clone(&self.liability_trees);
+        tokio::task::spawn_blocking(move || trees.open_file(journal_sequence, &root))
+            .await
+            .unwrap_or(liabilities::TreeFileLookup::NotKept)
     }
 
     /// The publications of the chain's journaled batches, for the live streams (once: whoever

@@ -403,6 +403,12 @@ fn apply_batch(
             Ok(()) => {
                 let sequence = state.next_sequence;
                 state.next_sequence += 1;
+                // The engine's own count is what a withdrawal's debit position is read from.
+                assert_eq!(
+                    engine.journal_sequence(),
+                    sequence,
+                    "invariant: the engine has applied exactly the journal's commands"
+                );
                 journal.push(JournalEntry {
                     sequence,
                     time_ms,

@@ -97,6 +97,9 @@ impl TestChain {
         let wbtc = deploy::deploy_test_token(&node, &deployer, "Wrapped BTC", "WBTC", 8)
             .await
             .unwrap();
+        deploy::list_tokens(&node, &deployer, &[ChainAddress::ZERO, usdc.address, wbtc.address])
+            .await
+            .unwrap();
         for user in &users {
             deploy::mint(
                 &node,

@@ -6,6 +6,7 @@ pub mod chain;
 pub mod cluster;
 pub mod signer;
 pub mod stream_client;
+pub mod vault_calls;
 pub mod vault_venue;
 
 use dexd::config::Config;

@@ -2,18 +2,22 @@
 //! the venue owes each account, provable against the roots the vault holds.
 //!
 //! The roots come from the journal (each a `RecordLiabilityRoot` the committer journaled once
-//! the vault held it); the leaves and proofs from the tree at the root's journal position, which
-//! any node rebuilds from its journal ([`crate::venue::liabilities`]). Nothing here reads the
-//! chain: a client checks a proof against the root it reads from the vault itself.
+//! the vault held it, with where it stands); the leaves and proofs from the file of the tree at
+//! the root's journal position ([`crate::venue::liabilities`]), read a few records at a time:
+//! nothing here rebuilds a state, holds a lock the payer waits for, or reads the chain. A root
+//! the venue did not make, or a vetoed one, is never served; a root whose file is not kept is
+//! `404 ROOT_NOT_FOUND` at once. A client checks a proof against the root it reads from the
+//! vault itself.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use dexd_core::LiabilityRootRecord;
+use dexd_core::{RecordedRoot, RootOrigin, RootStanding};
 use dexd_crypto::checksummed;
-use dexd_settlement::liabilities::TreeAtPosition;
+use dexd_crypto::liability_tree::LiabilityLeaf;
+use dexd_settlement::liabilities::tree_file::TreeFile;
 use dexd_settlement::vault::{chain_address, DexdVaultV2};
 use serde_json::{json, Value};
 
@@ -21,10 +25,11 @@ use super::{address_param, chain_of, history, page_request, store_error, Answer}
 use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::AppState;
+use crate::venue::liabilities::TreeFileLookup;
 use crate::venue::Chain;
 
 /// How many leaves go into one chunk of the leaves' body.
-const LEAVES_PER_CHUNK: usize = 4_096;
+const LEAVES_PER_CHUNK: u64 = 4_096;
 
 fn no_root(detail: &str) -> ApiError {
     ApiError::not_found(
@@ -39,32 +44,68 @@ fn hex32(bytes: &[u8; 32]) -> String {
     format!("0x{}", alloy::hex::encode(bytes))
 }
 
-/// The tree of a committed root, checked to be the one the vault holds.
-async fn tree_of(chain: &Chain, root: &LiabilityRootRecord) -> Result<Arc<TreeAtPosition>, ApiError> {
-    let tree = chain.liability_tree(root.journal_sequence).await.map_err(|error| {
-        tracing::warn!(chain_id = chain.config.chain_id, epoch = root.epoch, %error, "a liability tree could not be built");
-        ApiError::unavailable("the liability tree cannot be rebuilt right now; retry shortly")
-    })?;
-    if tree.root() != root.root {
-        tracing::error!(
-            chain_id = chain.config.chain_id,
-            epoch = root.epoch,
-            "the tree rebuilt from the journal does not have the committed root"
-        );
-        return Err(ApiError::internal());
+/// The root of `epoch`, or the newest of the venue's not vetoed when no epoch is asked for.
+async fn root_asked(chain: &Chain, params: &Params) -> Result<RecordedRoot, ApiError> {
+    match params.integer("epoch")? {
+        Some(epoch) => {
+            let kept = chain.read_engine(|engine| engine.custody().liabilities().root(epoch).cloned());
+            let root = match kept {
+                Some(root) => root,
+                None => history(chain)
+                    .await?
+                    .liability_root(epoch)
+                    .map_err(store_error)?
+                    .ok_or_else(|| no_root(&format!("no liability root of epoch {epoch}")))?,
+            };
+            match (root.record.origin, root.standing) {
+                (RootOrigin::Foreign, _) => Err(no_root(&format!(
+                    "the root of epoch {epoch} was not made by the venue (its tree differs): it has no leaves here"
+                ))),
+                (_, RootStanding::Vetoed) => Err(no_root(&format!(
+                    "the root of epoch {epoch} was vetoed: it can never be an exit root"
+                ))),
+                _ => Ok(root),
+            }
+        }
+        None => chain
+            .read_engine(|engine| {
+                let liabilities = engine.custody().liabilities();
+                let newest = liabilities.newest_venue_root()?.epoch;
+                liabilities.root(newest).cloned()
+            })
+            .ok_or_else(|| no_root("no liability root has been committed on this chain yet")),
     }
-    Ok(tree)
 }
 
-/// One leaf's fields, as the contract names them.
-fn leaf_fields(chain: &Chain, tree: &TreeAtPosition, index: usize) -> serde_json::Map<String, Value> {
-    let leaf = &tree.leaves[index];
+/// The file of a root's tree, if it is kept.
+async fn tree_file(chain: &Chain, root: &RecordedRoot) -> Result<Arc<TreeFile>, ApiError> {
+    let record = &root.record;
+    match chain.liability_tree_file(record.journal_sequence, record.root).await {
+        TreeFileLookup::Open(file) => Ok(Arc::new(file)),
+        TreeFileLookup::Pending => Err(ApiError::unavailable(format!(
+            "the leaves of epoch {} are being rebuilt from the journal; retry shortly",
+            record.epoch
+        ))),
+        TreeFileLookup::NotKept => Err(no_root(&format!(
+            "the leaves of epoch {} are not kept (the venue keeps those of every root that can still become the exit \
+             root, and of the newest keep_roots; an auditor's copy has the others)",
+            record.epoch
+        ))),
+    }
+}
+
+/// One leaf's fields, as the contract names them (the symbol is null for a token the chain does
+/// not list).
+fn leaf_fields(chain: &Chain, leaf: &LiabilityLeaf) -> serde_json::Map<String, Value> {
+    let symbol = chain
+        .config
+        .assets
+        .iter()
+        .find(|asset| asset.address.unwrap_or(dexd_core::Address::from_bytes([0; 20])) == leaf.token)
+        .map(|asset| asset.symbol.clone());
     let mut fields = serde_json::Map::new();
     fields.insert("account".into(), json!(checksummed(&leaf.account)));
-    fields.insert(
-        "symbol".into(),
-        json!(chain.config.asset_config(tree.assets[index]).symbol),
-    );
+    fields.insert("symbol".into(), json!(symbol));
     fields.insert("token".into(), json!(checksummed(&leaf.token)));
     fields.insert("balance".into(), json!(leaf.balance.to_string()));
     fields.insert("creditedDeposits".into(), json!(leaf.credited_deposits.to_string()));
@@ -72,31 +113,42 @@ fn leaf_fields(chain: &Chain, tree: &TreeAtPosition, index: usize) -> serde_json
     fields
 }
 
-/// GET /account/liabilityProof: the account's leaves in the newest committed root, each with its
-/// proof and the vault's `exit` call for it.
+/// GET /account/liabilityProof: the account's leaves in a committed root of the venue's (the
+/// newest not vetoed, or `epoch`), each with its proof and the vault's `exit` call for it.
 pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let account = address_param(&params, "account")?;
-    let root = chain
-        .read_engine(|engine| engine.custody().liabilities().newest_root().cloned())
-        .ok_or_else(|| no_root("no liability root has been committed on this chain yet"))?;
-    let tree = tree_of(&chain, &root).await?;
-    let leaves: Vec<Value> = tree
-        .leaves_of(&account)
-        .map(|index| {
-            let leaf = tree.leaves[index];
-            let proof = tree.tree.proof(index).expect("invariant: every leaf has a proof");
+    let root = root_asked(&chain, &params).await?;
+    let file = tree_file(&chain, &root).await?;
+    let proven = tokio::task::spawn_blocking(move || file.leaves_of(&account))
+        .await
+        .map_err(|_| ApiError::internal())?
+        .map_err(|error| {
+            tracing::warn!(chain_id = chain.config.chain_id, %error, "a liability tree file could not be read");
+            ApiError::unavailable("the liability tree's file cannot be read right now; retry shortly")
+        })?;
+    let leaves: Vec<Value> = proven
+        .iter()
+        .map(|proven| {
+            let leaf = proven.leaf;
             let exit = DexdVaultV2::exitCall {
                 account: chain_address(&leaf.account),
                 token: chain_address(&leaf.token),
                 balance: alloy::primitives::U256::from(leaf.balance),
                 creditedDeposits: alloy::primitives::U256::from(leaf.credited_deposits),
                 debitedWithdrawals: alloy::primitives::U256::from(leaf.debited_withdrawals),
-                proof: proof.iter().map(|node| alloy::primitives::FixedBytes(*node)).collect(),
+                proof: proven
+                    .proof
+                    .iter()
+                    .map(|node| alloy::primitives::FixedBytes(*node))
+                    .collect(),
             };
-            let mut fields = leaf_fields(&chain, &tree, index);
+            let mut fields = leaf_fields(&chain, &leaf);
             fields.remove("account");
-            fields.insert("proof".into(), json!(proof.iter().map(hex32).collect::<Vec<_>>()));
+            fields.insert(
+                "proof".into(),
+                json!(proven.proof.iter().map(hex32).collect::<Vec<_>>()),
+            );
             fields.insert(
                 "exitCalldata".into(),
                 json!(format!(
@@ -107,21 +159,34 @@ pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
             Value::Object(fields)
         })
         .collect();
+    let record = &root.record;
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "account": checksummed(&account),
-        "epoch": root.epoch,
-        "root": hex32(&root.root),
-        "journalSequence": root.journal_sequence,
-        "txHash": hex32(&root.tx_hash),
-        "committedAt": root.committed_at_ms,
+        "epoch": record.epoch,
+        "root": hex32(&record.root),
+        "journalSequence": record.journal_sequence,
+        "depositCount": record.deposit_count,
+        "txHash": hex32(&record.tx_hash),
+        "committedAt": record.committed_at_ms,
+        "standing": standing_name(root.standing),
         "leaves": leaves,
     }))
 }
 
+/// The contract's word for where a root stands.
+pub(crate) fn standing_name(standing: RootStanding) -> &'static str {
+    match standing {
+        RootStanding::Challengeable => "challengeable",
+        RootStanding::Vetoed => "vetoed",
+        RootStanding::Final => "final",
+    }
+}
+
 /// One root, as `liabilityRoots` lists it.
-fn root_object(chain: &Chain, root: &LiabilityRootRecord) -> Value {
-    let totals: Vec<Value> = root
+fn root_object(chain: &Chain, root: &RecordedRoot) -> Value {
+    let record = &root.record;
+    let totals: Vec<Value> = record
         .totals
         .iter()
         .enumerate()
@@ -132,12 +197,19 @@ fn root_object(chain: &Chain, root: &LiabilityRootRecord) -> Value {
         })
         .collect();
     json!({
-        "epoch": root.epoch,
-        "root": hex32(&root.root),
-        "journalSequence": root.journal_sequence,
-        "txHash": hex32(&root.tx_hash),
-        "blockNumber": root.block_number,
-        "committedAt": root.committed_at_ms,
+        "epoch": record.epoch,
+        "root": hex32(&record.root),
+        "journalSequence": record.journal_sequence,
+        "depositCount": record.deposit_count,
+        "txHash": hex32(&record.tx_hash),
+        "blockNumber": record.block_number,
+        "committedAt": record.committed_at_ms,
+        "finalAfter": record.final_after_ms,
+        "origin": match record.origin {
+            RootOrigin::Venue => "venue",
+            RootOrigin::Foreign => "foreign",
+        },
+        "standing": standing_name(root.standing),
         "totals": totals,
     })
 }
@@ -154,8 +226,8 @@ pub async fn liability_roots(app: Arc<AppState>, params: Params) -> Answer {
     }))
 }
 
-/// GET /account/liabilityLeaves: every leaf of a committed root, one JSON object per line, in
-/// the tree's entry order (by account, then asset).
+/// GET /account/liabilityLeaves: every leaf of a committed root, one JSON object per line, by
+/// account, read from the tree's file a chunk at a time.
 pub async fn liability_leaves(app: Arc<AppState>, params: Params) -> Result<Response, ApiError> {
     let chain = chain_of(&app.venue, &params)?;
     let epoch = params.integer("epoch")?.ok_or_else(|| ApiError::missing("epoch"))?;
@@ -164,20 +236,33 @@ pub async fn liability_leaves(app: Arc<AppState>, params: Params) -> Result<Resp
         .liability_root(epoch)
         .map_err(store_error)?
         .ok_or_else(|| no_root(&format!("no liability root of epoch {epoch}")))?;
-    let tree = tree_of(&chain, &root).await?;
-    let count = tree.leaves.len();
-    let chunks = (0..count.div_ceil(LEAVES_PER_CHUNK)).map(move |chunk| {
-        let mut lines = Vec::new();
-        for index in chunk * LEAVES_PER_CHUNK..((chunk + 1) * LEAVES_PER_CHUNK).min(count) {
-            serde_json::to_writer(&mut lines, &Value::Object(leaf_fields(&chain, &tree, index)))
-                .expect("invariant: a leaf serializes");
-            lines.push(b'\n');
+    if root.record.origin == RootOrigin::Foreign {
+        return Err(no_root(&format!(
+            "the root of epoch {epoch} was not made by the venue (its tree differs): it has no leaves here"
+        )));
+    }
+    let file = tree_file(&chain, &root).await?;
+    // Each chunk is read off the async runtime, and only when the client takes the one before.
+    let chunks = futures_util::stream::unfold(0u64, move |chunk| {
+        let (file, chain) = (Arc::clone(&file), Arc::clone(&chain));
+        async move {
+            if chunk * LEAVES_PER_CHUNK >= file.leaf_count {
+                return None;
+            }
+            let read = tokio::task::spawn_blocking(move || {
+                let leaves = file.leaves(chunk * LEAVES_PER_CHUNK, LEAVES_PER_CHUNK)?;
+                let mut lines = Vec::new();
+                for leaf in &leaves {
+                    serde_json::to_writer(&mut lines, &Value::Object(leaf_fields(&chain, leaf)))
+                        .expect("invariant: a leaf serializes");
+                    lines.push(b'\n');
+                }
+                Ok::<_, std::io::Error>(lines)
+            })
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the leaves' reader failed")));
+            Some((read, chunk + 1))
         }
-        Ok::<_, std::convert::Infallible>(lines)
     });
-    Ok((
-        [(CONTENT_TYPE, "application/x-ndjson")],
-        Body::from_stream(futures_util::stream::iter(chunks)),
-    )
-        .into_response())
+    Ok(([(CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(chunks)).into_response())
 }
