@@ -148,6 +148,7 @@ fn amend_replaces_the_order_in_one_step_and_keeps_its_client_order_id() {
             account: ALICE,
             order_id: old.order_id,
             replacement: replacement.clone(),
+            amount_from_remaining: None,
         })
         .unwrap();
     assert_eq!(cancelled_ids(&events), vec![old.order_id]);
@@ -175,6 +176,7 @@ fn a_refused_amend_leaves_the_old_order_as_it_was() {
         account: ALICE,
         order_id: old.order_id,
         replacement: too_big,
+        amount_from_remaining: None,
     });
     assert_eq!(refused, Err(Rejection::InsufficientBalance));
     assert_eq!(venue.engine.state_hash(), hash_before);
@@ -193,6 +195,7 @@ fn a_refused_amend_leaves_the_old_order_as_it_was() {
             account: ALICE,
             order_id: old.order_id,
             replacement: same_money,
+            amount_from_remaining: None,
         })
         .unwrap();
 }
@@ -208,6 +211,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
             account: BOB,
             order_id: old.order_id,
             replacement: replacement.clone(),
+            amount_from_remaining: None,
         }),
         Err(Rejection::NotOwner)
     );
@@ -218,6 +222,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
             account: ALICE,
             order_id: old.order_id,
             replacement: other_direction,
+            amount_from_remaining: None,
         }),
         Err(Rejection::InvalidOrder(_))
     ));
@@ -231,6 +236,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
             account: ALICE,
             order_id: old.order_id,
             replacement: late,
+            amount_from_remaining: None,
         }),
         Err(Rejection::OrderNotFound)
     );
@@ -249,6 +255,7 @@ fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
             account: ALICE,
             order_id: old.order_id,
             replacement,
+            amount_from_remaining: None,
         })
         .unwrap();
     assert_eq!(venue.engine.open_order_count(&ALICE), 3);
@@ -419,4 +426,97 @@ fn agents_and_switches_survive_a_restore_from_state() {
     restored.check_invariants().unwrap();
     assert!(restored.agent_allowed(&ALICE, &BOT, 5_000));
     assert_eq!(restored.switches().trigger_of(&BOB), Some(99_000));
+}
+
+#[test]
+fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
+    let mut venue = Venue::new();
+    const STRANGER: Address = Address::from_bytes([0x5e; 20]);
+    let claim = crate::nonces::NonceClaim {
+        nonce: crate::nonces::Nonce::from_bytes([1; 32]),
+        expiry_ms: 100_000,
+    };
+    // A signed cancel all of nothing would have held the nonce for an hour.
+    let mut events = Vec::new();
+    let refused = venue.engine.execute_signed(
+        Command::CancelAll {
+            account: STRANGER,
+            pair: None,
+        },
+        Some(claim),
+        venue.time_ms + 1,
+        &mut events,
+    );
+    assert_eq!(refused, Err(Rejection::UnknownAccount));
+    assert_eq!(venue.engine.state().nonces.len(), 0);
+    assert_eq!(
+        venue.run(Command::SetCancelAllAfter {
+            account: STRANGER,
+            trigger_at_ms: Some(60_000),
+        }),
+        Err(Rejection::UnknownAccount)
+    );
+    assert_eq!(
+        venue.run(Command::ApproveAgent {
+            account: STRANGER,
+            grant: AgentGrant {
+                agent: BOT,
+                name: "bot".into(),
+                valid_until_ms: None,
+                approved_at_ms: 0,
+            },
+        }),
+        Err(Rejection::UnknownAccount)
+    );
+    // Turning a switch off asks nothing, and an account with a deposit may hold all three.
+    venue
+        .run(Command::SetCancelAllAfter {
+            account: STRANGER,
+            trigger_at_ms: None,
+        })
+        .unwrap();
+    venue
+        .run(Command::SetCancelAllAfter {
+            account: ALICE,
+            trigger_at_ms: Some(60_000),
+        })
+        .unwrap();
+}
+
+#[test]
+fn an_amend_that_kept_the_remaining_amount_is_refused_once_the_order_filled_since() {
+    let mut venue = Venue::new();
+    let old = venue.rest(ALICE, Direction::Sell, "2000", "1");
+    // The venue read 1 ETH left to sell; then Bob's buy fills 0.4 of it.
+    let remaining_read = venue.engine.open_order(&old.order_id).unwrap().remaining();
+    let taker = venue.order(BOB, Direction::Buy, "2000", "0.4");
+    venue.run(Command::PlaceOrder(taker)).unwrap();
+    let mut replacement = venue.order(ALICE, Direction::Sell, "2010", "1");
+    replacement.client_order_id = old.client_order_id.clone();
+    replacement.quantity = remaining_read;
+    // Selling 1 again would sell the filled 0.4 twice.
+    assert_eq!(
+        venue.run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: replacement.clone(),
+            amount_from_remaining: Some(remaining_read),
+        }),
+        Err(Rejection::OrderChanged)
+    );
+    let remaining_now = venue.engine.open_order(&old.order_id).unwrap().remaining();
+    replacement.quantity = remaining_now;
+    venue
+        .run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement,
+            amount_from_remaining: Some(remaining_now),
+        })
+        .unwrap();
+    assert_eq!(
+        venue.engine.balance(&ALICE, ETH).locked,
+        venue.engine.pair_spec(PAIR).unwrap().base_amount(remaining_now),
+        "only what was left is for sale"
+    );
 }

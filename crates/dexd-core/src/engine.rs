@@ -24,7 +24,7 @@ use crate::ledger::{AccountSlot, Balance, Ledger};
 use crate::liabilities::{LiabilityEntry, LiabilityRootRecord, RootStanding, VaultFreeze};
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
-use crate::nonces::{NonceClaim, NonceRegistry};
+use crate::nonces::{NonceClaim, NonceRegistry, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS};
 use crate::order::{Direction, NewOrder, OrderRecord};
 use crate::pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError};
 use crate::switches::CancelAllAfterSwitches;
@@ -159,6 +159,10 @@ pub enum Command {
         /// The new order: same account, pair, direction, type, time in force, post-only flag and
         /// client order id as the old one, a new id, the new price and amount.
         replacement: NewOrder,
+        /// When the client left the amount out, the old order's remaining amount the
+        /// replacement's was taken from: the amend is refused (`OrderChanged`) if the old order
+        /// has filled since, so that nothing filled is sold again.
+        amount_from_remaining: Option<Quantity>,
     },
     /// Arm the account's dead man's switch for `trigger_at_ms`, or disarm it (`None`).
     SetCancelAllAfter {
@@ -232,6 +236,23 @@ impl Command {
 }
 
 impl Command {
+    /// Who signed the command, when it is not its account: the agent of a `ByAgent`.
+    fn signer(&self) -> Option<Address> {
+        match self {
+            Command::ByAgent { agent, .. } => Some(*agent),
+            _ => None,
+        }
+    }
+
+    /// How long a client-signed request of this command may live: a withdrawal waits for a
+    /// final liability root, anything else is decided at once.
+    fn max_signed_lifetime_ms(&self) -> u64 {
+        match self {
+            Command::RequestWithdrawal(_) => MAX_SIGNED_WITHDRAWAL_LIFETIME_MS,
+            _ => MAX_SIGNED_REQUEST_LIFETIME_MS,
+        }
+    }
+
     /// Whether the command adds to what a vault must back (an order, an amendment, a deposit
     /// or withdrawal asked for), so that a frozen vault's chain refuses it. Cancels, the chain's
     /// facts and agent changes stay allowed.
@@ -394,8 +415,17 @@ impl Engine {
         let claimant = match (&claim, command.account()) {
             (None, _) => None,
             (Some(claim), Some(account)) => {
-                self.nonces.check(&account, claim, now_ms).map_err(Rejection::Nonce)?;
-                Some(account)
+                // A nonce is held for the request's life: an address with nothing on the chain
+                // cannot make the venue hold its nonces (only a ledger deposit, which creates
+                // the account, is taken from one).
+                if self.ledger.slot(&account).is_none() && !matches!(command, Command::Deposit(_)) {
+                    return Err(Rejection::UnknownAccount);
+                }
+                let signer = command.signer().unwrap_or(account);
+                self.nonces
+                    .check(&account, &signer, claim, now_ms, command.max_signed_lifetime_ms())
+                    .map_err(Rejection::Nonce)?;
+                Some((account, signer))
             }
             (Some(_), None) => return Err(Rejection::InvalidOrder("only an account's own request carries a nonce")),
         };
@@ -403,8 +433,8 @@ impl Engine {
         if result.is_ok() {
             self.journal_sequence += 1;
             self.last_time_ms = now_ms;
-            if let (Some(claim), Some(claimant)) = (claim, claimant) {
-                self.nonces.record(claimant, claim, now_ms);
+            if let (Some(claim), Some((account, signer))) = (claim, claimant) {
+                self.nonces.record(account, signer, claim, now_ms);
             }
         }
         result
@@ -454,8 +484,14 @@ impl Engine {
                 account,
                 order_id,
                 replacement,
-            } => self.amend_order(account, order_id, replacement, now_ms, events),
+                amount_from_remaining,
+            } => self.amend_order(account, order_id, replacement, amount_from_remaining, now_ms, events),
             Command::SetCancelAllAfter { account, trigger_at_ms } => {
+                // An armed switch is held until it fires: only an account with something on the
+                // chain may hold one (turning one off asks nothing).
+                if trigger_at_ms.is_some() && ledger.slot(&account).is_none() {
+                    return Err(Rejection::UnknownAccount);
+                }
                 self.switches.set(account, trigger_at_ms);
                 Ok(())
             }
@@ -463,6 +499,9 @@ impl Engine {
                 self.fire_cancel_all_after(account, trigger_at_ms, now_ms, events)
             }
             Command::ApproveAgent { account, mut grant } => {
+                if ledger.slot(&account).is_none() {
+                    return Err(Rejection::UnknownAccount);
+                }
                 grant.approved_at_ms = now_ms;
                 self.agents.approve(account, grant).map_err(Rejection::Agent)
             }

@@ -110,6 +110,9 @@ pub enum Rejection {
     OrderNotFound,
     /// The order belongs to another account.
     NotOwner,
+    /// An amend took its amount from the old order's remaining amount, and the old order has
+    /// filled since: nothing changed, and the client may amend again.
+    OrderChanged,
     /// The chain's books hold their limit of resting orders.
     BookFull,
     /// The chain holds its limit of accounts.
@@ -140,6 +143,9 @@ pub enum Rejection {
     RootOutOfOrder,
     /// The vault is frozen: it backs nothing new, and accounts leave through its exit.
     VaultFrozen,
+    /// The account has nothing on the chain (no deposit ever): it cannot hold signed nonces, a
+    /// dead man's switch or agents.
+    UnknownAccount,
 }
 
 impl From<LedgerError> for Rejection {

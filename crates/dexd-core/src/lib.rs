@@ -55,7 +55,9 @@ pub use liabilities::{
 };
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
-pub use nonces::{Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS};
+pub use nonces::{
+    LiveClaim, Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS,
+};
 pub use order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
 pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};

@@ -40,7 +40,8 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// pair, each order beside its signature, after the length of the state before them. Version
 /// 4: agents and switches. Version 5: the accounts' flows through the vault and the newest root.
 /// Version 6: the engine's journal position, each pending withdrawal's debit position, the
-/// uncredited deposits, every root not settled behind a final one and the vault's freeze.
+/// uncredited deposits, every root not settled behind a final one, the vault's freeze, and each
+/// live nonce's signer.
 pub const SNAPSHOT_FILE_VERSION: u32 = 6;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.

@@ -1,25 +1,28 @@
-//! `dexd exit`: an account's way out of a frozen vault (version 2) without the venue. It reads
-//! the proof the venue served (`GET /account/liabilityProof`, saved to a file), checks each leaf
-//! against the root the vault itself will use, and sends the vault's `exit` for each, from any
-//! funded key (the vault pays only the account). With `--freeze`, it first freezes the vault if
-//! no root has come for its `maxRootAge`.
+//! `dexd exit`: an account's way out of a frozen vault (version 2) without the venue. It takes
+//! the account's leaves of the vault's exit root from a saved proof (`GET
+//! /account/liabilityProof`'s answer), or asks a venue still there for them; checks each leaf
+//! against the root the vault itself uses; sends the vault's `exit` for each, and the all-zero
+//! exit of every token the vault says the account may leave without a leaf (a deposit no root
+//! covers, or no exit root at all). Any funded key sends them (the vault pays only the account);
+//! with `--freeze`, it first freezes the vault if no root has come for its `maxRootAge`.
 //!
-//! It trusts nothing in the file it can check: the call is built from the leaf's fields, not
-//! taken from `exitCalldata`, and a leaf whose proof does not lead to the vault's exit root is
-//! not sent. It needs no running venue.
+//! It trusts nothing it can check: each call is built from the leaf's fields, not taken from
+//! `exitCalldata`, and a leaf whose proof does not lead to the vault's exit root is not sent. It
+//! exits non-zero when no exit pays anything. It needs no running venue.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use alloy::eips::BlockId;
-use alloy::primitives::{FixedBytes, TxKind, U256};
+use alloy::primitives::{Address as ChainAddress, FixedBytes, TxKind, U256};
 use alloy::sol_types::SolCall;
 use clap::Args;
+use dexd_core::Address;
 use dexd_crypto::liability_tree::{verify, LiabilityLeaf};
 use dexd_crypto::{checksummed, parse_address};
 use dexd_settlement::deploy;
 use dexd_settlement::node::{Node, NodeError};
-use dexd_settlement::vault::{chain_address, DexdVaultV2};
+use dexd_settlement::vault::{chain_address, venue_address, DexdVaultV2};
 use serde_json::{json, Value};
 
 use crate::chain_commands::{address_argument, connect, runtime, KeyArguments};
@@ -27,24 +30,32 @@ use crate::chain_commands::{address_argument, connect, runtime, KeyArguments};
 /// `dexd exit`
 #[derive(Args)]
 pub struct Exit {
-    /// The proof, as `GET /account/liabilityProof` answered it (a JSON file).
+    /// The account's proof, as `GET /account/liabilityProof` answered it (a JSON file).
+    #[arg(long, conflicts_with = "venue")]
+    proof: Option<PathBuf>,
+    /// A venue to ask for the account's proof of the exit root (`GET /account/liabilityProof`),
+    /// when no proof was saved.
     #[arg(long)]
-    proof: PathBuf,
+    venue: Option<String>,
     /// The chain's JSON-RPC URL.
     #[arg(long)]
     rpc_url: String,
     /// The vault.
     #[arg(long)]
     vault: String,
+    /// The account to exit (default: the proof's account, or else the key's own address; anyone
+    /// may send an exit, and the vault pays only the account).
+    #[arg(long)]
+    account: Option<String>,
     /// Freeze the vault first if it is not frozen and may be. The transactions are sent and
-    /// paid for by the key given (any funded account: the vault pays only the proof's account).
+    /// paid for by the key given.
     #[arg(long)]
     freeze: bool,
     #[command(flatten)]
     key: KeyArguments,
 }
 
-/// One leaf of the proof file, as the exit takes it.
+/// One leaf the exit takes, with its proof.
 struct ExitLeaf {
     symbol: String,
     leaf: LiabilityLeaf,
@@ -58,11 +69,19 @@ fn units(leaf: &Value, name: &str) -> Result<u128, String> {
         .ok_or_else(|| format!("the proof's leaf has no {name} in smallest units"))
 }
 
-fn read_leaves(proof: &Value) -> Result<Vec<ExitLeaf>, String> {
-    let account = proof["account"]
+/// The leaves of a proof body, for `account`.
+fn read_leaves(proof: &Value, account: Address) -> Result<Vec<ExitLeaf>, String> {
+    let named = proof["account"]
         .as_str()
         .and_then(|text| parse_address(text).ok())
         .ok_or("the proof names no account")?;
+    if named != account {
+        return Err(format!(
+            "the proof is {}'s, not {}'s",
+            checksummed(&named),
+            checksummed(&account)
+        ));
+    }
     let leaves = proof["leaves"].as_array().ok_or("the proof has no leaves")?;
     leaves
         .iter()
@@ -97,19 +116,95 @@ fn read_leaves(proof: &Value) -> Result<Vec<ExitLeaf>, String> {
         .collect()
 }
 
+/// The account a saved proof is of.
+fn proof_account(path: &std::path::Path) -> Result<Address, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let proof: Value = serde_json::from_str(&text).map_err(|error| format!("the proof is not JSON: {error}"))?;
+    proof["account"]
+        .as_str()
+        .and_then(|text| parse_address(text).ok())
+        .ok_or_else(|| "the proof names no account".to_string())
+}
+
 async fn view<Call: SolCall>(node: &Node, call: Call) -> Result<Call::Return, String> {
     node.view(node.vault(), call, BlockId::latest())
         .await
         .map_err(|error| format!("cannot read the vault: {error}"))
 }
 
+/// The account's proof of `epoch`, asked of a venue.
+async fn proof_from_venue(venue: &str, chain_id: u64, account: Address, epoch: u64) -> Result<Value, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let url = format!(
+        "{}/account/liabilityProof?chainId={chain_id}&account={}&epoch={epoch}",
+        venue.trim_end_matches('/'),
+        checksummed(&account)
+    );
+    let response = alloy_reqwest::Client::new()
+        .get(&url)
+        .send()
+        .await
+        .map_err(|error| format!("cannot ask the venue for the proof: {error}"))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|error| format!("cannot read the venue's answer: {error}"))?;
+    if !status.is_success() {
+        return Err(format!(
+            "the venue has no proof of epoch {epoch} for the account ({status}): {text}"
+        ));
+    }
+    serde_json::from_str(&text).map_err(|error| format!("the venue's proof is not JSON: {error}"))
+}
+
+/// What to exit with: the leaves (checked against the exit root) and the all-zero exits.
+struct Plan {
+    leaves: Vec<ExitLeaf>,
+    /// Tokens the vault lets the account leave without a leaf, with what it deposited of each
+    /// and has not been paid.
+    without_leaf: Vec<(ChainAddress, u128)>,
+}
+
+async fn plan(arguments: &Exit, node: &Node, account: Address, exit_epoch: Option<u64>) -> Result<Plan, String> {
+    let leaves = match (&arguments.proof, &arguments.venue, exit_epoch) {
+        (_, _, None) => Vec::new(),
+        (Some(path), _, Some(_)) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+            let proof: Value =
+                serde_json::from_str(&text).map_err(|error| format!("the proof is not JSON: {error}"))?;
+            read_leaves(&proof, account)?
+        }
+        (None, Some(venue), Some(epoch)) => {
+            let chain_id = node.chain_id().await.map_err(|error| error.to_string())?;
+            read_leaves(&proof_from_venue(venue, chain_id, account, epoch).await?, account)?
+        }
+        (None, None, Some(_)) => Vec::new(),
+    };
+    let mut without_leaf = Vec::new();
+    for token in view(node, DexdVaultV2::depositedTokensCall {}).await? {
+        let holder = chain_address(&account);
+        if !view(node, DexdVaultV2::mayExitWithoutLeafCall { account: holder, token }).await? {
+            continue;
+        }
+        let deposited = view(node, DexdVaultV2::depositedCall { account: holder, token }).await?;
+        let paid = view(node, DexdVaultV2::paidCall { account: holder, token }).await?;
+        if deposited > paid {
+            without_leaf.push((token, deposited.saturating_sub(paid).saturating_to()));
+        }
+    }
+    Ok(Plan { leaves, without_leaf })
+}
+
 async fn exit(arguments: Exit) -> Result<Value, String> {
-    let text = std::fs::read_to_string(&arguments.proof)
-        .map_err(|error| format!("cannot read {}: {error}", arguments.proof.display()))?;
-    let proof: Value = serde_json::from_str(&text).map_err(|error| format!("the proof is not JSON: {error}"))?;
-    let leaves = read_leaves(&proof)?;
     let vault = address_argument(&arguments.vault, "vault")?;
     let signer = arguments.key.signer()?;
+    let account = match (&arguments.account, &arguments.proof) {
+        (Some(text), _) => venue_address(&address_argument(text, "account")?),
+        (None, Some(path)) => proof_account(path)?,
+        (None, None) => venue_address(&signer.address()),
+    };
     let node = connect(&arguments.rpc_url, vault).await?;
     let send = |input: Vec<u8>| {
         let (node, signer) = (&node, &signer);
@@ -134,19 +229,17 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
     }
     let exit_root = if view(&node, DexdVaultV2::hasExitRootCall {}).await? {
         let epoch = view(&node, DexdVaultV2::exitEpochCall {}).await?;
-        Some(view(&node, DexdVaultV2::liabilityRootCall { epoch }).await?.root.0)
+        let root = view(&node, DexdVaultV2::liabilityRootCall { epoch }).await?.root.0;
+        Some((epoch.saturating_to::<u64>(), root))
     } else {
         None
     };
+    let plan = plan(&arguments, &node, account, exit_root.map(|(epoch, _)| epoch)).await?;
     let mut results = Vec::new();
-    for exit in leaves {
-        let checks = match exit_root {
-            Some(root) => verify(&root, &exit.leaf, &exit.proof),
-            None => false,
-        };
-        if !checks {
+    for exit in &plan.leaves {
+        if !exit_root.is_some_and(|(_, root)| verify(&root, &exit.leaf, &exit.proof)) {
             results.push(json!({"symbol": exit.symbol, "sent": false,
-                "reason": "the leaf is not in the vault's exit root (a newer root than the vault's, or a vetoed one)"}));
+                "reason": "the leaf is not in the vault's exit root (another epoch's, or a vetoed one)"}));
             continue;
         }
         let call = DexdVaultV2::exitCall {
@@ -157,28 +250,76 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
             debitedWithdrawals: U256::from(exit.leaf.debited_withdrawals),
             proof: exit.proof.iter().map(|node| FixedBytes(*node)).collect(),
         };
-        match send(call.abi_encode()).await {
-            Ok(receipt) => results.push(json!({"symbol": exit.symbol, "sent": true,
-                "block": receipt.block_number, "gasUsed": receipt.gas_used})),
-            Err(error) => results.push(json!({"symbol": exit.symbol, "sent": false, "reason": error.to_string()})),
-        }
+        results.push(sent(&exit.symbol, "leaf", send(call.abi_encode()).await));
     }
-    Ok(
-        json!({"account": proof["account"], "vault": checksummed(&dexd_settlement::vault::venue_address(&vault)), "exits": results}),
-    )
+    for (token, owed) in &plan.without_leaf {
+        // A leaf sent above may already have paid this deposit back.
+        let holder = chain_address(&account);
+        let paid_now = view(
+            &node,
+            DexdVaultV2::paidCall {
+                account: holder,
+                token: *token,
+            },
+        )
+        .await?;
+        let deposited = view(
+            &node,
+            DexdVaultV2::depositedCall {
+                account: holder,
+                token: *token,
+            },
+        )
+        .await?;
+        if deposited <= paid_now {
+            continue;
+        }
+        let call = DexdVaultV2::exitCall {
+            account: holder,
+            token: *token,
+            balance: U256::ZERO,
+            creditedDeposits: U256::ZERO,
+            debitedWithdrawals: U256::ZERO,
+            proof: Vec::new(),
+        };
+        let name = checksummed(&venue_address(token));
+        let mut result = sent(&name, "all-zero", send(call.abi_encode()).await);
+        result["owed"] = json!(owed.to_string());
+        results.push(result);
+    }
+    Ok(json!({
+        "account": checksummed(&account),
+        "vault": checksummed(&venue_address(&vault)),
+        "exitEpoch": exit_root.map(|(epoch, _)| epoch),
+        "exits": results,
+    }))
 }
 
-/// Runs `dexd exit`; prints what was sent as JSON.
+/// One exit's line of the output.
+fn sent(name: &str, kind: &str, outcome: Result<dexd_settlement::node::Receipt, NodeError>) -> Value {
+    match outcome {
+        Ok(receipt) => {
+            json!({"symbol": name, "kind": kind, "sent": true, "block": receipt.block_number, "gasUsed": receipt.gas_used})
+        }
+        Err(error) => json!({"symbol": name, "kind": kind, "sent": false, "reason": error.to_string()}),
+    }
+}
+
+/// Runs `dexd exit`; prints what was sent as JSON. Non-zero unless at least one exit was sent
+/// and none failed.
 pub fn run_exit(arguments: Exit) -> ExitCode {
     match runtime().block_on(exit(arguments)) {
         Ok(output) => {
             println!("{output}");
-            if output["exits"]
-                .as_array()
-                .is_some_and(|exits| exits.iter().all(|exit| exit["sent"] == true))
-            {
+            let exits = output["exits"].as_array().cloned().unwrap_or_default();
+            if !exits.is_empty() && exits.iter().all(|exit| exit["sent"] == true) {
                 ExitCode::SUCCESS
             } else {
+                if exits.is_empty() {
+                    eprintln!(
+                        "dexd exit: nothing to send: the account has no leaf and nothing to take back without one"
+                    );
+                }
                 ExitCode::FAILURE
             }
         }

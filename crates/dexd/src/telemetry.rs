@@ -301,6 +301,21 @@ const DESCRIPTIONS: &[(&str, Option<Unit>, &str)] = &[
         "1 when the last use of the chain's node succeeded.",
     ),
     (
+        "dexd_liability_foreign_root",
+        None,
+        "1 while the vault holds a liability root the venue did not make that could still become the exit root: no withdrawal is paid (see /account/custody).",
+    ),
+    (
+        "dexd_liability_roots_recorded",
+        None,
+        "Liability roots recorded from the vault (the next epoch).",
+    ),
+    (
+        "dexd_custody_withdrawals_unpayable",
+        None,
+        "1 while withdrawals wait and no final root of the venue's lets any be paid (no root yet, a foreign root, or a frozen vault).",
+    ),
+    (
         "dexd_custody_reserves_surplus",
         None,
         "What the vault holds minus what the venue owes, in whole units of the asset (at the last check).",

@@ -46,6 +46,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/reserves"),
     ("get", "/account/liabilityProof"),
     ("get", "/account/liabilityRoots"),
+    ("get", "/account/custody"),
     ("get", "/account/liabilityLeaves"),
     ("get", "/chains"),
     ("get", "/cluster"),
@@ -327,6 +328,7 @@ async fn operations_are_grouped_named_as_methods_bounded_and_linked() {
                     "/order/accountTrades",
                     "/account/eip712",
                     "/account/reserves",
+                    "/account/custody",
                 ]
                 .contains(&path.as_str()) =>
                 {

@@ -338,6 +338,10 @@ async fn the_switch_takes_zero_or_five_seconds_to_a_day_and_nothing_else() {
         let answer = server.post_json("/order/cancelAllAfter", set(refused.clone())).await;
         assert_error(&answer, 400, "INVALID_PARAMETER", Some("timeoutMs"));
     }
+    // An address with nothing on the chain arms no switch: random keys cannot fill the timer.
+    let answer = server.post_json("/order/cancelAllAfter", set(json!(60_000))).await;
+    assert_error(&answer, 404, "ACCOUNT_NOT_FOUND", Some("account"));
+    server.deposit(&alice, "USDC", "10").await;
     let before = common::signer::now_ms();
     let (status, body) = server.post_json("/order/cancelAllAfter", set(json!(60_000))).await;
     assert_eq!(status, 200, "{body}");

@@ -10,7 +10,7 @@ mod common;
 
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::sol_types::SolCall;
-use common::chain::{TestChain, TEST_ROOT_TERMS, USDC_UNIT};
+use common::chain::{TestChain, CONTRACT_ROOT_TERMS, USDC_UNIT};
 use common::vault_calls::{commit_covering, deposit_usdc, exit_call, leaf, refusal, send, usdc_of, view, VaultError};
 use dexd_crypto::liability_tree::LiabilityTree;
 use dexd_settlement::deploy;
@@ -30,13 +30,13 @@ fn all_zero_exit(account: ChainAddress, token: ChainAddress) -> Vec<u8> {
 }
 
 async fn freeze(chain: &TestChain) {
-    chain.advance_time(TEST_ROOT_TERMS.max_root_age_s + 1).await;
+    chain.advance_time(CONTRACT_ROOT_TERMS.max_root_age_s + 1).await;
     send(chain, &chain.users[3], DexdVaultV2::freezeCall {}.abi_encode()).await;
 }
 
 #[tokio::test]
 async fn a_root_carries_every_deposited_token_and_covers_only_deposits_the_vault_took() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     let alice = &chain.users[0];
     deposit_usdc(&chain, alice, 100 * USDC_UNIT).await;
     let leaves = [leaf(alice, chain.usdc, 100 * USDC_UNIT, 100 * USDC_UNIT, 0)];
@@ -94,7 +94,7 @@ async fn a_root_carries_every_deposited_token_and_covers_only_deposits_the_vault
 
 #[tokio::test]
 async fn a_deposit_after_the_exit_root_leaves_with_the_all_zero_leaf_and_a_covered_one_needs_its_leaf() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     let (alice, bob, mallory) = (&chain.users[0], &chain.users[1], &chain.users[2]);
     deposit_usdc(&chain, alice, 100 * USDC_UNIT).await;
     // The venue's root: Alice sold 30 USDC's worth to Mallory (a trade moves balances only).
@@ -154,7 +154,7 @@ async fn a_deposit_after_the_exit_root_leaves_with_the_all_zero_leaf_and_a_cover
 
 #[tokio::test]
 async fn a_root_planted_far_ahead_is_vetoed_by_the_owner_and_the_venues_next_root_is_the_exit_root() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     let (alice, mallory) = (&chain.users[0], &chain.users[2]);
     deposit_usdc(&chain, alice, 100 * USDC_UNIT).await;
     let honest = vec![leaf(alice, chain.usdc, 100 * USDC_UNIT, 100 * USDC_UNIT, 0)];

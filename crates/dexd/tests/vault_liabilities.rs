@@ -7,7 +7,7 @@ mod common;
 
 use alloy::primitives::U256;
 use alloy::sol_types::{SolCall, SolInterface};
-use common::chain::{TestChain, USDC_UNIT};
+use common::chain::{TestChain, CONTRACT_ROOT_TERMS, USDC_UNIT};
 use common::vault_calls::{
     commit_call, deposit_usdc, exit_call, leaf, pay_withdrawal, refusal, send, usdc_of, view, VaultError,
 };
@@ -18,7 +18,7 @@ use dexd_settlement::vault::{DexdVault, DexdVaultV2};
 
 #[tokio::test]
 async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_totals() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     let (alice, bob) = (&chain.users[0], &chain.users[1]);
     deposit_usdc(&chain, alice, 1_000 * USDC_UNIT).await;
     let leaves = [leaf(alice, chain.usdc, 1_000 * USDC_UNIT, 1_000 * USDC_UNIT, 0)];
@@ -89,7 +89,7 @@ async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_tota
     .await;
     assert!(matches!(error, VaultError::AlreadyVetoed(_)), "{error:?}");
     chain
-        .advance_time(common::chain::TEST_ROOT_TERMS.challenge_period_s)
+        .advance_time(common::chain::CONTRACT_ROOT_TERMS.challenge_period_s)
         .await;
     let error = refusal(
         &chain,
@@ -102,7 +102,7 @@ async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_tota
 
 #[tokio::test]
 async fn a_vault_whose_challenge_period_is_not_shorter_than_its_max_root_age_is_not_deployed() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     for (max_root_age_s, challenge_period_s) in [(600, 600), (600, 601), (0, 0)] {
         let terms = deploy::RootTerms {
             max_root_age_s,
@@ -129,7 +129,7 @@ async fn a_vault_whose_challenge_period_is_not_shorter_than_its_max_root_age_is_
 
 #[tokio::test]
 async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     let (alice, bob, carol, dave) = (&chain.users[0], &chain.users[1], &chain.users[2], &chain.users[3]);
     deposit_usdc(&chain, alice, 1_000 * USDC_UNIT).await;
     deposit_usdc(&chain, bob, 500 * USDC_UNIT).await;
@@ -186,7 +186,7 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
     let error = refusal(&chain, dave, DexdVaultV2::freezeCall {}.abi_encode()).await;
     assert!(matches!(error, VaultError::FreezeNotDue(_)), "{error:?}");
     chain
-        .advance_time(common::chain::TEST_ROOT_TERMS.max_root_age_s + 1)
+        .advance_time(common::chain::CONTRACT_ROOT_TERMS.max_root_age_s + 1)
         .await;
     send(&chain, dave, DexdVaultV2::freezeCall {}.abi_encode()).await;
     assert!(view(&chain, DexdVaultV2::frozenCall {}).await);
@@ -253,7 +253,7 @@ async fn a_frozen_vault_pays_each_account_its_leaf_by_the_formula_once() {
 
 #[tokio::test]
 async fn without_any_root_a_frozen_vault_returns_what_was_deposited_and_not_paid() {
-    let chain = TestChain::start().await;
+    let chain = TestChain::start_with_terms(&[], CONTRACT_ROOT_TERMS).await;
     let alice = &chain.users[0];
     deposit_usdc(&chain, alice, 250 * USDC_UNIT).await;
     send(
@@ -263,7 +263,7 @@ async fn without_any_root_a_frozen_vault_returns_what_was_deposited_and_not_paid
     )
     .await;
     chain
-        .advance_time(common::chain::TEST_ROOT_TERMS.max_root_age_s + 1)
+        .advance_time(common::chain::CONTRACT_ROOT_TERMS.max_root_age_s + 1)
         .await;
     send(&chain, alice, DexdVaultV2::freezeCall {}.abi_encode()).await;
     assert!(!view(&chain, DexdVaultV2::hasExitRootCall {}).await);

@@ -21,7 +21,8 @@ use serde_json::{json, Value};
 
 #[tokio::test]
 async fn a_deposit_through_the_api_is_pending_then_credited_once_after_its_confirmations() {
-    let mut venue = VaultVenue::start().await;
+    // No roots: their transactions would mine the blocks this test counts.
+    let mut venue = VaultVenue::start_with_roots(86_400_000).await;
     let alice = venue.chain.users[0].clone();
     let (status, body) = venue
         .post("/portfolio/deposit", deposit_body(&alice, "USDC", "150.5"))
@@ -592,18 +593,43 @@ async fn withdrawal_tx_hash_other_than(venue: &VaultVenue, account: &PrivateKeyS
 
 #[tokio::test]
 async fn a_replaced_withdrawal_whose_first_transaction_is_mined_is_confirmed() {
-    let venue = VaultVenue::start().await;
+    let mut venue = VaultVenue::start().await;
     let alice = venue.chain.users[0].clone();
     venue
         .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
         .await;
     let before = venue.usdc_in_wallet(&alice).await;
-    let node = &venue.chain.node;
-    node.raw_request("evm_setAutomine", json!([false])).await.unwrap();
     let (status, body) = venue
         .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "40"))
         .await;
     assert_eq!(status, 200, "{body}");
+    // A root covering the withdrawal is committed and recorded; then no more roots, and blocks
+    // only when the test mines them.
+    venue
+        .eventually("a root covers the withdrawal", || async {
+            venue.transfers(&alice, "withdraw").await[0]["waitingFor"] == "challenge"
+        })
+        .await;
+    venue.kill();
+    let config = std::fs::read_to_string(&venue.config).unwrap();
+    std::fs::write(
+        &venue.config,
+        config.replace("root_interval_ms = 1000", "root_interval_ms = 86400000"),
+    )
+    .unwrap();
+    venue
+        .chain
+        .node
+        .raw_request("evm_setAutomine", json!([false]))
+        .await
+        .unwrap();
+    venue.restart();
+    let node = &venue.chain.node;
+    // The root's challenge period passes in blocks the test mines (with nothing in them).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    for _ in 0..3 {
+        node.raw_request("evm_mine", json!([])).await.unwrap();
+    }
     // The first transaction waits unmined until the payer replaces it with higher fees.
     let first = withdrawal_tx_hash_other_than(&venue, &alice, None).await;
     let first_raw = node
@@ -675,8 +701,10 @@ async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
     let [alice, bob] = [0, 1].map(|index| venue.chain.users[index].clone());
     venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
     venue.fund(&bob, None, ETH_UNIT, "ETH", "1").await;
-    // A short expiry, so that the request expires (and its nonce is forgotten) once paid.
-    let expiry = dexd_store::now_ms() + 4_000;
+    // A short expiry (the withdrawal wait is a 1 s root interval, the vault's 2 s challenge
+    // period and the 1 s margin), so that the request expires (and its nonce is forgotten) once
+    // paid.
+    let expiry = dexd_store::now_ms() + 6_000;
     let signature = sign_fifth_of_an_eth_withdrawal(&venue, &alice, 5, expiry);
     let (status, answer) = venue
         .post(

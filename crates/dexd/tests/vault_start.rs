@@ -134,6 +134,8 @@ async fn with_finalized_confirmations_deposits_and_payments_wait_for_finality() 
     venue.kill();
     venue.remove_data();
     venue.edit_config("confirmations = 2", "confirmations = \"finalized\"");
+    // No roots while the test counts blocks (a root's transaction mines one).
+    venue.edit_config("root_interval_ms = 1000", "root_interval_ms = 86400000");
     venue.restart();
     let (_, info) = venue.get("/account/assetsInfo", &[]).await;
     assert_eq!(info["custody"]["confirmations"], "finalized", "{info}");
@@ -149,7 +151,11 @@ async fn with_finalized_confirmations_deposits_and_payments_wait_for_finality() 
     );
     venue.chain.mine(8).await;
     venue.wait_for_available(&alice, "ETH", "1").await;
-    // A payment is confirmed only once its block is finalized too.
+    // A payment is confirmed only once its block is finalized too. It waits for a root, which
+    // is recorded, and final, only once finalized: blocks come while the test waits.
+    venue.kill();
+    venue.edit_config("root_interval_ms = 86400000", "root_interval_ms = 1000");
+    venue.restart();
     let (status, body) = venue
         .post("/portfolio/withdraw", deposit_body(&alice, "ETH", "0.25"))
         .await;
@@ -158,10 +164,11 @@ async fn with_finalized_confirmations_deposits_and_payments_wait_for_finality() 
         let withdrawals = venue.transfers(&alice, "withdraw").await;
         withdrawals[0]["status"].as_str().unwrap().to_string()
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while sent().await != "sent" {
         assert!(std::time::Instant::now() < deadline, "the withdrawal was never sent");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        venue.chain.mine(1).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     venue.chain.mine(4).await;
     tokio::time::sleep(Duration::from_millis(1_000)).await;

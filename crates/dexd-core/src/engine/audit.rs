@@ -60,10 +60,11 @@ impl Engine {
             .map(|(index, positions)| (self.ledger.address(AccountSlot::from_index(index)), positions))
             .collect();
         positions.sort_unstable_by_key(|(address, _)| *address);
-        for (expiry_ms, account, nonce) in self.nonces.iter_in_order() {
+        for (expiry_ms, account, nonce, signer) in self.nonces.iter_in_order() {
             hasher.update(expiry_ms.to_be_bytes());
             hasher.update(account.as_bytes());
             hasher.update(nonce.as_bytes());
+            hasher.update(signer.as_bytes());
         }
         self.custody.hash_into(&mut hasher);
         for (account, grant) in self.agents.all() {

@@ -6,7 +6,7 @@
 use super::Engine;
 use crate::agents::AgentGrant;
 use crate::events::{Event, Rejection};
-use crate::money::{Address, OrderId, PairIndex};
+use crate::money::{Address, OrderId, PairIndex, Quantity};
 use crate::order::{CancelReason, NewOrder};
 use crate::switches::CancelAllAfterSwitches;
 
@@ -69,6 +69,7 @@ impl Engine {
         account: Address,
         order_id: OrderId,
         replacement: NewOrder,
+        amount_from_remaining: Option<Quantity>,
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
@@ -77,6 +78,9 @@ impl Engine {
         let old = self.pairs[pair_position].book.get(key);
         if old.terms.account != account {
             return Err(Rejection::NotOwner);
+        }
+        if amount_from_remaining.is_some_and(|remaining| remaining != old.remaining()) {
+            return Err(Rejection::OrderChanged);
         }
         let keeps_terms = replacement.account == account
             && replacement.pair == pair

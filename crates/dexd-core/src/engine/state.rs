@@ -14,7 +14,7 @@ use crate::custody::{Custody, CustodyState};
 use crate::ledger::{Balance, Ledger};
 use crate::market_data::{Candle, CandleSeries, Position};
 use crate::money::{Address, Amount, OrderId, PairIndex, Price};
-use crate::nonces::{Nonce, NonceRegistry};
+use crate::nonces::{LiveClaim, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
 
@@ -50,8 +50,8 @@ pub struct EngineState {
     pub pairs: Vec<PairSnapshot>,
     /// Positions of the accounts that traded: (slot, one per pair).
     pub positions: Vec<(u32, Vec<Position>)>,
-    /// Live nonces: (expiry, account, nonce).
-    pub nonces: Vec<(u64, Address, Nonce)>,
+    /// Live nonces: (expiry, account, nonce, signer).
+    pub nonces: Vec<LiveClaim>,
     /// Custody.
     pub custody: CustodyState,
     /// Approved agents: (account, grant), by account then agent.

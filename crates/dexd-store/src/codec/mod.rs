@@ -383,7 +383,9 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             }
             Command::FailWithdrawal(keys.remove(0))
         }
-        tag @ trading::FIRST_TAG..=trading::LAST_TAG => trading::get_trading_command(tag, reader)?,
+        tag @ (trading::FIRST_TAG..=trading::LAST_TAG | trading::AMEND_TAG) => {
+            trading::get_trading_command(tag, reader)?
+        }
         tag @ liabilities::RECORD_ROOT_FIRST_TAG..=liabilities::RECORD_FREEZE_TAG => {
             liabilities::get_root_command(tag, reader)?
         }

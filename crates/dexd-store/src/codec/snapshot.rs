@@ -224,11 +224,16 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.u32(*slot);
         put_list(writer, positions, put_position);
     });
-    put_list(&mut writer, &state.nonces, |writer, (expiry, account, nonce)| {
-        writer.u64(*expiry);
-        writer.bytes(account.as_bytes());
-        writer.bytes(nonce.as_bytes());
-    });
+    put_list(
+        &mut writer,
+        &state.nonces,
+        |writer, (expiry, account, nonce, signer)| {
+            writer.u64(*expiry);
+            writer.bytes(account.as_bytes());
+            writer.bytes(nonce.as_bytes());
+            writer.bytes(signer.as_bytes());
+        },
+    );
     put_custody(&mut writer, &state.custody);
     put_list(&mut writer, &state.agents, |writer, (account, grant)| {
         writer.bytes(account.as_bytes());
@@ -298,11 +303,12 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let positions = get_list(&mut reader, 4 + 8, |reader| {
         Ok((reader.u32()?, get_list(reader, 48, get_position)?))
     })?;
-    let nonces = get_list(&mut reader, 8 + 20 + 32, |reader| {
+    let nonces = get_list(&mut reader, 8 + 20 + 32 + 20, |reader| {
         Ok((
             reader.u64()?,
             Address::from_bytes(reader.array()?),
             Nonce::from_bytes(reader.array()?),
+            Address::from_bytes(reader.array()?),
         ))
     })?;
     let custody = get_custody(&mut reader)?;

@@ -1,8 +1,9 @@
 //! The binary form of the trading controls' commands: cancel all, amend, the dead man's switch,
 //! agents, and a command an agent sends. Tags follow the older commands' (0 to 11), which
-//! `super` encodes; this module only adds its own.
+//! `super` encodes; this module only adds its own (12 to 18, and 24: an amend with the remaining
+//! amount it was built from, which tag 13, read and never written, lacks).
 
-use dexd_core::{AgentGrant, Command, OrderId, PairIndex};
+use dexd_core::{AgentGrant, Command, OrderId, PairIndex, Quantity};
 
 use super::{get_command, get_new_order, put_command, put_new_order, CodecError, Reader, Writer};
 use dexd_core::Address;
@@ -11,6 +12,8 @@ use dexd_core::Address;
 pub(super) const FIRST_TAG: u8 = 12;
 /// The last.
 pub(super) const LAST_TAG: u8 = 18;
+/// An amend with the old order's remaining amount its replacement was built from.
+pub(super) const AMEND_TAG: u8 = 24;
 
 /// Writes one of this module's commands.
 pub(super) fn put_trading_command(writer: &mut Writer, command: &Command) {
@@ -24,11 +27,13 @@ pub(super) fn put_trading_command(writer: &mut Writer, command: &Command) {
             account,
             order_id,
             replacement,
+            amount_from_remaining,
         } => {
-            writer.u8(13);
+            writer.u8(AMEND_TAG);
             writer.bytes(account.as_bytes());
             writer.bytes(order_id.as_bytes());
             put_new_order(writer, replacement);
+            writer.optional(*amount_from_remaining, |writer, quantity| writer.u64(quantity.lots()));
         }
         Command::SetCancelAllAfter { account, trigger_at_ms } => {
             writer.u8(14);
@@ -74,6 +79,13 @@ pub(super) fn get_trading_command(tag: u8, reader: &mut Reader) -> Result<Comman
             account,
             order_id: OrderId::from_bytes(reader.array()?),
             replacement: get_new_order(reader)?,
+            amount_from_remaining: None,
+        },
+        AMEND_TAG => Command::AmendOrder {
+            account,
+            order_id: OrderId::from_bytes(reader.array()?),
+            replacement: get_new_order(reader)?,
+            amount_from_remaining: reader.optional(|reader| Ok(Quantity::from_lots(reader.u64()?)))?,
         },
         14 => Command::SetCancelAllAfter {
             account,
@@ -145,6 +157,13 @@ mod tests {
                 account,
                 order_id: OrderId::from_bytes([4; 32]),
                 replacement: replacement.clone(),
+                amount_from_remaining: None,
+            },
+            Command::AmendOrder {
+                account,
+                order_id: OrderId::from_bytes([4; 32]),
+                replacement: replacement.clone(),
+                amount_from_remaining: Some(Quantity::from_lots(3)),
             },
             Command::SetCancelAllAfter {
                 account,

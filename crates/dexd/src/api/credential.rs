@@ -62,10 +62,14 @@ pub enum Credential {
         expiry_ms: u64,
         /// The 65-byte `r ‖ s ‖ v` signature.
         signature: [u8; 65],
-        /// Whether `expiry_ms` is further ahead than a signed request may live. Refused only
-        /// once the signature is known good, so that a forged request learns nothing but
-        /// `INVALID_SIGNATURE`, and any well-formed expiry gets an answer about the signature.
-        lives_too_long: bool,
+        /// How far ahead `expiry_ms` was when the request came, in ms. One further ahead than
+        /// `max_lifetime_ms` is refused only once the signature is known good, so that a forged
+        /// request learns nothing but `INVALID_SIGNATURE`, and any well-formed expiry gets an
+        /// answer about the signature.
+        lifetime_ms: u64,
+        /// The longest this request may live: a signed request's hour, or a withdrawal's week
+        /// ([`Credential::for_withdrawal`]).
+        max_lifetime_ms: u64,
     },
 }
 
@@ -122,14 +126,24 @@ impl Credential {
         if expiry_ms <= now_ms {
             return Err(signature_expired());
         }
-        let lives_too_long = expiry_ms - now_ms > MAX_SIGNED_REQUEST_LIFETIME_MS;
+        let lifetime_ms = expiry_ms - now_ms;
         Ok(Credential::Signed {
             account,
             nonce,
             expiry_ms,
             signature,
-            lives_too_long,
+            lifetime_ms,
+            max_lifetime_ms: MAX_SIGNED_REQUEST_LIFETIME_MS,
         })
+    }
+
+    /// The credential of a withdrawal, whose signature may live a week: a vault withdrawal is
+    /// paid only once a liability root covering it is past the vault's challenge period.
+    pub fn for_withdrawal(mut self) -> Credential {
+        if let Credential::Signed { max_lifetime_ms, .. } = &mut self {
+            *max_lifetime_ms = dexd_core::MAX_SIGNED_WITHDRAWAL_LIFETIME_MS;
+        }
+        self
     }
 
     /// Who acts: for a key, its account, or with `account` given and another address, the
@@ -248,13 +262,14 @@ impl Credential {
             Credential::Key(key) => (key.sign_digest(digest), false),
             Credential::Signed {
                 signature,
-                lives_too_long,
+                lifetime_ms,
+                max_lifetime_ms,
                 ..
             } => {
                 if recover_signer(digest, signature).as_ref() != Some(account) {
                     return Err(invalid_signature(&digest));
                 }
-                refuse_too_long_a_life(*lives_too_long)?;
+                refuse_too_long_a_life(*lifetime_ms, *max_lifetime_ms)?;
                 (*signature, true)
             }
         };
@@ -273,13 +288,14 @@ impl Credential {
     pub fn authorize_approved_by_account_contract(self, signed: ([u8; 32], u64)) -> Result<Authorization, ApiError> {
         let Credential::Signed {
             signature,
-            lives_too_long,
+            lifetime_ms,
+            max_lifetime_ms,
             ..
         } = self
         else {
             return Err(ApiError::internal());
         };
-        refuse_too_long_a_life(lives_too_long)?;
+        refuse_too_long_a_life(lifetime_ms, max_lifetime_ms)?;
         let (nonce, expiry_ms) = signed;
         Ok(Authorization {
             order_id: None,
@@ -307,11 +323,11 @@ impl Credential {
     }
 }
 
-fn refuse_too_long_a_life(lives_too_long: bool) -> Result<(), ApiError> {
-    if lives_too_long {
+fn refuse_too_long_a_life(lifetime_ms: u64, max_lifetime_ms: u64) -> Result<(), ApiError> {
+    if lifetime_ms > max_lifetime_ms {
         return Err(ApiError::invalid(
             "expiry",
-            format!("must be at most {MAX_SIGNED_REQUEST_LIFETIME_MS} ms after now (ms since the epoch)"),
+            format!("must be at most {max_lifetime_ms} ms after now (ms since the epoch)"),
         ));
     }
     Ok(())

@@ -169,6 +169,12 @@ impl ApiError {
                 "an open order of the account already uses this clientOrderId",
             )
             .on("clientOrderId"),
+            Rejection::OrderChanged => ApiError::new(
+                StatusCode::CONFLICT,
+                "ORDER_CHANGED",
+                "the order kept filling while it was amended; nothing changed, amend it again",
+            )
+            .on("orderId"),
             Rejection::OrderNotFound | Rejection::NotOwner => {
                 ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain for this account").on("orderId")
             }
@@ -204,13 +210,15 @@ impl ApiError {
                  through the vault's exit (dexd exit, or the exitCalldata of /account/liabilityProof)",
             ),
             Rejection::Nonce(NonceRejection::Expired) => signature_expired(),
-            Rejection::Nonce(NonceRejection::ExpiryTooFar) => ApiError::invalid(
-                "expiry",
-                format!(
-                    "must be at most {} ms after now",
-                    dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS
-                ),
-            ),
+            Rejection::Nonce(NonceRejection::ExpiryTooFar { max_lifetime_ms }) => {
+                ApiError::invalid("expiry", format!("must be at most {max_lifetime_ms} ms after now"))
+            }
+            Rejection::UnknownAccount => ApiError::not_found(
+                "ACCOUNT_NOT_FOUND",
+                "this account has nothing on this chain: deposit first (an account with no deposit holds no signed \
+                 request, dead man's switch or agent)",
+            )
+            .on("account"),
             Rejection::Nonce(NonceRejection::Reused) => ApiError::new(
                 StatusCode::CONFLICT,
                 "NONCE_REUSED",
@@ -222,9 +230,9 @@ impl ApiError {
                  shorter expiries)",
                 std::time::Duration::from_millis(frees_at_ms.saturating_sub(dexd_store::now_ms())),
             ),
-            Rejection::Nonce(NonceRejection::Full) => {
-                ApiError::unavailable("the venue holds its limit of live signed requests; retry shortly")
-            }
+            Rejection::Nonce(NonceRejection::Full) => ApiError::unavailable(
+                "the venue holds its limit of live signed requests and this signer its share; retry shortly",
+            ),
             Rejection::WrongCustodyMode => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "INVALID_PARAMETER",

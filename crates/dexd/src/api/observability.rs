@@ -153,12 +153,18 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
         telemetry
             .counter("dexd_stream_engine_copies_total", &labels)
             .absolute(chain.stream_reads_requested());
-        let (resting, accounts, pending_deposits, pending_withdrawals) = chain.read_engine(|engine| {
+        let (resting, accounts, pending_deposits, pending_withdrawals, roots) = chain.read_engine(|engine| {
+            let liabilities = engine.custody().liabilities();
             (
                 engine.resting_order_count(),
                 engine.account_count(),
                 engine.custody().pending_deposits().len(),
                 engine.custody().pending_withdrawals().count(),
+                (
+                    liabilities.unresolved_foreign_root().is_some(),
+                    liabilities.roots_recorded(),
+                    liabilities.payable_through().is_none() && engine.custody().pending_withdrawals().next().is_some(),
+                ),
             )
         });
         gauge("dexd_resting_orders", resting as f64);
@@ -190,6 +196,13 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
         let status = vault.status();
         gauge("dexd_custody_pending_deposits", pending_deposits as f64);
         gauge("dexd_custody_pending_withdrawals", pending_withdrawals as f64);
+        let (foreign_root, roots_recorded, payments_stopped) = roots;
+        gauge("dexd_liability_foreign_root", if foreign_root { 1.0 } else { 0.0 });
+        gauge("dexd_liability_roots_recorded", roots_recorded as f64);
+        gauge(
+            "dexd_custody_withdrawals_unpayable",
+            if payments_stopped { 1.0 } else { 0.0 },
+        );
         gauge("dexd_custody_halted", if status.halted.is_some() { 1.0 } else { 0.0 });
         gauge(
             "dexd_custody_node_up",

@@ -62,6 +62,7 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::EIP712_TYPES, answered_by!(handlers::eip712_types)),
     (&operations::RESERVES, answered_by!(handlers::reserves)),
     (&operations::LIABILITY_PROOF, answered_by!(handlers::liability_proof)),
+    (&operations::CUSTODY, answered_by!(handlers::custody)),
     (&operations::LIABILITY_ROOTS, answered_by!(handlers::liability_roots)),
     (&operations::LIABILITY_LEAVES, |app, params| {
         Box::pin(handlers::liability_leaves(app, params))

@@ -51,9 +51,18 @@ pub fn signer(anvil: &AnvilInstance, index: usize) -> PrivateKeySigner {
     PrivateKeySigner::from_signing_key(anvil.keys()[index].clone().into())
 }
 
-/// The roots' terms of the test vault (version 2): an hour without a root before a freeze, ten
-/// minutes to veto; the tests move anvil's clock rather than wait.
+/// The roots' terms of the test vault (version 2) under a venue: an hour without a root before a
+/// freeze (the tests move anvil's clock rather than wait), two seconds to veto, so that a
+/// withdrawal is paid a few seconds after its root.
 pub const TEST_ROOT_TERMS: deploy::RootTerms = deploy::RootTerms {
+    max_root_age_s: 3_600,
+    challenge_period_s: 2,
+    guardian: None,
+};
+
+/// The roots' terms of a vault whose contract alone is tested: ten minutes to veto, so that a
+/// veto sent a few blocks after its root is always in time.
+pub const CONTRACT_ROOT_TERMS: deploy::RootTerms = deploy::RootTerms {
     max_root_age_s: 3_600,
     challenge_period_s: 600,
     guardian: None,
@@ -71,6 +80,11 @@ impl TestChain {
 
     /// Starts anvil with extra arguments.
     pub async fn start_with(arguments: &[&str]) -> TestChain {
+        TestChain::start_with_terms(arguments, TEST_ROOT_TERMS).await
+    }
+
+    /// Starts anvil with extra arguments, the vault deployed with `terms` (and the test guardian).
+    pub async fn start_with_terms(arguments: &[&str], terms: deploy::RootTerms) -> TestChain {
         let anvil = Anvil::at(anvil_path())
             .args(["--accounts", "10", "--balance", "10000"])
             .args(arguments.iter().copied())
@@ -85,7 +99,7 @@ impl TestChain {
         let guardian = signer(&anvil, 6);
         let terms = deploy::RootTerms {
             guardian: Some(guardian.address()),
-            ..TEST_ROOT_TERMS
+            ..terms
         };
         let vault = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
             .await
@@ -177,11 +191,11 @@ impl TestChain {
     }
 
     /// Writes a dexd configuration for this chain (vault custody, `confirmations` 2, polling
-    /// every 100 ms, replacing unmined transactions after 2 s, a liability root a day, so never
-    /// within a test unless it says otherwise) and the operator key file into `folder`, reaching
-    /// the node at `rpc_url` (the chain's own, or a proxy in front of it).
+    /// every 100 ms, replacing unmined transactions after 2 s, a liability root every second, so
+    /// that withdrawals are paid a few seconds after their debit) and the operator key file into
+    /// `folder`, reaching the node at `rpc_url` (the chain's own, or a proxy in front of it).
     pub fn write_dexd_config(&self, folder: &std::path::Path, rpc_url: &str) -> PathBuf {
-        self.write_dexd_config_with_roots(folder, rpc_url, 86_400_000)
+        self.write_dexd_config_with_roots(folder, rpc_url, 1_000)
     }
 
     /// [`TestChain::write_dexd_config`] with a liability root every `root_interval_ms`.

@@ -72,7 +72,7 @@ pub async fn cluster(app: Arc<AppState>, _params: Params) -> Answer {
     })
 }
 
-fn custody_object(app: &AppState, chain: &Chain) -> Value {
+pub(super) fn custody_object(app: &AppState, chain: &Chain) -> Value {
     match app.custody.chain(chain.config.chain_id) {
         None => json!({"mode": "ledger"}),
         Some(vault) => {
@@ -248,5 +248,13 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
         "revokeAgent": "RevokeAgent",
     });
     description["maxLifetimeMs"] = json!(dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS);
+    if vault_chain {
+        // A vault withdrawal waits for a final liability root: it may live longer, and must
+        // live at least the chain's withdrawal wait.
+        description["maxWithdrawalLifetimeMs"] = json!(dexd_core::MAX_SIGNED_WITHDRAWAL_LIFETIME_MS);
+        if let Some(vault) = app.custody.chain(chain.config.chain_id) {
+            description["minWithdrawalLifetimeMs"] = json!(vault.withdrawal_wait_ms());
+        }
+    }
     Ok(description)
 }

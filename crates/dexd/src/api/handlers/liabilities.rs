@@ -266,3 +266,79 @@ pub async fn liability_leaves(app: Arc<AppState>, params: Params) -> Result<Resp
     });
     Ok(([(CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(chunks)).into_response())
 }
+
+/// GET /account/custody: the chain's custody as its payer and committer see it: the vault's root
+/// terms, the newest roots of the venue's, what withdrawals are payable through, a foreign root
+/// that stops them, the freeze, and the node's state.
+pub async fn custody(app: Arc<AppState>, params: Params) -> Answer {
+    let chain = chain_of(&app.venue, &params)?;
+    let custody = super::account::custody_object(&app, &chain);
+    let vault = app.custody.chain(chain.config.chain_id);
+    let terms = vault.and_then(|vault| vault.root_terms());
+    let (roots, frozen, exit_epoch, stopped) = chain.read_engine(|engine| {
+        let liabilities = engine.custody().liabilities();
+        let foreign = liabilities.unresolved_foreign_root().map(|record| {
+            let standing = liabilities
+                .root(record.epoch)
+                .map_or(RootStanding::Challengeable, |root| root.standing);
+            json!({
+                "epoch": record.epoch,
+                "root": hex32(&record.root),
+                "journalSequence": record.journal_sequence,
+                "txHash": hex32(&record.tx_hash),
+                "standing": standing_name(standing),
+            })
+        });
+        let newest_final = liabilities
+            .roots()
+            .rev()
+            .find(|root| root.record.origin == RootOrigin::Venue && root.standing == RootStanding::Final)
+            .map(|root| root.record.epoch);
+        let roots = terms.map(|terms| {
+            json!({
+                "challengePeriodS": terms.challenge_period_s,
+                "maxRootAgeS": terms.max_root_age_s,
+                "rootIntervalMs": vault.map_or(0, |vault| vault.config.root_interval_ms),
+                "withdrawalWaitMs": vault.map_or(0, |vault| vault.withdrawal_wait_ms()),
+                "newestVenueRoot": liabilities.newest_venue_root().map(|root| root.epoch),
+                "newestFinalRoot": newest_final,
+                "payableThrough": liabilities.payable_through(),
+                "foreignRoot": foreign,
+            })
+        });
+        let freeze = liabilities.freeze();
+        let stopped = if freeze.is_some() {
+            Some("the vault is frozen: accounts leave through its exit".to_string())
+        } else {
+            liabilities.unresolved_foreign_root().map(|root| {
+                format!(
+                    "the vault holds root {} that the venue did not make: no withdrawal is paid until it is vetoed \
+                     (by the guardian, or the owner with dexd vault veto) or a later root of the venue's is final",
+                    root.epoch
+                )
+            })
+        };
+        (
+            roots,
+            freeze.is_some(),
+            freeze.and_then(|freeze| freeze.exit_epoch),
+            stopped,
+        )
+    });
+    let status = vault.map(|vault| vault.status()).unwrap_or_default();
+    Ok(json!({
+        "chainId": chain.config.chain_id.to_string(),
+        "custody": custody,
+        "roots": roots,
+        "frozen": frozen,
+        "exitEpoch": exit_epoch,
+        "withdrawalsStopped": stopped,
+        "status": {
+            "headBlock": status.head_block,
+            "scannedBlock": status.scanned_block,
+            "nodeError": status.node_error,
+            "halted": status.halted,
+            "payerError": status.payer_error,
+        },
+    }))
+}

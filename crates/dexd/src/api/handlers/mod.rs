@@ -13,6 +13,7 @@
 
 pub mod account;
 pub mod agents;
+pub mod amend;
 pub mod liabilities;
 pub mod order;
 pub mod portfolio;
@@ -36,13 +37,14 @@ pub use self::account::{
     asset_balances, asset_pairs, assets_info, chains, cluster, eip712_types, rate_limits, reserves, tradable_amounts,
 };
 pub use self::agents::{agents, approve_agent, revoke_agent};
-pub use self::liabilities::{liability_leaves, liability_proof, liability_roots};
+pub use self::amend::amend_order;
+pub use self::liabilities::{custody, liability_leaves, liability_proof, liability_roots};
 pub use self::order::{
     account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,
     open_positions, order_detail, sell_order_book, trade_history,
 };
 pub use self::portfolio::{deposit, deposit_history, withdraw, withdraw_history};
-pub use self::trading::{amend_order, batch_cancel, batch_orders, cancel_all, cancel_all_after};
+pub use self::trading::{batch_cancel, batch_orders, cancel_all, cancel_all_after};
 
 /// The longest `clientOrderId` accepted.
 pub const MAX_CLIENT_ORDER_ID_LENGTH: usize = 64;

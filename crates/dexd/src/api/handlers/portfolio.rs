@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use dexd_core::decimal::DecimalError;
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Event, Transfer, TransferKind, TransferRequest, VaultWithdrawal,
+    WithdrawalWait,
 };
 use serde_json::{json, Value};
 
@@ -202,12 +203,13 @@ fn chain_unavailable(reason: &str) -> ApiError {
 /// A vault chain's withdrawal: debited now and journaled with the account's authorization of
 /// the vault's `Withdrawal` (signed here with the key, or by the client: then its `nonce` is the
 /// withdrawal id and its `expiry` the vault's), then paid by the chain's payer.
-async fn vault_withdrawal(app: &AppState, terms: TransferTerms) -> Answer {
+async fn vault_withdrawal(app: &AppState, mut terms: TransferTerms) -> Answer {
+    terms.credential = terms.credential.for_withdrawal();
     let vault = app
         .custody
         .chain(terms.chain.config.chain_id)
         .ok_or_else(ApiError::internal)?;
-    let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, &vault.config)?;
+    let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, vault)?;
     let (chain, from, asset) = (&terms.chain, terms.from, terms.asset);
     if matches!(terms.credential, Credential::Signed { .. }) {
         refuse_used_withdrawal_id(chain, &from, &withdrawal_id).await?;
@@ -313,26 +315,28 @@ async fn approved_by_account_contract(
     }
 }
 
-/// The vault withdrawal's id and expiry: random and `withdrawal_validity_ms` from now when dexd
-/// signs with the key; the client's nonce and expiry when the client signed, once its expiry
-/// leaves the payer `withdrawal_expiry_margin_ms`.
+/// The vault withdrawal's id and expiry: random, and `withdrawal_validity_ms` from now (at
+/// least the chain's withdrawal wait) when dexd signs with the key; the client's nonce and
+/// expiry when the client signed, once its expiry leaves the payer the withdrawal wait: a root
+/// interval, the vault's challenge period and `withdrawal_expiry_margin_ms`.
 fn withdrawal_id_and_expiry(
     credential: &Credential,
-    config: &dexd_settlement::config::VaultConfig,
+    vault: &dexd_settlement::VaultChain,
 ) -> Result<([u8; 32], u64), ApiError> {
+    let wait_ms = vault.withdrawal_wait_ms();
     match credential {
         Credential::Key(_) => Ok((
             rand::random::<[u8; 32]>(),
-            now_ms().saturating_add(config.withdrawal_validity_ms),
+            now_ms().saturating_add(vault.config.withdrawal_validity_ms.max(wait_ms)),
         )),
         Credential::Signed { nonce, expiry_ms, .. } => {
-            if *expiry_ms < now_ms().saturating_add(config.withdrawal_expiry_margin_ms) {
+            if *expiry_ms < now_ms().saturating_add(wait_ms) {
                 return Err(ApiError::invalid(
                     "expiry",
                     format!(
-                        "a withdrawal's expiry must be at least {} ms ahead, so that the vault can pay it before \
-                         it expires; sign it again with a later expiry",
-                        config.withdrawal_expiry_margin_ms
+                        "a withdrawal's expiry must be at least {wait_ms} ms ahead (a liability root interval, the \
+                         vault's challenge period and the payer's margin), so that the vault can pay it before it \
+                         expires; sign it again with a later expiry"
                     ),
                 ));
             }
@@ -404,11 +408,24 @@ async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind
         .await?
         .transfers(&account, kind, request)
         .map_err(store_error)?;
-    let transfers: Vec<Value> = page
+    let mut transfers: Vec<Value> = page
         .items
         .iter()
         .map(|transfer| render::transfer(&chain.config, transfer))
         .collect();
+    if kind == TransferKind::Withdrawal {
+        let has_roots = app
+            .custody
+            .chain(chain.config.chain_id)
+            .is_some_and(|vault| vault.root_terms().is_some());
+        chain.read_engine(|engine| {
+            for (object, transfer) in transfers.iter_mut().zip(&page.items) {
+                let (waiting_for, payable_after) = withdrawal_wait(engine, transfer, has_roots);
+                object["waitingFor"] = json!(waiting_for);
+                object["payableAfter"] = json!(payable_after);
+            }
+        });
+    }
     let name = match kind {
         TransferKind::Deposit => "deposits",
         TransferKind::Withdrawal => "withdrawals",
@@ -419,6 +436,38 @@ async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind
         name: transfers,
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
     }))
+}
+
+/// What a withdrawal not yet paid waits for (`root`, `challenge`, `payment`, `confirmations`),
+/// and when it may be paid, if that is known: both null once it is settled, or when the engine
+/// no longer holds it as pending (the history's read may be behind the engine's).
+fn withdrawal_wait(
+    engine: &dexd_core::Engine,
+    transfer: &Transfer,
+    has_roots: bool,
+) -> (Option<&'static str>, Option<u64>) {
+    let key = dexd_core::WithdrawalKey {
+        account: transfer.account,
+        withdrawal_id: transfer.transfer_id,
+    };
+    let Some(pending) = engine.custody().pending_withdrawal(&key) else {
+        return (None, None);
+    };
+    if pending.status == dexd_core::TransferStatus::Sent {
+        return (Some("confirmations"), None);
+    }
+    if !has_roots {
+        return (Some("payment"), None);
+    }
+    match engine
+        .custody()
+        .liabilities()
+        .withdrawal_wait(pending.debited_at_sequence)
+    {
+        WithdrawalWait::Root => (Some("root"), None),
+        WithdrawalWait::Challenge { payable_after_ms } => (Some("challenge"), Some(payable_after_ms)),
+        WithdrawalWait::Payment => (Some("payment"), None),
+    }
 }
 
 /// GET /portfolio/depositHistories

@@ -12,14 +12,13 @@ use std::sync::Arc;
 use dexd_core::{
     Address, Command, Event, NewOrder, OrderStatus, PairIndex, MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS,
 };
-use dexd_crypto::{FieldValue, TypedMessage, AMEND_ORDER_TYPE, CANCEL_ALL_AFTER_TYPE, CANCEL_ALL_TYPE};
+use dexd_crypto::{FieldValue, TypedMessage, CANCEL_ALL_AFTER_TYPE, CANCEL_ALL_TYPE};
 use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::order::{
-    cancel_message, open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_order,
-    sign_placement, trades_of,
+    cancel_message, open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement,
 };
 use super::{
     chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error, Answer,
@@ -453,125 +452,6 @@ async fn cancelled_orders_answer(chain: &Chain, events: &[Event]) -> Result<Vec<
         }
     }
     Ok(orders)
-}
-
-/// POST /order/amendOrder
-pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
-    params.refuse_nulls()?;
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let mut actor = credential.actor(&params, &app.addresses)?;
-    let account = actor.account;
-    let pair_index = pair_param(&chain, &params, "symbol")?;
-    let order_id = order_id_param(&params)?;
-    let pair = chain.config.pair_config(pair_index);
-    let price = params
-        .decimal("price")?
-        .map(|price| pair.spec.price_from_decimal(price))
-        .transpose()
-        .map_err(|error| ApiError::from_pair_value("price", error))?;
-    let quantity = params
-        .decimal("amount")?
-        .map(|amount| pair.spec.quantity_from_decimal(amount))
-        .transpose()
-        .map_err(|error| ApiError::from_pair_value("amount", error))?;
-    if price.is_none() && quantity.is_none() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            "MISSING_PARAMETER",
-            "give price, amount or both: what the new order changes",
-        )
-        .on("price"));
-    }
-    let old = open_order_of(history(&chain).await?, &account, pair_index, &order_id)?;
-    if old.record.terms.price.is_none() {
-        return Err(ApiError::invalid("orderId", "names a market order, which never rests"));
-    }
-    // The new order keeps the old one's terms; the amount left out is what the old one has
-    // left to fill.
-    let replacement = NewOrder {
-        price: price.or(old.record.terms.price),
-        quantity: quantity.unwrap_or_else(|| old.record.remaining()),
-        ..old.record.terms.clone()
-    };
-    let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
-    let (order_id_of_new, authorization, replacement) = match &credential {
-        Credential::Key(_) => {
-            // The venue signs the new order as any order, so that it verifies like one.
-            let (terms, authorization) = sign_order(&chain, replacement, &credential, &mut actor)?;
-            (terms.order_id, authorization, terms)
-        }
-        Credential::Signed { .. } => {
-            let message = TypedMessage {
-                struct_type: &AMEND_ORDER_TYPE,
-                values: vec![
-                    FieldValue::Address(account),
-                    FieldValue::Text(pair.symbol.clone()),
-                    FieldValue::Bytes32(*order_id.as_bytes()),
-                    FieldValue::Text(price.map(|price| pair.spec.format_price(price)).unwrap_or_default()),
-                    FieldValue::Text(
-                        quantity
-                            .map(|quantity| {
-                                render::asset_amount(
-                                    &chain.config,
-                                    pair.spec.base(),
-                                    pair.spec.base_amount(quantity).units(),
-                                )
-                            })
-                            .unwrap_or_default(),
-                    ),
-                    FieldValue::Uint(nonce),
-                    FieldValue::uint(expiry_ms),
-                ],
-            };
-            let digest = signing_domain(&chain).digest(&message);
-            let new_id = dexd_core::OrderId::from_bytes(digest);
-            let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), Some(new_id))?;
-            (
-                new_id,
-                authorization,
-                NewOrder {
-                    order_id: new_id,
-                    ..replacement
-                },
-            )
-        }
-    };
-    drop(credential);
-    spend_write_budget(&app, &account)?;
-    let command = actor.command(Command::AmendOrder {
-        account,
-        order_id,
-        replacement,
-    });
-    let events = match crate::api::written::submit(&chain, command, Some(authorization)).await {
-        Ok(events) => events,
-        Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),
-        Err(error) => return Err(write_error(error)),
-    };
-    let cancelled = StoredOrder {
-        record: cancelled_record(&events, &old).ok_or_else(ApiError::internal)?,
-        ..old
-    };
-    let placed = events
-        .iter()
-        .rev()
-        .find_map(|event| match event {
-            Event::OrderUpdated(record) if record.terms.order_id == order_id_of_new => Some(record.clone()),
-            _ => None,
-        })
-        .ok_or_else(ApiError::internal)?;
-    let placed = StoredOrder {
-        record: placed,
-        nonce: authorization.nonce,
-        expiry_ms: authorization.expiry_ms,
-        signature: authorization.signature,
-    };
-    Ok(json!({
-        "cancelled": render::order(&chain.config, &cancelled),
-        "order": render::order(&chain.config, &placed),
-        "trades": trades_of(&chain, &events),
-    }))
 }
 
 /// POST /order/cancelAllAfter

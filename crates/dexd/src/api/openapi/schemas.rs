@@ -78,6 +78,14 @@ fn object_schemas() -> Value {
             "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
             "timestamp": integer, "updatedAt": integer
         })),
+        "ListedWithdrawal": object(json!({
+            "id": string(), "chainId": string(), "account": string(), "symbol": string(), "quantity": decimal(),
+            "status": {"enum": ["pending", "sent", "confirmed", "failed"]},
+            "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
+            "timestamp": integer, "updatedAt": integer,
+            "waitingFor": {"enum": ["root", "challenge", "payment", "confirmations", null], "description": "What a withdrawal not yet paid waits for: a liability root covering its debit, that root's challenge period, the payment, the payment's confirmations; null once settled."},
+            "payableAfter": {"type": ["integer", "null"], "minimum": 0, "description": "When the covering root's challenge period ends (ms since the Unix epoch), while it waits for it."}
+        })),
         "Balance": object(json!({"symbol": string(), "total": decimal(), "available": decimal(), "locked": decimal()})),
         "AccountTrade": {"allOf": [reference("Trade"), object(json!({
             "orderId": string(), "role": {"enum": ["maker", "taker"]}, "fee": decimal(), "feeAsset": string()
@@ -172,7 +180,7 @@ fn portfolio_schemas() -> Value {
         "DepositResponse": object(json!({"deposit": reference("Transfer"), "balance": reference("Balance")})),
         "WithdrawResponse": object(json!({"withdrawal": reference("Transfer"), "balance": reference("Balance")})),
         "DepositListResponse": object(json!({"chainId": string(), "account": string(), "deposits": array_of("Transfer"), "nextCursor": cursor})),
-        "WithdrawalListResponse": object(json!({"chainId": string(), "account": string(), "withdrawals": array_of("Transfer"), "nextCursor": cursor})),
+        "WithdrawalListResponse": object(json!({"chainId": string(), "account": string(), "withdrawals": array_of("ListedWithdrawal"), "nextCursor": cursor})),
         "ReservesResponse": object(json!({
             "chainId": string(), "custody": reference("Custody"),
             "assets": {"type": "array", "items": object(json!({
@@ -204,7 +212,8 @@ fn liability_schemas() -> Value {
     let integer = json!({"type": "integer", "minimum": 0});
     let units = json!({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "An amount in the token's smallest units."});
     let bytes32 = json!({"type": "string", "pattern": "^0x[0-9a-f]{64}$"});
-    let leaf = json!({"symbol": string(), "token": string(), "balance": units, "creditedDeposits": units, "debitedWithdrawals": units});
+    let leaf = json!({"symbol": nullable(string()), "token": string(), "balance": units, "creditedDeposits": units, "debitedWithdrawals": units});
+    let standing = json!({"enum": ["challengeable", "vetoed", "final"]});
     let mut proof_leaf = leaf.clone();
     proof_leaf["proof"] = json!({"type": "array", "items": bytes32});
     proof_leaf["exitCalldata"] = json!({"type": "string", "pattern": "^0x([0-9a-f]{2})+$"});
@@ -213,17 +222,35 @@ fn liability_schemas() -> Value {
     json!({
         "LiabilityProofResponse": object(json!({
             "chainId": string(), "account": string(), "epoch": integer, "root": bytes32, "journalSequence": integer,
-            "txHash": bytes32, "committedAt": integer,
+            "depositCount": integer, "txHash": bytes32, "committedAt": integer, "standing": standing,
             "leaves": {"type": "array", "items": object(proof_leaf)}
         })),
         "LiabilityRootsResponse": object(json!({
             "chainId": string(),
             "roots": {"type": "array", "items": object(json!({
-                "epoch": integer, "root": bytes32, "journalSequence": integer, "txHash": bytes32,
-                "blockNumber": integer, "committedAt": integer,
+                "epoch": integer, "root": bytes32, "journalSequence": integer, "depositCount": integer, "txHash": bytes32,
+                "blockNumber": integer, "committedAt": integer, "finalAfter": integer,
+                "origin": {"enum": ["venue", "foreign"]}, "standing": standing,
                 "totals": {"type": "array", "items": object(json!({"symbol": string(), "token": string(), "total": units}))}
             }))},
             "nextCursor": nullable(string())
+        })),
+        "CustodyResponse": object(json!({
+            "chainId": string(), "custody": reference("Custody"),
+            "roots": nullable(object(json!({
+                "challengePeriodS": integer, "maxRootAgeS": integer, "rootIntervalMs": integer,
+                "withdrawalWaitMs": integer,
+                "newestVenueRoot": nullable(integer.clone()), "newestFinalRoot": nullable(integer.clone()),
+                "payableThrough": nullable(integer.clone()),
+                "foreignRoot": nullable(object(json!({"epoch": integer, "root": bytes32, "journalSequence": integer, "txHash": bytes32, "standing": standing}))),
+            }))),
+            "frozen": {"type": "boolean"},
+            "exitEpoch": nullable(integer.clone()),
+            "withdrawalsStopped": nullable(string()),
+            "status": object(json!({
+                "headBlock": nullable(integer.clone()), "scannedBlock": nullable(integer.clone()), "nodeError": nullable(string()),
+                "halted": nullable(string()), "payerError": nullable(string())
+            }))
         })),
         "LiabilityLeafLine": object(line),
     })
@@ -244,13 +271,20 @@ fn venue_schemas() -> Value {
                 "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(), "lastPrice": nullable(decimal())
             }))}
         })),
-        "Eip712Response": object(json!({
-            "chainId": string(),
-            "domain": object(json!({"name": {"const": "dexd"}, "version": {"const": "1"}, "chainId": integer, "verifyingContract": string()})),
-            "types": {"type": "object", "additionalProperties": {"type": "array", "items": object(json!({"name": string(), "type": string()}))}},
-            "primaryTypes": object(json!({"addOrder": {"const": "Order"}, "cancelOrder": {"const": "CancelOrder"}, "deposit": {"const": "Deposit"}, "withdraw": {"enum": ["Withdraw", "Withdrawal"]}})),
-            "maxLifetimeMs": integer
-        })),
+        "Eip712Response": {
+            "type": "object",
+            "properties": {
+                "chainId": string(),
+                "domain": object(json!({"name": {"const": "dexd"}, "version": {"const": "1"}, "chainId": integer, "verifyingContract": string()})),
+                "types": {"type": "object", "additionalProperties": {"type": "array", "items": object(json!({"name": string(), "type": string()}))}},
+                "primaryTypes": object(json!({"addOrder": {"const": "Order"}, "cancelOrder": {"const": "CancelOrder"}, "deposit": {"const": "Deposit"}, "withdraw": {"enum": ["Withdraw", "Withdrawal"]}})),
+                "maxLifetimeMs": integer,
+                "maxWithdrawalLifetimeMs": integer,
+                "minWithdrawalLifetimeMs": integer
+            },
+            "required": ["chainId", "domain", "types", "primaryTypes", "maxLifetimeMs"],
+            "description": "maxWithdrawalLifetimeMs and minWithdrawalLifetimeMs are given on a vault chain only."
+        },
         "HealthResponse": object(json!({"status": {"const": "ok"}})),
         "ChainsResponse": object(json!({
             "chains": {"type": "array", "items": object(json!({

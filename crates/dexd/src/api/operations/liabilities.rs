@@ -1,5 +1,6 @@
-//! The liability proofs' rows of the table (contract version 3, "Liabilities and exit"): an
-//! account's proof against the newest committed root, the roots, and every leaf of a root. No
+//! The liability proofs' rows of the table (contract version 3, "Liabilities and exit", with
+//! version 4's "An exit that holds"): an account's proof against a committed root, the roots,
+//! every leaf of a root, and the chain's custody as its payer and committer see it. No
 //! behaviour.
 
 use super::{field, Field, Kind, Operation, Tag, ACCOUNT, CHAIN_ID, CURSOR, END_TIME, LIMIT, START_TIME};
@@ -17,14 +18,25 @@ const LEAVES_FIELDS: &[Field] = &[
     ),
 ];
 
-/// An account's leaves and proofs in the newest committed root.
+const PROOF_FIELDS: &[Field] = &[
+    CHAIN_ID,
+    ACCOUNT,
+    field(
+        "epoch",
+        false,
+        Kind::Integer,
+        "The root's epoch (default: the newest root of the venue's that is not vetoed).",
+    ),
+];
+
+/// An account's leaves and proofs in a committed root.
 pub const LIABILITY_PROOF: Operation = Operation {
     id: "getLiabilityProof",
     tag: Tag::Account,
     is_post: false,
     paths: &["/account/liabilityProof"],
-    summary: "The account's leaves in the newest liability root the vault committed, each with its Merkle proof and the vault's exit call, ready to send.",
-    fields: &[CHAIN_ID, ACCOUNT],
+    summary: "The account's leaves in a liability root the vault committed (the newest of the venue's not vetoed, or epoch), each with its Merkle proof and the vault's exit call, ready to send; served from the root's kept file, never rebuilt.",
+    fields: PROOF_FIELDS,
     response_schema: "LiabilityProofResponse",
     error_statuses: &[400, 404, 503],
 };
@@ -51,5 +63,18 @@ pub const LIABILITY_LEAVES: Operation = Operation {
     summary: "Every leaf of a committed liability root, one JSON object per line (application/x-ndjson), so anyone can rebuild the tree and check its root and totals.",
     fields: LEAVES_FIELDS,
     response_schema: LIABILITY_LEAF_LINES,
+    error_statuses: &[400, 404, 503],
+};
+
+/// The chain's custody: the vault, its root terms, where its roots stand, and what stops
+/// payments.
+pub const CUSTODY: Operation = Operation {
+    id: "getCustody",
+    tag: Tag::Extensions,
+    is_post: false,
+    paths: &["/account/custody"],
+    summary: "The chain's custody as its payer and committer see it: the vault, its root terms, the newest roots of the venue's, a foreign root (one the venue did not make) that stops withdrawals, the freeze, and the node's state.",
+    fields: &[CHAIN_ID],
+    response_schema: "CustodyResponse",
     error_statuses: &[400, 404, 503],
 };
