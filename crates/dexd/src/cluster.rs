@@ -29,6 +29,18 @@ pub struct Cluster {
     _beat: Option<std::sync::mpsc::SyncSender<()>>,
     /// Each chain's leader as last read, and when.
     leaders: parking_lot::Mutex<std::collections::HashMap<u64, LeaderReading>>,
+    /// Each chain's journal end as last read, and when; its lock is held across a read, so
+    /// that however many reads wait for a position, one directory read at a time serves them.
+    journal_ends: parking_lot::Mutex<std::collections::HashMap<u64, Arc<tokio::sync::Mutex<Option<EndReading>>>>>,
+    /// How many times the directory was read (for `/metrics`).
+    directory_reads: std::sync::atomic::AtomicU64,
+}
+
+/// A chain's journal end as read from the directory, and when.
+#[derive(Clone, Copy)]
+struct EndReading {
+    end: u64,
+    read_at: std::time::Instant,
 }
 
 /// A chain's leader as read from the directory (`None`: no other node leads it), and when.
@@ -59,6 +71,8 @@ impl Cluster {
                 directory: None,
                 _beat: None,
                 leaders: parking_lot::Mutex::default(),
+                journal_ends: parking_lot::Mutex::default(),
+                directory_reads: std::sync::atomic::AtomicU64::new(0),
             });
         };
         let url = backend.advertised_url.clone().unwrap_or(listening_url);
@@ -74,6 +88,8 @@ impl Cluster {
             )?))),
             _beat: Some(beat),
             leaders: parking_lot::Mutex::default(),
+            journal_ends: parking_lot::Mutex::default(),
+            directory_reads: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -129,14 +145,35 @@ impl Cluster {
         self.leaders.lock().remove(&chain_id);
     }
 
-    /// Where `chain_id`'s shared journal ends now, as the database has it; `None` on the
-    /// embedded journal, or when it cannot be read.
-    pub async fn journal_end(&self, chain_id: u64) -> Option<u64> {
+    /// Where `chain_id`'s shared journal ends, as the database has it, at or after `at_least`
+    /// if it does: an end read before that reaches `at_least` is served as it is; otherwise the
+    /// directory is read, one read at a time per chain, and every ask that came while one was
+    /// under way takes its answer. So a crowd of reads waiting for positions costs a directory
+    /// read at a time, never a blocking thread each. `None` on the embedded journal, or when it
+    /// cannot be read.
+    pub async fn journal_end(&self, chain_id: u64, at_least: u64) -> Option<u64> {
+        self.directory.as_ref()?;
+        let asked_at = std::time::Instant::now();
+        let slot = Arc::clone(self.journal_ends.lock().entry(chain_id).or_default());
+        let mut reading = slot.lock().await;
+        if let Some(known) = *reading {
+            if known.end >= at_least || known.read_at >= asked_at {
+                return Some(known.end);
+            }
+        }
+        let read_at = std::time::Instant::now();
         let chains = self
             .read_directory(move |client| directory::chains(client, &[chain_id]))
             .await?
             .ok()?;
-        chains.first().map(|chain| chain.sequence)
+        let end = chains.first().map(|chain| chain.sequence)?;
+        *reading = Some(EndReading { end, read_at });
+        Some(end)
+    }
+
+    /// How many times the directory was read since the start.
+    pub fn directory_reads(&self) -> u64 {
+        self.directory_reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs `read` on the directory's connection, off the async runtime's threads (the
@@ -146,6 +183,7 @@ impl Cluster {
         read: impl FnOnce(&mut postgres::Client) -> Result<R, StoreError> + Send + 'static,
     ) -> Option<Result<R, StoreError>> {
         let directory = Arc::clone(self.directory.as_ref()?);
+        self.directory_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let joined = tokio::task::spawn_blocking(move || {
             let mut connection = directory.lock();
             read(connection.client()?)

@@ -204,6 +204,11 @@ const DESCRIPTIONS: &[(&str, Option<Unit>, &str)] = &[
         "Bytes waiting to be written to stream clients, all connections together.",
     ),
     (
+        "dexd_cluster_directory_reads_total",
+        None,
+        "Reads of the cluster's directory in PostgreSQL (leaders, journal ends): reads waiting for a journal position share one at a time.",
+    ),
+    (
         "dexd_stream_engine_copies_total",
         None,
         "Copies of the engine the streams took from the writer, by chain: one at the start and one after each overflow; subscriptions take none.",

@@ -191,6 +191,37 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
             .contains("ends at position 8"),
         "{never}"
     );
+    // A flood of such reads costs a directory read at a time, not one each (each took a
+    // blocking thread and the directory's one connection, and held up leader lookups and the
+    // forwarding of writes).
+    let directory_reads = |metrics: String| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("dexd_cluster_directory_reads_total "))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let reads_before = directory_reads(TestServer::at(&follower.base_url).get_text("/metrics").await);
+    let flood: Vec<_> = (0..200)
+        .map(|_| common::cluster::balances_at(&follower.base_url, &erin.address, "1000"))
+        .collect();
+    let forwarded_during = http
+        .post(format!("{}/portfolio/deposit", follower.base_url))
+        .json(&deposit(&erin))
+        .send();
+    let (answers, forwarded_during) = tokio::join!(futures_util::future::join_all(flood), forwarded_during);
+    assert!(answers.iter().all(|answer| answer["error"]["code"] == "UNAVAILABLE"));
+    assert_eq!(
+        forwarded_during.unwrap().status(),
+        200,
+        "writes are forwarded meanwhile"
+    );
+    let during = directory_reads(TestServer::at(&follower.base_url).get_text("/metrics").await) - reads_before;
+    assert!(
+        during <= 40,
+        "{during} directory reads for 200 reads waiting for a position"
+    );
     leader.kill();
     let killed_at = Instant::now();
     loop {

@@ -206,3 +206,49 @@ async fn an_account_sees_its_write_budget_and_open_orders() {
         Some("chainId"),
     );
 }
+
+/// A signed batch of 50 orders whose signatures are all bad: each item's signature is recovered.
+fn badly_signed_batch(trader: &Trader) -> serde_json::Value {
+    let item = |index: usize| {
+        json!({"symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "2000", "amount": "0.01",
+            "account": trader.address, "nonce": index.to_string(), "expiry": common::signer::now_ms() + 60_000,
+            "signature": format!("0x{}1b", "11".repeat(64))})
+    };
+    json!({"chainId": "1", "orders": (0..50).map(item).collect::<Vec<_>>()})
+}
+
+#[tokio::test]
+async fn each_batch_item_and_each_order_over_the_stream_counts_against_the_address() {
+    let mut config = Config::embedded_default();
+    config.limits.requests_per_second_per_ip = 120;
+    let server = TestServer::start_with(config).await;
+    let mallory = Trader::new(0x66);
+    // 50 signature recoveries each: two batches fit a budget of 120, the third does not (it was
+    // one request each, 120 batches a second).
+    for _ in 0..2 {
+        let (status, body) = server
+            .post_json("/order/batchOrders", badly_signed_batch(&mallory))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["results"][0]["error"]["code"], "INVALID_SIGNATURE", "{body}");
+    }
+    let refused = server
+        .post_json("/order/batchOrders", badly_signed_batch(&mallory))
+        .await;
+    assert_error(&refused, 429, "RATE_LIMITED", None);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    // Orders over the stream draw on the same budget: a burst past it is refused.
+    let mut stream = common::stream_client::StreamClient::connect(&server.base_url).await;
+    let mut limited = 0;
+    for index in 0..3 {
+        let mut message = badly_signed_batch(&mallory);
+        message["op"] = json!("order");
+        message["id"] = json!(index);
+        message["action"] = json!("batchOrders");
+        let answer = stream.ask(message).await;
+        if answer["code"] == "RATE_LIMITED" {
+            limited += 1;
+        }
+    }
+    assert!(limited >= 1, "a stream's orders are counted");
+}

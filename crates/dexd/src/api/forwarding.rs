@@ -74,9 +74,9 @@ pub async fn forward_if_not_leading(
     }
     let answer = match request.send().await {
         Ok(answer) => answer,
-        Err(_) => {
+        Err(error) => {
             app.cluster.forget_leader(chain_id);
-            return Some(Err(leader_unreachable(chain_id, &leader.node_id)));
+            return Some(Err(forward_failed(&error, chain_id, &leader.node_id)));
         }
     };
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -84,7 +84,8 @@ pub async fn forward_if_not_leading(
     let (content_type, written_at) = (header("content-type"), header("x-dexd-sequence"));
     let bytes = match answer.bytes().await {
         Ok(bytes) if bytes.len() <= MAX_FORWARDED_ANSWER_BYTES => bytes,
-        _ => return Some(Err(leader_unreachable(chain_id, &leader.node_id))),
+        // The leader answered: whatever it did is done, and its answer is lost.
+        _ => return Some(Err(outcome_unknown(chain_id, &leader.node_id))),
     };
     let mut response = Response::new(Body::from(bytes));
     *response.status_mut() = status;
@@ -102,26 +103,71 @@ pub async fn forward_if_not_leading(
 
 /// Whether a request carrying a private key may be sent to `url`: over TLS, or on this machine.
 fn may_carry_keys(url: &str) -> bool {
-    if url.starts_with("https://") {
-        return true;
-    }
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let host = rest.split('/').next().unwrap_or_default();
-    let host = host.rsplit_once(':').map_or(host, |(host, _)| host);
-    matches!(host, "127.0.0.1" | "[::1]" | "localhost")
+    url::Url::parse(url).is_ok_and(|parsed| parsed.scheme() == "https") || crate::config::is_loopback_url(url)
 }
 
-fn leader_unreachable(chain_id: u64, leader: &str) -> ApiError {
-    ApiError::unavailable(format!(
-        "this node does not lead chain {chain_id}, and its leader {leader} did not answer; nothing is known to be \
-         applied: retry (the same signed request is refused as a repeat if it was)"
-    ))
+/// Why a forward failed, for the client: 503 (nothing was applied) only when the request never
+/// reached the leader; once sent, the leader may have applied it before its answer was lost, and
+/// a retry of a `privateKey` write would apply it again, so the answer says the outcome is
+/// unknown instead.
+fn forward_failed(error: &alloy_reqwest::Error, chain_id: u64, leader: &str) -> ApiError {
+    if error.is_connect() {
+        ApiError::unavailable(format!(
+            "this node does not lead chain {chain_id}, and its leader {leader} cannot be reached; nothing was \
+             applied, retry"
+        ))
+    } else {
+        outcome_unknown(chain_id, leader)
+    }
+}
+
+/// 504 `OUTCOME_UNKNOWN`: the leader had the request and its answer did not come back.
+fn outcome_unknown(chain_id: u64, leader: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "OUTCOME_UNKNOWN",
+        format!(
+            "this node forwarded the write to chain {chain_id}'s leader {leader}, whose answer did not come back: it \
+             may or may not have been applied. Look it up (the order by its clientOrderId, the account's orders or \
+             transfers) before sending it again; a client-signed request sent again is refused as a repeat if it was \
+             applied"
+        ),
+    )
 }
 
 #[cfg(test)]
 mod tests {
+    /// A forward that never reached the leader is 503 (nothing applied); one the leader took and
+    /// never answered is 504 `OUTCOME_UNKNOWN`, never an invitation to send a key's write again.
+    #[tokio::test]
+    async fn a_forward_the_leader_took_and_never_answered_is_an_unknown_outcome_not_a_503() {
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let silent_url = format!("http://{}/order/addOrder", silent.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let (connection, _) = silent.accept().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            drop(connection);
+        });
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = alloy_reqwest::Client::new();
+        let timed_out = client
+            .post(&silent_url)
+            .timeout(std::time::Duration::from_millis(200))
+            .body("{}")
+            .send()
+            .await
+            .unwrap_err();
+        let answer = super::forward_failed(&timed_out, 1, "node-a");
+        assert_eq!((answer.status.as_u16(), answer.code), (504, "OUTCOME_UNKNOWN"));
+        held.abort();
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let closed_url = format!("http://{}/order/addOrder", closed.local_addr().unwrap());
+        drop(closed);
+        let refused = client.post(&closed_url).body("{}").send().await.unwrap_err();
+        let answer = super::forward_failed(&refused, 1, "node-a");
+        assert_eq!((answer.status.as_u16(), answer.code), (503, "UNAVAILABLE"));
+    }
+
     #[test]
     fn keys_travel_only_over_tls_or_on_this_machine() {
         for (url, allowed) in [
@@ -131,6 +177,9 @@ mod tests {
             ("http://localhost:4000/", true),
             ("http://10.0.0.7:4000", false),
             ("http://127.0.0.1.evil.example:4000", false),
+            ("http://localhost:1@evil.example", false),
+            ("http://127.0.0.1:1@evil.example:4000/", false),
+            ("http://user@127.0.0.1:4000", true),
             ("ftp://127.0.0.1", false),
         ] {
             assert_eq!(super::may_carry_keys(url), allowed, "{url}");

@@ -268,6 +268,7 @@ fn add_operation(
                     let body = read_body(body, body_limit, body_timeout).await?;
                     let params = Params::from_body(content_type, &body)?;
                     params.check_allowed(operation)?;
+                    charge_batch_items(&app, client, &params)?;
                     if let Some(answer) =
                         forwarding::forward_if_not_leading(&app, (path, client), &headers, &body, &params).await
                     {
@@ -296,6 +297,17 @@ fn add_operation(
         router = router.route(path, method_router);
     }
     router
+}
+
+/// A batch's items beyond the first taken from the client address's budget: each item's
+/// signature is checked (or made) on its own, so a batch of 50 costs what 50 requests do, over
+/// HTTP as over the stream.
+pub(crate) fn charge_batch_items(app: &AppState, client: std::net::IpAddr, params: &Params) -> Result<(), ApiError> {
+    let items = params.list_length("orders").max(params.list_length("cancels"));
+    let more = u32::try_from(items.saturating_sub(1)).unwrap_or(u32::MAX);
+    app.rate_limits
+        .check_ip_more(client, more)
+        .map_err(|wait| error::too_many_requests("this address is sending batch items faster than allowed", wait))
 }
 
 /// How long a read with `X-Dexd-Min-Sequence` waits for its chain to reach that position.
@@ -332,7 +344,7 @@ async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Par
     let journal_end = if chain.is_leading() {
         Some(chain.journaled_sequence())
     } else {
-        app.cluster.journal_end(chain.config.chain_id).await
+        app.cluster.journal_end(chain.config.chain_id, minimum).await
     };
     if let Some(end) = journal_end.filter(|end| *end < minimum) {
         return Err(ApiError::unavailable(format!(

@@ -130,6 +130,9 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
     telemetry
         .gauge("dexd_stream_queued_bytes", &[])
         .set(app.streams.queued_total.bytes() as f64);
+    telemetry
+        .counter("dexd_cluster_directory_reads_total", &[])
+        .absolute(app.cluster.directory_reads());
     let now_ms = dexd_store::now_ms();
     for chain_config in &app.venue.config.chains {
         let chain_id = chain_config.chain_id;

@@ -258,6 +258,19 @@ impl Params {
             .map_err(|_| ApiError::invalid(name, "is too large"))
     }
 
+    /// How many items a list parameter holds (a JSON array, or in form data a string holding
+    /// one); 0 when it is absent or not a list. Nothing is checked: [`Self::items`] does that.
+    pub fn list_length(&self, name: &str) -> usize {
+        match self.get(name) {
+            Some(Value::List(items)) => items.len(),
+            Some(Value::Text(text)) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Array(items)) => items.len(),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
     /// A list of 1 to `max` objects (a batch's items), each read as parameters of its own: a JSON
     /// array, or in form data a string holding one. `None` when absent.
     pub fn items(&self, name: &str, max: usize) -> Result<Option<Vec<Params>>, ApiError> {

@@ -110,6 +110,20 @@ impl RateLimits {
         }
     }
 
+    /// Takes `requests` more from a client IP's bucket (the items of a batch beyond the request
+    /// itself, whose signatures are each checked or made), or says how long to wait. More than
+    /// the bucket holds at all waits a second.
+    pub fn check_ip_more(&self, ip: IpAddr, requests: u32) -> Result<(), Duration> {
+        let Some(requests) = NonZeroU32::new(requests) else {
+            return Ok(());
+        };
+        match self.per_ip.check_key_n(&client_network(ip), requests) {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(not_until)) => Err(not_until.wait_time_from(self.clock.now())),
+            Err(_) => Err(Duration::from_secs(1)),
+        }
+    }
+
     /// Takes one state change from an account's bucket, or says how long to wait.
     pub fn check_account(&self, account: &Address) -> Result<(), Duration> {
         self.sweep_now_and_then();

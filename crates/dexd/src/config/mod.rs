@@ -326,5 +326,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 mod cluster_sections;
 mod parse;
+
+pub(crate) use self::parse::is_loopback_url;
 #[cfg(test)]
 mod tests;

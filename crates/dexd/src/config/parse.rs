@@ -549,19 +549,16 @@ fn check_pair(
 }
 
 /// Whether an `http://` URL names a host on this machine.
-fn is_loopback_url(url: &str) -> bool {
-    let authority = url
-        .trim_start_matches("http://")
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or("");
-    let host_and_port = authority.rsplit('@').next().unwrap_or("");
-    let host = match host_and_port.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
-        None => host_and_port.split(':').next().unwrap_or(""),
+pub(crate) fn is_loopback_url(text: &str) -> bool {
+    // Parsed as a URL, not split by hand: `http://localhost:1@evil.example` is evil.example's.
+    let Ok(url) = url::Url::parse(text) else {
+        return false;
     };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback())
+    url.scheme() == "http"
+        && match url.host() {
+            Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(address)) => address.is_loopback(),
+            Some(url::Host::Ipv6(address)) => address.is_loopback(),
+            None => false,
+        }
 }

@@ -84,6 +84,8 @@ fn a_node_off_this_machine_must_be_reached_over_https() {
         ("http://eth.example/v2/key", false),
         ("http://10.0.0.5:8545", false),
         ("http://127.0.0.1.example:8545", false),
+        ("http://localhost:1@eth.example", false),
+        ("http://127.0.0.2:8545", true),
     ] {
         let parsed = Config::parse(&vault_config_text(host, ""));
         assert_eq!(parsed.is_ok(), accepted, "{host}: {:?}", parsed.err());

@@ -13,9 +13,12 @@ use dexd_store::now_ms;
 
 use super::{Chain, Venue};
 
-/// How often each chain's due switches are looked for: a switch fires at most this late.
+/// How often each chain's due switches are looked for: a switch fires at most this late, unless
+/// more are due at once than the writer fires in that time.
 pub const SWITCH_POLL_INTERVAL_MS: u64 = 100;
-/// The most switches fired in one poll of one chain; more wait for the next poll.
+/// The most switches fired in one round; while rounds come back full, the next round follows at
+/// once (not at the next poll), so a crowd of due switches is worked off at the writer's pace
+/// rather than this many per poll.
 pub const MAX_SWITCHES_FIRED_PER_POLL: usize = 256;
 
 /// The timers of every chain; they stop when this is dropped.
@@ -57,33 +60,39 @@ async fn run(chain: Arc<Chain>) {
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
-        if !chain.is_leading() {
-            continue;
-        }
-        let due = chain.read_engine(|engine| engine.switches().due(now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
-        let mut queued = Vec::with_capacity(due.len());
-        for (account, trigger_at_ms) in due {
-            match chain.enqueue(Command::FireCancelAllAfter { account, trigger_at_ms }, None, None) {
-                Ok(write) => queued.push((account, write)),
-                // A full queue or a lost leadership: the next poll tries again.
-                Err(_) => break,
-            }
-        }
-        for (account, write) in queued {
-            match write.outcome().await {
-                Ok(events) => tracing::info!(
-                    chain_id = chain.config.chain_id,
-                    %account,
-                    cancelled = events.len(),
-                    "a dead man's switch fired"
-                ),
-                Err(error) => tracing::debug!(
-                    chain_id = chain.config.chain_id,
-                    %account,
-                    ?error,
-                    "a dead man's switch did not fire (set again, or not leading)"
-                ),
-            }
+        while chain.is_leading() && fire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
+    }
+}
+
+/// Fires up to [`MAX_SWITCHES_FIRED_PER_POLL`] due switches, oldest trigger first, and waits for
+/// their outcomes; returns how many were due.
+async fn fire_due_round(chain: &Chain) -> usize {
+    let due = chain.read_engine(|engine| engine.switches().due(now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
+    let count = due.len();
+    let mut queued = Vec::with_capacity(count);
+    for (account, trigger_at_ms) in due {
+        match chain.enqueue(Command::FireCancelAllAfter { account, trigger_at_ms }, None, None) {
+            Ok(write) => queued.push((account, write)),
+            // A full queue or a lost leadership: the next poll tries again (what was queued
+            // fires or is refused on its own).
+            Err(_) => return 0,
         }
     }
+    for (account, write) in queued {
+        match write.outcome().await {
+            Ok(events) => tracing::info!(
+                chain_id = chain.config.chain_id,
+                %account,
+                cancelled = events.len(),
+                "a dead man's switch fired"
+            ),
+            Err(error) => tracing::debug!(
+                chain_id = chain.config.chain_id,
+                %account,
+                ?error,
+                "a dead man's switch did not fire (set again, or not leading)"
+            ),
+        }
+    }
+    count
 }

@@ -655,10 +655,10 @@ fn error_responses() -> Value {
         (400, "MISSING_PARAMETER, INVALID_PARAMETER, INVALID_NUMBER, UNKNOWN_PARAMETER or MALFORMED_BODY"),
         (401, "UNAUTHENTICATED, INVALID_PRIVATE_KEY, INVALID_SIGNATURE or SIGNATURE_EXPIRED"),
         (403, "ACCOUNT_MISMATCH"),
-        (404, "UNKNOWN_CHAIN, UNKNOWN_PAIR, UNKNOWN_ASSET, ORDER_NOT_FOUND or NOT_FOUND"),
+        (404, "UNKNOWN_CHAIN, UNKNOWN_PAIR, UNKNOWN_ASSET, ORDER_NOT_FOUND, ACCOUNT_NOT_FOUND, ROOT_NOT_FOUND or NOT_FOUND"),
         (405, "METHOD_NOT_ALLOWED"),
         (408, "REQUEST_TIMEOUT: the body did not arrive in time"),
-        (409, "ORDER_NOT_OPEN, DUPLICATE_CLIENT_ORDER_ID or NONCE_REUSED"),
+        (409, "ORDER_NOT_OPEN, DUPLICATE_CLIENT_ORDER_ID, NONCE_REUSED, ORDER_CHANGED or VAULT_FROZEN"),
         (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"),
         (422, "INSUFFICIENT_BALANCE, INVALID_TICK, INVALID_STEP, BELOW_MIN_AMOUNT, BELOW_MIN_NOTIONAL, POST_ONLY_WOULD_TAKE, FOK_NOT_FILLABLE, NO_LIQUIDITY, TOO_MANY_OPEN_ORDERS, AMOUNT_TOO_LARGE or INSUFFICIENT_FUNDS_ON_CHAIN"),
@@ -666,6 +666,7 @@ fn error_responses() -> Value {
         (500, "INTERNAL"),
         (502, "CHAIN_UNAVAILABLE: a vault chain's node cannot be used now; nothing was applied"),
         (503, "UNAVAILABLE: nothing was applied"),
+        (504, "OUTCOME_UNKNOWN: a write this node forwarded to the chain's leader, whose answer did not come back; it may or may not have been applied: look it up before sending it again"),
     ];
     let mut responses = Map::new();
     for (status, description) in codes {

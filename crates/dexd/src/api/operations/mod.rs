@@ -321,7 +321,7 @@ const CHAIN_FIELDS: &[Field] = &[CHAIN_ID];
 pub(crate) const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
 const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID, field("orderId", true, Kind::OrderId, "The order id.")];
 
-pub(crate) const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503];
+pub(crate) const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503, 504];
 /// A read's errors; 503 when the history cannot catch up in time, or a position named with
 /// `X-Dexd-Min-Sequence` is not reached.
 pub(crate) const READ_ERRORS: &[u16] = &[400, 404, 503];

@@ -71,7 +71,7 @@ pub async fn serve(socket: WebSocket, app: Arc<crate::api::AppState>, peer: IpAd
         streams.shutdown_signal(),
         writer_alive,
     ));
-    let orders = StreamOrders::start(app, Arc::clone(&outbox));
+    let orders = StreamOrders::start(app, Arc::clone(&outbox), peer);
     let chains = read(inbound, &venue, &streams, &outbox, &orders, writer_done).await;
     for chain_id in chains {
         streams.send(chain_id, HubRequest::Disconnected { connection_id });

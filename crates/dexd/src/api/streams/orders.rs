@@ -8,6 +8,7 @@
 //! reading meanwhile; at most [`MAX_QUEUED_STREAM_ORDERS`] wait. This module holds no order
 //! logic: the REST handlers do the work.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -50,13 +51,14 @@ pub struct StreamOrders {
 }
 
 impl StreamOrders {
-    /// Starts the connection's order task; answers go to `outbox`. It ends with the queue.
-    pub fn start(app: Arc<AppState>, outbox: Arc<Outbox>) -> StreamOrders {
+    /// Starts the connection's order task for a client at `peer`; answers go to `outbox`. It
+    /// ends with the queue.
+    pub fn start(app: Arc<AppState>, outbox: Arc<Outbox>, peer: IpAddr) -> StreamOrders {
         let (queue, mut requests) = mpsc::channel::<OrderRequest>(MAX_QUEUED_STREAM_ORDERS);
         tokio::spawn(async move {
             while let Some(request) = requests.recv().await {
                 let id_json = request.id_json.clone();
-                let answer = match run(Arc::clone(&app), request).await {
+                let answer = match run(Arc::clone(&app), request, peer).await {
                     Ok(Value::Object(body)) => protocol::message("result", &id_json, body),
                     Ok(_) => protocol::error(&id_json, &ApiError::internal(), None),
                     Err(error) => protocol::error(&id_json, &error, None),
@@ -81,8 +83,9 @@ impl StreamOrders {
     }
 }
 
-/// Runs one order message as its REST operation.
-async fn run(app: Arc<AppState>, request: OrderRequest) -> Result<Value, ApiError> {
+/// Runs one order message as its REST operation, counted against the client address's budget
+/// as the same request over HTTP is (one, and each batch item beyond the first).
+async fn run(app: Arc<AppState>, request: OrderRequest, peer: IpAddr) -> Result<Value, ApiError> {
     let Some((_, operation)) = ACTIONS.iter().find(|(name, _)| *name == request.action) else {
         let names: Vec<&str> = ACTIONS.iter().map(|(name, _)| *name).collect();
         return Err(ApiError::invalid(
@@ -90,8 +93,12 @@ async fn run(app: Arc<AppState>, request: OrderRequest) -> Result<Value, ApiErro
             format!("must be one of {}", names.join(", ")),
         ));
     };
+    app.rate_limits
+        .check_ip(peer)
+        .map_err(|wait| too_many_requests("this address is sending requests faster than allowed", wait))?;
     let params = Params::from_json_object(request.fields.0)?;
     params.check_allowed(operation)?;
+    crate::api::charge_batch_items(&app, peer, &params)?;
     match request.action.as_str() {
         "add" => {
             let answer = handlers::add_order(app, params).await?;
