@@ -242,6 +242,19 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
                 "reason": "the leaf is not in the vault's exit root (another epoch's, or a vetoed one)"}));
             continue;
         }
+        let holder = chain_address(&exit.leaf.account);
+        let token = chain_address(&exit.leaf.token);
+        let deposited = view(&node, DexdVaultV2::depositedCall { account: holder, token }).await?;
+        let paid = view(&node, DexdVaultV2::paidCall { account: holder, token }).await?;
+        let owed = U256::from(exit.leaf.balance) + U256::from(exit.leaf.debited_withdrawals) + deposited;
+        let settled = U256::from(exit.leaf.credited_deposits) + paid;
+        if owed <= settled {
+            results.push(
+                json!({"symbol": exit.symbol, "kind": "leaf", "sent": false, "skipped": true,
+                "reason": "nothing is owed by this leaf (all of it was paid)"}),
+            );
+            continue;
+        }
         let call = DexdVaultV2::exitCall {
             account: chain_address(&exit.leaf.account),
             token: chain_address(&exit.leaf.token),
@@ -306,18 +319,21 @@ fn sent(name: &str, kind: &str, outcome: Result<dexd_settlement::node::Receipt, 
 }
 
 /// Runs `dexd exit`; prints what was sent as JSON. Non-zero unless at least one exit was sent
-/// and none failed.
+/// and none failed (a leaf that owes nothing is skipped, not failed).
 pub fn run_exit(arguments: Exit) -> ExitCode {
     match runtime().block_on(exit(arguments)) {
         Ok(output) => {
             println!("{output}");
             let exits = output["exits"].as_array().cloned().unwrap_or_default();
-            if !exits.is_empty() && exits.iter().all(|exit| exit["sent"] == true) {
+            let sent = exits.iter().filter(|exit| exit["sent"] == true).count();
+            let failed = exits.iter().any(|exit| exit["sent"] != true && exit["skipped"] != true);
+            if sent > 0 && !failed {
                 ExitCode::SUCCESS
             } else {
-                if exits.is_empty() {
+                if sent == 0 {
                     eprintln!(
-                        "dexd exit: nothing to send: the account has no leaf and nothing to take back without one"
+                        "dexd exit: nothing paid: the account has no leaf owing anything, and nothing to take back \
+                         without one"
                     );
                 }
                 ExitCode::FAILURE

@@ -63,31 +63,19 @@ async fn proof_showing(venue: &VaultVenue, account: &PrivateKeySigner, symbol: &
     }
 }
 
-/// Runs `dexd exit` with a proof file, `sender`'s key in the environment; returns whether it
-/// succeeded, its output and its error output.
+/// Runs `dexd exit` with a proof file (and `--freeze` when asked).
 fn dexd_exit(
     venue: &VaultVenue,
     proof: &std::path::Path,
     sender: &PrivateKeySigner,
     freeze: bool,
 ) -> (bool, String, String) {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"));
-    command
-        .args(["exit", "--proof"])
-        .arg(proof)
-        .args(["--rpc-url", &venue.chain.anvil.endpoint()])
-        .args(["--vault", &venue.chain.vault.to_string()])
-        .args(["--key-env", "DEXD_TEST_EXIT_KEY"])
-        .env("DEXD_TEST_EXIT_KEY", key_of(sender));
+    let proof = proof.to_str().unwrap();
+    let mut arguments = vec!["--proof", proof];
     if freeze {
-        command.arg("--freeze");
+        arguments.push("--freeze");
     }
-    let output = command.output().unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    venue.dexd_exit(&arguments, sender)
 }
 
 /// Checks every leaf of a proof against the root the vault holds for its epoch.
@@ -277,12 +265,20 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
     .await
     .unwrap();
 
-    // dexd back on a frozen vault: it says so, and sends nothing (a withdrawal waits).
+    // dexd back on a frozen vault: it says so, journals the freeze once confirmed, takes no more
+    // withdrawals, and sends nothing.
     venue.restart();
     venue
         .eventually("the custody shows the vault frozen", || async {
             let (_, info) = venue.get("/account/assetsInfo", &[]).await;
             info["custody"]["frozen"] == true
+        })
+        .await;
+    venue
+        .eventually("the freeze is journaled", || async {
+            venue.chain.mine(1).await;
+            let (_, custody) = venue.get("/account/custody", &[]).await;
+            custody["frozen"] == true
         })
         .await;
     let operator_nonce = venue
@@ -291,13 +287,19 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
         .latest_nonce(venue.chain.operator.address())
         .await
         .unwrap();
-    let (status, body) = venue
-        .post(
+    let (_, custody) = venue.get("/account/custody", &[]).await;
+    assert!(
+        custody["withdrawalsStopped"].as_str().unwrap().contains("frozen"),
+        "{custody}"
+    );
+    venue
+        .refused(
             "/portfolio/withdraw",
             json!({"from": address_of(&bob), "symbol": "USDC", "quantity": "10", "privateKey": key_of(&bob)}),
+            409,
+            "VAULT_FROZEN",
         )
         .await;
-    assert_eq!(status, 200, "{body}");
     for _ in 0..10 {
         venue.chain.mine(1).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -312,7 +314,6 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
         operator_nonce,
         "the operator sent nothing to the frozen vault"
     );
-    assert_eq!(venue.transfers(&bob, "withdraw").await[0]["status"], "pending");
 
     // Dave sends each exit call the venue gave; each account is paid its leaf, once.
     let wallet = |token: Option<alloy::primitives::Address>, owner: alloy::primitives::Address| {
@@ -371,7 +372,7 @@ async fn roots_prove_every_balance_and_a_frozen_vault_pays_each_account_its_leaf
     assert_eq!(
         wallet(Some(venue.chain.usdc), bob.address()).await - bob_usdc_before,
         U256::from(bob_usdc),
-        "Bob's withdrawal after the root was debited by the venue, never paid: his leaf pays it all"
+        "Bob's leaf pays his balance, and the withdrawal the frozen vault's chain refused took nothing"
     );
     let again = deploy::send_and_wait(
         &venue.chain.node,

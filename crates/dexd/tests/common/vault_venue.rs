@@ -206,6 +206,26 @@ impl VaultVenue {
         answer
     }
 
+    /// Runs `dexd exit` against this chain's vault with `arguments` (a proof file, a venue, an
+    /// account, `--freeze`), `sender`'s key in the environment paying the gas; returns whether it
+    /// succeeded, its output and its error output.
+    pub fn dexd_exit(&self, arguments: &[&str], sender: &PrivateKeySigner) -> (bool, String, String) {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
+            .arg("exit")
+            .args(arguments)
+            .args(["--rpc-url", &self.chain.anvil.endpoint()])
+            .args(["--vault", &self.chain.vault.to_string()])
+            .args(["--key-env", "DEXD_TEST_EXIT_KEY"])
+            .env("DEXD_TEST_EXIT_KEY", key_of(sender))
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
     /// Deposits `units` of `token` (None: the native asset) straight from the account's wallet.
     pub async fn deposit_from_wallet(
         &self,
