@@ -102,6 +102,9 @@ export interface Eip712 {
     cancelAllAfter: string; approveAgent: string; revokeAgent: string;
   };
   maxLifetimeMs: number;
+  /** On a vault chain: how far ahead a withdrawal's expiry must be, and may be. */
+  minWithdrawalLifetimeMs?: number;
+  maxWithdrawalLifetimeMs?: number;
 }
 /** What the account's views of one chain and pair need. */
 export interface Venue {

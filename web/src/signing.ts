@@ -22,10 +22,17 @@ export interface SignedFields { account: string; nonce: string; expiry: number; 
 /** How long a signature stays good: a minute, well inside the venue's hour. */
 const SIGNATURE_LIFETIME_MS = 60_000;
 /**
- * How long a withdrawal's signature stays good: the vault's payer needs time to pay it, and a
- * vault chain refuses an expiry less than its margin ahead (five minutes by default).
+ * How long a withdrawal's signature stays good beyond the chain's withdrawal wait: it is paid
+ * once a liability root covering it is past the vault's challenge period, and a vault chain
+ * refuses an expiry less than that wait (`minWithdrawalLifetimeMs`) ahead.
  */
 const WITHDRAWAL_SIGNATURE_LIFETIME_MS = 15 * 60_000;
+
+/** A withdrawal's lifetime on the chain `eip712` describes, within the venue's longest. */
+function withdrawalLifetimeMs(eip712: Eip712): number {
+  const lifetime = (eip712.minWithdrawalLifetimeMs ?? 0) + WITHDRAWAL_SIGNATURE_LIFETIME_MS;
+  return Math.min(lifetime, eip712.maxWithdrawalLifetimeMs ?? lifetime);
+}
 
 function randomNonce(): bigint {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -41,7 +48,7 @@ export async function signRequest(
 ): Promise<SignedFields> {
   const nonce = randomNonce();
   const expiry =
-    Date.now() + (primaryType === "Withdrawal" ? WITHDRAWAL_SIGNATURE_LIFETIME_MS : SIGNATURE_LIFETIME_MS);
+    Date.now() + (primaryType === "Withdrawal" ? withdrawalLifetimeMs(eip712) : SIGNATURE_LIFETIME_MS);
   const full: Record<string, unknown> =
     primaryType === "Withdrawal"
       ? { account: signer.address, ...message, withdrawalId: nonce, expiry: BigInt(expiry) }

@@ -244,6 +244,21 @@ impl Command {
         }
     }
 
+    /// Whether the command can be applied for an account that holds nothing (a cancel of all its
+    /// orders, its switch, its agents): such a command from an address with nothing on the chain
+    /// would hold a nonce, a switch or an agent for free.
+    fn succeeds_without_funds(&self) -> bool {
+        match self {
+            Command::CancelAll { .. }
+            | Command::SetCancelAllAfter { .. }
+            | Command::ApproveAgent { .. }
+            | Command::RevokeAgent { .. }
+            | Command::CancelOrder { .. } => true,
+            Command::ByAgent { command, .. } => command.succeeds_without_funds(),
+            _ => false,
+        }
+    }
+
     /// How long a client-signed request of this command may live: a withdrawal waits for a
     /// final liability root, anything else is decided at once.
     fn max_signed_lifetime_ms(&self) -> u64 {
@@ -416,9 +431,10 @@ impl Engine {
             (None, _) => None,
             (Some(claim), Some(account)) => {
                 // A nonce is held for the request's life: an address with nothing on the chain
-                // cannot make the venue hold its nonces (only a ledger deposit, which creates
-                // the account, is taken from one).
-                if self.ledger.slot(&account).is_none() && !matches!(command, Command::Deposit(_)) {
+                // cannot make the venue hold its nonces with a command that succeeds without
+                // funds (an order or a withdrawal from it is refused for its balance anyway,
+                // and a ledger deposit creates the account).
+                if self.ledger.slot(&account).is_none() && command.succeeds_without_funds() {
                     return Err(Rejection::UnknownAccount);
                 }
                 let signer = command.signer().unwrap_or(account);

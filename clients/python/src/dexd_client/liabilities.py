@@ -43,6 +43,8 @@ class VaultRoot:
 
     root: bytes
     journal_sequence: int
+    #: How many of the vault's deposits the root covers.
+    deposit_count: int
     committed_at: int
     vetoed: bool
 
@@ -55,9 +57,9 @@ def read_vault_root(rpc_url: str, vault: str, epoch: int, timeout_seconds: float
                            timeout=timeout_seconds).json()
     if "error" in answer:
         raise ValueError(f"the vault did not give the root of epoch {epoch}: {answer['error']}")
-    root, journal_sequence, committed_at, vetoed = decode(["(bytes32,uint64,uint64,bool)"],
-                                                          bytes.fromhex(answer["result"][2:]))[0]
-    return VaultRoot(root, journal_sequence, committed_at, vetoed)
+    root, journal_sequence, deposit_count, committed_at, vetoed = decode(
+        ["(bytes32,uint64,uint64,uint64,bool)"], bytes.fromhex(answer["result"][2:]))[0]
+    return VaultRoot(root, journal_sequence, deposit_count, committed_at, vetoed)
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,17 @@ from eth_account.signers.local import LocalAccount
 
 #: How long a signed request stays valid, well within the venue's one-hour limit.
 DEFAULT_LIFETIME_MS = 60_000
-# A withdrawal's signature lives longer: the vault's payer needs time to pay it, and a vault
-# chain refuses an expiry less than its margin ahead (five minutes by default).
+# A withdrawal's signature lives longer: it is paid once a liability root covering it is past the
+# vault's challenge period, and a vault chain refuses an expiry less than that wait ahead
+# (``minWithdrawalLifetimeMs`` of ``GET /account/eip712``): it lives that wait and fifteen
+# minutes more, at least fifteen minutes, at most the venue's ``maxWithdrawalLifetimeMs``.
 WITHDRAWAL_LIFETIME_MS = 15 * 60_000
+
+
+def withdrawal_lifetime_ms(eip712: dict) -> int:
+    """How long a withdrawal's signature lives on the chain ``eip712`` describes."""
+    lifetime = eip712.get("minWithdrawalLifetimeMs", 0) + WITHDRAWAL_LIFETIME_MS
+    return min(lifetime, eip712.get("maxWithdrawalLifetimeMs", lifetime))
 
 
 def canonical_decimal(value: Any) -> str:
@@ -74,7 +82,7 @@ class RequestSigner:
         """
         nonce = secrets.randbits(128) if nonce is None else nonce
         if expiry_ms is None:
-            lifetime_ms = max(self.lifetime_ms, WITHDRAWAL_LIFETIME_MS) if primary_type == "Withdrawal" \
+            lifetime_ms = max(self.lifetime_ms, withdrawal_lifetime_ms(eip712)) if primary_type == "Withdrawal" \
                 else self.lifetime_ms
             expiry_ms = int(time.time() * 1000) + lifetime_ms
         full = {"account": self.address, **message, "nonce": nonce, "expiry": expiry_ms}
