@@ -92,22 +92,30 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     /// @notice Whether an account's withdrawal id has been paid.
     mapping(address account => mapping(uint256 withdrawalId => bool paid)) public withdrawn;
 
-    /// @notice What each account deposited of each token, in all.
-    mapping(address account => mapping(address token => uint256 amount)) public deposited;
+    /// What each account deposited of each token in all, and which deposit was its first: one
+    /// storage word, read and written once per deposit.
+    struct Deposits {
+        uint192 total;
+        /// The first deposit's id plus one (0: none yet).
+        uint64 firstIdPlusOne;
+    }
+
+    mapping(address account => mapping(address token => Deposits)) private _deposits;
 
     /// @notice What the vault paid each account of each token, in all (withdrawals and exits).
     mapping(address account => mapping(address token => uint256 amount)) public paid;
 
-    /// @notice Whether the owner listed a token (the zero address: the native asset): only listed
-    /// tokens are taken as deposits.
-    mapping(address token => bool) public listed;
+    /// Whether the owner listed a token (the zero address: the native asset), and whether it was
+    /// ever deposited: one storage word a deposit reads once.
+    struct TokenState {
+        bool listed;
+        bool deposited;
+    }
 
-    /// The first deposit of each (account, token), as its id plus one (0: none yet).
-    mapping(address account => mapping(address token => uint256 idPlusOne)) private _firstDeposit;
+    mapping(address token => TokenState) private _tokenStates;
 
     /// Every token ever deposited, in the order of its first deposit.
     address[] private _depositedTokens;
-    mapping(address token => bool) private _everDeposited;
 
     LiabilityRoot[] private _roots;
 
@@ -163,6 +171,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     error DepositCountAhead(uint256 given, uint256 deposits);
     error TokenNotListed(address token);
     error TokenMissing(address token);
+    error DepositTooLarge(uint256 total);
     error TotalExceedsHoldings(address token, uint256 total, uint256 holdings);
     error UnknownEpoch(uint256 epoch);
     error AlreadyVetoed(uint256 epoch);
@@ -210,20 +219,22 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     function deposit(address token, uint256 amount) external nonReentrant whenNotPaused whenNotFrozen {
         if (token == address(0)) revert ZeroAddress();
         if (amount == 0) revert ZeroAmount();
-        if (!listed[token]) revert TokenNotListed(token);
+        TokenState memory state = _tokenStates[token];
+        if (!state.listed) revert TokenNotListed(token);
         IERC20 erc20 = IERC20(token);
         uint256 before = erc20.balanceOf(address(this));
         erc20.safeTransferFrom(msg.sender, address(this), amount);
         uint256 received = erc20.balanceOf(address(this)) - before;
         if (received == 0) revert NothingReceived();
-        _recordDeposit(msg.sender, token, received);
+        _recordDeposit(msg.sender, token, received, state);
     }
 
     /// @notice Credits the caller with the native asset sent along.
     function depositNative() external payable nonReentrant whenNotPaused whenNotFrozen {
         if (msg.value == 0) revert ZeroAmount();
-        if (!listed[address(0)]) revert TokenNotListed(address(0));
-        _recordDeposit(msg.sender, address(0), msg.value);
+        TokenState memory state = _tokenStates[address(0)];
+        if (!state.listed) revert TokenNotListed(address(0));
+        _recordDeposit(msg.sender, address(0), msg.value, state);
     }
 
     /// @notice Pays one withdrawal. Only the operator may call it, never on a frozen vault.
@@ -286,7 +297,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         }
         for (uint256 index = 0; index < tokens.length; ++index) {
             if (index > 0 && tokens[index] <= tokens[index - 1]) revert TokensNotSorted(index);
-            if (!listed[tokens[index]]) revert TokenNotListed(tokens[index]);
+            if (!_tokenStates[tokens[index]].listed) revert TokenNotListed(tokens[index]);
             uint256 held = holdings(tokens[index]);
             if (totals[index] > held) revert TotalExceedsHoldings(tokens[index], totals[index], held);
         }
@@ -353,8 +364,19 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
 
     /// @notice The first deposit of `token` by `account`, if there was one.
     function firstDeposit(address account, address token) external view returns (bool any, uint256 depositId) {
-        uint256 idPlusOne = _firstDeposit[account][token];
+        uint256 idPlusOne = _deposits[account][token].firstIdPlusOne;
         return (idPlusOne != 0, idPlusOne == 0 ? 0 : idPlusOne - 1);
+    }
+
+    /// @notice What `account` deposited of `token`, in all.
+    function deposited(address account, address token) public view returns (uint256) {
+        return _deposits[account][token].total;
+    }
+
+    /// @notice Whether the owner listed a token (the zero address: the native asset): only listed
+    /// tokens are taken as deposits.
+    function listed(address token) external view returns (bool) {
+        return _tokenStates[token].listed;
     }
 
     /// @notice Whether `account` may exit `token` with an all-zero leaf and no proof: the vault
@@ -363,7 +385,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     function mayExitWithoutLeaf(address account, address token) public view returns (bool) {
         if (!frozen) return false;
         if (!hasExitRoot) return true;
-        uint256 idPlusOne = _firstDeposit[account][token];
+        uint256 idPlusOne = _deposits[account][token].firstIdPlusOne;
         return idPlusOne == 0 || idPlusOne - 1 >= _roots[exitEpoch].depositCount;
     }
 
@@ -411,7 +433,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
             );
             if (!MerkleProof.verifyCalldata(proof, _roots[exitEpoch].root, leaf)) revert InvalidProof();
         }
-        uint256 owed = balance + debitedWithdrawals + deposited[account][token];
+        uint256 owed = balance + debitedWithdrawals + deposited(account, token);
         uint256 settled = creditedDeposits + paid[account][token];
         if (owed <= settled) revert NothingToExit(account, token);
         uint256 amount = owed - settled;
@@ -426,8 +448,8 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     /// @notice Lists a token (the zero address: the native asset): deposits of it are taken from
     /// now on. A listing is for good, so no deposit can ever be stranded by a delisting.
     function listToken(address token) external onlyOwner {
-        if (listed[token]) return;
-        listed[token] = true;
+        if (_tokenStates[token].listed) return;
+        _tokenStates[token].listed = true;
         emit TokenListed(token);
     }
 
@@ -472,13 +494,18 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
 
     // ----- Inside -----
 
-    function _recordDeposit(address account, address token, uint256 amount) private {
+    function _recordDeposit(address account, address token, uint256 amount, TokenState memory state) private {
         uint256 depositId = depositCount;
         depositCount = depositId + 1;
-        deposited[account][token] += amount;
-        if (_firstDeposit[account][token] == 0) _firstDeposit[account][token] = depositId + 1;
-        if (!_everDeposited[token]) {
-            _everDeposited[token] = true;
+        Deposits memory deposits = _deposits[account][token];
+        uint256 total = uint256(deposits.total) + amount;
+        // 2^192 units: no token's supply comes near it.
+        if (total > type(uint192).max) revert DepositTooLarge(total);
+        deposits.total = uint192(total);
+        if (deposits.firstIdPlusOne == 0) deposits.firstIdPlusOne = uint64(depositId + 1);
+        _deposits[account][token] = deposits;
+        if (!state.deposited) {
+            _tokenStates[token].deposited = true;
             _depositedTokens.push(token);
         }
         emit Deposited(depositId, account, token, amount);

@@ -305,14 +305,31 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
                 .await
                 .map_err(failed)?;
             let operator = node.operator().await.map_err(failed)?;
-            Ok(serde_json::json!({
+            let mut status = serde_json::json!({
                 "vault": checksummed(&venue_address(&vault)),
                 "owner": checksummed(&venue_address(&owner)),
                 "operator": checksummed(&venue_address(&operator)),
                 "paused": paused,
                 "depositCount": deposits.to_string(),
-            })
-            .to_string())
+            });
+            // Version 2 also has roots and the exit (version 1 answers none of these).
+            if let Ok(roots) = node.view(vault, DexdVaultV2::rootCountCall {}, latest).await {
+                let frozen = node
+                    .view(vault, DexdVaultV2::frozenCall {}, latest)
+                    .await
+                    .map_err(failed)?;
+                let tokens = node
+                    .view(vault, DexdVaultV2::depositedTokensCall {}, latest)
+                    .await
+                    .map_err(failed)?;
+                status["rootCount"] = serde_json::json!(roots.to_string());
+                status["frozen"] = serde_json::json!(frozen);
+                status["depositedTokens"] = serde_json::json!(tokens
+                    .iter()
+                    .map(|token| checksummed(&venue_address(token)))
+                    .collect::<Vec<_>>());
+            }
+            Ok(status.to_string())
         }
     }
 }

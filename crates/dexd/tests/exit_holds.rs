@@ -372,3 +372,56 @@ async fn clients_looping_on_proofs_and_leaves_never_hold_up_a_withdrawal() {
     assert!(answered > 100, "the loops were answered ({answered})");
     assert!(took < Duration::from_secs(20), "the withdrawal took {took:?}");
 }
+
+#[tokio::test]
+async fn a_root_committed_before_a_crash_is_recorded_from_its_event_found_by_its_time() {
+    // No root is due until the test wants one; roots need two confirmations.
+    let mut venue = VaultVenue::start_with_roots(86_400_000).await;
+    let alice = venue.chain.users[0].clone();
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 10 * USDC_UNIT, "USDC", "10")
+        .await;
+    venue.kill();
+    venue.edit_config("root_interval_ms = 86400000", "root_interval_ms = 1000");
+    venue.restart();
+    // A root goes into the vault (nothing mines after it); the venue dies before it has its
+    // confirmations.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let count: u64 = view(&venue, DexdVaultV2::rootCountCall {}).await.saturating_to();
+        let recorded = custody(&venue).await["roots"]["newestVenueRoot"].clone();
+        if count > 0 && recorded.is_null() {
+            break;
+        }
+        assert!(
+            recorded.is_null() && std::time::Instant::now() < deadline,
+            "a root committed and not yet recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    venue.kill();
+    // Blocks on top, more than one log query spans: the root's event is found by the block of
+    // its time, however far back (a look back from the head once stopped at 100,000 blocks;
+    // anvil mines a few thousand blocks a second, so the test stays at a few thousand).
+    for _ in 0..3 {
+        venue
+            .chain
+            .node
+            .raw_request("anvil_mine", json!([format!("0x{:x}", 1_000)]))
+            .await
+            .unwrap();
+    }
+    venue.restart();
+    venue
+        .eventually("the root recorded after the restart", || async {
+            custody(&venue).await["roots"]["newestVenueRoot"].is_u64()
+        })
+        .await;
+    let (_, roots) = venue.get("/account/liabilityRoots", &[]).await;
+    let first = roots["roots"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (first["epoch"].as_u64(), first["origin"].as_str()),
+        (Some(0), Some("venue")),
+        "{first}"
+    );
+}
