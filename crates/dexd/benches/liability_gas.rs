@@ -40,15 +40,15 @@ async fn call(node: &Node, from: &PrivateKeySigner, to: ChainAddress, input: Vec
         .unwrap()
 }
 
-/// Gas of the deposits and a withdrawal on one vault: (first ERC-20, later ERC-20, first
-/// native, later native, withdrawal).
+/// Gas of the deposits and a withdrawal on one vault: (first ERC-20 of the vault, later ERC-20,
+/// first native of the vault, later native, withdrawal, another account's first ERC-20).
 async fn transfer_gas(
     node: &Node,
-    user: &PrivateKeySigner,
+    (user, other): (&PrivateKeySigner, &PrivateKeySigner),
     operator: &PrivateKeySigner,
     usdc: ChainAddress,
     chain_id: u64,
-) -> [u64; 5] {
+) -> [u64; 6] {
     let vault = node.vault();
     deploy::approve(node, user, usdc, vault, U256::from(u64::MAX))
         .await
@@ -79,7 +79,11 @@ async fn transfer_gas(
     }
     .abi_encode();
     let withdrawal = call(node, operator, vault, withdraw, U256::ZERO).await.gas_used;
-    [first_erc20, later_erc20, first_native, later_native, withdrawal]
+    deploy::approve(node, other, usdc, vault, U256::from(u64::MAX))
+        .await
+        .unwrap();
+    let other_first = call(node, other, vault, erc20(), U256::ZERO).await.gas_used;
+    [first_erc20, later_erc20, first_native, later_native, withdrawal, other_first]
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -88,16 +92,18 @@ async fn main() {
         .args(["--accounts", "10", "--balance", "100000"])
         .spawn();
     let chain_id = anvil.chain_id();
-    let (deployer, operator, user) = (signer(&anvil, 0), signer(&anvil, 1), signer(&anvil, 2));
+    let (deployer, operator, user, other) = (signer(&anvil, 0), signer(&anvil, 1), signer(&anvil, 2), signer(&anvil, 4));
     let timeout = Duration::from_secs(30);
     let bootstrap = Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, timeout).unwrap();
     let usdc = deploy::deploy_test_token(&bootstrap, &deployer, "USD Coin", "USDC", 6)
         .await
         .unwrap()
         .address;
-    deploy::mint(&bootstrap, &deployer, usdc, user.address(), U256::from(u64::MAX))
-        .await
-        .unwrap();
+    for holder in [&user, &other] {
+        deploy::mint(&bootstrap, &deployer, usdc, holder.address(), U256::from(u64::MAX))
+            .await
+            .unwrap();
+    }
     let version_one = deploy::deploy_vault(&bootstrap, &deployer, deployer.address(), operator.address())
         .await
         .unwrap();
@@ -118,14 +124,15 @@ async fn main() {
     deploy::list_tokens(&node_two, &deployer, &[ChainAddress::ZERO, usdc])
         .await
         .unwrap();
-    let one = transfer_gas(&node_one, &user, &operator, usdc, chain_id).await;
-    let two = transfer_gas(&node_two, &user, &operator, usdc, chain_id).await;
+    let one = transfer_gas(&node_one, (&user, &other), &operator, usdc, chain_id).await;
+    let two = transfer_gas(&node_two, (&user, &other), &operator, usdc, chain_id).await;
     let names = [
-        "ERC-20 deposit, first of the account and token",
+        "ERC-20 deposit, the vault's first of the token",
         "ERC-20 deposit, later",
-        "native deposit, first of the account",
+        "native deposit, the vault's first",
         "native deposit, later",
         "withdrawal (one, ERC-20)",
+        "ERC-20 deposit, an account's first of a token deposited before",
     ];
     for (index, name) in names.iter().enumerate() {
         println!(
@@ -191,7 +198,7 @@ async fn main() {
         deploy::list_tokens(&node, &deployer, &[ChainAddress::ZERO, usdc])
             .await
             .unwrap();
-        transfer_gas(&node, &user, &operator, usdc, chain_id).await;
+        transfer_gas(&node, (&user, &other), &operator, usdc, chain_id).await;
         let mut listed = vec![ChainAddress::ZERO, usdc];
         listed.sort();
         // The same tree's root, from the leaf and its proof.
