@@ -83,7 +83,14 @@ async fn transfer_gas(
         .await
         .unwrap();
     let other_first = call(node, other, vault, erc20(), U256::ZERO).await.gas_used;
-    [first_erc20, later_erc20, first_native, later_native, withdrawal, other_first]
+    [
+        first_erc20,
+        later_erc20,
+        first_native,
+        later_native,
+        withdrawal,
+        other_first,
+    ]
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -92,7 +99,12 @@ async fn main() {
         .args(["--accounts", "10", "--balance", "100000"])
         .spawn();
     let chain_id = anvil.chain_id();
-    let (deployer, operator, user, other) = (signer(&anvil, 0), signer(&anvil, 1), signer(&anvil, 2), signer(&anvil, 4));
+    let (deployer, operator, user, other) = (
+        signer(&anvil, 0),
+        signer(&anvil, 1),
+        signer(&anvil, 2),
+        signer(&anvil, 4),
+    );
     let timeout = Duration::from_secs(30);
     let bootstrap = Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, timeout).unwrap();
     let usdc = deploy::deploy_test_token(&bootstrap, &deployer, "USD Coin", "USDC", 6)

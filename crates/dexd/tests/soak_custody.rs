@@ -282,6 +282,12 @@ async fn custody_loses_and_doubles_nothing_through_random_faults() {
     let chain = TestChain::start().await;
     let proxy = NodeProxy::start(chain.anvil.endpoint().trim_start_matches("http://").to_string()).await;
     let mut venue = VaultVenue::start_on(chain, &proxy.url);
+    // Eight confirmations: a reorganisation fault (a deposit's approve and transfer, and the
+    // liability roots and payments the venue sends meanwhile, each a block) stays shallower
+    // than them, as the fault means it to; a deeper one halts custody, by design.
+    venue.kill();
+    venue.edit_config("confirmations = 2", "confirmations = 8");
+    venue.restart();
     let accounts: Vec<PrivateKeySigner> = venue.chain.users.clone();
     let node = venue.chain.node.clone();
     let mut tally = Tally::default();

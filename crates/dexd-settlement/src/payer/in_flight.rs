@@ -88,6 +88,9 @@ impl Payer {
                 nonce,
                 "the payer's nonce was spent by none of its known transactions; the vault is asked again"
             );
+            if flight.purpose == FlightPurpose::Root {
+                self.roots.reverted();
+            }
             self.in_flight = None;
             return Ok(());
         }
@@ -121,6 +124,7 @@ impl Payer {
             // Mined: the nonce is spent and withdrawals may go on. The root is recorded from the
             // vault once it holds it with `confirmations` on top (and sent again, when due, if
             // a reorganisation takes it away).
+            self.roots.mined_in(receipt.block_number);
             self.in_flight = None;
             return Ok(());
         }

@@ -54,6 +54,8 @@ pub(super) struct Roots {
 pub(super) struct SentRoot {
     pub(super) root: [u8; 32],
     pub(super) journal_sequence: u64,
+    /// The block its transaction was mined in, once it was.
+    pub(super) mined_block: Option<u64>,
     /// When it was sent: a root the vault does not show within [`SENT_ROOT_FORGOTTEN_AFTER_MS`]
     /// (or the interval, if longer) is forgotten, and a new one sent when due.
     pub(super) sent_at: Instant,
@@ -77,9 +79,17 @@ impl Roots {
         self.sent = None;
     }
 
-    /// The root in flight reverted: a root is sent again when due.
+    /// The root in flight reverted, or its nonce went to another transaction: a root is sent
+    /// again when due.
     pub(super) fn reverted(&mut self) {
         self.sent = None;
+    }
+
+    /// The root in flight was mined in `block`.
+    pub(super) fn mined_in(&mut self, block: u64) {
+        if let Some(sent) = self.sent.as_mut() {
+            sent.mined_block = Some(block);
+        }
     }
 }
 
@@ -114,6 +124,11 @@ impl Payer {
         let Some(terms) = vault.root_terms() else {
             return Ok(RootsPoll::Continue);
         };
+        // A halted custody (a reorganisation deeper than the confirmations) records, settles and
+        // commits nothing until an operator restarts it.
+        if vault.status().halted.is_some() {
+            return Ok(RootsPoll::Continue);
+        }
         let head = vault.node.head().await?;
         let Some(confirmed_block) = vault.confirmed_head(head).await? else {
             return Ok(RootsPoll::Continue);
@@ -137,6 +152,19 @@ impl Payer {
             return Ok(RootsPoll::Frozen);
         }
         report_foreign_roots(vault);
+        // A root mined in a block now confirmed that the vault does not hold (it was recorded
+        // above if it did) was taken away by a reorganisation: a new one is sent when due.
+        if self
+            .roots
+            .sent
+            .is_some_and(|sent| sent.mined_block.is_some_and(|block| block <= confirmed.block))
+        {
+            tracing::warn!(
+                chain_id = vault.chain_id,
+                "a liability root mined before is not in the confirmed chain (a reorganisation); a new one is sent when due"
+            );
+            self.roots.sent = None;
+        }
         let forget_after_ms = SENT_ROOT_FORGOTTEN_AFTER_MS.max(vault.config.root_interval_ms);
         if self.in_flight.is_none()
             && self
@@ -225,6 +253,7 @@ impl Payer {
         self.roots.sent = Some(SentRoot {
             root: tree.root(),
             journal_sequence,
+            mined_block: None,
             sent_at: Instant::now(),
         });
         self.in_flight = Some(InFlight::new(sent, Vec::new(), calldata).for_purpose(FlightPurpose::Root));
@@ -245,6 +274,17 @@ impl Payer {
             .await?
             .saturating_to();
         let recorded = vault.read_engine(|engine| engine.custody().liabilities().roots_recorded());
+        if count < recorded {
+            halt(
+                vault,
+                format!(
+                    "the vault holds {count} liability roots in a confirmed block and the journal recorded {recorded}: \
+                     the chain changed deeper than the confirmations (a reorganisation); custody halts until an \
+                     operator looks and restarts"
+                ),
+            );
+            return Ok(());
+        }
         for epoch in recorded..count.min(recorded + MAX_ROOTS_RECORDED_PER_POLL) {
             let stored = vault
                 .node
@@ -323,18 +363,18 @@ impl Payer {
         terms: VaultRootTerms,
         confirmed: Confirmed,
     ) -> Result<(), PayError> {
-        let open: Vec<(u64, u64)> = vault.read_engine(|engine| {
+        let open: Vec<(u64, u64, [u8; 32])> = vault.read_engine(|engine| {
             engine
                 .custody()
                 .liabilities()
                 .roots()
                 .filter(|root| root.standing == RootStanding::Challengeable)
                 .take(MAX_ROOTS_SETTLED_PER_POLL)
-                .map(|root| (root.record.epoch, root.record.committed_at_ms / 1_000))
+                .map(|root| (root.record.epoch, root.record.committed_at_ms / 1_000, root.record.root))
                 .collect()
         });
         let mut earlier_open = false;
-        for (epoch, committed_at_s) in open {
+        for (epoch, committed_at_s, root) in open {
             let stored = vault
                 .node
                 .view(
@@ -345,6 +385,17 @@ impl Payer {
                     confirmed.at(),
                 )
                 .await?;
+            if stored.root.0 != root {
+                halt(
+                    vault,
+                    format!(
+                        "the vault's liability root of epoch {epoch} in a confirmed block is not the one the journal \
+                         recorded: the chain changed deeper than the confirmations (a reorganisation); custody halts \
+                         until an operator looks and restarts"
+                    ),
+                );
+                return Ok(());
+            }
             let standing = if stored.vetoed {
                 RootStanding::Vetoed
             } else if !earlier_open && confirmed.time_s >= committed_at_s.saturating_add(terms.challenge_period_s) {
@@ -425,6 +476,12 @@ impl Payer {
         }
         Ok(None)
     }
+}
+
+/// Halts custody on the chain (crediting and roots stop; only a restart clears it), loudly.
+fn halt(vault: &VaultChain, reason: String) {
+    tracing::error!(chain_id = vault.chain_id, "{reason}");
+    vault.update_status(|status| status.halted = Some(reason));
 }
 
 /// The first block from the vault's deployment whose time is at or after `time_s` (the block
