@@ -1,7 +1,7 @@
 //! Scenario tests of cancel all, amend, the dead man's switch and agents.
 
 use crate::agents::AgentGrant;
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits, SwitchSetting};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, OrderId, PairIndex};
 use crate::order::{Direction, NewOrder, OrderStatus, OrderType, TimeInForce};
@@ -149,6 +149,7 @@ fn amend_replaces_the_order_in_one_step_and_keeps_its_client_order_id() {
             order_id: old.order_id,
             replacement: replacement.clone(),
             amount_from_remaining: None,
+            keeps_price: false,
         })
         .unwrap();
     assert_eq!(cancelled_ids(&events), vec![old.order_id]);
@@ -177,6 +178,7 @@ fn a_refused_amend_leaves_the_old_order_as_it_was() {
         order_id: old.order_id,
         replacement: too_big,
         amount_from_remaining: None,
+        keeps_price: false,
     });
     assert_eq!(refused, Err(Rejection::InsufficientBalance));
     assert_eq!(venue.engine.state_hash(), hash_before);
@@ -196,6 +198,7 @@ fn a_refused_amend_leaves_the_old_order_as_it_was() {
             order_id: old.order_id,
             replacement: same_money,
             amount_from_remaining: None,
+            keeps_price: false,
         })
         .unwrap();
 }
@@ -212,6 +215,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
             order_id: old.order_id,
             replacement: replacement.clone(),
             amount_from_remaining: None,
+            keeps_price: false,
         }),
         Err(Rejection::NotOwner)
     );
@@ -223,6 +227,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
             order_id: old.order_id,
             replacement: other_direction,
             amount_from_remaining: None,
+            keeps_price: false,
         }),
         Err(Rejection::InvalidOrder(_))
     ));
@@ -237,6 +242,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
             order_id: old.order_id,
             replacement: late,
             amount_from_remaining: None,
+            keeps_price: false,
         }),
         Err(Rejection::OrderNotFound)
     );
@@ -256,6 +262,7 @@ fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
             order_id: old.order_id,
             replacement,
             amount_from_remaining: None,
+            keeps_price: false,
         })
         .unwrap();
     assert_eq!(venue.engine.open_order_count(&ALICE), 3);
@@ -269,7 +276,7 @@ fn the_switch_fires_once_at_its_time_and_a_later_setting_replaces_it() {
     venue
         .run(Command::SetCancelAllAfter {
             account: ALICE,
-            trigger_at_ms: Some(trigger),
+            setting: SwitchSetting::AtMs(trigger),
         })
         .unwrap();
     // Too early: refused, nothing changes.
@@ -304,13 +311,13 @@ fn the_switch_fires_once_at_its_time_and_a_later_setting_replaces_it() {
     venue
         .run(Command::SetCancelAllAfter {
             account: ALICE,
-            trigger_at_ms: Some(first),
+            setting: SwitchSetting::AtMs(first),
         })
         .unwrap();
     venue
         .run(Command::SetCancelAllAfter {
             account: ALICE,
-            trigger_at_ms: Some(first + 60_000),
+            setting: SwitchSetting::AtMs(first + 60_000),
         })
         .unwrap();
     venue.time_ms = first + 1;
@@ -417,7 +424,7 @@ fn agents_and_switches_survive_a_restore_from_state() {
     venue
         .run(Command::SetCancelAllAfter {
             account: BOB,
-            trigger_at_ms: Some(99_000),
+            setting: SwitchSetting::AtMs(99_000),
         })
         .unwrap();
     venue.rest(ALICE, Direction::Buy, "2000", "1");
@@ -452,7 +459,7 @@ fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
     assert_eq!(
         venue.run(Command::SetCancelAllAfter {
             account: STRANGER,
-            trigger_at_ms: Some(60_000),
+            setting: SwitchSetting::AtMs(60_000),
         }),
         Err(Rejection::UnknownAccount)
     );
@@ -472,13 +479,13 @@ fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
     venue
         .run(Command::SetCancelAllAfter {
             account: STRANGER,
-            trigger_at_ms: None,
+            setting: SwitchSetting::Off,
         })
         .unwrap();
     venue
         .run(Command::SetCancelAllAfter {
             account: ALICE,
-            trigger_at_ms: Some(60_000),
+            setting: SwitchSetting::AtMs(60_000),
         })
         .unwrap();
 }
@@ -501,6 +508,7 @@ fn an_amend_that_kept_the_remaining_amount_is_refused_once_the_order_filled_sinc
             order_id: old.order_id,
             replacement: replacement.clone(),
             amount_from_remaining: Some(remaining_read),
+            keeps_price: false,
         }),
         Err(Rejection::OrderChanged)
     );
@@ -512,6 +520,7 @@ fn an_amend_that_kept_the_remaining_amount_is_refused_once_the_order_filled_sinc
             order_id: old.order_id,
             replacement,
             amount_from_remaining: Some(remaining_now),
+            keeps_price: false,
         })
         .unwrap();
     assert_eq!(

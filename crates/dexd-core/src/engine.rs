@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::agents::{AgentGrant, AgentRegistry};
 use crate::book::{LevelView, OrderBook, SlotKey};
+use crate::configuration::{check_engine_change, ChainConfiguration, ChainDescription};
 use crate::custody::{Custody, CustodyMode};
 use crate::events::{Event, Rejection};
 use crate::ledger::{AccountSlot, Balance, Ledger};
@@ -64,7 +65,7 @@ impl Default for EngineLimits {
 }
 
 /// Everything the engine of one chain is built from.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
     /// The chain's assets; an [`AssetIndex`] is a position in this list.
     pub assets: Vec<AssetSpec>,
@@ -89,6 +90,9 @@ pub enum Command {
         account: Address,
         /// Which order.
         order_id: OrderId,
+        /// The pair the account named (and signed): the cancel is refused unless the order is on
+        /// it. `None` only in commands journaled before the pair was recorded.
+        pair: Option<PairIndex>,
     },
     /// Credit an account at once (ledger custody).
     Deposit(TransferRequest),
@@ -163,13 +167,16 @@ pub enum Command {
         /// replacement's was taken from: the amend is refused (`OrderChanged`) if the old order
         /// has filled since, so that nothing filled is sold again.
         amount_from_remaining: Option<Quantity>,
+        /// Whether the client left the price out (it signed `""`), so that the replacement
+        /// kept the old order's price: the signed message is rebuilt from the command.
+        keeps_price: bool,
     },
-    /// Arm the account's dead man's switch for `trigger_at_ms`, or disarm it (`None`).
+    /// Arm the account's dead man's switch, or disarm it.
     SetCancelAllAfter {
         /// Whose switch.
         account: Address,
-        /// When every open order of the account is cancelled.
-        trigger_at_ms: Option<u64>,
+        /// Off, or when every open order of the account is cancelled.
+        setting: SwitchSetting,
     },
     /// The time of the account's switch armed for `trigger_at_ms` has come: cancel every open
     /// order of the account and disarm it (entered by the venue's timer, so a replay fires it
@@ -203,6 +210,24 @@ pub enum Command {
         /// What it asks for the account.
         command: Box<Command>,
     },
+    /// The chain's configuration: the journal's first command, and again at every change. As
+    /// the first command it replaces whatever the engine was built with; later, it may only
+    /// add assets and pairs and change fees, minimums and limits
+    /// ([`ChainConfiguration::check_change_to`]).
+    Configure(Box<ChainConfiguration>),
+}
+
+/// What `SetCancelAllAfter` does to the account's switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchSetting {
+    /// Disarm it.
+    Off,
+    /// Arm it for the command's time plus this many ms: what the account signs (`timeoutMs`),
+    /// so the trigger follows from the journal alone.
+    AfterMs(u64),
+    /// Arm it for this time: how journals recorded the switch before the timeout was journaled
+    /// (read, never written).
+    AtMs(u64),
 }
 
 impl Command {
@@ -230,7 +255,8 @@ impl Command {
             | Command::RecordLiabilityRoot(_)
             | Command::SettleLiabilityRoot { .. }
             | Command::RecordVaultFreeze(_)
-            | Command::FireCancelAllAfter { .. } => None,
+            | Command::FireCancelAllAfter { .. }
+            | Command::Configure(_) => None,
         }
     }
 }
@@ -294,7 +320,8 @@ impl Command {
             | Command::SetCancelAllAfter { .. }
             | Command::FireCancelAllAfter { .. }
             | Command::ApproveAgent { .. }
-            | Command::RevokeAgent { .. } => false,
+            | Command::RevokeAgent { .. }
+            | Command::Configure(_) => false,
         }
     }
 }
@@ -337,6 +364,11 @@ struct Plan {
 /// The engine of one chain.
 #[derive(Clone)]
 pub struct Engine {
+    /// The rules the engine was built with, or last configured with.
+    config: EngineConfig,
+    /// The chain's description as last journaled (`None` before a journal's first
+    /// `Configure`, or for a journal that predates them).
+    description: Option<ChainDescription>,
     assets: Vec<AssetSpec>,
     pairs: Vec<PairState>,
     ledger: Ledger,
@@ -385,6 +417,8 @@ impl Engine {
             .expect("the first account always has a slot");
         let asset_count = config.assets.len();
         Ok(Engine {
+            config: config.clone(),
+            description: None,
             ledger,
             assets: config.assets,
             pairs,
@@ -466,7 +500,18 @@ impl Engine {
         let custody = &mut self.custody;
         match command {
             Command::PlaceOrder(order) => self.place_order(order, now_ms, events),
-            Command::CancelOrder { account, order_id } => self.cancel_order(account, order_id, now_ms, events),
+            Command::CancelOrder {
+                account,
+                order_id,
+                pair,
+            } => {
+                if let Some(pair) = pair {
+                    if self.order_locations.get(&order_id).is_some_and(|(at, _)| *at != pair) {
+                        return Err(Rejection::OrderNotFound);
+                    }
+                }
+                self.cancel_order(account, order_id, now_ms, events)
+            }
             Command::Deposit(request) => {
                 custody.ledger_transfer(ledger, TransferKind::Deposit, request, now_ms, events)
             }
@@ -501,8 +546,18 @@ impl Engine {
                 order_id,
                 replacement,
                 amount_from_remaining,
+                keeps_price: _,
             } => self.amend_order(account, order_id, replacement, amount_from_remaining, now_ms, events),
-            Command::SetCancelAllAfter { account, trigger_at_ms } => {
+            Command::SetCancelAllAfter { account, setting } => {
+                let trigger_at_ms = match setting {
+                    SwitchSetting::Off => None,
+                    SwitchSetting::AfterMs(timeout_ms) => Some(
+                        now_ms
+                            .checked_add(timeout_ms)
+                            .ok_or(Rejection::InvalidOrder("the switch's timeout is too long"))?,
+                    ),
+                    SwitchSetting::AtMs(trigger_at_ms) => Some(trigger_at_ms),
+                };
                 // An armed switch is held until it fires: only an account with something on the
                 // chain may hold one (turning one off asks nothing).
                 if trigger_at_ms.is_some() && ledger.slot(&account).is_none() {
@@ -529,7 +584,60 @@ impl Engine {
                 }
             }
             Command::ByAgent { agent, command } => self.by_agent(agent, *command, now_ms, events),
+            Command::Configure(configuration) => self.configure(*configuration),
         }
+    }
+
+    /// Applies a configuration: as the journal's first command, the engine is built anew from
+    /// it; later, the change must only add ([`ChainConfiguration::check_change_to`]) and the
+    /// state is carried over whole, widened by the new assets and pairs.
+    fn configure(&mut self, configuration: ChainConfiguration) -> Result<(), Rejection> {
+        let refused = |_| Rejection::ConfigurationRefused;
+        configuration.check().map_err(refused)?;
+        if self.journal_sequence == 0 {
+            let mut engine = Engine::new(configuration.engine).map_err(|_| Rejection::ConfigurationRefused)?;
+            engine.description = Some(configuration.description);
+            *self = engine;
+            return Ok(());
+        }
+        match &self.description {
+            Some(description) => ChainConfiguration {
+                description: description.clone(),
+                engine: self.config.clone(),
+            }
+            .check_change_to(&configuration)
+            .map_err(refused)?,
+            None => check_engine_change(&self.config, &configuration.engine).map_err(refused)?,
+        }
+        let state = self
+            .state()
+            .widened(&configuration)
+            .map_err(|_| Rejection::ConfigurationRefused)?;
+        *self = Engine::from_state(configuration.engine, &state).map_err(|_| Rejection::ConfigurationRefused)?;
+        Ok(())
+    }
+
+    /// The chain's configuration as last journaled, if the journal has one.
+    pub fn configuration(&self) -> Option<ChainConfiguration> {
+        self.description.as_ref().map(|description| ChainConfiguration {
+            description: description.clone(),
+            engine: self.config.clone(),
+        })
+    }
+
+    /// The chain's description as last journaled, if the journal has one.
+    pub fn description(&self) -> Option<&ChainDescription> {
+        self.description.as_ref()
+    }
+
+    /// The engine's rules.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// When the account's dead man's switch fires, if it is armed.
+    pub fn cancel_all_after_trigger(&self, account: &Address) -> Option<u64> {
+        self.switches.trigger_of(account)
     }
 
     /// The checked rules of a pair.

@@ -352,7 +352,11 @@ fn cancel_releases_the_lock_and_only_the_owner_may_cancel() {
     venue.deposit(ALICE, USDC, 1_000 * USDC_UNIT);
     let bid = venue.limit(ALICE, Direction::Buy, "100", "1");
     let order_id = bid.order.terms.order_id;
-    let cancel = |account| Command::CancelOrder { account, order_id };
+    let cancel = |account| Command::CancelOrder {
+        account,
+        order_id,
+        pair: None,
+    };
     assert_eq!(venue.run(cancel(BOB)).err(), Some(Rejection::NotOwner));
     let events = venue.run(cancel(ALICE)).unwrap();
     assert!(matches!(&events[0], Event::OrderUpdated(record) if record.status == OrderStatus::Cancelled));
@@ -396,6 +400,7 @@ fn client_order_ids_are_unique_among_open_orders_only() {
         .run(Command::CancelOrder {
             account: ALICE,
             order_id: first_id,
+            pair: None,
         })
         .unwrap();
     assert_eq!(venue.place(second).unwrap().order.status, OrderStatus::Open);

@@ -146,6 +146,9 @@ pub enum Rejection {
     /// The account has nothing on the chain (no deposit ever): it cannot hold signed nonces, a
     /// dead man's switch or agents.
     UnknownAccount,
+    /// A configuration that is not valid, or a change to the journal's that does more than add
+    /// assets and pairs and change fees, minimums and limits.
+    ConfigurationRefused,
 }
 
 impl From<LedgerError> for Rejection {

@@ -14,6 +14,7 @@
 
 pub mod agents;
 pub mod book;
+pub mod configuration;
 pub mod custody;
 pub mod decimal;
 pub mod engine;
@@ -30,6 +31,8 @@ pub mod switches;
 pub mod transfer;
 
 #[cfg(test)]
+mod configuration_tests;
+#[cfg(test)]
 mod controls_tests;
 #[cfg(test)]
 mod custody_tests;
@@ -42,10 +45,14 @@ mod test_support;
 
 pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;
+pub use configuration::{
+    AssetDescription, ChainConfiguration, ChainDescription, ConfigurationRefused, MAX_ASSET_SYMBOL_BYTES,
+};
 pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal};
 pub use decimal::{Decimal, DecimalError};
 pub use engine::{
-    Command, Engine, EngineConfig, EngineLimits, EngineState, PairSnapshot, RestoreError, TradableAmounts,
+    Command, Engine, EngineConfig, EngineLimits, EngineState, PairSnapshot, RestoreError, SwitchSetting,
+    TradableAmounts,
 };
 pub use events::{Event, Rejection, Trade};
 pub use ledger::Balance;

@@ -288,6 +288,7 @@ fn a_frozen_vault_takes_no_order_deposit_or_withdrawal_and_pays_nothing() {
         .run(Command::CancelOrder {
             account: ALICE,
             order_id: order.order_id,
+            pair: None,
         })
         .unwrap();
 }

@@ -266,8 +266,15 @@ impl Harness {
                     .cloned();
                 let mut events = Vec::new();
                 match (
-                    self.engine
-                        .execute(Command::CancelOrder { account, order_id }, self.time_ms, &mut events),
+                    self.engine.execute(
+                        Command::CancelOrder {
+                            account,
+                            order_id,
+                            pair: None,
+                        },
+                        self.time_ms,
+                        &mut events,
+                    ),
                     resting,
                 ) {
                     (Ok(()), Some(order)) if order.account == account => {
@@ -452,6 +459,7 @@ fn command_of(number: usize, operation: &Operation) -> Command {
         Operation::Cancel { trader: index, pick } => Command::CancelOrder {
             account: trader(*index),
             order_id: OrderId::from_bytes(order_id_bytes((*pick % (number + 1)) as u64)),
+            pair: None,
         },
     }
 }

@@ -266,6 +266,16 @@ pub struct TypedMessage {
 }
 
 impl TypedMessage {
+    /// The values as the JSON of typed data's `message`: `{"account": "0x…", …}`.
+    pub fn message_json(&self) -> Value {
+        let members = self.struct_type.members.iter().zip(&self.values);
+        Value::Object(
+            members
+                .map(|((name, _), value)| ((*name).to_string(), value.to_json()))
+                .collect(),
+        )
+    }
+
     /// `hashStruct`: keccak-256 of the type hash followed by each encoded value.
     pub fn struct_hash(&self) -> [u8; 32] {
         assert_eq!(
@@ -411,10 +421,7 @@ impl SigningDomain {
     /// A message as EIP-712 typed data JSON (`types`, `primaryType`, `domain`, `message`), as
     /// `eth_signTypedData_v4` and standard libraries take it.
     pub fn typed_data(&self, message: &TypedMessage) -> Value {
-        let members = message.struct_type.members.iter().zip(&message.values);
-        let values: serde_json::Map<String, Value> = members
-            .map(|((name, _), value)| ((*name).to_string(), value.to_json()))
-            .collect();
+        let values = message.message_json();
         json!({
             "types": {
                 "EIP712Domain": EIP712_DOMAIN_MEMBERS.members_json(),

@@ -5,6 +5,8 @@
 //! - [`encoding`]: addresses (EIP-55), hex and uint256 as text.
 //! - [`eip712`]: the venue's signing domain, the request types clients sign, their digests and
 //!   their JSON form (`GET /account/eip712`).
+//! - [`requests`]: the message an account signs for each request, built from the engine's
+//!   command, for the handlers that sign and check it and the auditor that checks it again.
 //! - [`liability_tree`]: the Merkle tree of what the venue owes each account in each token, as
 //!   OpenZeppelin's `StandardMerkleTree` builds it, its proofs and their check.
 //!
@@ -18,6 +20,7 @@ pub mod eip712;
 pub mod encoding;
 pub mod keys;
 pub mod liability_tree;
+pub mod requests;
 
 #[cfg(test)]
 mod tests;
@@ -31,4 +34,7 @@ pub use encoding::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, pa
 pub use keys::{
     address_of_public_key, is_contract_canonical_signature, recover_signer, AddressCache, InvalidPrivateKey,
     PrivateKey, MAX_ADDRESS_CACHE_ENTRIES,
+};
+pub use requests::{
+    direction_name, order_type_name, time_in_force_name, RequestMessages, SignedCommand, SignedMessage,
 };

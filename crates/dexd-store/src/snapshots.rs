@@ -41,8 +41,9 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// 4: agents and switches. Version 5: the accounts' flows through the vault and the newest root.
 /// Version 6: the engine's journal position, each pending withdrawal's debit position, the
 /// uncredited deposits, every root not settled behind a final one, the vault's freeze, and each
-/// live nonce's signer.
-pub const SNAPSHOT_FILE_VERSION: u32 = 6;
+/// live nonce's signer. Version 7: the chain's configuration as last journaled, under which the
+/// state is restored, and the state hash that covers it.
+pub const SNAPSHOT_FILE_VERSION: u32 = 7;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;

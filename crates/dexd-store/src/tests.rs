@@ -205,6 +205,7 @@ fn closed_orders_whose_ids_and_accounts_share_their_leading_bytes_are_told_apart
         let cancel = Command::CancelOrder {
             account: *account,
             order_id,
+            pair: None,
         };
         for (command, authorization) in [(deposit, None), (order, Some(authorization)), (cancel, None)] {
             let mut events = Vec::new();
@@ -402,6 +403,7 @@ fn closed_orders_are_found_by_id_before_and_after_their_index_run_and_after_a_re
         let cancel = Command::CancelOrder {
             account,
             order_id: *order_id,
+            pair: None,
         };
         journal_and_project(&mut engine, &mut writer, &mut projector, cancel, None);
         for earlier in &order_ids[..=closed_so_far] {

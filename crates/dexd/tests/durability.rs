@@ -87,6 +87,7 @@ async fn the_rebuilt_state_hash_equals_the_state_hash_before_the_stop() {
                 Command::CancelOrder {
                     account: account(2),
                     order_id: OrderId::from_bytes([21; 32]),
+                    pair: None,
                 },
                 None,
             )

@@ -114,6 +114,7 @@ impl Traffic {
                 Command::CancelOrder {
                     account: account(owner),
                     order_id: order_id(number),
+                    pair: None,
                 },
                 None,
             );
@@ -355,15 +356,32 @@ async fn damaged_snapshots_are_skipped_and_the_state_is_still_exact() {
         venue.close().await;
     }
 
-    // A snapshot written under another engine configuration is not used; the journal is.
+    // A snapshot written under another engine configuration is not used; the journal is, and
+    // the new configuration is journaled after it, changing nothing else.
     let data_dir = tempfile::tempdir().unwrap();
     common::copy_directory(original.path(), data_dir.path());
+    let journal_end = {
+        let venue = Venue::start(config(1_000_000), data_dir.path()).unwrap();
+        let end = venue.chain(1).unwrap().read_engine(|engine| engine.journal_sequence());
+        venue.close().await;
+        end
+    };
     let mut other = config(1_000_000);
     other.limits.max_open_orders_per_account += 1;
-    let venue = Venue::start(other, data_dir.path()).unwrap();
+    let venue = Venue::start(other.clone(), data_dir.path()).unwrap();
     let chain = venue.chain(1).unwrap();
     assert_eq!(chain.snapshots.newest_sequence.load(Ordering::Acquire), 0);
-    assert_eq!(chain.state_hash(), hash);
+    assert!(open_orders(&chain).await == orders);
+    let (sequence, limit) = chain.read_engine(|engine| {
+        (
+            engine.journal_sequence(),
+            engine
+                .configuration()
+                .map(|configuration| configuration.engine.limits.max_open_orders_per_account),
+        )
+    });
+    assert_eq!(sequence, journal_end + 1, "one command: the configuration");
+    assert_eq!(limit, Some(other.limits.max_open_orders_per_account));
     venue.close().await;
 }
 

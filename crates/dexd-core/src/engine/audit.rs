@@ -14,10 +14,57 @@ use crate::order::{OrderRecord, OrderStatus};
 use crate::state_hash::StateHasher;
 
 impl Engine {
+    /// Feeds the journaled configuration to the state hash: the rules, the domain and the
+    /// assets' names, so that two engines share a hash only under one configuration.
+    fn hash_configuration(&self, hasher: &mut StateHasher) {
+        let Some(description) = &self.description else {
+            return;
+        };
+        hasher.update(b"configuration");
+        hasher.update(description.chain_id.to_be_bytes());
+        hasher.update(description.venue_contract.as_bytes());
+        for (spec, asset) in self.config.assets.iter().zip(&description.assets) {
+            hasher.update_with_length(asset.symbol.as_bytes());
+            hasher.update(asset.token.map_or([0u8; 21], |token| {
+                let mut bytes = [1u8; 21];
+                bytes[1..].copy_from_slice(token.as_bytes());
+                bytes
+            }));
+            hasher.update(spec.decimals.to_be_bytes());
+        }
+        hasher.update((self.config.pairs.len() as u64).to_be_bytes());
+        for pair in &self.config.pairs {
+            hasher.update(pair.base.0.to_be_bytes());
+            hasher.update(pair.quote.0.to_be_bytes());
+            for decimal in [pair.tick_size, pair.step_size, pair.min_amount, pair.min_notional] {
+                hasher.update(decimal.mantissa().to_be_bytes());
+                hasher.update(decimal.scale().to_be_bytes());
+            }
+            hasher.update(pair.maker_fee.parts_per_million().to_be_bytes());
+            hasher.update(pair.taker_fee.parts_per_million().to_be_bytes());
+        }
+        hasher.update(self.config.fee_account.as_bytes());
+        hasher.update([u8::from(self.config.custody == CustodyMode::Vault)]);
+        let limits = self.config.limits;
+        for limit in [
+            u64::from(limits.max_open_orders_per_account),
+            limits.max_resting_orders as u64,
+            limits.max_accounts as u64,
+            limits.max_live_nonces as u64,
+            limits.max_live_nonces_per_account as u64,
+            limits.max_pending_transfers as u64,
+        ] {
+            hasher.update(limit.to_be_bytes());
+        }
+    }
+
     /// A BLAKE3 hash of the whole state: balances, books with their time priority, positions,
     /// candles, counters, custody. Two engines with equal hashes hold the same state.
     pub fn state_hash(&self) -> [u8; 32] {
         let mut hasher = StateHasher::new();
+        if self.description.is_some() {
+            self.hash_configuration(&mut hasher);
+        }
         hasher.update(self.next_order_sequence.to_be_bytes());
         hasher.update(self.next_trade_id.to_be_bytes());
         hasher.update(self.journal_sequence.to_be_bytes());

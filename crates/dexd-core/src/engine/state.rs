@@ -10,10 +10,12 @@ use rustc_hash::FxHashMap;
 
 use super::{Engine, EngineConfig, PairState};
 use crate::agents::{AgentGrant, AgentRegistry};
+use crate::configuration::ChainConfiguration;
 use crate::custody::{Custody, CustodyState};
 use crate::ledger::{Balance, Ledger};
+use crate::liabilities::LiabilityToken;
 use crate::market_data::{Candle, CandleSeries, Position};
-use crate::money::{Address, Amount, OrderId, PairIndex, Price};
+use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price};
 use crate::nonces::{LiveClaim, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
@@ -58,6 +60,10 @@ pub struct EngineState {
     pub agents: Vec<(Address, AgentGrant)>,
     /// Armed dead man's switches: (account, trigger time), by account.
     pub switches: Vec<(Address, u64)>,
+    /// The chain's configuration as last journaled (`None` before the journal's first
+    /// `Configure`, or for a journal that predates them): a state that carries one is restored
+    /// under it.
+    pub configuration: Option<ChainConfiguration>,
 }
 
 /// Why a state could not be restored.
@@ -123,12 +129,15 @@ impl Engine {
                 .all()
                 .map(|(account, trigger)| (*account, *trigger))
                 .collect(),
+            configuration: self.configuration(),
         }
     }
 
     /// The engine of `config` in `state`. Refuses a state that does not fit the configuration
     /// (other assets or pairs) or whose orders or accounts contradict each other; a restored
-    /// engine that passes this is checked further by its caller (its state hash).
+    /// engine that passes this is checked further by its caller (its state hash). A state that
+    /// carries its journaled configuration is restored under that one, and `config` is not
+    /// used: `config` is for a state of a journal that predates configurations.
     pub fn from_state(config: EngineConfig, state: &EngineState) -> Result<Engine, RestoreError> {
         Engine::from_state_and_orders(config, state, |pair| state.pairs[pair].orders.iter().cloned().map(Ok))
     }
@@ -146,6 +155,15 @@ impl Engine {
         Orders: Iterator<Item = Result<OrderRecord, String>>,
     {
         let inconsistent = |message: String| RestoreError::Inconsistent(message);
+        let config = match &state.configuration {
+            Some(configuration) => {
+                configuration
+                    .check()
+                    .map_err(|error| inconsistent(format!("the state's configuration: {error}")))?;
+                configuration.engine.clone()
+            }
+            None => config,
+        };
         let mut engine = Engine::new(config.clone()).map_err(RestoreError::Pairs)?;
         if state.pairs.len() != engine.pairs.len() {
             return Err(inconsistent(format!(
@@ -202,6 +220,10 @@ impl Engine {
             }
         }
         engine.client_order_ids = client_order_ids;
+        engine.description = state
+            .configuration
+            .as_ref()
+            .map(|configuration| configuration.description.clone());
         Ok(engine)
     }
 
@@ -270,5 +292,57 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+impl EngineState {
+    /// The state of a journal whose configuration gains `configuration`'s new assets and pairs:
+    /// every account and position gets a zero entry for each, each new pair an empty book, and
+    /// a vault deposit of a token that becomes an asset, which the ledger could not credit,
+    /// is counted under the asset (still uncredited: its amount is owed through the exit's
+    /// formula, as before). Refuses a configuration with fewer assets or pairs than the state.
+    pub fn widened(mut self, configuration: &ChainConfiguration) -> Result<EngineState, RestoreError> {
+        let asset_count = configuration.engine.assets.len();
+        let pair_count = configuration.engine.pairs.len();
+        if asset_count < self.net_deposits.len() || pair_count < self.pairs.len() {
+            return Err(RestoreError::Inconsistent(
+                "a configuration cannot remove assets or pairs".into(),
+            ));
+        }
+        for (_, balances) in &mut self.accounts {
+            balances.resize(asset_count, Balance::default());
+        }
+        self.net_deposits.resize(asset_count, Amount::ZERO);
+        for (_, positions) in &mut self.positions {
+            positions.resize(pair_count, Position::default());
+        }
+        while self.pairs.len() < pair_count {
+            self.pairs.push(PairSnapshot {
+                book_sequence: 0,
+                last_price: None,
+                orders: Vec::new(),
+                candles: Default::default(),
+            });
+        }
+        let asset_of_token = |token: &Address| {
+            configuration
+                .description
+                .assets
+                .iter()
+                .position(|asset| asset.token.as_ref() == Some(token))
+                .map(|index| AssetIndex(u16::try_from(index).expect("assets fit u16")))
+        };
+        let uncredited = &mut self.custody.liabilities.uncredited;
+        for (_, token) in uncredited.iter_mut() {
+            if let LiabilityToken::Unlisted(address) = token {
+                if let Some(asset) = asset_of_token(address) {
+                    *token = LiabilityToken::Asset(asset);
+                }
+            }
+        }
+        uncredited.sort_unstable();
+        uncredited.dedup();
+        self.configuration = Some(configuration.clone());
+        Ok(self)
     }
 }

@@ -6,6 +6,7 @@
 //! [`snapshot`]. This module does no IO.
 
 mod authorization;
+mod configuration;
 mod liabilities;
 pub mod snapshot;
 mod trading;
@@ -109,6 +110,13 @@ impl<'a> Reader<'a> {
     }
     pub(crate) fn u8(&mut self) -> Result<u8, CodecError> {
         Ok(self.take(1)?[0])
+    }
+    pub(crate) fn flag(&mut self) -> Result<bool, CodecError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(CodecError("bad flag")),
+        }
     }
     pub(crate) fn u16(&mut self) -> Result<u16, CodecError> {
         Ok(u16::from_be_bytes(self.array()?))
@@ -248,10 +256,17 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.u8(0);
             put_new_order(writer, order);
         }
-        Command::CancelOrder { account, order_id } => {
-            writer.u8(1);
+        Command::CancelOrder {
+            account,
+            order_id,
+            pair,
+        } => {
+            writer.u8(if pair.is_some() { CANCEL_ON_PAIR_TAG } else { 1 });
             writer.bytes(account.as_bytes());
             writer.bytes(order_id.as_bytes());
+            if let Some(pair) = pair {
+                writer.u16(pair.0);
+            }
         }
         Command::Deposit(request) => {
             writer.u8(2);
@@ -327,6 +342,10 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         Command::RecordLiabilityRoot(_) | Command::SettleLiabilityRoot { .. } | Command::RecordVaultFreeze(_) => {
             liabilities::put_root_command(writer, command)
         }
+        Command::Configure(configuration) => {
+            writer.u8(configuration::CONFIGURE_TAG);
+            configuration::put_configuration(writer, configuration);
+        }
     }
 }
 
@@ -345,7 +364,14 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
         1 => Command::CancelOrder {
             account: Address::from_bytes(reader.array()?),
             order_id: OrderId::from_bytes(reader.array()?),
+            pair: None,
         },
+        CANCEL_ON_PAIR_TAG => Command::CancelOrder {
+            account: Address::from_bytes(reader.array()?),
+            order_id: OrderId::from_bytes(reader.array()?),
+            pair: Some(PairIndex(reader.u16()?)),
+        },
+        configuration::CONFIGURE_TAG => Command::Configure(Box::new(configuration::get_configuration(reader)?)),
         2 => Command::Deposit(get_transfer_request(reader)?),
         3 => Command::Withdraw(get_transfer_request(reader)?),
         4 => Command::SubmitChainDeposit(ChainDepositSubmission {
@@ -383,9 +409,10 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             }
             Command::FailWithdrawal(keys.remove(0))
         }
-        tag @ (trading::FIRST_TAG..=trading::LAST_TAG | trading::AMEND_TAG) => {
-            trading::get_trading_command(tag, reader)?
-        }
+        tag @ (trading::FIRST_TAG..=trading::LAST_TAG
+        | trading::AMEND_TAG
+        | trading::AMEND_KEEPING_PRICE_TAG
+        | trading::SWITCH_TAG) => trading::get_trading_command(tag, reader)?,
         tag @ liabilities::RECORD_ROOT_FIRST_TAG..=liabilities::RECORD_FREEZE_TAG => {
             liabilities::get_root_command(tag, reader)?
         }
@@ -394,6 +421,10 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
     };
     Ok(command)
 }
+
+/// The tag of `Command::CancelOrder` with the pair the account named (tag 1, still written for
+/// a cancel without one, has none).
+const CANCEL_ON_PAIR_TAG: u8 = 25;
 
 /// The tag of `Command::CreditChainDeposit` with the token's address (tag 5, read and never
 /// written, has none: its token reads as the zero address).
@@ -630,6 +661,7 @@ mod tests {
             Command::CancelOrder {
                 account: Address::from_bytes([3; 20]),
                 order_id: OrderId::from_bytes([4; 32]),
+                pair: None,
             },
             Command::Deposit(request.clone()),
             Command::Withdraw(request.clone()),

@@ -246,6 +246,7 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.bytes(account.as_bytes());
         writer.u64(*trigger_at_ms);
     });
+    writer.optional(state.configuration.as_ref(), super::configuration::put_configuration);
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
     let mut signatures = signatures.iter();
@@ -327,6 +328,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let switches = get_list(&mut reader, 20 + 8, |reader| {
         Ok((Address::from_bytes(reader.array()?), reader.u64()?))
     })?;
+    let configuration = reader.optional(super::configuration::get_configuration)?;
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,
@@ -341,6 +343,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         custody,
         agents,
         switches,
+        configuration,
     })
 }
 

@@ -202,17 +202,15 @@ impl Credential {
     }
 
     /// [`Credential::authorize_client_signature`] for an operation an agent may send, as
-    /// [`Credential::authorize_actor`] does.
+    /// [`Credential::authorize_actor`] does (with a key, the key signs as the actor: the
+    /// account's own, or its agent's).
     pub fn authorize_actor_client_signature(
-        self,
+        &self,
         actor: &mut Actor,
         digest_of: impl FnOnce(([u8; 32], u64)) -> [u8; 32],
-    ) -> Result<Option<Authorization>, ApiError> {
-        let Credential::Signed { nonce, expiry_ms, .. } = &self else {
-            return Ok(None);
-        };
-        let signed = (*nonce, *expiry_ms);
-        self.authorize_actor(digest_of(signed), actor, signed, None).map(Some)
+    ) -> Result<Authorization, ApiError> {
+        let signed = self.nonce_and_expiry(dexd_store::now_ms());
+        self.authorize_actor(digest_of(signed), actor, signed, None)
     }
 
     /// The address a client's signature over `digest` recovers to, if it recovers at all (`None`
@@ -306,20 +304,18 @@ impl Credential {
         })
     }
 
-    /// For a cancel or a transfer, where the venue's own signature would prove nothing the key
-    /// did not: with a key, nothing to sign and nothing to journal (`None`); with a client's
-    /// signature, its check over the digest `digest_of` gives for the client's nonce and expiry,
-    /// and the authorization whose nonce the writer claims.
+    /// For every request but an order: with a key, the venue signs the digest `digest_of` gives
+    /// for a nonce it draws and an expiry of now (so that the journal holds the key's signature
+    /// of every command, which an auditor checks, and it can never be replayed as a client's
+    /// request); with a client's signature, its check over the digest of the client's nonce and
+    /// expiry, and the authorization whose nonce the writer claims.
     pub fn authorize_client_signature(
         &self,
         account: &Address,
         digest_of: impl FnOnce(([u8; 32], u64)) -> [u8; 32],
-    ) -> Result<Option<Authorization>, ApiError> {
-        let Credential::Signed { nonce, expiry_ms, .. } = &self else {
-            return Ok(None);
-        };
-        let signed = (*nonce, *expiry_ms);
-        self.authorize(digest_of(signed), account, signed, None).map(Some)
+    ) -> Result<Authorization, ApiError> {
+        let signed = self.nonce_and_expiry(dexd_store::now_ms());
+        self.authorize(digest_of(signed), account, signed, None)
     }
 }
 

@@ -202,7 +202,8 @@ impl ApiError {
             // The venue's timer raced a new setting of the switch; nothing to tell a client.
             Rejection::SwitchNotDue => ApiError::internal(),
             // Only custody journals roots; no client request leads here.
-            Rejection::RootOutOfOrder => ApiError::internal(),
+            // Commands of the chain and the venue, never a client's.
+            Rejection::RootOutOfOrder | Rejection::ConfigurationRefused => ApiError::internal(),
             Rejection::VaultFrozen => ApiError::new(
                 StatusCode::CONFLICT,
                 "VAULT_FROZEN",

@@ -6,40 +6,15 @@
 
 use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
 use dexd_core::{
-    AssetIndex, Balance, Direction, LevelView, NewOrder, OrderStatus, OrderType, PairIndex, Price, TimeInForce, Trade,
-    Transfer, TransferStatus,
+    AssetIndex, Balance, Direction, LevelView, OrderStatus, PairIndex, Price, Trade, Transfer, TransferStatus,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::config::{ChainConfig, PairConfig};
-use dexd_crypto::{checksummed, hex_prefixed, OrderMessage};
+use dexd_crypto::{checksummed, hex_prefixed};
+pub use dexd_crypto::{direction_name, order_type_name, time_in_force_name};
 use dexd_store::StoredOrder;
-
-/// The wire name of a direction.
-pub fn direction_name(direction: Direction) -> &'static str {
-    match direction {
-        Direction::Buy => "buy",
-        Direction::Sell => "sell",
-    }
-}
-
-/// The wire name of an order type.
-pub fn order_type_name(order_type: OrderType) -> &'static str {
-    match order_type {
-        OrderType::Limit => "limit",
-        OrderType::Market => "market",
-    }
-}
-
-/// The wire name of a time in force.
-pub fn time_in_force_name(time_in_force: TimeInForce) -> &'static str {
-    match time_in_force {
-        TimeInForce::GoodTillCancelled => "GTC",
-        TimeInForce::ImmediateOrCancel => "IOC",
-        TimeInForce::FillOrKill => "FOK",
-    }
-}
 
 fn status_name(status: OrderStatus) -> &'static str {
     match status {
@@ -98,27 +73,6 @@ pub fn average_price(pair: &PairConfig, quote_units: u128, base_units: u128) -> 
     let factor = power_of_ten(spec.base_decimals() + decimals - spec.quote_decimals())?;
     let scaled = multiply_divide_rounding_down(quote_units, factor, base_units)?;
     Some(format_scaled_units(scaled, decimals))
-}
-
-/// The signed terms of an order, exactly as signed.
-pub fn order_message(chain: &ChainConfig, terms: &NewOrder, nonce: [u8; 32], expiry_ms: u64) -> OrderMessage {
-    let pair = chain.pair_config(terms.pair);
-    OrderMessage {
-        account: terms.account,
-        symbol: pair.symbol.clone(),
-        order_type: order_type_name(terms.order_type).to_string(),
-        direction: direction_name(terms.direction).to_string(),
-        time_in_force: time_in_force_name(terms.time_in_force).to_string(),
-        post_only: terms.post_only,
-        price: terms
-            .price
-            .map(|price| pair.spec.format_price(price))
-            .unwrap_or_default(),
-        amount: asset_amount(chain, pair.spec.base(), pair.spec.base_amount(terms.quantity).units()),
-        client_order_id: terms.client_order_id.clone().unwrap_or_default(),
-        nonce,
-        expiry_ms,
-    }
 }
 
 /// The contract's Order object, serialized field by field in the contract's order (no JSON

@@ -260,6 +260,27 @@ impl ChainConfig {
     }
 
     /// The engine's configuration for this chain.
+    /// The chain's whole configuration as the journal records it (`Command::Configure`): the
+    /// engine's rules and the chain's description.
+    pub fn configuration(&self, limits: &Limits) -> dexd_core::ChainConfiguration {
+        dexd_core::ChainConfiguration {
+            description: dexd_core::ChainDescription {
+                chain_id: self.chain_id,
+                venue_contract: self.venue_contract,
+                assets: self
+                    .assets
+                    .iter()
+                    .map(|asset| dexd_core::AssetDescription {
+                        symbol: asset.symbol.clone(),
+                        token: asset.address,
+                    })
+                    .collect(),
+            },
+            engine: self.engine_config(limits),
+        }
+    }
+
+    /// The engine's rules of the chain.
     pub fn engine_config(&self, limits: &Limits) -> EngineConfig {
         EngineConfig {
             assets: self

@@ -59,6 +59,10 @@ pub struct Chain {
     pub config: ChainConfig,
     /// The chain's EIP-712 domain (its separator computed once).
     pub signing_domain: dexd_crypto::SigningDomain,
+    /// The messages accounts sign on the chain, built from its configuration.
+    pub messages: dexd_crypto::RequestMessages,
+    /// The chain's configuration as the writer journals it.
+    pub configuration: dexd_core::ChainConfiguration,
     store: StoreReader,
     engine: Arc<RwLock<Engine>>,
     writer: mpsc::Sender<WriterMessage>,
@@ -85,6 +89,29 @@ pub struct Chain {
     liability_trees: Arc<liabilities::LiabilityTrees>,
 }
 
+/// Refuses to start a chain whose journal was configured otherwise than the configuration
+/// can follow: it may only add assets and pairs and change fees, minimums and limits (the
+/// writer journals the change once it leads). The journal stays as it is.
+fn refuse_a_configuration_the_journal_cannot_take(
+    chain_id: u64,
+    engine: &Engine,
+    configuration: &dexd_core::ChainConfiguration,
+) -> Result<(), StoreError> {
+    if engine.journal_sequence() == 0 {
+        return Ok(());
+    }
+    let change = match engine.configuration() {
+        Some(journaled) => journaled.check_change_to(configuration),
+        None => dexd_core::configuration::check_engine_change(engine.config(), &configuration.engine),
+    };
+    change.map_err(|refused| {
+        StoreError::Inconsistent(format!(
+            "chain {chain_id}: the configuration differs from the journal's in a way it cannot \
+             change: {refused}; restore the journal's configuration, or start a new journal"
+        ))
+    })
+}
+
 impl Chain {
     fn start(
         config: ChainConfig,
@@ -103,6 +130,12 @@ impl Chain {
             .open_store(data_dir, config.chain_id, busy_timeout)?;
         journal.bind_custody(&custody_binding(&config))?;
         let engine_config = config.engine_config(&full_config.limits);
+        let configuration = config.configuration(&full_config.limits);
+        configuration
+            .check()
+            .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error}", config.chain_id)))?;
+        let messages = dexd_crypto::RequestMessages::new(&configuration)
+            .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error:?}", config.chain_id)))?;
         let chain_id = config.chain_id;
         let (replayed, snapshots, snapshot_status) = restore_at_start(
             chain_id,
@@ -112,6 +145,7 @@ impl Chain {
             &mut projector,
             &engine_config,
         )?;
+        refuse_a_configuration_the_journal_cannot_take(chain_id, &replayed.engine, &configuration)?;
         let SnapshotPlace {
             directory: snapshot_directory,
             identity,
@@ -165,6 +199,7 @@ impl Chain {
             engine: Arc::clone(&engine),
             store: journal,
             engine_config,
+            configuration: configuration.clone(),
             next_sequence: replayed.last_sequence + 1,
             journaled: Arc::clone(&journaled),
             engine_position: Arc::clone(&engine_position),
@@ -183,6 +218,8 @@ impl Chain {
             .expect("the writer thread starts");
         Ok(Chain {
             signing_domain: dexd_crypto::SigningDomain::new(config.chain_id, config.venue_contract),
+            messages,
+            configuration,
             config,
             store: store_reader,
             engine,

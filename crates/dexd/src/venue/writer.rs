@@ -105,6 +105,9 @@ pub(crate) struct WriterState {
     /// Whether a followed command did not apply, leaving the engine to be rebuilt before
     /// anything else touches it.
     pub(crate) needs_rebuild: bool,
+    /// The chain's configuration: journaled as the journal's first command, and again whenever
+    /// the journal's differs, as soon as the writer leads.
+    pub(crate) configuration: dexd_core::ChainConfiguration,
 }
 
 /// Where the engine's state stands, changed only by the writer and only under the engine's write
@@ -155,6 +158,7 @@ enum Turn {
 /// the chain stops or the node no longer leads.
 fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Turn {
     state.leader_epoch.store(state.epoch, Ordering::Release);
+    journal_the_configuration(state);
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     loop {
         if !state.leadership.is_leading() {
@@ -193,6 +197,43 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
         if close_reply.is_some() {
             return Turn::Stop(close_reply);
         }
+    }
+}
+
+/// Journals the chain's configuration when the journal's differs (or it has none): before any
+/// other write of this leadership, so that every command after it is applied under it. A
+/// configuration the journal cannot take (checked at start; on a cluster another node's may
+/// differ) is refused by the engine, and the chain goes on under the journal's.
+fn journal_the_configuration(state: &mut WriterState) {
+    while state.needs_rebuild {
+        std::thread::sleep(Duration::from_secs(1));
+        rebuild(state);
+    }
+    if state.engine.read().configuration().as_ref() == Some(&state.configuration) {
+        return;
+    }
+    let (reply, answer) = oneshot::channel();
+    let mut batch = vec![WriteRequest {
+        command: dexd_core::Command::Configure(Box::new(state.configuration.clone())),
+        authorization: None,
+        under_epoch: Some(state.epoch),
+        reply,
+    }];
+    write_batch(state, &mut batch);
+    match answer.blocking_recv() {
+        Ok(Ok((sequence, _))) => {
+            tracing::info!(
+                chain_id = state.chain_id,
+                sequence,
+                "the chain's configuration journaled"
+            )
+        }
+        Ok(Err(error)) => tracing::error!(
+            chain_id = state.chain_id,
+            ?error,
+            "the chain's configuration could not be journaled; the chain goes on under the journal's"
+        ),
+        Err(_) => tracing::error!(chain_id = state.chain_id, "the configuration's write was dropped"),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use dexd_core::{AgentGrant, Command};
-use dexd_crypto::{checksummed, FieldValue, TypedMessage, APPROVE_AGENT_TYPE, REVOKE_AGENT_TYPE};
+use dexd_crypto::checksummed;
 use dexd_store::now_ms;
 use serde_json::{json, Value};
 
@@ -48,30 +48,16 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
     if agent == account {
         return Err(crate::api::error::agent_is_account());
     }
-    let digest_of = |(nonce, expiry_ms)| {
-        signing_domain(&chain).digest(&TypedMessage {
-            struct_type: &APPROVE_AGENT_TYPE,
-            values: vec![
-                FieldValue::Address(account),
-                FieldValue::Address(agent),
-                FieldValue::Text(name.clone()),
-                FieldValue::uint(valid_until_ms.unwrap_or(0)),
-                FieldValue::Uint(nonce),
-                FieldValue::uint(expiry_ms),
-            ],
-        })
+    let grant = AgentGrant {
+        agent,
+        name,
+        valid_until_ms,
+        approved_at_ms: 0,
     };
+    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.approve_agent(&account, &grant, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &account)?;
-    let command = Command::ApproveAgent {
-        account,
-        grant: AgentGrant {
-            agent,
-            name,
-            valid_until_ms,
-            approved_at_ms: 0,
-        },
-    };
+    let command = Command::ApproveAgent { account, grant };
     crate::api::written::submit(&chain, command, authorization)
         .await
         .map_err(write_error)?;
@@ -96,17 +82,7 @@ pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
     actor.require_own_key()?;
     let account = actor.account;
     let agent = address_param(&params, "agent")?;
-    let digest_of = |(nonce, expiry_ms)| {
-        signing_domain(&chain).digest(&TypedMessage {
-            struct_type: &REVOKE_AGENT_TYPE,
-            values: vec![
-                FieldValue::Address(account),
-                FieldValue::Address(agent),
-                FieldValue::Uint(nonce),
-                FieldValue::uint(expiry_ms),
-            ],
-        })
-    };
+    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.revoke_agent(&account, &agent, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &account)?;
     crate::api::written::submit(&chain, Command::RevokeAgent { account, agent }, authorization)

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use dexd_core::{Command, Event, NewOrder, OrderId, PairIndex, Quantity, Rejection};
-use dexd_crypto::{FieldValue, TypedMessage, AMEND_ORDER_TYPE};
 use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
 use serde_json::json;
 
@@ -74,28 +73,14 @@ fn authorized_replacement(
         // The venue signs the new order as any order, so that it verifies like one.
         return sign_order(chain, replacement, credential, actor);
     }
-    let pair = chain.config.pair_config(terms.pair);
     let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
-    let amount = terms
-        .quantity
-        .map(|quantity| render::asset_amount(&chain.config, pair.spec.base(), pair.spec.base_amount(quantity).units()));
-    let message = TypedMessage {
-        struct_type: &AMEND_ORDER_TYPE,
-        values: vec![
-            FieldValue::Address(actor.account),
-            FieldValue::Text(pair.symbol.clone()),
-            FieldValue::Bytes32(*terms.order_id.as_bytes()),
-            FieldValue::Text(
-                terms
-                    .price
-                    .map(|price| pair.spec.format_price(price))
-                    .unwrap_or_default(),
-            ),
-            FieldValue::Text(amount.unwrap_or_default()),
-            FieldValue::Uint(nonce),
-            FieldValue::uint(expiry_ms),
-        ],
-    };
+    let message = chain.messages.amend(
+        &actor.account,
+        &terms.order_id,
+        &replacement,
+        (terms.price.is_some(), terms.quantity.is_some()),
+        (nonce, expiry_ms),
+    );
     let digest = signing_domain(chain).digest(&message);
     let new_id = OrderId::from_bytes(digest);
     let authorization = credential.authorize_actor(digest, actor, (nonce, expiry_ms), Some(new_id))?;
@@ -139,6 +124,7 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
             order_id: terms.order_id,
             replacement,
             amount_from_remaining: terms.quantity.is_none().then_some(remaining),
+            keeps_price: terms.price.is_none(),
         });
         match crate::api::written::submit(&chain, command, Some(authorization)).await {
             Ok(events) => return amended(&chain, &events, old, new_id, authorization),

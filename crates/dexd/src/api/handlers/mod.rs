@@ -183,7 +183,7 @@ pub(super) fn refuse_signing_agent(
 }
 
 /// The authorization of an operation that only the account's own signature may send (a
-/// transfer, an approval): none with a key; the client's signature over `digest_of`'s digest
+/// transfer, an approval): the key's signature over `digest_of`'s digest, or the client's
 /// checked, and one by an agent of the account refused as such ([`refuse_signing_agent`]).
 pub(super) fn own_signature(
     chain: &Chain,
@@ -193,6 +193,7 @@ pub(super) fn own_signature(
 ) -> Result<Option<dexd_store::Authorization>, ApiError> {
     credential
         .authorize_client_signature(account, &digest_of)
+        .map(Some)
         .map_err(|error| {
             refuse_signing_agent(
                 chain,

@@ -21,7 +21,7 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use dexd_crypto::{checksummed, parse_hex_bytes, FieldValue, TypedMessage, CANCEL_ORDER_TYPE};
+use dexd_crypto::{checksummed, parse_hex_bytes};
 use dexd_store::StoredOrder;
 use dexd_store::{now_ms, WriteError};
 
@@ -106,7 +106,7 @@ pub(super) fn sign_order(
     actor: &mut crate::api::credential::Actor,
 ) -> Result<(NewOrder, dexd_store::Authorization), ApiError> {
     let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
-    let digest = signing_domain(chain).order_digest(&render::order_message(&chain.config, &terms, nonce, expiry_ms));
+    let digest = signing_domain(chain).order_digest(&chain.messages.order(&terms, nonce, expiry_ms));
     terms.order_id = OrderId::from_bytes(digest);
     let authorization = credential.authorize_actor(digest, actor, (nonce, expiry_ms), Some(terms.order_id))?;
     Ok((terms, authorization))
@@ -230,26 +230,6 @@ pub(super) fn trades_of<'a>(chain: &'a Chain, events: &'a [Event]) -> Vec<render
         .collect()
 }
 
-/// The typed data of a cancel: `CancelOrder(account, symbol, orderId, nonce, expiry)`.
-pub(super) fn cancel_message(
-    chain: &Chain,
-    account: &Address,
-    pair: PairIndex,
-    order_id: &OrderId,
-    signed: ([u8; 32], u64),
-) -> TypedMessage {
-    TypedMessage {
-        struct_type: &CANCEL_ORDER_TYPE,
-        values: vec![
-            FieldValue::Address(*account),
-            FieldValue::Text(chain.config.pair_config(pair).symbol.clone()),
-            FieldValue::Bytes32(*order_id.as_bytes()),
-            FieldValue::Uint(signed.0),
-            FieldValue::uint(signed.1),
-        ],
-    }
-}
-
 pub(super) fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
     parse_hex_bytes::<32>(params.required_text("orderId")?)
         .map(OrderId::from_bytes)
@@ -293,12 +273,16 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
-        signing_domain(&chain).digest(&cancel_message(&chain, &account, pair_index, &order_id, signed))
+        signing_domain(&chain).digest(&chain.messages.cancel(&account, pair_index, &order_id, signed))
     })?;
     spend_write_budget(&app, &account)?;
     let stored = open_order_of(history(&chain).await?, &account, pair_index, &order_id)?;
-    let command = actor.command(Command::CancelOrder { account, order_id });
-    let events = match crate::api::written::submit(&chain, command, authorization).await {
+    let command = actor.command(Command::CancelOrder {
+        account,
+        order_id,
+        pair: Some(pair_index),
+    });
+    let events = match crate::api::written::submit(&chain, command, Some(authorization)).await {
         Ok(events) => events,
         // The order filled or was cancelled between the check and the writer.
         Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => return Err(order_not_open()),
@@ -508,7 +492,9 @@ pub async fn order_detail(app: Arc<AppState>, params: Params) -> Answer {
         .order(&order_id)
         .map_err(store_error)?
         .ok_or_else(|| ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain").on("orderId"))?;
-    let message = render::order_message(&chain.config, &stored.record.terms, stored.nonce, stored.expiry_ms);
+    let message = chain
+        .messages
+        .order(&stored.record.terms, stored.nonce, stored.expiry_ms);
     Ok(json!({
         "order": render::order(&chain.config, &stored),
         "typedData": signing_domain(&chain).order_typed_data(&message),

@@ -20,36 +20,12 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use dexd_crypto::{checksummed, FieldValue, TypedMessage, DEPOSIT_TYPE, WITHDRAW_TYPE};
+use dexd_crypto::checksummed;
 use dexd_settlement::deposit::DepositError;
 use dexd_settlement::vault::WithdrawalTerms;
 use dexd_store::now_ms;
 
 use crate::venue::Chain;
-
-/// The typed data of a transfer: `Deposit` or `Withdraw(account, symbol, quantity, nonce, expiry)`.
-fn transfer_message(
-    chain: &Chain,
-    account: &Address,
-    asset: AssetIndex,
-    units: u128,
-    kind: TransferKind,
-    signed: ([u8; 32], u64),
-) -> TypedMessage {
-    TypedMessage {
-        struct_type: match kind {
-            TransferKind::Deposit => &DEPOSIT_TYPE,
-            TransferKind::Withdrawal => &WITHDRAW_TYPE,
-        },
-        values: vec![
-            FieldValue::Address(*account),
-            FieldValue::Text(chain.config.asset_config(asset).symbol.clone()),
-            FieldValue::Text(render::asset_amount(&chain.config, asset, units)),
-            FieldValue::Uint(signed.0),
-            FieldValue::uint(signed.1),
-        ],
-    }
-}
 
 /// What every transfer request names, checked: the chain, the account (`from`, which the
 /// credential must be), the asset and the amount in its smallest unit.
@@ -124,8 +100,7 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
         units,
         credential,
     } = terms;
-    let digest_of =
-        |signed| signing_domain(&chain).digest(&transfer_message(&chain, &from, asset, units, kind, signed));
+    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.transfer(kind, &from, asset, units, signed));
     let authorization = own_signature(&chain, &credential, &from, digest_of)?;
     spend_write_budget(app, &from)?;
     let request = TransferRequest {

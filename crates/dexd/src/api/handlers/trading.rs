@@ -10,16 +10,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use dexd_core::{
-    Address, Command, Event, NewOrder, OrderStatus, PairIndex, MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS,
+    Address, Command, Event, NewOrder, OrderStatus, PairIndex, SwitchSetting, MAX_CANCEL_ALL_AFTER_MS,
+    MIN_CANCEL_ALL_AFTER_MS,
 };
-use dexd_crypto::{FieldValue, TypedMessage, CANCEL_ALL_AFTER_TYPE, CANCEL_ALL_TYPE};
 use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::order::{
-    cancel_message, open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement,
-};
+use super::order::{open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement};
 use super::{
     chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error, Answer,
 };
@@ -375,23 +373,18 @@ fn prepare_cancel(
     let order_id = order_id_param(item)?;
     let (credential, mut actor) = batch_credential.for_item(app, item)?;
     let account = actor.account;
-    let authorization = match credential.get() {
-        Credential::Key(_) => None,
-        signed => {
-            let (nonce, expiry_ms) = signed.nonce_and_expiry(now_ms());
-            let digest = signing_domain(chain).digest(&cancel_message(
-                chain,
-                &account,
-                pair_index,
-                &order_id,
-                (nonce, expiry_ms),
-            ));
-            Some(signed.authorize_actor(digest, &mut actor, (nonce, expiry_ms), None)?)
-        }
-    };
+    let authorization = credential
+        .get()
+        .authorize_actor_client_signature(&mut actor, |signed| {
+            signing_domain(chain).digest(&chain.messages.cancel(&account, pair_index, &order_id, signed))
+        })?;
     let stored = open_order_of(reader, &account, pair_index, &order_id)?;
-    let command = actor.command(Command::CancelOrder { account, order_id });
-    Ok((command, authorization, stored))
+    let command = actor.command(Command::CancelOrder {
+        account,
+        order_id,
+        pair: Some(pair_index),
+    });
+    Ok((command, Some(authorization), stored))
 }
 
 /// The state a command's events leave an order in.
@@ -410,21 +403,12 @@ pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
     let mut actor = credential.actor(&params, &app.addresses)?;
     let account = actor.account;
     let pair = optional_pair_param(&chain, &params, "symbol")?;
-    let symbol = pair.map(|pair| chain.config.pair_config(pair).symbol.clone());
-    let authorization = credential.authorize_actor_client_signature(&mut actor, |(nonce, expiry_ms)| {
-        signing_domain(&chain).digest(&TypedMessage {
-            struct_type: &CANCEL_ALL_TYPE,
-            values: vec![
-                FieldValue::Address(account),
-                FieldValue::Text(symbol.clone().unwrap_or_default()),
-                FieldValue::Uint(nonce),
-                FieldValue::uint(expiry_ms),
-            ],
-        })
+    let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
+        signing_domain(&chain).digest(&chain.messages.cancel_all(&account, pair, signed))
     })?;
     spend_write_budget(&app, &account)?;
     let command = actor.command(Command::CancelAll { account, pair });
-    let events = crate::api::written::submit(&chain, command, authorization)
+    let events = crate::api::written::submit(&chain, command, Some(authorization))
         .await
         .map_err(write_error)?;
     let orders = cancelled_orders_answer(&chain, &events).await?;
@@ -470,22 +454,25 @@ pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
             format!("must be 0 (off) or {MIN_CANCEL_ALL_AFTER_MS} to {MAX_CANCEL_ALL_AFTER_MS} ms"),
         ));
     }
-    let authorization = credential.authorize_actor_client_signature(&mut actor, |(nonce, expiry_ms)| {
-        signing_domain(&chain).digest(&TypedMessage {
-            struct_type: &CANCEL_ALL_AFTER_TYPE,
-            values: vec![
-                FieldValue::Address(account),
-                FieldValue::uint(timeout_ms),
-                FieldValue::Uint(nonce),
-                FieldValue::uint(expiry_ms),
-            ],
-        })
+    let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
+        signing_domain(&chain).digest(&chain.messages.cancel_all_after(&account, timeout_ms, signed))
     })?;
     spend_write_budget(&app, &account)?;
-    let trigger_at_ms = (timeout_ms > 0).then(|| now_ms() + timeout_ms);
-    let command = actor.command(Command::SetCancelAllAfter { account, trigger_at_ms });
-    crate::api::written::submit(&chain, command, authorization)
+    // The engine arms it for the time it applies the command plus the timeout, which is what
+    // the account signed: the trigger follows from the journal alone.
+    let setting = if timeout_ms == 0 {
+        SwitchSetting::Off
+    } else {
+        SwitchSetting::AfterMs(timeout_ms)
+    };
+    let command = actor.command(Command::SetCancelAllAfter { account, setting });
+    crate::api::written::submit(&chain, command, Some(authorization))
         .await
         .map_err(write_error)?;
+    // Read after the write: only this account's own later request could have changed it since.
+    let trigger_at_ms = match setting {
+        SwitchSetting::Off => None,
+        _ => chain.read_engine(|engine| engine.cancel_all_after_trigger(&account)),
+    };
     Ok(json!({ "triggerAt": trigger_at_ms }))
 }

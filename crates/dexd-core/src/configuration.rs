@@ -1,0 +1,195 @@
+//! A chain's configuration as the journal holds it: everything replay needs besides the
+//! commands and the chain itself. The engine's rules ([`EngineConfig`]: decimals, pairs, fees,
+//! the limits that change outcomes) and the chain's description ([`ChainDescription`]: the
+//! EIP-712 domain, the assets' symbols and tokens, from which every signed message is built).
+//!
+//! The venue journals it as `Command::Configure` first of all and again at every change, so a
+//! replay (an auditor's, a follower's, a start's) needs nothing but the journal: a venue cannot
+//! replay one configuration to its users and show another to its auditors. A change to a
+//! journal that has commands may only add: assets and pairs are appended and keep their index,
+//! symbol, token, decimals, tick and step; fees, minimums and limits may change. This module
+//! checks a change; the engine applies it (`Engine::execute`).
+
+use crate::custody::CustodyMode;
+use crate::engine::EngineConfig;
+use crate::money::Address;
+
+/// What the chain is, besides the engine's rules: the EIP-712 domain every account signs under,
+/// and each asset's symbol and token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainDescription {
+    /// The chain id (the EIP-712 domain's `chainId`).
+    pub chain_id: u64,
+    /// The EIP-712 domain's `verifyingContract` (the vault, in vault custody).
+    pub venue_contract: Address,
+    /// One per asset of the engine's configuration, in the same order.
+    pub assets: Vec<AssetDescription>,
+}
+
+/// One asset's name on the wire and on chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssetDescription {
+    /// Its upper-case symbol, as requests name it.
+    pub symbol: String,
+    /// Its token contract; `None` for the chain's native asset.
+    pub token: Option<Address>,
+}
+
+/// The longest asset symbol a configuration may carry, in bytes.
+pub const MAX_ASSET_SYMBOL_BYTES: usize = 32;
+
+/// A chain's whole configuration, as `Command::Configure` journals it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainConfiguration {
+    /// The chain and its assets' names.
+    pub description: ChainDescription,
+    /// The engine's rules.
+    pub engine: EngineConfig,
+}
+
+/// Why a configuration is refused, or a change to one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigurationRefused(pub String);
+
+impl std::fmt::Display for ConfigurationRefused {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigurationRefused {}
+
+fn refused(message: String) -> ConfigurationRefused {
+    ConfigurationRefused(message)
+}
+
+impl ChainConfiguration {
+    /// `BASE/QUOTE` of a pair, from its assets' symbols.
+    pub fn pair_symbol(&self, pair: usize) -> String {
+        let definition = &self.engine.pairs[pair];
+        format!(
+            "{}/{}",
+            self.description.assets[usize::from(definition.base.0)].symbol,
+            self.description.assets[usize::from(definition.quote.0)].symbol
+        )
+    }
+
+    /// The symbol of an asset.
+    pub fn asset_symbol(&self, asset: usize) -> &str {
+        &self.description.assets[asset].symbol
+    }
+
+    /// Checks the configuration on its own: one description per asset, symbols short, upper
+    /// case and distinct, a token for every asset but at most one native one.
+    pub fn check(&self) -> Result<(), ConfigurationRefused> {
+        let assets = &self.description.assets;
+        if assets.len() != self.engine.assets.len() {
+            return Err(refused(format!(
+                "{} asset descriptions for {} assets",
+                assets.len(),
+                self.engine.assets.len()
+            )));
+        }
+        for (index, asset) in assets.iter().enumerate() {
+            let symbol = &asset.symbol;
+            if symbol.is_empty()
+                || symbol.len() > MAX_ASSET_SYMBOL_BYTES
+                || !symbol
+                    .bytes()
+                    .all(|byte| byte.is_ascii_uppercase() || byte.is_ascii_digit())
+            {
+                return Err(refused(format!(
+                    "asset {index}: symbol {symbol:?} is not 1 to 32 upper-case letters and digits"
+                )));
+            }
+            if assets[..index].iter().any(|earlier| earlier.symbol == *symbol) {
+                return Err(refused(format!("asset symbol {symbol} is given twice")));
+            }
+            if asset.token.is_some() && assets[..index].iter().any(|earlier| earlier.token == asset.token) {
+                return Err(refused(format!("asset {symbol}: its token is another asset's")));
+            }
+        }
+        if assets.iter().filter(|asset| asset.token.is_none()).count() > 1 && self.engine.custody == CustodyMode::Vault
+        {
+            return Err(refused("two native assets on a vault chain".into()));
+        }
+        Ok(())
+    }
+
+    /// Checks that a journal configured as `self` may go on as `next`: the same chain, domain,
+    /// custody and fee account; the assets and pairs only appended to, each one kept as it
+    /// was (symbol, token, decimals; base, quote, tick and step), since the journal's commands
+    /// name them by index and their amounts are in their units. Fees, minimums and limits may
+    /// change.
+    pub fn check_change_to(&self, next: &ChainConfiguration) -> Result<(), ConfigurationRefused> {
+        next.check()?;
+        let (old, new) = (&self.description, &next.description);
+        if old.chain_id != new.chain_id {
+            return Err(refused(format!(
+                "the chain id changed from {} to {}",
+                old.chain_id, new.chain_id
+            )));
+        }
+        if old.venue_contract != new.venue_contract {
+            return Err(refused(format!(
+                "the EIP-712 verifying contract changed from {} to {}",
+                old.venue_contract, new.venue_contract
+            )));
+        }
+        check_engine_change(&self.engine, &next.engine)?;
+        for (index, (before, after)) in old.assets.iter().zip(&new.assets).enumerate() {
+            if before != after {
+                return Err(refused(format!(
+                    "asset {index} ({}) changed its symbol or token; assets can only be added",
+                    before.symbol
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The part of [`ChainConfiguration::check_change_to`] about the engine's rules (also used for
+/// an engine whose journal predates configurations, which has rules and no description).
+pub fn check_engine_change(old: &EngineConfig, new: &EngineConfig) -> Result<(), ConfigurationRefused> {
+    if old.custody != new.custody {
+        return Err(refused("the custody mode changed".into()));
+    }
+    if old.fee_account != new.fee_account {
+        return Err(refused(format!(
+            "the fee account changed from {} to {}",
+            old.fee_account, new.fee_account
+        )));
+    }
+    if new.assets.len() < old.assets.len() {
+        return Err(refused(format!(
+            "{} assets where the journal has {}; assets can only be added",
+            new.assets.len(),
+            old.assets.len()
+        )));
+    }
+    for (index, (before, after)) in old.assets.iter().zip(&new.assets).enumerate() {
+        if before != after {
+            return Err(refused(format!("asset {index} changed its decimals")));
+        }
+    }
+    if new.pairs.len() < old.pairs.len() {
+        return Err(refused(format!(
+            "{} pairs where the journal has {}; pairs can only be added",
+            new.pairs.len(),
+            old.pairs.len()
+        )));
+    }
+    for (index, (before, after)) in old.pairs.iter().zip(&new.pairs).enumerate() {
+        if before.base != after.base
+            || before.quote != after.quote
+            || before.tick_size != after.tick_size
+            || before.step_size != after.step_size
+        {
+            return Err(refused(format!(
+                "pair {index} changed its assets, tick or step; pairs can only be added"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! Scenario tests of `Command::Configure`: the journal's first command replaces the engine's
+//! configuration; a later one only adds, and carries the whole state over.
+
+use crate::configuration::{AssetDescription, ChainConfiguration, ChainDescription};
+use crate::custody::CustodyMode;
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::events::Rejection;
+use crate::money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
+use crate::order::{Direction, NewOrder, OrderType, TimeInForce};
+use crate::pair::{AssetSpec, PairDefinition};
+use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::transfer::TransferRequest;
+
+const ALICE: Address = Address::from_bytes([0xa1; 20]);
+const FEES: Address = Address::from_bytes([0xfe; 20]);
+
+fn configuration() -> ChainConfiguration {
+    ChainConfiguration {
+        description: ChainDescription {
+            chain_id: 31337,
+            venue_contract: Address::from_bytes([0x55; 20]),
+            assets: vec![
+                AssetDescription {
+                    symbol: "ETH".into(),
+                    token: None,
+                },
+                AssetDescription {
+                    symbol: "USDC".into(),
+                    token: Some(Address::from_bytes([0x0c; 20])),
+                },
+            ],
+        },
+        engine: EngineConfig {
+            assets: eth_and_usdc(),
+            pairs: vec![eth_usdc_definition()],
+            fee_account: FEES,
+            custody: CustodyMode::Ledger,
+            limits: EngineLimits::default(),
+        },
+    }
+}
+
+/// The configuration with WBTC (8 decimals) and WBTC/USDC added, and ETH/USDC's fees changed.
+fn widened() -> ChainConfiguration {
+    let mut next = configuration();
+    next.description.assets.push(AssetDescription {
+        symbol: "WBTC".into(),
+        token: Some(Address::from_bytes([0x0b; 20])),
+    });
+    next.engine.assets.push(AssetSpec { decimals: 8 });
+    next.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(3_000).unwrap();
+    next.engine.pairs.push(PairDefinition {
+        base: AssetIndex(2),
+        quote: USDC,
+        tick_size: decimal("1"),
+        step_size: decimal("0.0001"),
+        min_amount: decimal("0.0001"),
+        min_notional: decimal("1"),
+        maker_fee: FeeRate::ZERO,
+        taker_fee: FeeRate::ZERO,
+    });
+    next
+}
+
+fn deposit(asset: AssetIndex, units: u128, id: u8) -> Command {
+    Command::Deposit(TransferRequest {
+        transfer_id: [id; 32],
+        account: ALICE,
+        asset,
+        amount: Amount::from_units(units),
+    })
+}
+
+fn sell(id: u8) -> Command {
+    Command::PlaceOrder(NewOrder {
+        order_id: OrderId::from_bytes([id; 32]),
+        client_order_id: None,
+        account: ALICE,
+        pair: PairIndex(0),
+        order_type: OrderType::Limit,
+        direction: Direction::Sell,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: Price::from_ticks(200_000),
+        quantity: Quantity::from_lots(10_000),
+    })
+}
+
+/// An engine built from another configuration, configured by the journal's first command.
+fn configured() -> Engine {
+    let mut built_otherwise = configuration().engine;
+    built_otherwise.pairs.clear();
+    let mut engine = Engine::new(built_otherwise).unwrap();
+    execute_checked(&mut engine, Command::Configure(Box::new(configuration())), 1).unwrap();
+    engine
+}
+
+#[test]
+fn the_first_configuration_replaces_what_the_engine_was_built_with() {
+    let engine = configured();
+    assert_eq!(engine.configuration(), Some(configuration()));
+    assert_eq!(engine.pair_count(), 1);
+    assert_eq!(engine.journal_sequence(), 1);
+}
+
+#[test]
+fn a_later_configuration_adds_assets_and_pairs_and_keeps_every_balance_and_order() {
+    let mut engine = configured();
+    execute_checked(&mut engine, deposit(ETH, 5 * 10u128.pow(18), 1), 2).unwrap();
+    execute_checked(&mut engine, sell(7), 3).unwrap();
+    let balance_before = engine.balance(&ALICE, ETH);
+    execute_checked(&mut engine, Command::Configure(Box::new(widened())), 4).unwrap();
+    assert_eq!(engine.configuration(), Some(widened()));
+    assert_eq!(engine.pair_count(), 2);
+    assert_eq!(engine.balance(&ALICE, ETH), balance_before);
+    assert!(engine.open_order(&OrderId::from_bytes([7; 32])).is_some());
+    assert_eq!(engine.journal_sequence(), 4);
+    // The new asset and pair work at once.
+    execute_checked(&mut engine, deposit(AssetIndex(2), 10u128.pow(8), 2), 5).unwrap();
+    assert_eq!(
+        engine.balance(&ALICE, AssetIndex(2)).total(),
+        Amount::from_units(10u128.pow(8))
+    );
+    // The state, configuration included, survives the plain data round trip.
+    let restored = Engine::from_state(configuration().engine, &engine.state()).unwrap();
+    assert_eq!(restored.state_hash(), engine.state_hash());
+    assert_eq!(restored.configuration(), Some(widened()));
+}
+
+#[test]
+fn a_configuration_that_does_more_than_add_is_refused_and_changes_nothing() {
+    let mut engine = configured();
+    execute_checked(&mut engine, deposit(ETH, 10u128.pow(18), 1), 2).unwrap();
+    let mut refused = Vec::new();
+    let mut decimals_changed = widened();
+    decimals_changed.engine.assets[1].decimals = 8;
+    refused.push(decimals_changed);
+    let mut pair_removed = configuration();
+    pair_removed.engine.pairs.clear();
+    refused.push(pair_removed);
+    let mut tick_changed = configuration();
+    tick_changed.engine.pairs[0].tick_size = decimal("0.1");
+    refused.push(tick_changed);
+    let mut renamed = configuration();
+    renamed.description.assets[0].symbol = "WETH".into();
+    refused.push(renamed);
+    let mut other_domain = configuration();
+    other_domain.description.venue_contract = Address::from_bytes([0x56; 20]);
+    refused.push(other_domain);
+    let mut fee_account_changed = configuration();
+    fee_account_changed.engine.fee_account = ALICE;
+    refused.push(fee_account_changed);
+    for configuration in refused {
+        assert_eq!(
+            execute_checked(&mut engine, Command::Configure(Box::new(configuration)), 3),
+            Err(Rejection::ConfigurationRefused)
+        );
+    }
+}
+
+#[test]
+fn the_state_hash_covers_the_configuration() {
+    let mut first = configured();
+    let mut second = configured();
+    assert_eq!(first.state_hash(), second.state_hash());
+    let mut fees_changed = configuration();
+    fees_changed.engine.pairs[0].maker_fee = FeeRate::ZERO;
+    execute_checked(&mut first, Command::Configure(Box::new(configuration())), 2).unwrap();
+    execute_checked(&mut second, Command::Configure(Box::new(fees_changed)), 2).unwrap();
+    assert_ne!(first.state_hash(), second.state_hash());
+}
+
+#[test]
+fn a_bad_configuration_is_refused_even_first() {
+    let mut engine = Engine::new(configuration().engine).unwrap();
+    let mut lowercase = configuration();
+    lowercase.description.assets[0].symbol = "eth".into();
+    let mut short = configuration();
+    short.description.assets.pop();
+    for configuration in [lowercase, short] {
+        assert_eq!(
+            execute_checked(&mut engine, Command::Configure(Box::new(configuration)), 1),
+            Err(Rejection::ConfigurationRefused)
+        );
+    }
+    assert_eq!(engine.journal_sequence(), 0);
+}

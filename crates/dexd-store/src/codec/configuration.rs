@@ -1,0 +1,179 @@
+//! The journal's encoding of a chain's configuration (`Command::Configure`, tag 28), also
+//! written in a snapshot's payload: the engine's rules and the chain's description, field by
+//! field. This module does no IO.
+
+use dexd_core::{
+    Address, AssetDescription, AssetIndex, AssetSpec, ChainConfiguration, ChainDescription, CustodyMode, Decimal,
+    EngineConfig, EngineLimits, FeeRate, PairDefinition,
+};
+
+use super::{CodecError, Reader, Writer};
+
+/// The tag of `Command::Configure`.
+pub(super) const CONFIGURE_TAG: u8 = 28;
+
+/// The most assets, and separately pairs, a configuration may list (indexes are `u16`).
+const MAX_LISTED: usize = u16::MAX as usize;
+
+pub(crate) fn put_configuration(writer: &mut Writer, configuration: &ChainConfiguration) {
+    let ChainConfiguration { description, engine } = configuration;
+    writer.u64(description.chain_id);
+    writer.bytes(description.venue_contract.as_bytes());
+    writer.u8(match engine.custody {
+        CustodyMode::Ledger => 0,
+        CustodyMode::Vault => 1,
+    });
+    writer.bytes(engine.fee_account.as_bytes());
+    let limits = engine.limits;
+    writer.u32(limits.max_open_orders_per_account);
+    for limit in [
+        limits.max_resting_orders,
+        limits.max_accounts,
+        limits.max_live_nonces,
+        limits.max_live_nonces_per_account,
+        limits.max_pending_transfers,
+    ] {
+        writer.u64(limit as u64);
+    }
+    writer.u16(u16::try_from(engine.assets.len()).expect("assets fit u16"));
+    for (spec, asset) in engine.assets.iter().zip(&description.assets) {
+        writer.text(Some(&asset.symbol));
+        writer.optional(asset.token, |writer, token| writer.bytes(token.as_bytes()));
+        writer.u32(spec.decimals);
+    }
+    writer.u16(u16::try_from(engine.pairs.len()).expect("pairs fit u16"));
+    for pair in &engine.pairs {
+        writer.u16(pair.base.0);
+        writer.u16(pair.quote.0);
+        for decimal in [pair.tick_size, pair.step_size, pair.min_amount, pair.min_notional] {
+            writer.u128(decimal.mantissa());
+            writer.u32(decimal.scale());
+        }
+        writer.u32(pair.maker_fee.parts_per_million());
+        writer.u32(pair.taker_fee.parts_per_million());
+    }
+}
+
+pub(crate) fn get_configuration(reader: &mut Reader) -> Result<ChainConfiguration, CodecError> {
+    let chain_id = reader.u64()?;
+    let venue_contract = Address::from_bytes(reader.array()?);
+    let custody = match reader.u8()? {
+        0 => CustodyMode::Ledger,
+        1 => CustodyMode::Vault,
+        _ => return Err(CodecError("bad custody mode")),
+    };
+    let fee_account = Address::from_bytes(reader.array()?);
+    let max_open_orders_per_account = reader.u32()?;
+    let mut limit = || -> Result<usize, CodecError> {
+        usize::try_from(reader.u64()?).map_err(|_| CodecError("a limit does not fit"))
+    };
+    let limits = EngineLimits {
+        max_open_orders_per_account,
+        max_resting_orders: limit()?,
+        max_accounts: limit()?,
+        max_live_nonces: limit()?,
+        max_live_nonces_per_account: limit()?,
+        max_pending_transfers: limit()?,
+    };
+    let asset_count = usize::from(reader.u16()?);
+    let mut assets = Vec::with_capacity(asset_count.min(MAX_LISTED));
+    let mut specs = Vec::with_capacity(asset_count.min(MAX_LISTED));
+    for _ in 0..asset_count {
+        let symbol = reader.text()?.ok_or(CodecError("an asset without a symbol"))?;
+        let token = reader.optional(|reader| Ok(Address::from_bytes(reader.array()?)))?;
+        assets.push(AssetDescription { symbol, token });
+        specs.push(AssetSpec {
+            decimals: reader.u32()?,
+        });
+    }
+    let pair_count = usize::from(reader.u16()?);
+    let mut pairs = Vec::with_capacity(pair_count.min(MAX_LISTED));
+    for _ in 0..pair_count {
+        let base = AssetIndex(reader.u16()?);
+        let quote = AssetIndex(reader.u16()?);
+        let mut decimal = || -> Result<Decimal, CodecError> {
+            let mantissa = reader.u128()?;
+            Decimal::from_parts(mantissa, reader.u32()?).map_err(|_| CodecError("bad decimal"))
+        };
+        let (tick_size, step_size, min_amount, min_notional) = (decimal()?, decimal()?, decimal()?, decimal()?);
+        let mut fee = || -> Result<FeeRate, CodecError> {
+            FeeRate::from_parts_per_million(reader.u32()?).ok_or(CodecError("bad fee rate"))
+        };
+        let (maker_fee, taker_fee) = (fee()?, fee()?);
+        pairs.push(PairDefinition {
+            base,
+            quote,
+            tick_size,
+            step_size,
+            min_amount,
+            min_notional,
+            maker_fee,
+            taker_fee,
+        });
+    }
+    Ok(ChainConfiguration {
+        description: ChainDescription {
+            chain_id,
+            venue_contract,
+            assets,
+        },
+        engine: EngineConfig {
+            assets: specs,
+            pairs,
+            fee_account,
+            custody,
+            limits,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{decode_command, encode_command};
+    use dexd_core::{
+        Address, AssetDescription, AssetIndex, AssetSpec, ChainConfiguration, ChainDescription, Command, CustodyMode,
+        Decimal, EngineConfig, EngineLimits, FeeRate, PairDefinition,
+    };
+
+    #[test]
+    fn a_configuration_round_trips_and_a_damaged_one_is_an_error() {
+        let configuration = ChainConfiguration {
+            description: ChainDescription {
+                chain_id: 8453,
+                venue_contract: Address::from_bytes([9; 20]),
+                assets: vec![
+                    AssetDescription {
+                        symbol: "ETH".into(),
+                        token: None,
+                    },
+                    AssetDescription {
+                        symbol: "USDC".into(),
+                        token: Some(Address::from_bytes([7; 20])),
+                    },
+                ],
+            },
+            engine: EngineConfig {
+                assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
+                pairs: vec![PairDefinition {
+                    base: AssetIndex(0),
+                    quote: AssetIndex(1),
+                    tick_size: Decimal::parse("0.01").unwrap(),
+                    step_size: Decimal::parse("0.0001").unwrap(),
+                    min_amount: Decimal::parse("0.001").unwrap(),
+                    min_notional: Decimal::parse("5").unwrap(),
+                    maker_fee: FeeRate::from_parts_per_million(100).unwrap(),
+                    taker_fee: FeeRate::from_parts_per_million(250).unwrap(),
+                }],
+                fee_account: Address::from_bytes([3; 20]),
+                custody: CustodyMode::Vault,
+                limits: EngineLimits::default(),
+            },
+        };
+        let command = Command::Configure(Box::new(configuration));
+        let bytes = encode_command(&command);
+        assert_eq!(decode_command(&bytes).unwrap(), command);
+        for cut in 1..bytes.len() {
+            assert!(decode_command(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+}
