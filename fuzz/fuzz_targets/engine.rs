@@ -61,6 +61,7 @@ fn command(bytes: &[u8; 8], serial: u32, placed: &[OrderId]) -> Command {
         3 if !placed.is_empty() => Command::CancelOrder {
             account: account(who),
             order_id: placed[usize::from(a) % placed.len()],
+            pair: (b % 3 == 0).then_some(PairIndex(u16::from(c % 2))),
         },
         _ => {
             let mut id = [0u8; 32];
