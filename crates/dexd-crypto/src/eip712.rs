@@ -202,6 +202,20 @@ pub const REVOKE_AGENT_TYPE: StructType = StructType {
     ],
 };
 
+/// The EIP-712 type the vault verifies for a withdrawal (vault custody): `expiry` in ms since the
+/// epoch, as everywhere in dexd; `withdrawalId` is the account's own, used once. Signed under
+/// the chain's domain, whose verifying contract is the vault.
+pub const WITHDRAWAL_TYPE: StructType = StructType {
+    name: "Withdrawal",
+    members: &[
+        ("account", "address"),
+        ("token", "address"),
+        ("amount", "uint256"),
+        ("withdrawalId", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
 /// Every type a request can be signed as.
 pub const REQUEST_TYPES: [&StructType; 9] = [
     &ORDER_TYPE,

@@ -1,24 +1,23 @@
 //! The one home of the messages accounts sign: for each request (an order, a cancel, an amend,
-//! a transfer, cancel all, the switch, an agent's approval or revocation) the EIP-712 message,
-//! built from the engine's command and the chain's configuration.
+//! a transfer, a vault withdrawal, cancel all, the switch, an agent's approval or revocation)
+//! the EIP-712 message, built from the engine's command and the chain's configuration.
 //!
 //! The handlers build what a request asks for as a command and sign (or check) the message
 //! this module makes of it; an auditor rebuilds the same message from the journaled command and
 //! checks the journaled signature against it. So what was signed and what was applied cannot
-//! differ: both are the command. A vault withdrawal is signed under the vault's own domain
-//! (`dexd-settlement`), and chain facts are signed by nobody; this module has no message for
-//! them. It holds no key and checks no signature.
+//! differ: both are the command. Chain facts are signed by nobody; this module has no message
+//! for them. It holds no key and checks no signature.
 
 use dexd_core::decimal::format_scaled_units;
 use dexd_core::{
     AgentGrant, AssetIndex, ChainConfiguration, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, PairSpec,
-    PairSpecError, SwitchSetting, TimeInForce, TransferKind,
+    PairSpecError, SwitchSetting, TimeInForce, TransferKind, VaultWithdrawal,
 };
 use serde_json::Value;
 
 use crate::eip712::{
     FieldValue, OrderMessage, SigningDomain, TypedMessage, AMEND_ORDER_TYPE, APPROVE_AGENT_TYPE, CANCEL_ALL_AFTER_TYPE,
-    CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, REVOKE_AGENT_TYPE, WITHDRAW_TYPE,
+    CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, REVOKE_AGENT_TYPE, WITHDRAWAL_TYPE, WITHDRAW_TYPE,
 };
 use dexd_core::Address;
 
@@ -29,6 +28,8 @@ pub struct RequestMessages {
     domain: SigningDomain,
     /// Each asset's symbol and decimals.
     assets: Vec<(String, u32)>,
+    /// Each asset's token (`None`: the native asset).
+    tokens: Vec<Option<Address>>,
     /// Each pair's symbol and rules.
     pairs: Vec<(String, PairSpec)>,
 }
@@ -95,6 +96,7 @@ impl RequestMessages {
             .zip(&configuration.engine.assets)
             .map(|(asset, spec)| (asset.symbol.clone(), spec.decimals))
             .collect();
+        let tokens = description.assets.iter().map(|asset| asset.token).collect();
         let pairs = configuration
             .engine
             .pairs
@@ -110,6 +112,7 @@ impl RequestMessages {
         Ok(RequestMessages {
             domain: SigningDomain::new(description.chain_id, description.venue_contract),
             assets,
+            tokens,
             pairs,
         })
     }
@@ -286,6 +289,25 @@ impl RequestMessages {
         }
     }
 
+    /// The vault's `Withdrawal(account, token, amount, withdrawalId, expiry)` (vault custody),
+    /// `token` the zero address for the native asset.
+    pub fn vault_withdrawal(&self, withdrawal: &VaultWithdrawal) -> TypedMessage {
+        let request = &withdrawal.request;
+        let mut amount = [0u8; 32];
+        amount[16..].copy_from_slice(&request.amount.units().to_be_bytes());
+        let token = self.tokens[usize::from(request.asset.0)].unwrap_or(Address::from_bytes([0; 20]));
+        TypedMessage {
+            struct_type: &WITHDRAWAL_TYPE,
+            values: vec![
+                FieldValue::Address(request.account),
+                FieldValue::Address(token),
+                FieldValue::Uint(amount),
+                FieldValue::Uint(request.transfer_id),
+                FieldValue::uint(withdrawal.expiry_ms),
+            ],
+        }
+    }
+
     /// `RevokeAgent(account, agent, nonce, expiry)`.
     pub fn revoke_agent(&self, account: &Address, agent: &Address, signed: ([u8; 32], u64)) -> TypedMessage {
         TypedMessage {
@@ -301,11 +323,11 @@ impl RequestMessages {
 
     /// What the signer of a journaled `command` signed, with the nonce and expiry of its
     /// signature: `client_signed` tells an amend the client signed (`AmendOrder`) from one the
-    /// venue signed with the account's key (the replacement as an `Order`). `None` for what no
-    /// account signs under this domain (chain facts, the venue's timer, configurations, a vault
-    /// withdrawal), for commands journaled before their signed fields were (a cancel without
-    /// its pair, a switch as a trigger time), and for a command naming a pair or asset the
-    /// chain does not have.
+    /// venue signed with the account's key (the replacement as an `Order`). A vault withdrawal
+    /// carries its own signed id and expiry (`signed` is not used). `None` for what no account
+    /// signs (chain facts, the venue's timer, configurations), for commands journaled before
+    /// their signed fields were (a cancel without its pair, a switch as a trigger time), and
+    /// for a command naming a pair or asset the chain does not have.
     pub fn signed_command(
         &self,
         command: &Command,
@@ -403,6 +425,11 @@ impl RequestMessages {
             Command::RevokeAgent { account, agent } => own(
                 SignedMessage::Other(self.revoke_agent(account, agent, signed)),
                 *account,
+                None,
+            ),
+            Command::RequestWithdrawal(withdrawal) if self.has_asset(withdrawal.request.asset) => own(
+                SignedMessage::Other(self.vault_withdrawal(withdrawal)),
+                withdrawal.request.account,
                 None,
             ),
             Command::ByAgent { agent, command } => {

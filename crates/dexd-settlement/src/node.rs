@@ -338,6 +338,54 @@ impl Node {
         Ok(None)
     }
 
+    /// The `RootCommitted` event of `epoch`, committed at block time `committed_at_s`: found in
+    /// the blocks of that second (block times only grow, so a binary search over the blocks
+    /// from `start_block` to `head` finds them, however old the root is), read in ranges of at
+    /// most `max_range_blocks` (halved when the node refuses one).
+    pub async fn find_root_committed_event(
+        &self,
+        epoch: u64,
+        committed_at_s: u64,
+        (start_block, head): (u64, u64),
+        max_range_blocks: u64,
+    ) -> Result<Option<RootLog>, NodeError> {
+        let first = self.first_block_at_or_after(committed_at_s, start_block, head).await?;
+        let after = self
+            .first_block_at_or_after(committed_at_s.saturating_add(1), start_block, head)
+            .await?;
+        let last = after.saturating_sub(1).max(first).min(head);
+        let mut range_blocks = max_range_blocks.max(1);
+        let mut from = first;
+        while from <= last {
+            let to = last.min(from.saturating_add(range_blocks - 1));
+            match self.root_committed_event(U256::from(epoch), from, to).await {
+                Ok(Some(found)) => return Ok(Some(found)),
+                Ok(None) => from = to + 1,
+                Err(NodeError::Refused(_)) if to > from => range_blocks = (to - from + 1).div_ceil(2),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first block from `start_block` whose time is at or after `time_s` (the block after
+    /// `head` when there is none).
+    pub async fn first_block_at_or_after(&self, time_s: u64, start_block: u64, head: u64) -> Result<u64, NodeError> {
+        let (mut low, mut high) = (start_block, head.saturating_add(1));
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let Some((_, block_time_s)) = self.block(middle).await? else {
+                return Err(NodeError::Unavailable(format!("the node has no block {middle}")));
+            };
+            if block_time_s < time_s {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        Ok(low)
+    }
+
     /// The first of the vault's `Withdrawn` events, of any account, in blocks `from..=to`: its
     /// transaction and block. The caller keeps the range within `max_log_range_blocks`.
     pub async fn first_withdrawn_event(&self, from: u64, to: u64) -> Result<Option<(B256, u64)>, NodeError> {

@@ -12,7 +12,7 @@
 use alloy::primitives::{Address as ChainAddress, U256};
 use dexd_core::Address;
 
-use dexd_crypto::{FieldValue, SigningDomain, StructType, TypedMessage};
+use dexd_crypto::{FieldValue, SigningDomain, TypedMessage};
 
 alloy::sol!(
     #[sol(rpc)]
@@ -41,18 +41,7 @@ alloy::sol! {
     }
 }
 
-/// The EIP-712 type the vault verifies for a withdrawal: `expiry` in ms since the epoch, as
-/// everywhere in dexd; `withdrawalId` is the account's own, used once.
-pub const WITHDRAWAL_TYPE: StructType = StructType {
-    name: "Withdrawal",
-    members: &[
-        ("account", "address"),
-        ("token", "address"),
-        ("amount", "uint256"),
-        ("withdrawalId", "uint256"),
-        ("expiry", "uint256"),
-    ],
-};
+pub use dexd_crypto::WITHDRAWAL_TYPE;
 
 /// The terms of one withdrawal as the account signs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -99,6 +99,20 @@ pub fn open(
     Ok((writer, projector, reader))
 }
 
+/// Opens (creating it if need be) a chain's journal alone, without a history: for a copy of
+/// another venue's journal (an auditor's), which is appended to and replayed, never projected.
+pub fn open_journal(data_dir: &Path, chain_id: u64, busy_timeout: Duration) -> Result<StoreWriter, StoreError> {
+    std::fs::create_dir_all(data_dir)
+        .map_err(|error| StoreError::Inconsistent(format!("cannot create {}: {error}", data_dir.display())))?;
+    let mut connection = open_connection(&database_path(data_dir, chain_id), busy_timeout)?;
+    migrate(&mut connection, JOURNAL_MIGRATIONS, chain_id)?;
+    Ok(StoreWriter {
+        connection,
+        journaled_through: 0,
+        checkpoints: None,
+    })
+}
+
 /// Opens (creating when needed) a chain's history in the data directory, for the journal
 /// `journal_id`: one built from another journal is deleted and rebuilt.
 pub fn open_history_of(

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod audit;
 pub mod cluster;
 pub mod config;
 pub mod demo;

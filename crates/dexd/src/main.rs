@@ -1,11 +1,12 @@
 //! The `dexd` command line: `dexd serve` runs the venue; `dexd vault ...` deploys and governs a
 //! vault on any chain; `dexd devnet-setup` prepares a local devnet; `dexd exit` leaves a frozen
-//! vault with a proof. `dexd serve --demo` adds a built-in market to look around.
+//! vault with a proof; `dexd audit` checks a venue's public journal. `dexd serve --demo` adds a built-in market to look around.
 //!
 //! This file parses arguments, sets up logging and signal handling, and hands over to
 //! [`dexd::serve`] (or to `chain_commands.rs` for the chain subcommands). It holds no venue
 //! logic.
 
+mod audit_command;
 mod chain_commands;
 mod exit_command;
 
@@ -82,6 +83,10 @@ enum Command {
     /// Leave a frozen vault (version 2) with a proof the venue served: check each leaf against
     /// the vault's exit root and send its exit (keys from files or environment variables).
     Exit(exit_command::Exit),
+    /// Follow a venue's public journal and check it: every command's signature or chain event,
+    /// its replay, the state hashes, and on a vault chain every root against the vault's (and,
+    /// with the guardian's key, veto a bad one). Keeps what an exit needs in its directory.
+    Audit(audit_command::Audit),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +100,10 @@ fn main() -> ExitCode {
         Command::Vault(command) => chain_commands::run_vault(command),
         Command::DevnetSetup(setup) => chain_commands::run_devnet_setup(setup),
         Command::Exit(arguments) => exit_command::run_exit(arguments),
+        Command::Audit(arguments) => {
+            init_logging();
+            audit_command::run_audit(arguments)
+        }
         Command::Serve {
             listen,
             config,
@@ -127,6 +136,16 @@ fn backup(data_dir: &std::path::Path, to: &std::path::Path) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Logs to standard error (a command whose standard output is its result: the auditor's lines),
+/// at `info` unless `RUST_LOG` says otherwise.
+fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 fn serve(

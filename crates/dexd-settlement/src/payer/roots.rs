@@ -450,9 +450,8 @@ impl Payer {
         submit(vault, Command::RecordVaultFreeze(VaultFreeze { exit_epoch })).await
     }
 
-    /// The `RootCommitted` event of `epoch`: from the transaction this leadership sent, or
-    /// found in the blocks of the root's time (block times only grow, so a binary search over
-    /// the blocks finds them, however old the root is).
+    /// The `RootCommitted` event of `epoch`, found in the blocks of the root's time
+    /// ([`crate::node::Node::find_root_committed_event`]).
     async fn find_root_event(
         &self,
         vault: &VaultChain,
@@ -460,21 +459,15 @@ impl Payer {
         committed_at_s: u64,
         confirmed: Confirmed,
     ) -> Result<Option<RootLog>, PayError> {
-        let first = first_block_at_or_after(vault, committed_at_s, confirmed.head).await?;
-        let after = first_block_at_or_after(vault, committed_at_s.saturating_add(1), confirmed.head).await?;
-        let last = after.saturating_sub(1).max(first).min(confirmed.head);
-        let mut range_blocks = vault.config.max_log_range_blocks.max(1);
-        let mut from = first;
-        while from <= last {
-            let to = last.min(from.saturating_add(range_blocks - 1));
-            match vault.node.root_committed_event(U256::from(epoch), from, to).await {
-                Ok(Some(found)) => return Ok(Some(found)),
-                Ok(None) => from = to + 1,
-                Err(NodeError::Refused(_)) if to > from => range_blocks = (to - from + 1).div_ceil(2),
-                Err(error) => return Err(error.into()),
-            }
-        }
-        Ok(None)
+        Ok(vault
+            .node
+            .find_root_committed_event(
+                epoch,
+                committed_at_s,
+                (vault.config.start_block, confirmed.head),
+                vault.config.max_log_range_blocks,
+            )
+            .await?)
     }
 }
 
@@ -482,26 +475,6 @@ impl Payer {
 fn halt(vault: &VaultChain, reason: String) {
     tracing::error!(chain_id = vault.chain_id, "{reason}");
     vault.update_status(|status| status.halted = Some(reason));
-}
-
-/// The first block from the vault's deployment whose time is at or after `time_s` (the block
-/// after `head` when there is none).
-async fn first_block_at_or_after(vault: &VaultChain, time_s: u64, head: u64) -> Result<u64, PayError> {
-    let (mut low, mut high) = (vault.config.start_block, head.saturating_add(1));
-    while low < high {
-        let middle = low + (high - low) / 2;
-        let Some((_, block_time_s)) = vault.node.block(middle).await? else {
-            return Err(PayError::Node(NodeError::Unavailable(format!(
-                "the node has no block {middle}"
-            ))));
-        };
-        if block_time_s < time_s {
-            low = middle + 1;
-        } else {
-            high = middle;
-        }
-    }
-    Ok(low)
 }
 
 /// The venue's tree at the journal position a vault root names, if it is that root: the same

@@ -67,6 +67,10 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::LIABILITY_LEAVES, |app, params| {
         Box::pin(handlers::liability_leaves(app, params))
     }),
+    (&operations::AUDIT_JOURNAL, |app, params| {
+        Box::pin(handlers::audit_journal(app, params))
+    }),
+    (&operations::AUDIT_ROOTS, answered_by!(handlers::audit_roots)),
     (&operations::RATE_LIMITS, answered_by!(handlers::rate_limits)),
     (&operations::HEALTH, answered_by!(handlers::health)),
     (&operations::OPENAPI, answered_by!(openapi_document)),

@@ -19,6 +19,7 @@ mod projector;
 pub mod publication;
 mod settlement;
 pub mod snapshotter;
+pub mod state_hashes;
 pub mod switches;
 mod writer;
 
@@ -81,6 +82,12 @@ pub struct Chain {
     pub snapshots: Arc<SnapshotStatus>,
     /// The snapshot thread, until the chain stops.
     snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
+    /// Pages of the public journal being read (`api::handlers::audit`).
+    pub journal_reads: tokio::sync::Semaphore,
+    /// The state hashes of the public journal, known so far.
+    pub state_hashes: Arc<state_hashes::StateHashes>,
+    /// Their keeper's thread, until the chain stops.
+    state_hash_keeper: parking_lot::Mutex<Option<state_hashes::StateHashKeeper>>,
     /// The epoch under which this node's writer acts as the chain's leader
     /// ([`writer::NOT_LEADING`] while it follows): always 0 on the embedded journal; on
     /// PostgreSQL the epoch of the lease it holds.
@@ -88,6 +95,10 @@ pub struct Chain {
     /// The chain's liability trees, built off the writer's path.
     liability_trees: Arc<liabilities::LiabilityTrees>,
 }
+
+/// Pages of the public journal read at once per chain (`GET /audit/journal`): more are told to
+/// come back, so that its readers never take the machine from the writer and the requests.
+pub const MAX_CONCURRENT_JOURNAL_READS: usize = 2;
 
 /// Refuses to start a chain whose journal was configured otherwise than the configuration
 /// can follow: it may only add assets and pairs and change fees, minimums and limits (the
@@ -181,6 +192,15 @@ impl Chain {
             projected: projected.clone(),
             status: Arc::clone(&snapshot_status),
         });
+        let state_hashes = Arc::new(state_hashes::StateHashes::default());
+        let state_hash_keeper = state_hashes::StateHashKeeper::start(state_hashes::StateHashSetup {
+            chain_id,
+            data_dir: data_dir.to_path_buf(),
+            journal_backend: full_config.journal.clone(),
+            snapshots: snapshots.clone(),
+            engine_config: engine_config.clone(),
+            hashes: Arc::clone(&state_hashes),
+        });
         let projector_thread = std::thread::Builder::new()
             .name(format!("projector-{chain_id}"))
             .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
@@ -231,9 +251,35 @@ impl Chain {
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
             snapshotter: parking_lot::Mutex::new(snapshotter),
+            journal_reads: tokio::sync::Semaphore::new(MAX_CONCURRENT_JOURNAL_READS),
+            state_hashes,
+            state_hash_keeper: parking_lot::Mutex::new(Some(state_hash_keeper)),
             leader_epoch,
             liability_trees,
         })
+    }
+
+    /// The journal's commands after `after`, at most `limit` of them, and the journal's last
+    /// position: read through a connection of the request's own (blocking: call it off the
+    /// async runtime), never through the writer's. For the public journal.
+    pub fn read_journal(&self, after: u64, limit: u64) -> Result<(Vec<dexd_store::JournaledCommand>, u64), StoreError> {
+        let trees = &self.liability_trees;
+        let mut journal = trees.journal_backend.open_reader(&trees.data_dir, trees.chain_id)?;
+        let end = journal.last_sequence()?;
+        let mut commands = Vec::new();
+        if after < end {
+            journal.for_each_command(
+                dexd_store::CommandRange {
+                    through: after.saturating_add(limit).min(end),
+                    ..dexd_store::CommandRange::after(after)
+                },
+                &mut |command| {
+                    commands.push(command);
+                    Ok(())
+                },
+            )?;
+        }
+        Ok((commands, end))
     }
 
     /// The chain's liability tree at a journal position (built off the writer's path, or kept).
@@ -402,6 +448,10 @@ impl Chain {
         if let Some(snapshotter) = snapshotter {
             // Joining waits for at most one chunk of the journal or one file write.
             let _ = tokio::task::spawn_blocking(move || snapshotter.stop()).await;
+        }
+        let keeper = self.state_hash_keeper.lock().take();
+        if let Some(keeper) = keeper {
+            let _ = tokio::task::spawn_blocking(move || keeper.stop()).await;
         }
     }
 

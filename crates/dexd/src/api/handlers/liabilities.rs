@@ -184,7 +184,7 @@ pub(crate) fn standing_name(standing: RootStanding) -> &'static str {
 }
 
 /// One root, as `liabilityRoots` lists it.
-fn root_object(chain: &Chain, root: &RecordedRoot) -> Value {
+pub(super) fn root_object(chain: &Chain, root: &RecordedRoot) -> Value {
     let record = &root.record;
     let totals: Vec<Value> = record
         .totals

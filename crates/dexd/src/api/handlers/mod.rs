@@ -14,6 +14,7 @@
 pub mod account;
 pub mod agents;
 pub mod amend;
+pub mod audit;
 pub mod liabilities;
 pub mod order;
 pub mod portfolio;
@@ -38,6 +39,7 @@ pub use self::account::{
 };
 pub use self::agents::{agents, approve_agent, revoke_agent};
 pub use self::amend::amend_order;
+pub use self::audit::{audit_journal, audit_roots};
 pub use self::liabilities::{custody, liability_leaves, liability_proof, liability_roots};
 pub use self::order::{
     account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,

@@ -468,16 +468,22 @@ fn transfer_links(field: &str, history: &str, plural: &str) -> Value {
 fn responses(operation: &Operation) -> Value {
     let mut responses = Map::new();
     let schema = json!({"$ref": format!("#/components/schemas/{}", operation.response_schema)});
-    let mut success = if operation.response_schema == operations::LIABILITY_LEAF_LINES {
+    let lines = [operations::LIABILITY_LEAF_LINES, operations::AUDIT_JOURNAL_LINES];
+    let mut success = if lines.contains(&operation.response_schema) {
         // JSON lines: one object of the schema per line (OpenAPI 3.1 has no JSON-lines schema;
         // the line's schema is named in the description and `x-itemSchema`).
-        json!({"description": "Success: one LiabilityLeafLine per line.", "content": {"application/x-ndjson": {
+        json!({"description": format!("Success: one {} per line.", operation.response_schema), "content": {"application/x-ndjson": {
             "schema": {"type": "string"}, "x-itemSchema": schema
         }}})
     } else {
         json!({"description": "Success.", "content": {"application/json": {"schema": schema}}})
     };
     let mut headers = json!({"X-Dexd-Node": {"$ref": "#/components/headers/XDexdNode"}});
+    if operation.response_schema == operations::AUDIT_JOURNAL_LINES {
+        headers["X-Dexd-Journal-Format"] =
+            json!({"description": "The journal format's version (1).", "schema": {"type": "integer"}});
+        headers["X-Dexd-Journal-End"] = json!({"description": "The journal's last position when the page was read.", "schema": {"type": "integer"}});
+    }
     if operation.is_post {
         headers["X-Dexd-Sequence"] = json!({"$ref": "#/components/headers/XDexdSequence"});
         headers["X-Dexd-Leader"] = json!({"$ref": "#/components/headers/XDexdLeader"});

@@ -46,6 +46,7 @@ pub(super) fn schemas() -> Map<String, Value> {
         portfolio_schemas(),
         venue_schemas(),
         liability_schemas(),
+        audit_schemas(),
     ] {
         if let Value::Object(map) = group {
             all.extend(map);
@@ -253,6 +254,46 @@ fn liability_schemas() -> Value {
             }))
         })),
         "LiabilityLeafLine": object(line),
+    })
+}
+
+/// The public audit log: a line of the journal, and the roots (`docs/audit.md`).
+fn audit_schemas() -> Value {
+    let integer = json!({"type": "integer", "minimum": 0});
+    let bytes32 = json!({"type": "string", "pattern": "^0x[0-9a-f]{64}$"});
+    let authorization = json!({
+        "type": "object",
+        "description": "What authorizes the command: kind eip712 (primaryType, signer, message, nonce, expiry, signature, clientSigned), vaultDeposit (depositId, txHash, logIndex, blockNumber), accountTransaction (txHash), system, or unsigned (journaled before commands carried their signature).",
+        "properties": {"kind": {"enum": ["eip712", "vaultDeposit", "accountTransaction", "system", "unsigned"]}},
+        "required": ["kind"]
+    });
+    let command_line = json!({
+        "type": "object",
+        "description": "A journaled command.",
+        "properties": {
+            "sequence": integer, "time": integer,
+            "command": {"type": "object", "properties": {"type": string()}, "required": ["type"]},
+            "encoded": {"type": "string", "pattern": "^0x([0-9a-f]{2})+$"},
+            "authorization": authorization
+        },
+        "required": ["sequence", "time", "command", "encoded", "authorization"]
+    });
+    let hash_line = json!({
+        "type": "object",
+        "description": "The engine's state hash after a journal position (every multiple of 10,000).",
+        "properties": {"sequence": integer, "stateHash": bytes32},
+        "required": ["sequence", "stateHash"]
+    });
+    let mut root = json!({
+        "epoch": integer, "root": bytes32, "journalSequence": integer, "depositCount": integer, "txHash": bytes32,
+        "blockNumber": integer, "committedAt": integer, "finalAfter": integer,
+        "origin": {"enum": ["venue", "foreign"]}, "standing": {"enum": ["challengeable", "vetoed", "final"]},
+        "totals": {"type": "array", "items": object(json!({"symbol": string(), "token": string(), "total": string()}))},
+    });
+    root["leaves"] = string();
+    json!({
+        "AuditJournalLine": {"oneOf": [command_line, hash_line]},
+        "AuditRootsResponse": object(json!({"chainId": string(), "roots": {"type": "array", "items": object(root)}})),
     })
 }
 

@@ -1,6 +1,6 @@
 //! The table of operations: paths, methods and parameters, in one place; the trading
 //! extensions' (batches, cancel all, amend, the switch, agents) are in [`trading`], the
-//! liability proofs' in [`liabilities`].
+//! liability proofs' in [`liabilities`], the public audit log's in [`audit`].
 //!
 //! The handlers check incoming parameters against it (unknown ones are refused) and the OpenAPI
 //! document is generated from it, so the two cannot drift apart. It holds no behaviour.
@@ -96,9 +96,11 @@ impl Tag {
     }
 }
 
+mod audit;
 mod liabilities;
 mod trading;
 
+pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS};
 pub use self::liabilities::{CUSTODY, LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
 pub use self::trading::{
     AGENTS, AMEND_ORDER, APPROVE_AGENT, BATCH_CANCEL, BATCH_CANCEL_ITEM_FIELDS, BATCH_ORDERS, BATCH_ORDER_ITEM_FIELDS,
@@ -674,6 +676,8 @@ pub const ALL: &[Operation] = &[
     LIABILITY_ROOTS,
     LIABILITY_LEAVES,
     CUSTODY,
+    AUDIT_JOURNAL,
+    AUDIT_ROOTS,
     HEALTH,
     READY,
     OPENAPI,

@@ -1,0 +1,47 @@
+//! The public audit log's rows of the table (contract version 4, "Public audit log"): the
+//! journal as JSON lines and the committed roots. No behaviour.
+
+use super::{field, Field, Kind, Operation, Tag, CHAIN_ID};
+
+/// The name of the journal's response: JSON lines, one per command or state hash.
+pub const AUDIT_JOURNAL_LINES: &str = "AuditJournalLine";
+
+const JOURNAL_FIELDS: &[Field] = &[
+    CHAIN_ID,
+    field(
+        "from",
+        false,
+        Kind::Integer,
+        "The first journal position to read (default 1; past the journal's end: no lines).",
+    ),
+    field(
+        "limit",
+        false,
+        Kind::Count { max: 10_000 },
+        "The most command lines (default and maximum 10,000); state hash lines are not counted.",
+    ),
+];
+
+/// The chain's journal, every command with what authorizes it.
+pub const AUDIT_JOURNAL: Operation = Operation {
+    id: "getAuditJournal",
+    tag: Tag::Extensions,
+    is_post: false,
+    paths: &["/audit/journal"],
+    summary: "The chain's journal from position from, one JSON object per line (application/x-ndjson): each journaled command with its time, its exact bytes and what authorizes it (the account's EIP-712 signature and the signed fields, the vault's deposit event, or system), and after every multiple of 10,000 the engine's state hash. Format version in X-Dexd-Journal-Format (1), the journal's end in X-Dexd-Journal-End; docs/audit.md describes it.",
+    fields: JOURNAL_FIELDS,
+    response_schema: AUDIT_JOURNAL_LINES,
+    error_statuses: &[400, 404, 503],
+};
+
+/// Every liability root the vault committed, oldest first.
+pub const AUDIT_ROOTS: Operation = Operation {
+    id: "getAuditRoots",
+    tag: Tag::Extensions,
+    is_post: false,
+    paths: &["/audit/roots"],
+    summary: "Every liability root the vault committed, oldest first, each with its epoch, journal position, root, totals and the URL of its leaves.",
+    fields: &[CHAIN_ID],
+    response_schema: "AuditRootsResponse",
+    error_statuses: &[400, 404, 503],
+};

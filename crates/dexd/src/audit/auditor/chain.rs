@@ -1,0 +1,226 @@
+//! What the auditor reads from the chain and sends to it: the vault's `Deposited` events a
+//! journal's credits must match, whether the withdrawals it confirms and fails were paid, a
+//! contract account's approval of its withdrawal, the committed roots with their totals, and,
+//! as the vault's guardian, the veto of a root. It decides nothing about what it reads.
+
+use alloy::eips::BlockId;
+use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::SolCall;
+use dexd_core::{ChainDeposit, WithdrawalKey};
+use dexd_settlement::node::{Node, NodeError, RootLog};
+use dexd_settlement::vault::{chain_address, DexdVaultV2};
+use std::time::Duration;
+
+/// The most blocks one log query spans (halved when a node refuses).
+pub const MAX_LOG_RANGE_BLOCKS: u64 = 10_000;
+/// How long a guardian's veto may take to be mined.
+const VETO_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A committed root as the vault holds it, with its event's totals.
+#[derive(Debug, Clone)]
+pub struct VaultRoot {
+    /// Its epoch.
+    pub epoch: u64,
+    /// The root.
+    pub root: [u8; 32],
+    /// The journal position it names.
+    pub journal_sequence: u64,
+    /// The vault deposits it covers.
+    pub deposit_count: u64,
+    /// Its block's time, in seconds.
+    pub committed_at_s: u64,
+    /// Whether it was vetoed.
+    pub vetoed: bool,
+}
+
+/// The vault of an audited chain.
+pub struct AuditedVault {
+    node: Node,
+    confirmations: u64,
+    guardian: Option<PrivateKeySigner>,
+    /// The vault's challenge period, in seconds.
+    pub challenge_period_s: u64,
+}
+
+impl AuditedVault {
+    /// Connects to the vault `vault` through `rpc_url`, checking the node's chain id.
+    pub async fn connect(
+        rpc_url: &str,
+        vault: dexd_core::Address,
+        chain_id: u64,
+        confirmations: u64,
+        guardian: Option<PrivateKeySigner>,
+    ) -> Result<AuditedVault, String> {
+        let node = Node::connect(rpc_url, chain_address(&vault), chain_id, Duration::from_secs(30))?;
+        node.check_chain_id().await.map_err(|error| error.to_string())?;
+        let challenge_period_s: u64 = node
+            .view(node.vault(), DexdVaultV2::challengePeriodCall {}, BlockId::latest())
+            .await
+            .map_err(|error| format!("the vault (version 2) at {vault}: {error}"))?;
+        Ok(AuditedVault {
+            node,
+            confirmations,
+            guardian,
+            challenge_period_s,
+        })
+    }
+
+    /// Whether the auditor holds the guardian's key.
+    pub fn is_guardian(&self) -> bool {
+        self.guardian.is_some()
+    }
+
+    /// The newest block with the confirmations on top, and its time in seconds.
+    pub async fn confirmed_block(&self) -> Result<(u64, u64), NodeError> {
+        let head = self.node.head().await?;
+        let confirmed = head.saturating_sub(self.confirmations);
+        let (_, time_s) = self
+            .node
+            .block(confirmed)
+            .await?
+            .ok_or_else(|| NodeError::Unavailable(format!("the node has no block {confirmed}")))?;
+        Ok((confirmed, time_s))
+    }
+
+    /// The roots the vault holds at `block`, from epoch `from` on.
+    pub async fn roots(&self, from: u64, block: u64) -> Result<Vec<VaultRoot>, NodeError> {
+        let at = BlockId::number(block);
+        let count: U256 = self
+            .node
+            .view(self.node.vault(), DexdVaultV2::rootCountCall {}, at)
+            .await?;
+        let count: u64 = count.saturating_to();
+        let mut roots = Vec::new();
+        for epoch in from..count {
+            let stored = self
+                .node
+                .view(
+                    self.node.vault(),
+                    DexdVaultV2::liabilityRootCall {
+                        epoch: U256::from(epoch),
+                    },
+                    at,
+                )
+                .await?;
+            roots.push(VaultRoot {
+                epoch,
+                root: stored.root.0,
+                journal_sequence: stored.journalSequence,
+                deposit_count: stored.depositCount,
+                committed_at_s: stored.committedAt,
+                vetoed: stored.vetoed,
+            });
+        }
+        Ok(roots)
+    }
+
+    /// The `RootCommitted` event of a root (its tokens and totals), in blocks up to `head`.
+    pub async fn root_event(&self, root: &VaultRoot, head: u64) -> Result<Option<RootLog>, NodeError> {
+        self.node
+            .find_root_committed_event(root.epoch, root.committed_at_s, (0, head), MAX_LOG_RANGE_BLOCKS)
+            .await
+    }
+
+    /// Vetoes the root of `epoch` with the guardian's key; the veto's transaction hash.
+    pub async fn veto(&self, epoch: u64) -> Result<B256, String> {
+        let guardian = self.guardian.as_ref().ok_or("no guardian key")?;
+        let input = DexdVaultV2::vetoCall {
+            epoch: U256::from(epoch),
+        }
+        .abi_encode();
+        let sent = self
+            .node
+            .send_estimated(guardian, TxKind::Call(self.node.vault()), input, U256::ZERO)
+            .await
+            .map_err(|error| error.to_string())?;
+        let receipt = self
+            .node
+            .wait_for_receipt(sent.hash, Duration::from_millis(200), VETO_TIMEOUT)
+            .await
+            .map_err(|error| error.to_string())?;
+        if !receipt.succeeded {
+            return Err(format!("the veto {} reverted", sent.hash));
+        }
+        Ok(sent.hash)
+    }
+
+    /// Each credit that does not match the vault's `Deposited` event of its id, with what
+    /// differs (by the credit's journal position).
+    pub async fn unmatched_deposits(&self, credits: &[(u64, &ChainDeposit)]) -> Result<Vec<(u64, String)>, NodeError> {
+        let mut failures = Vec::new();
+        let Some(low) = credits.iter().map(|(_, credit)| credit.block_number).min() else {
+            return Ok(failures);
+        };
+        let high = credits
+            .iter()
+            .map(|(_, credit)| credit.block_number)
+            .max()
+            .unwrap_or(low);
+        let mut logs = Vec::new();
+        let mut from = low;
+        while from <= high {
+            let to = high.min(from.saturating_add(MAX_LOG_RANGE_BLOCKS - 1));
+            // Only the blocks that hold a credit are read.
+            if credits
+                .iter()
+                .any(|(_, credit)| (from..=to).contains(&credit.block_number))
+            {
+                logs.extend(self.node.deposit_logs(from, to).await?);
+            }
+            from = to + 1;
+        }
+        for (sequence, credit) in credits {
+            let event = logs.iter().find(|log| log.deposit_id == U256::from(credit.deposit_id));
+            let what = match event {
+                None => Some("no Deposited event of the vault has its id".to_string()),
+                Some(log) => {
+                    let amount_matches = match credit.amount {
+                        Some(amount) => log.amount == U256::from(amount.units()),
+                        None => log.amount > U256::from(u128::MAX),
+                    };
+                    if log.account != chain_address(&credit.account)
+                        || log.token != chain_address(&credit.token)
+                        || !amount_matches
+                        || log.tx_hash != B256::from(credit.tx_hash)
+                        || log.log_index != credit.log_index
+                        || log.block_number != credit.block_number
+                        || log.block_hash != B256::from(credit.block_hash)
+                    {
+                        Some(format!(
+                            "the credit of deposit {} differs from the vault's event",
+                            credit.deposit_id
+                        ))
+                    } else {
+                        None
+                    }
+                }
+            };
+            if let Some(what) = what {
+                failures.push((*sequence, what));
+            }
+        }
+        Ok(failures)
+    }
+
+    /// Whether the vault shows each withdrawal paid, now.
+    pub async fn paid(&self, keys: &[WithdrawalKey]) -> Result<Vec<bool>, NodeError> {
+        let keys: Vec<(ChainAddress, U256)> = keys
+            .iter()
+            .map(|key| (chain_address(&key.account), U256::from_be_bytes(key.withdrawal_id)))
+            .collect();
+        self.node.withdrawn_many(&keys, BlockId::latest()).await
+    }
+
+    /// Whether the vault takes a contract account's signature of a withdrawal (ERC-1271).
+    pub async fn approves(
+        &self,
+        account: &dexd_core::Address,
+        digest: [u8; 32],
+        signature: &[u8; 65],
+    ) -> Result<bool, NodeError> {
+        self.node
+            .vault_takes_authorization(chain_address(account), B256::from(digest), signature)
+            .await
+    }
+}

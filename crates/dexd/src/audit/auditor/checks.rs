@@ -1,0 +1,133 @@
+//! The checks of one line that need nothing but the line and the chain's configuration: the
+//! command's fields say what its bytes say, its authorization is of the kind its command needs,
+//! and an account's signature recovers to the account (or the agent acting for it) over the
+//! message rebuilt from the command. They run on every core at once, a share of the lines
+//! each; what needs the chain (a deposit's event, a contract account's approval) or the state
+//! (the replay) is the caller's.
+
+use dexd_core::Command;
+use dexd_crypto::{recover_signer, RequestMessages};
+
+use crate::audit::format::{render_command, CommandLine, LineAuthorization};
+
+/// What a line's own checks found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineCheck {
+    /// Everything holds.
+    Holds,
+    /// A vault withdrawal whose signature does not recover to the account: a contract account's
+    /// signature, which only the vault's `isAuthorized` can approve (over this digest).
+    NeedsContractApproval {
+        /// The digest the account's contract must approve.
+        digest: [u8; 32],
+    },
+    /// Something does not hold: what, in words.
+    Fails(String),
+}
+
+/// The kind of authorization a command needs.
+fn expected_kind(command: &Command) -> &'static str {
+    match command {
+        Command::CreditChainDeposit(_) => "vaultDeposit",
+        Command::SubmitChainDeposit(_) => "accountTransaction",
+        command if command.account().is_some() => "eip712",
+        _ => "system",
+    }
+}
+
+fn kind_name(authorization: &LineAuthorization) -> &'static str {
+    match authorization {
+        LineAuthorization::Eip712 { .. } => "eip712",
+        LineAuthorization::VaultDeposit => "vaultDeposit",
+        LineAuthorization::AccountTransaction => "accountTransaction",
+        LineAuthorization::System => "system",
+        LineAuthorization::Unsigned => "unsigned",
+    }
+}
+
+/// Checks one line against `messages` (the chain's configuration where the line stands).
+pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
+    if render_command(&line.command, messages) != line.command_json {
+        return LineCheck::Fails("the command's fields differ from its encoded bytes".into());
+    }
+    let expected = expected_kind(&line.command);
+    let given = kind_name(&line.authorization);
+    if given == "unsigned" && expected == "eip712" {
+        return LineCheck::Fails("an account's command journaled without the account's signature".into());
+    }
+    if expected != given {
+        return LineCheck::Fails(format!("a command that needs authorization {expected} carries {given}"));
+    }
+    let LineAuthorization::Eip712 {
+        primary_type,
+        signer,
+        message,
+        nonce,
+        expiry_ms,
+        signature,
+        client_signed,
+    } = &line.authorization
+    else {
+        return LineCheck::Holds;
+    };
+    let Some(signed) = messages.signed_command(&line.command, *client_signed, (*nonce, *expiry_ms)) else {
+        return LineCheck::Fails("an account's command whose signed message cannot be rebuilt".into());
+    };
+    if signed.message.primary_type() != primary_type
+        || signed.signer != *signer
+        || signed.message.message_json() != *message
+    {
+        return LineCheck::Fails("the signed message differs from the command's".into());
+    }
+    let digest = signed.message.digest(messages.domain());
+    if let Some(order_id) = signed.digest_is_order_id {
+        if *order_id.as_bytes() != digest {
+            return LineCheck::Fails(format!(
+                "the order id {order_id} is not the digest of the signed message"
+            ));
+        }
+    }
+    if recover_signer(digest, signature) == Some(signed.signer) {
+        return LineCheck::Holds;
+    }
+    if matches!(line.command, Command::RequestWithdrawal(_)) && *client_signed {
+        return LineCheck::NeedsContractApproval { digest };
+    }
+    LineCheck::Fails(format!(
+        "the signature does not recover to {} over the message",
+        dexd_crypto::checksummed(&signed.signer)
+    ))
+}
+
+/// The checks of a configuration's line: its fields say what its bytes say, and nobody signs it.
+pub fn check_configuration_line(line: &CommandLine) -> LineCheck {
+    let Command::Configure(configuration) = &line.command else {
+        return LineCheck::Fails("not a configuration".into());
+    };
+    if crate::audit::format::render_configuration(configuration) != line.command_json {
+        return LineCheck::Fails("the command's fields differ from its encoded bytes".into());
+    }
+    if line.authorization != LineAuthorization::System {
+        return LineCheck::Fails("a configuration that claims an account's authorization".into());
+    }
+    LineCheck::Holds
+}
+
+/// [`check_line`] for every line, on `threads` threads, each taking a contiguous share.
+pub fn check_lines(lines: &[&CommandLine], messages: &RequestMessages, threads: usize) -> Vec<LineCheck> {
+    let threads = threads.max(1);
+    if lines.len() < 64 || threads == 1 {
+        return lines.iter().map(|line| check_line(line, messages)).collect();
+    }
+    let share = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(share)
+            .map(|chunk| scope.spawn(move || chunk.iter().map(|line| check_line(line, messages)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().expect("a check never panics"))
+            .collect()
+    })
+}

@@ -1,0 +1,754 @@
+//! `dexd audit`: follows a venue's public journal, checks every command, replays it with dexd's
+//! own engine, and on a vault chain compares every committed root with the tree its replay
+//! builds at the root's position; as the vault's guardian it vetoes a root that does not match,
+//! or whose journal it could not obtain in time.
+//!
+//! For each page of the journal: the lines are parsed and their own checks run on every core
+//! ([`checks`]); what needs the chain is asked of it ([`chain`]: a credit against the vault's
+//! `Deposited` event, a confirmed or failed withdrawal against what the vault paid, a contract
+//! account's approval); the commands are replayed in order on the auditor's engine (a command
+//! the engine refuses does not check), the published state hashes compared, and the page
+//! appended to the auditor's copy of the journal ([`copy`]). The first check that fails stops the
+//! replay there (`FAIL <sequence> <what>`): what follows cannot be trusted, and every root past
+//! it is treated as not matching. Output lines go to standard output; the logs to standard
+//! error.
+//!
+//! It never writes to the venue, and trusts nothing the venue says that it can check.
+
+pub mod chain;
+pub mod checks;
+pub mod copy;
+pub mod source;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexd_core::{Command, Engine};
+use dexd_crypto::{hex_prefixed, RequestMessages};
+use dexd_settlement::liabilities::TreeAtPosition;
+use dexd_settlement::vault::chain_address;
+use dexd_store::JournalEntry;
+
+use self::chain::{AuditedVault, VaultRoot};
+use self::checks::{check_lines, LineCheck};
+use self::copy::{AuditCopy, RootVerdict, SNAPSHOT_EVERY_COMMANDS};
+use self::source::{JournalSource, SourceError};
+use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
+use crate::telemetry::Telemetry;
+
+/// What `dexd audit` was asked to do.
+#[derive(Debug, Clone)]
+pub struct AuditOptions {
+    /// The venue's base URL.
+    pub venue: String,
+    /// The chain audited.
+    pub chain_id: u64,
+    /// The auditor's directory.
+    pub directory: PathBuf,
+    /// The chain's JSON-RPC node and the vault, on a vault chain.
+    pub chain: Option<(String, dexd_core::Address)>,
+    /// The environment variable holding the vault guardian's key, to veto with.
+    pub guardian_key_env: Option<String>,
+    /// Stop at the journal's end (exit status: whether every check held).
+    pub once: bool,
+    /// Blocks on top of a root's before it is checked.
+    pub confirmations: u64,
+    /// How long to wait before asking again when the journal has nothing new.
+    pub poll_interval_ms: u64,
+    /// Where to serve `/metrics`.
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+/// The auditor's run: its copy, engine, vault and what it counts.
+struct Auditor {
+    options: AuditOptions,
+    copy: AuditCopy,
+    engine: Engine,
+    messages: Option<RequestMessages>,
+    vault: Option<AuditedVault>,
+    source: JournalSource,
+    /// The venue's journal end at the last page read.
+    journal_end: u64,
+    /// When a page was last had, in ms since the epoch (0: never in this run).
+    last_page_ms: u64,
+    metrics: AuditMetrics,
+    threads: usize,
+    /// Ledger deposits and unchecked vault credits replayed since the progress was written.
+    uncheckable_counts: (u64, u64),
+}
+
+/// The auditor's metrics (`--metrics-listen`).
+struct AuditMetrics {
+    telemetry: Arc<Telemetry>,
+    position: metrics::Gauge,
+    lag: metrics::Gauge,
+    commands: metrics::Counter,
+    roots_ok: metrics::Counter,
+    roots_mismatched: metrics::Counter,
+    roots_unavailable: metrics::Counter,
+    failures: metrics::Gauge,
+}
+
+impl AuditMetrics {
+    fn new() -> AuditMetrics {
+        let telemetry = Telemetry::new();
+        telemetry.describe(
+            "dexd_audit_position",
+            None,
+            "The last journal position the auditor checked.",
+        );
+        telemetry.describe(
+            "dexd_audit_lag_commands",
+            None,
+            "How far the auditor is behind the venue's journal, in commands.",
+        );
+        telemetry.describe(
+            "dexd_audit_commands_checked_total",
+            None,
+            "Commands checked since the start.",
+        );
+        telemetry.describe("dexd_audit_roots_checked_total", None, "Roots checked, by verdict.");
+        telemetry.describe(
+            "dexd_audit_failures",
+            None,
+            "1 once a command of the journal failed a check (the auditor stops there).",
+        );
+        let root =
+            |verdict: &str| telemetry.counter("dexd_audit_roots_checked_total", &[("verdict", verdict.to_string())]);
+        AuditMetrics {
+            position: telemetry.gauge("dexd_audit_position", &[]),
+            lag: telemetry.gauge("dexd_audit_lag_commands", &[]),
+            commands: telemetry.counter("dexd_audit_commands_checked_total", &[]),
+            roots_ok: root("ok"),
+            roots_mismatched: root("mismatch"),
+            roots_unavailable: root("unavailable"),
+            failures: telemetry.gauge("dexd_audit_failures", &[]),
+            telemetry,
+        }
+    }
+}
+
+/// Prints one output line at once (standard output may be a pipe).
+fn output(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+/// Runs the auditor; with `--once`, returns whether every check held.
+pub async fn run(options: AuditOptions) -> Result<bool, String> {
+    let copy = AuditCopy::open(&options.directory, options.chain_id)?;
+    let position = copy.position()?;
+    let engine = tokio::task::block_in_place(|| copy.engine_at(position))?;
+    let messages = engine
+        .configuration()
+        .map(|configuration| RequestMessages::new(&configuration).map_err(|error| format!("{error:?}")))
+        .transpose()?;
+    let vault = match &options.chain {
+        None => None,
+        Some((rpc_url, vault)) => {
+            let guardian = match &options.guardian_key_env {
+                None => None,
+                Some(variable) => Some(
+                    dexd_settlement::operator_key::read_operator_key(
+                        &dexd_settlement::config::OperatorKeySource::Environment(variable.clone()),
+                    )
+                    .map_err(|error| format!("--guardian-key-env: {error}"))?,
+                ),
+            };
+            Some(AuditedVault::connect(rpc_url, *vault, options.chain_id, options.confirmations, guardian).await?)
+        }
+    };
+    let source = JournalSource::new(&options.venue, options.chain_id)?;
+    let metrics = AuditMetrics::new();
+    if let Some(address) = options.metrics_listen {
+        serve_metrics(address, Arc::clone(&metrics.telemetry)).await?;
+    }
+    let mut auditor = Auditor {
+        threads: std::thread::available_parallelism().map_or(2, usize::from),
+        options,
+        copy,
+        engine,
+        messages,
+        vault,
+        source,
+        journal_end: 0,
+        last_page_ms: 0,
+        metrics,
+        uncheckable_counts: (0, 0),
+    };
+    tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
+    auditor.run().await
+}
+
+impl Auditor {
+    async fn run(&mut self) -> Result<bool, String> {
+        loop {
+            let progressed = self.follow_journal().await?;
+            let roots_settled = self.check_roots().await?;
+            self.update_metrics();
+            let at_end = self.position() >= self.journal_end && self.last_page_ms > 0;
+            if self.options.once && at_end && roots_settled {
+                self.print_counts();
+                self.snapshot_if_due(true)?;
+                return Ok(self.all_held());
+            }
+            if !progressed {
+                tokio::time::sleep(Duration::from_millis(self.options.poll_interval_ms)).await;
+            }
+        }
+    }
+
+    fn position(&self) -> u64 {
+        self.engine.journal_sequence()
+    }
+
+    fn failed_at(&self) -> Option<u64> {
+        self.copy.progress().failed.as_ref().map(|(sequence, _)| *sequence)
+    }
+
+    fn all_held(&self) -> bool {
+        self.failed_at().is_none() && self.copy.progress().roots.values().all(|root| root.verdict == "ok")
+    }
+
+    fn print_counts(&self) {
+        let progress = self.copy.progress();
+        if progress.ledger_deposits > 0 {
+            output(&format!(
+                "ledger deposits: {} not checkable against a chain",
+                progress.ledger_deposits
+            ));
+        }
+        if progress.unchecked_vault_deposits > 0 {
+            output(&format!(
+                "vault deposits: {} not checked against the chain (no --rpc-url)",
+                progress.unchecked_vault_deposits
+            ));
+        }
+    }
+
+    fn update_metrics(&self) {
+        let position = self.position();
+        self.metrics.position.set(position as f64);
+        self.metrics.lag.set(self.journal_end.saturating_sub(position) as f64);
+        self.metrics
+            .failures
+            .set(if self.failed_at().is_some() { 1.0 } else { 0.0 });
+    }
+
+    /// Records the first failure, prints it, and stops the replay there.
+    fn fail(&mut self, sequence: u64, what: &str) -> Result<(), String> {
+        let line = format!("FAIL {sequence} {what}");
+        output(&line);
+        self.copy
+            .update_progress(|progress| progress.failed = Some((sequence, line)))
+    }
+
+    /// Reads, checks and applies one page of the journal; whether it got further.
+    async fn follow_journal(&mut self) -> Result<bool, String> {
+        if self.failed_at().is_some() {
+            // Nothing after a failure is checked; the journal's end is still followed for the
+            // roots.
+            if let Ok(page) = self.source.page(self.position() + 1, 1).await {
+                self.journal_end = page.journal_end;
+                self.last_page_ms = dexd_store::now_ms();
+            }
+            return Ok(false);
+        }
+        let from = self.position() + 1;
+        let page = match self.source.page(from, MAX_JOURNAL_PAGE_COMMANDS).await {
+            Ok(page) => page,
+            Err(SourceError::Format(message)) => return Err(message),
+            Err(SourceError::Unavailable(message)) => {
+                tracing::warn!(%message, "the venue's journal is not available; trying again");
+                return Ok(false);
+            }
+        };
+        self.journal_end = page.journal_end;
+        self.last_page_ms = dexd_store::now_ms();
+        if page.text.is_empty() {
+            return Ok(false);
+        }
+        let lines = tokio::task::block_in_place(|| parse_page(&page.text, self.threads));
+        let before = self.position();
+        self.apply_page(lines).await?;
+        Ok(self.position() > before)
+    }
+
+    /// Checks and applies a page's lines, segment by segment (a configuration starts a new
+    /// one: the lines after it are checked under it); appends what applied to the copy.
+    async fn apply_page(&mut self, lines: Vec<Result<JournalLine, String>>) -> Result<(), String> {
+        let mut journaled = Vec::new();
+        let mut index = 0;
+        let outcome = loop {
+            if index >= lines.len() {
+                break Ok(());
+            }
+            let mut segment = Vec::new();
+            while let Some(Ok(line)) = lines.get(index) {
+                let configures =
+                    matches!(line, JournalLine::Command(command) if matches!(command.command, Command::Configure(_)));
+                if configures && segment_commands(&segment) > 0 {
+                    break;
+                }
+                segment.push(line.clone());
+                index += 1;
+            }
+            if segment.is_empty() {
+                let what = lines[index].as_ref().err().cloned().unwrap_or_default();
+                break Err((self.position() + 1, format!("an unreadable line: {what}")));
+            }
+            if let Err(failure) = self.apply_segment(&segment, &mut journaled).await? {
+                break Err(failure);
+            }
+        };
+        if !journaled.is_empty() {
+            tokio::task::block_in_place(|| self.copy.append(&journaled))?;
+            self.metrics.commands.increment(journaled.len() as u64);
+        }
+        let (ledger, vault) = std::mem::take(&mut self.uncheckable_counts);
+        if ledger + vault > 0 {
+            self.copy.update_progress(|progress| {
+                progress.ledger_deposits += ledger;
+                progress.unchecked_vault_deposits += vault;
+            })?;
+        }
+        if let Err((sequence, what)) = outcome {
+            self.fail(sequence, &what)?;
+        }
+        self.snapshot_if_due(false)?;
+        Ok(())
+    }
+
+    /// Checks and replays one segment; `Err((position, what))` at the first check that fails.
+    async fn apply_segment(
+        &mut self,
+        segment: &[JournalLine],
+        journaled: &mut Vec<JournalEntry>,
+    ) -> Result<Result<(), (u64, String)>, String> {
+        let commands: Vec<&CommandLine> = segment
+            .iter()
+            .filter_map(|line| match line {
+                JournalLine::Command(line) => Some(line),
+                JournalLine::StateHash { .. } => None,
+            })
+            .collect();
+        // The journal's first command is its configuration: the messages of the rest follow
+        // from it.
+        let first_configures = commands
+            .first()
+            .is_some_and(|line| matches!(line.command, Command::Configure(_)));
+        if self.position() == 0 && !first_configures {
+            return Ok(Err((
+                1,
+                "the journal does not begin with the chain's configuration".into(),
+            )));
+        }
+        if first_configures {
+            // A configuration is checked on its own (no messages are needed for it); the rest of
+            // the segment is checked under it once it applied.
+            let (first, rest) = segment.split_first().expect("a segment is not empty");
+            let JournalLine::Command(line) = first else {
+                unreachable!("the segment starts with its configuration")
+            };
+            let check = checks::check_configuration_line(line);
+            if let Err(failure) = self.replay(std::slice::from_ref(first), &[check], journaled).await? {
+                return Ok(Err(failure));
+            }
+            if rest.is_empty() {
+                return Ok(Ok(()));
+            }
+            return Box::pin(self.apply_segment(rest, journaled)).await;
+        }
+        let Some(messages) = &self.messages else {
+            return Ok(Err((self.position() + 1, "no configuration to check it under".into())));
+        };
+        let checks = tokio::task::block_in_place(|| check_lines(&commands, messages, self.threads));
+        self.replay(segment, &checks, journaled).await
+    }
+
+    /// Replays a checked segment in order: the chain's checks first, then each command on the
+    /// engine, each state hash compared.
+    async fn replay(
+        &mut self,
+        segment: &[JournalLine],
+        checks: &[LineCheck],
+        journaled: &mut Vec<JournalEntry>,
+    ) -> Result<Result<(), (u64, String)>, String> {
+        let commands: Vec<&CommandLine> = segment
+            .iter()
+            .filter_map(|line| match line {
+                JournalLine::Command(line) => Some(line),
+                JournalLine::StateHash { .. } => None,
+            })
+            .collect();
+        let chain_failures = self.chain_failures(&commands, checks).await?;
+        let mut check_of = commands
+            .iter()
+            .zip(checks)
+            .map(|(line, check)| (line.sequence, check.clone()));
+        let mut pending_hash: Option<u64> = None;
+        for line in segment {
+            match line {
+                JournalLine::StateHash { sequence, state_hash } => {
+                    if *sequence != self.position() {
+                        return Ok(Err((*sequence, "a state hash out of place".into())));
+                    }
+                    if self.engine.state_hash() != *state_hash {
+                        return Ok(Err((
+                            *sequence,
+                            format!(
+                                "the state hash differs: the venue's {}, the replay's {}",
+                                hex_prefixed(state_hash),
+                                hex_prefixed(&self.engine.state_hash())
+                            ),
+                        )));
+                    }
+                    pending_hash = None;
+                }
+                JournalLine::Command(line) => {
+                    if let Some(sequence) = pending_hash {
+                        return Ok(Err((sequence, "no state hash after a multiple of 10,000".into())));
+                    }
+                    let expected = self.position() + 1;
+                    if line.sequence != expected {
+                        return Ok(Err((
+                            expected,
+                            format!("missing from the journal (the next line is {})", line.sequence),
+                        )));
+                    }
+                    let (_, check) = check_of.next().expect("one check per command");
+                    match check {
+                        LineCheck::Fails(what) => return Ok(Err((line.sequence, what))),
+                        LineCheck::Holds | LineCheck::NeedsContractApproval { .. } => {}
+                    }
+                    if let Some(what) = chain_failures.get(&line.sequence) {
+                        return Ok(Err((line.sequence, what.clone())));
+                    }
+                    let authorization = line.journal_authorization();
+                    let claim = authorization.as_ref().and_then(dexd_store::Authorization::claim);
+                    let mut events = Vec::new();
+                    if let Err(rejection) =
+                        self.engine
+                            .execute_signed(line.command.clone(), claim, line.time_ms, &mut events)
+                    {
+                        return Ok(Err((
+                            line.sequence,
+                            format!("the engine refuses it ({rejection:?}): the venue could not have applied it"),
+                        )));
+                    }
+                    self.count_unverifiable(&line.command);
+                    if let Command::Configure(configuration) = &line.command {
+                        self.messages = Some(
+                            RequestMessages::new(configuration)
+                                .map_err(|error| format!("the journal's configuration: {error:?}"))?,
+                        );
+                    }
+                    journaled.push(JournalEntry {
+                        sequence: line.sequence,
+                        time_ms: line.time_ms,
+                        command: dexd_store::codec::encode_command(&line.command),
+                        authorization,
+                    });
+                    if line.sequence.is_multiple_of(STATE_HASH_INTERVAL) {
+                        pending_hash = Some(line.sequence);
+                    }
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Counts what the chain cannot vouch for: ledger deposits, and vault credits without a node.
+    fn count_unverifiable(&mut self, command: &Command) {
+        match command {
+            Command::Deposit(_) => self.uncheckable_counts.0 += 1,
+            Command::CreditChainDeposit(_) if self.vault.is_none() => self.uncheckable_counts.1 += 1,
+            _ => {}
+        }
+    }
+
+    /// The checks of a segment that need the chain, by journal position: credits against the
+    /// vault's events, confirmed and failed withdrawals against what it paid, contract
+    /// accounts' approvals. None without a node.
+    async fn chain_failures(
+        &self,
+        commands: &[&CommandLine],
+        checks: &[LineCheck],
+    ) -> Result<BTreeMap<u64, String>, String> {
+        let mut failures = BTreeMap::new();
+        let Some(vault) = &self.vault else {
+            return Ok(failures);
+        };
+        let unavailable = |error: dexd_settlement::node::NodeError| format!("the chain's node: {error}");
+        let credits: Vec<(u64, &dexd_core::ChainDeposit)> = commands
+            .iter()
+            .filter_map(|line| match &line.command {
+                Command::CreditChainDeposit(deposit) => Some((line.sequence, deposit)),
+                _ => None,
+            })
+            .collect();
+        for (sequence, what) in vault.unmatched_deposits(&credits).await.map_err(unavailable)? {
+            failures.entry(sequence).or_insert(what);
+        }
+        for line in commands {
+            let (keys, paid_expected) = match &line.command {
+                Command::ConfirmWithdrawals { withdrawals, .. } => (withdrawals.clone(), true),
+                Command::FailWithdrawal(key) => (vec![*key], false),
+                _ => continue,
+            };
+            let paid = vault.paid(&keys).await.map_err(unavailable)?;
+            if paid.iter().any(|paid| *paid != paid_expected) {
+                let what = if paid_expected {
+                    "a withdrawal confirmed as paid that the vault has not paid"
+                } else {
+                    "a withdrawal the vault paid, failed and credited back"
+                };
+                failures.entry(line.sequence).or_insert(what.to_string());
+            }
+        }
+        for (line, check) in commands.iter().zip(checks) {
+            if let (LineCheck::NeedsContractApproval { digest }, Command::RequestWithdrawal(withdrawal)) =
+                (check, &line.command)
+            {
+                let approved = vault
+                    .approves(&withdrawal.request.account, *digest, &withdrawal.signature)
+                    .await
+                    .map_err(unavailable)?;
+                if !approved {
+                    failures.entry(line.sequence).or_insert(
+                        "a withdrawal signed neither by the account nor with its contract's approval".into(),
+                    );
+                }
+            }
+        }
+        Ok(failures)
+    }
+
+    /// Writes a snapshot of the copy when enough commands passed since the last (or at the end
+    /// of a `--once` run), so a restart and a root's tree replay little.
+    fn snapshot_if_due(&self, at_end: bool) -> Result<(), String> {
+        let position = self.position();
+        let newest = self.copy.newest_snapshot();
+        if position > newest && (at_end || position - newest >= SNAPSHOT_EVERY_COMMANDS) {
+            tokio::task::block_in_place(|| self.copy.snapshot(position))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the vault's roots that have the confirmations; vetoes as the guardian. Whether
+    /// every root the vault holds is decided (or can only wait for the journal's end to move).
+    async fn check_roots(&mut self) -> Result<bool, String> {
+        let Some(vault) = &self.vault else {
+            return Ok(true);
+        };
+        let (confirmed, chain_time_s) = match vault.confirmed_block().await {
+            Ok(block) => block,
+            Err(error) => {
+                tracing::warn!(%error, "the chain's node is not available; the roots wait");
+                return Ok(false);
+            }
+        };
+        let first_undecided = (0..)
+            .find(|epoch| !self.copy.progress().roots.contains_key(epoch))
+            .expect("epochs are countless");
+        let roots = match vault.roots(first_undecided, confirmed).await {
+            Ok(roots) => roots,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the vault's roots; they wait");
+                return Ok(false);
+            }
+        };
+        let (challenge_period_s, guardian) = (vault.challenge_period_s, vault.is_guardian());
+        let mut settled = true;
+        for root in roots {
+            if self.copy.progress().roots.contains_key(&root.epoch) {
+                continue;
+            }
+            let verdict = if let Some(failed) = self.failed_at().filter(|failed| *failed <= root.journal_sequence) {
+                Some((
+                    "mismatch",
+                    format!("the journal fails a check at {failed}, before the root's position"),
+                ))
+            } else if root.journal_sequence <= self.position() {
+                Some(self.compare_root(&root, confirmed).await?)
+            } else {
+                let challenge_ends_s = root.committed_at_s.saturating_add(challenge_period_s);
+                let withheld_since_s = root.committed_at_s.saturating_add(challenge_period_s * 2 / 3);
+                if guardian && chain_time_s >= withheld_since_s && chain_time_s < challenge_ends_s {
+                    Some((
+                        "unavailable",
+                        format!(
+                            "the journal up to {} was not obtained (the auditor is at {})",
+                            root.journal_sequence,
+                            self.position()
+                        ),
+                    ))
+                } else if self.options.once && self.journal_end < root.journal_sequence && self.last_page_ms > 0 {
+                    Some((
+                        "unavailable",
+                        format!("the venue's journal ends at {}", self.journal_end),
+                    ))
+                } else {
+                    settled = false;
+                    None
+                }
+            };
+            let Some((verdict, detail)) = verdict else {
+                continue;
+            };
+            self.decide_root(&root, verdict, &detail, chain_time_s).await?;
+        }
+        Ok(settled)
+    }
+
+    /// Prints and keeps a root's verdict, and vetoes a bad root as the guardian.
+    async fn decide_root(
+        &mut self,
+        root: &VaultRoot,
+        verdict: &str,
+        detail: &str,
+        chain_time_s: u64,
+    ) -> Result<(), String> {
+        let vault = self.vault.as_ref().expect("roots are checked on a vault chain");
+        let word = match verdict {
+            "ok" => "ok",
+            "mismatch" => "MISMATCH",
+            _ => "UNAVAILABLE",
+        };
+        let in_challenge = chain_time_s < root.committed_at_s.saturating_add(vault.challenge_period_s);
+        let mut veto_tx = None;
+        let line = if verdict != "ok" && vault.is_guardian() && !root.vetoed && in_challenge {
+            match vault.veto(root.epoch).await {
+                Ok(hash) => {
+                    veto_tx = Some(hash.to_string());
+                    format!("root {} {word} vetoed {hash} ({detail})", root.epoch)
+                }
+                Err(error) => format!("root {} {word} (the veto failed: {error}) ({detail})", root.epoch),
+            }
+        } else {
+            format!("root {} {word} {detail}", root.epoch)
+        };
+        output(&line);
+        match verdict {
+            "ok" => self.metrics.roots_ok.increment(1),
+            "mismatch" => self.metrics.roots_mismatched.increment(1),
+            _ => self.metrics.roots_unavailable.increment(1),
+        }
+        let kept = RootVerdict {
+            verdict: verdict.to_string(),
+            line,
+            veto_tx,
+        };
+        self.copy.update_progress(|progress| {
+            progress.roots.insert(root.epoch, kept);
+        })
+    }
+
+    /// The tree of the auditor's replay at a root's position, against the vault's root, deposit
+    /// count and totals; kept in the directory when it matches.
+    async fn compare_root(&self, root: &VaultRoot, confirmed: u64) -> Result<(&'static str, String), String> {
+        let vault = self.vault.as_ref().expect("roots are checked on a vault chain");
+        let event = vault
+            .root_event(root, confirmed)
+            .await
+            .map_err(|error| format!("the root's event: {error}"))?
+            .ok_or_else(|| format!("the vault's root {} has no RootCommitted event", root.epoch))?;
+        let position = root.journal_sequence;
+        let tree = tokio::task::block_in_place(|| -> Result<TreeAtPosition, String> {
+            let engine = if position == self.position() {
+                None
+            } else {
+                Some(self.copy.engine_at(position)?)
+            };
+            let engine = engine.as_ref().unwrap_or(&self.engine);
+            let tokens: Vec<Option<dexd_core::Address>> = engine
+                .description()
+                .map(|description| description.assets.iter().map(|asset| asset.token).collect())
+                .unwrap_or_default();
+            Ok(TreeAtPosition::build(position, engine, &tokens, None))
+        })?;
+        let (tokens, totals) = tree.commit_arguments(|token| event.tokens.contains(&chain_address(token)));
+        let mut differences = Vec::new();
+        if tree.root() != root.root {
+            differences.push(format!(
+                "root {} where the replay's is {}",
+                hex_prefixed(&root.root),
+                hex_prefixed(&tree.root())
+            ));
+        }
+        if tree.deposit_count != root.deposit_count {
+            differences.push(format!(
+                "deposit count {} where the replay's is {}",
+                root.deposit_count, tree.deposit_count
+            ));
+        }
+        if tokens != event.tokens || totals != event.totals {
+            differences.push("totals that differ from the replay's".to_string());
+        }
+        if !differences.is_empty() {
+            return Ok(("mismatch", differences.join("; ")));
+        }
+        tokio::task::block_in_place(|| self.copy.keep_tree(&tree))?;
+        Ok((
+            "ok",
+            format!(
+                "journalSequence {position} root {} leaves {}",
+                hex_prefixed(&root.root),
+                tree.leaves.len()
+            ),
+        ))
+    }
+}
+
+/// How many command lines a segment holds.
+fn segment_commands(segment: &[JournalLine]) -> usize {
+    segment
+        .iter()
+        .filter(|line| matches!(line, JournalLine::Command(_)))
+        .count()
+}
+
+/// Parses a page's lines on `threads` threads.
+fn parse_page(text: &str, threads: usize) -> Vec<Result<JournalLine, String>> {
+    let lines: Vec<&str> = text.lines().filter(|line| !line.is_empty()).collect();
+    let threads = threads.max(1);
+    if lines.len() < 64 || threads == 1 {
+        return lines.into_iter().map(parse_line).collect();
+    }
+    let share = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(share)
+            .map(|chunk| scope.spawn(move || chunk.iter().map(|line| parse_line(line)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().expect("parsing never panics"))
+            .collect()
+    })
+}
+
+/// Serves the auditor's `/metrics` on `address`.
+async fn serve_metrics(address: SocketAddr, telemetry: Arc<Telemetry>) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("--metrics-listen {address}: {error}"))?;
+    let router = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let telemetry = Arc::clone(&telemetry);
+            async move { telemetry.render(|_| {}) }
+        }),
+    );
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::warn!(%error, "the metrics server stopped");
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,532 @@
+//! The public journal's format, version 1 (`X-Dexd-Journal-Format: 1`): one JSON object per line,
+//! a command line for every journaled command and a state hash line after every position that
+//! is a multiple of [`STATE_HASH_INTERVAL`]. `docs/audit.md` describes it for whoever writes an
+//! auditor in another language.
+//!
+//! A command line is `{"sequence", "time", "command", "encoded", "authorization"}`: the command
+//! in the wire's words (symbols, decimal amounts, checksummed addresses), its exact journal bytes
+//! (`encoded`, the codec's, which dexd's own auditor decodes and renders again to check that the
+//! two say the same), and what authorizes it: the EIP-712 message an account signed with its
+//! signature, the vault's deposit event, or `system` for what no account asks (chain facts, the
+//! venue's timer, the configuration).
+//!
+//! This module renders and parses lines; it reads no journal and checks no signature.
+
+use dexd_core::{
+    Address, AgentGrant, ChainConfiguration, ChainDeposit, Command, CustodyMode, LiabilityRootRecord, NewOrder,
+    RootOrigin, RootStanding, SwitchSetting, TransferRequest, WithdrawalKey,
+};
+use dexd_crypto::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, RequestMessages};
+use dexd_store::codec::{decode_command, encode_command};
+use dexd_store::Authorization;
+use serde_json::{json, Map, Value};
+
+/// The format's version, sent in [`JOURNAL_FORMAT_HEADER`].
+pub const JOURNAL_FORMAT_VERSION: u32 = 1;
+/// The header carrying the format's version.
+pub const JOURNAL_FORMAT_HEADER: &str = "x-dexd-journal-format";
+/// The header carrying the journal's end (its last position) when the page was read.
+pub const JOURNAL_END_HEADER: &str = "x-dexd-journal-end";
+/// A state hash line follows every position that is a multiple of this.
+pub const STATE_HASH_INTERVAL: u64 = 10_000;
+/// The most command lines one page holds (and its default).
+pub const MAX_JOURNAL_PAGE_COMMANDS: usize = 10_000;
+
+/// Renders a command in the wire's words. `messages` names the pairs and assets (a journal's
+/// indexes only grow, so the current configuration names every earlier command's).
+pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
+    let pair_symbol = |pair: dexd_core::PairIndex| messages.pair_symbol(pair).to_string();
+    match command {
+        Command::PlaceOrder(order) => {
+            let mut object = order_fields(order, messages);
+            object.insert("type".into(), json!("placeOrder"));
+            Value::Object(object)
+        }
+        Command::CancelOrder {
+            account,
+            order_id,
+            pair,
+        } => json!({
+            "type": "cancelOrder",
+            "account": checksummed(account),
+            "orderId": order_id.to_string(),
+            "symbol": pair.map(pair_symbol),
+        }),
+        Command::Deposit(request) => transfer("deposit", request, messages),
+        Command::Withdraw(request) => transfer("withdraw", request, messages),
+        Command::SubmitChainDeposit(submission) => json!({
+            "type": "submitChainDeposit",
+            "txHash": hex_prefixed(&submission.tx_hash),
+            "account": checksummed(&submission.account),
+            "symbol": messages.asset_symbol(submission.asset),
+            "amount": messages.asset_amount(submission.asset, submission.amount.units()),
+        }),
+        Command::CreditChainDeposit(deposit) => credit(deposit, messages),
+        Command::FailChainDeposit { tx_hash } => json!({"type": "failChainDeposit", "txHash": hex_prefixed(tx_hash)}),
+        Command::RecordDepositScan {
+            block_number,
+            block_hash,
+        } => json!({
+            "type": "recordDepositScan",
+            "blockNumber": block_number,
+            "blockHash": hex_prefixed(block_hash),
+        }),
+        Command::RequestWithdrawal(withdrawal) => {
+            let request = &withdrawal.request;
+            json!({
+                "type": "requestWithdrawal",
+                "withdrawalId": hex_prefixed(&request.transfer_id),
+                "account": checksummed(&request.account),
+                "symbol": messages.asset_symbol(request.asset),
+                "amount": messages.asset_amount(request.asset, request.amount.units()),
+                "expiry": withdrawal.expiry_ms,
+                "signature": hex_prefixed(&withdrawal.signature),
+            })
+        }
+        Command::MarkWithdrawalsSent { tx_hash, withdrawals } => json!({
+            "type": "markWithdrawalsSent",
+            "txHash": hex_prefixed(tx_hash),
+            "withdrawals": withdrawal_keys(withdrawals),
+        }),
+        Command::ConfirmWithdrawals {
+            tx_hash,
+            block_number,
+            withdrawals,
+        } => json!({
+            "type": "confirmWithdrawals",
+            "txHash": hex_prefixed(tx_hash),
+            "blockNumber": block_number,
+            "withdrawals": withdrawal_keys(withdrawals),
+        }),
+        Command::FailWithdrawal(key) => json!({
+            "type": "failWithdrawal",
+            "account": checksummed(&key.account),
+            "withdrawalId": hex_prefixed(&key.withdrawal_id),
+        }),
+        Command::RecordLiabilityRoot(record) => root(record, messages),
+        Command::SettleLiabilityRoot { epoch, standing } => json!({
+            "type": "settleLiabilityRoot",
+            "epoch": epoch,
+            "standing": match standing {
+                RootStanding::Challengeable => "challengeable",
+                RootStanding::Vetoed => "vetoed",
+                RootStanding::Final => "final",
+            },
+        }),
+        Command::RecordVaultFreeze(freeze) => json!({"type": "recordVaultFreeze", "exitEpoch": freeze.exit_epoch}),
+        Command::CancelAll { account, pair } => json!({
+            "type": "cancelAll",
+            "account": checksummed(account),
+            "symbol": pair.map(pair_symbol),
+        }),
+        Command::AmendOrder {
+            account,
+            order_id,
+            replacement,
+            amount_from_remaining,
+            keeps_price,
+        } => {
+            let spec = messages.pair_spec(replacement.pair);
+            json!({
+                "type": "amendOrder",
+                "account": checksummed(account),
+                "orderId": order_id.to_string(),
+                "replacement": Value::Object(order_fields(replacement, messages)),
+                "amountFromRemaining": amount_from_remaining.map(|quantity| {
+                    messages.asset_amount(spec.base(), spec.base_amount(quantity).units())
+                }),
+                "keepsPrice": keeps_price,
+            })
+        }
+        Command::SetCancelAllAfter { account, setting } => {
+            let (timeout_ms, trigger_at_ms) = match setting {
+                SwitchSetting::Off => (Some(0), None),
+                SwitchSetting::AfterMs(timeout_ms) => (Some(*timeout_ms), None),
+                SwitchSetting::AtMs(trigger_at_ms) => (None, Some(*trigger_at_ms)),
+            };
+            json!({
+                "type": "setCancelAllAfter",
+                "account": checksummed(account),
+                "timeoutMs": timeout_ms,
+                "triggerAt": trigger_at_ms,
+            })
+        }
+        Command::FireCancelAllAfter { account, trigger_at_ms } => json!({
+            "type": "fireCancelAllAfter",
+            "account": checksummed(account),
+            "triggerAt": trigger_at_ms,
+        }),
+        Command::ApproveAgent { account, grant } => approval(account, grant),
+        Command::RevokeAgent { account, agent } => json!({
+            "type": "revokeAgent",
+            "account": checksummed(account),
+            "agent": checksummed(agent),
+        }),
+        Command::ByAgent { agent, command } => json!({
+            "type": "byAgent",
+            "agent": checksummed(agent),
+            "command": render_command(command, messages),
+        }),
+        Command::Configure(configuration) => render_configuration(configuration),
+    }
+}
+
+fn order_fields(order: &NewOrder, messages: &RequestMessages) -> Map<String, Value> {
+    let message = messages.order(order, [0; 32], 0);
+    let fields = json!({
+        "orderId": order.order_id.to_string(),
+        "clientOrderId": order.client_order_id,
+        "account": checksummed(&order.account),
+        "symbol": message.symbol,
+        "orderType": message.order_type,
+        "direction": message.direction,
+        "timeInForce": message.time_in_force,
+        "postOnly": order.post_only,
+        "price": order.price.map(|_| message.price.clone()),
+        "amount": message.amount,
+    });
+    match fields {
+        Value::Object(map) => map,
+        _ => unreachable!("an object"),
+    }
+}
+
+fn transfer(kind: &str, request: &TransferRequest, messages: &RequestMessages) -> Value {
+    json!({
+        "type": kind,
+        "transferId": hex_prefixed(&request.transfer_id),
+        "account": checksummed(&request.account),
+        "symbol": messages.asset_symbol(request.asset),
+        "amount": messages.asset_amount(request.asset, request.amount.units()),
+    })
+}
+
+fn credit(deposit: &ChainDeposit, messages: &RequestMessages) -> Value {
+    json!({
+        "type": "creditChainDeposit",
+        "depositId": deposit.deposit_id,
+        "account": checksummed(&deposit.account),
+        "token": checksummed(&deposit.token),
+        "symbol": deposit.asset.map(|asset| messages.asset_symbol(asset).to_string()),
+        "units": deposit.amount.map(|amount| amount.units().to_string()),
+        "txHash": hex_prefixed(&deposit.tx_hash),
+        "logIndex": deposit.log_index,
+        "blockNumber": deposit.block_number,
+        "blockHash": hex_prefixed(&deposit.block_hash),
+    })
+}
+
+fn withdrawal_keys(keys: &[WithdrawalKey]) -> Value {
+    Value::Array(
+        keys.iter()
+            .map(|key| json!({"account": checksummed(&key.account), "withdrawalId": hex_prefixed(&key.withdrawal_id)}))
+            .collect(),
+    )
+}
+
+fn root(record: &LiabilityRootRecord, messages: &RequestMessages) -> Value {
+    json!({
+        "type": "recordLiabilityRoot",
+        "epoch": record.epoch,
+        "root": hex_prefixed(&record.root),
+        "journalSequence": record.journal_sequence,
+        "depositCount": record.deposit_count,
+        "txHash": hex_prefixed(&record.tx_hash),
+        "blockNumber": record.block_number,
+        "committedAt": record.committed_at_ms,
+        "finalAfter": record.final_after_ms,
+        "origin": match record.origin {
+            RootOrigin::Venue => "venue",
+            RootOrigin::Foreign => "foreign",
+        },
+        "totals": record
+            .totals
+            .iter()
+            .enumerate()
+            .map(|(index, total)| json!({
+                "symbol": messages.asset_symbol(dexd_core::AssetIndex(index as u16)),
+                "units": total.units().to_string(),
+            }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+fn approval(account: &Address, grant: &AgentGrant) -> Value {
+    json!({
+        "type": "approveAgent",
+        "account": checksummed(account),
+        "agent": checksummed(&grant.agent),
+        "name": grant.name,
+        "validUntil": grant.valid_until_ms,
+        "approvedAt": grant.approved_at_ms,
+    })
+}
+
+/// A configuration in the wire's words.
+pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
+    let ChainConfiguration { description, engine } = configuration;
+    let limits = engine.limits;
+    json!({
+        "type": "configure",
+        "chainId": description.chain_id.to_string(),
+        "venueContract": checksummed(&description.venue_contract),
+        "custody": match engine.custody {
+            CustodyMode::Ledger => "ledger",
+            CustodyMode::Vault => "vault",
+        },
+        "feeAccount": checksummed(&engine.fee_account),
+        "limits": {
+            "maxOpenOrdersPerAccount": limits.max_open_orders_per_account,
+            "maxRestingOrders": limits.max_resting_orders,
+            "maxAccounts": limits.max_accounts,
+            "maxLiveNonces": limits.max_live_nonces,
+            "maxLiveNoncesPerAccount": limits.max_live_nonces_per_account,
+            "maxPendingTransfers": limits.max_pending_transfers,
+        },
+        "assets": description.assets.iter().zip(&engine.assets).map(|(asset, spec)| json!({
+            "symbol": asset.symbol,
+            "token": asset.token.as_ref().map(checksummed),
+            "decimals": spec.decimals,
+        })).collect::<Vec<_>>(),
+        "pairs": engine.pairs.iter().enumerate().map(|(index, pair)| json!({
+            "symbol": configuration.pair_symbol(index),
+            "tickSize": pair.tick_size.to_string(),
+            "stepSize": pair.step_size.to_string(),
+            "minAmount": pair.min_amount.to_string(),
+            "minNotional": pair.min_notional.to_string(),
+            "makerFeePpm": pair.maker_fee.parts_per_million(),
+            "takerFeePpm": pair.taker_fee.parts_per_million(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// What authorizes a command, as its line says (`authorization.kind`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineAuthorization {
+    /// An account's (or its agent's) EIP-712 signature.
+    Eip712 {
+        /// The message's primary type.
+        primary_type: String,
+        /// Who must have signed.
+        signer: Address,
+        /// The signed message.
+        message: Value,
+        /// The nonce and expiry the engine's claim uses (for a vault withdrawal, its id and
+        /// expiry).
+        nonce: [u8; 32],
+        /// In ms since the epoch.
+        expiry_ms: u64,
+        /// The 65-byte signature.
+        signature: [u8; 65],
+        /// Whether the client signed (its nonce is claimed), or the venue with the account's key.
+        client_signed: bool,
+    },
+    /// The vault's `Deposited` event a credit records.
+    VaultDeposit,
+    /// A deposit transaction the venue sent with the account's key.
+    AccountTransaction,
+    /// Nobody's: the chain's facts, the venue's timer, the configuration.
+    System,
+    /// An account's command journaled without its signature (before the format was published):
+    /// it cannot be checked.
+    Unsigned,
+}
+
+/// The authorization of a journaled command as its line carries it.
+pub fn render_authorization(
+    command: &Command,
+    authorization: Option<&Authorization>,
+    messages: &RequestMessages,
+) -> Value {
+    match command {
+        Command::CreditChainDeposit(deposit) => {
+            return json!({
+                "kind": "vaultDeposit",
+                "depositId": deposit.deposit_id,
+                "txHash": hex_prefixed(&deposit.tx_hash),
+                "logIndex": deposit.log_index,
+                "blockNumber": deposit.block_number,
+            })
+        }
+        Command::SubmitChainDeposit(submission) => {
+            return json!({"kind": "accountTransaction", "txHash": hex_prefixed(&submission.tx_hash)})
+        }
+        _ => {}
+    }
+    if command.account().is_none() {
+        return json!({"kind": "system"});
+    }
+    // A vault withdrawal carries its signature in the command; any other account command in
+    // its authorization.
+    let (nonce, expiry_ms, signature, client_signed) = match (command, authorization) {
+        (Command::RequestWithdrawal(withdrawal), authorization) => (
+            withdrawal.request.transfer_id,
+            withdrawal.expiry_ms,
+            withdrawal.signature,
+            authorization.is_some_and(|authorization| authorization.client_signed),
+        ),
+        (_, Some(authorization)) => (
+            authorization.nonce,
+            authorization.expiry_ms,
+            authorization.signature,
+            authorization.client_signed,
+        ),
+        (_, None) => return json!({"kind": "unsigned"}),
+    };
+    let Some(signed) = messages.signed_command(command, client_signed, (nonce, expiry_ms)) else {
+        return json!({"kind": "unsigned"});
+    };
+    json!({
+        "kind": "eip712",
+        "primaryType": signed.message.primary_type(),
+        "signer": checksummed(&signed.signer),
+        "message": signed.message.message_json(),
+        "nonce": hex_prefixed(&nonce),
+        "expiry": expiry_ms,
+        "signature": hex_prefixed(&signature),
+        "clientSigned": client_signed,
+    })
+}
+
+/// A command's line.
+pub fn command_line(
+    sequence: u64,
+    time_ms: u64,
+    command: &Command,
+    authorization: Option<&Authorization>,
+    messages: &RequestMessages,
+) -> Value {
+    json!({
+        "sequence": sequence,
+        "time": time_ms,
+        "command": render_command(command, messages),
+        "encoded": hex_prefixed(&encode_command(command)),
+        "authorization": render_authorization(command, authorization, messages),
+    })
+}
+
+/// A state hash line: the engine's state hash after `sequence`.
+pub fn state_hash_line(sequence: u64, state_hash: &[u8; 32]) -> Value {
+    json!({"sequence": sequence, "stateHash": hex_prefixed(state_hash)})
+}
+
+/// One line of the journal, parsed.
+#[derive(Debug, Clone)]
+pub enum JournalLine {
+    /// A command.
+    Command(CommandLine),
+    /// The state hash after a position.
+    StateHash {
+        /// The position.
+        sequence: u64,
+        /// The hash.
+        state_hash: [u8; 32],
+    },
+}
+
+/// A command line, parsed: the command decoded from its bytes.
+#[derive(Debug, Clone)]
+pub struct CommandLine {
+    /// Its journal position.
+    pub sequence: u64,
+    /// The time the engine ran it at.
+    pub time_ms: u64,
+    /// The command, decoded from `encoded`.
+    pub command: Command,
+    /// The command as the line renders it (to compare with the decoded command's rendering).
+    pub command_json: Value,
+    /// What authorizes it.
+    pub authorization: LineAuthorization,
+}
+
+impl CommandLine {
+    /// The authorization the journal holds for it (what a copy of the journal stores and its
+    /// replay claims a nonce from).
+    pub fn journal_authorization(&self) -> Option<Authorization> {
+        let LineAuthorization::Eip712 {
+            nonce,
+            expiry_ms,
+            signature,
+            client_signed,
+            ..
+        } = &self.authorization
+        else {
+            return None;
+        };
+        let order_id = match &self.command {
+            Command::PlaceOrder(order) => Some(order.order_id),
+            Command::AmendOrder { replacement, .. } => Some(replacement.order_id),
+            Command::ByAgent { command, .. } => match command.as_ref() {
+                Command::PlaceOrder(order) => Some(order.order_id),
+                Command::AmendOrder { replacement, .. } => Some(replacement.order_id),
+                _ => None,
+            },
+            _ => None,
+        };
+        Some(Authorization {
+            order_id,
+            nonce: *nonce,
+            expiry_ms: *expiry_ms,
+            signature: *signature,
+            client_signed: *client_signed,
+        })
+    }
+}
+
+/// Parses one line. An error names what is wrong with it.
+pub fn parse_line(text: &str) -> Result<JournalLine, String> {
+    let value: Value = serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))?;
+    let sequence = value.get("sequence").and_then(Value::as_u64).ok_or("no sequence")?;
+    if let Some(hash) = value.get("stateHash") {
+        let state_hash = hash
+            .as_str()
+            .and_then(parse_hex_bytes::<32>)
+            .ok_or("a state hash that is not 0x + 64 hex digits")?;
+        return Ok(JournalLine::StateHash { sequence, state_hash });
+    }
+    let time_ms = value.get("time").and_then(Value::as_u64).ok_or("no time")?;
+    let encoded = value
+        .get("encoded")
+        .and_then(Value::as_str)
+        .and_then(|text| text.strip_prefix("0x"))
+        .and_then(|digits| hex::decode(digits).ok())
+        .ok_or("no encoded command")?;
+    let command = decode_command(&encoded).map_err(|error| format!("the encoded command: {error}"))?;
+    let command_json = value.get("command").cloned().ok_or("no command")?;
+    let authorization = parse_authorization(value.get("authorization").ok_or("no authorization")?)?;
+    Ok(JournalLine::Command(CommandLine {
+        sequence,
+        time_ms,
+        command,
+        command_json,
+        authorization,
+    }))
+}
+
+fn parse_authorization(value: &Value) -> Result<LineAuthorization, String> {
+    let text = |name: &str| {
+        value
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or(format!("authorization without {name}"))
+    };
+    match value.get("kind").and_then(Value::as_str) {
+        Some("eip712") => Ok(LineAuthorization::Eip712 {
+            primary_type: text("primaryType")?.to_string(),
+            signer: parse_address(text("signer")?).map_err(|_| "a bad signer")?,
+            message: value.get("message").cloned().ok_or("authorization without message")?,
+            nonce: parse_hex_bytes::<32>(text("nonce")?).ok_or("a bad nonce")?,
+            expiry_ms: value.get("expiry").and_then(Value::as_u64).ok_or("a bad expiry")?,
+            signature: parse_hex_bytes::<65>(text("signature")?).ok_or("a bad signature")?,
+            client_signed: value
+                .get("clientSigned")
+                .and_then(Value::as_bool)
+                .ok_or("authorization without clientSigned")?,
+        }),
+        Some("vaultDeposit") => Ok(LineAuthorization::VaultDeposit),
+        Some("accountTransaction") => Ok(LineAuthorization::AccountTransaction),
+        Some("system") => Ok(LineAuthorization::System),
+        Some("unsigned") => Ok(LineAuthorization::Unsigned),
+        _ => Err("an authorization of no known kind".into()),
+    }
+}
