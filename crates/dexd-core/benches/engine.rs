@@ -182,6 +182,7 @@ fn prepare() -> (Engine, Vec<Command>) {
             Command::CancelOrder {
                 account: owner,
                 order_id: id,
+                pair: None,
             }
         };
         events.clear();

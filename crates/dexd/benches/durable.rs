@@ -66,6 +66,7 @@ async fn submitter(
                 Command::CancelOrder {
                     account: account(trader),
                     order_id,
+                    pair: None,
                 },
                 None,
             )

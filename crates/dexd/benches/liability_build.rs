@@ -70,6 +70,7 @@ async fn placements(chain: &Arc<Chain>, concurrency: usize, seconds: u64, seed: 
                         let cancel = Command::CancelOrder {
                             account: trader,
                             order_id,
+                            pair: None,
                         };
                         if chain.submit(cancel, None).await.is_ok() {
                             accepted.fetch_add(1, Ordering::Relaxed);

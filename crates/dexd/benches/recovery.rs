@@ -95,6 +95,7 @@ impl Commands {
                 Command::CancelOrder {
                     account: self.buyer,
                     order_id: order(self.next_order, self.buyer, Direction::Buy, 1, 1).order_id(),
+                    pair: None,
                 }
             });
         }

@@ -47,6 +47,10 @@ pub struct Audit {
     /// Serve the auditor's Prometheus metrics at /metrics on this address.
     #[arg(long)]
     metrics_listen: Option<SocketAddr>,
+    /// The most commands asked for in one page of the journal (1 to 10,000): fewer for a slow
+    /// link.
+    #[arg(long, default_value_t = 10_000)]
+    page_commands: usize,
 }
 
 pub fn run_audit(arguments: Audit) -> ExitCode {
@@ -70,6 +74,7 @@ pub fn run_audit(arguments: Audit) -> ExitCode {
         confirmations: arguments.confirmations,
         poll_interval_ms: arguments.poll_interval_ms.max(10),
         metrics_listen: arguments.metrics_listen,
+        page_commands: arguments.page_commands,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,6 +1,7 @@
 //! `dexd exit`: an account's way out of a frozen vault (version 2) without the venue. It takes
 //! the account's leaves of the vault's exit root from a saved proof (`GET
-//! /account/liabilityProof`'s answer), or asks a venue still there for them; checks each leaf
+//! /account/liabilityProof`'s answer), from an auditor's directory (`dexd audit --dir`), or asks
+//! a venue still there for them; checks each leaf
 //! against the root the vault itself uses; sends the vault's `exit` for each, and the all-zero
 //! exit of every token the vault says the account may leave without a leaf (a deposit no root
 //! covers, or no exit root at all). Any funded key sends them (the vault pays only the account);
@@ -31,8 +32,12 @@ use crate::chain_commands::{address_argument, connect, runtime, KeyArguments};
 #[derive(Args)]
 pub struct Exit {
     /// The account's proof, as `GET /account/liabilityProof` answered it (a JSON file).
-    #[arg(long, conflicts_with = "venue")]
+    #[arg(long, conflicts_with_all = ["venue", "audit_dir"])]
     proof: Option<PathBuf>,
+    /// An auditor's directory (`dexd audit --dir`): the leaves of the exit root are read from
+    /// the tree the auditor kept of it, when the venue is gone.
+    #[arg(long, conflicts_with = "venue")]
+    audit_dir: Option<PathBuf>,
     /// A venue to ask for the account's proof of the exit root (`GET /account/liabilityProof`),
     /// when no proof was saved.
     #[arg(long)]
@@ -158,6 +163,43 @@ async fn proof_from_venue(venue: &str, chain_id: u64, account: Address, epoch: u
     serde_json::from_str(&text).map_err(|error| format!("the venue's proof is not JSON: {error}"))
 }
 
+/// The account's leaves of the root of `epoch`, from the tree an auditor kept of it.
+async fn leaves_from_audit_dir(
+    directory: &std::path::Path,
+    node: &Node,
+    account: Address,
+    epoch: u64,
+) -> Result<Vec<ExitLeaf>, String> {
+    let chain_id = node.chain_id().await.map_err(|error| error.to_string())?;
+    let stored = view(
+        node,
+        DexdVaultV2::liabilityRootCall {
+            epoch: U256::from(epoch),
+        },
+    )
+    .await?;
+    let path = dexd::audit::auditor::copy::trees_directory(directory, chain_id).join(
+        dexd_settlement::liabilities::tree_file::file_name(stored.journalSequence, &stored.root.0),
+    );
+    let file = dexd_settlement::liabilities::tree_file::TreeFile::open(&path).map_err(|error| {
+        format!(
+            "the auditor's directory has no tree of the exit root (epoch {epoch}, {}): {error}",
+            path.display()
+        )
+    })?;
+    let proven = file
+        .leaves_of(&account)
+        .map_err(|error| format!("cannot read the tree {}: {error}", path.display()))?;
+    Ok(proven
+        .into_iter()
+        .map(|proven| ExitLeaf {
+            symbol: checksummed(&proven.leaf.token),
+            leaf: proven.leaf,
+            proof: proven.proof,
+        })
+        .collect())
+}
+
 /// What to exit with: the leaves (checked against the exit root) and the all-zero exits.
 struct Plan {
     leaves: Vec<ExitLeaf>,
@@ -180,7 +222,10 @@ async fn plan(arguments: &Exit, node: &Node, account: Address, exit_epoch: Optio
             let chain_id = node.chain_id().await.map_err(|error| error.to_string())?;
             read_leaves(&proof_from_venue(venue, chain_id, account, epoch).await?, account)?
         }
-        (None, None, Some(_)) => Vec::new(),
+        (None, None, Some(epoch)) => match &arguments.audit_dir {
+            Some(directory) => leaves_from_audit_dir(directory, node, account, epoch).await?,
+            None => Vec::new(),
+        },
     };
     let mut without_leaf = Vec::new();
     for token in view(node, DexdVaultV2::depositedTokensCall {}).await? {

@@ -310,7 +310,7 @@ pub enum LineAuthorization {
         /// Who must have signed.
         signer: Address,
         /// The signed message.
-        message: Value,
+        message: Box<Value>,
         /// The nonce and expiry the engine's claim uses (for a vault withdrawal, its id and
         /// expiry).
         nonce: [u8; 32],
@@ -414,7 +414,7 @@ pub fn state_hash_line(sequence: u64, state_hash: &[u8; 32]) -> Value {
 #[derive(Debug, Clone)]
 pub enum JournalLine {
     /// A command.
-    Command(CommandLine),
+    Command(Box<CommandLine>),
     /// The state hash after a position.
     StateHash {
         /// The position.
@@ -494,13 +494,13 @@ pub fn parse_line(text: &str) -> Result<JournalLine, String> {
     let command = decode_command(&encoded).map_err(|error| format!("the encoded command: {error}"))?;
     let command_json = value.get("command").cloned().ok_or("no command")?;
     let authorization = parse_authorization(value.get("authorization").ok_or("no authorization")?)?;
-    Ok(JournalLine::Command(CommandLine {
+    Ok(JournalLine::Command(Box::new(CommandLine {
         sequence,
         time_ms,
         command,
         command_json,
         authorization,
-    }))
+    })))
 }
 
 fn parse_authorization(value: &Value) -> Result<LineAuthorization, String> {
@@ -514,7 +514,7 @@ fn parse_authorization(value: &Value) -> Result<LineAuthorization, String> {
         Some("eip712") => Ok(LineAuthorization::Eip712 {
             primary_type: text("primaryType")?.to_string(),
             signer: parse_address(text("signer")?).map_err(|_| "a bad signer")?,
-            message: value.get("message").cloned().ok_or("authorization without message")?,
+            message: Box::new(value.get("message").cloned().ok_or("authorization without message")?),
             nonce: parse_hex_bytes::<32>(text("nonce")?).ok_or("a bad nonce")?,
             expiry_ms: value.get("expiry").and_then(Value::as_u64).ok_or("a bad expiry")?,
             signature: parse_hex_bytes::<65>(text("signature")?).ok_or("a bad signature")?,

@@ -75,7 +75,7 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
     };
     if signed.message.primary_type() != primary_type
         || signed.signer != *signer
-        || signed.message.message_json() != *message
+        || signed.message.message_json() != **message
     {
         return LineCheck::Fails("the signed message differs from the command's".into());
     }

@@ -54,10 +54,6 @@ pub struct Progress {
     pub failed: Option<(u64, String)>,
     /// Each root decided, by epoch.
     pub roots: BTreeMap<u64, RootVerdict>,
-    /// Ledger deposits seen (credited from nothing: no chain to check them against).
-    pub ledger_deposits: u64,
-    /// Vault deposits credited that were not checked against the chain (no `--rpc-url`).
-    pub unchecked_vault_deposits: u64,
 }
 
 /// The auditor's directory for one chain.
@@ -185,6 +181,19 @@ impl AuditCopy {
         write_snapshot(&self.snapshots(), &self.identity, position, state_hash, &payload)
             .map_err(|error| error.to_string())?;
         remove_older_snapshots(&self.snapshots(), SNAPSHOTS_KEPT).map_err(|error| error.to_string())
+    }
+
+    /// How many commands of the copy `counted` counts (a scan of the whole copy).
+    pub fn count_commands(&self, counted: impl Fn(&dexd_core::Command) -> bool) -> Result<u64, String> {
+        let mut reader = self.reader()?;
+        let mut count = 0;
+        reader
+            .for_each_command(dexd_store::CommandRange::after(0), &mut |journaled| {
+                count += u64::from(counted(&journaled.command));
+                Ok(())
+            })
+            .map_err(|error| error.to_string())?;
+        Ok(count)
     }
 
     /// Where the trees of the roots checked are kept.

@@ -61,6 +61,8 @@ pub struct AuditOptions {
     pub poll_interval_ms: u64,
     /// Where to serve `/metrics`.
     pub metrics_listen: Option<SocketAddr>,
+    /// The most commands asked for in one page (at most the format's 10,000).
+    pub page_commands: usize,
 }
 
 /// The auditor's run: its copy, engine, vault and what it counts.
@@ -77,8 +79,6 @@ struct Auditor {
     last_page_ms: u64,
     metrics: AuditMetrics,
     threads: usize,
-    /// Ledger deposits and unchecked vault credits replayed since the progress was written.
-    uncheckable_counts: (u64, u64),
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -179,7 +179,6 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         journal_end: 0,
         last_page_ms: 0,
         metrics,
-        uncheckable_counts: (0, 0),
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await
@@ -191,9 +190,10 @@ impl Auditor {
             let progressed = self.follow_journal().await?;
             let roots_settled = self.check_roots().await?;
             self.update_metrics();
-            let at_end = self.position() >= self.journal_end && self.last_page_ms > 0;
+            // After a failure nothing more is replayed, so the end is where it failed.
+            let at_end = (self.failed_at().is_some() || self.position() >= self.journal_end) && self.last_page_ms > 0;
             if self.options.once && at_end && roots_settled {
-                self.print_counts();
+                self.print_counts()?;
                 self.snapshot_if_due(true)?;
                 return Ok(self.all_held());
             }
@@ -215,20 +215,28 @@ impl Auditor {
         self.failed_at().is_none() && self.copy.progress().roots.values().all(|root| root.verdict == "ok")
     }
 
-    fn print_counts(&self) {
-        let progress = self.copy.progress();
-        if progress.ledger_deposits > 0 {
-            output(&format!(
-                "ledger deposits: {} not checkable against a chain",
-                progress.ledger_deposits
-            ));
+    /// Says what the chain cannot vouch for: ledger deposits (credited from nothing), and vault
+    /// credits when no node was given. Counted from the copy, so a restart counts each once.
+    fn print_counts(&self) -> Result<(), String> {
+        let ledger = tokio::task::block_in_place(|| {
+            self.copy
+                .count_commands(|command| matches!(command, Command::Deposit(_)))
+        })?;
+        if ledger > 0 {
+            output(&format!("ledger deposits: {ledger} not checkable against a chain"));
         }
-        if progress.unchecked_vault_deposits > 0 {
-            output(&format!(
-                "vault deposits: {} not checked against the chain (no --rpc-url)",
-                progress.unchecked_vault_deposits
-            ));
+        if self.vault.is_none() {
+            let credits = tokio::task::block_in_place(|| {
+                self.copy
+                    .count_commands(|command| matches!(command, Command::CreditChainDeposit(_)))
+            })?;
+            if credits > 0 {
+                output(&format!(
+                    "vault deposits: {credits} not checked against the chain (no --rpc-url)"
+                ));
+            }
         }
+        Ok(())
     }
 
     fn update_metrics(&self) {
@@ -260,7 +268,11 @@ impl Auditor {
             return Ok(false);
         }
         let from = self.position() + 1;
-        let page = match self.source.page(from, MAX_JOURNAL_PAGE_COMMANDS).await {
+        let page = match self
+            .source
+            .page(from, self.options.page_commands.clamp(1, MAX_JOURNAL_PAGE_COMMANDS))
+            .await
+        {
             Ok(page) => page,
             Err(SourceError::Format(message)) => return Err(message),
             Err(SourceError::Unavailable(message)) => {
@@ -310,13 +322,6 @@ impl Auditor {
             tokio::task::block_in_place(|| self.copy.append(&journaled))?;
             self.metrics.commands.increment(journaled.len() as u64);
         }
-        let (ledger, vault) = std::mem::take(&mut self.uncheckable_counts);
-        if ledger + vault > 0 {
-            self.copy.update_progress(|progress| {
-                progress.ledger_deposits += ledger;
-                progress.unchecked_vault_deposits += vault;
-            })?;
-        }
         if let Err((sequence, what)) = outcome {
             self.fail(sequence, &what)?;
         }
@@ -333,7 +338,7 @@ impl Auditor {
         let commands: Vec<&CommandLine> = segment
             .iter()
             .filter_map(|line| match line {
-                JournalLine::Command(line) => Some(line),
+                JournalLine::Command(line) => Some(&**line),
                 JournalLine::StateHash { .. } => None,
             })
             .collect();
@@ -382,7 +387,7 @@ impl Auditor {
         let commands: Vec<&CommandLine> = segment
             .iter()
             .filter_map(|line| match line {
-                JournalLine::Command(line) => Some(line),
+                JournalLine::Command(line) => Some(&**line),
                 JournalLine::StateHash { .. } => None,
             })
             .collect();
@@ -441,7 +446,6 @@ impl Auditor {
                             format!("the engine refuses it ({rejection:?}): the venue could not have applied it"),
                         )));
                     }
-                    self.count_unverifiable(&line.command);
                     if let Command::Configure(configuration) = &line.command {
                         self.messages = Some(
                             RequestMessages::new(configuration)
@@ -461,15 +465,6 @@ impl Auditor {
             }
         }
         Ok(Ok(()))
-    }
-
-    /// Counts what the chain cannot vouch for: ledger deposits, and vault credits without a node.
-    fn count_unverifiable(&mut self, command: &Command) {
-        match command {
-            Command::Deposit(_) => self.uncheckable_counts.0 += 1,
-            Command::CreditChainDeposit(_) if self.vault.is_none() => self.uncheckable_counts.1 += 1,
-            _ => {}
-        }
     }
 
     /// The checks of a segment that need the chain, by journal position: credits against the
