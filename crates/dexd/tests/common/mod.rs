@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod auditor;
 pub mod chain;
 pub mod cluster;
 pub mod signer;

@@ -40,6 +40,11 @@ use self::source::{JournalSource, SourceError};
 use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
 use crate::telemetry::Telemetry;
 
+/// How long the venue may serve no page of its journal before a root whose position the
+/// auditor has not reached counts as withheld (vetoed by a guardian from two thirds of its
+/// challenge period).
+pub const JOURNAL_SILENT_MS: u64 = 10_000;
+
 /// What `dexd audit` was asked to do.
 #[derive(Debug, Clone)]
 pub struct AuditOptions {
@@ -574,7 +579,13 @@ impl Auditor {
             } else {
                 let challenge_ends_s = root.committed_at_s.saturating_add(challenge_period_s);
                 let withheld_since_s = root.committed_at_s.saturating_add(challenge_period_s * 2 / 3);
-                if guardian && chain_time_s >= withheld_since_s && chain_time_s < challenge_ends_s {
+                // Withheld, not merely unread: the venue does not show the root's position in
+                // its journal, or has served no page for a while. An auditor catching up on a
+                // journal the venue serves reads on (a restart late in the period vetoes no
+                // honest root).
+                let venue_silent = dexd_store::now_ms().saturating_sub(self.last_page_ms) > JOURNAL_SILENT_MS;
+                let withheld = self.journal_end < root.journal_sequence || venue_silent;
+                if guardian && withheld && chain_time_s >= withheld_since_s && chain_time_s < challenge_ends_s {
                     Some((
                         "unavailable",
                         format!(
