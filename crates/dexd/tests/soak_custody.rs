@@ -348,6 +348,30 @@ async fn custody_loses_and_doubles_nothing_through_random_faults() {
         }
         settle_and_check(&venue, &accounts, &context).await;
     }
+    // Anyone can check it all: an auditor replays the venue's public journal, checks every
+    // credit against the vault's events, and finds every root the vault holds good.
+    let directory = tempfile::tempdir().unwrap();
+    let audit = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
+        .args(["audit", "--once", "--venue", &venue.client().base_url])
+        .args([
+            "--chain-id",
+            &venue.chain_id(),
+            "--rpc-url",
+            &venue.chain.anvil.endpoint(),
+        ])
+        .args(["--vault", &venue.chain.vault.to_string(), "--confirmations", "8"])
+        .args(["--poll-interval-ms", "100", "--dir"])
+        .arg(directory.path())
+        .output()
+        .await
+        .unwrap();
+    let audited = String::from_utf8_lossy(&audit.stdout);
+    let roots: Vec<&str> = audited.lines().filter(|line| line.starts_with("root ")).collect();
+    assert!(
+        audit.status.success() && !roots.is_empty() && roots.iter().all(|line| line.contains(" ok ")),
+        "seed {seed}: the audit of the soak: {audited}\n{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
     let faults: Vec<String> = tally
         .faults
         .iter()
@@ -355,11 +379,12 @@ async fn custody_loses_and_doubles_nothing_through_random_faults() {
         .collect();
     println!(
         "custody soak: seed {seed}, {cycles} cycles; {} deposits and {} withdrawals acknowledged, {} deposits \
-         reorganised away, {} hostile requests refused; faults: {}; lost 0, credited twice 0, paid twice 0",
+         reorganised away, {} hostile requests refused; faults: {}; lost 0, credited twice 0, paid twice 0; the auditor: {} roots ok",
         tally.deposits,
         tally.withdrawals,
         tally.vanished_in_reorganisations,
         tally.refused_hostile,
-        faults.join(", ")
+        faults.join(", "),
+        roots.len()
     );
 }
