@@ -475,7 +475,7 @@ impl CommandLine {
 
 /// Parses one line. An error names what is wrong with it.
 pub fn parse_line(text: &str) -> Result<JournalLine, String> {
-    let value: Value = serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))?;
+    let mut value: Value = serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))?;
     let sequence = value.get("sequence").and_then(Value::as_u64).ok_or("no sequence")?;
     if let Some(hash) = value.get("stateHash") {
         let state_hash = hash
@@ -492,8 +492,8 @@ pub fn parse_line(text: &str) -> Result<JournalLine, String> {
         .and_then(|digits| hex::decode(digits).ok())
         .ok_or("no encoded command")?;
     let command = decode_command(&encoded).map_err(|error| format!("the encoded command: {error}"))?;
-    let command_json = value.get("command").cloned().ok_or("no command")?;
-    let authorization = parse_authorization(value.get("authorization").ok_or("no authorization")?)?;
+    let command_json = value.get_mut("command").map(Value::take).ok_or("no command")?;
+    let authorization = parse_authorization(value.get_mut("authorization").ok_or("no authorization")?)?;
     Ok(JournalLine::Command(Box::new(CommandLine {
         sequence,
         time_ms,
@@ -503,7 +503,10 @@ pub fn parse_line(text: &str) -> Result<JournalLine, String> {
     })))
 }
 
-fn parse_authorization(value: &Value) -> Result<LineAuthorization, String> {
+fn parse_authorization(value: &mut Value) -> Result<LineAuthorization, String> {
+    // The message is taken out first (not copied), then the rest read.
+    let message = value.get_mut("message").map(Value::take);
+    let value = &*value;
     let text = |name: &str| {
         value
             .get(name)
@@ -514,7 +517,7 @@ fn parse_authorization(value: &Value) -> Result<LineAuthorization, String> {
         Some("eip712") => Ok(LineAuthorization::Eip712 {
             primary_type: text("primaryType")?.to_string(),
             signer: parse_address(text("signer")?).map_err(|_| "a bad signer")?,
-            message: Box::new(value.get("message").cloned().ok_or("authorization without message")?),
+            message: Box::new(message.ok_or("authorization without message")?),
             nonce: parse_hex_bytes::<32>(text("nonce")?).ok_or("a bad nonce")?,
             expiry_ms: value.get("expiry").and_then(Value::as_u64).ok_or("a bad expiry")?,
             signature: parse_hex_bytes::<65>(text("signature")?).ok_or("a bad signature")?,

@@ -84,6 +84,9 @@ struct Auditor {
     last_page_ms: u64,
     metrics: AuditMetrics,
     threads: usize,
+    /// The next page, asked for while the last one is checked (its first position, and the
+    /// request), so that the venue's reading and sending overlaps the checks.
+    prefetched: Option<(u64, tokio::task::JoinHandle<Result<source::Page, SourceError>>)>,
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -184,6 +187,7 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         journal_end: 0,
         last_page_ms: 0,
         metrics,
+        prefetched: None,
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await
@@ -273,11 +277,19 @@ impl Auditor {
             return Ok(false);
         }
         let from = self.position() + 1;
-        let page = match self
-            .source
-            .page(from, self.options.page_commands.clamp(1, MAX_JOURNAL_PAGE_COMMANDS))
-            .await
-        {
+        let limit = self.options.page_commands.clamp(1, MAX_JOURNAL_PAGE_COMMANDS);
+        let fetched = match self.prefetched.take() {
+            Some((at, request)) if at == from => request
+                .await
+                .unwrap_or_else(|error| Err(SourceError::Unavailable(format!("the page's request: {error}")))),
+            other => {
+                if let Some((_, request)) = other {
+                    request.abort();
+                }
+                self.source.page(from, limit).await
+            }
+        };
+        let page = match fetched {
             Ok(page) => page,
             Err(SourceError::Format(message)) => return Err(message),
             Err(SourceError::Unavailable(message)) => {
@@ -291,6 +303,15 @@ impl Auditor {
             return Ok(false);
         }
         let lines = tokio::task::block_in_place(|| parse_page(&page.text, self.threads));
+        // A full page: the journal goes on past it, so the next page is asked for now.
+        let commands = lines
+            .iter()
+            .filter(|line| !matches!(line, Ok(JournalLine::StateHash { .. })))
+            .count();
+        if commands == limit {
+            let (source, next) = (self.source.clone(), from + commands as u64);
+            self.prefetched = Some((next, tokio::spawn(async move { source.page(next, limit).await })));
+        }
         let before = self.position();
         self.apply_page(lines).await?;
         Ok(self.position() > before)
