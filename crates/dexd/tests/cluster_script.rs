@@ -2,7 +2,8 @@
 //! standby, Debian's) and three dexd nodes (the binary cargo built for these tests), describes
 //! them in `DIR/cluster.json` as the contract says, the nodes see each other alive and spread
 //! the chains over themselves (each leads one of the three), a write through one node is read
-//! back through another; and an interrupt stops everything it started, cleanly.
+//! back through another; a node and the primary killed leave the rest running, and once the
+//! standby is promoted a surviving node writes; an interrupt stops everything left, cleanly.
 
 mod common;
 
@@ -122,23 +123,64 @@ async fn scripts_cluster_starts_a_primary_a_standby_and_three_nodes_that_spread_
     let read = common::cluster::balances_at(&url_of(2), &trader.address, &position).await;
     assert_eq!(common::balance_in(&read, "USDC")["total"], "3", "{read}");
 
-    // An interrupt stops everything, nodes first, each cleanly.
+    // A newcomer kills a node and the PostgreSQL primary to watch a failover (SIGKILL, both):
+    // the script keeps the rest running. Once the standby is promoted, a surviving node takes
+    // the chains and a write through it is durable.
     let script_pid = script.id().unwrap() as i32;
+    let killed_node = nodes[0]["pid"].as_u64().unwrap();
+    let primary_data = Path::new(postgres["primary"]["dataDir"].as_str().unwrap());
+    let postmaster = std::fs::read_to_string(primary_data.join("postmaster.pid")).unwrap();
+    let primary_pid: i32 = postmaster.lines().next().unwrap().trim().parse().unwrap();
+    for pid in [killed_node as i32, primary_pid] {
+        // SAFETY: kill only sends a signal to a process the script started for this test.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    }
+    let promoted = std::process::Command::new(Path::new(postgres["bin"].as_str().unwrap()).join("psql"))
+        .args(["-h", "127.0.0.1", "-p", &postgres["standby"]["port"].to_string()])
+        .args(["-U", "dexd", "-d", "postgres", "-tAXc", "SELECT pg_promote(true, 30)"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&promoted.stdout).trim(), "t", "{promoted:?}");
+    let trader = common::Trader::new(0x5d);
+    let deposit =
+        json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "4", "privateKey": trader.key});
+    eventually(
+        "a write through a surviving node",
+        Duration::from_secs(90),
+        async || {
+            let written = http
+                .post(format!("{}/portfolio/deposit", url_of(1)))
+                .json(&deposit)
+                .send()
+                .await
+                .ok()?;
+            (written.status() == 200).then_some(())
+        },
+    )
+    .await;
+    assert!(process_exists(script_pid as u64), "the script went on");
+    for index in [1, 2] {
+        assert!(
+            process_exists(nodes[index]["pid"].as_u64().unwrap()),
+            "node {index} went on"
+        );
+    }
+    let standby_data = Path::new(postgres["standby"]["dataDir"].as_str().unwrap());
+    assert!(standby_data.join("postmaster.pid").exists(), "the standby went on");
+
+    // An interrupt stops everything left, nodes first, each cleanly.
     // SAFETY: kill only sends a signal to the child this test started.
     assert_eq!(unsafe { libc::kill(script_pid, libc::SIGINT) }, 0);
     tokio::time::timeout(Duration::from_secs(60), script.wait())
         .await
         .expect("the script stopped")
         .unwrap();
-    for node in nodes {
+    for node in &nodes[1..] {
         assert!(!process_exists(node["pid"].as_u64().unwrap()), "{node} still runs");
         let log =
             std::fs::read_to_string(Path::new(node["config"].as_str().unwrap()).with_file_name("dexd.log")).unwrap();
         assert!(!log.contains("panicked"), "{log}");
         assert!(log.contains("the history is on disk and closed cleanly"), "{log}");
     }
-    for server in ["primary", "standby"] {
-        let data = Path::new(postgres[server]["dataDir"].as_str().unwrap());
-        assert!(!data.join("postmaster.pid").exists(), "{server} still runs");
-    }
+    assert!(!standby_data.join("postmaster.pid").exists(), "the standby still runs");
 }

@@ -768,8 +768,8 @@ async fn connections_per_address_are_limited_and_a_stop_closes_every_stream_with
 }
 
 #[test]
-fn depth_and_protocol_limits_are_what_the_readme_documents() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+fn depth_and_protocol_limits_are_what_the_limits_page_documents() {
+    let limits = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/limits.md")).unwrap();
     for name in [
         "MAX_SUBSCRIPTIONS_PER_CONNECTION",
         "MAX_INBOUND_MESSAGES_PER_SECOND",
@@ -781,6 +781,6 @@ fn depth_and_protocol_limits_are_what_the_readme_documents() {
         "MAX_QUEUED_BYTES_PER_CONNECTION",
         "max_stream_connections_per_ip",
     ] {
-        assert!(readme.contains(name), "the README's limits table names {name}");
+        assert!(limits.contains(name), "docs/limits.md names {name}");
     }
 }

@@ -74,7 +74,7 @@ impl Config {
     }
 }
 
-/// Limits of the service, all documented in the README.
+/// Limits of the service, all documented in `docs/limits.md`.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {

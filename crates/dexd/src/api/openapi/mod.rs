@@ -648,7 +648,7 @@ fn metrics_path() -> Value {
         "operationId": "getMetrics",
         "tags": ["extensions"],
         "summary": "The service's metrics in the Prometheus text exposition format (version 0.0.4).",
-        "description": "Requests by operation and status with latency histograms, write queue depth, group-commit batch sizes, journal commit latency, projector lag, resting orders, accounts, connections, stream subscriptions, snapshot age and custody figures; the README lists every metric.",
+        "description": "Requests by operation and status with latency histograms, write queue depth, group-commit batch sizes, journal commit latency, projector lag, resting orders, accounts, connections, stream subscriptions, snapshot age and custody figures; docs/operating.md lists every metric.",
         "responses": {
             "200": {"description": "The exposition.", "content": {"text/plain": {"schema": {"type": "string"}}}},
             "429": {"$ref": "#/components/responses/Error429"},
