@@ -185,3 +185,26 @@ fn a_bad_configuration_is_refused_even_first() {
     }
     assert_eq!(engine.journal_sequence(), 0);
 }
+
+#[test]
+fn a_journal_of_configurations_only_takes_any_new_one_whole() {
+    // A start refused after its configuration was journaled (a token's decimals wrong on
+    // chain) is corrected by a configuration that changes what a later one could not.
+    let mut engine = configured();
+    let mut corrected = configuration();
+    corrected.engine.assets[1].decimals = 8;
+    corrected.description.assets[0].symbol = "WETH".into();
+    assert_eq!(engine.check_configuration(&corrected), Ok(()));
+    execute_checked(&mut engine, Command::Configure(Box::new(corrected.clone())), 2).unwrap();
+    assert_eq!(engine.configuration(), Some(corrected.clone()));
+    assert_eq!(engine.journal_sequence(), 2);
+    // Once anything else is applied, only additions are taken.
+    execute_checked(&mut engine, deposit(ETH, 10u128.pow(18), 1), 3).unwrap();
+    let mut changed_again = corrected;
+    changed_again.engine.assets[1].decimals = 6;
+    assert!(engine.check_configuration(&changed_again).is_err());
+    assert_eq!(
+        execute_checked(&mut engine, Command::Configure(Box::new(changed_again)), 4),
+        Err(Rejection::ConfigurationRefused)
+    );
+}

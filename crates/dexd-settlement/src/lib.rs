@@ -298,7 +298,10 @@ impl Custodians {
                 status: RwLock::new(CustodyStatus::default()),
                 deposit_locks: deposit::DepositLocks::default(),
                 reserves_reading: tokio::sync::Mutex::new(None),
-                journal_empty_at_start: setup.chain.durable_position().sequence == 0,
+                // A journal holding nothing but the chain's configuration is empty of custody.
+                journal_empty_at_start: venue_chain::read_engine(&*setup.chain, |engine| {
+                    engine.journal_sequence() == 0 || engine.holds_only_configurations()
+                }),
                 checked_against_chain: std::sync::atomic::AtomicBool::new(false),
                 root_terms: std::sync::OnceLock::new(),
             });

@@ -37,7 +37,7 @@ impl From<NodeError> for PreflightError {
 }
 
 /// Runs every check against the chain; `journal_empty` says whether the chain's journal held
-/// nothing when custody started.
+/// nothing but its configuration when custody started.
 pub async fn check_against_chain(vault: &VaultChain, journal_empty: bool) -> Result<(), PreflightError> {
     check_decimals(vault).await?;
     let terms = read_root_terms(vault).await?;

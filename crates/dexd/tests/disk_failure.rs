@@ -143,8 +143,8 @@ async fn a_graceful_stop_puts_the_history_on_disk_and_marks_it_closed_cleanly() 
     assert_eq!(history_meta(data_dir.path(), "closed_cleanly"), "1");
     assert_eq!(
         history_meta(data_dir.path(), "projected_sequence"),
-        "2",
-        "both commands are in the history"
+        "3",
+        "the configuration and both commands are in the history"
     );
 
     let restarted = BinaryServer::start(data_dir.path());

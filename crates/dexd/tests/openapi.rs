@@ -48,6 +48,8 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/account/liabilityRoots"),
     ("get", "/account/custody"),
     ("get", "/account/liabilityLeaves"),
+    ("get", "/audit/journal"),
+    ("get", "/audit/roots"),
     ("get", "/chains"),
     ("get", "/cluster"),
     ("get", "/health"),

@@ -279,11 +279,11 @@ async fn metrics_parse_as_prometheus_text_and_move_with_traffic() {
     let chain = [("chain_id", "1")];
     assert_eq!(
         sample(&after, "dexd_journal_sequence", &chain),
-        6.0,
-        "two deposits and four orders"
+        7.0,
+        "the configuration, two deposits and four orders"
     );
     assert!(sample(&after, "dexd_journal_batch_commands_count", &chain) >= 1.0);
-    assert_eq!(sample(&after, "dexd_journal_batch_commands_sum", &chain), 6.0);
+    assert_eq!(sample(&after, "dexd_journal_batch_commands_sum", &chain), 7.0);
     assert!(sample(&after, "dexd_journal_commit_duration_seconds_count", &chain) >= 1.0);
     assert_eq!(
         sample(&after, "dexd_resting_orders", &chain),
@@ -298,7 +298,7 @@ async fn metrics_parse_as_prometheus_text_and_move_with_traffic() {
     assert_eq!(sample(&after, "dexd_write_queue_depth", &chain), 0.0);
     assert_eq!(sample(&after, "dexd_write_queue_capacity", &chain), 4_096.0);
     assert_eq!(sample(&after, "dexd_projector_lag_commands", &chain), 0.0);
-    assert_eq!(sample(&after, "dexd_snapshot_commands_behind", &chain), 6.0);
+    assert_eq!(sample(&after, "dexd_snapshot_commands_behind", &chain), 7.0);
     assert_eq!(sample(&after, "dexd_ready", &[]), 1.0);
     assert!(sample(&after, "dexd_http_connections", &[]) >= 1.0);
 

@@ -60,7 +60,7 @@ async fn every_acknowledged_change_is_in_postgresql_and_survives_sigkill() {
     .join()
     .unwrap();
     assert_eq!(sequences, (1..=sequences.len() as i64).collect::<Vec<_>>(), "gapless");
-    assert_eq!(sequences.len(), 7, "3 deposits and 4 placements");
+    assert_eq!(sequences.len(), 8, "the configuration, 3 deposits and 4 placements");
     // Regression: a graceful stop closed the cluster's database connection on the async
     // runtime's thread, and panicked.
     let exit = second.stop_gracefully().await;
@@ -128,8 +128,9 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
         (chain_one["chainId"].as_str(), chain_one["leader"].as_str()),
         (Some("1"), Some("node-a"))
     );
-    assert_eq!(chain_one["sequence"], 6, "{cluster}");
-    assert_eq!(chain_one["appliedSequence"], 6, "{cluster}");
+    // The configuration, then the six commands.
+    assert_eq!(chain_one["sequence"], 7, "{cluster}");
+    assert_eq!(chain_one["appliedSequence"], 7, "{cluster}");
     // A write sent to the follower is forwarded to the leader and answered as if local.
     let dave = Trader::new(0xd0);
     let deposit = |trader: &Trader| json!({"chainId": "1", "from": trader.address, "symbol": "USDC", "quantity": "1", "privateKey": trader.key});
@@ -144,8 +145,8 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
     assert_eq!(forwarded.headers()["x-dexd-leader"], "node-a");
     assert_eq!(
         forwarded.headers()["x-dexd-sequence"],
-        "7",
-        "the change's journal position"
+        "8",
+        "the change's journal position (after the configuration and six commands)"
     );
     assert_eq!(
         TestServer::at(&leader.base_url).balance(&dave, "USDC").await["total"],
@@ -161,13 +162,14 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
         .unwrap();
     assert_eq!(twice.status(), 503);
     // Reading one's own writes from a follower: a read that names the position waits for it.
-    // Positions: 6, then dave's forwarded deposit 7, then erin's 8.
+    // Positions: the configuration and six commands (7), then dave's forwarded deposit 8, then
+    // erin's 9.
     let erin = Trader::new(0xe0);
     TestServer::at(&leader.base_url).deposit(&erin, "USDC", "7").await;
     let read = http
         .get(format!("{}/account/assetBalances", follower.base_url))
         .query(&[("chainId", "1"), ("account", erin.address.as_str())])
-        .header("X-Dexd-Min-Sequence", "8")
+        .header("X-Dexd-Min-Sequence", "9")
         .send()
         .await
         .unwrap();
@@ -188,7 +190,7 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
         never["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("ends at position 8"),
+            .contains("ends at position 9"),
         "{never}"
     );
     // A flood of such reads costs a directory read at a time, not one each (each took a
@@ -310,7 +312,8 @@ async fn a_node_on_the_embedded_journal_is_a_cluster_of_one() {
     let alice = Trader::new(0xa1);
     let deposit = |quantity: &str| json!({"chainId": "1", "from": alice.address, "symbol": "USDC", "quantity": quantity, "privateKey": alice.key});
     let http = reqwest::Client::new();
-    for (quantity, position) in [("1", Some("1")), ("2", Some("2")), ("-3", None)] {
+    // Position 1 is the chain's configuration.
+    for (quantity, position) in [("1", Some("2")), ("2", Some("3")), ("-3", None)] {
         let answer = http
             .post(format!("{}/portfolio/deposit", server.base_url))
             .json(&deposit(quantity))
@@ -486,7 +489,11 @@ async fn no_acknowledged_change_is_lost_when_the_primary_stops_and_the_standby_i
     let rows = standby.sql("SELECT count(*) || ' ' || max(sequence) FROM dexd_journal WHERE chain_id = 1");
     let (count, last) = rows.split_once(' ').unwrap();
     assert_eq!(count, last, "gapless: {rows}");
-    assert_eq!(count.parse::<u64>().unwrap(), on_a, "one journaled command per deposit");
+    assert_eq!(
+        count.parse::<u64>().unwrap(),
+        on_a + 1,
+        "the configuration, then one journaled command per deposit"
+    );
 }
 
 /// A node's snapshots are shared in PostgreSQL: a node whose own are gone (its history kept)

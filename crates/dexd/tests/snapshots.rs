@@ -371,6 +371,13 @@ async fn damaged_snapshots_are_skipped_and_the_state_is_still_exact() {
     let venue = Venue::start(other.clone(), data_dir.path()).unwrap();
     let chain = venue.chain(1).unwrap();
     assert_eq!(chain.snapshots.newest_sequence.load(Ordering::Acquire), 0);
+    // The writer journals the new configuration as it starts leading, before any request.
+    assert!(
+        chain
+            .wait_for_position(journal_end + 1, std::time::Duration::from_secs(10))
+            .await,
+        "the configuration journaled"
+    );
     assert!(open_orders(&chain).await == orders);
     let (sequence, limit) = chain.read_engine(|engine| {
         (

@@ -108,14 +108,7 @@ fn refuse_a_configuration_the_journal_cannot_take(
     engine: &Engine,
     configuration: &dexd_core::ChainConfiguration,
 ) -> Result<(), StoreError> {
-    if engine.journal_sequence() == 0 {
-        return Ok(());
-    }
-    let change = match engine.configuration() {
-        Some(journaled) => journaled.check_change_to(configuration),
-        None => dexd_core::configuration::check_engine_change(engine.config(), &configuration.engine),
-    };
-    change.map_err(|refused| {
+    engine.check_configuration(configuration).map_err(|refused| {
         StoreError::Inconsistent(format!(
             "chain {chain_id}: the configuration differs from the journal's in a way it cannot \
              change: {refused}; restore the journal's configuration, or start a new journal"
