@@ -1,9 +1,11 @@
 //! dexd: an HTTP trading venue for asset pairs on blockchain networks.
 //!
-//! The crate wraps the pure engine of `dexd-core` in everything that touches the world: the
-//! configuration ([`config`]), keys and signatures ([`crypto`]), the per-chain writer
-//! ([`venue`]), the embedded store ([`store`], [`codec`]), the HTTP layer ([`api`]) and its
-//! OpenAPI document ([`api::openapi`]). It does not match orders or move money itself: the engine does.
+//! The crate wraps the pure engine of `dexd_core` in everything that touches the world: the
+//! configuration ([`config`]), the per-chain writer and its threads ([`venue`]), the HTTP layer
+//! ([`api`]) with its streams and OpenAPI document, the public audit log and its auditor
+//! ([`audit`]), the cluster's view of itself ([`cluster`]) and the demo market ([`demo`]). Keys
+//! and signatures are `dexd_crypto`'s, the journal and history `dexd_store`'s, custody on chain
+//! `dexd_settlement`'s. It does not match orders or move money itself: the engine does.
 
 #![forbid(unsafe_code)]
 

@@ -1,0 +1,185 @@
+//! The auditor's verdict on each root the vault holds: once it has its confirmations, the tree
+//! of the replay at the root's position against the vault's root, deposit count and totals
+//! (kept in the directory when they match); a root whose journal the venue withholds past two
+//! thirds of its challenge period; and, as the guardian, the veto of a bad root. It reads the
+//! journal through nothing but the auditor's own copy.
+
+use dexd_crypto::hex_prefixed;
+use dexd_settlement::liabilities::TreeAtPosition;
+use dexd_settlement::vault::chain_address;
+
+use super::chain::VaultRoot;
+use super::copy::RootVerdict;
+use super::{output, Auditor, JOURNAL_SILENT_MS};
+
+impl Auditor {
+    /// Checks the vault's roots that have the confirmations; vetoes as the guardian. Whether
+    /// every root the vault holds is decided (or can only wait for the journal's end to move).
+    pub(super) async fn check_roots(&mut self) -> Result<bool, String> {
+        let Some(vault) = &self.vault else {
+            return Ok(true);
+        };
+        let (confirmed, chain_time_s) = match vault.confirmed_block().await {
+            Ok(block) => block,
+            Err(error) => {
+                tracing::warn!(%error, "the chain's node is not available; the roots wait");
+                return Ok(false);
+            }
+        };
+        let first_undecided = (0..)
+            .find(|epoch| !self.copy.progress().roots.contains_key(epoch))
+            .expect("epochs are countless");
+        let roots = match vault.roots(first_undecided, confirmed).await {
+            Ok(roots) => roots,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the vault's roots; they wait");
+                return Ok(false);
+            }
+        };
+        let (challenge_period_s, guardian) = (vault.challenge_period_s, vault.is_guardian());
+        let mut settled = true;
+        for root in roots {
+            if self.copy.progress().roots.contains_key(&root.epoch) {
+                continue;
+            }
+            let verdict = if let Some(failed) = self.failed_at().filter(|failed| *failed <= root.journal_sequence) {
+                Some((
+                    "mismatch",
+                    format!("the journal fails a check at {failed}, before the root's position"),
+                ))
+            } else if root.journal_sequence <= self.position() {
+                Some(self.compare_root(&root, confirmed).await?)
+            } else {
+                let challenge_ends_s = root.committed_at_s.saturating_add(challenge_period_s);
+                let withheld_since_s = root.committed_at_s.saturating_add(challenge_period_s * 2 / 3);
+                // Withheld, not merely unread: the venue does not show the root's position in
+                // its journal, or has served no page for a while. An auditor catching up on a
+                // journal the venue serves reads on (a restart late in the period vetoes no
+                // honest root).
+                let venue_silent = dexd_store::now_ms().saturating_sub(self.last_page_ms) > JOURNAL_SILENT_MS;
+                let withheld = self.journal_end < root.journal_sequence || venue_silent;
+                if guardian && withheld && chain_time_s >= withheld_since_s && chain_time_s < challenge_ends_s {
+                    Some((
+                        "unavailable",
+                        format!(
+                            "the journal up to {} was not obtained (the auditor is at {})",
+                            root.journal_sequence,
+                            self.position()
+                        ),
+                    ))
+                } else if self.options.once && self.journal_end < root.journal_sequence && self.last_page_ms > 0 {
+                    Some((
+                        "unavailable",
+                        format!("the venue's journal ends at {}", self.journal_end),
+                    ))
+                } else {
+                    settled = false;
+                    None
+                }
+            };
+            let Some((verdict, detail)) = verdict else {
+                continue;
+            };
+            self.decide_root(&root, verdict, &detail, chain_time_s).await?;
+        }
+        Ok(settled)
+    }
+
+    /// Prints and keeps a root's verdict, and vetoes a bad root as the guardian.
+    async fn decide_root(
+        &mut self,
+        root: &VaultRoot,
+        verdict: &str,
+        detail: &str,
+        chain_time_s: u64,
+    ) -> Result<(), String> {
+        let vault = self.vault.as_ref().expect("roots are checked on a vault chain");
+        let word = match verdict {
+            "ok" => "ok",
+            "mismatch" => "MISMATCH",
+            _ => "UNAVAILABLE",
+        };
+        let in_challenge = chain_time_s < root.committed_at_s.saturating_add(vault.challenge_period_s);
+        let mut veto_tx = None;
+        let line = if verdict != "ok" && vault.is_guardian() && !root.vetoed && in_challenge {
+            match vault.veto(root.epoch).await {
+                Ok(hash) => {
+                    veto_tx = Some(hash.to_string());
+                    format!("root {} {word} vetoed {hash} ({detail})", root.epoch)
+                }
+                Err(error) => format!("root {} {word} (the veto failed: {error}) ({detail})", root.epoch),
+            }
+        } else {
+            format!("root {} {word} {detail}", root.epoch)
+        };
+        output(&line);
+        match verdict {
+            "ok" => self.metrics.roots_ok.increment(1),
+            "mismatch" => self.metrics.roots_mismatched.increment(1),
+            _ => self.metrics.roots_unavailable.increment(1),
+        }
+        let kept = RootVerdict {
+            verdict: verdict.to_string(),
+            line,
+            veto_tx,
+        };
+        self.copy.update_progress(|progress| {
+            progress.roots.insert(root.epoch, kept);
+        })
+    }
+
+    /// The tree of the auditor's replay at a root's position, against the vault's root, deposit
+    /// count and totals; kept in the directory when it matches.
+    async fn compare_root(&self, root: &VaultRoot, confirmed: u64) -> Result<(&'static str, String), String> {
+        let vault = self.vault.as_ref().expect("roots are checked on a vault chain");
+        let event = vault
+            .root_event(root, confirmed)
+            .await
+            .map_err(|error| format!("the root's event: {error}"))?
+            .ok_or_else(|| format!("the vault's root {} has no RootCommitted event", root.epoch))?;
+        let position = root.journal_sequence;
+        let tree = tokio::task::block_in_place(|| -> Result<TreeAtPosition, String> {
+            let engine = if position == self.position() {
+                None
+            } else {
+                Some(self.copy.engine_at(position)?)
+            };
+            let engine = engine.as_ref().unwrap_or(&self.engine);
+            let tokens: Vec<Option<dexd_core::Address>> = engine
+                .description()
+                .map(|description| description.assets.iter().map(|asset| asset.token).collect())
+                .unwrap_or_default();
+            Ok(TreeAtPosition::build(position, engine, &tokens, None))
+        })?;
+        let (tokens, totals) = tree.commit_arguments(|token| event.tokens.contains(&chain_address(token)));
+        let mut differences = Vec::new();
+        if tree.root() != root.root {
+            differences.push(format!(
+                "root {} where the replay's is {}",
+                hex_prefixed(&root.root),
+                hex_prefixed(&tree.root())
+            ));
+        }
+        if tree.deposit_count != root.deposit_count {
+            differences.push(format!(
+                "deposit count {} where the replay's is {}",
+                root.deposit_count, tree.deposit_count
+            ));
+        }
+        if tokens != event.tokens || totals != event.totals {
+            differences.push("totals that differ from the replay's".to_string());
+        }
+        if !differences.is_empty() {
+            return Ok(("mismatch", differences.join("; ")));
+        }
+        tokio::task::block_in_place(|| self.copy.keep_tree(&tree))?;
+        Ok((
+            "ok",
+            format!(
+                "journalSequence {position} root {} leaves {}",
+                hex_prefixed(&root.root),
+                tree.leaves.len()
+            ),
+        ))
+    }
+}
