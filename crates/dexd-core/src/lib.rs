@@ -1,7 +1,7 @@
 //! dexd-core: the pure, deterministic heart of dexd.
 //!
 //! One [`engine::Engine`] holds, for one chain, every order book and every account balance, and
-//! turns [`engine::Command`]s into [`engine::Event`]s. Money is exact: amounts are integers of an
+//! turns [`engine::Command`]s into `engine::Event`s. Money is exact: amounts are integers of an
 //! asset's smallest unit, prices are whole ticks, quantities whole lots, and every arithmetic step
 //! is checked.
 //!

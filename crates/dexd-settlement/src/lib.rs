@@ -163,7 +163,7 @@ impl VaultChain {
     }
 
     /// Like [`VaultChain::read_engine`], but only once the journal holds the state read (see
-    /// [`venue_chain::read_durable_engine`]); `None` when it did not within `wait`.
+    /// `venue_chain::read_durable_engine`); `None` when it did not within `wait`.
     pub async fn read_durable_engine<R>(&self, read: impl FnOnce(&Engine) -> R, wait: Duration) -> Option<R> {
         venue_chain::read_durable_engine(self.chain.as_ref(), read, wait).await
     }

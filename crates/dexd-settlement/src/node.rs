@@ -508,7 +508,7 @@ impl Node {
         Ok(self.provider.call(request).block(block).await?)
     }
 
-    /// The gas a transaction would use, with [`GAS_MARGIN_PERCENT`] on top; a revert is
+    /// The gas a transaction would use, with `GAS_MARGIN_PERCENT` on top; a revert is
     /// [`NodeError::Reverted`].
     pub async fn estimate_gas(
         &self,

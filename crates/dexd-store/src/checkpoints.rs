@@ -128,7 +128,7 @@ pub(crate) fn checkpoint_passive(connection: &Connection) -> Result<(), StoreErr
 
 /// A connection to a chain's journal that only checkpoints it, on a thread of its own: it copies
 /// the bulk of the WAL into the database file and syncs it while the writer goes on committing. The writer then finishes with a short checkpoint of what
-/// was appended meanwhile ([`StoreWriter::checkpoint`]), after which the WAL starts over: a
+/// was appended meanwhile (`StoreWriter::checkpoint`), after which the WAL starts over: a
 /// checkpoint that never catches up with a busy writer lets the WAL grow without end.
 pub struct JournalCheckpointer {
     pub(crate) connection: Connection,

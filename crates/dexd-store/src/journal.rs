@@ -138,7 +138,7 @@ impl StoreWriter {
 
     /// Rebuilds the engine by replaying the journal at the recorded times. With a `history`, the
     /// commands it does not hold yet are written to it on the way, in batches of
-    /// [`MAX_PROJECTION_BATCH`], so memory does not grow with what is missing.
+    /// `MAX_PROJECTION_BATCH`, so memory does not grow with what is missing.
     pub fn replay(&mut self, config: &EngineConfig, history: Option<&mut Projector>) -> Result<Replayed, StoreError> {
         journal_interface::replay(self, config, history)
     }

@@ -182,7 +182,7 @@ async fn blocking_start<T: Send + 'static, E: std::error::Error + Send + Sync + 
 /// the header read timeout, like its headers.
 ///
 /// The listener answers at once; the chains start in the background, and until every chain has
-/// (see [`start_in_background`]) only `/health`, `/ready` (503), `/metrics`, `/openapi.json` and
+/// (see `start_in_background`) only `/health`, `/ready` (503), `/metrics`, `/openapi.json` and
 /// the stream protocol's description are served, everything else 503. A chain that cannot
 /// start ends the server with its error.
 ///

@@ -6,7 +6,7 @@
 //! the debit, past its challenge period without a veto: so the exit root, which is that root or
 //! a later one, counts the payment, and no trader is paid a withdrawal and exits the balance it
 //! came from too); none while a foreign root could still become the exit root, or the vault is
-//! frozen ([`roots`]). Before
+//! frozen (`roots`). Before
 //! any send, asks the vault which are already paid: those are confirmed once their `Withdrawn`
 //! event has `confirmations` blocks on top, whatever transaction paid them (one sent before a
 //! crash included). A withdrawal whose authorization expired unpaid, as a block with
@@ -17,9 +17,9 @@
 //! with EIP-1559 fees from the node, and journaled as sent. One transaction is in flight at a
 //! time, so the operator's nonces form one sequence; one not mined within `replace_after_ms` is
 //! replaced at the same nonce with higher fees, and every transaction sent at that nonce is
-//! followed, since any of them may be the one mined ([`in_flight`]). A withdrawal the vault shows
+//! followed, since any of them may be the one mined (`in_flight`). A withdrawal the vault shows
 //! paid is confirmed from a known transaction's receipt, or from its event found in bounded log
-//! ranges ([`paid`]); a node error about one withdrawal holds up only that one.
+//! ranges (`paid`); a node error about one withdrawal holds up only that one.
 //!
 //! Every withdrawal is paid at most once because the vault refuses a paid id; it is paid at
 //! least once because the payer keeps sending until it is paid or expired; and it is never both

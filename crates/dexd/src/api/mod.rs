@@ -217,7 +217,7 @@ fn client_ip(app: &AppState, request: &Request) -> std::net::IpAddr {
         .unwrap_or(connection)
 }
 
-/// The address a request is counted against (see [`client_ip`]), for the handlers.
+/// The address a request is counted against (see `client_ip`), for the handlers.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientIp(pub std::net::IpAddr);
 

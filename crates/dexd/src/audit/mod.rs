@@ -1,4 +1,4 @@
-//! The venue made checkable: its journal published in a documented format ([`format`]), with
+//! The venue made checkable: its journal published in a documented format (`format`), with
 //! the state hashes that let a replay check itself as it goes (kept by
 //! `venue::state_hashes`), and `dexd audit`,
 //! the process that follows a venue's journal, checks every command's authorization, replays it

@@ -2,8 +2,8 @@
 //! streams and every read show a live market within seconds of the start.
 //!
 //! Each pair gets a market maker quoting a few levels around a price that wanders (a seeded
-//! random walk, [`walk`]), and each chain two takers that trade against it at a human pace
-//! ([`market`]). They are ordinary accounts with keys made at start ([`accounts`]): their orders
+//! random walk, `walk`), and each chain two takers that trade against it at a human pace
+//! (`market`). They are ordinary accounts with keys made at start (`accounts`): their orders
 //! and deposits go through the API's handlers like any client's, and nothing in the contract
 //! changes. The log says the market is a demo and lists the accounts' addresses; the page shows
 //! a banner.
@@ -90,7 +90,7 @@ impl Demo {
         }
     }
 
-    /// Stops every market; each cancels its maker's orders first (for at most [`STOP_WAIT`]).
+    /// Stops every market; each cancels its maker's orders first (for at most `STOP_WAIT`).
     pub async fn stop(&self) {
         let _ = self.stop.send(true);
         let chains = std::mem::take(&mut *self.chains.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));

@@ -3,7 +3,7 @@
 //!
 //! The roots come from the journal (each a `RecordLiabilityRoot` the committer journaled once
 //! the vault held it, with where it stands); the leaves and proofs from the file of the tree at
-//! the root's journal position ([`crate::venue::liabilities`]), read a few records at a time:
+//! the root's journal position (`crate::venue::liabilities`), read a few records at a time:
 //! nothing here rebuilds a state, holds a lock the payer waits for, or reads the chain. A root
 //! the venue did not make, or a vetoed one, is never served; a root whose file is not kept is
 //! `404 ROOT_NOT_FOUND` at once. A client checks a proof against the root it reads from the

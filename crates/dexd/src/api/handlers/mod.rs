@@ -1,7 +1,7 @@
 //! One function per operation: read the parameters, ask the venue, render the contract's body.
 //! The handlers are grouped as the seed groups its paths: [`order`] (`/order/...`),
 //! [`portfolio`] (`/portfolio/...`) and [`account`] (`/account/...`), with the trading
-//! extensions in [`trading`] (batches, cancel all, amend, the switch) and [`agents`]; this file
+//! extensions in [`trading`] (batches, cancel all, amend, the switch) and `agents`; this file
 //! holds what they
 //! share (reading a chain, an address, a pair, a page; mapping the venue's errors) and the
 //! extensions that belong to no group (`/health`).

@@ -15,7 +15,7 @@ mod schemas;
 use self::schemas::{reference, schemas};
 
 /// The whole document, for the venue's configuration: its assets' and pairs' decimals bound the
-/// decimal parameters (see [`DecimalRules`]).
+/// decimal parameters (see `DecimalRules`).
 pub fn document(config: &Config) -> Value {
     let rules = DecimalRules::of(config);
     let mut paths = Map::new();

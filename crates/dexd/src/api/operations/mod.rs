@@ -1,6 +1,6 @@
 //! The table of operations: paths, methods and parameters, in one place; the trading
-//! extensions' (batches, cancel all, amend, the switch, agents) are in [`trading`], the
-//! liability proofs' in [`liabilities`], the public audit log's in [`audit`].
+//! extensions' (batches, cancel all, amend, the switch, agents) are in `trading`, the
+//! liability proofs' in `liabilities`, the public audit log's in `audit`.
 //!
 //! The handlers check incoming parameters against it (unknown ones are refused) and the OpenAPI
 //! document is generated from it, so the two cannot drift apart. It holds no behaviour.
