@@ -472,6 +472,18 @@ fn apply_batch(
         .engine_position
         .applied_sequence
         .store(state.next_sequence - 1, Ordering::Release);
+    // Debug builds (every test) audit the whole state after every batch that changed it: a
+    // broken invariant stops the writer at the batch that broke it. Release builds keep the
+    // cheap assertions only; the audit walks every account and order.
+    #[cfg(debug_assertions)]
+    if !journal.is_empty() {
+        if let Err(broken) = engine.check_invariants() {
+            panic!(
+                "invariant broken after the batch ending at {}: {broken}",
+                state.next_sequence - 1
+            );
+        }
+    }
     drop(engine);
     (journal, projections, replies)
 }
