@@ -11,8 +11,8 @@
 //! checks a change; the engine applies it (`Engine::execute`).
 
 use crate::custody::CustodyMode;
-use crate::engine::EngineConfig;
 use crate::money::Address;
+use crate::pair::{AssetSpec, PairDefinition};
 
 /// What the chain is, besides the engine's rules: the EIP-712 domain every account signs under,
 /// and each asset's symbol and token.
@@ -192,4 +192,50 @@ pub fn check_engine_change(old: &EngineConfig, new: &EngineConfig) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The documented limits of one chain's engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineLimits {
+    /// Open orders one account may have on the chain.
+    pub max_open_orders_per_account: u32,
+    /// Resting orders the chain's books may hold in all.
+    pub max_resting_orders: usize,
+    /// Accounts the ledger may hold.
+    pub max_accounts: usize,
+    /// Nonces of client-signed requests the chain keeps at once (each until its request expires).
+    pub max_live_nonces: usize,
+    /// Of those, the most one account may hold.
+    pub max_live_nonces_per_account: usize,
+    /// Pending deposits, and separately pending withdrawals, the chain keeps at once (vault
+    /// custody).
+    pub max_pending_transfers: usize,
+}
+
+impl Default for EngineLimits {
+    fn default() -> EngineLimits {
+        EngineLimits {
+            max_open_orders_per_account: 500,
+            max_resting_orders: 2_000_000,
+            max_accounts: 10_000_000,
+            max_live_nonces: 1_000_000,
+            max_live_nonces_per_account: 100_000,
+            max_pending_transfers: 100_000,
+        }
+    }
+}
+
+/// Everything the engine of one chain is built from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// The chain's assets; an [`AssetIndex`](crate::money::AssetIndex) is a position in this list.
+    pub assets: Vec<AssetSpec>,
+    /// The chain's pairs; a [`PairIndex`](crate::money::PairIndex) is a position in this list.
+    pub pairs: Vec<PairDefinition>,
+    /// Where fees go.
+    pub fee_account: Address,
+    /// Where the chain's balances are held.
+    pub custody: CustodyMode,
+    /// The chain's limits.
+    pub limits: EngineLimits,
 }

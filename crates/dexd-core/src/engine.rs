@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use crate::agents::{AgentGrant, AgentRegistry};
 use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::configuration::{check_engine_change, ChainConfiguration, ChainDescription, ConfigurationRefused};
-use crate::custody::{Custody, CustodyMode};
+use crate::custody::Custody;
 use crate::events::{Event, Rejection};
 use crate::ledger::{AccountSlot, Balance, Ledger};
 use crate::liabilities::{LiabilityEntry, LiabilityRootRecord, RootStanding, VaultFreeze};
@@ -29,57 +29,13 @@ use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::{NonceClaim, NonceRegistry, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS};
 use crate::order::{Direction, NewOrder, OrderRecord};
-use crate::pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError};
+use crate::pair::{AssetSpec, PairSpec, PairSpecError};
 use crate::switches::CancelAllAfterSwitches;
 use crate::transfer::{
     ChainDeposit, ChainDepositSubmission, TransferKind, TransferRequest, VaultWithdrawal, WithdrawalKey,
 };
 
-/// The documented limits of one chain's engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EngineLimits {
-    /// Open orders one account may have on the chain.
-    pub max_open_orders_per_account: u32,
-    /// Resting orders the chain's books may hold in all.
-    pub max_resting_orders: usize,
-    /// Accounts the ledger may hold.
-    pub max_accounts: usize,
-    /// Nonces of client-signed requests the chain keeps at once (each until its request expires).
-    pub max_live_nonces: usize,
-    /// Of those, the most one account may hold.
-    pub max_live_nonces_per_account: usize,
-    /// Pending deposits, and separately pending withdrawals, the chain keeps at once (vault
-    /// custody).
-    pub max_pending_transfers: usize,
-}
-
-impl Default for EngineLimits {
-    fn default() -> EngineLimits {
-        EngineLimits {
-            max_open_orders_per_account: 500,
-            max_resting_orders: 2_000_000,
-            max_accounts: 10_000_000,
-            max_live_nonces: 1_000_000,
-            max_live_nonces_per_account: 100_000,
-            max_pending_transfers: 100_000,
-        }
-    }
-}
-
-/// Everything the engine of one chain is built from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EngineConfig {
-    /// The chain's assets; an [`AssetIndex`] is a position in this list.
-    pub assets: Vec<AssetSpec>,
-    /// The chain's pairs; a [`PairIndex`] is a position in this list.
-    pub pairs: Vec<PairDefinition>,
-    /// Where fees go.
-    pub fee_account: Address,
-    /// Where the chain's balances are held.
-    pub custody: CustodyMode,
-    /// The chain's limits.
-    pub limits: EngineLimits,
-}
+pub use crate::configuration::{EngineConfig, EngineLimits};
 
 /// What the engine can be asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
