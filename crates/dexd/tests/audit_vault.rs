@@ -13,7 +13,7 @@ use std::time::Duration;
 use alloy::primitives::{FixedBytes, U256};
 use alloy::sol_types::SolCall;
 use common::auditor::{free_local_address, RunningAuditor};
-use common::chain::{BackgroundMiner, TestChain, TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
+use common::chain::{BackgroundMiner, TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
 use common::vault_calls::{send, view};
 use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_settlement::vault::DexdVaultV2;
@@ -69,13 +69,8 @@ async fn wait_for_root_past(venue: &VaultVenue, position: u64) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_root_is_vetoed_by_an_auditor_as_guardian_and_the_venue_goes_on() {
     // Thirty seconds to veto; time is moved on only after the veto.
-    let terms = dexd_settlement::deploy::RootTerms {
-        challenge_period_s: 30,
-        ..TEST_ROOT_TERMS
-    };
-    let chain = TestChain::start_with_terms(&[], terms).await;
-    let node_url = chain.anvil.endpoint();
-    let venue = VaultVenue::start_on(chain, &node_url);
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
     let alice = venue.chain.users[0].clone();
     venue
         .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
@@ -149,7 +144,7 @@ async fn a_forged_root_is_vetoed_by_an_auditor_as_guardian_and_the_venue_goes_on
     let debited_at: u64 = response.headers()["x-dexd-sequence"].to_str().unwrap().parse().unwrap();
     let covering = wait_for_root_past(&venue, debited_at).await;
     assert!(covering > planted_epoch);
-    venue.chain.advance_time(terms.challenge_period_s + 1).await;
+    venue.chain.advance_time(CHALLENGE_PERIOD_S + 1).await;
     venue.wait_for_newest_withdrawal_confirmed(&alice).await;
     assert_eq!(
         venue.usdc_in_wallet(&alice).await,
@@ -291,13 +286,8 @@ async fn a_venue_killed_right_after_a_root_leaves_every_account_an_exit_from_an_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_whose_journal_is_withheld_is_vetoed_from_two_thirds_of_its_challenge_period() {
-    let terms = dexd_settlement::deploy::RootTerms {
-        challenge_period_s: 30,
-        ..TEST_ROOT_TERMS
-    };
-    let chain = TestChain::start_with_terms(&[], terms).await;
-    let node_url = chain.anvil.endpoint();
-    let venue = VaultVenue::start_on(chain, &node_url);
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
     let alice = venue.chain.users[0].clone();
     venue
         .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
@@ -326,7 +316,7 @@ async fn a_root_whose_journal_is_withheld_is_vetoed_from_two_thirds_of_its_chall
     );
     assert!(!vault_root(&venue, 0).await.vetoed);
     // ... from two thirds of it, the journal counts as withheld and the root is vetoed.
-    venue.chain.advance_time(terms.challenge_period_s * 2 / 3 + 1).await;
+    venue.chain.advance_time(CHALLENGE_PERIOD_S * 2 / 3 + 1).await;
     let line = auditor
         .wait_for_line("the root vetoed as withheld", Duration::from_secs(30), |line| {
             line.starts_with("root 0 ")

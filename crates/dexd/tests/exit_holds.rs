@@ -16,7 +16,7 @@ use std::time::Duration;
 use alloy::eips::BlockId;
 use alloy::primitives::{Address as ChainAddress, FixedBytes, TxKind, U256};
 use alloy::sol_types::SolCall;
-use common::chain::{TestChain, TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
+use common::chain::{TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
 use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_settlement::deploy;
 use dexd_settlement::vault::DexdVaultV2;
@@ -187,13 +187,8 @@ async fn a_trader_paid_for_a_token_sold_after_a_root_cannot_exit_the_token_again
 #[tokio::test]
 async fn a_root_planted_with_the_operator_key_stops_withdrawals_until_vetoed_and_is_never_served() {
     // A challenge period long enough for the test to veto in it; time is moved after the veto.
-    let terms = dexd_settlement::deploy::RootTerms {
-        challenge_period_s: 30,
-        ..TEST_ROOT_TERMS
-    };
-    let chain = TestChain::start_with_terms(&[], terms).await;
-    let node_url = chain.anvil.endpoint();
-    let venue = VaultVenue::start_on(chain, &node_url);
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
     let alice = venue.chain.users[0].clone();
     venue
         .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
@@ -277,7 +272,7 @@ async fn a_root_planted_with_the_operator_key_stops_withdrawals_until_vetoed_and
                 .is_some_and(|epoch| epoch > planted_epoch)
         })
         .await;
-    venue.chain.advance_time(terms.challenge_period_s + 1).await;
+    venue.chain.advance_time(CHALLENGE_PERIOD_S + 1).await;
     venue.wait_for_newest_withdrawal_confirmed(&alice).await;
     let resolved = custody(&venue).await;
     assert!(resolved["roots"]["foreignRoot"].is_null(), "{resolved}");

@@ -50,6 +50,18 @@ impl VaultVenue {
         })
     }
 
+    /// Starts dexd on a new test chain whose vault gives `challenge_period_s` to veto a root
+    /// (long enough for a test to veto in it; the tests move the chain's clock past it).
+    pub async fn start_with_challenge_period(challenge_period_s: u64) -> VaultVenue {
+        let terms = deploy::RootTerms {
+            challenge_period_s,
+            ..super::chain::TEST_ROOT_TERMS
+        };
+        let chain = TestChain::start_with_terms(&[], terms).await;
+        let node_url = chain.anvil.endpoint();
+        VaultVenue::start_on(chain, &node_url)
+    }
+
     /// Starts dexd on `chain`, reaching its node at `node_url` (the node itself, or a proxy).
     pub fn start_on(chain: TestChain, node_url: &str) -> VaultVenue {
         VaultVenue::start_configured(chain, |chain, folder| chain.write_dexd_config(folder, node_url))
