@@ -329,7 +329,7 @@ impl Auditor {
             while let Some(Ok(line)) = lines.get(index) {
                 let configures =
                     matches!(line, JournalLine::Command(command) if matches!(command.command, Command::Configure(_)));
-                if configures && segment_commands(&segment) > 0 {
+                if configures && !command_lines(&segment).is_empty() {
                     break;
                 }
                 segment.push(line.clone());
@@ -360,13 +360,7 @@ impl Auditor {
         segment: &[JournalLine],
         journaled: &mut Vec<JournalEntry>,
     ) -> Result<Result<(), (u64, String)>, String> {
-        let commands: Vec<&CommandLine> = segment
-            .iter()
-            .filter_map(|line| match line {
-                JournalLine::Command(line) => Some(&**line),
-                JournalLine::StateHash { .. } => None,
-            })
-            .collect();
+        let commands = command_lines(segment);
         // The journal's first command is its configuration: the messages of the rest follow
         // from it.
         let first_configures = commands
@@ -409,13 +403,7 @@ impl Auditor {
         checks: &[LineCheck],
         journaled: &mut Vec<JournalEntry>,
     ) -> Result<Result<(), (u64, String)>, String> {
-        let commands: Vec<&CommandLine> = segment
-            .iter()
-            .filter_map(|line| match line {
-                JournalLine::Command(line) => Some(&**line),
-                JournalLine::StateHash { .. } => None,
-            })
-            .collect();
+        let commands = command_lines(segment);
         let chain_failures = self.chain_failures(&commands, checks).await?;
         let mut check_of = commands
             .iter()
@@ -561,12 +549,15 @@ impl Auditor {
     }
 }
 
-/// How many command lines a segment holds.
-fn segment_commands(segment: &[JournalLine]) -> usize {
+/// The command lines of a segment, in order (its state hash lines left out).
+fn command_lines(segment: &[JournalLine]) -> Vec<&CommandLine> {
     segment
         .iter()
-        .filter(|line| matches!(line, JournalLine::Command(_)))
-        .count()
+        .filter_map(|line| match line {
+            JournalLine::Command(line) => Some(&**line),
+            JournalLine::StateHash { .. } => None,
+        })
+        .collect()
 }
 
 /// Parses a page's lines on `threads` threads.
