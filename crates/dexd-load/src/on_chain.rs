@@ -11,9 +11,9 @@ use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_crypto::parse_address;
-use dexd_settlement::deploy::TestToken;
-use dexd_settlement::node::{Fees, Node, TransactionTerms};
-use dexd_settlement::vault::{chain_address, DexdVault, Erc20};
+use dexd_custody::deploy::TestToken;
+use dexd_custody::node::{Fees, Node, TransactionTerms};
+use dexd_custody::vault::{chain_address, DexdVault, Erc20};
 use serde_json::Value;
 
 use crate::RunSettings;

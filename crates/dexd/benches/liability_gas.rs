@@ -19,9 +19,9 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_crypto::liability_tree::{LiabilityLeaf, LiabilityTree};
 use dexd_crypto::{PrivateKey, SigningDomain};
-use dexd_settlement::deploy::{self, RootTerms};
-use dexd_settlement::node::{Node, Receipt};
-use dexd_settlement::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
+use dexd_custody::deploy::{self, RootTerms};
+use dexd_custody::node::{Node, Receipt};
+use dexd_custody::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 
 fn anvil_path() -> PathBuf {
     std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {

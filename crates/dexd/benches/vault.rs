@@ -18,10 +18,10 @@ use alloy::sol_types::SolCall;
 use dexd::config::Config;
 use dexd::venue::Venue;
 use dexd_crypto::{PrivateKey, SigningDomain};
-use dexd_settlement::devnet::{self, DevnetConfigOptions};
-use dexd_settlement::node::{Fees, Node, TransactionTerms};
-use dexd_settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
-use dexd_settlement::{deploy, Custodians};
+use dexd_custody::devnet::{self, DevnetConfigOptions};
+use dexd_custody::node::{Fees, Node, TransactionTerms};
+use dexd_custody::vault::{venue_address, DexdVault, WithdrawalTerms};
+use dexd_custody::{deploy, Custodians};
 
 fn anvil_path() -> PathBuf {
     std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {

@@ -56,7 +56,7 @@ pub struct Audit {
 pub fn run_audit(arguments: Audit) -> ExitCode {
     let chain = match (arguments.rpc_url, arguments.vault) {
         (Some(rpc_url), Some(vault)) => match address_argument(&vault, "vault") {
-            Ok(vault) => Some((rpc_url, dexd_settlement::vault::venue_address(&vault))),
+            Ok(vault) => Some((rpc_url, dexd_custody::vault::venue_address(&vault))),
             Err(error) => {
                 eprintln!("dexd audit: {error}");
                 return ExitCode::from(2);

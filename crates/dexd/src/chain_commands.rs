@@ -13,11 +13,11 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use clap::{Args, Subcommand};
 use dexd_crypto::{checksummed, parse_address};
-use dexd_settlement::config::OperatorKeySource;
-use dexd_settlement::node::Node;
-use dexd_settlement::operator_key::read_operator_key;
-use dexd_settlement::vault::{chain_address, venue_address, DexdVault, DexdVaultV2};
-use dexd_settlement::{deploy, devnet};
+use dexd_custody::config::OperatorKeySource;
+use dexd_custody::node::Node;
+use dexd_custody::operator_key::read_operator_key;
+use dexd_custody::vault::{chain_address, venue_address, DexdVault, DexdVaultV2};
+use dexd_custody::{deploy, devnet};
 
 /// Where a key comes from on the command line.
 #[derive(Args, Clone)]
@@ -291,7 +291,7 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
             let vault = address_argument(&target.vault, "vault")?;
             let node = connect(&target.rpc_url, vault).await?;
             let latest = alloy::eips::BlockId::latest();
-            let failed = |error: dexd_settlement::node::NodeError| error.to_string();
+            let failed = |error: dexd_custody::node::NodeError| error.to_string();
             let owner = node
                 .view(vault, DexdVault::ownerCall {}, latest)
                 .await

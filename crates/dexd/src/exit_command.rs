@@ -21,9 +21,9 @@ use clap::Args;
 use dexd_core::Address;
 use dexd_crypto::liability_tree::{verify, LiabilityLeaf};
 use dexd_crypto::{checksummed, parse_address};
-use dexd_settlement::deploy;
-use dexd_settlement::node::{Node, NodeError};
-use dexd_settlement::vault::{chain_address, venue_address, DexdVaultV2};
+use dexd_custody::deploy;
+use dexd_custody::node::{Node, NodeError};
+use dexd_custody::vault::{chain_address, venue_address, DexdVaultV2};
 use serde_json::{json, Value};
 
 use crate::chain_commands::{address_argument, connect, runtime, KeyArguments};
@@ -179,9 +179,9 @@ async fn leaves_from_audit_dir(
     )
     .await?;
     let path = dexd::audit::auditor::copy::trees_directory(directory, chain_id).join(
-        dexd_settlement::liabilities::tree_file::file_name(stored.journalSequence, &stored.root.0),
+        dexd_custody::liabilities::tree_file::file_name(stored.journalSequence, &stored.root.0),
     );
-    let file = dexd_settlement::liabilities::tree_file::TreeFile::open(&path).map_err(|error| {
+    let file = dexd_custody::liabilities::tree_file::TreeFile::open(&path).map_err(|error| {
         format!(
             "the auditor's directory has no tree of the exit root (epoch {epoch}, {}): {error}",
             path.display()
@@ -354,7 +354,7 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
 }
 
 /// One exit's line of the output.
-fn sent(name: &str, kind: &str, outcome: Result<dexd_settlement::node::Receipt, NodeError>) -> Value {
+fn sent(name: &str, kind: &str, outcome: Result<dexd_custody::node::Receipt, NodeError>) -> Value {
     match outcome {
         Ok(receipt) => {
             json!({"symbol": name, "kind": kind, "sent": true, "block": receipt.block_number, "gasUsed": receipt.gas_used})

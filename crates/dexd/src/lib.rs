@@ -5,7 +5,7 @@
 //! ([`api`]) with its streams and OpenAPI document, the public audit log and its auditor
 //! ([`audit`]), the cluster's view of itself ([`cluster`]) and the demo market ([`demo`]). Keys
 //! and signatures are `dexd_crypto`'s, the journal and history `dexd_store`'s, custody on chain
-//! `dexd_settlement`'s. It does not match orders or move money itself: the engine does.
+//! `dexd_custody`'s. It does not match orders or move money itself: the engine does.
 
 #![forbid(unsafe_code)]
 
@@ -69,7 +69,7 @@ pub async fn serve(
 /// What a started venue runs, for the shutdown.
 struct Started {
     venue: Arc<venue::Venue>,
-    custody: Arc<dexd_settlement::Custodians>,
+    custody: Arc<dexd_custody::Custodians>,
     streams: Arc<api::streams::Streams>,
     /// The dead man's switches' timers (stopped when dropped).
     switches: venue::switches::SwitchTimers,
@@ -117,7 +117,7 @@ fn start_in_background(
                 return;
             }
         };
-        let custody = match dexd_settlement::Custodians::start(venue::vault_chain_setups(&venue)).await {
+        let custody = match dexd_custody::Custodians::start(venue::vault_chain_setups(&venue)).await {
             Ok(custody) => Arc::new(custody),
             Err(error) => {
                 let _ = failed

@@ -16,7 +16,7 @@ use common::auditor::{free_local_address, RunningAuditor};
 use common::chain::{BackgroundMiner, TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
 use common::vault_calls::{send, view};
 use common::vault_venue::{address_of, key_of, VaultVenue};
-use dexd_settlement::vault::DexdVaultV2;
+use dexd_custody::vault::DexdVaultV2;
 use serde_json::json;
 
 const GUARDIAN_KEY_ENV: &str = "DEXD_TEST_GUARDIAN_KEY";

@@ -60,7 +60,7 @@ async fn operator_transactions(venue: &VaultVenue) -> (usize, usize) {
             let commit_root = format!(
                 "0x{}",
                 alloy::hex::encode(
-                    <dexd_settlement::vault::DexdVaultV2::commitRootCall as alloy::sol_types::SolCall>::SELECTOR
+                    <dexd_custody::vault::DexdVaultV2::commitRootCall as alloy::sol_types::SolCall>::SELECTOR
                 )
             );
             if transaction["input"].as_str().unwrap().starts_with(&commit_root) {

@@ -14,8 +14,8 @@ use common::chain::{TestChain, ETH_UNIT};
 use common::TestServer;
 use dexd::config::Config;
 use dexd_crypto::checksummed;
-use dexd_settlement::deploy;
-use dexd_settlement::vault::venue_address;
+use dexd_custody::deploy;
+use dexd_custody::vault::venue_address;
 use serde_json::json;
 
 /// The failpoints are process-wide: one test at a time uses them.

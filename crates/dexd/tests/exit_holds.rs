@@ -18,8 +18,8 @@ use alloy::primitives::{Address as ChainAddress, FixedBytes, TxKind, U256};
 use alloy::sol_types::SolCall;
 use common::chain::{TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
 use common::vault_venue::{address_of, key_of, VaultVenue};
-use dexd_settlement::deploy;
-use dexd_settlement::vault::DexdVaultV2;
+use dexd_custody::deploy;
+use dexd_custody::vault::DexdVaultV2;
 use serde_json::{json, Value};
 
 async fn send(venue: &VaultVenue, from: &alloy::signers::local::PrivateKeySigner, input: Vec<u8>) {

@@ -33,10 +33,10 @@ use dexd_core::{
 };
 use dexd_crypto::liability_tree::{LiabilityLeaf, LiabilityTree};
 use dexd_crypto::{PrivateKey, SigningDomain};
-use dexd_settlement::deploy::{self, RootTerms};
-use dexd_settlement::liabilities::TreeAtPosition;
-use dexd_settlement::node::Node;
-use dexd_settlement::vault::{chain_address, venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
+use dexd_custody::deploy::{self, RootTerms};
+use dexd_custody::liabilities::TreeAtPosition;
+use dexd_custody::node::Node;
+use dexd_custody::vault::{chain_address, venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -80,7 +80,7 @@ struct World {
 }
 
 impl World {
-    async fn send(&self, from: &PrivateKeySigner, to: ChainAddress, input: Vec<u8>) -> dexd_settlement::node::Receipt {
+    async fn send(&self, from: &PrivateKeySigner, to: ChainAddress, input: Vec<u8>) -> dexd_custody::node::Receipt {
         let node = &self.chain.node;
         let cached = self.nonces.lock().get(&from.address()).copied();
         let nonce = match cached {
@@ -88,12 +88,12 @@ impl World {
             None => node.latest_nonce(from.address()).await.unwrap(),
         };
         self.nonces.lock().insert(from.address(), nonce + 1);
-        let terms = dexd_settlement::node::TransactionTerms {
+        let terms = dexd_custody::node::TransactionTerms {
             to: TxKind::Call(to),
             input,
             value: U256::ZERO,
             nonce,
-            fees: dexd_settlement::node::Fees {
+            fees: dexd_custody::node::Fees {
                 max_fee_per_gas: 100_000_000_000,
                 max_priority_fee_per_gas: 1_000_000_000,
                 gas_limit: 3_000_000,
@@ -334,7 +334,7 @@ impl<'w> Venue<'w> {
         root: [u8; 32],
         journal_sequence: u64,
         deposit_count: u64,
-        receipt: dexd_settlement::node::Receipt,
+        receipt: dexd_custody::node::Receipt,
         origin: RootOrigin,
         totals: Vec<Amount>,
     ) {

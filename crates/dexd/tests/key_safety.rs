@@ -150,7 +150,7 @@ async fn the_operator_key_and_users_keys_never_appear_in_vault_mode() {
     let http = reqwest::Client::new();
     let user = &chain.users[0];
     let user_key = format!("0x{}", hex::encode(user.to_bytes()));
-    let from = checksummed(&dexd_settlement::vault::venue_address(&user.address()));
+    let from = checksummed(&dexd_custody::vault::venue_address(&user.address()));
     let chain_id = chain.chain_id.to_string();
     let deposit =
         json!({"chainId": chain_id, "from": from, "symbol": "USDC", "quantity": "40", "privateKey": user_key});

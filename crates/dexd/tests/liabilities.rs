@@ -15,8 +15,8 @@ use common::chain::{ETH_UNIT, TEST_ROOT_TERMS, USDC_UNIT};
 use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_core::Address;
 use dexd_crypto::liability_tree::{verify, LiabilityLeaf, LiabilityTree};
-use dexd_settlement::deploy;
-use dexd_settlement::vault::{venue_address, DexdVaultV2};
+use dexd_custody::deploy;
+use dexd_custody::vault::{venue_address, DexdVaultV2};
 use serde_json::{json, Value};
 
 fn bytes32(text: &str) -> [u8; 32] {

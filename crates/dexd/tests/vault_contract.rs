@@ -12,9 +12,9 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolCall, SolInterface};
 use common::chain::{TestChain, ETH_UNIT, USDC_UNIT, WBTC_UNIT};
 use dexd_crypto::{PrivateKey, SigningDomain};
-use dexd_settlement::deploy::{self, ReentrantToken};
-use dexd_settlement::node::NodeError;
-use dexd_settlement::vault::{venue_address, DexdVault, WithdrawalTerms};
+use dexd_custody::deploy::{self, ReentrantToken};
+use dexd_custody::node::NodeError;
+use dexd_custody::vault::{venue_address, DexdVault, WithdrawalTerms};
 
 /// The revert of a call from `from`, decoded as one of the vault's errors.
 async fn vault_revert(
@@ -66,7 +66,7 @@ fn far_future_ms() -> u64 {
     4_000_000_000_000
 }
 
-async fn withdraw(chain: &TestChain, terms: &WithdrawalTerms, signature: &[u8; 65]) -> dexd_settlement::node::Receipt {
+async fn withdraw(chain: &TestChain, terms: &WithdrawalTerms, signature: &[u8; 65]) -> dexd_custody::node::Receipt {
     let input = DexdVault::withdrawCall {
         withdrawal: terms.call_argument(signature),
     }

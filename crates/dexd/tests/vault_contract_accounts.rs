@@ -14,8 +14,8 @@ use alloy::sol_types::SolCall;
 use common::chain::ETH_UNIT;
 use common::vault_venue::{native_withdrawal_digest, VaultVenue};
 use dexd_crypto::checksummed;
-use dexd_settlement::deploy;
-use dexd_settlement::vault::{venue_address, DexdVault};
+use dexd_custody::deploy;
+use dexd_custody::vault::{venue_address, DexdVault};
 use serde_json::json;
 
 fn sign(signer: &PrivateKeySigner, digest: B256) -> [u8; 65] {

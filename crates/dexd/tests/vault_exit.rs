@@ -13,8 +13,8 @@ use alloy::sol_types::SolCall;
 use common::chain::{TestChain, CONTRACT_ROOT_TERMS, USDC_UNIT};
 use common::vault_calls::{commit_covering, deposit_usdc, exit_call, leaf, refusal, send, usdc_of, view, VaultError};
 use dexd_crypto::liability_tree::LiabilityTree;
-use dexd_settlement::deploy;
-use dexd_settlement::vault::{DexdVault, DexdVaultV2};
+use dexd_custody::deploy;
+use dexd_custody::vault::{DexdVault, DexdVaultV2};
 
 /// The all-zero exit of `account`'s `token`: no leaf, no proof.
 fn all_zero_exit(account: ChainAddress, token: ChainAddress) -> Vec<u8> {

@@ -12,9 +12,9 @@ use common::vault_calls::{
     commit_call, deposit_usdc, exit_call, leaf, pay_withdrawal, refusal, send, usdc_of, view, VaultError,
 };
 use dexd_crypto::liability_tree::LiabilityTree;
-use dexd_settlement::deploy;
-use dexd_settlement::node::NodeError;
-use dexd_settlement::vault::{DexdVault, DexdVaultV2};
+use dexd_custody::deploy;
+use dexd_custody::node::NodeError;
+use dexd_custody::vault::{DexdVault, DexdVaultV2};
 
 #[tokio::test]
 async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_totals() {

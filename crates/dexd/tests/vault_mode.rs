@@ -15,8 +15,8 @@ use common::vault_venue::{
     address_of, deposit_body, key_of, native_withdrawal_digest, signed_withdrawal_body, VaultVenue,
 };
 use dexd_crypto::checksummed;
-use dexd_settlement::deploy;
-use dexd_settlement::vault::venue_address;
+use dexd_custody::deploy;
+use dexd_custody::vault::venue_address;
 use serde_json::{json, Value};
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::chain::{NodeProxy, TestChain, ETH_UNIT};
 use common::vault_venue::{address_of, deposit_body, VaultVenue};
 use dexd_crypto::checksummed;
-use dexd_settlement::vault::venue_address;
+use dexd_custody::vault::venue_address;
 
 #[tokio::test]
 async fn a_data_directory_is_bound_to_its_vault_and_refused_against_another() {

@@ -39,7 +39,7 @@ use self::error::ApiError;
 use self::operations::Operation;
 use self::params::Params;
 use crate::venue::Venue;
-use dexd_settlement::Custodians;
+use dexd_custody::Custodians;
 
 /// The stream protocol's description (docs/streams.md), served at `/docs/streams.md` so that
 /// the OpenAPI document's link to it works wherever the server runs.

@@ -13,15 +13,15 @@
 //! deletes the others. Any node with the journal builds the same tree for the same position
 //! (the engine is deterministic), so a follower, or a node after a restart, serves the same
 //! proofs the leader committed. It does not decide when a root is due or talk to the vault
-//! (`dexd-settlement` does).
+//! (`dexd-custody` does).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use dexd_core::{Address, EngineConfig, RootOrigin, RootStanding};
-use dexd_settlement::liabilities::tree_file::{self, TreeFile};
-use dexd_settlement::liabilities::{TreeAtPosition, TreeResult};
+use dexd_custody::liabilities::tree_file::{self, TreeFile};
+use dexd_custody::liabilities::{TreeAtPosition, TreeResult};
 use dexd_store::backend::JournalBackend;
 
 use super::snapshotter::{recover, SnapshotPlace};

@@ -17,7 +17,7 @@
 pub(crate) mod liabilities;
 mod projector;
 pub mod publication;
-mod settlement;
+mod custody_link;
 pub mod snapshotter;
 pub mod state_hashes;
 pub mod switches;
@@ -46,7 +46,7 @@ use dexd_store::{Authorization, Events, Journal, Projector, Replayed, StoreError
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
 };
-pub use self::settlement::vault_chain_setups;
+pub use self::custody_link::vault_chain_setups;
 pub use self::writer::MAX_WRITE_BATCH;
 pub use dexd_store::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
 /// How many commands the projector writes in one transaction (the store's limit).
@@ -276,7 +276,7 @@ impl Chain {
     }
 
     /// The chain's liability tree at a journal position (built off the writer's path, or kept).
-    pub async fn liability_tree(&self, journal_sequence: u64) -> dexd_settlement::liabilities::TreeResult {
+    pub async fn liability_tree(&self, journal_sequence: u64) -> dexd_custody::liabilities::TreeResult {
         self.liability_trees.at(journal_sequence).await
     }
 
@@ -406,7 +406,7 @@ impl Chain {
     /// after the other are applied in that order (the chain watcher relies on it to credit a
     /// backlog of deposits in the vault's order). 503 at once when the queue is full. With
     /// `under_epoch`, it is applied only while the node leads the chain under that epoch
-    /// (custody's commands: see `dexd_settlement::act_as_leader`).
+    /// (custody's commands: see `dexd_custody::act_as_leader`).
     pub fn enqueue(
         &self,
         command: Command,

@@ -10,8 +10,8 @@ use std::time::Duration;
 use alloy::node_bindings::{Anvil, AnvilInstance};
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
-use dexd_settlement::deploy;
-use dexd_settlement::node::Node;
+use dexd_custody::deploy;
+use dexd_custody::node::Node;
 
 /// Where anvil is: `DEXD_ANVIL`, or the npm package under `contracts/node_modules`.
 pub fn anvil_path() -> PathBuf {
@@ -177,8 +177,8 @@ impl TestChain {
 
 impl TestChain {
     /// The devnet description of this chain, for dexd's configuration writer.
-    pub fn devnet(&self, rpc_url: &str) -> dexd_settlement::devnet::Devnet {
-        dexd_settlement::devnet::Devnet {
+    pub fn devnet(&self, rpc_url: &str) -> dexd_custody::devnet::Devnet {
+        dexd_custody::devnet::Devnet {
             rpc_url: rpc_url.to_string(),
             chain_id: self.chain_id,
             vault: self.vault,
@@ -205,13 +205,13 @@ impl TestChain {
         rpc_url: &str,
         root_interval_ms: u64,
     ) -> PathBuf {
-        let options = dexd_settlement::devnet::DevnetConfigOptions {
+        let options = dexd_custody::devnet::DevnetConfigOptions {
             confirmations: 2,
             poll_interval_ms: 100,
             replace_after_ms: 2_000,
             root_interval_ms,
         };
-        dexd_settlement::devnet::write_files(&self.devnet(rpc_url), &self.operator, folder, options, None).unwrap()
+        dexd_custody::devnet::write_files(&self.devnet(rpc_url), &self.operator, folder, options, None).unwrap()
     }
 }
 
@@ -305,7 +305,7 @@ impl NodeProxy {
 pub struct BackgroundMiner(tokio::task::JoinHandle<()>);
 
 impl BackgroundMiner {
-    pub fn start(node: dexd_settlement::node::Node) -> BackgroundMiner {
+    pub fn start(node: dexd_custody::node::Node) -> BackgroundMiner {
         BackgroundMiner(tokio::spawn(async move {
             loop {
                 let _ = node.raw_request("anvil_mine", serde_json::json!(["0x1"])).await;

@@ -8,9 +8,9 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolCall, SolInterface};
 use dexd_crypto::liability_tree::{LiabilityLeaf, LiabilityTree};
 use dexd_crypto::{PrivateKey, SigningDomain};
-use dexd_settlement::deploy;
-use dexd_settlement::node::NodeError;
-use dexd_settlement::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
+use dexd_custody::deploy;
+use dexd_custody::node::NodeError;
+use dexd_custody::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 
 use super::chain::TestChain;
 
@@ -30,7 +30,7 @@ pub async fn refusal(chain: &TestChain, from: &PrivateKeySigner, input: Vec<u8>)
     }
 }
 
-pub async fn send(chain: &TestChain, from: &PrivateKeySigner, input: Vec<u8>) -> dexd_settlement::node::Receipt {
+pub async fn send(chain: &TestChain, from: &PrivateKeySigner, input: Vec<u8>) -> dexd_custody::node::Receipt {
     deploy::send_and_wait(&chain.node, from, TxKind::Call(chain.vault), input, U256::ZERO)
         .await
         .unwrap()

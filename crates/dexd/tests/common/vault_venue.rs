@@ -7,8 +7,8 @@ use alloy::eips::BlockId;
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
 use dexd_crypto::checksummed;
-use dexd_settlement::deploy;
-use dexd_settlement::vault::venue_address;
+use dexd_custody::deploy;
+use dexd_custody::vault::venue_address;
 use serde_json::{json, Value};
 
 use super::chain::TestChain;
@@ -244,7 +244,7 @@ impl VaultVenue {
         account: &PrivateKeySigner,
         token: Option<ChainAddress>,
         units: u128,
-    ) -> dexd_settlement::node::Receipt {
+    ) -> dexd_custody::node::Receipt {
         deploy::deposit_from_wallet(&self.chain.node, account, token, U256::from(units))
             .await
             .unwrap()
@@ -350,7 +350,7 @@ impl VaultVenue {
         let id = U256::from_str_radix(id.trim_start_matches("0x"), 16).unwrap();
         let filter = alloy::rpc::types::Filter::new()
             .address(self.chain.vault)
-            .event_signature(dexd_settlement::vault::DexdVault::Withdrawn::SIGNATURE_HASH)
+            .event_signature(dexd_custody::vault::DexdVault::Withdrawn::SIGNATURE_HASH)
             .topic1(alloy::primitives::B256::from(id))
             .topic2(account.into_word())
             .from_block(0);

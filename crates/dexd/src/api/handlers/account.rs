@@ -14,9 +14,9 @@ use crate::api::render;
 use crate::api::AppState;
 use crate::venue::Chain;
 use dexd_crypto::checksummed;
-use dexd_settlement::config::Confirmations;
-use dexd_settlement::node::NodeError;
-use dexd_settlement::reserves::{ledger_reserves, shared_vault_reserves};
+use dexd_custody::config::Confirmations;
+use dexd_custody::node::NodeError;
+use dexd_custody::reserves::{ledger_reserves, shared_vault_reserves};
 
 /// GET /account/assetsInfo
 pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
@@ -94,7 +94,7 @@ pub(super) fn custody_object(app: &AppState, chain: &Chain) -> Value {
 }
 
 /// GET /account/reserves: per asset, what the vault holds on chain against what the venue owes
-/// (`settlement::reserves`); on a ledger chain only what it owes.
+/// (`dexd_custody::reserves`); on a ledger chain only what it owes.
 pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let (assets, block_number, read_at_ms) = match app.custody.chain(chain.config.chain_id) {
@@ -231,7 +231,7 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
     if vault_chain {
         // On a vault chain a withdrawal is signed as the vault's own type, so that one signature
         // authorises both the debit and the payment.
-        let withdrawal = &dexd_settlement::vault::WITHDRAWAL_TYPE;
+        let withdrawal = &dexd_custody::vault::WITHDRAWAL_TYPE;
         description["types"][withdrawal.name] = withdrawal.members_json();
     }
     description["primaryTypes"] = json!({

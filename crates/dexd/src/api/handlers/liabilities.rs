@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use dexd_core::{RecordedRoot, RootOrigin, RootStanding};
 use dexd_crypto::checksummed;
 use dexd_crypto::liability_tree::LiabilityLeaf;
-use dexd_settlement::liabilities::tree_file::TreeFile;
-use dexd_settlement::vault::{chain_address, DexdVaultV2};
+use dexd_custody::liabilities::tree_file::TreeFile;
+use dexd_custody::vault::{chain_address, DexdVaultV2};
 use serde_json::{json, Value};
 
 use super::{address_param, chain_of, history, page_request, store_error, Answer};

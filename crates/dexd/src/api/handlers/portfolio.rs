@@ -21,8 +21,8 @@ use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
 use dexd_crypto::checksummed;
-use dexd_settlement::deposit::DepositError;
-use dexd_settlement::vault::WithdrawalTerms;
+use dexd_custody::deposit::DepositError;
+use dexd_custody::vault::WithdrawalTerms;
 use dexd_store::now_ms;
 
 use crate::venue::Chain;
@@ -260,7 +260,7 @@ async fn refuse_used_withdrawal_id(chain: &Chain, account: &Address, withdrawal_
 /// vault would refuse is refused here rather than failed after. A node that cannot answer is 502
 /// `CHAIN_UNAVAILABLE`; a signature neither way is 401 `INVALID_SIGNATURE`.
 async fn approved_by_account_contract(
-    vault: &dexd_settlement::VaultChain,
+    vault: &dexd_custody::VaultChain,
     credential: &Credential,
     account: &Address,
     digest: [u8; 32],
@@ -274,7 +274,7 @@ async fn approved_by_account_contract(
     }
     let taken = vault
         .node
-        .vault_takes_authorization(dexd_settlement::vault::chain_address(account), digest.into(), signature)
+        .vault_takes_authorization(dexd_custody::vault::chain_address(account), digest.into(), signature)
         .await
         .map_err(|error| chain_unavailable(&error.to_string()))?;
     match (taken, signed_by_account) {
@@ -296,7 +296,7 @@ async fn approved_by_account_contract(
 /// interval, the vault's challenge period and `withdrawal_expiry_margin_ms`.
 fn withdrawal_id_and_expiry(
     credential: &Credential,
-    vault: &dexd_settlement::VaultChain,
+    vault: &dexd_custody::VaultChain,
 ) -> Result<([u8; 32], u64), ApiError> {
     let wait_ms = vault.withdrawal_wait_ms();
     match credential {

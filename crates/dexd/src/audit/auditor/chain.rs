@@ -8,8 +8,8 @@ use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_core::{ChainDeposit, WithdrawalKey};
-use dexd_settlement::node::{Node, NodeError, RootLog};
-use dexd_settlement::vault::{chain_address, DexdVaultV2};
+use dexd_custody::node::{Node, NodeError, RootLog};
+use dexd_custody::vault::{chain_address, DexdVaultV2};
 use std::time::Duration;
 
 /// The most blocks one log query spans (halved when a node refuses).

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dexd_core::{Engine, EngineConfig, EngineLimits};
-use dexd_settlement::liabilities::tree_file;
-use dexd_settlement::liabilities::TreeAtPosition;
+use dexd_custody::liabilities::tree_file;
+use dexd_custody::liabilities::TreeAtPosition;
 use dexd_store::snapshots::{
     build_state, list_snapshots, load_snapshot, remove_older_snapshots, snapshot_directory, snapshot_payload,
     write_snapshot, LoadedSnapshot, SnapshotIdentity,

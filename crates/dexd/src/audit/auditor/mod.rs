@@ -161,8 +161,8 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
             let guardian = match &options.guardian_key_env {
                 None => None,
                 Some(variable) => Some(
-                    dexd_settlement::operator_key::read_operator_key(
-                        &dexd_settlement::config::OperatorKeySource::Environment(variable.clone()),
+                    dexd_custody::operator_key::read_operator_key(
+                        &dexd_custody::config::OperatorKeySource::Environment(variable.clone()),
                     )
                     .map_err(|error| format!("--guardian-key-env: {error}"))?,
                 ),
@@ -492,7 +492,7 @@ impl Auditor {
         let Some(vault) = &self.vault else {
             return Ok(failures);
         };
-        let unavailable = |error: dexd_settlement::node::NodeError| format!("the chain's node: {error}");
+        let unavailable = |error: dexd_custody::node::NodeError| format!("the chain's node: {error}");
         let credits: Vec<(u64, &dexd_core::ChainDeposit)> = commands
             .iter()
             .filter_map(|line| match &line.command {

@@ -5,8 +5,8 @@
 //! journal through nothing but the auditor's own copy.
 
 use dexd_crypto::hex_prefixed;
-use dexd_settlement::liabilities::TreeAtPosition;
-use dexd_settlement::vault::chain_address;
+use dexd_custody::liabilities::TreeAtPosition;
+use dexd_custody::vault::chain_address;
 
 use super::chain::VaultRoot;
 use super::copy::RootVerdict;

@@ -1,4 +1,4 @@
-//! dexd-settlement: custody on chain. The vault chains of the venue, each with its node, its
+//! dexd-custody: custody on chain. The vault chains of the venue, each with its node, its
 //! deposit watcher and its withdrawal payer.
 //!
 //! A [`VaultChain`] runs two tasks against its chain's JSON-RPC node. The deposit watcher

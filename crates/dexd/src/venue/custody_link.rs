@@ -1,4 +1,4 @@
-//! How custody reaches the venue: each [`Chain`] is a [`VenueChain`] to `dexd-settlement`, and
+//! How custody reaches the venue: each [`Chain`] is a [`VenueChain`] to `dexd-custody`, and
 //! [`vault_chain_setups`] hands custody the vault chains of the configuration.
 //!
 //! Custody reads the engine and journals its facts as commands through the chain's writer, like
@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use dexd_core::{Command, Engine};
-use dexd_settlement::{LeaderEpoch, Outcome, SettledAsset, StatePosition, TreeFuture, VaultChainSetup, VenueChain};
+use dexd_custody::{LeaderEpoch, Outcome, SettledAsset, StatePosition, TreeFuture, VaultChainSetup, VenueChain};
 use dexd_store::WriteError;
 
 use super::{Chain, Venue};
