@@ -2,7 +2,7 @@
 //! case-insensitive, and finds only listed symbols.
 #![no_main]
 
-use dexd::config::Config;
+use dexd_venue::config::Config;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -13,7 +13,7 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
     let path = data_dir.path().to_path_buf();
     tokio::spawn(async move {
         dexd::serve(
-            dexd::config::Config::embedded_default(),
+            dexd_venue::config::Config::embedded_default(),
             &path,
             listener,
             std::future::pending(),

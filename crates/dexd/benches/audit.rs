@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 mod workload;
 
 use dexd::audit::auditor::AuditOptions;
-use dexd::config::Config;
-use dexd::venue::{Chain, Venue};
 use dexd_core::{Amount, AssetIndex, Command, OrderId, PairIndex, TransferRequest};
 use dexd_crypto::{recover_signer, PrivateKey, RequestMessages};
 use dexd_store::Authorization;
+use dexd_venue::config::Config;
+use dexd_venue::{Chain, Venue};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 mod workload;
 
-use dexd::config::Config;
-use dexd::venue::{Chain, Venue};
 use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
+use dexd_venue::config::Config;
+use dexd_venue::{Chain, Venue};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 mod workload;
 
-use dexd::config::Config;
-use dexd::venue::MAX_PROJECTION_BATCH;
 use dexd_core::{Address, Amount, AssetIndex, Command, Engine, TransferRequest};
 use dexd_store::{Authorization, Projection};
+use dexd_venue::config::Config;
+use dexd_venue::MAX_PROJECTION_BATCH;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

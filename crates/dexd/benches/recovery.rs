@@ -19,10 +19,10 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use dexd::config::Config;
-use dexd::venue::Venue;
 use dexd_core::{Address, Amount, AssetIndex, Command, Direction, Engine, EngineConfig, OrderId, TransferRequest};
 use dexd_store::JournalEntry;
+use dexd_venue::config::Config;
+use dexd_venue::Venue;
 
 /// The allocator the `dexd` binary uses, so that the benchmark measures what the service runs.
 #[global_allocator]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use dexd::telemetry::Telemetry;
+use dexd_venue::telemetry::Telemetry;
 
 fn record_request(criterion: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()

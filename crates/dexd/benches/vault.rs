@@ -15,13 +15,13 @@ use alloy::node_bindings::Anvil;
 use alloy::primitives::{Address as ChainAddress, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
-use dexd::config::Config;
-use dexd::venue::Venue;
 use dexd_crypto::{PrivateKey, SigningDomain};
 use dexd_custody::devnet::{self, DevnetConfigOptions};
 use dexd_custody::node::{Fees, Node, TransactionTerms};
 use dexd_custody::vault::{venue_address, DexdVault, WithdrawalTerms};
 use dexd_custody::{deploy, Custodians};
+use dexd_venue::config::Config;
+use dexd_venue::Venue;
 
 fn anvil_path() -> PathBuf {
     std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {
@@ -48,9 +48,7 @@ async fn mine(node: &Node, blocks: u64) {
 async fn start_venue(config_toml: &str, data_dir: &std::path::Path) -> (Arc<Venue>, Custodians) {
     let config = Config::parse(config_toml).unwrap();
     let venue = Arc::new(Venue::start(config, data_dir).unwrap());
-    let custody = Custodians::start(dexd::venue::vault_chain_setups(&venue))
-        .await
-        .unwrap();
+    let custody = Custodians::start(dexd_venue::vault_chain_setups(&venue)).await.unwrap();
     (venue, custody)
 }
 

@@ -13,7 +13,7 @@ use dexd_store::postgres::{self, directory};
 use dexd_store::StoreError;
 use serde_json::{json, Value};
 
-use crate::venue::Venue;
+use dexd_venue::Venue;
 
 /// The node id of a node on the embedded journal.
 pub const SINGLE_NODE_ID: &str = "dexd";

@@ -178,7 +178,7 @@ async fn leaves_from_audit_dir(
         },
     )
     .await?;
-    let path = dexd::audit::auditor::copy::trees_directory(directory, chain_id).join(
+    let path = dexd::audit::auditor::trees_directory(directory, chain_id).join(
         dexd_custody::liabilities::tree_file::file_name(stored.journalSequence, &stored.root.0),
     );
     let file = dexd_custody::liabilities::tree_file::TreeFile::open(&path).map_err(|error| {

@@ -1,23 +1,21 @@
 //! dexd: an HTTP trading venue for asset pairs on blockchain networks.
 //!
-//! The crate wraps the pure engine of `dexd_core` in everything that touches the world: the
-//! configuration ([`config`]), the per-chain writer and its threads ([`venue`]), the HTTP layer
-//! ([`api`]) with its streams and OpenAPI document, the public audit log and its auditor
-//! ([`audit`]), the cluster's view of itself ([`cluster`]) and the demo market ([`demo`]). Keys
+//! The crate serves the running venue of `dexd_venue` (each chain's writer, journal and
+//! projector, and the configuration) over HTTP: the API ([`api`]) with its streams and OpenAPI
+//! document, the public audit log and its auditor ([`audit`]), the cluster's view of itself
+//! (`cluster`) and the demo market ([`demo`]); the binary adds the operator's commands. Keys
 //! and signatures are `dexd_crypto`'s, the journal and history `dexd_store`'s, custody on chain
-//! `dexd_custody`'s. It does not match orders or move money itself: the engine does.
+//! `dexd_custody`'s. It does not match orders or move money itself: the engine of `dexd_core`
+//! does.
 
 #![forbid(unsafe_code)]
 
 pub mod api;
 pub mod audit;
-pub mod cluster;
-pub mod config;
+pub(crate) mod cluster;
 pub mod demo;
 pub mod log_output;
-pub mod telemetry;
 pub mod tls;
-pub mod venue;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -58,7 +56,7 @@ pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 /// Opens the venue's stores in `data_dir`, rebuilds every chain, and serves plain HTTP on a bound
 /// listener until `shutdown` completes, then finishes the requests in flight.
 pub async fn serve(
-    config: config::Config,
+    config: dexd_venue::config::Config,
     data_dir: &Path,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -68,13 +66,13 @@ pub async fn serve(
 
 /// What a started venue runs, for the shutdown.
 struct Started {
-    venue: Arc<venue::Venue>,
+    venue: Arc<dexd_venue::Venue>,
     custody: Arc<dexd_custody::Custodians>,
     streams: Arc<api::streams::Streams>,
     /// The dead man's switches' timers (stopped when dropped).
-    switches: venue::switches::SwitchTimers,
+    switches: dexd_venue::switches::SwitchTimers,
     /// The keepers of the liability trees' files (stopped when dropped).
-    _tree_keepers: venue::liabilities::TreeKeepers,
+    _tree_keepers: dexd_venue::liabilities::TreeKeepers,
     /// The built-in demo market, when `--demo` asked for it.
     demo: Option<demo::Demo>,
 }
@@ -93,10 +91,10 @@ pub struct ServeOptions {
 /// and the streams, in the background; sets the full router once all are up. Until then the
 /// server answers from the starting router (`/health`, `/ready` 503, `/metrics`).
 fn start_in_background(
-    config: config::Config,
+    config: dexd_venue::config::Config,
     data_dir: &Path,
     demo: bool,
-    telemetry: Arc<telemetry::Telemetry>,
+    telemetry: Arc<dexd_venue::telemetry::Telemetry>,
     connections: api::ConnectionGauge,
     (ready, started): (Arc<OnceLock<axum::Router>>, Arc<OnceLock<Started>>),
     listening_url: String,
@@ -109,7 +107,7 @@ fn start_in_background(
         let began = Instant::now();
         let start_telemetry = Arc::clone(&telemetry);
         let started_venue =
-            blocking_start(move || venue::Venue::start_with_telemetry(config, &data_dir, start_telemetry)).await;
+            blocking_start(move || dexd_venue::Venue::start_with_telemetry(config, &data_dir, start_telemetry)).await;
         let venue = match started_venue {
             Ok(venue) => Arc::new(venue),
             Err(error) => {
@@ -117,7 +115,7 @@ fn start_in_background(
                 return;
             }
         };
-        let custody = match dexd_custody::Custodians::start(venue::vault_chain_setups(&venue)).await {
+        let custody = match dexd_custody::Custodians::start(dexd_venue::vault_chain_setups(&venue)).await {
             Ok(custody) => Arc::new(custody),
             Err(error) => {
                 let _ = failed
@@ -127,8 +125,8 @@ fn start_in_background(
             }
         };
         let streams = Arc::new(api::streams::Streams::start(&venue));
-        let switches = venue::switches::SwitchTimers::start(&venue);
-        let tree_keepers = venue::liabilities::TreeKeepers::start(&venue);
+        let switches = dexd_venue::switches::SwitchTimers::start(&venue);
+        let tree_keepers = dexd_venue::liabilities::TreeKeepers::start(&venue);
         let journal = venue.config.journal.clone();
         let cluster = match blocking_start(move || cluster::Cluster::join(&journal, listening_url)).await {
             Ok(cluster) => Arc::new(cluster),
@@ -190,7 +188,7 @@ async fn blocking_start<T: Send + 'static, E: std::error::Error + Send + Sync + 
 /// that sends its headers slowly cannot hold a connection open; at most `max_connections` are
 /// served at once, and further ones wait in the listen queue until one closes.
 pub async fn serve_with_tls(
-    config: config::Config,
+    config: dexd_venue::config::Config,
     data_dir: &Path,
     listener: TcpListener,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
@@ -202,7 +200,7 @@ pub async fn serve_with_tls(
 /// Like [`serve_with_tls`], with every option of [`ServeOptions`]; a demo on a configuration
 /// [`demo::refusal`] refuses ends at once with its reason.
 pub async fn serve_with_options(
-    config: config::Config,
+    config: dexd_venue::config::Config,
     data_dir: &Path,
     listener: TcpListener,
     options: ServeOptions,
@@ -216,8 +214,8 @@ pub async fn serve_with_options(
     let tls = options.tls.map(tokio_rustls::TlsAcceptor::from);
     let handshake_timeout = Duration::from_millis(config.limits.header_read_timeout_ms);
     let limits = config.limits;
-    let telemetry = telemetry::Telemetry::new();
-    telemetry::Telemetry::spawn_upkeep(&telemetry);
+    let telemetry = dexd_venue::telemetry::Telemetry::new();
+    dexd_venue::telemetry::Telemetry::spawn_upkeep(&telemetry);
     let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let connection_gauge = api::ConnectionGauge {
         semaphore: Arc::clone(&connections),

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use dexd::config::{Config, DEFAULT_CONFIG_TOML};
+use dexd_venue::config::{Config, DEFAULT_CONFIG_TOML};
 use tracing_subscriber::EnvFilter;
 
 /// The allocator: mimalloc, because glibc's malloc and free took about an eighth of the request

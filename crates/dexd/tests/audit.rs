@@ -412,7 +412,7 @@ fn altered(line: &str, change: impl FnOnce(&mut dexd_core::Command)) -> String {
     let authorization = parsed.journal_authorization();
     let mut command = parsed.command;
     change(&mut command);
-    let config = dexd::config::Config::embedded_default();
+    let config = dexd_venue::config::Config::embedded_default();
     let chain = config.chains.iter().find(|chain| chain.chain_id == 1).unwrap();
     let messages = dexd_crypto::RequestMessages::new(&chain.configuration(&config.limits)).unwrap();
     dexd::audit::format::command_line(

@@ -31,9 +31,9 @@ async fn a_forwarded_write_counts_against_its_clients_budget_at_the_leader() {
     std::env::set_var("DEXD_TEST_CLUSTER_SECRET", "a cluster secret of at least 32 bytes!");
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let base = dexd::config::DEFAULT_CONFIG_TOML
+    let base = dexd_venue::config::DEFAULT_CONFIG_TOML
         .replace("requests_per_second_per_ip = 20000", "requests_per_second_per_ip = 1");
-    assert_ne!(base, dexd::config::DEFAULT_CONFIG_TOML);
+    assert_ne!(base, dexd_venue::config::DEFAULT_CONFIG_TOML);
     let start = |node_id: &str| {
         let config = folder.path().join(format!("{node_id}.toml"));
         std::fs::write(

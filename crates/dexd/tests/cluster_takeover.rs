@@ -32,7 +32,7 @@ async fn every_acknowledged_change_is_there_exactly_once_after_the_leader_dies_u
     let config = |node_id| {
         write_node_config(
             folder.path(),
-            dexd::config::DEFAULT_CONFIG_TOML,
+            dexd_venue::config::DEFAULT_CONFIG_TOML,
             &postgres.url(),
             node_id,
         )

@@ -12,10 +12,10 @@ use alloy::primitives::U256;
 use alloy::signers::local::PrivateKeySigner;
 use common::chain::{TestChain, ETH_UNIT};
 use common::TestServer;
-use dexd::config::Config;
 use dexd_crypto::checksummed;
 use dexd_custody::deploy;
 use dexd_custody::vault::venue_address;
+use dexd_venue::config::Config;
 use serde_json::json;
 
 /// The failpoints are process-wide: one test at a time uses them.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{BinaryServer, TestServer};
-use dexd::config::{Config, DEFAULT_CONFIG_TOML};
+use dexd_venue::config::{Config, DEFAULT_CONFIG_TOML};
 use serde_json::Value;
 
 /// How long the test waits for a live market on every pair; the demo takes a few seconds.

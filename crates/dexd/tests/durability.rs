@@ -6,12 +6,12 @@ mod common;
 use std::time::Duration;
 
 use common::{assert_error, Trader};
-use dexd::config::Config;
-use dexd::venue::Venue;
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, TimeInForce,
     TransferRequest,
 };
+use dexd_venue::config::Config;
+use dexd_venue::Venue;
 use serde_json::json;
 
 fn account(byte: u8) -> Address {

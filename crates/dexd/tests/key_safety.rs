@@ -15,7 +15,7 @@ fn keys_never_appear_in_logs_or_stored_files_even_at_trace_level() {
         &config,
         format!(
             "{}\n[snapshots]\nevery_commands = 4\ncheck_interval_ms = 10\n",
-            dexd::config::DEFAULT_CONFIG_TOML
+            dexd_venue::config::DEFAULT_CONFIG_TOML
         ),
     )
     .unwrap();

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{BinaryServer, TestServer, Trader};
-use dexd::config::Config;
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity,
     TimeInForce, TransferRequest,
 };
 use dexd_store::{Authorization, JournalEntry};
+use dexd_venue::config::Config;
 use serde_json::{json, Value};
 
 /// Writes a journal of `orders` resting sell orders (after two deposits) straight into a data

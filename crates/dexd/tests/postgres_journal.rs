@@ -15,7 +15,12 @@ use dexd_store::postgres::test_server::PostgresServer;
 use serde_json::json;
 
 fn postgres_config(folder: &std::path::Path, postgres: &PostgresServer, node_id: &str) -> std::path::PathBuf {
-    write_node_config(folder, dexd::config::DEFAULT_CONFIG_TOML, &postgres.url(), node_id)
+    write_node_config(
+        folder,
+        dexd_venue::config::DEFAULT_CONFIG_TOML,
+        &postgres.url(),
+        node_id,
+    )
 }
 
 /// Trades and transfers of two accounts, each acknowledged: the state to find again.
@@ -417,7 +422,7 @@ async fn no_acknowledged_change_is_lost_when_the_primary_stops_and_the_standby_i
     );
     let folder = tempfile::tempdir().unwrap();
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let config = |node_id| write_node_config(folder.path(), dexd::config::DEFAULT_CONFIG_TOML, &url, node_id);
+    let config = |node_id| write_node_config(folder.path(), dexd_venue::config::DEFAULT_CONFIG_TOML, &url, node_id);
     let node_a = BinaryServer::start_with(data_a.path(), Some(&config("node-a")));
     let node_b = BinaryServer::start_with(data_b.path(), Some(&config("node-b")));
     let carol = Trader::new(0xc1);
@@ -504,7 +509,7 @@ async fn a_node_without_its_snapshots_starts_from_one_shared_in_postgresql() {
     let folder = tempfile::tempdir().unwrap();
     let base = format!(
         "{}\n[snapshots]\nevery_commands = 5\ncheck_interval_ms = 5\n",
-        dexd::config::DEFAULT_CONFIG_TOML
+        dexd_venue::config::DEFAULT_CONFIG_TOML
     );
     let config = write_node_config(folder.path(), &base, &postgres.url(), "node-a");
     let data = folder.path().join("node-a");

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_error, TestServer, Trader};
-use dexd::config::Config;
+use dexd_venue::config::Config;
 use serde_json::json;
 
 #[tokio::test]

@@ -8,7 +8,7 @@ mod common;
 use alloy_dyn_abi::TypedData;
 use common::signer::{eip712, now_ms, Signer};
 use common::{assert_error, TestServer};
-use dexd::config::Config;
+use dexd_venue::config::Config;
 use serde_json::{json, Value};
 
 /// Balances and the order book: what a refused request must leave alone.

@@ -10,8 +10,6 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use dexd::config::Config;
-use dexd::venue::{Chain, Venue};
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Decimal, Direction, NewOrder, OrderId, OrderType, PairIndex, TimeInForce,
     TransferRequest,
@@ -19,6 +17,8 @@ use dexd_core::{
 use dexd_store::snapshots::{list_snapshots, snapshot_directory};
 use dexd_store::WriteError;
 use dexd_store::{Authorization, StoredOrder};
+use dexd_venue::config::Config;
+use dexd_venue::{Chain, Venue};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::stream_client::{ClientBook, Levels, StreamClient};
 use common::{TestServer, Trader};
-use dexd::config::Config;
+use dexd_venue::config::Config;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 

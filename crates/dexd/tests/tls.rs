@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use dexd::config::Config;
+use dexd_venue::config::Config;
 
 struct Certificate {
     directory: tempfile::TempDir,

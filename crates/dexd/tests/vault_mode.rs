@@ -501,13 +501,13 @@ async fn a_block_credited_in_part_before_a_crash_is_credited_in_full_after_it() 
     assert_eq!(logs.len(), 2);
     let first = &logs[0];
     {
-        let config = dexd::config::Config::load(&venue.config).unwrap();
+        let config = dexd_venue::config::Config::load(&venue.config).unwrap();
         let eth = config.chains[0]
             .assets
             .iter()
             .position(|asset| asset.address.is_none())
             .unwrap();
-        let in_process = dexd::venue::Venue::start(config, &venue.folder.path().join("data")).unwrap();
+        let in_process = dexd_venue::Venue::start(config, &venue.folder.path().join("data")).unwrap();
         let credit = dexd_core::Command::CreditChainDeposit(dexd_core::ChainDeposit {
             deposit_id: 0,
             account: venue_address(&first.account),

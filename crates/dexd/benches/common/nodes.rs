@@ -29,7 +29,7 @@ impl Drop for Node {
 /// once it is ready.
 pub fn start_node(folder: &std::path::Path, postgres_url: &str, node_id: &str, lease_ms: u64) -> Node {
     let config = folder.join(format!("{node_id}.toml"));
-    let mut text = dexd::config::DEFAULT_CONFIG_TOML
+    let mut text = dexd_venue::config::DEFAULT_CONFIG_TOML
         .replace(
             "requests_per_second_per_ip = 20000",
             "requests_per_second_per_ip = 1000000",

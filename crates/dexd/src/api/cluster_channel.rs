@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::config::ClusterSecret;
+use dexd_venue::config::ClusterSecret;
 
 /// The forwarding node's id.
 pub const NODE_HEADER: &str = "x-dexd-forwarded-by";

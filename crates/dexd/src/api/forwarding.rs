@@ -103,7 +103,7 @@ pub async fn forward_if_not_leading(
 
 /// Whether a request carrying a private key may be sent to `url`: over TLS, or on this machine.
 fn may_carry_keys(url: &str) -> bool {
-    url::Url::parse(url).is_ok_and(|parsed| parsed.scheme() == "https") || crate::config::is_loopback_url(url)
+    url::Url::parse(url).is_ok_and(|parsed| parsed.scheme() == "https") || dexd_venue::config::is_loopback_url(url)
 }
 
 /// Why a forward failed, for the client: 503 (nothing was applied) only when the request never

@@ -2,25 +2,25 @@
 //!
 //! Only this layer knows JSON and HTTP. Each route reads its parameters into [`params::Params`],
 //! refuses unknown ones against the [`operations`] table, calls a handler, and renders the answer
-//! or an [`error::ApiError`]. Every response, errors and unknown paths included, is JSON and
+//! or an `error::ApiError`. Every response, errors and unknown paths included, is JSON and
 //! carries `X-Request-Id`; one log line per request records method, path (never the query),
 //! status, latency and request id, and nothing else.
 
-pub mod cluster_channel;
-pub mod credential;
-pub mod error;
-pub mod forwarding;
-pub mod handlers;
-pub mod observability;
-pub mod openapi;
+pub(crate) mod cluster_channel;
+pub(crate) mod credential;
+pub(crate) mod error;
+pub(crate) mod forwarding;
+pub(crate) mod handlers;
+pub(crate) mod observability;
+pub(crate) mod openapi;
 pub mod operations;
 pub mod page;
 pub mod params;
-pub mod rate_limit;
-pub mod render;
+pub(crate) mod rate_limit;
+pub(crate) mod render;
 mod routes;
 pub mod streams;
-pub mod written;
+pub(crate) mod written;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,8 +38,8 @@ use axum::Router;
 use self::error::ApiError;
 use self::operations::Operation;
 use self::params::Params;
-use crate::venue::Venue;
 use dexd_custody::Custodians;
+use dexd_venue::Venue;
 
 /// The stream protocol's description (docs/streams.md), served at `/docs/streams.md` so that
 /// the OpenAPI document's link to it works wherever the server runs.
@@ -54,7 +54,7 @@ pub struct AppState {
     /// The live streams (`/ws`).
     pub streams: Arc<streams::Streams>,
     /// The server's metrics.
-    pub telemetry: Arc<crate::telemetry::Telemetry>,
+    pub telemetry: Arc<dexd_venue::telemetry::Telemetry>,
     /// The server's HTTP connections, to report them.
     pub connections: ConnectionGauge,
     /// Addresses of keys seen recently.

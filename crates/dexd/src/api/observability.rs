@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::telemetry::Telemetry;
+use dexd_venue::telemetry::Telemetry;
 
 /// The content type of the Prometheus text exposition format.
 pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

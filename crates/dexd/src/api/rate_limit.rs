@@ -19,7 +19,7 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
-use crate::config::Limits;
+use dexd_venue::config::Limits;
 
 /// How many checks pass between two sweeps of idle buckets.
 pub const SHRINK_EVERY_CHECKS: u64 = 65_536;

@@ -11,10 +11,10 @@ use dexd_core::{
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::config::{ChainConfig, PairConfig};
 use dexd_crypto::{checksummed, hex_prefixed};
 pub use dexd_crypto::{direction_name, order_type_name, time_in_force_name};
 use dexd_store::StoredOrder;
+use dexd_venue::config::{ChainConfig, PairConfig};
 
 fn status_name(status: OrderStatus) -> &'static str {
     match status {

@@ -10,7 +10,7 @@ use std::future::Future;
 use dexd_core::Command;
 use dexd_store::{Authorization, Events, WriteError};
 
-use crate::venue::Chain;
+use dexd_venue::Chain;
 
 tokio::task_local! {
     static WRITTEN_AT: Cell<Option<u64>>;

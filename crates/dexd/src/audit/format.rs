@@ -27,8 +27,8 @@ pub const JOURNAL_FORMAT_VERSION: u32 = 1;
 pub const JOURNAL_FORMAT_HEADER: &str = "x-dexd-journal-format";
 /// The header carrying the journal's end (its last position) when the page was read.
 pub const JOURNAL_END_HEADER: &str = "x-dexd-journal-end";
-/// A state hash line follows every position that is a multiple of this.
-pub const STATE_HASH_INTERVAL: u64 = 10_000;
+/// A state hash line follows every position that is a multiple of this: the venue's interval.
+pub use dexd_venue::state_hashes::STATE_HASH_INTERVAL;
 /// The most command lines one page holds (and its default).
 pub const MAX_JOURNAL_PAGE_COMMANDS: usize = 10_000;
 

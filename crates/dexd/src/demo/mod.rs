@@ -26,7 +26,7 @@ use self::accounts::DemoAccount;
 use self::market::{PairMarket, Takers, TopUp};
 use self::walk::{as_number, pair_seed, reference_value_usd, PairGrid, PairWalk, TAKERS_PER_CHAIN};
 use crate::api::AppState;
-use crate::config::{ChainConfig, Config, Custody, JournalBackend};
+use dexd_venue::config::{ChainConfig, Config, Custody, JournalBackend};
 
 pub use self::market::{DEMO_SECOND_MS, MAKER_SWITCH_TIMEOUT_MS, STEP_ASIDE_QUEUE_DEPTH};
 pub use self::walk::{DEMO_SEED, LEVELS_PER_SIDE};
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn the_demo_is_refused_on_a_vault_chain_and_a_cluster() {
-        use crate::config::DEFAULT_CONFIG_TOML;
+        use dexd_venue::config::DEFAULT_CONFIG_TOML;
         assert_eq!(refusal(&Config::embedded_default()), None);
         let vault = DEFAULT_CONFIG_TOML.replacen(
             "[[chains.assets]]",

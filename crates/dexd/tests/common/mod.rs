@@ -10,8 +10,8 @@ pub mod stream_client;
 pub mod vault_calls;
 pub mod vault_venue;
 
-use dexd::config::Config;
 use dexd_crypto::{checksummed, PrivateKey};
+use dexd_venue::config::Config;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -492,7 +492,7 @@ pub fn snapshot_config(folder: &std::path::Path, every_commands: u64) -> std::pa
         &path,
         format!(
             "{}\n[snapshots]\nevery_commands = {every_commands}\ncheck_interval_ms = 5\n",
-            dexd::config::DEFAULT_CONFIG_TOML
+            dexd_venue::config::DEFAULT_CONFIG_TOML
         ),
     )
     .unwrap();

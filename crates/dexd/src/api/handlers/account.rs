@@ -12,11 +12,11 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use crate::venue::Chain;
 use dexd_crypto::checksummed;
 use dexd_custody::config::Confirmations;
 use dexd_custody::node::NodeError;
 use dexd_custody::reserves::{ledger_reserves, shared_vault_reserves};
+use dexd_venue::Chain;
 
 /// GET /account/assetsInfo
 pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {

@@ -17,7 +17,7 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use crate::venue::Chain;
+use dexd_venue::Chain;
 
 /// How many times an amend whose old order filled while it was prepared is prepared again.
 pub const AMEND_ATTEMPTS: usize = 3;

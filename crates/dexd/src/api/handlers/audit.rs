@@ -54,7 +54,7 @@ pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Respons
 }
 
 /// Reads and renders the page of `limit` commands from `from`; the body and the journal's end.
-fn render_page(chain: &crate::venue::Chain, from: u64, limit: u64) -> Result<(Vec<u8>, u64), ApiError> {
+fn render_page(chain: &dexd_venue::Chain, from: u64, limit: u64) -> Result<(Vec<u8>, u64), ApiError> {
     let (commands, end) = chain.read_journal(from - 1, limit).map_err(store_error)?;
     let mut body = Vec::with_capacity(commands.len() * 512);
     for command in &commands {

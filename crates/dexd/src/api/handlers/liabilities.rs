@@ -3,7 +3,7 @@
 //!
 //! The roots come from the journal (each a `RecordLiabilityRoot` the committer journaled once
 //! the vault held it, with where it stands); the leaves and proofs from the file of the tree at
-//! the root's journal position (`crate::venue::liabilities`), read a few records at a time:
+//! the root's journal position (`dexd_venue::liabilities`), read a few records at a time:
 //! nothing here rebuilds a state, holds a lock the payer waits for, or reads the chain. A root
 //! the venue did not make, or a vetoed one, is never served; a root whose file is not kept is
 //! `404 ROOT_NOT_FOUND` at once. A client checks a proof against the root it reads from the
@@ -25,8 +25,8 @@ use super::{address_param, chain_of, history, page_request, store_error, Answer}
 use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::AppState;
-use crate::venue::liabilities::TreeFileLookup;
-use crate::venue::Chain;
+use dexd_venue::liabilities::TreeFileLookup;
+use dexd_venue::Chain;
 
 /// How many leaves go into one chunk of the leaves' body.
 const LEAVES_PER_CHUNK: u64 = 4_096;

@@ -32,7 +32,7 @@ use dexd_crypto::{parse_address, SigningDomain};
 use dexd_store::WriteError;
 use dexd_store::{PageRequest, StoreError, MAX_PAGE_LIMIT};
 
-use crate::venue::{Chain, Venue};
+use dexd_venue::{Chain, Venue};
 
 pub use self::account::{
     asset_balances, asset_pairs, assets_info, chains, cluster, eip712_types, rate_limits, reserves, tradable_amounts,
@@ -88,7 +88,7 @@ pub(super) fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex
     let well_formed = text.split_once('/').is_some_and(|(base, quote)| {
         let symbol_ok = |part: &str| {
             !part.is_empty()
-                && part.len() <= crate::config::MAX_SYMBOL_LENGTH
+                && part.len() <= dexd_venue::config::MAX_SYMBOL_LENGTH
                 && part
                     .bytes()
                     .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')

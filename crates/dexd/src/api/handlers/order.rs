@@ -25,7 +25,7 @@ use dexd_crypto::{checksummed, parse_hex_bytes};
 use dexd_store::StoredOrder;
 use dexd_store::{now_ms, WriteError};
 
-use crate::venue::Chain;
+use dexd_venue::Chain;
 
 /// POST /order/addOrder
 pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {

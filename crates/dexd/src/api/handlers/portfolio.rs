@@ -25,7 +25,7 @@ use dexd_custody::deposit::DepositError;
 use dexd_custody::vault::WithdrawalTerms;
 use dexd_store::now_ms;
 
-use crate::venue::Chain;
+use dexd_venue::Chain;
 
 /// What every transfer request names, checked: the chain, the account (`from`, which the
 /// credential must be), the asset and the amount in its smallest unit.
@@ -335,7 +335,7 @@ fn error_too_large(field: &str) -> ApiError {
 
 fn asset_param(chain: &Chain, params: &Params) -> Result<AssetIndex, ApiError> {
     let symbol = params.required_text("symbol")?;
-    if symbol.len() > crate::config::MAX_SYMBOL_LENGTH
+    if symbol.len() > dexd_venue::config::MAX_SYMBOL_LENGTH
         || !symbol
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')

@@ -27,7 +27,7 @@ use crate::api::operations::{self, Field};
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use crate::venue::Chain;
+use dexd_venue::Chain;
 
 /// The most orders (or cancels) one batch may hold.
 pub const MAX_BATCH_ITEMS: usize = 50;

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::api::credential::SIGNED_REQUEST_FIELDS;
 use crate::api::operations::{self, Kind, Operation};
-use crate::config::Config;
+use dexd_venue::config::Config;
 
 mod schemas;
 

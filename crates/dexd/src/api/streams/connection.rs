@@ -21,7 +21,7 @@ use super::outbox::{Outbound, Outbox};
 use super::protocol::{self, ChannelKey, ClientMessage, SubscribeRequest};
 use super::Streams;
 use crate::api::error::ApiError;
-use crate::venue::Venue;
+use dexd_venue::Venue;
 
 /// Subscriptions one connection may hold.
 pub const MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 64;

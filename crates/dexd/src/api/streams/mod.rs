@@ -2,22 +2,22 @@
 //! `candles`, `orders` and `balances`, each a snapshot (where the channel has one) and then the
 //! updates after it, none left out, only what is durable.
 //!
-//! - [`protocol`]: client messages read and checked like REST parameters; server messages.
-//! - [`hub`]: one task per chain, between the chain's publications and the subscriptions.
-//! - [`outbox`]: a connection's bounded queue; a slow client is told and closed.
+//! - `protocol`: client messages read and checked like REST parameters; server messages.
+//! - `hub`: one task per chain, between the chain's publications and the subscriptions.
+//! - `outbox`: a connection's bounded queue; a slow client is told and closed.
 //! - [`connection`]: the socket, its reader and writer, pings and limits.
-//! - [`book`]: book changes and the checksum.
-//! - [`orders`]: orders sent over the stream, run as their REST operations.
+//! - `book`: book changes and the checksum.
+//! - `orders`: orders sent over the stream, run as their REST operations.
 //!
 //! This module owns the connection limits per client address and the graceful stop of every
 //! connection; the chains' writers know nothing of it.
 
-pub mod book;
+pub(crate) mod book;
 pub mod connection;
-pub mod hub;
-pub mod orders;
-pub mod outbox;
-pub mod protocol;
+pub(crate) mod hub;
+pub(crate) mod orders;
+pub(crate) mod outbox;
+pub(crate) mod protocol;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
 
 use self::hub::HubRequest;
-use crate::venue::Venue;
+use dexd_venue::Venue;
 
 /// The venue's streams: a hub per chain, the open connections per client address, the stop.
 pub struct Streams {

@@ -11,16 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::sync::{mpsc, Notify};
 
-/// Messages one connection may have waiting to be written, by default
-/// (`[limits] stream_queue_messages_per_connection`).
-pub const MAX_QUEUED_MESSAGES_PER_CONNECTION: usize = 4_096;
-/// Bytes one connection may have waiting to be written, by default
-/// (`[limits] stream_queue_bytes_per_connection`).
-pub const MAX_QUEUED_BYTES_PER_CONNECTION: usize = 4 * 1024 * 1024;
-
-/// Bytes all connections together may have waiting to be written, by default
-/// (`[limits] stream_queue_bytes_total`).
-pub const MAX_QUEUED_BYTES_TOTAL: usize = 1024 * 1024 * 1024;
+// The defaults of the three stream queue limits (`[limits] stream_queue_*`) are the venue
+// configuration's: `MAX_QUEUED_MESSAGES_PER_CONNECTION`, `MAX_QUEUED_BYTES_PER_CONNECTION` and
+// `MAX_QUEUED_BYTES_TOTAL` in `dexd_venue::config`.
 
 /// The bytes waiting in every connection's queue, against their limit.
 #[derive(Debug)]
@@ -176,6 +169,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use dexd_venue::config::{MAX_QUEUED_BYTES_PER_CONNECTION, MAX_QUEUED_MESSAGES_PER_CONNECTION};
 
     fn unlimited() -> Arc<QueuedTotal> {
         Arc::new(QueuedTotal::new(usize::MAX))

@@ -12,8 +12,8 @@ use crate::api::error::ApiError;
 use crate::api::handlers::{address_param, bounded, chain_of, pair_param};
 use crate::api::operations::{field, Field, Kind, Operation};
 use crate::api::params::Params;
-use crate::venue::Venue;
 use dexd_crypto::checksummed;
+use dexd_venue::Venue;
 
 /// The longest client `id` accepted, as JSON text.
 pub const MAX_CLIENT_ID_BYTES: usize = 128;

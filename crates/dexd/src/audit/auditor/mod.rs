@@ -4,22 +4,24 @@
 //! or whose journal it could not obtain in time.
 //!
 //! For each page of the journal: the lines are parsed and their own checks run on every core
-//! ([`checks`]); what needs the chain is asked of it ([`chain`]: a credit against the vault's
+//! (`checks`); what needs the chain is asked of it (`chain`: a credit against the vault's
 //! `Deposited` event, a confirmed or failed withdrawal against what the vault paid, a contract
 //! account's approval); the commands are replayed in order on the auditor's engine (a command
 //! the engine refuses does not check), the published state hashes compared, and the page
-//! appended to the auditor's copy of the journal ([`copy`]). The first check that fails stops the
+//! appended to the auditor's copy of the journal (`copy`). The first check that fails stops the
 //! replay there (`FAIL <sequence> <what>`): what follows cannot be trusted, and every root past
 //! it is treated as not matching. Output lines go to standard output; the logs to standard
 //! error.
 //!
 //! It never writes to the venue, and trusts nothing the venue says that it can check.
 
-pub mod chain;
-pub mod checks;
-pub mod copy;
+pub(crate) mod chain;
+pub(crate) mod checks;
+pub(crate) mod copy;
 mod roots;
-pub mod source;
+pub(crate) mod source;
+
+pub use self::copy::trees_directory;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -37,7 +39,7 @@ use self::checks::{check_lines, LineCheck};
 use self::copy::{AuditCopy, SNAPSHOT_EVERY_COMMANDS};
 use self::source::{JournalSource, SourceError};
 use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
-use crate::telemetry::Telemetry;
+use dexd_venue::telemetry::Telemetry;
 
 /// How long the venue may serve no page of its journal before a root whose position the
 /// auditor has not reached counts as withheld (vetoed by a guardian from two thirds of its

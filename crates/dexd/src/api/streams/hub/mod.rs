@@ -37,11 +37,11 @@ use super::outbox::Outbox;
 use super::protocol::{self, ChannelKey, SubscribeRequest};
 use crate::api::error::ApiError;
 use crate::api::render;
-use crate::venue::publication::{
+use dexd_store::{Authorization, StoredOrder};
+use dexd_venue::publication::{
     book_view, BookView, Publication, Publications, PublishedBatch, StreamRead, StreamReadAnswer,
 };
-use crate::venue::{Chain, Venue};
-use dexd_store::{Authorization, StoredOrder};
+use dexd_venue::{Chain, Venue};
 
 /// Recent journaled commands the hub keeps to bring an orders snapshot, taken from the
 /// history's open orders at its projector's mark, up to the hub's own position.

@@ -1,4 +1,5 @@
-//! The running venue: one [`Chain`] per configured chain, each with a single writer thread.
+//! dexd-venue: the running venue. One [`Chain`] per configured chain, each with a single writer
+//! thread; the configuration ([`config`]) and the metrics ([`telemetry`]) it runs with.
 //!
 //! State changes go through a bounded queue to the chain's writer, which owns every mutation of
 //! the engine. It takes whatever has queued (up to [`MAX_WRITE_BATCH`], without waiting for
@@ -11,16 +12,18 @@
 //! caught up with every command acknowledged before the read began, so a client always reads
 //! its own writes. Reads of books and market data take a short read lock on the engine; no read
 //! queues behind writes. [`Venue::close`] stops the writers after what they have queued, and the
-//! projectors after what they were handed, and marks the histories closed cleanly. This module
-//! knows nothing of HTTP or JSON.
+//! projectors after what they were handed, and marks the histories closed cleanly. This
+//! crate knows nothing of HTTP or JSON: the `dexd` crate serves it.
 
-pub(crate) mod liabilities;
+pub mod config;
+mod custody_link;
+pub mod liabilities;
 mod projector;
 pub mod publication;
-mod custody_link;
 pub mod snapshotter;
 pub mod state_hashes;
 pub mod switches;
+pub mod telemetry;
 mod writer;
 
 use std::collections::HashMap;
@@ -43,10 +46,10 @@ use dexd_store::snapshots::{
 };
 use dexd_store::{Authorization, Events, Journal, Projector, Replayed, StoreError, StoreReader, WriteError};
 
+pub use self::custody_link::vault_chain_setups;
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
 };
-pub use self::custody_link::vault_chain_setups;
 pub use self::writer::MAX_WRITE_BATCH;
 pub use dexd_store::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
 /// How many commands the projector writes in one transaction (the store's limit).
@@ -282,11 +285,7 @@ impl Chain {
 
     /// The file of the chain's tree at a journal position with `root`, if it is kept: read off
     /// the async runtime, never rebuilt here.
-    pub(crate) async fn liability_tree_file(
-        &self,
-        journal_sequence: u64,
-        root: [u8; 32],
-    ) -> liabilities::TreeFileLookup {
+    pub async fn liability_tree_file(&self, journal_sequence: u64, root: [u8; 32]) -> liabilities::TreeFileLookup {
         let trees = Arc::clone(&self.liability_trees);
         tokio::task::spawn_blocking(move || trees.open_file(journal_sequence, &root))
             .await

@@ -8,7 +8,7 @@
 //!
 //! The committer asks for the tree at the journal's durable end, then commits its root; it and
 //! the recorder ask for the tree of a vault root's position to check it. The keeper
-//! ([`run_keeper`]) makes sure the file of every root that can still become the exit root, and
+//! (`run_keeper`) makes sure the file of every root that can still become the exit root, and
 //! of the newest `keep_roots`, is there (building what a restart or a follower lacks) and
 //! deletes the others. Any node with the journal builds the same tree for the same position
 //! (the engine is deterministic), so a follower, or a node after a restart, serves the same
@@ -62,7 +62,7 @@ pub(crate) struct LiabilityTrees {
 }
 
 /// What a request for a tree's file found.
-pub(crate) enum TreeFileLookup {
+pub enum TreeFileLookup {
     /// The file, open.
     Open(TreeFile),
     /// The keeper wants it and is building it.
@@ -81,7 +81,7 @@ impl LiabilityTrees {
 
     /// The file of the tree at `journal_sequence` with `root`, opened (a blocking read of its
     /// header: call it off the async runtime).
-    pub(crate) fn open_file(&self, journal_sequence: u64, root: &[u8; 32]) -> TreeFileLookup {
+    pub fn open_file(&self, journal_sequence: u64, root: &[u8; 32]) -> TreeFileLookup {
         let path = self.directory().join(tree_file::file_name(journal_sequence, root));
         match TreeFile::open(&path) {
             Ok(file) => TreeFileLookup::Open(file),
@@ -164,13 +164,13 @@ impl LiabilityTrees {
 const KEEPER_INTERVAL_MS: u64 = 2_000;
 
 /// The keepers of the tree files of every vault chain; stopped when dropped.
-pub(crate) struct TreeKeepers {
+pub struct TreeKeepers {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl TreeKeepers {
     /// Starts one keeper per vault chain of the venue.
-    pub(crate) fn start(venue: &super::Venue) -> TreeKeepers {
+    pub fn start(venue: &super::Venue) -> TreeKeepers {
         let tasks = venue
             .config
             .chains

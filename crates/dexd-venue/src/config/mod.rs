@@ -124,6 +124,16 @@ pub struct Limits {
     pub stream_queue_bytes_total: usize,
 }
 
+/// Messages one stream connection may have waiting to be written, by default
+/// (`[limits] stream_queue_messages_per_connection`).
+pub const MAX_QUEUED_MESSAGES_PER_CONNECTION: usize = 4_096;
+/// Bytes one stream connection may have waiting to be written, by default
+/// (`[limits] stream_queue_bytes_per_connection`).
+pub const MAX_QUEUED_BYTES_PER_CONNECTION: usize = 4 * 1024 * 1024;
+/// Bytes all stream connections together may have waiting to be written, by default
+/// (`[limits] stream_queue_bytes_total`).
+pub const MAX_QUEUED_BYTES_TOTAL: usize = 1024 * 1024 * 1024;
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
@@ -143,9 +153,9 @@ impl Default for Limits {
             max_pending_transfers_per_chain: 100_000,
             max_stream_connections_per_ip: 100,
             max_stream_connections: 10_000,
-            stream_queue_messages_per_connection: 4_096,
-            stream_queue_bytes_per_connection: 4 * 1024 * 1024,
-            stream_queue_bytes_total: 1024 * 1024 * 1024,
+            stream_queue_messages_per_connection: MAX_QUEUED_MESSAGES_PER_CONNECTION,
+            stream_queue_bytes_per_connection: MAX_QUEUED_BYTES_PER_CONNECTION,
+            stream_queue_bytes_total: MAX_QUEUED_BYTES_TOTAL,
         }
     }
 }
@@ -348,6 +358,6 @@ fn line_of(text: &str, offset: usize) -> usize {
 mod cluster_sections;
 mod parse;
 
-pub(crate) use self::parse::is_loopback_url;
+pub use self::parse::is_loopback_url;
 #[cfg(test)]
 mod tests;

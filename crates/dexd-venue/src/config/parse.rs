@@ -549,7 +549,7 @@ fn check_pair(
 }
 
 /// Whether an `http://` URL names a host on this machine.
-pub(crate) fn is_loopback_url(text: &str) -> bool {
+pub fn is_loopback_url(text: &str) -> bool {
     // Parsed as a URL, not split by hand: `http://localhost:1@evil.example` is evil.example's.
     let Ok(url) = url::Url::parse(text) else {
         return false;

@@ -22,7 +22,8 @@ use dexd_store::backend::JournalBackend;
 use dexd_store::{replay_through, JournalRead, StoreError};
 
 use super::snapshotter::{recover, SnapshotPlace};
-pub use crate::audit::format::STATE_HASH_INTERVAL;
+/// A state hash is kept (and published) after every position that is a multiple of this.
+pub const STATE_HASH_INTERVAL: u64 = 10_000;
 
 /// The bytes of one record of the file: the position (big-endian u64) and the hash.
 const RECORD_BYTES: usize = 8 + 32;

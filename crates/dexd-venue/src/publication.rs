@@ -293,7 +293,7 @@ impl Publisher {
 }
 
 /// A pair's book to `depth` levels a side (at most [`MAX_PUBLISHED_BOOK_DEPTH`]).
-pub(crate) fn book_view(engine: &Engine, pair: PairIndex, depth: usize) -> Option<BookView> {
+pub fn book_view(engine: &Engine, pair: PairIndex, depth: usize) -> Option<BookView> {
     let depth = depth.min(MAX_PUBLISHED_BOOK_DEPTH);
     let (bids, sequence) = engine.book_levels(pair, dexd_core::Direction::Buy, depth)?;
     let (asks, _) = engine.book_levels(pair, dexd_core::Direction::Sell, depth)?;
