@@ -1,0 +1,13 @@
+//! The HTTP API: every operation, its errors, signatures, agents, limits, TLS and the operator's view.
+
+mod agents;
+mod end_to_end;
+mod hostile_input;
+mod openapi;
+mod operability;
+mod operations;
+mod rate_limits;
+mod signatures;
+mod signed_requests;
+mod tls;
+mod trading_extensions;

@@ -1,0 +1,327 @@
+//! `dexd audit` (the real binary) watching a venue on a real node (anvil) and vault:
+//!
+//! - a root forged with the operator's key (leaves unlike the journal's) is vetoed by the
+//!   auditor acting as guardian within the challenge period, and the venue goes on: its later
+//!   roots check and a withdrawal is paid;
+//! - the venue SIGKILLed right after committing a root no client fetched: after the freeze,
+//!   every account exits in full from the auditor's directory (`dexd exit --audit-dir`).
+
+use crate::common;
+
+use std::time::Duration;
+
+use alloy::primitives::{FixedBytes, U256};
+use alloy::sol_types::SolCall;
+use common::auditor::{free_local_address, RunningAuditor};
+use common::chain::{BackgroundMiner, TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
+use common::vault_calls::{send, view};
+use common::vault_venue::{address_of, key_of, VaultVenue};
+use dexd_custody::vault::DexdVaultV2;
+use serde_json::json;
+
+const GUARDIAN_KEY_ENV: &str = "DEXD_TEST_GUARDIAN_KEY";
+
+/// The vault's root of `epoch`.
+async fn vault_root(venue: &VaultVenue, epoch: u64) -> DexdVaultV2::LiabilityRoot {
+    view(
+        &venue.chain,
+        DexdVaultV2::liabilityRootCall {
+            epoch: U256::from(epoch),
+        },
+    )
+    .await
+}
+
+async fn root_count(venue: &VaultVenue) -> u64 {
+    view(&venue.chain, DexdVaultV2::rootCountCall {}).await.saturating_to()
+}
+
+/// The auditor's arguments for the venue's vault, checking roots with one confirmation.
+fn vault_arguments(venue: &VaultVenue) -> Vec<String> {
+    vec![
+        "--rpc-url".into(),
+        venue.chain.anvil.endpoint(),
+        "--vault".into(),
+        venue.chain.vault.to_string(),
+        "--confirmations".into(),
+        "1".into(),
+    ]
+}
+
+fn strings(arguments: &[String]) -> Vec<&str> {
+    arguments.iter().map(String::as_str).collect()
+}
+
+/// Waits until the vault holds a root of the venue's at or past `position` (of the journal);
+/// returns its epoch.
+async fn wait_for_root_past(venue: &VaultVenue, position: u64) -> u64 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let count = root_count(venue).await;
+        if count > 0 && vault_root(venue, count - 1).await.journalSequence >= position {
+            return count - 1;
+        }
+        assert!(std::time::Instant::now() < deadline, "no root past {position} in time");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_root_is_vetoed_by_an_auditor_as_guardian_and_the_venue_goes_on() {
+    // Thirty seconds to veto; time is moved on only after the veto.
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
+    let alice = venue.chain.users[0].clone();
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
+        .await;
+    // Blocks keep coming, so that roots get their confirmations.
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    let directory = tempfile::tempdir().unwrap();
+    let metrics_address = free_local_address();
+    let mut arguments = vault_arguments(&venue);
+    arguments.extend([
+        "--guardian-key-env".into(),
+        GUARDIAN_KEY_ENV.into(),
+        "--metrics-listen".into(),
+        metrics_address.to_string(),
+    ]);
+    let guardian_key = key_of(&venue.chain.guardian);
+    let auditor = RunningAuditor::start(
+        &venue.client().base_url,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&arguments),
+        &[(GUARDIAN_KEY_ENV, &guardian_key)],
+    );
+    auditor
+        .wait_for_line("the venue's first root checked", Duration::from_secs(60), |line| {
+            line.starts_with("root 0 ok ")
+        })
+        .await;
+
+    // The stolen key's root: at a position the journal has, the vault's deposits and tokens,
+    // nobody owed anything (so no holdings check can refuse it).
+    let planted_epoch = root_count(&venue).await;
+    let newest = vault_root(&venue, planted_epoch - 1).await;
+    let mut tokens = view(&venue.chain, DexdVaultV2::depositedTokensCall {}).await;
+    tokens.sort();
+    let plant = DexdVaultV2::commitRootCall {
+        root: FixedBytes([0x66; 32]),
+        journalSequence: newest.journalSequence,
+        depositCount_: U256::from(newest.depositCount),
+        totals: vec![U256::ZERO; tokens.len()],
+        tokens,
+    };
+    send(&venue.chain, &venue.chain.operator, plant.abi_encode()).await;
+    let vetoed_line = auditor
+        .wait_for_line("the planted root vetoed", Duration::from_secs(30), |line| {
+            line.starts_with(&format!("root {planted_epoch} "))
+        })
+        .await;
+    assert!(
+        vetoed_line.starts_with(&format!("root {planted_epoch} MISMATCH vetoed 0x")),
+        "{vetoed_line}"
+    );
+    assert!(vetoed_line.contains("where the replay's is"), "{vetoed_line}");
+    assert!(
+        vault_root(&venue, planted_epoch).await.vetoed,
+        "the veto is in the vault"
+    );
+
+    // The venue goes on: Alice's withdrawal is paid through a later root of the venue's, which
+    // the auditor finds good.
+    let response = reqwest::Client::new()
+        .post(format!("{}/portfolio/withdraw", venue.client().base_url))
+        .json(
+            &json!({"chainId": venue.chain_id(), "from": address_of(&alice), "symbol": "USDC",
+            "quantity": "40", "privateKey": key_of(&alice)}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let debited_at: u64 = response.headers()["x-dexd-sequence"].to_str().unwrap().parse().unwrap();
+    let covering = wait_for_root_past(&venue, debited_at).await;
+    assert!(covering > planted_epoch);
+    venue.chain.advance_time(CHALLENGE_PERIOD_S + 1).await;
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    assert_eq!(
+        venue.usdc_in_wallet(&alice).await,
+        U256::from((1_000_000 - 100 + 40) * USDC_UNIT)
+    );
+    auditor
+        .wait_for_line("the covering root checked", Duration::from_secs(60), |line| {
+            line.starts_with(&format!("root {covering} "))
+        })
+        .await;
+    let output = auditor.output();
+    let roots: Vec<&String> = output.iter().filter(|line| line.starts_with("root ")).collect();
+    for line in &roots {
+        let planted = line.starts_with(&format!("root {planted_epoch} "));
+        assert_eq!(line.contains(" ok "), !planted, "{output:#?}");
+    }
+    venue.assert_conserved().await;
+
+    // Its metrics say the same.
+    let metrics = reqwest::get(format!("http://{metrics_address}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |name: &str| {
+        metrics
+            .lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|value| value.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    assert_eq!(sample("dexd_audit_roots_checked_total{verdict=\"mismatch\"}"), 1.0);
+    assert!(sample("dexd_audit_roots_checked_total{verdict=\"ok\"}") >= (roots.len() - 1) as f64);
+    assert!(sample("dexd_audit_position") >= debited_at as f64);
+    assert_eq!(sample("dexd_audit_failures"), 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_venue_killed_right_after_a_root_leaves_every_account_an_exit_from_an_auditors_copy() {
+    // A root every five seconds: the venue is killed between two.
+    let mut venue = VaultVenue::start_with_roots(5_000).await;
+    let [alice, bob, carol] = [0, 1, 2].map(|index| venue.chain.users[index].clone());
+    venue
+        .fund(&alice, Some(venue.chain.wbtc), 2 * WBTC_UNIT, "WBTC", "2")
+        .await;
+    venue
+        .fund(&bob, Some(venue.chain.usdc), 100_000 * USDC_UNIT, "USDC", "100000")
+        .await;
+    venue
+        .fund(&carol, Some(venue.chain.usdc), 7 * USDC_UNIT, "USDC", "7")
+        .await;
+    let directory = tempfile::tempdir().unwrap();
+    let auditor = RunningAuditor::start(
+        &venue.client().base_url,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&vault_arguments(&venue)),
+        &[],
+    );
+    // Alice sells Bob 1 WBTC; a resting order of hers stays on the book.
+    let order = |account: &alloy::signers::local::PrivateKeySigner, direction: &str, price: &str| {
+        json!({"symbol": "WBTC/USDC", "type": "limit", "direction": direction, "price": price, "amount": "1",
+            "privateKey": key_of(account)})
+    };
+    let (status, placed) = venue.post("/order/addOrder", order(&alice, "sell", "60000")).await;
+    assert_eq!(status, 200, "{placed}");
+    let (status, taken) = venue.post("/order/addOrder", order(&bob, "buy", "60000")).await;
+    assert_eq!((status, taken["trades"].as_array().unwrap().len()), (200, 1), "{taken}");
+    let (status, resting) = venue.post("/order/addOrder", order(&alice, "sell", "70000")).await;
+    assert_eq!(status, 200, "{resting}");
+    let traded_through = {
+        let response = reqwest::Client::new()
+            .get(format!("{}/audit/journal", venue.client().base_url))
+            .query(&[
+                ("chainId", venue.chain_id()),
+                ("from", "1".to_string()),
+                ("limit", "1".to_string()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        response.headers()["x-dexd-journal-end"]
+            .to_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    // The next root covers the trades; once the auditor has the journal up to it, the venue is
+    // killed: no client ever asked for its leaves or proofs.
+    let last_epoch = wait_for_root_past(&venue, traded_through).await;
+    let last_root = vault_root(&venue, last_epoch).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while auditor.checked_through() < last_root.journalSequence {
+        assert!(std::time::Instant::now() < deadline, "the auditor did not keep up");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    venue.kill();
+    assert_eq!(
+        root_count(&venue).await,
+        last_epoch + 1,
+        "no root after the one waited for"
+    );
+    venue.chain.mine(2).await;
+    let checked = auditor
+        .wait_for_line("the last root checked", Duration::from_secs(60), |line| {
+            line.starts_with(&format!("root {last_epoch} "))
+        })
+        .await;
+    assert!(checked.starts_with(&format!("root {last_epoch} ok ")), "{checked}");
+
+    // Nobody commits a root again: after the root's maximal age anyone freezes the vault, and
+    // its exit root is the last one.
+    venue.chain.advance_time(TEST_ROOT_TERMS.max_root_age_s + 1).await;
+    send(&venue.chain, &carol, DexdVaultV2::freezeCall {}.abi_encode()).await;
+    let exit_epoch: u64 = view(&venue.chain, DexdVaultV2::exitEpochCall {}).await.saturating_to();
+    assert_eq!(exit_epoch, last_epoch);
+    let audit_dir = directory.path().to_str().unwrap().to_string();
+    let fees = "0x000000000000000000000000000000000000fee1";
+    for (who, account) in [
+        ("alice", address_of(&alice)),
+        ("bob", address_of(&bob)),
+        ("carol", address_of(&carol)),
+        ("fees", fees.to_string()),
+    ] {
+        let (paid, output, error) = venue.dexd_exit(&["--audit-dir", &audit_dir, "--account", &account], &carol);
+        assert!(paid, "{who}: {output} {error}");
+    }
+    // Every account left in full: the vault owes and holds nothing.
+    assert_eq!(venue.chain.vault_balance(Some(venue.chain.usdc)).await, U256::ZERO);
+    assert_eq!(venue.chain.vault_balance(Some(venue.chain.wbtc)).await, U256::ZERO);
+    assert_eq!(
+        venue.usdc_in_wallet(&carol).await,
+        U256::from(1_000_000 * USDC_UNIT),
+        "Carol's 7 USDC back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_whose_journal_is_withheld_is_vetoed_from_two_thirds_of_its_challenge_period() {
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
+    let alice = venue.chain.users[0].clone();
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
+        .await;
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    wait_for_root_past(&venue, 1).await;
+    // The auditor is shown no journal at all (an address where nothing listens).
+    let nowhere = format!("http://{}", free_local_address());
+    let directory = tempfile::tempdir().unwrap();
+    let mut arguments = vault_arguments(&venue);
+    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
+    let guardian_key = key_of(&venue.chain.guardian);
+    let auditor = RunningAuditor::start(
+        &nowhere,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&arguments),
+        &[(GUARDIAN_KEY_ENV, &guardian_key)],
+    );
+    // Early in the challenge period the root waits for its journal...
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        auditor.output().iter().all(|line| !line.starts_with("root 0 ")),
+        "{:#?}",
+        auditor.output()
+    );
+    assert!(!vault_root(&venue, 0).await.vetoed);
+    // ... from two thirds of it, the journal counts as withheld and the root is vetoed.
+    venue.chain.advance_time(CHALLENGE_PERIOD_S * 2 / 3 + 1).await;
+    let line = auditor
+        .wait_for_line("the root vetoed as withheld", Duration::from_secs(30), |line| {
+            line.starts_with("root 0 ")
+        })
+        .await;
+    assert!(line.starts_with("root 0 UNAVAILABLE vetoed 0x"), "{line}");
+    assert!(vault_root(&venue, 0).await.vetoed, "the veto is in the vault");
+}

@@ -1,0 +1,4 @@
+//! The public journal and `dexd audit`: replay, state hashes, roots, the guardian's veto.
+
+mod audit_vault;
+mod journal;

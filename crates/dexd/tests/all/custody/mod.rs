@@ -1,0 +1,11 @@
+//! Custody on a real EVM node (anvil): the vault contract, deposits, withdrawals, keys and the soak.
+
+mod contract_build;
+mod deposits;
+mod key_safety;
+mod soak_custody;
+mod vault_contract;
+mod vault_contract_accounts;
+mod vault_mode;
+mod vault_start;
+mod withdrawals;

@@ -1,0 +1,231 @@
+//! Durability: the state rebuilt from the store equals the state before the stop, and a write
+//! that cannot reach the disk is answered 503 with nothing of it left in memory.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{assert_error, Trader};
+use dexd_core::{
+    Address, Amount, AssetIndex, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, TimeInForce,
+    TransferRequest,
+};
+use dexd_venue::config::Config;
+use dexd_venue::Venue;
+use serde_json::json;
+
+fn account(byte: u8) -> Address {
+    Address::from_bytes([byte; 20])
+}
+
+fn deposit(byte: u8, asset: u16, units: u128, id: u8) -> Command {
+    Command::Deposit(TransferRequest {
+        transfer_id: [id; 32],
+        account: account(byte),
+        asset: AssetIndex(asset),
+        amount: Amount::from_units(units),
+    })
+}
+
+fn order(byte: u8, id: u8, direction: Direction, price: &str, amount: &str, venue: &Venue) -> Command {
+    let chain = venue.chain(1).unwrap();
+    let spec = &chain.config.pair_config(PairIndex(0)).spec;
+    Command::PlaceOrder(NewOrder {
+        order_id: OrderId::from_bytes([id; 32]),
+        client_order_id: Some(format!("c{id}")),
+        account: account(byte),
+        pair: PairIndex(0),
+        order_type: OrderType::Limit,
+        direction,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: Some(
+            spec.price_from_decimal(dexd_core::Decimal::parse(price).unwrap())
+                .unwrap(),
+        ),
+        quantity: spec
+            .quantity_from_decimal(dexd_core::Decimal::parse(amount).unwrap())
+            .unwrap(),
+    })
+}
+
+fn authorization(id: u8) -> Option<dexd_store::Authorization> {
+    Some(dexd_store::Authorization {
+        order_id: Some(OrderId::from_bytes([id; 32])),
+        nonce: [id; 32],
+        expiry_ms: u64::from(id),
+        signature: [id; 65],
+        client_signed: false,
+    })
+}
+
+#[tokio::test]
+async fn the_rebuilt_state_hash_equals_the_state_hash_before_the_stop() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let before = {
+        let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
+        let chain = venue.chain(1).unwrap();
+        chain.submit(deposit(1, 0, 10u128.pow(19), 1), None).await.unwrap();
+        chain.submit(deposit(2, 1, 100_000_000_000, 2), None).await.unwrap();
+        for (id, (price, amount)) in [("2500", "1"), ("2510", "2"), ("2520", "0.5")].iter().enumerate() {
+            let id = 10 + id as u8;
+            chain
+                .submit(order(1, id, Direction::Sell, price, amount, &venue), authorization(id))
+                .await
+                .unwrap();
+        }
+        chain
+            .submit(order(2, 20, Direction::Buy, "2515", "2.5", &venue), authorization(20))
+            .await
+            .unwrap();
+        chain
+            .submit(order(2, 21, Direction::Buy, "2400", "1", &venue), authorization(21))
+            .await
+            .unwrap();
+        chain
+            .submit(
+                Command::CancelOrder {
+                    account: account(2),
+                    order_id: OrderId::from_bytes([21; 32]),
+                    pair: None,
+                },
+                None,
+            )
+            .await
+            .unwrap();
+        let hash = chain.state_hash();
+        assert_ne!(
+            hash,
+            Venue::start(Config::embedded_default(), tempfile::tempdir().unwrap().path())
+                .unwrap()
+                .chain(1)
+                .unwrap()
+                .state_hash()
+        );
+        hash
+    };
+    let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
+    let chain = venue.chain(1).unwrap();
+    assert_eq!(chain.state_hash(), before);
+    // Time priority, client order ids and locks came back too: the next orders behave the same.
+    let duplicate = chain
+        .submit(order(1, 30, Direction::Sell, "2600", "1", &venue), authorization(30))
+        .await;
+    assert!(duplicate.is_ok());
+    let reused_client_id = Command::PlaceOrder(match order(1, 31, Direction::Sell, "2600", "1", &venue) {
+        Command::PlaceOrder(mut terms) => {
+            terms.client_order_id = Some("c12".into());
+            terms
+        }
+        _ => unreachable!(),
+    });
+    assert_eq!(
+        chain.submit(reused_client_id, authorization(31)).await.unwrap_err(),
+        dexd_store::WriteError::Rejected(dexd_core::Rejection::DuplicateClientOrderId)
+    );
+    let stored = chain
+        .history()
+        .await
+        .unwrap()
+        .order(&OrderId::from_bytes([21; 32]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.record.status, dexd_core::OrderStatus::Cancelled);
+    assert_eq!(stored.signature, [21; 65]);
+}
+
+#[tokio::test]
+async fn a_locked_database_answers_503_changes_nothing_and_recovers() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut config = Config::embedded_default();
+    config.limits.write_lock_timeout_ms = 100;
+    let server = common::TestServer::start_in(config, data_dir.path()).await;
+    let alice = Trader::new(0xa1);
+    server.deposit(&alice, "USDC", "100").await;
+    let database = rusqlite::Connection::open(dexd_store::database_path(data_dir.path(), 1)).unwrap();
+    database.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let deposit =
+        json!({"chainId": "1", "from": alice.address, "symbol": "USDC", "quantity": "5", "privateKey": alice.key});
+    assert_error(
+        &server.post_json("/portfolio/deposit", deposit.clone()).await,
+        503,
+        "UNAVAILABLE",
+        None,
+    );
+    let order = json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "10", "amount": "1", "privateKey": alice.key});
+    assert_error(
+        &server.post_json("/order/addOrder", order).await,
+        503,
+        "UNAVAILABLE",
+        None,
+    );
+    // Reads go on while writes cannot, and show nothing of the refused changes.
+    let balance = server.balance(&alice, "USDC").await;
+    assert_eq!(
+        (balance["total"].as_str(), balance["locked"].as_str()),
+        (Some("100"), Some("0"))
+    );
+    let (_, book) = server
+        .get("/order/buyOrderbooks", &[("chainId", "1"), ("pair", "ETH/USDC")])
+        .await;
+    assert_eq!(book["levels"], json!([]));
+    database.execute_batch("ROLLBACK").unwrap();
+    drop(database);
+    let mut recovered = false;
+    for _ in 0..50 {
+        let (status, _) = server.post_json("/portfolio/deposit", deposit.clone()).await;
+        if status == 200 {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(recovered, "writes resume when the database is free again");
+    assert_eq!(server.balance(&alice, "USDC").await["total"], "105");
+    let (_, deposits) = server
+        .get(
+            "/portfolio/depositHistories",
+            &[("chainId", "1"), ("account", &alice.address)],
+        )
+        .await;
+    assert_eq!(deposits["deposits"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn commands_journaled_but_not_yet_projected_reach_the_history_at_start() {
+    let data_dir = tempfile::tempdir().unwrap();
+    {
+        // A journal written as the writer would, with the projector stopped before it wrote.
+        let (mut journal, _projector, _reader) = dexd_store::open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+        let entries: Vec<dexd_store::JournalEntry> = (1..=3u8)
+            .map(|number| dexd_store::JournalEntry {
+                sequence: u64::from(number),
+                time_ms: 1_000 * u64::from(number),
+                command: dexd_store::codec::encode_command(&deposit(7, 1, 1_000_000 * u128::from(number), number)),
+                authorization: None,
+            })
+            .collect();
+        journal.append(&entries).unwrap();
+    }
+    let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
+    let chain = venue.chain(1).unwrap();
+    let history = chain.history().await.unwrap();
+    let request = dexd_store::PageRequest {
+        limit: 10,
+        cursor: None,
+        start_ms: 0,
+        end_ms: u64::MAX,
+    };
+    let deposits = history
+        .transfers(&account(7), dexd_core::TransferKind::Deposit, request)
+        .unwrap();
+    let amounts: Vec<u128> = deposits.items.iter().map(|transfer| transfer.amount.units()).collect();
+    assert_eq!(amounts, vec![3_000_000, 2_000_000, 1_000_000]);
+    assert_eq!(
+        chain
+            .read_engine(|engine| engine.balance(&account(7), AssetIndex(1)))
+            .total()
+            .units(),
+        6_000_000
+    );
+}

@@ -1,0 +1,8 @@
+//! Liability roots and the exit: the trees, proofs, roots on the vault and everyone's exit.
+
+mod exit_holds;
+mod exit_random;
+mod liability_tree;
+mod roots;
+mod vault_exit;
+mod vault_liabilities;
