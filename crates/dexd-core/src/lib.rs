@@ -29,6 +29,7 @@ pub mod pair;
 mod state_hash;
 pub mod switches;
 pub mod transfer;
+pub mod wire_names;
 
 #[cfg(test)]
 mod configuration_tests;
@@ -71,4 +72,8 @@ pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};
 pub use transfer::{
     ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
     WithdrawalKey,
+};
+pub use wire_names::{
+    CANDLE_INTERVAL_NAMES, DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES,
+    TRANSFER_STATUS_NAMES,
 };

@@ -53,25 +53,6 @@ impl CandleInterval {
         CandleInterval::OneWeek,
     ];
 
-    /// The interval's wire name (`1m` ... `1w`).
-    pub fn name(self) -> &'static str {
-        match self {
-            CandleInterval::OneMinute => "1m",
-            CandleInterval::FiveMinutes => "5m",
-            CandleInterval::FifteenMinutes => "15m",
-            CandleInterval::ThirtyMinutes => "30m",
-            CandleInterval::OneHour => "1h",
-            CandleInterval::FourHours => "4h",
-            CandleInterval::OneDay => "1d",
-            CandleInterval::OneWeek => "1w",
-        }
-    }
-
-    /// The interval with this wire name.
-    pub fn parse(name: &str) -> Option<CandleInterval> {
-        CandleInterval::ALL.into_iter().find(|interval| interval.name() == name)
-    }
-
     /// The interval's length in ms.
     pub fn length_ms(self) -> u64 {
         match self {

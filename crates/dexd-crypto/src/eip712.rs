@@ -477,8 +477,12 @@ pub fn request_types_json(domain: &SigningDomain) -> Value {
 /// a market order's price or a missing client order id), with their keccak-256 computed once:
 /// half of an order's hashing was of these.
 static FIXED_TEXT_WORDS: std::sync::LazyLock<Vec<(&'static str, [u8; 32])>> = std::sync::LazyLock::new(|| {
-    ["limit", "market", "buy", "sell", "GTC", "IOC", "FOK", ""]
-        .into_iter()
+    dexd_core::ORDER_TYPE_NAMES
+        .iter()
+        .chain(dexd_core::DIRECTION_NAMES)
+        .chain(dexd_core::TIME_IN_FORCE_NAMES)
+        .chain(&[""])
+        .copied()
         .map(|text| (text, keccak256(text.as_bytes()).0))
         .collect()
 });

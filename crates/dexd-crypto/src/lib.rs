@@ -35,6 +35,4 @@ pub use keys::{
     address_of_public_key, is_contract_canonical_signature, recover_signer, AddressCache, InvalidPrivateKey,
     PrivateKey, MAX_ADDRESS_CACHE_ENTRIES,
 };
-pub use requests::{
-    direction_name, order_type_name, time_in_force_name, RequestMessages, SignedCommand, SignedMessage,
-};
+pub use requests::{RequestMessages, SignedCommand, SignedMessage};

@@ -10,8 +10,8 @@
 
 use dexd_core::decimal::format_scaled_units;
 use dexd_core::{
-    AgentGrant, AssetIndex, ChainConfiguration, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, PairSpec,
-    PairSpecError, SwitchSetting, TimeInForce, TransferKind, VaultWithdrawal,
+    AgentGrant, AssetIndex, ChainConfiguration, Command, NewOrder, OrderId, PairIndex, PairSpec, PairSpecError,
+    SwitchSetting, TransferKind, VaultWithdrawal,
 };
 use serde_json::Value;
 
@@ -157,9 +157,9 @@ impl RequestMessages {
         OrderMessage {
             account: order.account,
             symbol: symbol.clone(),
-            order_type: order_type_name(order.order_type).to_string(),
-            direction: direction_name(order.direction).to_string(),
-            time_in_force: time_in_force_name(order.time_in_force).to_string(),
+            order_type: order.order_type.wire_name().to_string(),
+            direction: order.direction.wire_name().to_string(),
+            time_in_force: order.time_in_force.wire_name().to_string(),
             post_only: order.post_only,
             price: order.price.map(|price| spec.format_price(price)).unwrap_or_default(),
             amount: self.asset_amount(spec.base(), spec.base_amount(order.quantity).units()),
@@ -439,30 +439,5 @@ impl RequestMessages {
             }
             _ => None,
         }
-    }
-}
-
-/// The wire name of a direction.
-pub fn direction_name(direction: Direction) -> &'static str {
-    match direction {
-        Direction::Buy => "buy",
-        Direction::Sell => "sell",
-    }
-}
-
-/// The wire name of an order type.
-pub fn order_type_name(order_type: OrderType) -> &'static str {
-    match order_type {
-        OrderType::Limit => "limit",
-        OrderType::Market => "market",
-    }
-}
-
-/// The wire name of a time in force.
-pub fn time_in_force_name(time_in_force: TimeInForce) -> &'static str {
-    match time_in_force {
-        TimeInForce::GoodTillCancelled => "GTC",
-        TimeInForce::ImmediateOrCancel => "IOC",
-        TimeInForce::FillOrKill => "FOK",
     }
 }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use dexd_core::{Direction, OrderType, TimeInForce};
 use dexd_crypto::{checksummed, hex_prefixed, OrderMessage, PrivateKey, SigningDomain};
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
@@ -224,7 +225,7 @@ const MAX_RECENT_ORDERS: usize = 1_000;
 /// is ASCII that needs no escaping (digits, a fixed symbol, a hex key), and the generator's CPU
 /// is taken from the server it measures, on the same cores.
 fn placement_body(chain: u64, buy: bool, price_cents: i64, amount_hundredths: u32, key: &str) -> Bytes {
-    let direction = if buy { "buy" } else { "sell" };
+    let direction = if buy { Direction::Buy } else { Direction::Sell }.wire_name();
     Bytes::from(format!(
         "{{\"chainId\":\"{chain}\",\"symbol\":\"ETH/USDC\",\"type\":\"limit\",\"direction\":\"{direction}\",\
          \"price\":\"{}.{:02}\",\"amount\":\"0.0{amount_hundredths}\",\"privateKey\":\"{key}\"}}",
@@ -608,9 +609,9 @@ fn crypto_limit_per_core(duration: Duration, derive_each: bool) -> f64 {
         let message = OrderMessage {
             account,
             symbol: "ETH/USDC".into(),
-            order_type: "limit".into(),
-            direction: "buy".into(),
-            time_in_force: "GTC".into(),
+            order_type: OrderType::Limit.wire_name().into(),
+            direction: Direction::Buy.wire_name().into(),
+            time_in_force: TimeInForce::GoodTillCancelled.wire_name().into(),
             post_only: false,
             price: "2500".into(),
             amount: "0.01".into(),

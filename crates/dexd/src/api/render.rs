@@ -5,24 +5,13 @@
 //! module decides nothing and changes nothing.
 
 use dexd_core::decimal::{format_scaled_units, multiply_divide_rounding_down, power_of_ten};
-use dexd_core::{
-    AssetIndex, Balance, Direction, LevelView, OrderStatus, PairIndex, Price, Trade, Transfer, TransferStatus,
-};
+use dexd_core::{AssetIndex, Balance, Direction, LevelView, PairIndex, Price, Trade, Transfer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use dexd_crypto::{checksummed, hex_prefixed};
-pub use dexd_crypto::{direction_name, order_type_name, time_in_force_name};
 use dexd_store::StoredOrder;
 use dexd_venue::config::{ChainConfig, PairConfig};
-
-fn status_name(status: OrderStatus) -> &'static str {
-    match status {
-        OrderStatus::Open => "open",
-        OrderStatus::Filled => "filled",
-        OrderStatus::Cancelled => "cancelled",
-    }
-}
 
 /// An amount of an asset, canonically.
 pub fn asset_amount(chain: &ChainConfig, asset: AssetIndex, units: u128) -> String {
@@ -121,9 +110,9 @@ pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject
         chain_id: chain.chain_id.to_string(),
         account: checksummed(&record.terms.account),
         symbol: &pair.symbol,
-        order_type: order_type_name(record.terms.order_type),
-        direction: direction_name(record.terms.direction),
-        time_in_force: time_in_force_name(record.terms.time_in_force),
+        order_type: record.terms.order_type.wire_name(),
+        direction: record.terms.direction.wire_name(),
+        time_in_force: record.terms.time_in_force.wire_name(),
         post_only: record.terms.post_only,
         price: record.terms.price.map(|price| spec.format_price(price)),
         amount: base(record.terms.quantity),
@@ -133,7 +122,7 @@ pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject
         average: average_price(pair, record.cost.units(), filled_units),
         fee: asset_amount(chain, fee_asset, record.fee.units()),
         fee_asset: &chain.asset_config(fee_asset).symbol,
-        status: status_name(record.status),
+        status: record.status.wire_name(),
         timestamp: record.created_at_ms,
         updated_at: record.updated_at_ms,
         signature: hex_prefixed(&stored.signature),
@@ -166,7 +155,7 @@ pub fn trade<'a>(chain: &'a ChainConfig, trade: &Trade) -> TradeObject<'a> {
         price: pair.spec.format_price(trade.price),
         amount: asset_amount(chain, pair.spec.base(), trade.base_amount.units()),
         cost: asset_amount(chain, pair.spec.quote(), trade.cost.units()),
-        taker_direction: direction_name(trade.taker_direction),
+        taker_direction: trade.taker_direction.wire_name(),
         maker_order_id: trade.maker_order_id.to_string(),
         taker_order_id: trade.taker_order_id.to_string(),
         timestamp: trade.timestamp_ms,
@@ -215,16 +204,6 @@ pub fn account_trade<'a>(
     }
 }
 
-/// The wire name of a transfer's status.
-pub fn transfer_status_name(status: TransferStatus) -> &'static str {
-    match status {
-        TransferStatus::Pending => "pending",
-        TransferStatus::Sent => "sent",
-        TransferStatus::Confirmed => "confirmed",
-        TransferStatus::Failed => "failed",
-    }
-}
-
 /// The contract's Transfer object.
 pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
     json!({
@@ -233,7 +212,7 @@ pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
         "account": checksummed(&transfer.account),
         "symbol": chain.asset_config(transfer.asset).symbol,
         "quantity": asset_amount(chain, transfer.asset, transfer.amount.units()),
-        "status": transfer_status_name(transfer.status),
+        "status": transfer.status.wire_name(),
         "txHash": transfer.tx_hash.as_ref().map(|hash| hex_prefixed(hash)),
         "blockNumber": transfer.block_number,
         "timestamp": transfer.timestamp_ms,

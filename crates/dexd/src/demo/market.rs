@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dexd_core::{OrderType, TimeInForce};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -20,7 +21,6 @@ use super::walk::{PairWalk, Quote, Second};
 use crate::api::error::ApiError;
 use crate::api::handlers;
 use crate::api::params::Params;
-use crate::api::render::direction_name;
 use crate::api::AppState;
 
 /// How often the walk moves and the maker looks at its quotes.
@@ -214,8 +214,8 @@ impl PairMarket {
             .map(|quote: &Quote| {
                 json!({
                     "symbol": self.symbol,
-                    "type": "limit",
-                    "direction": direction_name(quote.direction),
+                    "type": OrderType::Limit.wire_name(),
+                    "direction": quote.direction.wire_name(),
                     "price": grid.price_text(quote.price_ticks),
                     "amount": grid.amount_text(quote.amount_steps),
                 })
@@ -254,9 +254,9 @@ impl PairMarket {
             json!({
                 "chainId": self.chain_id.to_string(),
                 "symbol": self.symbol,
-                "type": "limit",
-                "timeInForce": "IOC",
-                "direction": direction_name(order.direction),
+                "type": OrderType::Limit.wire_name(),
+                "timeInForce": TimeInForce::ImmediateOrCancel.wire_name(),
+                "direction": order.direction.wire_name(),
                 "price": grid.price_text(order.limit_price_ticks),
                 "amount": grid.amount_text(order.amount_steps),
                 "privateKey": taker.key_text(),

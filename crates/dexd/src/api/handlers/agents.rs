@@ -9,8 +9,10 @@ use dexd_crypto::checksummed;
 use dexd_store::now_ms;
 use serde_json::{json, Value};
 
-use super::{address_param, chain_of, own_signature, signing_domain, spend_write_budget, write_error, Answer};
-use crate::api::credential::Credential;
+use super::{
+    account_write, address_param, chain_of, own_signature, signing_domain, spend_write_budget, write_error,
+    AccountWrite, Answer,
+};
 use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::AppState;
@@ -28,9 +30,11 @@ fn agent_object(grant: &AgentGrant) -> Value {
 /// POST /account/approveAgent
 pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let actor = credential.actor(&params, &app.addresses)?;
+    let AccountWrite {
+        chain,
+        credential,
+        actor,
+    } = account_write(&app, &params)?;
     actor.require_own_key()?;
     let account = actor.account;
     let agent = address_param(&params, "agent")?;
@@ -76,9 +80,11 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
 /// POST /account/revokeAgent
 pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let actor = credential.actor(&params, &app.addresses)?;
+    let AccountWrite {
+        chain,
+        credential,
+        actor,
+    } = account_write(&app, &params)?;
     actor.require_own_key()?;
     let account = actor.account;
     let agent = address_param(&params, "agent")?;

@@ -22,9 +22,10 @@ pub mod trading;
 
 use std::sync::Arc;
 
-use dexd_core::{Address, PairIndex};
+use dexd_core::{Address, CandleInterval, PairIndex, CANDLE_INTERVAL_NAMES};
 use serde_json::{json, Value};
 
+use super::credential::{Actor, Credential};
 use super::error::ApiError;
 use super::params::Params;
 use super::AppState;
@@ -58,6 +59,28 @@ pub(super) const DEFAULT_CANDLE_LIMIT: usize = 500;
 pub(super) const MAX_CANDLE_LIMIT: usize = 1_000;
 
 pub(super) type Answer = Result<Value, ApiError>;
+
+/// What an account's write starts from: its chain, its credential (the account's key, an agent's
+/// key, or the client's own signature) and the actor (the account it acts for, and the agent
+/// acting for it when there is one).
+pub(super) struct AccountWrite {
+    pub chain: Arc<Chain>,
+    pub credential: Credential,
+    pub actor: Actor,
+}
+
+/// The prologue every account write shares, in the order its errors are reported: the chain, the
+/// credential, then who it acts for. The write's own parameters and its signature come after.
+pub(super) fn account_write(app: &AppState, params: &Params) -> Result<AccountWrite, ApiError> {
+    let chain = chain_of(&app.venue, params)?;
+    let credential = Credential::from_params(params, None, dexd_store::now_ms())?;
+    let actor = credential.actor(params, &app.addresses)?;
+    Ok(AccountWrite {
+        chain,
+        credential,
+        actor,
+    })
+}
 
 pub(super) fn chain_of(venue: &Venue, params: &Params) -> Result<Arc<Chain>, ApiError> {
     let chain_id = params.integer("chainId")?.ok_or_else(|| ApiError::missing("chainId"))?;
@@ -117,6 +140,30 @@ pub(super) fn choice<'a>(params: &Params, name: &str, allowed: &[&'a str]) -> Re
         .copied()
         .map(Some)
         .ok_or_else(|| ApiError::invalid(name, format!("must be one of {}", allowed.join(", "))))
+}
+
+/// A parameter naming one of an enum's contract words (any case, as [`choice`]), as its value:
+/// `names` and `parse` are the enum's list and parser in `dexd_core::wire_names`.
+pub(super) fn word<T>(
+    params: &Params,
+    name: &str,
+    names: &[&'static str],
+    parse: fn(&str) -> Option<T>,
+) -> Result<Option<T>, ApiError> {
+    Ok(choice(params, name, names)?.and_then(parse))
+}
+
+/// The `interval` of candles (exact, as the contract writes it); one minute when absent.
+pub(crate) fn candle_interval_param(params: &Params) -> Result<CandleInterval, ApiError> {
+    match params.text("interval")? {
+        None => Ok(CandleInterval::OneMinute),
+        Some(text) => CandleInterval::from_wire_name(text).ok_or_else(|| {
+            ApiError::invalid(
+                "interval",
+                format!("must be one of {}", CANDLE_INTERVAL_NAMES.join(", ")),
+            )
+        }),
+    }
 }
 
 pub(super) fn bounded(params: &Params, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {

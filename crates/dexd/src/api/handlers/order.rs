@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use dexd_core::{
-    Address, CandleInterval, Command, Direction, Event, NewOrder, OrderId, OrderStatus, OrderType, PairIndex,
-    TimeInForce,
+    Address, Command, Direction, Event, NewOrder, OrderId, OrderStatus, OrderType, PairIndex, TimeInForce,
+    DIRECTION_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{
-    address_param, bounded, chain_of, choice, client_order_id, history, optional_pair_param, page_request, pair_param,
-    signing_domain, spend_write_budget, store_error, time_range, write_error, Answer, DEFAULT_BOOK_DEPTH,
-    DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
+    account_write, address_param, bounded, candle_interval_param, chain_of, client_order_id, history,
+    optional_pair_param, page_request, pair_param, signing_domain, spend_write_budget, store_error, time_range, word,
+    write_error, AccountWrite, Answer, DEFAULT_BOOK_DEPTH, DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
 };
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
@@ -29,9 +29,11 @@ use dexd_venue::Chain;
 
 /// POST /order/addOrder
 pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let actor = credential.actor(&params, &app.addresses)?;
+    let AccountWrite {
+        chain,
+        credential,
+        actor,
+    } = account_write(&app, &params)?;
     let terms = order_terms(&chain, &params, actor.account)?;
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
@@ -140,22 +142,16 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
     // request is always refused as malformed, whichever of its values breaks a rule too.
     let pair_index = pair_param(chain, params, "symbol")?;
     let pair = chain.config.pair_config(pair_index);
-    let order_type = match choice(params, "type", &["limit", "market"])?.ok_or_else(|| ApiError::missing("type"))? {
-        "limit" => OrderType::Limit,
-        _ => OrderType::Market,
-    };
-    let direction =
-        match choice(params, "direction", &["buy", "sell"])?.ok_or_else(|| ApiError::missing("direction"))? {
-            "buy" => Direction::Buy,
-            _ => Direction::Sell,
-        };
+    let order_type =
+        word(params, "type", ORDER_TYPE_NAMES, OrderType::from_wire_name)?.ok_or_else(|| ApiError::missing("type"))?;
+    let direction = word(params, "direction", DIRECTION_NAMES, Direction::from_wire_name)?
+        .ok_or_else(|| ApiError::missing("direction"))?;
     let price = params.decimal("price")?;
     let amount = params.required_decimal("amount")?;
-    let time_in_force = match choice(params, "timeInForce", &["GTC", "IOC", "FOK"])? {
-        Some("FOK") => TimeInForce::FillOrKill,
-        Some("IOC") => TimeInForce::ImmediateOrCancel,
-        _ if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
-        _ => TimeInForce::GoodTillCancelled,
+    let time_in_force = match word(params, "timeInForce", TIME_IN_FORCE_NAMES, TimeInForce::from_wire_name)? {
+        Some(chosen) => chosen,
+        None if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
+        None => TimeInForce::GoodTillCancelled,
     };
     let client_order_id = client_order_id(params)?;
     let post_only = params.bool("postOnly")?.unwrap_or(false);
@@ -266,9 +262,11 @@ pub(super) fn open_order_of(
 
 /// POST /order/cancelOrder
 pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let mut actor = credential.actor(&params, &app.addresses)?;
+    let AccountWrite {
+        chain,
+        credential,
+        mut actor,
+    } = account_write(&app, &params)?;
     let account = actor.account;
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;
@@ -351,7 +349,7 @@ async fn order_book(app: Arc<AppState>, params: Params, direction: Direction) ->
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "symbol": pair.symbol,
-        "direction": render::direction_name(direction),
+        "direction": direction.wire_name(),
         "levels": levels,
         "sequence": sequence,
         "timestamp": now_ms(),
@@ -372,12 +370,7 @@ pub async fn sell_order_book(app: Arc<AppState>, params: Params) -> Answer {
 pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
     let chain = chain_of(&app.venue, &params)?;
     let pair_index = pair_param(&chain, &params, "pair")?;
-    let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
-    let interval = match params.text("interval")? {
-        None => CandleInterval::OneMinute,
-        Some(text) => CandleInterval::parse(text)
-            .ok_or_else(|| ApiError::invalid("interval", format!("must be one of {}", names.join(", "))))?,
-    };
+    let interval = candle_interval_param(&params)?;
     let (start_ms, end_ms) = time_range(&params)?;
     let limit = bounded(&params, "limit", DEFAULT_CANDLE_LIMIT, MAX_CANDLE_LIMIT)?;
     let pair = chain.config.pair_config(pair_index);
@@ -389,7 +382,7 @@ pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
         "symbol": pair.symbol,
-        "interval": interval.name(),
+        "interval": interval.wire_name(),
         "candles": candles,
     }))
 }

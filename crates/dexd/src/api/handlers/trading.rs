@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 
 use super::order::{open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement};
 use super::{
-    chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error, Answer,
+    account_write, chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error,
+    AccountWrite, Answer,
 };
 use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
@@ -398,9 +399,11 @@ fn cancelled_record(events: &[Event], stored: &StoredOrder) -> Option<dexd_core:
 /// POST /order/cancelAll
 pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let mut actor = credential.actor(&params, &app.addresses)?;
+    let AccountWrite {
+        chain,
+        credential,
+        mut actor,
+    } = account_write(&app, &params)?;
     let account = actor.account;
     let pair = optional_pair_param(&chain, &params, "symbol")?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
@@ -441,9 +444,11 @@ async fn cancelled_orders_answer(chain: &Chain, events: &[Event]) -> Result<Vec<
 /// POST /order/cancelAllAfter
 pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let chain = chain_of(&app.venue, &params)?;
-    let credential = Credential::from_params(&params, None, now_ms())?;
-    let mut actor = credential.actor(&params, &app.addresses)?;
+    let AccountWrite {
+        chain,
+        credential,
+        mut actor,
+    } = account_write(&app, &params)?;
     let account = actor.account;
     let timeout_ms = params
         .integer("timeoutMs")?

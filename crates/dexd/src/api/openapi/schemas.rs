@@ -2,6 +2,7 @@
 //! written by hand from the interface (`docs/api.md`), and the small builders they are made of.
 //! The paths and parameters are generated in the module above; this one knows no operation.
 
+use dexd_core::{DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES};
 use serde_json::{json, Map, Value};
 
 fn string() -> Value {
@@ -62,26 +63,26 @@ fn object_schemas() -> Value {
         "Error": object(json!({"error": object(json!({"code": string(), "message": string(), "field": nullable(string())}))})),
         "Order": object(json!({
             "orderId": string(), "clientOrderId": nullable(string()), "chainId": string(), "account": string(),
-            "symbol": string(), "type": {"enum": ["limit", "market"]}, "direction": {"enum": ["buy", "sell"]},
-            "timeInForce": {"enum": ["GTC", "IOC", "FOK"]}, "postOnly": {"type": "boolean"}, "price": nullable(decimal()),
+            "symbol": string(), "type": {"enum": ORDER_TYPE_NAMES}, "direction": {"enum": DIRECTION_NAMES},
+            "timeInForce": {"enum": TIME_IN_FORCE_NAMES}, "postOnly": {"type": "boolean"}, "price": nullable(decimal()),
             "amount": decimal(), "filled": decimal(), "remaining": decimal(), "cost": decimal(), "average": nullable(decimal()),
-            "fee": decimal(), "feeAsset": string(), "status": {"enum": ["open", "filled", "cancelled"]},
+            "fee": decimal(), "feeAsset": string(), "status": {"enum": ORDER_STATUS_NAMES},
             "timestamp": integer, "updatedAt": integer, "signature": string()
         })),
         "Trade": object(json!({
             "tradeId": string(), "chainId": string(), "symbol": string(), "price": decimal(), "amount": decimal(),
-            "cost": decimal(), "takerDirection": {"enum": ["buy", "sell"]}, "makerOrderId": string(), "takerOrderId": string(),
+            "cost": decimal(), "takerDirection": {"enum": DIRECTION_NAMES}, "makerOrderId": string(), "takerOrderId": string(),
             "timestamp": integer
         })),
         "Transfer": object(json!({
             "id": string(), "chainId": string(), "account": string(), "symbol": string(), "quantity": decimal(),
-            "status": {"enum": ["pending", "sent", "confirmed", "failed"]},
+            "status": {"enum": TRANSFER_STATUS_NAMES},
             "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
             "timestamp": integer, "updatedAt": integer
         })),
         "ListedWithdrawal": object(json!({
             "id": string(), "chainId": string(), "account": string(), "symbol": string(), "quantity": decimal(),
-            "status": {"enum": ["pending", "sent", "confirmed", "failed"]},
+            "status": {"enum": TRANSFER_STATUS_NAMES},
             "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
             "timestamp": integer, "updatedAt": integer,
             "waitingFor": {"enum": ["root", "challenge", "payment", "confirmations", null], "description": "What a withdrawal not yet paid waits for: a liability root covering its debit, that root's challenge period, the payment, the payment's confirmations; null once settled."},
@@ -111,7 +112,7 @@ fn trading_schemas() -> Value {
         "OrderResponse": object(json!({"order": reference("Order")})),
         "OrderListResponse": object(json!({"chainId": string(), "account": string(), "orders": array_of("Order"), "nextCursor": cursor})),
         "OrderBookResponse": object(json!({
-            "chainId": string(), "symbol": string(), "direction": {"enum": ["buy", "sell"]},
+            "chainId": string(), "symbol": string(), "direction": {"enum": DIRECTION_NAMES},
             "levels": {"type": "array", "items": object(json!({"price": decimal(), "amount": decimal(), "orders": integer}))},
             "sequence": integer, "timestamp": integer
         })),

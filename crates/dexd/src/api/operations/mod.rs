@@ -100,6 +100,8 @@ mod audit;
 mod liabilities;
 mod trading;
 
+use dexd_core::{CANDLE_INTERVAL_NAMES, DIRECTION_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES};
+
 pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS};
 pub use self::liabilities::{CUSTODY, LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
 pub use self::trading::{
@@ -221,8 +223,8 @@ const QUANTITY: Field = field(
 
 pub(crate) const ADD_ORDER_FIELDS: &[Field] = &[
     field("symbol", true, Kind::Pair, "The pair, BASE/QUOTE."),
-    field("type", true, Kind::Choice(&["limit", "market"]), "limit or market."),
-    field("direction", true, Kind::Choice(&["buy", "sell"]), "buy or sell."),
+    field("type", true, Kind::Choice(ORDER_TYPE_NAMES), "limit or market."),
+    field("direction", true, Kind::Choice(DIRECTION_NAMES), "buy or sell."),
     field(
         "price",
         false,
@@ -239,7 +241,7 @@ pub(crate) const ADD_ORDER_FIELDS: &[Field] = &[
     field(
         "timeInForce",
         false,
-        Kind::Choice(&["GTC", "IOC", "FOK"]),
+        Kind::Choice(TIME_IN_FORCE_NAMES),
         "GTC (default), IOC or FOK. Market orders act as IOC unless FOK is asked.",
     ),
     field(
@@ -284,7 +286,7 @@ const OHLC_FIELDS: &[Field] = &[
     field(
         "interval",
         false,
-        Kind::Choice(&["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"]),
+        Kind::Choice(CANDLE_INTERVAL_NAMES),
         "Candle length, default 1m.",
     ),
     START_TIME,

@@ -1,6 +1,8 @@
 //! The trading extensions' rows of the table (contract version 3): batches, cancel all, amend,
 //! the dead man's switch and agents, with their batch items' fields. No behaviour.
 
+use dexd_core::{DIRECTION_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES};
+
 use super::{
     field, Field, Kind, Operation, Tag, ACCOUNT, CHAIN_ID, EXPIRY, NONCE, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER,
     WRITE_ERRORS,
@@ -14,8 +16,8 @@ pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = &[
         Kind::Pair,
         "The pair, BASE/QUOTE; every order of a batch is on one pair.",
     ),
-    field("type", true, Kind::Choice(&["limit", "market"]), "limit or market."),
-    field("direction", true, Kind::Choice(&["buy", "sell"]), "buy or sell."),
+    field("type", true, Kind::Choice(ORDER_TYPE_NAMES), "limit or market."),
+    field("direction", true, Kind::Choice(DIRECTION_NAMES), "buy or sell."),
     field(
         "price",
         false,
@@ -26,7 +28,7 @@ pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = &[
     field(
         "timeInForce",
         false,
-        Kind::Choice(&["GTC", "IOC", "FOK"]),
+        Kind::Choice(TIME_IN_FORCE_NAMES),
         "GTC (default), IOC or FOK.",
     ),
     field(

@@ -5,11 +5,11 @@
 //!
 //! It holds no state: the connection keeps its subscriptions, the hub delivers.
 
-use dexd_core::{Address, CandleInterval, PairIndex};
+use dexd_core::{Address, CandleInterval, PairIndex, CANDLE_INTERVAL_NAMES};
 use serde_json::{json, Map, Value};
 
 use crate::api::error::ApiError;
-use crate::api::handlers::{address_param, bounded, chain_of, pair_param};
+use crate::api::handlers::{address_param, bounded, candle_interval_param, chain_of, pair_param};
 use crate::api::operations::{field, Field, Kind, Operation};
 use crate::api::params::Params;
 use dexd_crypto::checksummed;
@@ -111,7 +111,7 @@ impl ChannelKey {
                 interval,
             } => {
                 parameters.insert("pair".into(), json!(pair_symbol(*chain_id, *pair)));
-                parameters.insert("interval".into(), json!(interval.name()));
+                parameters.insert("interval".into(), json!(interval.wire_name()));
             }
             ChannelKey::Orders { account, .. } | ChannelKey::Balances { account, .. } => {
                 parameters.insert("account".into(), json!(checksummed(account)));
@@ -178,7 +178,7 @@ const DEPTH: Field = field("depth", false, Kind::Integer, "Levels per side.");
 const INTERVAL: Field = Field {
     name: "interval",
     required: false,
-    kind: Kind::Choice(&["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"]),
+    kind: Kind::Choice(CANDLE_INTERVAL_NAMES),
     description: "The candle interval.",
 };
 
@@ -314,12 +314,7 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
         },
         "candles" => {
             let pair = pair_param(&chain, &params, "pair")?;
-            let names: Vec<&str> = CandleInterval::ALL.iter().map(|interval| interval.name()).collect();
-            let interval = match params.text("interval")? {
-                None => CandleInterval::OneMinute,
-                Some(text) => CandleInterval::parse(text)
-                    .ok_or_else(|| ApiError::invalid("interval", format!("must be one of {}", names.join(", "))))?,
-            };
+            let interval = candle_interval_param(&params)?;
             ChannelKey::Candles {
                 chain_id,
                 pair,
