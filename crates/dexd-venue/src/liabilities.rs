@@ -61,6 +61,28 @@ pub(crate) struct LiabilityTrees {
     pub(crate) wanted_missing: parking_lot::Mutex<BTreeSet<(u64, [u8; 32])>>,
 }
 
+impl LiabilityTrees {
+    /// A chain's trees, none built yet.
+    pub(crate) fn new(
+        config: &crate::config::ChainConfig,
+        full_config: &crate::config::Config,
+        data_dir: &std::path::Path,
+        snapshots: &SnapshotPlace,
+        engine_config: &EngineConfig,
+    ) -> LiabilityTrees {
+        LiabilityTrees {
+            chain_id: config.chain_id,
+            data_dir: data_dir.to_path_buf(),
+            journal_backend: full_config.journal.clone(),
+            snapshots: snapshots.clone(),
+            engine_config: engine_config.clone(),
+            tokens: config.assets.iter().map(|asset| asset.address).collect(),
+            kept: tokio::sync::Mutex::new(VecDeque::new()),
+            wanted_missing: parking_lot::Mutex::new(BTreeSet::new()),
+        }
+    }
+}
+
 /// What a request for a tree's file found.
 pub enum TreeFileLookup {
     /// The file, open.

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use self::projector::run_projector;
 use self::snapshotter::{recover, SnapshotPlace, SnapshotStatus, Snapshotter, SnapshotterSetup};
-use self::writer::{run_writer, EnginePosition, WriteRequest, WriterMessage, WriterMetrics, WriterState};
+use self::writer::{EnginePosition, WriteRequest, WriterMessage, WriterMetrics, WriterState};
 use crate::config::{ChainConfig, Config};
 use crate::telemetry::Telemetry;
 use dexd_store::snapshots::{
@@ -119,97 +119,122 @@ fn refuse_a_configuration_the_journal_cannot_take(
     })
 }
 
-impl Chain {
-    fn start(
-        config: ChainConfig,
-        full_config: &Config,
-        data_dir: &Path,
-        telemetry: &Telemetry,
-    ) -> Result<Chain, StoreError> {
+/// A chain's configuration as the engine and the journal take it, checked, and the messages its
+/// accounts sign, built from it.
+fn chain_configuration(
+    config: &ChainConfig,
+    limits: &config::Limits,
+) -> Result<(dexd_core::ChainConfiguration, dexd_crypto::RequestMessages), StoreError> {
+    let configuration = config.configuration(limits);
+    configuration
+        .check()
+        .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error}", config.chain_id)))?;
+    let messages = dexd_crypto::RequestMessages::new(&configuration)
+        .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error:?}", config.chain_id)))?;
+    Ok((configuration, messages))
+}
+
+/// The threads a chain runs besides its writer, started.
+struct ChainThreads {
+    snapshotter: Option<Snapshotter>,
+    state_hashes: Arc<state_hashes::StateHashes>,
+    state_hash_keeper: state_hashes::StateHashKeeper,
+    projector: std::thread::JoinHandle<()>,
+}
+
+/// A chain's stores opened and its state restored (from the newest snapshot and the journal),
+/// before any of its threads runs.
+struct RestoredChain {
+    journal: Box<dyn Journal>,
+    projector: Projector,
+    store_reader: StoreReader,
+    leadership: dexd_store::backend::Leadership,
+    engine_config: EngineConfig,
+    configuration: dexd_core::ChainConfiguration,
+    messages: dexd_crypto::RequestMessages,
+    replayed: Replayed,
+    snapshots: SnapshotPlace,
+    snapshot_status: Arc<SnapshotStatus>,
+}
+
+impl RestoredChain {
+    /// Opens the chain's journal and history, checks its configuration against the journal's,
+    /// and restores its state.
+    fn open(config: &ChainConfig, full_config: &Config, data_dir: &Path) -> Result<RestoredChain, StoreError> {
         let busy_timeout = Duration::from_millis(full_config.limits.write_lock_timeout_ms);
         let dexd_store::backend::OpenedStore {
             mut journal,
             mut projector,
             reader: store_reader,
-            mut leadership,
+            leadership,
         } = full_config
             .journal
             .open_store(data_dir, config.chain_id, busy_timeout)?;
-        journal.bind_custody(&custody_binding(&config))?;
+        journal.bind_custody(&custody_binding(config))?;
         let engine_config = config.engine_config(&full_config.limits);
-        let configuration = config.configuration(&full_config.limits);
-        configuration
-            .check()
-            .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error}", config.chain_id)))?;
-        let messages = dexd_crypto::RequestMessages::new(&configuration)
-            .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error:?}", config.chain_id)))?;
-        let chain_id = config.chain_id;
+        let (configuration, messages) = chain_configuration(config, &full_config.limits)?;
         let (replayed, snapshots, snapshot_status) = restore_at_start(
-            chain_id,
+            config.chain_id,
             full_config,
             data_dir,
             journal.as_mut(),
             &mut projector,
             &engine_config,
         )?;
-        refuse_a_configuration_the_journal_cannot_take(chain_id, &replayed.engine, &configuration)?;
-        let SnapshotPlace {
-            directory: snapshot_directory,
-            identity,
-        } = snapshots.clone();
+        refuse_a_configuration_the_journal_cannot_take(config.chain_id, &replayed.engine, &configuration)?;
+        Ok(RestoredChain {
+            journal,
+            projector,
+            store_reader,
+            leadership,
+            engine_config,
+            configuration,
+            messages,
+            replayed,
+            snapshots,
+            snapshot_status,
+        })
+    }
+}
+
+impl Chain {
+    /// Opens and restores the chain, then starts its threads (writer, projector, snapshotter,
+    /// state hash keeper).
+    fn start(
+        config: ChainConfig,
+        full_config: &Config,
+        data_dir: &Path,
+        telemetry: &Telemetry,
+    ) -> Result<Chain, StoreError> {
+        let RestoredChain {
+            journal,
+            projector,
+            store_reader,
+            mut leadership,
+            engine_config,
+            configuration,
+            messages,
+            replayed,
+            snapshots,
+            snapshot_status,
+        } = RestoredChain::open(&config, full_config, data_dir)?;
+        let chain_id = config.chain_id;
         let engine = Arc::new(RwLock::new(replayed.engine));
         let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
-        let engine_position = Arc::new(EnginePosition {
-            applied_sequence: AtomicU64::new(replayed.last_sequence),
-            rebuilds: AtomicU64::new(0),
-        });
+        let engine_position = Arc::new(EnginePosition::restored_at(replayed.last_sequence));
         let (projected_sender, projected) = watch::channel(replayed.last_sequence);
         let (projection_sender, projection_queue) = std::sync::mpsc::sync_channel(MAX_PROJECTION_BACKLOG_BATCHES);
         let (writer, queue) = mpsc::channel(full_config.limits.write_queue_capacity);
-        let liability_trees = Arc::new(liabilities::LiabilityTrees {
-            chain_id,
-            data_dir: data_dir.to_path_buf(),
-            journal_backend: full_config.journal.clone(),
-            snapshots: snapshots.clone(),
-            engine_config: engine_config.clone(),
-            tokens: config.assets.iter().map(|asset| asset.address).collect(),
-            kept: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
-            wanted_missing: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
-        });
-        let snapshotter = Snapshotter::start(SnapshotterSetup {
-            chain_id,
-            data_dir: data_dir.to_path_buf(),
-            journal_backend: full_config.journal.clone(),
-            directory: snapshot_directory.clone(),
-            identity: identity.clone(),
-            engine_config: engine_config.clone(),
-            policy: full_config.snapshots,
-            journaled: Arc::clone(&journaled),
-            projected: projected.clone(),
-            status: Arc::clone(&snapshot_status),
-        });
-        let state_hashes = Arc::new(state_hashes::StateHashes::default());
-        let state_hash_keeper = state_hashes::StateHashKeeper::start(state_hashes::StateHashSetup {
-            chain_id,
-            data_dir: data_dir.to_path_buf(),
-            journal_backend: full_config.journal.clone(),
-            snapshots: snapshots.clone(),
-            engine_config: engine_config.clone(),
-            hashes: Arc::clone(&state_hashes),
-        });
-        let projector_thread = std::thread::Builder::new()
-            .name(format!("projector-{chain_id}"))
-            .spawn(move || run_projector(chain_id, projection_queue, projector, projected_sender))
-            .expect("the projector thread starts");
+        let trees = liabilities::LiabilityTrees::new(&config, full_config, data_dir, &snapshots, &engine_config);
+        let threads = ChainThreads::start(
+            (chain_id, full_config, data_dir),
+            (&snapshots, &engine_config, &snapshot_status),
+            (&journaled, &projected),
+            move || run_projector(chain_id, projection_queue, projector, projected_sender),
+        );
         let (publisher, publications) = publication::channel(config.pairs.len());
         let leader_epoch = Arc::new(AtomicU64::new(writer::NOT_LEADING));
-        {
-            // A lost lease wakes a writer that waits for writes, so that it steps down at once.
-            let waker = writer.clone();
-            leadership.on_lost(Arc::new(move || {
-                let _ = waker.try_send(WriterMessage::Wake);
-            }));
-        }
+        writer::wake_the_writer_when_the_lease_is_lost(&mut leadership, &writer);
         let writer_state = WriterState {
             chain_id,
             engine: Arc::clone(&engine),
@@ -228,10 +253,7 @@ impl Chain {
             snapshots,
             metrics: WriterMetrics::of_chain(telemetry, chain_id),
         };
-        std::thread::Builder::new()
-            .name(format!("writer-{chain_id}"))
-            .spawn(move || run_writer(queue, writer_state, projector_thread))
-            .expect("the writer thread starts");
+        writer::start_writer_thread(queue, writer_state, threads.projector);
         Ok(Chain {
             signing_domain: dexd_crypto::SigningDomain::new(config.chain_id, config.venue_contract),
             messages,
@@ -246,15 +268,60 @@ impl Chain {
             publications: parking_lot::Mutex::new(Some(publications)),
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
-            snapshotter: parking_lot::Mutex::new(snapshotter),
+            snapshotter: parking_lot::Mutex::new(threads.snapshotter),
             journal_reads: tokio::sync::Semaphore::new(MAX_CONCURRENT_JOURNAL_READS),
-            state_hashes,
-            state_hash_keeper: parking_lot::Mutex::new(Some(state_hash_keeper)),
+            state_hashes: threads.state_hashes,
+            state_hash_keeper: parking_lot::Mutex::new(Some(threads.state_hash_keeper)),
             leader_epoch,
-            liability_trees,
+            liability_trees: Arc::new(trees),
         })
     }
+}
 
+impl ChainThreads {
+    /// Starts the chain's snapshotter, its state hash keeper and its projector thread (running
+    /// `project`); the writer, which hands the projector its work, is started by the caller.
+    fn start(
+        (chain_id, full_config, data_dir): (u64, &Config, &Path),
+        (snapshots, engine_config, snapshot_status): (&SnapshotPlace, &EngineConfig, &Arc<SnapshotStatus>),
+        (journaled, projected): (&Arc<AtomicU64>, &watch::Receiver<u64>),
+        project: impl FnOnce() + Send + 'static,
+    ) -> ChainThreads {
+        let snapshotter = Snapshotter::start(SnapshotterSetup {
+            chain_id,
+            data_dir: data_dir.to_path_buf(),
+            journal_backend: full_config.journal.clone(),
+            directory: snapshots.directory.clone(),
+            identity: snapshots.identity.clone(),
+            engine_config: engine_config.clone(),
+            policy: full_config.snapshots,
+            journaled: Arc::clone(journaled),
+            projected: projected.clone(),
+            status: Arc::clone(snapshot_status),
+        });
+        let state_hashes = Arc::new(state_hashes::StateHashes::default());
+        let state_hash_keeper = state_hashes::StateHashKeeper::start(state_hashes::StateHashSetup {
+            chain_id,
+            data_dir: data_dir.to_path_buf(),
+            journal_backend: full_config.journal.clone(),
+            snapshots: snapshots.clone(),
+            engine_config: engine_config.clone(),
+            hashes: Arc::clone(&state_hashes),
+        });
+        let projector = std::thread::Builder::new()
+            .name(format!("projector-{chain_id}"))
+            .spawn(project)
+            .expect("the projector thread starts");
+        ChainThreads {
+            snapshotter,
+            state_hashes,
+            state_hash_keeper,
+            projector,
+        }
+    }
+}
+
+impl Chain {
     /// The journal's commands after `after`, at most `limit` of them, and the journal's last
     /// position: read through a connection of the request's own (blocking: call it off the
     /// async runtime), never through the writer's. For the public journal.

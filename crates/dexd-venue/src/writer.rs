@@ -119,6 +119,40 @@ pub(crate) struct EnginePosition {
     pub(crate) rebuilds: AtomicU64,
 }
 
+impl EnginePosition {
+    /// An engine restored through `applied_sequence`, never rebuilt.
+    pub(crate) fn restored_at(applied_sequence: u64) -> EnginePosition {
+        EnginePosition {
+            applied_sequence: AtomicU64::new(applied_sequence),
+            rebuilds: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Starts the chain's writer thread on `queue`; it stops the projector thread when it stops.
+pub(crate) fn start_writer_thread(
+    queue: mpsc::Receiver<WriterMessage>,
+    state: WriterState,
+    projector: std::thread::JoinHandle<()>,
+) {
+    let name = format!("writer-{}", state.chain_id);
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || run_writer(queue, state, projector))
+        .expect("the writer thread starts");
+}
+
+/// Wakes a writer that waits for writes when its lease is lost, so that it steps down at once.
+pub(crate) fn wake_the_writer_when_the_lease_is_lost(
+    leadership: &mut Leadership,
+    writer: &mpsc::Sender<WriterMessage>,
+) {
+    let waker = writer.clone();
+    leadership.on_lost(Arc::new(move || {
+        let _ = waker.try_send(WriterMessage::Wake);
+    }));
+}
+
 pub(crate) fn run_writer(
     mut queue: mpsc::Receiver<WriterMessage>,
     mut state: WriterState,

@@ -203,6 +203,24 @@ async fn owner_call(target: &VaultTarget, key: &KeyArguments, input: Vec<u8>) ->
     ))
 }
 
+/// The root terms of `dexd vault deploy`'s arguments, checked as the contract's constructor would.
+fn root_terms(
+    max_root_age_s: u64,
+    challenge_period_s: u64,
+    guardian: Option<String>,
+) -> Result<deploy::RootTerms, String> {
+    if max_root_age_s == 0 || challenge_period_s >= max_root_age_s {
+        return Err("--challenge-period-s must be shorter than --max-root-age-s, which must not be 0".into());
+    }
+    Ok(deploy::RootTerms {
+        max_root_age_s,
+        challenge_period_s,
+        guardian: guardian
+            .map(|guardian| address_argument(&guardian, "guardian"))
+            .transpose()?,
+    })
+}
+
 async fn vault_command(command: VaultCommand) -> Result<String, String> {
     match command {
         VaultCommand::Deploy {
@@ -225,16 +243,7 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
                 Some(owner) => address_argument(&owner, "owner")?,
                 None => signer.address(),
             };
-            if max_root_age_s == 0 || challenge_period_s >= max_root_age_s {
-                return Err("--challenge-period-s must be shorter than --max-root-age-s, which must not be 0".into());
-            }
-            let terms = deploy::RootTerms {
-                max_root_age_s,
-                challenge_period_s,
-                guardian: guardian
-                    .map(|guardian| address_argument(&guardian, "guardian"))
-                    .transpose()?,
-            };
+            let terms = root_terms(max_root_age_s, challenge_period_s, guardian)?;
             let node = connect(&rpc_url, ChainAddress::ZERO).await?;
             let deployed = deploy::deploy_vault_v2(&node, &signer, owner, operator, terms)
                 .await
@@ -287,51 +296,55 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
         VaultCommand::Unpause { target, key } => {
             owner_call(&target, &key, DexdVault::unpauseCall {}.abi_encode()).await
         }
-        VaultCommand::Status { target } => {
-            let vault = address_argument(&target.vault, "vault")?;
-            let node = connect(&target.rpc_url, vault).await?;
-            let latest = alloy::eips::BlockId::latest();
-            let failed = |error: dexd_custody::node::NodeError| error.to_string();
-            let owner = node
-                .view(vault, DexdVault::ownerCall {}, latest)
-                .await
-                .map_err(failed)?;
-            let paused = node
-                .view(vault, DexdVault::pausedCall {}, latest)
-                .await
-                .map_err(failed)?;
-            let deposits = node
-                .view(vault, DexdVault::depositCountCall {}, latest)
-                .await
-                .map_err(failed)?;
-            let operator = node.operator().await.map_err(failed)?;
-            let mut status = serde_json::json!({
-                "vault": checksummed(&venue_address(&vault)),
-                "owner": checksummed(&venue_address(&owner)),
-                "operator": checksummed(&venue_address(&operator)),
-                "paused": paused,
-                "depositCount": deposits.to_string(),
-            });
-            // Version 2 also has roots and the exit (version 1 answers none of these).
-            if let Ok(roots) = node.view(vault, DexdVaultV2::rootCountCall {}, latest).await {
-                let frozen = node
-                    .view(vault, DexdVaultV2::frozenCall {}, latest)
-                    .await
-                    .map_err(failed)?;
-                let tokens = node
-                    .view(vault, DexdVaultV2::depositedTokensCall {}, latest)
-                    .await
-                    .map_err(failed)?;
-                status["rootCount"] = serde_json::json!(roots.to_string());
-                status["frozen"] = serde_json::json!(frozen);
-                status["depositedTokens"] = serde_json::json!(tokens
-                    .iter()
-                    .map(|token| checksummed(&venue_address(token)))
-                    .collect::<Vec<_>>());
-            }
-            Ok(status.to_string())
-        }
+        VaultCommand::Status { target } => vault_status(&target).await,
     }
+}
+
+/// `dexd vault status`: the vault's owner, operator, pause and deposits, and on version 2 its
+/// roots, freeze and deposited tokens, as JSON.
+async fn vault_status(target: &VaultTarget) -> Result<String, String> {
+    let vault = address_argument(&target.vault, "vault")?;
+    let node = connect(&target.rpc_url, vault).await?;
+    let latest = alloy::eips::BlockId::latest();
+    let failed = |error: dexd_custody::node::NodeError| error.to_string();
+    let owner = node
+        .view(vault, DexdVault::ownerCall {}, latest)
+        .await
+        .map_err(failed)?;
+    let paused = node
+        .view(vault, DexdVault::pausedCall {}, latest)
+        .await
+        .map_err(failed)?;
+    let deposits = node
+        .view(vault, DexdVault::depositCountCall {}, latest)
+        .await
+        .map_err(failed)?;
+    let operator = node.operator().await.map_err(failed)?;
+    let mut status = serde_json::json!({
+        "vault": checksummed(&venue_address(&vault)),
+        "owner": checksummed(&venue_address(&owner)),
+        "operator": checksummed(&venue_address(&operator)),
+        "paused": paused,
+        "depositCount": deposits.to_string(),
+    });
+    // Version 2 also has roots and the exit (version 1 answers none of these).
+    if let Ok(roots) = node.view(vault, DexdVaultV2::rootCountCall {}, latest).await {
+        let frozen = node
+            .view(vault, DexdVaultV2::frozenCall {}, latest)
+            .await
+            .map_err(failed)?;
+        let tokens = node
+            .view(vault, DexdVaultV2::depositedTokensCall {}, latest)
+            .await
+            .map_err(failed)?;
+        status["rootCount"] = serde_json::json!(roots.to_string());
+        status["frozen"] = serde_json::json!(frozen);
+        status["depositedTokens"] = serde_json::json!(tokens
+            .iter()
+            .map(|token| checksummed(&venue_address(token)))
+            .collect::<Vec<_>>());
+    }
+    Ok(status.to_string())
 }
 
 /// Runs `dexd vault ...`; prints the result as JSON.

@@ -247,6 +247,15 @@ pub async fn serve_with_options(
     // Every connection task holds a clone of `alive`; when all are dropped, `all_closed` ends.
     let (stop_connections, stopping) = tokio::sync::watch::channel(false);
     let (alive, all_closed) = tokio::sync::mpsc::channel::<()>(1);
+    let accepting = Accepting {
+        http,
+        tls,
+        handshake_timeout,
+        stopping,
+        alive: alive.clone(),
+        ready: Arc::clone(&ready),
+        starting_router,
+    };
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -265,37 +274,66 @@ pub async fn serve_with_options(
             () = &mut shutdown => break,
             Some(error) = start_failure.recv() => return Err(error),
         };
-        let (ready, starting_router) = (Arc::clone(&ready), starting_router.clone());
-        let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-            request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
-            let router = ready.get().unwrap_or(&starting_router).clone();
-            router.oneshot(request.map(axum::body::Body::new))
-        });
-        let (stopping, alive) = (stopping.clone(), alive.clone());
-        match &tls {
-            None => {
-                let connection = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
-                tokio::spawn(async move {
-                    serve_until_stopped(connection, stopping).await;
-                    drop((permit, alive));
-                });
-            }
-            Some(acceptor) => {
-                let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(stream));
-                let http = http.clone();
-                tokio::spawn(async move {
-                    // A failed or slow handshake closes the connection; it is the client's fault.
-                    if let Ok(Ok(stream)) = handshake.await {
-                        let connection = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
-                        serve_until_stopped(connection, stopping).await;
-                    }
-                    drop((permit, alive));
-                });
-            }
-        }
+        spawn_connection(&accepting, stream, remote, permit);
     }
+    // Its `alive` must go too, or the shutdown would wait out its grace for nothing.
+    drop(accepting);
     shut_down(&started, stop_connections, alive, all_closed).await;
     Ok(())
+}
+
+/// What the accept loop hands each connection's task.
+struct Accepting {
+    http: hyper::server::conn::http1::Builder,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    handshake_timeout: Duration,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    /// Held by every connection's task, so that the shutdown knows when all have ended.
+    alive: tokio::sync::mpsc::Sender<()>,
+    /// The full router once every chain has started; `starting_router` until then.
+    ready: Arc<OnceLock<axum::Router>>,
+    starting_router: axum::Router,
+}
+
+/// Serves one accepted connection on a task of its own (after its TLS handshake, when TLS is
+/// on), holding its place under the connection limit until it ends.
+fn spawn_connection(
+    accepting: &Accepting,
+    stream: tokio::net::TcpStream,
+    remote: SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let (ready, starting_router) = (Arc::clone(&accepting.ready), accepting.starting_router.clone());
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
+        let router = ready.get().unwrap_or(&starting_router).clone();
+        router.oneshot(request.map(axum::body::Body::new))
+    });
+    let (stopping, alive) = (accepting.stopping.clone(), accepting.alive.clone());
+    match &accepting.tls {
+        None => {
+            let connection = accepting
+                .http
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            tokio::spawn(async move {
+                serve_until_stopped(connection, stopping).await;
+                drop((permit, alive));
+            });
+        }
+        Some(acceptor) => {
+            let handshake = tokio::time::timeout(accepting.handshake_timeout, acceptor.accept(stream));
+            let http = accepting.http.clone();
+            tokio::spawn(async move {
+                // A failed or slow handshake closes the connection; it is the client's fault.
+                if let Ok(Ok(stream)) = handshake.await {
+                    let connection = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+                    serve_until_stopped(connection, stopping).await;
+                }
+                drop((permit, alive));
+            });
+        }
+    }
 }
 
 /// The graceful stop, once the listener accepts no more: streams are told, HTTP connections get

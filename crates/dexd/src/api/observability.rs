@@ -135,94 +135,125 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
         .absolute(app.cluster.directory_reads());
     let now_ms = dexd_store::now_ms();
     for chain_config in &app.venue.config.chains {
-        let chain_id = chain_config.chain_id;
-        let Some(chain) = app.venue.chain(chain_id) else {
-            continue;
-        };
-        let labels = [("chain_id", chain_id.to_string())];
-        let gauge = |name: &'static str, value: f64| telemetry.gauge(name, &labels).set(value);
-        let journaled = chain.journaled_sequence();
-        gauge("dexd_write_queue_depth", chain.write_queue_depth() as f64);
+        if let Some(chain) = app.venue.chain(chain_config.chain_id) {
+            update_chain_levels(app, telemetry, &chain, now_ms);
+        }
+    }
+}
+
+/// What the engine holds that the levels show, read under one short read lock.
+struct EngineLevels {
+    resting_orders: usize,
+    accounts: usize,
+    pending_deposits: usize,
+    pending_withdrawals: usize,
+    foreign_root: bool,
+    roots_recorded: u64,
+    payments_stopped: bool,
+}
+
+/// One chain's levels: its queue, journal, history, streams, engine, snapshots and custody.
+fn update_chain_levels(app: &AppState, telemetry: &Telemetry, chain: &dexd_venue::Chain, now_ms: u64) {
+    let chain_id = chain.config.chain_id;
+    let labels = [("chain_id", chain_id.to_string())];
+    let gauge = |name: &'static str, value: f64| telemetry.gauge(name, &labels).set(value);
+    let journaled = chain.journaled_sequence();
+    gauge("dexd_write_queue_depth", chain.write_queue_depth() as f64);
+    gauge(
+        "dexd_write_queue_capacity",
+        app.venue.config.limits.write_queue_capacity as f64,
+    );
+    gauge("dexd_journal_sequence", journaled as f64);
+    gauge(
+        "dexd_projector_lag_commands",
+        journaled.saturating_sub(chain.projected_sequence()) as f64,
+    );
+    gauge("dexd_stream_subscriptions", app.streams.subscriptions(chain_id) as f64);
+    telemetry
+        .counter("dexd_stream_engine_copies_total", &labels)
+        .absolute(chain.stream_reads_requested());
+    let levels = chain.read_engine(|engine| {
+        let custody = engine.custody();
+        let liabilities = custody.liabilities();
+        EngineLevels {
+            resting_orders: engine.resting_order_count(),
+            accounts: engine.account_count(),
+            pending_deposits: custody.pending_deposits().len(),
+            pending_withdrawals: custody.pending_withdrawals().count(),
+            foreign_root: liabilities.unresolved_foreign_root().is_some(),
+            roots_recorded: liabilities.roots_recorded() as u64,
+            payments_stopped: liabilities.payable_through().is_none() && custody.pending_withdrawals().next().is_some(),
+        }
+    });
+    gauge("dexd_resting_orders", levels.resting_orders as f64);
+    gauge("dexd_accounts", levels.accounts as f64);
+    update_snapshot_levels(telemetry, &labels, &chain.snapshots, journaled, now_ms);
+    if let Some(vault) = app.custody.chain(chain_id) {
+        update_custody_levels(telemetry, chain, &vault.status(), &levels);
+    }
+}
+
+/// A chain's snapshot levels: the newest one's position, how far behind it is, its age, and the
+/// counts written and failed.
+fn update_snapshot_levels(
+    telemetry: &Telemetry,
+    labels: &[(&'static str, String)],
+    snapshots: &dexd_venue::snapshotter::SnapshotStatus,
+    journaled: u64,
+    now_ms: u64,
+) {
+    let gauge = |name: &'static str, value: f64| telemetry.gauge(name, labels).set(value);
+    let ordering = std::sync::atomic::Ordering::Acquire;
+    let newest_sequence = snapshots.newest_sequence.load(ordering);
+    let written_ms = snapshots.newest_written_unix_ms.load(ordering);
+    gauge("dexd_snapshot_sequence", newest_sequence as f64);
+    gauge(
+        "dexd_snapshot_commands_behind",
+        journaled.saturating_sub(newest_sequence) as f64,
+    );
+    if written_ms > 0 {
         gauge(
-            "dexd_write_queue_capacity",
-            app.venue.config.limits.write_queue_capacity as f64,
+            "dexd_snapshot_age_seconds",
+            now_ms.saturating_sub(written_ms) as f64 / 1_000.0,
         );
-        gauge("dexd_journal_sequence", journaled as f64);
-        gauge(
-            "dexd_projector_lag_commands",
-            journaled.saturating_sub(chain.projected_sequence()) as f64,
-        );
-        gauge("dexd_stream_subscriptions", app.streams.subscriptions(chain_id) as f64);
+    }
+    telemetry
+        .counter("dexd_snapshots_written_total", labels)
+        .absolute(snapshots.written_total.load(ordering));
+    telemetry
+        .counter("dexd_snapshots_failed_total", labels)
+        .absolute(snapshots.failed_total.load(ordering));
+}
+
+/// A vault chain's custody levels: pending transfers, roots, the watcher and the reserves.
+fn update_custody_levels(
+    telemetry: &Telemetry,
+    chain: &dexd_venue::Chain,
+    status: &dexd_custody::CustodyStatus,
+    levels: &EngineLevels,
+) {
+    let chain_id = chain.config.chain_id;
+    let labels = [("chain_id", chain_id.to_string())];
+    let gauge = |name: &'static str, value: f64| telemetry.gauge(name, &labels).set(value);
+    let flag = |on: bool| if on { 1.0 } else { 0.0 };
+    gauge("dexd_custody_pending_deposits", levels.pending_deposits as f64);
+    gauge("dexd_custody_pending_withdrawals", levels.pending_withdrawals as f64);
+    gauge("dexd_liability_foreign_root", flag(levels.foreign_root));
+    gauge("dexd_liability_roots_recorded", levels.roots_recorded as f64);
+    gauge("dexd_custody_withdrawals_unpayable", flag(levels.payments_stopped));
+    gauge("dexd_custody_halted", flag(status.halted.is_some()));
+    gauge("dexd_custody_node_up", flag(status.node_error.is_none()));
+    if let (Some(head), Some(scanned)) = (status.head_block, status.scanned_block) {
+        gauge("dexd_custody_watcher_lag_blocks", head.saturating_sub(scanned) as f64);
+    }
+    for (asset, surplus) in &status.reserves_surplus {
+        let config = chain.config.asset_config(*asset);
+        let whole_units = *surplus as f64 / 10f64.powi(config.decimals.min(77) as i32);
         telemetry
-            .counter("dexd_stream_engine_copies_total", &labels)
-            .absolute(chain.stream_reads_requested());
-        let (resting, accounts, pending_deposits, pending_withdrawals, roots) = chain.read_engine(|engine| {
-            let liabilities = engine.custody().liabilities();
-            (
-                engine.resting_order_count(),
-                engine.account_count(),
-                engine.custody().pending_deposits().len(),
-                engine.custody().pending_withdrawals().count(),
-                (
-                    liabilities.unresolved_foreign_root().is_some(),
-                    liabilities.roots_recorded(),
-                    liabilities.payable_through().is_none() && engine.custody().pending_withdrawals().next().is_some(),
-                ),
+            .gauge(
+                "dexd_custody_reserves_surplus",
+                &[("chain_id", chain_id.to_string()), ("asset", config.symbol.clone())],
             )
-        });
-        gauge("dexd_resting_orders", resting as f64);
-        gauge("dexd_accounts", accounts as f64);
-        let snapshots = &chain.snapshots;
-        let ordering = std::sync::atomic::Ordering::Acquire;
-        let newest_sequence = snapshots.newest_sequence.load(ordering);
-        let written_ms = snapshots.newest_written_unix_ms.load(ordering);
-        gauge("dexd_snapshot_sequence", newest_sequence as f64);
-        gauge(
-            "dexd_snapshot_commands_behind",
-            journaled.saturating_sub(newest_sequence) as f64,
-        );
-        if written_ms > 0 {
-            gauge(
-                "dexd_snapshot_age_seconds",
-                now_ms.saturating_sub(written_ms) as f64 / 1_000.0,
-            );
-        }
-        telemetry
-            .counter("dexd_snapshots_written_total", &labels)
-            .absolute(snapshots.written_total.load(ordering));
-        telemetry
-            .counter("dexd_snapshots_failed_total", &labels)
-            .absolute(snapshots.failed_total.load(ordering));
-        let Some(vault) = app.custody.chain(chain_id) else {
-            continue;
-        };
-        let status = vault.status();
-        gauge("dexd_custody_pending_deposits", pending_deposits as f64);
-        gauge("dexd_custody_pending_withdrawals", pending_withdrawals as f64);
-        let (foreign_root, roots_recorded, payments_stopped) = roots;
-        gauge("dexd_liability_foreign_root", if foreign_root { 1.0 } else { 0.0 });
-        gauge("dexd_liability_roots_recorded", roots_recorded as f64);
-        gauge(
-            "dexd_custody_withdrawals_unpayable",
-            if payments_stopped { 1.0 } else { 0.0 },
-        );
-        gauge("dexd_custody_halted", if status.halted.is_some() { 1.0 } else { 0.0 });
-        gauge(
-            "dexd_custody_node_up",
-            if status.node_error.is_none() { 1.0 } else { 0.0 },
-        );
-        if let (Some(head), Some(scanned)) = (status.head_block, status.scanned_block) {
-            gauge("dexd_custody_watcher_lag_blocks", head.saturating_sub(scanned) as f64);
-        }
-        for (asset, surplus) in &status.reserves_surplus {
-            let config = chain.config.asset_config(*asset);
-            let whole_units = *surplus as f64 / 10f64.powi(config.decimals.min(77) as i32);
-            telemetry
-                .gauge(
-                    "dexd_custody_reserves_surplus",
-                    &[("chain_id", chain_id.to_string()), ("asset", config.symbol.clone())],
-                )
-                .set(whole_units);
-        }
+            .set(whole_units);
     }
 }
