@@ -181,7 +181,7 @@ fn update_chain_levels(app: &AppState, telemetry: &Telemetry, chain: &dexd_venue
             pending_deposits: custody.pending_deposits().len(),
             pending_withdrawals: custody.pending_withdrawals().count(),
             foreign_root: liabilities.unresolved_foreign_root().is_some(),
-            roots_recorded: liabilities.roots_recorded() as u64,
+            roots_recorded: liabilities.roots_recorded(),
             payments_stopped: liabilities.payable_through().is_none() && custody.pending_withdrawals().next().is_some(),
         }
     });
