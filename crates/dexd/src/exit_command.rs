@@ -242,6 +242,52 @@ async fn plan(arguments: &Exit, node: &Node, account: Address, exit_epoch: Optio
     Ok(Plan { leaves, without_leaf })
 }
 
+const NOT_FROZEN: &str = "the vault is not frozen: exits open once it is (add --freeze to freeze it, which \
+                          the vault allows only when no root has come for its maxRootAge)";
+
+/// The reason a freeze failed, as the operator should read it.
+fn freeze_failure(error: NodeError) -> String {
+    match error {
+        NodeError::Reverted { .. } => {
+            "the vault refuses to freeze: a root came within its maxRootAge (the operator is there)".to_string()
+        }
+        other => format!("the freeze failed: {other}"),
+    }
+}
+
+/// The frozen vault's exit root, `(epoch, root)`, if it has one.
+async fn exit_root(node: &Node) -> Result<Option<(u64, [u8; 32])>, String> {
+    if !view(node, DexdVaultV2::hasExitRootCall {}).await? {
+        return Ok(None);
+    }
+    let epoch = view(node, DexdVaultV2::exitEpochCall {}).await?;
+    let root = view(node, DexdVaultV2::liabilityRootCall { epoch }).await?.root.0;
+    Ok(Some((epoch.saturating_to::<u64>(), root)))
+}
+
+/// Whether the vault still owes `account` some of its deposits of `token` (deposited more than
+/// paid), read now.
+async fn owed_without_leaf(node: &Node, account: &Address, token: &ChainAddress) -> Result<bool, String> {
+    let holder = chain_address(account);
+    let paid = view(
+        node,
+        DexdVaultV2::paidCall {
+            account: holder,
+            token: *token,
+        },
+    )
+    .await?;
+    let deposited = view(
+        node,
+        DexdVaultV2::depositedCall {
+            account: holder,
+            token: *token,
+        },
+    )
+    .await?;
+    Ok(deposited > paid)
+}
+
 async fn exit(arguments: Exit) -> Result<Value, String> {
     let vault = address_argument(&arguments.vault, "vault")?;
     let signer = arguments.key.signer()?;
@@ -257,28 +303,13 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
     };
     if !view(&node, DexdVaultV2::frozenCall {}).await? {
         if !arguments.freeze {
-            return Err(
-                "the vault is not frozen: exits open once it is (add --freeze to freeze it, which the vault \
-                        allows only when no root has come for its maxRootAge)"
-                    .into(),
-            );
+            return Err(NOT_FROZEN.into());
         }
         send(DexdVaultV2::freezeCall {}.abi_encode())
             .await
-            .map_err(|error| match error {
-                NodeError::Reverted { .. } => {
-                    "the vault refuses to freeze: a root came within its maxRootAge (the operator is there)".to_string()
-                }
-                other => format!("the freeze failed: {other}"),
-            })?;
+            .map_err(freeze_failure)?;
     }
-    let exit_root = if view(&node, DexdVaultV2::hasExitRootCall {}).await? {
-        let epoch = view(&node, DexdVaultV2::exitEpochCall {}).await?;
-        let root = view(&node, DexdVaultV2::liabilityRootCall { epoch }).await?.root.0;
-        Some((epoch.saturating_to::<u64>(), root))
-    } else {
-        None
-    };
+    let exit_root = exit_root(&node).await?;
     let plan = plan(&arguments, &node, account, exit_root.map(|(epoch, _)| epoch)).await?;
     let mut results = Vec::new();
     for exit in &plan.leaves {
@@ -312,38 +343,20 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
     }
     for (token, owed) in &plan.without_leaf {
         // A leaf sent above may already have paid this deposit back.
-        let holder = chain_address(&account);
-        let paid_now = view(
-            &node,
-            DexdVaultV2::paidCall {
-                account: holder,
+        if owed_without_leaf(&node, &account, token).await? {
+            let call = DexdVaultV2::exitCall {
+                account: chain_address(&account),
                 token: *token,
-            },
-        )
-        .await?;
-        let deposited = view(
-            &node,
-            DexdVaultV2::depositedCall {
-                account: holder,
-                token: *token,
-            },
-        )
-        .await?;
-        if deposited <= paid_now {
-            continue;
+                balance: U256::ZERO,
+                creditedDeposits: U256::ZERO,
+                debitedWithdrawals: U256::ZERO,
+                proof: Vec::new(),
+            };
+            let name = checksummed(&venue_address(token));
+            let mut result = sent(&name, "all-zero", send(call.abi_encode()).await);
+            result["owed"] = json!(owed.to_string());
+            results.push(result);
         }
-        let call = DexdVaultV2::exitCall {
-            account: holder,
-            token: *token,
-            balance: U256::ZERO,
-            creditedDeposits: U256::ZERO,
-            debitedWithdrawals: U256::ZERO,
-            proof: Vec::new(),
-        };
-        let name = checksummed(&venue_address(token));
-        let mut result = sent(&name, "all-zero", send(call.abi_encode()).await);
-        result["owed"] = json!(owed.to_string());
-        results.push(result);
     }
     Ok(json!({
         "account": checksummed(&account),

@@ -26,7 +26,7 @@ use self::accounts::DemoAccount;
 use self::market::{PairMarket, Takers, TopUp};
 use self::walk::{as_number, pair_seed, reference_value_usd, PairGrid, PairWalk, TAKERS_PER_CHAIN};
 use crate::api::AppState;
-use dexd_venue::config::{ChainConfig, Config, Custody, JournalBackend};
+use dexd_venue::config::{ChainConfig, Config, Custody, JournalBackend, PairConfig};
 
 pub use self::market::{DEMO_SECOND_MS, MAKER_SWITCH_TIMEOUT_MS, STEP_ASIDE_QUEUE_DEPTH};
 pub use self::walk::{DEMO_SEED, LEVELS_PER_SIDE};
@@ -112,59 +112,70 @@ fn round_quantity(need: f64) -> String {
     format!("1{}", "0".repeat(digits))
 }
 
+/// One pair's maker before it runs: the pair's symbol, its walk, the maker's account and its
+/// top-ups.
+type PlannedMaker = (String, PairWalk, DemoAccount, Vec<TopUp>);
+
+/// Plans one pair's maker, and raises `taker_needs` (per asset symbol) to what the takers need
+/// to trade against it; `None` for a pair whose minimums are too large to quote.
+fn plan_maker(chain: &ChainConfig, pair: &PairConfig, taker_needs: &mut BTreeMap<String, f64>) -> Option<PlannedMaker> {
+    let definition = &pair.definition;
+    let Some(grid) = PairGrid::new(
+        definition.tick_size,
+        definition.step_size,
+        definition.min_amount,
+        definition.min_notional,
+    ) else {
+        tracing::warn!(chain_id = chain.chain_id, pair = %pair.symbol, "demo: this pair's minimums are too large to quote; it is left alone");
+        return None;
+    };
+    let base = chain.asset_config(definition.base).symbol.clone();
+    let quote = chain.asset_config(definition.quote).symbol.clone();
+    let quote_value_usd = reference_value_usd(&quote);
+    let reference_price = reference_value_usd(&base).unwrap_or(1.0) / quote_value_usd.unwrap_or(1.0);
+    let walk = PairWalk::new(
+        pair_seed(chain.chain_id, &pair.symbol),
+        grid,
+        reference_price,
+        quote_value_usd,
+    );
+    let reference_price = walk.reference_ticks() as f64 * as_number(definition.tick_size);
+    let base_need = walk.level_steps() as f64 * as_number(definition.step_size) * FUNDED_LEVELS;
+    let quote_need = base_need * reference_price * FUNDED_PRICE_MARGIN;
+    for (symbol, need) in [(&base, base_need), (&quote, quote_need)] {
+        let entry = taker_needs.entry(symbol.clone()).or_insert(0.0);
+        *entry = entry.max(need);
+    }
+    let maker = DemoAccount::generate();
+    tracing::info!(
+        chain_id = chain.chain_id,
+        pair = %pair.symbol,
+        maker = %maker.address_text(),
+        reference_price = %walk.grid().price_text(walk.reference_ticks()),
+        "demo: market maker"
+    );
+    let maker_top_ups = vec![
+        TopUp {
+            symbol: base,
+            quantity: round_quantity(base_need),
+        },
+        TopUp {
+            symbol: quote,
+            quantity: round_quantity(quote_need),
+        },
+    ];
+    Some((pair.symbol.clone(), walk, maker, maker_top_ups))
+}
+
 /// Funds one chain's demo accounts and runs its pairs' markets until the stop.
 async fn run_chain(app: Arc<AppState>, chain: ChainConfig, stopping: watch::Receiver<bool>) {
     let mut taker_needs: BTreeMap<String, f64> = BTreeMap::new();
     // Each pair's symbol, walk, maker and its top-ups; the takers' top-ups are known after all.
-    let mut makers = Vec::new();
-    for pair in &chain.pairs {
-        let definition = &pair.definition;
-        let Some(grid) = PairGrid::new(
-            definition.tick_size,
-            definition.step_size,
-            definition.min_amount,
-            definition.min_notional,
-        ) else {
-            tracing::warn!(chain_id = chain.chain_id, pair = %pair.symbol, "demo: this pair's minimums are too large to quote; it is left alone");
-            continue;
-        };
-        let base = chain.asset_config(definition.base).symbol.clone();
-        let quote = chain.asset_config(definition.quote).symbol.clone();
-        let quote_value_usd = reference_value_usd(&quote);
-        let reference_price = reference_value_usd(&base).unwrap_or(1.0) / quote_value_usd.unwrap_or(1.0);
-        let walk = PairWalk::new(
-            pair_seed(chain.chain_id, &pair.symbol),
-            grid,
-            reference_price,
-            quote_value_usd,
-        );
-        let reference_price = walk.reference_ticks() as f64 * as_number(definition.tick_size);
-        let base_need = walk.level_steps() as f64 * as_number(definition.step_size) * FUNDED_LEVELS;
-        let quote_need = base_need * reference_price * FUNDED_PRICE_MARGIN;
-        for (symbol, need) in [(&base, base_need), (&quote, quote_need)] {
-            let entry = taker_needs.entry(symbol.clone()).or_insert(0.0);
-            *entry = entry.max(need);
-        }
-        let maker = DemoAccount::generate();
-        tracing::info!(
-            chain_id = chain.chain_id,
-            pair = %pair.symbol,
-            maker = %maker.address_text(),
-            reference_price = %walk.grid().price_text(walk.reference_ticks()),
-            "demo: market maker"
-        );
-        let maker_top_ups = vec![
-            TopUp {
-                symbol: base,
-                quantity: round_quantity(base_need),
-            },
-            TopUp {
-                symbol: quote,
-                quantity: round_quantity(quote_need),
-            },
-        ];
-        makers.push((pair.symbol.clone(), walk, maker, maker_top_ups));
-    }
+    let makers: Vec<PlannedMaker> = chain
+        .pairs
+        .iter()
+        .filter_map(|pair| plan_maker(&chain, pair, &mut taker_needs))
+        .collect();
     let takers = Arc::new(Takers {
         accounts: (0..TAKERS_PER_CHAIN).map(|_| DemoAccount::generate()).collect(),
         top_ups: taker_needs

@@ -193,6 +193,38 @@ struct BatchOrdersAnswer<'a> {
     results: Vec<PlacementResult<'a>>,
 }
 
+/// Each order of a batch: its terms, credential and actor, or the item's refusal (an error that
+/// refuses the whole batch is returned as such).
+#[allow(clippy::type_complexity)]
+fn batch_order_terms<'a>(
+    app: &AppState,
+    chain: &Chain,
+    batch_credential: &'a BatchCredential,
+    items: &'a [Params],
+    list: &str,
+) -> Result<Vec<Result<(NewOrder, ItemCredential<'a>, Actor), Value>>, ApiError> {
+    let mut terms = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        // The terms first: a malformed order refuses the batch even when its signature is bad.
+        let read = order_terms(chain, item, Address::from_bytes([0; 20])).and_then(|terms| {
+            let (credential, actor) = batch_credential.for_item(app, item)?;
+            Ok((
+                NewOrder {
+                    account: actor.account,
+                    ..terms
+                },
+                credential,
+                actor,
+            ))
+        });
+        terms.push(match read {
+            Ok(read) => Ok(read),
+            Err(error) => Err(item_refusal(error, list, index)?),
+        });
+    }
+    Ok(terms)
+}
+
 /// POST /order/batchOrders
 pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
     params.refuse_nulls()?;
@@ -206,25 +238,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
         order_terms(&chain, item, Address::from_bytes([0; 20])).map(drop)
     })?;
     // Every item's terms first: a malformed one refuses the batch before anything is signed.
-    let mut terms: Vec<Result<(NewOrder, ItemCredential, Actor), Value>> = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        // The terms first: a malformed order refuses the batch even when its signature is bad.
-        let read = order_terms(&chain, item, Address::from_bytes([0; 20])).and_then(|terms| {
-            let (credential, actor) = batch_credential.for_item(&app, item)?;
-            Ok((
-                NewOrder {
-                    account: actor.account,
-                    ..terms
-                },
-                credential,
-                actor,
-            ))
-        });
-        terms.push(match read {
-            Ok(read) => Ok(read),
-            Err(error) => Err(item_refusal(error, LIST, index)?),
-        });
-    }
+    let terms = batch_order_terms(&app, &chain, &batch_credential, &items, LIST)?;
     if let BatchCredential::Key(_, actor) = &batch_credential {
         spend_write_budget(&app, &actor.account)?;
     }
