@@ -126,6 +126,55 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
 }
 
 impl Watcher {
+    /// The node serves the configured chain (asked once), and the vault on it is the one the
+    /// venue was started with; a refusal halts crediting.
+    async fn check_node(&mut self, vault: &VaultChain) -> Result<(), WatchError> {
+        if !self.chain_id_checked {
+            match vault.node.check_chain_id().await {
+                Ok(()) => self.chain_id_checked = true,
+                Err(NodeError::Refused(message)) => return Err(WatchError::Halt(message)),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        match vault.ensure_checked_against_chain().await {
+            Ok(()) => Ok(()),
+            Err(PreflightError::Refused(reason)) => Err(WatchError::Halt(reason)),
+            Err(PreflightError::Node(error)) => Err(error.into()),
+        }
+    }
+
+    /// Takes the scan position the journal holds when it is ahead of this watcher's (after a
+    /// restart, or another leader's scans): its block is read again, in case a crash stopped
+    /// between two of its credits.
+    fn adopt_the_journaled_scan(&mut self, vault: &VaultChain) {
+        let journaled = vault.read_engine(|engine| engine.custody().scanned_through());
+        if let Some((block, hash)) = journaled {
+            self.journaled_scan = Some(self.journaled_scan.map_or(block, |known| known.max(block)));
+            if self.scanned.is_none_or(|(scanned, _)| scanned < block) {
+                self.scanned = Some((block, B256::from(hash)));
+                self.rescan_scanned_block = true;
+            }
+        }
+    }
+
+    /// Whether the last block credited from is still the chain's at its height: false when the
+    /// node does not have it (it is behind what it served before); a different block halts
+    /// crediting, as the chain was reorganised past its confirmations.
+    async fn scanned_block_unchanged(&self, vault: &VaultChain) -> Result<bool, WatchError> {
+        let Some((block, hash)) = self.scanned else {
+            return Ok(true);
+        };
+        match vault.node.block(block).await? {
+            None => Ok(false),
+            Some((now, _)) if now != hash => Err(WatchError::Halt(format!(
+                "block {block} was {hash} when its deposits were credited and is now {now}: the chain was \
+                 reorganised past its {}",
+                vault.config.confirmations
+            ))),
+            Some(_) => Ok(true),
+        }
+    }
+
     async fn poll(&mut self, vault: &VaultChain) -> Result<(), WatchError> {
         let acting = acting_under();
         if self.epoch != acting {
@@ -135,45 +184,16 @@ impl Watcher {
             self.epoch = acting;
         }
         let node = &vault.node;
-        if !self.chain_id_checked {
-            match node.check_chain_id().await {
-                Ok(()) => self.chain_id_checked = true,
-                Err(NodeError::Refused(message)) => return Err(WatchError::Halt(message)),
-                Err(error) => return Err(error.into()),
-            }
-        }
-        match vault.ensure_checked_against_chain().await {
-            Ok(()) => {}
-            Err(PreflightError::Refused(reason)) => return Err(WatchError::Halt(reason)),
-            Err(PreflightError::Node(error)) => return Err(error.into()),
-        }
+        self.check_node(vault).await?;
         let head = node.head().await?;
         vault.update_status(|status| status.head_block = Some(head));
         self.settle_submitted_deposits(vault).await?;
         let Some(confirmed_head) = vault.confirmed_head(head).await? else {
             return Ok(());
         };
-        let journaled = vault.read_engine(|engine| engine.custody().scanned_through());
-        if let Some((block, hash)) = journaled {
-            self.journaled_scan = Some(self.journaled_scan.map_or(block, |known| known.max(block)));
-            if self.scanned.is_none_or(|(scanned, _)| scanned < block) {
-                self.scanned = Some((block, B256::from(hash)));
-                self.rescan_scanned_block = true;
-            }
-        }
-        // The last confirmed block must still be the one credited from.
-        if let Some((block, hash)) = self.scanned {
-            match node.block(block).await? {
-                None => return Ok(()), // the node is behind what it served before; wait for it
-                Some((now, _)) if now != hash => {
-                    return Err(WatchError::Halt(format!(
-                        "block {block} was {hash} when its deposits were credited and is now {now}: the chain was \
-                         reorganised past its {}",
-                        vault.config.confirmations
-                    )))
-                }
-                Some(_) => {}
-            }
+        self.adopt_the_journaled_scan(vault);
+        if !self.scanned_block_unchanged(vault).await? {
+            return Ok(()); // the node is behind what it served before; wait for it
         }
         // A crash or a full queue can stop between two credits of one block; reading the block
         // again is safe, as the credits already journaled are skipped by their numbers.

@@ -58,52 +58,76 @@ pub async fn fund_accounts_on_chain(settings: &RunSettings, devnet_json: &std::p
         )
         .await
         .map_err(|error| error.to_string())?;
-        let nonce = node.pending_nonce(account).await.map_err(|error| error.to_string())?;
-        let transactions = [
-            (
-                usdc,
-                TestToken::mintCall {
-                    to: account,
-                    amount: U256::from(USDC_UNITS),
-                }
-                .abi_encode(),
-                U256::ZERO,
-            ),
-            (
-                usdc,
-                Erc20::approveCall {
-                    spender: vault,
-                    amount: U256::from(USDC_UNITS),
-                }
-                .abi_encode(),
-                U256::ZERO,
-            ),
-            (
-                vault,
-                DexdVault::depositCall {
-                    token: usdc,
-                    amount: U256::from(USDC_UNITS),
-                }
-                .abi_encode(),
-                U256::ZERO,
-            ),
-            (vault, DexdVault::depositNativeCall {}.abi_encode(), U256::from(ETH_WEI)),
-        ];
-        // The node mines each as it arrives, in order, so the approve is in before the deposit.
-        for (offset, (to, input, value)) in transactions.into_iter().enumerate() {
-            let terms = TransactionTerms {
-                to: TxKind::Call(to),
-                input,
-                value,
-                nonce: nonce + offset as u64,
-                fees,
-            };
-            node.send(&signer, terms)
-                .await
-                .map_err(|error| format!("funding account {index}: {error}"))?;
-        }
+        fund_account(&node, &signer, (vault, usdc), fees, index).await?;
     }
     // The confirmations, then dexd's credit of the last account.
+    wait_for_the_credits(&node, settings).await?;
+    println!(
+        "funded {} accounts through the vault in {:.1} s",
+        settings.accounts,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Sends one account's funding: USDC minted, approved and deposited, and ETH deposited.
+async fn fund_account(
+    node: &Node,
+    signer: &PrivateKeySigner,
+    (vault, usdc): (ChainAddress, ChainAddress),
+    fees: Fees,
+    index: usize,
+) -> Result<(), String> {
+    let account = signer.address();
+    let nonce = node.pending_nonce(account).await.map_err(|error| error.to_string())?;
+    let transactions = [
+        (
+            usdc,
+            TestToken::mintCall {
+                to: account,
+                amount: U256::from(USDC_UNITS),
+            }
+            .abi_encode(),
+            U256::ZERO,
+        ),
+        (
+            usdc,
+            Erc20::approveCall {
+                spender: vault,
+                amount: U256::from(USDC_UNITS),
+            }
+            .abi_encode(),
+            U256::ZERO,
+        ),
+        (
+            vault,
+            DexdVault::depositCall {
+                token: usdc,
+                amount: U256::from(USDC_UNITS),
+            }
+            .abi_encode(),
+            U256::ZERO,
+        ),
+        (vault, DexdVault::depositNativeCall {}.abi_encode(), U256::from(ETH_WEI)),
+    ];
+    // The node mines each as it arrives, in order, so the approve is in before the deposit.
+    for (offset, (to, input, value)) in transactions.into_iter().enumerate() {
+        let terms = TransactionTerms {
+            to: TxKind::Call(to),
+            input,
+            value,
+            nonce: nonce + offset as u64,
+            fees,
+        };
+        node.send(signer, terms)
+            .await
+            .map_err(|error| format!("funding account {index}: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Mines the confirmations, then waits until dexd credited the last account.
+async fn wait_for_the_credits(node: &Node, settings: &RunSettings) -> Result<(), String> {
     node.raw_request("anvil_mine", serde_json::json!(["0x4"]))
         .await
         .map_err(|error| error.to_string())?;
@@ -133,10 +157,5 @@ pub async fn fund_accounts_on_chain(settings: &RunSettings, devnet_json: &std::p
             .map_err(|error| error.to_string())?;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    println!(
-        "funded {} accounts through the vault in {:.1} s",
-        settings.accounts,
-        started.elapsed().as_secs_f64()
-    );
     Ok(())
 }

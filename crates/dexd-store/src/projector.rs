@@ -86,64 +86,7 @@ impl Projector {
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let numbers = {
-            let mut insert_trade = transaction
-                .prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
-            // A trade under each of its two accounts (never the same one: an order never fills
-            // against its own account).
-            let mut insert_account_trade = transaction.prepare_cached(
-                "INSERT INTO account_trades (account, trade_id, pair, time_ms) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            // A transfer keeps its first row (and its place in the account's list) as its status
-            // changes; the row holds its latest state.
-            let mut insert_transfer = transaction.prepare_cached(
-                "INSERT INTO transfers (account, kind, time_ms, record, transfer_id) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (account, kind, transfer_id) DO UPDATE SET record = excluded.record",
-            )?;
-            let mut insert_root = transaction.prepare_cached(
-                "INSERT INTO liability_roots (epoch, time_ms, record, standing) VALUES (?1, ?2, ?3, 0)",
-            )?;
-            let mut settle_root =
-                transaction.prepare_cached("UPDATE liability_roots SET standing = ?2 WHERE epoch = ?1")?;
-            for event in batch.iter().flat_map(|entry| entry.events.iter()) {
-                match event {
-                    Event::TradeExecuted(trade) => {
-                        insert_trade.execute(params![
-                            to_sql_integer(trade.trade_id),
-                            trade.pair.0,
-                            to_sql_integer(trade.timestamp_ms),
-                            codec::encode_trade(trade)
-                        ])?;
-                        for account in [&trade.maker_account, &trade.taker_account] {
-                            insert_account_trade.execute(params![
-                                account.as_bytes(),
-                                to_sql_integer(trade.trade_id),
-                                trade.pair.0,
-                                to_sql_integer(trade.timestamp_ms)
-                            ])?;
-                        }
-                    }
-                    Event::TransferApplied(transfer) => {
-                        insert_transfer.execute(params![
-                            transfer.account.as_bytes(),
-                            transfer.kind as u8,
-                            to_sql_integer(transfer.timestamp_ms),
-                            codec::encode_transfer(transfer),
-                            &transfer.transfer_id[..]
-                        ])?;
-                    }
-                    Event::LiabilityRootRecorded(record) => {
-                        insert_root.execute(params![
-                            to_sql_integer(record.epoch),
-                            to_sql_integer(record.committed_at_ms),
-                            codec::encode_root_record(record)
-                        ])?;
-                    }
-                    Event::LiabilityRootSettled { epoch, standing } => {
-                        settle_root.execute(params![to_sql_integer(*epoch), *standing as u8])?;
-                    }
-                    Event::OrderUpdated(_) | Event::BalanceUpdated { .. } | Event::VaultFrozen(_) => {}
-                }
-            }
+            insert_history_events(&transaction, batch)?;
             if run_due {
                 write_id_index_run(&transaction, &self.unindexed_ids.read())?;
             }
@@ -302,4 +245,66 @@ fn insert_closed_orders(
         numbers.push(transaction.last_insert_rowid());
     }
     Ok(numbers)
+}
+
+/// Writes a batch's trades (under the trade and under each of its two accounts), transfers
+/// (their latest state in their first row) and liability roots (recorded, then settled) into the
+/// open transaction. Orders are written apart: settled once per batch, in their last state.
+fn insert_history_events(transaction: &rusqlite::Transaction<'_>, batch: &[Projection]) -> Result<(), StoreError> {
+    let mut insert_trade =
+        transaction.prepare_cached("INSERT INTO trades (trade_id, pair, time_ms, record) VALUES (?1, ?2, ?3, ?4)")?;
+    // A trade under each of its two accounts (never the same one: an order never fills
+    // against its own account).
+    let mut insert_account_trade = transaction
+        .prepare_cached("INSERT INTO account_trades (account, trade_id, pair, time_ms) VALUES (?1, ?2, ?3, ?4)")?;
+    // A transfer keeps its first row (and its place in the account's list) as its status
+    // changes; the row holds its latest state.
+    let mut insert_transfer = transaction.prepare_cached(
+        "INSERT INTO transfers (account, kind, time_ms, record, transfer_id) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (account, kind, transfer_id) DO UPDATE SET record = excluded.record",
+    )?;
+    let mut insert_root = transaction
+        .prepare_cached("INSERT INTO liability_roots (epoch, time_ms, record, standing) VALUES (?1, ?2, ?3, 0)")?;
+    let mut settle_root = transaction.prepare_cached("UPDATE liability_roots SET standing = ?2 WHERE epoch = ?1")?;
+    for event in batch.iter().flat_map(|entry| entry.events.iter()) {
+        match event {
+            Event::TradeExecuted(trade) => {
+                insert_trade.execute(params![
+                    to_sql_integer(trade.trade_id),
+                    trade.pair.0,
+                    to_sql_integer(trade.timestamp_ms),
+                    codec::encode_trade(trade)
+                ])?;
+                for account in [&trade.maker_account, &trade.taker_account] {
+                    insert_account_trade.execute(params![
+                        account.as_bytes(),
+                        to_sql_integer(trade.trade_id),
+                        trade.pair.0,
+                        to_sql_integer(trade.timestamp_ms)
+                    ])?;
+                }
+            }
+            Event::TransferApplied(transfer) => {
+                insert_transfer.execute(params![
+                    transfer.account.as_bytes(),
+                    transfer.kind as u8,
+                    to_sql_integer(transfer.timestamp_ms),
+                    codec::encode_transfer(transfer),
+                    &transfer.transfer_id[..]
+                ])?;
+            }
+            Event::LiabilityRootRecorded(record) => {
+                insert_root.execute(params![
+                    to_sql_integer(record.epoch),
+                    to_sql_integer(record.committed_at_ms),
+                    codec::encode_root_record(record)
+                ])?;
+            }
+            Event::LiabilityRootSettled { epoch, standing } => {
+                settle_root.execute(params![to_sql_integer(*epoch), *standing as u8])?;
+            }
+            Event::OrderUpdated(_) | Event::BalanceUpdated { .. } | Event::VaultFrozen(_) => {}
+        }
+    }
+    Ok(())
 }

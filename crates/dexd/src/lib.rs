@@ -241,14 +241,11 @@ pub async fn serve_with_options(
         (Arc::clone(&ready), Arc::clone(&started)),
         listening_url,
     );
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
     // Every connection task holds a clone of `alive`; when all are dropped, `all_closed` ends.
     let (stop_connections, stopping) = tokio::sync::watch::channel(false);
     let (alive, all_closed) = tokio::sync::mpsc::channel::<()>(1);
     let accepting = Accepting {
-        http,
+        http: http_server(handshake_timeout),
         tls,
         handshake_timeout,
         stopping,
@@ -280,6 +277,13 @@ pub async fn serve_with_options(
     drop(accepting);
     shut_down(&started, stop_connections, alive, all_closed).await;
     Ok(())
+}
+
+/// The HTTP/1 server of every connection: its headers must arrive within `header_read_timeout`.
+fn http_server(header_read_timeout: Duration) -> hyper::server::conn::http1::Builder {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+    http
 }
 
 /// What the accept loop hands each connection's task.

@@ -81,6 +81,19 @@ impl Custody {
         Ok(())
     }
 
+    /// A credited deposit's transfer id: its transaction hash; a second deposit in the same
+    /// transaction gets keccak-256 of the hash and its log index instead, so ids stay unique.
+    fn deposit_transfer_id(&self, deposit: &ChainDeposit) -> [u8; 32] {
+        if self.last_credited_tx != Some(deposit.tx_hash) {
+            return deposit.tx_hash;
+        }
+        let mut hasher = Keccak256::new();
+        hasher.update(deposit.tx_hash);
+        hasher.update([0u8; 24]);
+        hasher.update(deposit.log_index.to_be_bytes());
+        hasher.finalize().into()
+    }
+
     /// Credits a confirmed `Deposited` event, which must be the vault's next deposit. A deposit
     /// of a token the chain does not list, or too large to hold, takes its number without
     /// crediting anything (it stays in the vault, outside the venue's books, and its pair gets
@@ -134,17 +147,7 @@ impl Custody {
             .deposit(&deposit.account, asset, amount, true)
             .expect("invariant: checked above that the credit fits");
         self.liabilities.count_credit(&deposit.account, asset, amount);
-        // The transfer's id is its transaction hash; a second deposit in the same transaction
-        // gets keccak-256 of the hash and its log index instead, so ids stay unique.
-        let transfer_id = if self.last_credited_tx == Some(deposit.tx_hash) {
-            let mut hasher = Keccak256::new();
-            hasher.update(deposit.tx_hash);
-            hasher.update([0u8; 24]);
-            hasher.update(deposit.log_index.to_be_bytes());
-            hasher.finalize().into()
-        } else {
-            deposit.tx_hash
-        };
+        let transfer_id = self.deposit_transfer_id(&deposit);
         self.last_credited_tx = Some(deposit.tx_hash);
         let submitted = match self.pending_deposits.get(&deposit.tx_hash) {
             Some(pending) if pending.account == deposit.account && pending.asset == asset => {

@@ -184,6 +184,18 @@ impl Engine {
                 }
             }
         }
+        self.check_open_order_lists(&expected_counts)?;
+        self.custody.check_invariants()?;
+        if self.custody.mode() == CustodyMode::Vault {
+            self.custody.liabilities().check_against(&self.ledger)?;
+        }
+        self.ledger.check_conservation()
+    }
+
+    /// Each account's list of open orders holds exactly its resting orders (`expected_counts`
+    /// of them, counted from the books), and the client order ids index exactly the resting
+    /// orders that have one.
+    fn check_open_order_lists(&self, expected_counts: &FxHashMap<Address, u32>) -> Result<(), String> {
         let counts: FxHashMap<Address, u32> = self
             .open_orders_by_slot
             .iter()
@@ -194,7 +206,7 @@ impl Engine {
                 (self.ledger.address(AccountSlot::from_index(index)), count)
             })
             .collect();
-        if counts != expected_counts {
+        if &counts != expected_counts {
             return Err("open order counts disagree with the books".to_string());
         }
         for (index, orders) in self.open_orders_by_slot.iter().enumerate() {
@@ -217,11 +229,7 @@ impl Engine {
         if client_ids != with_client_ids {
             return Err("client order ids disagree with the books".to_string());
         }
-        self.custody.check_invariants()?;
-        if self.custody.mode() == CustodyMode::Vault {
-            self.custody.liabilities().check_against(&self.ledger)?;
-        }
-        self.ledger.check_conservation()
+        Ok(())
     }
 }
 

@@ -286,73 +286,88 @@ impl Payer {
             return Ok(());
         }
         for epoch in recorded..count.min(recorded + MAX_ROOTS_RECORDED_PER_POLL) {
-            let stored = vault
-                .node
-                .view(
-                    vault.node.vault(),
-                    DexdVaultV2::liabilityRootCall {
-                        epoch: U256::from(epoch),
-                    },
-                    confirmed.at(),
-                )
-                .await?;
-            let Some(event) = self
-                .find_root_event(vault, epoch, stored.committedAt, confirmed)
-                .await?
-            else {
-                tracing::warn!(
-                    chain_id = vault.chain_id,
-                    epoch,
-                    "the vault holds a root whose event was not found; looked for again next poll"
-                );
+            if !self.record_vault_root(vault, terms, confirmed, epoch).await? {
                 return Ok(());
-            };
-            let own_tree = venue_tree_matching(vault, &stored, &event).await?;
-            let origin = if own_tree.is_some() {
-                RootOrigin::Venue
-            } else {
-                RootOrigin::Foreign
-            };
-            let committed_at_ms = stored.committedAt.saturating_mul(1_000);
-            submit(
-                vault,
-                Command::RecordLiabilityRoot(LiabilityRootRecord {
-                    epoch,
-                    root: stored.root.0,
-                    journal_sequence: stored.journalSequence,
-                    deposit_count: stored.depositCount,
-                    tx_hash: event.tx_hash.0,
-                    block_number: event.block_number,
-                    committed_at_ms,
-                    final_after_ms: committed_at_ms.saturating_add(terms.challenge_period_s.saturating_mul(1_000)),
-                    origin,
-                    totals: own_tree.map(|tree| tree.totals.clone()).unwrap_or_default(),
-                }),
-            )
-            .await?;
-            match origin {
-                RootOrigin::Venue => {
-                    tracing::info!(chain_id = vault.chain_id, epoch, tx_hash = %event.tx_hash, "liability root recorded")
-                }
-                RootOrigin::Foreign => tracing::error!(
-                    chain_id = vault.chain_id,
-                    epoch,
-                    tx_hash = %event.tx_hash,
-                    journal_sequence = stored.journalSequence,
-                    "the vault holds a liability root the venue did not make (its tree at that journal position differs): \
-                     no withdrawal is paid until it is vetoed (by the guardian, or the owner with dexd vault veto) or a \
-                     later root of the venue's is final; was the operator key stolen?"
-                ),
-            }
-            if self
-                .roots
-                .sent
-                .is_some_and(|sent| sent.root == stored.root.0 && sent.journal_sequence == stored.journalSequence)
-            {
-                self.roots.sent = None;
             }
         }
         Ok(())
+    }
+
+    /// Journals the vault's root of `epoch`, in the confirmed block, as the venue's or foreign;
+    /// false when its event was not found (it is looked for again next poll).
+    async fn record_vault_root(
+        &mut self,
+        vault: &VaultChain,
+        terms: VaultRootTerms,
+        confirmed: Confirmed,
+        epoch: u64,
+    ) -> Result<bool, PayError> {
+        let stored = vault
+            .node
+            .view(
+                vault.node.vault(),
+                DexdVaultV2::liabilityRootCall {
+                    epoch: U256::from(epoch),
+                },
+                confirmed.at(),
+            )
+            .await?;
+        let Some(event) = self
+            .find_root_event(vault, epoch, stored.committedAt, confirmed)
+            .await?
+        else {
+            tracing::warn!(
+                chain_id = vault.chain_id,
+                epoch,
+                "the vault holds a root whose event was not found; looked for again next poll"
+            );
+            return Ok(false);
+        };
+        let own_tree = venue_tree_matching(vault, &stored, &event).await?;
+        let origin = if own_tree.is_some() {
+            RootOrigin::Venue
+        } else {
+            RootOrigin::Foreign
+        };
+        let committed_at_ms = stored.committedAt.saturating_mul(1_000);
+        submit(
+            vault,
+            Command::RecordLiabilityRoot(LiabilityRootRecord {
+                epoch,
+                root: stored.root.0,
+                journal_sequence: stored.journalSequence,
+                deposit_count: stored.depositCount,
+                tx_hash: event.tx_hash.0,
+                block_number: event.block_number,
+                committed_at_ms,
+                final_after_ms: committed_at_ms.saturating_add(terms.challenge_period_s.saturating_mul(1_000)),
+                origin,
+                totals: own_tree.map(|tree| tree.totals.clone()).unwrap_or_default(),
+            }),
+        )
+        .await?;
+        match origin {
+            RootOrigin::Venue => {
+                tracing::info!(chain_id = vault.chain_id, epoch, tx_hash = %event.tx_hash, "liability root recorded")
+            }
+            RootOrigin::Foreign => tracing::error!(
+                chain_id = vault.chain_id,
+                epoch,
+                tx_hash = %event.tx_hash,
+                journal_sequence = stored.journalSequence,
+                "the vault holds a liability root the venue did not make (its tree at that journal position differs): \
+                 no withdrawal is paid until it is vetoed (by the guardian, or the owner with dexd vault veto) or a \
+                 later root of the venue's is final; was the operator key stolen?"
+            ),
+        }
+        if self
+            .roots
+            .sent
+            .is_some_and(|sent| sent.root == stored.root.0 && sent.journal_sequence == stored.journalSequence)
+        {
+            self.roots.sent = None;
+        }
+        Ok(true)
     }
 
     /// Journals each recorded root the confirmed block shows vetoed, or past its challenge

@@ -95,60 +95,68 @@ pub(super) fn check_store(
             }
             Ok(JournalBackend::Sqlite)
         }
-        "postgres" => {
-            let url = match (store.postgres_url, store.postgres_url_env) {
-                (Some(url), None) => url,
-                (None, Some(variable)) => std::env::var(&variable).map_err(|_| {
-                    at(
-                        line,
-                        format!("the environment variable {variable} (postgres_url_env) is not set"),
-                    )
-                })?,
-                _ => {
-                    return Err(at(
-                        line,
-                        "journal = \"postgres\" needs exactly one of postgres_url and postgres_url_env".into(),
-                    ))
-                }
-            };
-            let (node_id, lease_ms, advertised_url) = match cluster.map(Spanned::into_inner) {
-                Some(cluster) => (cluster.node_id, cluster.lease_ms, cluster.url),
-                None => (None, None, None),
-            };
-            if let Some(url) = &advertised_url {
-                if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 2_048 {
-                    return Err(at(line, "[cluster] url must be an http:// or https:// URL".into()));
-                }
-            }
-            let node_id = node_id.unwrap_or_else(|| "dexd".to_string());
-            if node_id.is_empty()
-                || node_id.len() > MAX_NODE_ID_LENGTH
-                || !node_id
-                    .bytes()
-                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
-            {
-                return Err(at(
-                    line,
-                    format!("[cluster] node_id must be 1 to {MAX_NODE_ID_LENGTH} letters, digits, - or _"),
-                ));
-            }
-            let lease_ms = lease_ms.unwrap_or(DEFAULT_LEASE_MS);
-            if !(MIN_LEASE_MS..=MAX_LEASE_MS).contains(&lease_ms) {
-                return Err(at(
-                    line,
-                    format!("[cluster] lease_ms must be between {MIN_LEASE_MS} and {MAX_LEASE_MS}"),
-                ));
-            }
-            Ok(JournalBackend::Postgres(PostgresBackend {
-                url,
-                node_id,
-                lease_ms,
-                advertised_url,
-            }))
-        }
+        "postgres" => check_postgres_store(line, store, cluster),
         other => Err(at(
             line,
             format!("[store] journal must be \"sqlite\" or \"postgres\", not {other:?}"),
         )),
     }
+}
+
+/// `[store] journal = "postgres"` and its `[cluster]`: the journal's URL (given, or from an
+/// environment variable), this node's id, its lease and its advertised URL, each checked.
+fn check_postgres_store(
+    line: usize,
+    store: RawStore,
+    cluster: Option<Spanned<RawCluster>>,
+) -> Result<JournalBackend, ConfigError> {
+    let url = match (store.postgres_url, store.postgres_url_env) {
+        (Some(url), None) => url,
+        (None, Some(variable)) => std::env::var(&variable).map_err(|_| {
+            at(
+                line,
+                format!("the environment variable {variable} (postgres_url_env) is not set"),
+            )
+        })?,
+        _ => {
+            return Err(at(
+                line,
+                "journal = \"postgres\" needs exactly one of postgres_url and postgres_url_env".into(),
+            ))
+        }
+    };
+    let (node_id, lease_ms, advertised_url) = match cluster.map(Spanned::into_inner) {
+        Some(cluster) => (cluster.node_id, cluster.lease_ms, cluster.url),
+        None => (None, None, None),
+    };
+    if let Some(url) = &advertised_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 2_048 {
+            return Err(at(line, "[cluster] url must be an http:// or https:// URL".into()));
+        }
+    }
+    let node_id = node_id.unwrap_or_else(|| "dexd".to_string());
+    if node_id.is_empty()
+        || node_id.len() > MAX_NODE_ID_LENGTH
+        || !node_id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+    {
+        return Err(at(
+            line,
+            format!("[cluster] node_id must be 1 to {MAX_NODE_ID_LENGTH} letters, digits, - or _"),
+        ));
+    }
+    let lease_ms = lease_ms.unwrap_or(DEFAULT_LEASE_MS);
+    if !(MIN_LEASE_MS..=MAX_LEASE_MS).contains(&lease_ms) {
+        return Err(at(
+            line,
+            format!("[cluster] lease_ms must be between {MIN_LEASE_MS} and {MAX_LEASE_MS}"),
+        ));
+    }
+    Ok(JournalBackend::Postgres(PostgresBackend {
+        url,
+        node_id,
+        lease_ms,
+        advertised_url,
+    }))
 }

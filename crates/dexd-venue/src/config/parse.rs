@@ -198,6 +198,41 @@ impl Config {
     }
 }
 
+/// A chain's assets, each checked, in their order (their index is their place): a symbol or a
+/// token configured twice is refused.
+fn check_assets(
+    text: &str,
+    raw_assets: Vec<Spanned<RawAsset>>,
+) -> Result<(Vec<AssetConfig>, HashMap<String, AssetIndex>), ConfigError> {
+    let mut assets = Vec::new();
+    let mut asset_by_symbol = HashMap::new();
+    for raw_asset in raw_assets {
+        let asset_line = line_of(text, raw_asset.span().start);
+        let asset = check_asset(raw_asset.into_inner(), asset_line)?;
+        let index = AssetIndex(u16::try_from(assets.len()).map_err(|_| at(asset_line, "too many assets".into()))?);
+        if asset_by_symbol.insert(asset.symbol.clone(), index).is_some() {
+            return Err(at(asset_line, format!("asset {} is configured twice", asset.symbol)));
+        }
+        // One token, one asset: two assets of one contract (or two native ones) would credit one
+        // deposit to whichever the venue looked up first, and owe the vault's balance twice.
+        if let Some(other) = assets
+            .iter()
+            .find(|other: &&AssetConfig| other.address == asset.address)
+        {
+            let what = match &asset.address {
+                Some(token) => format!("the token {}", dexd_crypto::checksummed(token)),
+                None => "the chain's native asset".to_string(),
+            };
+            return Err(at(
+                asset_line,
+                format!("assets {} and {} are both {what}", other.symbol, asset.symbol),
+            ));
+        }
+        assets.push(asset);
+    }
+    Ok((assets, asset_by_symbol))
+}
+
 fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, ConfigError> {
     let address = |value: &str, what: &str| {
         parse_address(value).map_err(|_| {
@@ -232,32 +267,7 @@ fn check_chain(text: &str, raw: RawChain, line: usize) -> Result<ChainConfig, Co
         (Custody::Ledger, Some(text)) => address(text, "venue_contract")?,
         (Custody::Ledger, None) => return Err(at(line, "venue_contract is required on a ledger chain".into())),
     };
-    let mut assets = Vec::new();
-    let mut asset_by_symbol = HashMap::new();
-    for raw_asset in raw.assets {
-        let asset_line = line_of(text, raw_asset.span().start);
-        let asset = check_asset(raw_asset.into_inner(), asset_line)?;
-        let index = AssetIndex(u16::try_from(assets.len()).map_err(|_| at(asset_line, "too many assets".into()))?);
-        if asset_by_symbol.insert(asset.symbol.clone(), index).is_some() {
-            return Err(at(asset_line, format!("asset {} is configured twice", asset.symbol)));
-        }
-        // One token, one asset: two assets of one contract (or two native ones) would credit one
-        // deposit to whichever the venue looked up first, and owe the vault's balance twice.
-        if let Some(other) = assets
-            .iter()
-            .find(|other: &&AssetConfig| other.address == asset.address)
-        {
-            let what = match &asset.address {
-                Some(token) => format!("the token {}", dexd_crypto::checksummed(token)),
-                None => "the chain's native asset".to_string(),
-            };
-            return Err(at(
-                asset_line,
-                format!("assets {} and {} are both {what}", other.symbol, asset.symbol),
-            ));
-        }
-        assets.push(asset);
-    }
+    let (assets, asset_by_symbol) = check_assets(text, raw.assets)?;
     let specs: Vec<AssetSpec> = assets
         .iter()
         .map(|asset| AssetSpec {
