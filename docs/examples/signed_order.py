@@ -1,23 +1,24 @@
-"""Trading on dexd without sending a private key: sign each request with eth-account.
+"""Trading on dexd without sending a private key: each request signed locally, sent as JSON.
 
-    pip install eth-account==0.13.7 requests
+    pip install ./clients/python
     python docs/examples/signed_order.py http://127.0.0.1:8080
 
 Deposits 5000 USDC, places a limit buy and cancels it, all signed locally; the key never leaves
-this process. The venue publishes the EIP-712 domain and types at GET /account/eip712.
+this process. The venue publishes the EIP-712 domain and types at GET /account/eip712. The
+signing is the SDK's (`dexd_client.signing.RequestSigner`, eth-account underneath); the requests
+are written out here to show what goes on the wire. `dexd_client.Client(..., private_key=...)`
+does all of it in one call per request.
 """
 
 import json
-import secrets
 import sys
-import time
 import urllib.request
 
-from eth_account import Account
+from dexd_client.signing import RequestSigner
 
 BASE = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8080"
 CHAIN_ID = "1"
-account = Account.from_key("0x" + "5c" * 32)
+signer = RequestSigner("0x" + "5c" * 32)
 
 
 def call(method, path, body=None):
@@ -38,24 +39,8 @@ eip712 = call("GET", f"/account/eip712?chainId={CHAIN_ID}")
 
 
 def sign(primary_type, message):
-    """Adds account, nonce and expiry to the message, signs it, returns the request fields."""
-    nonce = secrets.randbits(128)  # any uint256, once per account while the request is live
-    expiry = int(time.time() * 1000) + 60_000  # ms; at most maxLifetimeMs ahead
-    message = {"account": account.address, **message, "nonce": nonce, "expiry": expiry}
-    signed = Account.sign_typed_data(
-        account.key,
-        full_message={
-            "types": {
-                "EIP712Domain": eip712["types"]["EIP712Domain"],
-                primary_type: eip712["types"][primary_type],
-            },
-            "primaryType": primary_type,
-            "domain": eip712["domain"],
-            "message": message,
-        },
-    )
-    signature = "0x" + signed.signature.hex().removeprefix("0x")
-    return {"account": account.address, "nonce": str(nonce), "expiry": expiry, "signature": signature}
+    """The request fields of a signed message: account, nonce (fresh), expiry and signature."""
+    return signer.sign(eip712, primary_type, message)
 
 
 # Strings are signed in the venue's canonical form: symbols as listed, decimals without trailing
@@ -63,7 +48,7 @@ def sign(primary_type, message):
 # clientOrderId.
 deposit = {"symbol": "USDC", "quantity": "5000"}
 answer = call("POST", "/portfolio/deposit",
-              {"chainId": CHAIN_ID, "from": account.address, **deposit, **sign("Deposit", deposit)})
+              {"chainId": CHAIN_ID, "from": signer.address, **deposit, **sign("Deposit", deposit)})
 print("deposited:", answer["balance"])
 
 order = {"symbol": "ETH/USDC", "orderType": "limit", "direction": "buy", "timeInForce": "GTC",

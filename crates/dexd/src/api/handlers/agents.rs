@@ -10,8 +10,7 @@ use dexd_store::now_ms;
 use serde_json::{json, Value};
 
 use super::{
-    account_write, address_param, chain_of, own_signature, signing_domain, spend_write_budget, write_error,
-    AccountWrite, Answer,
+    address_param, chain_of, own_account_write, own_signature, signing_domain, spend_write_budget, write_error, Answer,
 };
 use crate::api::error::ApiError;
 use crate::api::params::Params;
@@ -29,14 +28,7 @@ fn agent_object(grant: &AgentGrant) -> Value {
 
 /// POST /account/approveAgent
 pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
-    params.refuse_nulls()?;
-    let AccountWrite {
-        chain,
-        credential,
-        actor,
-    } = account_write(&app, &params)?;
-    actor.require_own_key()?;
-    let account = actor.account;
+    let (chain, credential, account) = own_account_write(&app, &params)?;
     let agent = address_param(&params, "agent")?;
     let name = params.required_text("name")?.to_string();
     if !dexd_core::agents::is_valid_agent_name(&name) {
@@ -79,14 +71,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
 
 /// POST /account/revokeAgent
 pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
-    params.refuse_nulls()?;
-    let AccountWrite {
-        chain,
-        credential,
-        actor,
-    } = account_write(&app, &params)?;
-    actor.require_own_key()?;
-    let account = actor.account;
+    let (chain, credential, account) = own_account_write(&app, &params)?;
     let agent = address_param(&params, "agent")?;
     let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.revoke_agent(&account, &agent, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;

@@ -11,9 +11,7 @@ use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
 use serde_json::json;
 
 use super::order::{open_order_of, order_id_param, order_not_open, sign_order, trades_of};
-use super::{
-    account_write, history, pair_param, signing_domain, spend_write_budget, write_error, AccountWrite, Answer,
-};
+use super::{account_write, history, pair_param, signing_domain, spend_write_budget, write_error, Answer};
 use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
 use crate::api::params::Params;
@@ -98,11 +96,7 @@ fn authorized_replacement(
 /// POST /order/amendOrder
 pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let AccountWrite {
-        chain,
-        credential,
-        mut actor,
-    } = account_write(&app, &params)?;
+    let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
     let terms = amend_terms(&chain, &params)?;
     // The old order's signature, for its rendering; its remaining amount is the engine's.

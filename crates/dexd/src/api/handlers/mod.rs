@@ -60,26 +60,27 @@ pub(super) const MAX_CANDLE_LIMIT: usize = 1_000;
 
 pub(super) type Answer = Result<Value, ApiError>;
 
-/// What an account's write starts from: its chain, its credential (the account's key, an agent's
-/// key, or the client's own signature) and the actor (the account it acts for, and the agent
-/// acting for it when there is one).
-pub(super) struct AccountWrite {
-    pub chain: Arc<Chain>,
-    pub credential: Credential,
-    pub actor: Actor,
-}
-
-/// The prologue every account write shares, in the order its errors are reported: the chain, the
-/// credential, then who it acts for. The write's own parameters and its signature come after.
-pub(super) fn account_write(app: &AppState, params: &Params) -> Result<AccountWrite, ApiError> {
+/// The prologue every account write shares, in the order its errors are reported: its chain, its
+/// credential (the account's key, an agent's key, or the client's own signature), then the actor
+/// (the account it acts for, and the agent acting for it when there is one). The write's own
+/// parameters and its signature come after.
+pub(super) fn account_write(app: &AppState, params: &Params) -> Result<(Arc<Chain>, Credential, Actor), ApiError> {
     let chain = chain_of(&app.venue, params)?;
     let credential = Credential::from_params(params, None, dexd_store::now_ms())?;
     let actor = credential.actor(params, &app.addresses)?;
-    Ok(AccountWrite {
-        chain,
-        credential,
-        actor,
-    })
+    Ok((chain, credential, actor))
+}
+
+/// The prologue of a write only the account itself may make (never an agent for it), with no
+/// null parameters: its chain, its credential and the account.
+pub(super) fn own_account_write(
+    app: &AppState,
+    params: &Params,
+) -> Result<(Arc<Chain>, Credential, Address), ApiError> {
+    params.refuse_nulls()?;
+    let (chain, credential, actor) = account_write(app, params)?;
+    actor.require_own_key()?;
+    Ok((chain, credential, actor.account))
 }
 
 pub(super) fn chain_of(venue: &Venue, params: &Params) -> Result<Arc<Chain>, ApiError> {

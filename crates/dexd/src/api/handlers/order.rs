@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::{
     account_write, address_param, bounded, candle_interval_param, chain_of, client_order_id, history,
     optional_pair_param, page_request, pair_param, signing_domain, spend_write_budget, store_error, time_range, word,
-    write_error, AccountWrite, Answer, DEFAULT_BOOK_DEPTH, DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
+    write_error, Answer, DEFAULT_BOOK_DEPTH, DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
 };
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
@@ -29,11 +29,7 @@ use dexd_venue::Chain;
 
 /// POST /order/addOrder
 pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
-    let AccountWrite {
-        chain,
-        credential,
-        actor,
-    } = account_write(&app, &params)?;
+    let (chain, credential, actor) = account_write(&app, &params)?;
     let terms = order_terms(&chain, &params, actor.account)?;
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
@@ -262,11 +258,7 @@ pub(super) fn open_order_of(
 
 /// POST /order/cancelOrder
 pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
-    let AccountWrite {
-        chain,
-        credential,
-        mut actor,
-    } = account_write(&app, &params)?;
+    let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
     let pair_index = pair_param(&chain, &params, "symbol")?;
     let order_id = order_id_param(&params)?;

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::order::{open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement};
 use super::{
     account_write, chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error,
-    AccountWrite, Answer,
+    Answer,
 };
 use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
@@ -413,11 +413,7 @@ fn cancelled_record(events: &[Event], stored: &StoredOrder) -> Option<dexd_core:
 /// POST /order/cancelAll
 pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let AccountWrite {
-        chain,
-        credential,
-        mut actor,
-    } = account_write(&app, &params)?;
+    let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
     let pair = optional_pair_param(&chain, &params, "symbol")?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
@@ -458,11 +454,7 @@ async fn cancelled_orders_answer(chain: &Chain, events: &[Event]) -> Result<Vec<
 /// POST /order/cancelAllAfter
 pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let AccountWrite {
-        chain,
-        credential,
-        mut actor,
-    } = account_write(&app, &params)?;
+    let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
     let timeout_ms = params
         .integer("timeoutMs")?

@@ -96,6 +96,14 @@ impl Tag {
     }
 }
 
+/// The fields of an account's write: its own, then the chain and the credential (the key, or the
+/// signer, nonce, expiry and signature of a client's own signature).
+macro_rules! account_write_fields {
+    ($($field:expr),* $(,)?) => {
+        &[$($field,)* CHAIN_ID, PRIVATE_KEY, SIGNER, NONCE, EXPIRY, SIGNATURE]
+    };
+}
+
 mod audit;
 mod liabilities;
 mod trading;
@@ -221,52 +229,49 @@ const QUANTITY: Field = field(
     "How much, as a decimal string; positive, at most the asset's decimals.",
 );
 
-pub(crate) const ADD_ORDER_FIELDS: &[Field] = &[
+// An order's terms, the same in `addOrder`, a batch's orders and (where they apply) an amend.
+pub(crate) const ORDER_TYPE: Field = field("type", true, Kind::Choice(ORDER_TYPE_NAMES), "limit or market.");
+pub(crate) const DIRECTION: Field = field("direction", true, Kind::Choice(DIRECTION_NAMES), "buy or sell.");
+pub(crate) const LIMIT_PRICE: Field = field(
+    "price",
+    false,
+    Kind::Decimal,
+    "The limit price in quote per base, on the pair's tick; required for limit orders, absent for market orders.",
+);
+pub(crate) const AMOUNT: Field = field("amount", true, Kind::Decimal, "The amount of base, on the pair's step.");
+pub(crate) const TIME_IN_FORCE: Field = field(
+    "timeInForce",
+    false,
+    Kind::Choice(TIME_IN_FORCE_NAMES),
+    "GTC (default), IOC or FOK. Market orders act as IOC unless FOK is asked.",
+);
+pub(crate) const POST_ONLY: Field = field(
+    "postOnly",
+    false,
+    Kind::Bool,
+    "Refuse the order instead of trading on arrival. Default false.",
+);
+pub(crate) const CLIENT_ORDER_ID: Field = field(
+    "clientOrderId",
+    false,
+    Kind::Text,
+    "Your label: 1 to 64 of A-Z a-z 0-9 . _ : -, unique among the account's open orders.",
+);
+
+pub(crate) const ADD_ORDER_FIELDS: &[Field] = account_write_fields![
     field("symbol", true, Kind::Pair, "The pair, BASE/QUOTE."),
-    field("type", true, Kind::Choice(ORDER_TYPE_NAMES), "limit or market."),
-    field("direction", true, Kind::Choice(DIRECTION_NAMES), "buy or sell."),
-    field(
-        "price",
-        false,
-        Kind::Decimal,
-        "The limit price in quote per base; required for limit orders, absent for market orders.",
-    ),
-    field("amount", true, Kind::Decimal, "The amount of base, on the pair's step."),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
-    field(
-        "timeInForce",
-        false,
-        Kind::Choice(TIME_IN_FORCE_NAMES),
-        "GTC (default), IOC or FOK. Market orders act as IOC unless FOK is asked.",
-    ),
-    field(
-        "postOnly",
-        false,
-        Kind::Bool,
-        "Reject instead of trading on arrival. Default false.",
-    ),
-    field(
-        "clientOrderId",
-        false,
-        Kind::Text,
-        "Your label: 1 to 64 of A-Z a-z 0-9 . _ : -, unique among your open orders.",
-    ),
+    ORDER_TYPE,
+    DIRECTION,
+    LIMIT_PRICE,
+    AMOUNT,
+    TIME_IN_FORCE,
+    POST_ONLY,
+    CLIENT_ORDER_ID,
 ];
 
-pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = &[
+pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = account_write_fields![
     field("symbol", true, Kind::Pair, "The order's pair."),
     field("orderId", true, Kind::OrderId, "The order id."),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
 ];
 
 const ORDER_LIST_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, SYMBOL_FILTER, LIMIT, CURSOR, START_TIME, END_TIME];

@@ -1,11 +1,9 @@
 //! The trading extensions' rows of the table (contract version 3): batches, cancel all, amend,
 //! the dead man's switch and agents, with their batch items' fields. No behaviour.
 
-use dexd_core::{DIRECTION_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES};
-
 use super::{
-    field, Field, Kind, Operation, Tag, ACCOUNT, CHAIN_ID, EXPIRY, NONCE, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER,
-    WRITE_ERRORS,
+    field, Field, Kind, Operation, Tag, ACCOUNT, AMOUNT, CHAIN_ID, CLIENT_ORDER_ID, DIRECTION, EXPIRY, LIMIT_PRICE,
+    NONCE, ORDER_TYPE, POST_ONLY, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER, TIME_IN_FORCE, WRITE_ERRORS,
 };
 
 /// The fields of one order of a batch: an add order's, without the chain and the key.
@@ -16,33 +14,13 @@ pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = &[
         Kind::Pair,
         "The pair, BASE/QUOTE; every order of a batch is on one pair.",
     ),
-    field("type", true, Kind::Choice(ORDER_TYPE_NAMES), "limit or market."),
-    field("direction", true, Kind::Choice(DIRECTION_NAMES), "buy or sell."),
-    field(
-        "price",
-        false,
-        Kind::Decimal,
-        "The limit price in quote, on the pair's tick; left out for market orders.",
-    ),
-    field("amount", true, Kind::Decimal, "The amount of base, on the pair's step."),
-    field(
-        "timeInForce",
-        false,
-        Kind::Choice(TIME_IN_FORCE_NAMES),
-        "GTC (default), IOC or FOK.",
-    ),
-    field(
-        "postOnly",
-        false,
-        Kind::Bool,
-        "Refuse the order if it would trade on arrival.",
-    ),
-    field(
-        "clientOrderId",
-        false,
-        Kind::Text,
-        "Your label, 1 to 64 of A-Z a-z 0-9 . _ : -, unique among the account's open orders.",
-    ),
+    ORDER_TYPE,
+    DIRECTION,
+    LIMIT_PRICE,
+    AMOUNT,
+    TIME_IN_FORCE,
+    POST_ONLY,
+    CLIENT_ORDER_ID,
     SIGNER,
     NONCE,
     EXPIRY,
@@ -91,22 +69,14 @@ const BATCH_CANCEL_FIELDS: &[Field] = &[
     SIGNER,
 ];
 
-const CANCEL_ALL_FIELDS: &[Field] = &[
-    field(
-        "symbol",
-        false,
-        Kind::Pair,
-        "Only this pair's orders; every pair's when left out.",
-    ),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
-];
+const CANCEL_ALL_FIELDS: &[Field] = account_write_fields![field(
+    "symbol",
+    false,
+    Kind::Pair,
+    "Only this pair's orders; every pair's when left out.",
+),];
 
-const AMEND_ORDER_FIELDS: &[Field] = &[
+const AMEND_ORDER_FIELDS: &[Field] = account_write_fields![
     field("symbol", true, Kind::Pair, "The order's pair."),
     field("orderId", true, Kind::OrderId, "The open order to replace."),
     field(
@@ -122,31 +92,17 @@ const AMEND_ORDER_FIELDS: &[Field] = &[
         "The new order's whole amount of base, on the pair's step; when left out, what the old order has left \
          to fill. At least one of price and amount.",
     ),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
 ];
 
-const CANCEL_ALL_AFTER_FIELDS: &[Field] = &[
-    field(
-        "timeoutMs",
-        true,
-        Kind::SwitchTimeout,
-        "0 turns the switch off; 5000 to 86400000 arms it: unless set again within this many ms, every open \
+const CANCEL_ALL_AFTER_FIELDS: &[Field] = account_write_fields![field(
+    "timeoutMs",
+    true,
+    Kind::SwitchTimeout,
+    "0 turns the switch off; 5000 to 86400000 arms it: unless set again within this many ms, every open \
          order of the account on the chain is cancelled.",
-    ),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
-];
+),];
 
-const APPROVE_AGENT_FIELDS: &[Field] = &[
+const APPROVE_AGENT_FIELDS: &[Field] = account_write_fields![
     field("agent", true, Kind::Address, "The agent's address (the bot's key's)."),
     field(
         "name",
@@ -160,23 +116,10 @@ const APPROVE_AGENT_FIELDS: &[Field] = &[
         Kind::Milliseconds,
         "When the approval ends, ms since the epoch; until revoked when left out.",
     ),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
 ];
 
-const REVOKE_AGENT_FIELDS: &[Field] = &[
-    field("agent", true, Kind::Address, "The agent to revoke."),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
-];
+const REVOKE_AGENT_FIELDS: &[Field] =
+    account_write_fields![field("agent", true, Kind::Address, "The agent to revoke."),];
 
 /// Batch add.
 pub const BATCH_ORDERS: Operation = Operation {
