@@ -23,6 +23,7 @@ const expectedCompiler = JSON.parse(fs.readFileSync(path.join(here, "package.jso
 
 // Contract sources, relative to this directory, and the contracts to write out of each.
 const sources = {
+  "src/DexdVaultBase.sol": [],
   "src/DexdVault.sol": ["DexdVault"],
   "src/DexdVaultV2.sol": ["DexdVaultV2"],
   "test/TestToken.sol": ["TestToken"],

@@ -3,20 +3,14 @@ pragma solidity ^0.8.24;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
-import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
-import {Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
 import {Address} from "@openzeppelin/contracts/utils/Address.sol";
-import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
-import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
-import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
-import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
-import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {DexdVaultBase} from "./DexdVaultBase.sol";
 
 /// @title The dexd vault, version 2: custody with provable liabilities and an exit that holds.
 /// @notice Everything version 1 does (deposits credited from `Deposited` events; withdrawals paid
-/// only by the operator, only to the account, only with the account's own EIP-712 authorization,
-/// each id once), and more:
+/// by the base's rule, `DexdVaultBase`: only by the operator, only to the account, only with the
+/// account's own EIP-712 authorization, each id once), and more:
 /// - it takes deposits only of the tokens its owner listed (a token's code runs in every root's
 ///   holdings check, so an unknown token could make every root revert);
 /// - it counts, per account and token, what was deposited and what was paid, and which deposit
@@ -37,26 +31,8 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// is past its challenge period, so the exit root always counts every payment. The EIP-712
 /// domain is version 1's ("dexd", "1"), so the signatures accounts make for withdrawals are the
 /// same on both versions.
-contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
+contract DexdVaultV2 is DexdVaultBase {
     using SafeERC20 for IERC20;
-
-    /// @notice The EIP-712 type an account signs to authorise one withdrawal. `expiry` is in
-    /// milliseconds since the Unix epoch, as everywhere in dexd's API.
-    bytes32 public constant WITHDRAWAL_TYPEHASH =
-        keccak256("Withdrawal(address account,address token,uint256 amount,uint256 withdrawalId,uint256 expiry)");
-
-    /// @notice One withdrawal as the operator submits it.
-    struct Withdrawal {
-        address account;
-        /// The ERC-20 token, or the zero address for the native asset.
-        address token;
-        uint256 amount;
-        uint256 withdrawalId;
-        /// Milliseconds since the Unix epoch after which the authorization is void.
-        uint256 expiry;
-        /// The account's signature over the typed data (ECDSA, or what its ERC-1271 takes).
-        bytes signature;
-    }
 
     /// @notice One committed root of the liability tree.
     struct LiabilityRoot {
@@ -71,9 +47,6 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         bool vetoed;
     }
 
-    /// @notice The gas a contract account's `isValidSignature` may use.
-    uint256 public constant ERC1271_GAS_LIMIT = 100_000;
-
     /// @notice How long, in seconds, the vault waits for a root before anyone may freeze it.
     uint64 public immutable maxRootAge;
     /// @notice How long, in seconds, the guardian may veto a root after it is committed; a root
@@ -82,15 +55,6 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     /// @notice Who may veto a root during its challenge period besides the owner; the zero
     /// address for nobody else.
     address public immutable guardian;
-
-    /// @notice The only address allowed to pay withdrawals and commit roots.
-    address public operator;
-
-    /// @notice How many deposits have been made; the next one gets this id.
-    uint256 public depositCount;
-
-    /// @notice Whether an account's withdrawal id has been paid.
-    mapping(address account => mapping(uint256 withdrawalId => bool paid)) public withdrawn;
 
     /// What each account deposited of each token in all, and which deposit was its first: one
     /// storage word, read and written once per deposit.
@@ -136,9 +100,6 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     bool public hasExitRoot;
     uint256 public exitEpoch;
 
-    event Deposited(uint256 indexed depositId, address indexed account, address indexed token, uint256 amount);
-    event Withdrawn(uint256 indexed withdrawalId, address indexed account, address indexed token, uint256 amount);
-    event OperatorChanged(address indexed previousOperator, address indexed newOperator);
     event TokenListed(address indexed token);
     event RootCommitted(
         uint256 indexed epoch,
@@ -152,16 +113,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     event VaultFrozen(bool hasExitRoot, uint256 exitEpoch);
     event Exited(address indexed account, address indexed token, uint256 amount);
 
-    error NotOperator(address caller);
     error NotGuardian(address caller);
-    error ZeroAddress();
-    error ZeroAmount();
-    error NothingReceived();
-    error WithdrawalExpired(uint256 withdrawalId, uint256 expiry);
-    error AlreadyWithdrawn(address account, uint256 withdrawalId);
-    error InvalidAuthorization(address account, uint256 withdrawalId);
-    error LengthMismatch();
-    error OwnershipCannotBeRenounced();
     error InvalidPeriods(uint64 maxRootAge, uint64 challengePeriod);
     error IsFrozen();
     error NotFrozen();
@@ -180,11 +132,6 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
     error InvalidProof();
     error NothingToExit(address account, address token);
 
-    modifier onlyOperator() {
-        if (msg.sender != operator) revert NotOperator(msg.sender);
-        _;
-    }
-
     modifier whenNotFrozen() {
         if (frozen) revert IsFrozen();
         _;
@@ -196,20 +143,17 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         uint64 maxRootAge_,
         uint64 challengePeriod_,
         address guardian_
-    ) EIP712("dexd", "1") Ownable(initialOwner) {
-        if (initialOperator == address(0)) revert ZeroAddress();
+    ) DexdVaultBase(initialOwner, initialOperator) {
         // Exits use the newest root past its challenge period; a vault that can freeze only
         // after `maxRootAge` > `challengePeriod` always has that root settled when it freezes.
         if (maxRootAge_ == 0 || challengePeriod_ >= maxRootAge_) {
             revert InvalidPeriods(maxRootAge_, challengePeriod_);
         }
-        operator = initialOperator;
         maxRootAge = maxRootAge_;
         challengePeriod = challengePeriod_;
         guardian = guardian_;
         _deployedAt = uint64(block.timestamp);
         lastGoodRootAt = uint64(block.timestamp);
-        emit OperatorChanged(address(0), initialOperator);
     }
 
     // ----- Deposits and withdrawals (version 1's, counted per account and token) -----
@@ -226,7 +170,7 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         erc20.safeTransferFrom(msg.sender, address(this), amount);
         uint256 received = erc20.balanceOf(address(this)) - before;
         if (received == 0) revert NothingReceived();
-        _recordDeposit(msg.sender, token, received, state);
+        _recordCountedDeposit(msg.sender, token, received, state);
     }
 
     /// @notice Credits the caller with the native asset sent along.
@@ -234,18 +178,18 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         if (msg.value == 0) revert ZeroAmount();
         TokenState memory state = _tokenStates[address(0)];
         if (!state.listed) revert TokenNotListed(address(0));
-        _recordDeposit(msg.sender, address(0), msg.value, state);
+        _recordCountedDeposit(msg.sender, address(0), msg.value, state);
     }
 
     /// @notice Pays one withdrawal. Only the operator may call it, never on a frozen vault.
     function withdraw(Withdrawal calldata withdrawal) external onlyOperator nonReentrant whenNotFrozen {
-        _withdraw(withdrawal);
+        _withdrawCounted(withdrawal);
     }
 
     /// @notice Pays many withdrawals in one transaction; if any of them cannot be paid, none is.
     function withdrawBatch(Withdrawal[] calldata withdrawals) external onlyOperator nonReentrant whenNotFrozen {
         for (uint256 index = 0; index < withdrawals.length; ++index) {
-            _withdraw(withdrawals[index]);
+            _withdrawCounted(withdrawals[index]);
         }
     }
 
@@ -260,15 +204,6 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         for (uint256 index = 0; index < accounts.length; ++index) {
             isPaid[index] = withdrawn[accounts[index]][withdrawalIds[index]];
         }
-    }
-
-    /// @notice The EIP-712 digest an account signs for a withdrawal.
-    function withdrawalDigest(address account, address token, uint256 amount, uint256 withdrawalId, uint256 expiry)
-        public
-        view
-        returns (bytes32)
-    {
-        return _hashTypedDataV4(keccak256(abi.encode(WITHDRAWAL_TYPEHASH, account, token, amount, withdrawalId, expiry)));
     }
 
     // ----- Liability roots -----
@@ -453,48 +388,9 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         emit TokenListed(token);
     }
 
-    /// @notice Replaces the operator. Only the owner may call it.
-    function setOperator(address newOperator) external onlyOwner {
-        if (newOperator == address(0)) revert ZeroAddress();
-        emit OperatorChanged(operator, newOperator);
-        operator = newOperator;
-    }
-
-    /// @notice Refused: without an owner nobody could ever replace a lost or compromised operator.
-    function renounceOwnership() public view override onlyOwner {
-        revert OwnershipCannotBeRenounced();
-    }
-
-    /// @notice Stops deposits (withdrawals go on, so that nobody's funds are held).
-    function pause() external onlyOwner {
-        _pause();
-    }
-
-    /// @notice Takes deposits again.
-    function unpause() external onlyOwner {
-        _unpause();
-    }
-
-    /// @notice Whether `signature` is the account's authorization of `digest`: its own ECDSA
-    /// signature (low `s`, `v` 27 or 28), or, for an account with code, its ERC-1271
-    /// `isValidSignature` answering the magic value within `ERC1271_GAS_LIMIT` gas.
-    function isAuthorized(address account, bytes32 digest, bytes calldata signature) public view returns (bool) {
-        (address signer, ECDSA.RecoverError recoverError,) = ECDSA.tryRecoverCalldata(digest, signature);
-        if (recoverError == ECDSA.RecoverError.NoError && signer == account) {
-            return true;
-        }
-        if (account.code.length == 0) {
-            return false;
-        }
-        (bool success, bytes memory result) = account.staticcall{gas: ERC1271_GAS_LIMIT}(
-            abi.encodeCall(IERC1271.isValidSignature, (digest, signature))
-        );
-        return success && result.length >= 32 && bytes32(result) == bytes32(IERC1271.isValidSignature.selector);
-    }
-
     // ----- Inside -----
 
-    function _recordDeposit(address account, address token, uint256 amount, TokenState memory state) private {
+    function _recordCountedDeposit(address account, address token, uint256 amount, TokenState memory state) private {
         uint256 depositId = depositCount;
         depositCount = depositId + 1;
         Deposits memory deposits = _deposits[account][token];
@@ -511,24 +407,10 @@ contract DexdVaultV2 is EIP712, ReentrancyGuard, Ownable2Step, Pausable {
         emit Deposited(depositId, account, token, amount);
     }
 
-    function _withdraw(Withdrawal calldata withdrawal) private {
-        if (withdrawal.amount == 0) revert ZeroAmount();
-        if (block.timestamp * 1000 > withdrawal.expiry) {
-            revert WithdrawalExpired(withdrawal.withdrawalId, withdrawal.expiry);
-        }
-        if (withdrawn[withdrawal.account][withdrawal.withdrawalId]) {
-            revert AlreadyWithdrawn(withdrawal.account, withdrawal.withdrawalId);
-        }
-        bytes32 digest = withdrawalDigest(
-            withdrawal.account, withdrawal.token, withdrawal.amount, withdrawal.withdrawalId, withdrawal.expiry
-        );
-        if (!isAuthorized(withdrawal.account, digest, withdrawal.signature)) {
-            revert InvalidAuthorization(withdrawal.account, withdrawal.withdrawalId);
-        }
-        withdrawn[withdrawal.account][withdrawal.withdrawalId] = true;
+    /// A withdrawal by the base's rule, counted in what the account was paid of its token.
+    function _withdrawCounted(Withdrawal calldata withdrawal) private {
         paid[withdrawal.account][withdrawal.token] += withdrawal.amount;
-        emit Withdrawn(withdrawal.withdrawalId, withdrawal.account, withdrawal.token, withdrawal.amount);
-        _pay(withdrawal.account, withdrawal.token, withdrawal.amount);
+        _withdraw(withdrawal);
     }
 
     function _pay(address account, address token, uint256 amount) private {

@@ -3,8 +3,9 @@
 //! builds of `contracts/src/DexdVault.sol` and `DexdVaultV2.sol`), the minimal ERC-20 interface
 //! dexd calls, and the EIP-712 `Withdrawal` an account signs.
 //!
-//! Version 2 takes every call of version 1 with the same selectors and events, so the watcher
-//! and the payer speak to either through `DexdVault`; the liability roots and the exit are
+//! Both versions inherit `DexdVaultBase` (`contracts/src/DexdVaultBase.sol`: the withdrawal rule,
+//! the operator, the owner's switches). Version 2 takes every call of version 1 with the same
+//! selectors and events, so the watcher and the payer speak to either through `DexdVault`; the liability roots and the exit are
 //! version 2's alone (`DexdVaultV2`).
 //!
 //! It only describes the contract; calling it is [`super::node`]'s and the payer's business.
@@ -21,12 +22,18 @@ alloy::sol!(
     "../../contracts/artifacts/DexdVault.json"
 );
 
-alloy::sol!(
-    #[sol(rpc)]
-    #[derive(Debug)]
-    DexdVaultV2,
-    "../../contracts/artifacts/DexdVaultV2.json"
-);
+/// Version 2's bindings, in a module of their own: both artifacts declare the shared
+/// `DexdVaultBase` (its `Withdrawal` struct), which the bindings turn into a module each.
+mod version_2 {
+    alloy::sol!(
+        #[sol(rpc)]
+        #[derive(Debug)]
+        DexdVaultV2,
+        "../../contracts/artifacts/DexdVaultV2.json"
+    );
+}
+
+pub use self::version_2::DexdVaultV2;
 
 alloy::sol! {
     /// The part of ERC-20 dexd uses: balances and allowances for deposits from an account,
@@ -82,8 +89,8 @@ impl WithdrawalTerms {
     }
 
     /// The vault's call argument for paying this withdrawal with `signature`.
-    pub fn call_argument(&self, signature: &[u8; 65]) -> DexdVault::Withdrawal {
-        DexdVault::Withdrawal {
+    pub fn call_argument(&self, signature: &[u8; 65]) -> DexdVaultBase::Withdrawal {
+        DexdVaultBase::Withdrawal {
             account: chain_address(&self.account),
             token: self.token.map_or(ChainAddress::ZERO, |token| chain_address(&token)),
             amount: U256::from(self.amount_units),

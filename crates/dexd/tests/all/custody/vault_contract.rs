@@ -14,7 +14,7 @@ use common::chain::{TestChain, ETH_UNIT, USDC_UNIT, WBTC_UNIT};
 use dexd_crypto::{PrivateKey, SigningDomain};
 use dexd_custody::deploy::{self, ReentrantToken};
 use dexd_custody::node::NodeError;
-use dexd_custody::vault::{venue_address, DexdVault, WithdrawalTerms};
+use dexd_custody::vault::{venue_address, DexdVault, DexdVaultBase, WithdrawalTerms};
 
 /// The revert of a call from `from`, decoded as one of the vault's errors.
 async fn vault_revert(
@@ -357,7 +357,7 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
     }
     // A signature that is not 65 bytes, or garbage.
     let short = DexdVault::withdrawCall {
-        withdrawal: DexdVault::Withdrawal {
+        withdrawal: DexdVaultBase::Withdrawal {
             signature: vec![1u8; 64].into(),
             ..good.call_argument(&good_signature)
         },
