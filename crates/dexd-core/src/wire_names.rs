@@ -1,12 +1,12 @@
 //! The contract's words for the engine's enums: order types, directions, times in force, order
-//! and transfer statuses, candle intervals. One home for both ways: the API's parameter checks and parsing, the
+//! and transfer statuses, candle intervals, liability roots' origin and standing. One home for both ways: the API's parameter checks and parsing, the
 //! OpenAPI document's enums, the EIP-712 messages and the JSON renderers all read these, so a
 //! new variant is named here once (the matches are exhaustive) and nowhere else.
 //!
 //! It does not decide what a word means for a request (which parameters are required, what
 //! combinations are allowed): the API does.
 
-use crate::{CandleInterval, Direction, OrderStatus, OrderType, TimeInForce, TransferStatus};
+use crate::{CandleInterval, Direction, OrderStatus, OrderType, RootOrigin, RootStanding, TimeInForce, TransferStatus};
 
 /// Names each variant of an enum once and derives the list of names, `wire_name` and
 /// `from_wire_name` from it.
@@ -76,6 +76,14 @@ wire_names!(
         OneWeek => "1w",
     }
 );
+wire_names!(
+    /// A liability root's `origin`: the venue's own tree, or not.
+    RootOrigin, ROOT_ORIGIN_NAMES { Venue => "venue", Foreign => "foreign" }
+);
+wire_names!(
+    /// Where a liability root stands: `standing`.
+    RootStanding, ROOT_STANDING_NAMES { Challengeable => "challengeable", Vetoed => "vetoed", Final => "final" }
+);
 
 #[cfg(test)]
 mod tests {
@@ -115,6 +123,15 @@ mod tests {
         for name in CANDLE_INTERVAL_NAMES {
             assert_eq!(
                 CandleInterval::from_wire_name(name).map(CandleInterval::wire_name),
+                Some(*name)
+            );
+        }
+        for name in ROOT_ORIGIN_NAMES {
+            assert_eq!(RootOrigin::from_wire_name(name).map(RootOrigin::wire_name), Some(*name));
+        }
+        for name in ROOT_STANDING_NAMES {
+            assert_eq!(
+                RootStanding::from_wire_name(name).map(RootStanding::wire_name),
                 Some(*name)
             );
         }

@@ -489,6 +489,18 @@ impl Node {
             .map_err(|error| NodeError::Unavailable(format!("unreadable answer of {}: {error}", Call::SIGNATURE)))
     }
 
+    /// The vault's (version 2) liability root of `epoch`, as the chain holds it at `block`.
+    pub async fn liability_root(
+        &self,
+        epoch: u64,
+        block: BlockId,
+    ) -> Result<<DexdVaultV2::liabilityRootCall as SolCall>::Return, NodeError> {
+        let call = DexdVaultV2::liabilityRootCall {
+            epoch: U256::from(epoch),
+        };
+        self.view(self.vault(), call, block).await
+    }
+
     /// Runs a call without sending it (`eth_call`).
     pub async fn call(
         &self,

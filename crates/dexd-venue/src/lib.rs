@@ -206,18 +206,11 @@ impl Chain {
         data_dir: &Path,
         telemetry: &Telemetry,
     ) -> Result<Chain, StoreError> {
-        let RestoredChain {
-            journal,
-            projector,
-            store_reader,
-            mut leadership,
-            engine_config,
-            configuration,
-            messages,
-            replayed,
-            snapshots,
-            snapshot_status,
-        } = RestoredChain::open(&config, full_config, data_dir)?;
+        let restored = RestoredChain::open(&config, full_config, data_dir)?;
+        let (journal, projector, mut leadership) = (restored.journal, restored.projector, restored.leadership);
+        let (engine_config, configuration, replayed) =
+            (restored.engine_config, restored.configuration, restored.replayed);
+        let (snapshots, snapshot_status) = (restored.snapshots, restored.snapshot_status);
         let chain_id = config.chain_id;
         let engine = Arc::new(RwLock::new(replayed.engine));
         let journaled = Arc::new(AtomicU64::new(replayed.last_sequence));
@@ -256,10 +249,10 @@ impl Chain {
         writer::start_writer_thread(queue, writer_state, threads.projector);
         Ok(Chain {
             signing_domain: dexd_crypto::SigningDomain::new(config.chain_id, config.venue_contract),
-            messages,
+            messages: restored.messages,
             configuration,
             config,
-            store: store_reader,
+            store: restored.store_reader,
             engine,
             writer,
             journaled,

@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/all/common/journal_end.rs"]
+mod journal_end;
 mod workload;
 
 use dexd::audit::auditor::AuditOptions;
@@ -28,7 +30,7 @@ use dexd_core::{Amount, AssetIndex, Command, OrderId, PairIndex, TransferRequest
 use dexd_crypto::{recover_signer, PrivateKey, RequestMessages};
 use dexd_store::Authorization;
 use dexd_venue::config::Config;
-use dexd_venue::{Chain, Venue};
+use dexd_venue::Chain;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -200,20 +202,6 @@ async fn serve(config: Config, data_dir: std::path::PathBuf) -> (String, tokio::
     (base_url, stop)
 }
 
-/// The venue's journal end, from its header.
-async fn journal_end(client: &reqwest::Client, base_url: &str) -> u64 {
-    let response = client
-        .get(format!("{base_url}/audit/journal?chainId=1&from=1&limit=1"))
-        .send()
-        .await
-        .unwrap();
-    response.headers()["x-dexd-journal-end"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 /// Waits until the venue serves the state hash of the last multiple of 10,000 in its journal
 /// (its keeper, a low-priority thread, catches up after a start).
 async fn wait_for_state_hashes(client: &reqwest::Client, base_url: &str, end: u64) {
@@ -261,15 +249,11 @@ async fn follow(base_url: &str, messages: &RequestMessages, rate: u64, seconds: 
     // benchmark's process ends).
     let options = audit_options(base_url, directory.path(), false);
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = workload::two_core_runtime();
         let _ = runtime.block_on(dexd::audit::auditor::run(options));
     });
     // The auditor first catches up with what phase 1 wrote.
-    let end = journal_end(&client, base_url).await;
+    let end = journal_end::journal_end(&client, base_url, 1).await;
     while copy_position(directory.path()) < end {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -304,7 +288,7 @@ async fn follow(base_url: &str, messages: &RequestMessages, rate: u64, seconds: 
     let mut samples = Vec::new();
     while Instant::now() < stop_at {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let end = journal_end(&client, base_url).await;
+        let end = journal_end::journal_end(&client, base_url, 1).await;
         samples.push(end.saturating_sub(copy_position(directory.path())));
     }
     for sender in senders {
@@ -359,21 +343,14 @@ fn main() {
     let commands: usize = std::env::var("DEXD_BENCH_COMMANDS").map_or(200_000, |text| text.parse().unwrap());
     let rate: u64 = std::env::var("DEXD_BENCH_RATE").map_or(2_000, |text| text.parse().unwrap());
     let seconds: u64 = std::env::var("DEXD_BENCH_SECONDS").map_or(10, |text| text.parse().unwrap());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = workload::two_core_runtime();
     let data_dir = tempfile::tempdir().unwrap();
     let mut config = Config::embedded_default();
     config.limits.write_queue_capacity = 4_096;
     let (accepted, write_rate, messages) = runtime.block_on(async {
         let data_path = data_dir.path().to_path_buf();
         let venue_config = config.clone();
-        let venue = tokio::task::spawn_blocking(move || Venue::start(venue_config, &data_path))
-            .await
-            .unwrap()
-            .unwrap();
+        let venue = workload::start_venue(venue_config, data_path).await;
         let chain = venue.chain(1).unwrap();
         let messages = chain.messages.clone();
         let assets = chain.read_engine(|engine| engine.config().assets.len());
@@ -396,7 +373,7 @@ fn main() {
     runtime.block_on(async {
         let (base_url, _stop) = serve(config, data_path).await;
         let client = reqwest::Client::new();
-        let end = journal_end(&client, &base_url).await;
+        let end = journal_end::journal_end(&client, &base_url, 1).await;
         wait_for_state_hashes(&client, &base_url, end).await;
         let directory = tempfile::tempdir().unwrap();
         let started = Instant::now();

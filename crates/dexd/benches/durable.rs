@@ -18,7 +18,7 @@ mod workload;
 
 use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
 use dexd_venue::config::Config;
-use dexd_venue::{Chain, Venue};
+use dexd_venue::Chain;
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -105,11 +105,7 @@ fn main() {
         .ok()
         .and_then(|text| text.parse().ok())
         .unwrap_or(5);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = workload::two_core_runtime();
     let journal = std::env::var("DEXD_BENCH_JOURNAL").unwrap_or_default();
     let on_postgres = journal.starts_with("postgres");
     let with_standby = journal == "postgres-standby";
@@ -156,10 +152,7 @@ fn main() {
         let data_path = data_dir.path().to_path_buf();
         runtime.block_on(async {
             // Opening runs the journal's synchronous client, off the runtime's threads.
-            let venue = tokio::task::spawn_blocking(move || Venue::start(config, &data_path))
-                .await
-                .unwrap()
-                .unwrap();
+            let venue = workload::start_venue(config, data_path).await;
             let chain = venue.chain(1).unwrap();
             for trader in 0..ACCOUNTS {
                 for asset in 0..2u16 {

@@ -16,7 +16,7 @@ mod workload;
 
 use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
 use dexd_venue::config::Config;
-use dexd_venue::{Chain, Venue};
+use dexd_venue::Chain;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -117,20 +117,13 @@ fn main() {
     let tree_accounts = setting("DEXD_BENCH_TREE_ACCOUNTS", 300_000);
     let seconds = setting("DEXD_BENCH_SECONDS", 10);
     let concurrency = setting("DEXD_BENCH_CONCURRENCY", 256) as usize;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = workload::two_core_runtime();
     let data_dir = tempfile::tempdir().unwrap();
     let mut config = Config::embedded_default();
     config.limits.write_queue_capacity = 8_192;
     let data_path = data_dir.path().to_path_buf();
     runtime.block_on(async {
-        let venue = tokio::task::spawn_blocking(move || Venue::start(config, &data_path))
-            .await
-            .unwrap()
-            .unwrap();
+        let venue = workload::start_venue(config, data_path).await;
         let chain = venue.chain(1).unwrap();
         let funding = Instant::now();
         for trader in 0..TRADERS as u64 {

@@ -10,7 +10,6 @@
 //!
 //! `cargo bench -p dexd --bench liability_gas`
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use alloy::node_bindings::Anvil;
@@ -23,16 +22,10 @@ use dexd_custody::deploy::{self, RootTerms};
 use dexd_custody::node::{Node, Receipt};
 use dexd_custody::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 
-fn anvil_path() -> PathBuf {
-    std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../contracts/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
-    })
-}
+#[path = "common/anvil.rs"]
+mod anvil;
 
-fn signer(anvil: &alloy::node_bindings::AnvilInstance, index: usize) -> PrivateKeySigner {
-    PrivateKeySigner::from_signing_key(anvil.keys()[index].clone().into())
-}
+use anvil::{anvil_path, signer};
 
 async fn call(node: &Node, from: &PrivateKeySigner, to: ChainAddress, input: Vec<u8>, value: U256) -> Receipt {
     deploy::send_and_wait(node, from, TxKind::Call(to), input, value)

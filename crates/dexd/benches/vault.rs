@@ -7,7 +7,6 @@
 //!
 //! `cargo bench -p dexd --bench vault` (`DEXD_BENCH_BACKLOG` changes the backlog's size).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,16 +22,10 @@ use dexd_custody::{deploy, Custodians};
 use dexd_venue::config::Config;
 use dexd_venue::Venue;
 
-fn anvil_path() -> PathBuf {
-    std::env::var_os("DEXD_ANVIL").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../contracts/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
-    })
-}
+#[path = "common/anvil.rs"]
+mod anvil;
 
-fn signer(anvil: &alloy::node_bindings::AnvilInstance, index: usize) -> PrivateKeySigner {
-    PrivateKeySigner::from_signing_key(anvil.keys()[index].clone().into())
-}
+use anvil::{anvil_path, signer};
 
 fn key_of(signer: &PrivateKeySigner) -> PrivateKey {
     PrivateKey::parse(&format!("0x{}", alloy::hex::encode(signer.to_bytes()))).unwrap()

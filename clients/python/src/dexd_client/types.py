@@ -6,9 +6,12 @@ loudly on a missing field rather than inventing one. This module does no IO.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
+
+T = TypeVar("T")
 
 
 def _decimal(value: Any) -> Decimal:
@@ -17,6 +20,27 @@ def _decimal(value: Any) -> Decimal:
 
 def _optional_decimal(value: Any) -> Optional[Decimal]:
     return None if value is None else Decimal(value)
+
+
+def _camel_case(name: str) -> str:
+    """The contract's name of a field: ``time_in_force`` is ``timeInForce``."""
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+def _from_json(cls: type[T], data: dict) -> T:
+    """A flat dataclass from the contract's object: every field read under its camelCase name
+    (a missing one raises ``KeyError``), decimals as ``Decimal``."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        raw = data[_camel_case(field.name)]
+        if field.type == "Decimal":
+            values[field.name] = _decimal(raw)
+        elif field.type == "Optional[Decimal]":
+            values[field.name] = _optional_decimal(raw)
+        else:
+            values[field.name] = raw
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -45,15 +69,7 @@ class Order:
 
     @staticmethod
     def from_json(data: dict) -> "Order":
-        return Order(
-            order_id=data["orderId"], client_order_id=data["clientOrderId"], chain_id=data["chainId"],
-            account=data["account"], symbol=data["symbol"], type=data["type"], direction=data["direction"],
-            time_in_force=data["timeInForce"], post_only=data["postOnly"], price=_optional_decimal(data["price"]),
-            amount=_decimal(data["amount"]), filled=_decimal(data["filled"]), remaining=_decimal(data["remaining"]),
-            cost=_decimal(data["cost"]), average=_optional_decimal(data["average"]), fee=_decimal(data["fee"]),
-            fee_asset=data["feeAsset"], status=data["status"], timestamp=data["timestamp"],
-            updated_at=data["updatedAt"], signature=data["signature"],
-        )
+        return _from_json(Order, data)
 
 
 @dataclass(frozen=True)
@@ -71,12 +87,7 @@ class Trade:
 
     @staticmethod
     def from_json(data: dict) -> "Trade":
-        return Trade(
-            trade_id=data["tradeId"], chain_id=data["chainId"], symbol=data["symbol"],
-            price=_decimal(data["price"]), amount=_decimal(data["amount"]), cost=_decimal(data["cost"]),
-            taker_direction=data["takerDirection"], maker_order_id=data["makerOrderId"],
-            taker_order_id=data["takerOrderId"], timestamp=data["timestamp"],
-        )
+        return _from_json(Trade, data)
 
 
 @dataclass(frozen=True)
@@ -112,8 +123,7 @@ class Balance:
 
     @staticmethod
     def from_json(data: dict) -> "Balance":
-        return Balance(symbol=data["symbol"], total=_decimal(data["total"]),
-                       available=_decimal(data["available"]), locked=_decimal(data["locked"]))
+        return _from_json(Balance, data)
 
 
 @dataclass(frozen=True)
@@ -131,11 +141,7 @@ class Transfer:
 
     @staticmethod
     def from_json(data: dict) -> "Transfer":
-        return Transfer(
-            id=data["id"], chain_id=data["chainId"], account=data["account"], symbol=data["symbol"],
-            quantity=_decimal(data["quantity"]), status=data["status"], tx_hash=data["txHash"],
-            block_number=data["blockNumber"], timestamp=data["timestamp"], updated_at=data["updatedAt"],
-        )
+        return _from_json(Transfer, data)
 
 
 @dataclass(frozen=True)
@@ -170,11 +176,7 @@ class Candle:
 
     @staticmethod
     def from_json(data: dict) -> "Candle":
-        return Candle(
-            open_time=data["openTime"], open=_decimal(data["open"]), high=_decimal(data["high"]),
-            low=_decimal(data["low"]), close=_decimal(data["close"]), volume=_decimal(data["volume"]),
-            quote_volume=_decimal(data["quoteVolume"]), trades=data["trades"],
-        )
+        return _from_json(Candle, data)
 
 
 @dataclass(frozen=True)
@@ -201,12 +203,7 @@ class Pair:
 
     @staticmethod
     def from_json(data: dict) -> "Pair":
-        return Pair(
-            symbol=data["symbol"], base=data["base"], quote=data["quote"], tick_size=_decimal(data["tickSize"]),
-            step_size=_decimal(data["stepSize"]), min_amount=_decimal(data["minAmount"]),
-            min_notional=_decimal(data["minNotional"]), maker_fee=_decimal(data["makerFee"]),
-            taker_fee=_decimal(data["takerFee"]), last_price=_optional_decimal(data["lastPrice"]),
-        )
+        return _from_json(Pair, data)
 
 
 @dataclass(frozen=True)

@@ -302,16 +302,7 @@ impl Payer {
         confirmed: Confirmed,
         epoch: u64,
     ) -> Result<bool, PayError> {
-        let stored = vault
-            .node
-            .view(
-                vault.node.vault(),
-                DexdVaultV2::liabilityRootCall {
-                    epoch: U256::from(epoch),
-                },
-                confirmed.at(),
-            )
-            .await?;
+        let stored = vault.node.liability_root(epoch, confirmed.at()).await?;
         let Some(event) = self
             .find_root_event(vault, epoch, stored.committedAt, confirmed)
             .await?
@@ -390,16 +381,7 @@ impl Payer {
         });
         let mut earlier_open = false;
         for (epoch, committed_at_s, root) in open {
-            let stored = vault
-                .node
-                .view(
-                    vault.node.vault(),
-                    DexdVaultV2::liabilityRootCall {
-                        epoch: U256::from(epoch),
-                    },
-                    confirmed.at(),
-                )
-                .await?;
+            let stored = vault.node.liability_root(epoch, confirmed.at()).await?;
             if stored.root.0 != root {
                 halt(
                     vault,

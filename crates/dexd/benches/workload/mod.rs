@@ -1,6 +1,7 @@
 //! The placement stream shared by the durable and projector benchmarks: limit orders of random
-//! ids around a mid price, about a third of them crossing the touch; and the order and
-//! authorization builders the recovery benchmark writes its journal with.
+//! ids around a mid price, about a third of them crossing the touch; the order and
+//! authorization builders the recovery benchmark writes its journal with; and the runtime and
+//! venue start the in-process benchmarks share.
 
 use dexd_core::{Address, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity, TimeInForce};
 use dexd_store::Authorization;
@@ -57,4 +58,23 @@ pub fn zeroed_authorization(order_id: OrderId) -> Authorization {
         signature: [0; 65],
         client_signed: false,
     }
+}
+
+/// The benchmarks' runtime: two worker threads, the machine's two cores.
+#[allow(dead_code)]
+pub fn two_core_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Starts a venue on `data_dir` off the runtime's threads (opening runs synchronous clients).
+#[allow(dead_code)]
+pub async fn start_venue(config: dexd_venue::config::Config, data_dir: std::path::PathBuf) -> dexd_venue::Venue {
+    tokio::task::spawn_blocking(move || dexd_venue::Venue::start(config, &data_dir))
+        .await
+        .unwrap()
+        .unwrap()
 }

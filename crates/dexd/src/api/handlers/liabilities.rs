@@ -160,27 +160,13 @@ pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
         })
         .collect();
     let record = &root.record;
-    Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
-        "account": checksummed(&account),
-        "epoch": record.epoch,
-        "root": hex32(&record.root),
-        "journalSequence": record.journal_sequence,
-        "depositCount": record.deposit_count,
-        "txHash": hex32(&record.tx_hash),
-        "committedAt": record.committed_at_ms,
-        "standing": standing_name(root.standing),
-        "leaves": leaves,
-    }))
-}
-
-/// The contract's word for where a root stands.
-pub(crate) fn standing_name(standing: RootStanding) -> &'static str {
-    match standing {
-        RootStanding::Challengeable => "challengeable",
-        RootStanding::Vetoed => "vetoed",
-        RootStanding::Final => "final",
-    }
+    let mut proof = serde_json::Map::new();
+    proof.insert("chainId".into(), json!(chain.config.chain_id.to_string()));
+    proof.insert("account".into(), json!(checksummed(&account)));
+    proof.extend(root_identity(record));
+    proof.insert("standing".into(), json!(root.standing.wire_name()));
+    proof.insert("leaves".into(), json!(leaves));
+    Ok(Value::Object(proof))
 }
 
 /// One root, as `liabilityRoots` lists it.
@@ -196,22 +182,26 @@ pub(super) fn root_object(chain: &Chain, root: &RecordedRoot) -> Value {
             json!({"symbol": asset.symbol, "token": checksummed(&token), "total": total.units().to_string()})
         })
         .collect();
-    json!({
-        "epoch": record.epoch,
-        "root": hex32(&record.root),
-        "journalSequence": record.journal_sequence,
-        "depositCount": record.deposit_count,
-        "txHash": hex32(&record.tx_hash),
-        "blockNumber": record.block_number,
-        "committedAt": record.committed_at_ms,
-        "finalAfter": record.final_after_ms,
-        "origin": match record.origin {
-            RootOrigin::Venue => "venue",
-            RootOrigin::Foreign => "foreign",
-        },
-        "standing": standing_name(root.standing),
-        "totals": totals,
-    })
+    let mut object = root_identity(record);
+    object.insert("blockNumber".into(), json!(record.block_number));
+    object.insert("finalAfter".into(), json!(record.final_after_ms));
+    object.insert("origin".into(), json!(record.origin.wire_name()));
+    object.insert("standing".into(), json!(root.standing.wire_name()));
+    object.insert("totals".into(), json!(totals));
+    Value::Object(object)
+}
+
+/// What names a root in both the proof and the list: its epoch, root, position, deposits covered,
+/// transaction and time.
+fn root_identity(record: &dexd_core::LiabilityRootRecord) -> serde_json::Map<String, Value> {
+    let mut identity = serde_json::Map::new();
+    identity.insert("epoch".into(), json!(record.epoch));
+    identity.insert("root".into(), json!(hex32(&record.root)));
+    identity.insert("journalSequence".into(), json!(record.journal_sequence));
+    identity.insert("depositCount".into(), json!(record.deposit_count));
+    identity.insert("txHash".into(), json!(hex32(&record.tx_hash)));
+    identity.insert("committedAt".into(), json!(record.committed_at_ms));
+    identity
 }
 
 /// GET /account/liabilityRoots: the committed roots, newest first.
@@ -286,7 +276,7 @@ pub async fn custody(app: Arc<AppState>, params: Params) -> Answer {
                 "root": hex32(&record.root),
                 "journalSequence": record.journal_sequence,
                 "txHash": hex32(&record.tx_hash),
-                "standing": standing_name(standing),
+                "standing": standing.wire_name(),
             })
         });
         let newest_final = liabilities

@@ -2,7 +2,10 @@
 //! written by hand from the interface (`docs/api.md`), and the small builders they are made of.
 //! The paths and parameters are generated in the module above; this one knows no operation.
 
-use dexd_core::{DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES};
+use dexd_core::{
+    DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES, TIME_IN_FORCE_NAMES,
+    TRANSFER_STATUS_NAMES,
+};
 use serde_json::{json, Map, Value};
 
 fn string() -> Value {
@@ -215,7 +218,7 @@ fn liability_schemas() -> Value {
     let units = json!({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "An amount in the token's smallest units."});
     let bytes32 = json!({"type": "string", "pattern": "^0x[0-9a-f]{64}$"});
     let leaf = json!({"symbol": nullable(string()), "token": string(), "balance": units, "creditedDeposits": units, "debitedWithdrawals": units});
-    let standing = json!({"enum": ["challengeable", "vetoed", "final"]});
+    let standing = json!({"enum": ROOT_STANDING_NAMES});
     let mut proof_leaf = leaf.clone();
     proof_leaf["proof"] = json!({"type": "array", "items": bytes32});
     proof_leaf["exitCalldata"] = json!({"type": "string", "pattern": "^0x([0-9a-f]{2})+$"});
@@ -232,7 +235,7 @@ fn liability_schemas() -> Value {
             "roots": {"type": "array", "items": object(json!({
                 "epoch": integer, "root": bytes32, "journalSequence": integer, "depositCount": integer, "txHash": bytes32,
                 "blockNumber": integer, "committedAt": integer, "finalAfter": integer,
-                "origin": {"enum": ["venue", "foreign"]}, "standing": standing,
+                "origin": {"enum": ROOT_ORIGIN_NAMES}, "standing": standing,
                 "totals": {"type": "array", "items": object(json!({"symbol": string(), "token": string(), "total": units}))}
             }))},
             "nextCursor": nullable(string())
@@ -288,7 +291,7 @@ fn audit_schemas() -> Value {
     let mut root = json!({
         "epoch": integer, "root": bytes32, "journalSequence": integer, "depositCount": integer, "txHash": bytes32,
         "blockNumber": integer, "committedAt": integer, "finalAfter": integer,
-        "origin": {"enum": ["venue", "foreign"]}, "standing": {"enum": ["challengeable", "vetoed", "final"]},
+        "origin": {"enum": ROOT_ORIGIN_NAMES}, "standing": {"enum": ROOT_STANDING_NAMES},
         "totals": {"type": "array", "items": object(json!({"symbol": string(), "token": string(), "total": string()}))},
     });
     root["leaves"] = string();

@@ -104,6 +104,13 @@ macro_rules! account_write_fields {
     };
 }
 
+/// An order's terms (its pair first), then `$more`: `addOrder` and a batch's orders.
+macro_rules! order_fields {
+    ($($more:expr),* $(,)?) => {
+        &[ORDER_PAIR, ORDER_TYPE, DIRECTION, LIMIT_PRICE, AMOUNT, TIME_IN_FORCE, POST_ONLY, CLIENT_ORDER_ID, $($more,)*]
+    };
+}
+
 mod audit;
 mod liabilities;
 mod trading;
@@ -258,16 +265,14 @@ pub(crate) const CLIENT_ORDER_ID: Field = field(
     "Your label: 1 to 64 of A-Z a-z 0-9 . _ : -, unique among the account's open orders.",
 );
 
-pub(crate) const ADD_ORDER_FIELDS: &[Field] = account_write_fields![
-    field("symbol", true, Kind::Pair, "The pair, BASE/QUOTE."),
-    ORDER_TYPE,
-    DIRECTION,
-    LIMIT_PRICE,
-    AMOUNT,
-    TIME_IN_FORCE,
-    POST_ONLY,
-    CLIENT_ORDER_ID,
-];
+pub(crate) const ORDER_PAIR: Field = field(
+    "symbol",
+    true,
+    Kind::Pair,
+    "The pair, BASE/QUOTE (every order of a batch is on one pair).",
+);
+
+pub(crate) const ADD_ORDER_FIELDS: &[Field] = order_fields![CHAIN_ID, PRIVATE_KEY, SIGNER, NONCE, EXPIRY, SIGNATURE];
 
 pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = account_write_fields![
     field("symbol", true, Kind::Pair, "The order's pair."),

@@ -3,29 +3,11 @@
 
 use super::{
     field, Field, Kind, Operation, Tag, ACCOUNT, AMOUNT, CHAIN_ID, CLIENT_ORDER_ID, DIRECTION, EXPIRY, LIMIT_PRICE,
-    NONCE, ORDER_TYPE, POST_ONLY, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER, TIME_IN_FORCE, WRITE_ERRORS,
+    NONCE, ORDER_PAIR, ORDER_TYPE, POST_ONLY, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER, TIME_IN_FORCE, WRITE_ERRORS,
 };
 
 /// The fields of one order of a batch: an add order's, without the chain and the key.
-pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = &[
-    field(
-        "symbol",
-        true,
-        Kind::Pair,
-        "The pair, BASE/QUOTE; every order of a batch is on one pair.",
-    ),
-    ORDER_TYPE,
-    DIRECTION,
-    LIMIT_PRICE,
-    AMOUNT,
-    TIME_IN_FORCE,
-    POST_ONLY,
-    CLIENT_ORDER_ID,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
-];
+pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = order_fields![SIGNER, NONCE, EXPIRY, SIGNATURE];
 
 /// The fields of one cancel of a batch.
 pub const BATCH_CANCEL_ITEM_FIELDS: &[Field] = &[

@@ -93,16 +93,7 @@ impl AuditedVault {
         let count: u64 = count.saturating_to();
         let mut roots = Vec::new();
         for epoch in from..count {
-            let stored = self
-                .node
-                .view(
-                    self.node.vault(),
-                    DexdVaultV2::liabilityRootCall {
-                        epoch: U256::from(epoch),
-                    },
-                    at,
-                )
-                .await?;
+            let stored = self.node.liability_root(epoch, at).await?;
             roots.push(VaultRoot {
                 epoch,
                 root: stored.root.0,

@@ -70,11 +70,7 @@ async fn wait_for_root_past(venue: &VaultVenue, position: u64) -> u64 {
 async fn a_forged_root_is_vetoed_by_an_auditor_as_guardian_and_the_venue_goes_on() {
     // Thirty seconds to veto; time is moved on only after the veto.
     const CHALLENGE_PERIOD_S: u64 = 30;
-    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
-    let alice = venue.chain.users[0].clone();
-    venue
-        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
-        .await;
+    let (venue, alice) = VaultVenue::start_with_alice_funded(CHALLENGE_PERIOD_S).await;
     // Blocks keep coming, so that roots get their confirmations.
     let _miner = BackgroundMiner::start(venue.chain.node.clone());
     let directory = tempfile::tempdir().unwrap();
@@ -217,23 +213,9 @@ async fn a_venue_killed_right_after_a_root_leaves_every_account_an_exit_from_an_
     assert_eq!((status, taken["trades"].as_array().unwrap().len()), (200, 1), "{taken}");
     let (status, resting) = venue.post("/order/addOrder", order(&alice, "sell", "70000")).await;
     assert_eq!(status, 200, "{resting}");
-    let traded_through = {
-        let response = reqwest::Client::new()
-            .get(format!("{}/audit/journal", venue.client().base_url))
-            .query(&[
-                ("chainId", venue.chain_id()),
-                ("from", "1".to_string()),
-                ("limit", "1".to_string()),
-            ])
-            .send()
-            .await
-            .unwrap();
-        response.headers()["x-dexd-journal-end"]
-            .to_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    };
+    let chain_id: u64 = venue.chain_id().parse().unwrap();
+    let traded_through =
+        common::journal_end::journal_end(&reqwest::Client::new(), &venue.client().base_url, chain_id).await;
     // The next root covers the trades; once the auditor has the journal up to it, the venue is
     // killed: no client ever asked for its leaves or proofs.
     let last_epoch = wait_for_root_past(&venue, traded_through).await;
@@ -287,11 +269,7 @@ async fn a_venue_killed_right_after_a_root_leaves_every_account_an_exit_from_an_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_whose_journal_is_withheld_is_vetoed_from_two_thirds_of_its_challenge_period() {
     const CHALLENGE_PERIOD_S: u64 = 30;
-    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
-    let alice = venue.chain.users[0].clone();
-    venue
-        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
-        .await;
+    let (venue, _alice) = VaultVenue::start_with_alice_funded(CHALLENGE_PERIOD_S).await;
     let _miner = BackgroundMiner::start(venue.chain.node.clone());
     wait_for_root_past(&venue, 1).await;
     // The auditor is shown no journal at all (an address where nothing listens).

@@ -3,6 +3,7 @@
 pub mod auditor;
 pub mod chain;
 pub mod cluster;
+pub mod journal_end;
 pub mod signer;
 pub mod stream_client;
 pub mod vault_calls;

@@ -11,7 +11,7 @@ use dexd_custody::deploy;
 use dexd_custody::vault::venue_address;
 use serde_json::{json, Value};
 
-use super::chain::TestChain;
+use super::chain::{TestChain, USDC_UNIT};
 use super::{BinaryServer, TestServer};
 
 alloy::sol! {
@@ -60,6 +60,16 @@ impl VaultVenue {
         let chain = TestChain::start_with_terms(&[], terms).await;
         let node_url = chain.anvil.endpoint();
         VaultVenue::start_on(chain, &node_url)
+    }
+
+    /// A venue with this challenge period whose first user (alice) deposited 100 USDC, credited.
+    pub async fn start_with_alice_funded(challenge_period_s: u64) -> (VaultVenue, PrivateKeySigner) {
+        let venue = VaultVenue::start_with_challenge_period(challenge_period_s).await;
+        let alice = venue.chain.users[0].clone();
+        venue
+            .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
+            .await;
+        (venue, alice)
     }
 
     /// Starts dexd on `chain`, reaching its node at `node_url` (the node itself, or a proxy).
@@ -286,7 +296,7 @@ impl VaultVenue {
         let paid: u128 = withdrawals.iter().map(|(_, units)| units).sum();
         assert_eq!(
             self.usdc_in_wallet(account).await - before,
-            U256::from(paid * super::chain::USDC_UNIT),
+            U256::from(paid * USDC_UNIT),
             "{context}: the account was paid exactly what it withdrew"
         );
         for (id, _) in withdrawals {

@@ -188,11 +188,7 @@ async fn a_trader_paid_for_a_token_sold_after_a_root_cannot_exit_the_token_again
 async fn a_root_planted_with_the_operator_key_stops_withdrawals_until_vetoed_and_is_never_served() {
     // A challenge period long enough for the test to veto in it; time is moved after the veto.
     const CHALLENGE_PERIOD_S: u64 = 30;
-    let venue = VaultVenue::start_with_challenge_period(CHALLENGE_PERIOD_S).await;
-    let alice = venue.chain.users[0].clone();
-    venue
-        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
-        .await;
+    let (venue, alice) = VaultVenue::start_with_alice_funded(CHALLENGE_PERIOD_S).await;
     venue
         .eventually("a root of the venue's", || async {
             custody(&venue).await["roots"]["newestVenueRoot"].is_u64()
