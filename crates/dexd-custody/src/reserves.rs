@@ -198,3 +198,32 @@ pub async fn run(vault: Arc<VaultChain>, mut stop: watch::Receiver<bool>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reserves(held_units: Option<u128>, liabilities_units: u128) -> AssetReserves {
+        AssetReserves {
+            asset: AssetIndex(0),
+            held_units,
+            liabilities_units,
+            pending_withdrawals_units: 0,
+        }
+    }
+
+    #[test]
+    fn the_surplus_is_held_minus_owed_signed_and_none_on_a_ledger_chain() {
+        assert_eq!(reserves(Some(1_000), 400).surplus_units(), Some(600));
+        assert_eq!(
+            reserves(Some(400), 1_000).surplus_units(),
+            Some(-600),
+            "a shortfall is negative"
+        );
+        assert_eq!(reserves(Some(0), 0).surplus_units(), Some(0));
+        assert_eq!(reserves(None, 1_000).surplus_units(), None);
+        // Amounts past i128 are clamped rather than wrapped: a huge holding never reads as a
+        // shortfall.
+        assert_eq!(reserves(Some(u128::MAX), 0).surplus_units(), Some(i128::MAX));
+    }
+}

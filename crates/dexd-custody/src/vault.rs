@@ -110,3 +110,78 @@ pub fn chain_address(address: &Address) -> ChainAddress {
 pub fn venue_address(address: &ChainAddress) -> Address {
     Address::from_bytes(address.into_array())
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy::sol_types::SolStruct;
+
+    use super::*;
+
+    alloy::sol! {
+        /// The vault's withdrawal type as its source declares it, hashed by alloy's own EIP-712
+        /// implementation: what dexd's typed message must agree with.
+        struct Withdrawal {
+            address account;
+            address token;
+            uint256 amount;
+            uint256 withdrawalId;
+            uint256 expiry;
+        }
+    }
+
+    fn terms(token: Option<Address>) -> WithdrawalTerms {
+        WithdrawalTerms {
+            account: Address::from_bytes([0x11; 20]),
+            token,
+            amount_units: 123_456_789_000_000_000_000_000,
+            withdrawal_id: [0x7f; 32],
+            expiry_ms: 1_800_000_000_000,
+        }
+    }
+
+    #[test]
+    fn the_withdrawal_digest_is_the_one_alloy_computes_for_the_vaults_type() {
+        let vault = Address::from_bytes([0x42; 20]);
+        let domain = SigningDomain::new(8453, vault);
+        let alloy_domain = alloy::sol_types::eip712_domain! {
+            name: "dexd",
+            version: "1",
+            chain_id: 8453,
+            verifying_contract: chain_address(&vault),
+        };
+        for token in [None, Some(Address::from_bytes([0x0c; 20]))] {
+            let terms = terms(token);
+            let expected = Withdrawal {
+                account: chain_address(&terms.account),
+                token: token.map_or(ChainAddress::ZERO, |token| chain_address(&token)),
+                amount: U256::from(terms.amount_units),
+                withdrawalId: U256::from_be_bytes(terms.withdrawal_id),
+                expiry: U256::from(terms.expiry_ms),
+            }
+            .eip712_signing_hash(&alloy_domain);
+            assert_eq!(terms.digest(&domain), expected.0, "token {token:?}");
+        }
+        // Another chain or vault is another digest: a signature for one is void on the other.
+        let terms = terms(None);
+        assert_ne!(terms.digest(&domain), terms.digest(&SigningDomain::new(1, vault)));
+        assert_ne!(
+            terms.digest(&domain),
+            terms.digest(&SigningDomain::new(8453, Address::from_bytes([0x43; 20])))
+        );
+    }
+
+    #[test]
+    fn the_call_argument_carries_exactly_the_signed_terms() {
+        let terms = terms(Some(Address::from_bytes([0x0c; 20])));
+        let signature = [0xab; 65];
+        let argument = terms.call_argument(&signature);
+        assert_eq!(venue_address(&argument.account), terms.account);
+        assert_eq!(venue_address(&argument.token), Address::from_bytes([0x0c; 20]));
+        assert_eq!(argument.amount, U256::from(terms.amount_units));
+        assert_eq!(argument.withdrawalId.to_be_bytes::<32>(), terms.withdrawal_id);
+        assert_eq!(argument.expiry, U256::from(terms.expiry_ms));
+        assert_eq!(argument.signature.as_ref(), &signature[..]);
+        let native = WithdrawalTerms { token: None, ..terms }.call_argument(&signature);
+        assert_eq!(native.token, ChainAddress::ZERO, "the native asset is the zero address");
+    }
+}
