@@ -35,6 +35,13 @@ pub enum ChannelKey {
         /// The pair.
         pair: PairIndex,
     },
+    /// A pair's best bid and ask.
+    Bbo {
+        /// The chain.
+        chain_id: u64,
+        /// The pair.
+        pair: PairIndex,
+    },
     /// A pair's trades.
     Trades {
         /// The chain.
@@ -72,6 +79,7 @@ impl ChannelKey {
     pub fn chain_id(&self) -> u64 {
         match self {
             ChannelKey::Book { chain_id, .. }
+            | ChannelKey::Bbo { chain_id, .. }
             | ChannelKey::Trades { chain_id, .. }
             | ChannelKey::Candles { chain_id, .. }
             | ChannelKey::Orders { chain_id, .. }
@@ -83,6 +91,7 @@ impl ChannelKey {
     pub fn channel(&self) -> &'static str {
         match self {
             ChannelKey::Book { .. } => "book",
+            ChannelKey::Bbo { .. } => "bbo",
             ChannelKey::Trades { .. } => "trades",
             ChannelKey::Candles { .. } => "candles",
             ChannelKey::Orders { .. } => "orders",
@@ -102,7 +111,9 @@ impl ChannelKey {
                 .unwrap_or_default()
         };
         match self {
-            ChannelKey::Book { chain_id, pair } | ChannelKey::Trades { chain_id, pair } => {
+            ChannelKey::Book { chain_id, pair }
+            | ChannelKey::Bbo { chain_id, pair }
+            | ChannelKey::Trades { chain_id, pair } => {
                 parameters.insert("pair".into(), json!(pair_symbol(*chain_id, *pair)));
             }
             ChannelKey::Candles {
@@ -197,6 +208,7 @@ const fn channel_operation(id: &'static str, fields: &'static [Field]) -> Operat
 
 /// Each channel's parameters, checked like an operation's (unknown ones are refused).
 const BOOK_CHANNEL: Operation = channel_operation("book", &[CHAIN_ID, PAIR, DEPTH]);
+const BBO_CHANNEL: Operation = channel_operation("bbo", &[CHAIN_ID, PAIR]);
 const TRADES_CHANNEL: Operation = channel_operation("trades", &[CHAIN_ID, PAIR]);
 const CANDLES_CHANNEL: Operation = channel_operation("candles", &[CHAIN_ID, PAIR, INTERVAL]);
 const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT]);
@@ -282,6 +294,7 @@ pub fn parse(venue: &Venue, text: &str) -> Result<ClientMessage, (String, ApiErr
 fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Result<(ChannelKey, usize), ApiError> {
     let operation = match channel {
         "book" => &BOOK_CHANNEL,
+        "bbo" => &BBO_CHANNEL,
         "trades" => &TRADES_CHANNEL,
         "candles" => &CANDLES_CHANNEL,
         "orders" => &ORDERS_CHANNEL,
@@ -308,6 +321,10 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
             }
             ChannelKey::Book { chain_id, pair }
         }
+        "bbo" => ChannelKey::Bbo {
+            chain_id,
+            pair: pair_param(&chain, &params, "pair")?,
+        },
         "trades" => ChannelKey::Trades {
             chain_id,
             pair: pair_param(&chain, &params, "pair")?,
@@ -338,7 +355,7 @@ fn invalid_op() -> ApiError {
 }
 
 fn invalid_channel() -> ApiError {
-    ApiError::invalid("channel", "must be book, trades, candles, orders or balances")
+    ApiError::invalid("channel", "must be book, bbo, trades, candles, orders or balances")
 }
 
 fn unknown(name: &str, allowed: &[&str]) -> ApiError {

@@ -68,9 +68,56 @@ impl Hub {
         Value::Object(fields).to_string()
     }
 
+    /// The fields of a best bid and ask message after the id: the subscription's parameters,
+    /// `bid` and `ask` (`{"price", "amount"}`, or null for an empty side) and the book's
+    /// `sequence`.
+    pub(super) fn bbo_fields(
+        &self,
+        key: &ChannelKey,
+        pair: PairIndex,
+        (sequence, bid, ask): (u64, Option<LevelView>, Option<LevelView>),
+    ) -> String {
+        let chain = &self.chain.config;
+        let side = |level: Option<LevelView>| match level {
+            None => Value::Null,
+            Some(level) => {
+                let mut rendered = render::book_level(chain, pair, level.price, level.quantity, level.orders);
+                if let Value::Object(fields) = &mut rendered {
+                    fields.remove("orders");
+                }
+                rendered
+            }
+        };
+        let mut fields = self.parameters(key);
+        fields.insert("bid".into(), side(bid));
+        fields.insert("ask".into(), side(ask));
+        fields.insert("sequence".into(), json!(sequence));
+        Value::Object(fields).to_string()
+    }
+
+    /// One message to a pair's best bid and ask subscribers when either changed in this round.
+    fn deliver_bbo(&mut self, pair: PairIndex, view: &BookView) {
+        let Some(group) = self.bbo.get(&pair) else {
+            return;
+        };
+        let top = (view.sequence, view.bids.first().copied(), view.asks.first().copied());
+        let changed = group.top.is_some_and(|(_, bid, ask)| (bid, ask) != (top.1, top.2));
+        if changed {
+            if let Some(first) = group.members.first() {
+                let members = group.members.clone();
+                let rest = self.bbo_fields(&self.subscriptions[*first].key, pair, top);
+                self.push_to(members, "update", &rest);
+            }
+        }
+        if let Some(group) = self.bbo.get_mut(&pair) {
+            group.top = Some(top);
+        }
+    }
+
     /// Delivers what a round changed to the live subscriptions.
     pub(super) fn deliver(&mut self, round: Round) {
         for (pair, view) in round.books {
+            self.deliver_bbo(pair, &view);
             let depths: Vec<usize> = self
                 .books
                 .keys()

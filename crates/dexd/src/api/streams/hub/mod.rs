@@ -109,6 +109,13 @@ struct BookGroup {
     view: Option<(u64, Vec<LevelView>, Vec<LevelView>)>,
 }
 
+/// The subscribers of one pair's best bid and ask, and the top they were last sent: the book
+/// sequence, the best bid, the best ask.
+struct BboGroup {
+    members: Vec<usize>,
+    top: Option<(u64, Option<LevelView>, Option<LevelView>)>,
+}
+
 /// What a round of publications changed, for the subscribed pairs and accounts only.
 #[derive(Default)]
 struct Round {
@@ -133,6 +140,7 @@ struct Hub {
     subscriptions: slab::Slab<Subscription>,
     by_key: HashMap<(u64, ChannelKey), usize>,
     books: HashMap<(PairIndex, usize), BookGroup>,
+    bbo: HashMap<PairIndex, BboGroup>,
     trades: HashMap<PairIndex, Vec<usize>>,
     candles: HashMap<(PairIndex, CandleInterval), Vec<usize>>,
     orders: HashMap<Address, Vec<usize>>,
@@ -171,6 +179,7 @@ pub fn start(
         subscriptions: slab::Slab::new(),
         by_key: HashMap::new(),
         books: HashMap::new(),
+        bbo: HashMap::new(),
         trades: HashMap::new(),
         candles: HashMap::new(),
         orders: HashMap::new(),

@@ -39,6 +39,18 @@ impl Hub {
                 self.update_book_interest(pair);
                 self.snapshot_from_engine(index);
             }
+            ChannelKey::Bbo { pair, .. } => {
+                self.bbo
+                    .entry(pair)
+                    .or_insert(BboGroup {
+                        members: Vec::new(),
+                        top: None,
+                    })
+                    .members
+                    .push(index);
+                self.update_book_interest(pair);
+                self.snapshot_from_engine(index);
+            }
             ChannelKey::Trades { pair, .. } => self.trades.entry(pair).or_default().push(index),
             ChannelKey::Candles { pair, interval, .. } => {
                 self.candles.entry((pair, interval)).or_default().push(index);
@@ -90,6 +102,15 @@ impl Hub {
                 }
                 self.update_book_interest(pair);
             }
+            ChannelKey::Bbo { pair, .. } => {
+                if let Some(group) = self.bbo.get_mut(&pair) {
+                    drop_member(&mut group.members);
+                    if group.members.is_empty() {
+                        self.bbo.remove(&pair);
+                    }
+                }
+                self.update_book_interest(pair);
+            }
             ChannelKey::Trades { pair, .. } => {
                 if let Some(members) = self.trades.get_mut(&pair) {
                     drop_member(members);
@@ -135,6 +156,12 @@ impl Hub {
             .map(|(_, depth)| *depth)
             .max()
             .unwrap_or(0);
+        // A best bid and ask needs the top level of each side.
+        let depth = if self.bbo.contains_key(&pair) {
+            depth.max(1)
+        } else {
+            depth
+        };
         self.publications.interest.set_book_depth(pair, depth);
     }
 

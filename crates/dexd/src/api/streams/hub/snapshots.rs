@@ -88,6 +88,12 @@ impl Hub {
                 };
                 self.book_snapshot(index, view);
             }
+            ChannelKey::Bbo { pair, .. } => {
+                let Some(view) = book_view(engine, pair, 1) else {
+                    return;
+                };
+                self.bbo_snapshot(index, view);
+            }
             ChannelKey::Balances { account, .. } => {
                 let balances: Vec<Balance> = (0..engine.asset_count())
                     .map(|asset| engine.balance(&account, AssetIndex(asset as u16)))
@@ -95,6 +101,23 @@ impl Hub {
                 self.balances_snapshot(index, &balances);
             }
             _ => {}
+        }
+    }
+
+    /// A best bid and ask subscription goes live with the top at the hub's position; its group
+    /// takes that top, unless the publications already brought it one (then the same).
+    fn bbo_snapshot(&mut self, index: usize, view: BookView) {
+        self.subscriptions[index].state = State::Live;
+        let top = (view.sequence, view.bids.first().copied(), view.asks.first().copied());
+        let rest = self.bbo_fields(&self.subscriptions[index].key, view.pair, top);
+        let subscription = &self.subscriptions[index];
+        subscription.outbox.push(protocol::frame(
+            "{\"event\":\"snapshot\",\"id\":",
+            &subscription.id_json,
+            &rest,
+        ));
+        if let Some(group) = self.bbo.get_mut(&view.pair) {
+            group.top.get_or_insert(top);
         }
     }
 
