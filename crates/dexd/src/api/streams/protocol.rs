@@ -24,6 +24,13 @@ pub const MIN_STREAM_BOOK_DEPTH: usize = super::book::CHECKSUM_LEVELS;
 /// The deepest book subscription.
 pub const MAX_STREAM_BOOK_DEPTH: usize = 1_000;
 
+/// The levels of each side a `depth` subscription may ask for.
+pub const DEPTH_CHANNEL_LEVELS: [u16; 3] = [5, 10, 20];
+/// The paces a `depth` subscription may ask for, in ms.
+pub const DEPTH_CHANNEL_INTERVALS_MS: [u16; 2] = [100, 1_000];
+/// A `depth` subscription's pace when it names none, in ms.
+pub const DEFAULT_DEPTH_CHANNEL_INTERVAL_MS: u16 = 1_000;
+
 /// A subscription's channel and the parameters that name it: one subscription per key per
 /// connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +48,17 @@ pub enum ChannelKey {
         chain_id: u64,
         /// The pair.
         pair: PairIndex,
+    },
+    /// The top levels of a pair's book, whole, at a fixed pace.
+    Depth {
+        /// The chain.
+        chain_id: u64,
+        /// The pair.
+        pair: PairIndex,
+        /// Levels of each side: one of [`DEPTH_CHANNEL_LEVELS`].
+        levels: u16,
+        /// At most one message per this many ms: one of [`DEPTH_CHANNEL_INTERVALS_MS`].
+        interval_ms: u16,
     },
     /// A pair's trades.
     Trades {
@@ -80,6 +98,7 @@ impl ChannelKey {
         match self {
             ChannelKey::Book { chain_id, .. }
             | ChannelKey::Bbo { chain_id, .. }
+            | ChannelKey::Depth { chain_id, .. }
             | ChannelKey::Trades { chain_id, .. }
             | ChannelKey::Candles { chain_id, .. }
             | ChannelKey::Orders { chain_id, .. }
@@ -92,6 +111,7 @@ impl ChannelKey {
         match self {
             ChannelKey::Book { .. } => "book",
             ChannelKey::Bbo { .. } => "bbo",
+            ChannelKey::Depth { .. } => "depth",
             ChannelKey::Trades { .. } => "trades",
             ChannelKey::Candles { .. } => "candles",
             ChannelKey::Orders { .. } => "orders",
@@ -123,6 +143,16 @@ impl ChannelKey {
             } => {
                 parameters.insert("pair".into(), json!(pair_symbol(*chain_id, *pair)));
                 parameters.insert("interval".into(), json!(interval.wire_name()));
+            }
+            ChannelKey::Depth {
+                chain_id,
+                pair,
+                levels,
+                interval_ms,
+            } => {
+                parameters.insert("pair".into(), json!(pair_symbol(*chain_id, *pair)));
+                parameters.insert("levels".into(), json!(levels));
+                parameters.insert("intervalMs".into(), json!(interval_ms));
             }
             ChannelKey::Orders { account, .. } | ChannelKey::Balances { account, .. } => {
                 parameters.insert("account".into(), json!(checksummed(account)));
@@ -209,6 +239,14 @@ const fn channel_operation(id: &'static str, fields: &'static [Field]) -> Operat
 /// Each channel's parameters, checked like an operation's (unknown ones are refused).
 const BOOK_CHANNEL: Operation = channel_operation("book", &[CHAIN_ID, PAIR, DEPTH]);
 const BBO_CHANNEL: Operation = channel_operation("bbo", &[CHAIN_ID, PAIR]);
+const LEVELS: Field = field("levels", true, Kind::Integer, "Levels of each side: 5, 10 or 20.");
+const INTERVAL_MS: Field = field(
+    "intervalMs",
+    false,
+    Kind::Integer,
+    "At most one message per this many ms: 100 or 1000 (default).",
+);
+const DEPTH_CHANNEL: Operation = channel_operation("depth", &[CHAIN_ID, PAIR, LEVELS, INTERVAL_MS]);
 const TRADES_CHANNEL: Operation = channel_operation("trades", &[CHAIN_ID, PAIR]);
 const CANDLES_CHANNEL: Operation = channel_operation("candles", &[CHAIN_ID, PAIR, INTERVAL]);
 const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT]);
@@ -295,6 +333,7 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
     let operation = match channel {
         "book" => &BOOK_CHANNEL,
         "bbo" => &BBO_CHANNEL,
+        "depth" => &DEPTH_CHANNEL,
         "trades" => &TRADES_CHANNEL,
         "candles" => &CANDLES_CHANNEL,
         "orders" => &ORDERS_CHANNEL,
@@ -325,6 +364,22 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
             chain_id,
             pair: pair_param(&chain, &params, "pair")?,
         },
+        "depth" => {
+            let pair = pair_param(&chain, &params, "pair")?;
+            let levels = one_of(&params, "levels", &DEPTH_CHANNEL_LEVELS, None)?;
+            let interval_ms = one_of(
+                &params,
+                "intervalMs",
+                &DEPTH_CHANNEL_INTERVALS_MS,
+                Some(DEFAULT_DEPTH_CHANNEL_INTERVAL_MS),
+            )?;
+            ChannelKey::Depth {
+                chain_id,
+                pair,
+                levels,
+                interval_ms,
+            }
+        }
         "trades" => ChannelKey::Trades {
             chain_id,
             pair: pair_param(&chain, &params, "pair")?,
@@ -350,12 +405,33 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
     Ok((key, depth))
 }
 
+/// An integer parameter that must be one of `allowed` (`default` when absent, required when
+/// there is none).
+fn one_of(params: &Params, name: &str, allowed: &[u16], default: Option<u16>) -> Result<u16, ApiError> {
+    let value = match (params.integer(name)?, default) {
+        (Some(value), _) => value,
+        (None, Some(default)) => return Ok(default),
+        (None, None) => return Err(ApiError::missing(name)),
+    };
+    allowed
+        .iter()
+        .copied()
+        .find(|candidate| u64::from(*candidate) == value)
+        .ok_or_else(|| {
+            let names: Vec<String> = allowed.iter().map(u16::to_string).collect();
+            ApiError::invalid(name, format!("must be {}", names.join(", ")))
+        })
+}
+
 fn invalid_op() -> ApiError {
     ApiError::invalid("op", "must be subscribe, unsubscribe, ping or order")
 }
 
 fn invalid_channel() -> ApiError {
-    ApiError::invalid("channel", "must be book, bbo, trades, candles, orders or balances")
+    ApiError::invalid(
+        "channel",
+        "must be book, bbo, depth, trades, candles, orders or balances",
+    )
 }
 
 fn unknown(name: &str, allowed: &[&str]) -> ApiError {

@@ -114,10 +114,78 @@ impl Hub {
         }
     }
 
+    /// The fields of a depth message after the id: the subscription's parameters, the top
+    /// levels of each side whole (`{"price", "amount", "orders"}`), the book's `sequence` and the
+    /// `checksum` of those levels.
+    pub(super) fn depth_fields(&self, key: &ChannelKey, pair: PairIndex, (sequence, bids, asks): &DepthView) -> String {
+        let chain = &self.chain.config;
+        let level = |level: &LevelView| render::book_level(chain, pair, level.price, level.quantity, level.orders);
+        let mut fields = self.parameters(key);
+        fields.insert("bids".into(), Value::Array(bids.iter().map(level).collect()));
+        fields.insert("asks".into(), Value::Array(asks.iter().map(level).collect()));
+        fields.insert("sequence".into(), json!(sequence));
+        let sum = checksum(bids, asks, |level| render::book_level_text(chain, pair, level));
+        fields.insert("checksum".into(), json!(sum));
+        Value::Object(fields).to_string()
+    }
+
+    /// Keeps each depth group of the pair up to date with the newest view: one whose top levels
+    /// differ from what was last sent is due at the group's next tick.
+    fn note_depth(&mut self, pair: PairIndex, view: &BookView) {
+        for ((group_pair, levels, _), group) in self.depth.iter_mut() {
+            if *group_pair != pair {
+                continue;
+            }
+            let levels = usize::from(*levels);
+            let bids: Vec<LevelView> = view.bids.iter().take(levels).copied().collect();
+            let asks: Vec<LevelView> = view.asks.iter().take(levels).copied().collect();
+            match &group.sent {
+                // Not yet live: the snapshot will carry the view of its position.
+                None => {}
+                Some((_, sent_bids, sent_asks)) if *sent_bids == bids && *sent_asks == asks => {
+                    group.pending = None;
+                }
+                Some(_) => group.pending = Some((view.sequence, bids, asks)),
+            }
+        }
+    }
+
+    /// Sends each depth group whose view changed and whose pace allows it now its newest view,
+    /// whole; one rendering serves every member.
+    pub(super) fn deliver_due_depth(&mut self, now: Instant) {
+        let due: Vec<(PairIndex, u16, u16)> = self
+            .depth
+            .iter()
+            .filter(|(_, group)| {
+                group.pending.is_some() && group.sent_at.is_none_or(|sent_at| now >= sent_at + group.interval)
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in due {
+            let Some(group) = self.depth.get_mut(&key) else {
+                continue;
+            };
+            let Some(view) = group.pending.take() else {
+                continue;
+            };
+            let members = group.members.clone();
+            group.sent_at = Some(now);
+            let Some(first) = members.first() else {
+                continue;
+            };
+            let rest = self.depth_fields(&self.subscriptions[*first].key, key.0, &view);
+            self.push_to(members, "update", &rest);
+            if let Some(group) = self.depth.get_mut(&key) {
+                group.sent = Some(view);
+            }
+        }
+    }
+
     /// Delivers what a round changed to the live subscriptions.
     pub(super) fn deliver(&mut self, round: Round) {
         for (pair, view) in round.books {
             self.deliver_bbo(pair, &view);
+            self.note_depth(pair, &view);
             let depths: Vec<usize> = self
                 .books
                 .keys()

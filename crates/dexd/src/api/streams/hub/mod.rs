@@ -116,6 +116,22 @@ struct BboGroup {
     top: Option<(u64, Option<LevelView>, Option<LevelView>)>,
 }
 
+/// The subscribers of one pair's top `levels` at one pace, the view they were last sent, and
+/// the newest view when it differs from that one (sent at the next tick due).
+struct DepthGroup {
+    members: Vec<usize>,
+    interval: Duration,
+    sent: Option<DepthView>,
+    pending: Option<DepthView>,
+    sent_at: Option<Instant>,
+}
+
+/// A book sequence and the levels of each side within a depth.
+type DepthView = (u64, Vec<LevelView>, Vec<LevelView>);
+
+/// How often the hub looks for depth views that are due.
+pub const DEPTH_TICK_MS: u64 = 50;
+
 /// What a round of publications changed, for the subscribed pairs and accounts only.
 #[derive(Default)]
 struct Round {
@@ -141,6 +157,7 @@ struct Hub {
     by_key: HashMap<(u64, ChannelKey), usize>,
     books: HashMap<(PairIndex, usize), BookGroup>,
     bbo: HashMap<PairIndex, BboGroup>,
+    depth: HashMap<(PairIndex, u16, u16), DepthGroup>,
     trades: HashMap<PairIndex, Vec<usize>>,
     candles: HashMap<(PairIndex, CandleInterval), Vec<usize>>,
     orders: HashMap<Address, Vec<usize>>,
@@ -180,6 +197,7 @@ pub fn start(
         by_key: HashMap::new(),
         books: HashMap::new(),
         bbo: HashMap::new(),
+        depth: HashMap::new(),
         trades: HashMap::new(),
         candles: HashMap::new(),
         orders: HashMap::new(),
@@ -203,6 +221,8 @@ impl Hub {
     async fn run(mut self, mut inbox: mpsc::Receiver<HubRequest>) {
         let mut waiting = tokio::time::interval(Duration::from_millis(20));
         waiting.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut depth_tick = tokio::time::interval(Duration::from_millis(DEPTH_TICK_MS));
+        depth_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             if self.publications.overflowed.load(Ordering::Acquire) {
                 self.reset_after_overflow();
@@ -220,6 +240,7 @@ impl Hub {
                     self.live_subscriptions.store(self.subscriptions.len(), Ordering::Relaxed);
                 }
                 _ = waiting.tick() => self.retry_waiting_subscriptions(),
+                _ = depth_tick.tick() => self.deliver_due_depth(Instant::now()),
             }
         }
     }

@@ -51,6 +51,26 @@ impl Hub {
                 self.update_book_interest(pair);
                 self.snapshot_from_engine(index);
             }
+            ChannelKey::Depth {
+                pair,
+                levels,
+                interval_ms,
+                ..
+            } => {
+                self.depth
+                    .entry((pair, levels, interval_ms))
+                    .or_insert(DepthGroup {
+                        members: Vec::new(),
+                        interval: Duration::from_millis(u64::from(interval_ms)),
+                        sent: None,
+                        pending: None,
+                        sent_at: None,
+                    })
+                    .members
+                    .push(index);
+                self.update_book_interest(pair);
+                self.snapshot_from_engine(index);
+            }
             ChannelKey::Trades { pair, .. } => self.trades.entry(pair).or_default().push(index),
             ChannelKey::Candles { pair, interval, .. } => {
                 self.candles.entry((pair, interval)).or_default().push(index);
@@ -111,6 +131,20 @@ impl Hub {
                 }
                 self.update_book_interest(pair);
             }
+            ChannelKey::Depth {
+                pair,
+                levels,
+                interval_ms,
+                ..
+            } => {
+                if let Some(group) = self.depth.get_mut(&(pair, levels, interval_ms)) {
+                    drop_member(&mut group.members);
+                    if group.members.is_empty() {
+                        self.depth.remove(&(pair, levels, interval_ms));
+                    }
+                }
+                self.update_book_interest(pair);
+            }
             ChannelKey::Trades { pair, .. } => {
                 if let Some(members) = self.trades.get_mut(&pair) {
                     drop_member(members);
@@ -156,12 +190,18 @@ impl Hub {
             .map(|(_, depth)| *depth)
             .max()
             .unwrap_or(0);
-        // A best bid and ask needs the top level of each side.
+        // A best bid and ask needs the top level of each side, a depth view its levels.
         let depth = if self.bbo.contains_key(&pair) {
             depth.max(1)
         } else {
             depth
         };
+        let depth = self
+            .depth
+            .keys()
+            .filter(|(depth_pair, _, _)| *depth_pair == pair)
+            .map(|(_, levels, _)| usize::from(*levels))
+            .fold(depth, usize::max);
         self.publications.interest.set_book_depth(pair, depth);
     }
 

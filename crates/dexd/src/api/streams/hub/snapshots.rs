@@ -94,6 +94,12 @@ impl Hub {
                 };
                 self.bbo_snapshot(index, view);
             }
+            ChannelKey::Depth { pair, levels, .. } => {
+                let Some(view) = book_view(engine, pair, usize::from(levels)) else {
+                    return;
+                };
+                self.depth_snapshot(index, view);
+            }
             ChannelKey::Balances { account, .. } => {
                 let balances: Vec<Balance> = (0..engine.asset_count())
                     .map(|asset| engine.balance(&account, AssetIndex(asset as u16)))
@@ -118,6 +124,41 @@ impl Hub {
         ));
         if let Some(group) = self.bbo.get_mut(&view.pair) {
             group.top.get_or_insert(top);
+        }
+    }
+
+    /// A depth subscription goes live with the top levels at the hub's position, as a snapshot;
+    /// its group's next message comes at the group's pace.
+    fn depth_snapshot(&mut self, index: usize, view: BookView) {
+        self.subscriptions[index].state = State::Live;
+        let key = self.subscriptions[index].key;
+        let ChannelKey::Depth {
+            pair,
+            levels,
+            interval_ms,
+            ..
+        } = key
+        else {
+            return;
+        };
+        let levels = usize::from(levels);
+        let current: DepthView = (
+            view.sequence,
+            view.bids.iter().take(levels).copied().collect(),
+            view.asks.iter().take(levels).copied().collect(),
+        );
+        let rest = self.depth_fields(&key, pair, &current);
+        let subscription = &self.subscriptions[index];
+        subscription.outbox.push(protocol::frame(
+            "{\"event\":\"snapshot\",\"id\":",
+            &subscription.id_json,
+            &rest,
+        ));
+        if let Some(group) = self.depth.get_mut(&(pair, levels as u16, interval_ms)) {
+            if group.sent.is_none() {
+                group.sent = Some(current);
+                group.sent_at = Some(Instant::now());
+            }
         }
     }
 
