@@ -125,8 +125,8 @@ async fn write(
         while let Some(outbound) = next.take() {
             let message = match outbound {
                 Outbound::Text(text) => {
-                    outbox.written(text.len());
-                    Message::Text(Utf8Bytes::from(text))
+                    outbox.written(text.as_str().len());
+                    Message::Text(text)
                 }
                 Outbound::Ping => Message::Ping(Vec::new().into()),
                 Outbound::Close(code, reason) => {

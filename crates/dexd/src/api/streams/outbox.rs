@@ -9,6 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use axum::extract::ws::Utf8Bytes;
 use tokio::sync::{mpsc, Notify};
 
 // The defaults of the three stream queue limits (`[limits] stream_queue_*`) are the venue
@@ -54,8 +55,9 @@ impl QueuedTotal {
 /// What a connection's task writes to its socket.
 #[derive(Debug)]
 pub enum Outbound {
-    /// A JSON text message.
-    Text(String),
+    /// A JSON text message; its bytes may be shared with other connections' queues (one frame
+    /// rendered for every subscriber with the same `id`).
+    Text(Utf8Bytes),
     /// A WebSocket ping.
     Ping,
     /// A close frame with its code and reason; the connection ends after it.
@@ -102,11 +104,12 @@ impl Outbox {
 
     /// Queues a message without waiting. False when the connection is (or just turned) slow:
     /// the message, and every later one, is not delivered, and the connection will close.
-    pub fn push(&self, text: String) -> bool {
+    pub fn push(&self, text: impl Into<Utf8Bytes>) -> bool {
         if self.slow.load(Ordering::Acquire) {
             return false;
         }
-        let length = text.len();
+        let text: Utf8Bytes = text.into();
+        let length = text.as_str().len();
         if !self.total.take(length) {
             self.mark_slow();
             return false;
@@ -188,7 +191,7 @@ mod tests {
         // Over the byte limit: refused, slow from now on, even for a small message.
         assert!(!outbox.push("b".repeat(MAX_QUEUED_BYTES_PER_CONNECTION)));
         assert!(outbox.is_slow());
-        assert!(!outbox.push("c".into()));
+        assert!(!outbox.push("c".to_string()));
         let Some(Outbound::Text(first)) = receiver.try_recv().ok() else {
             panic!("the first message is queued")
         };
@@ -202,9 +205,9 @@ mod tests {
             unlimited(),
         );
         for _ in 0..MAX_QUEUED_MESSAGES_PER_CONNECTION {
-            assert!(outbox.push("x".into()));
+            assert!(outbox.push("x".to_string()));
         }
-        assert!(!outbox.push("x".into()), "the message count is bounded too");
+        assert!(!outbox.push("x".to_string()), "the message count is bounded too");
         assert!(outbox.is_slow());
     }
 

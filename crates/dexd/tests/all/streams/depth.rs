@@ -177,3 +177,33 @@ async fn a_depth_subscription_takes_only_its_levels_and_paces() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_depth_subscribers_with_one_id_all_receive_the_same_bytes() {
+    const SUBSCRIBERS: usize = 1_000;
+    let mut config = dexd_venue::config::Config::embedded_default();
+    config.limits.max_stream_connections_per_ip = SUBSCRIBERS + 10;
+    let server = TestServer::start_with(config).await;
+    let alice = Trader::new(0xd4);
+    server.deposit(&alice, "USDC", "1000000").await;
+    let mut clients = Vec::with_capacity(SUBSCRIBERS);
+    for _ in 0..SUBSCRIBERS {
+        let mut client = StreamClient::connect(&server.base_url).await;
+        client
+            .send(json!({"op": "subscribe", "id": "depth", "channel": "depth", "chainId": "1", "pair": "ETH/USDC", "levels": 5, "intervalMs": 100}))
+            .await;
+        clients.push(client);
+    }
+    for client in &mut clients {
+        assert_eq!(client.next().await["event"], "subscribed");
+        assert_eq!(client.next().await["event"], "snapshot");
+    }
+    server.limit(&alice, "buy", "1500", "1").await;
+    let mut texts = std::collections::BTreeSet::new();
+    for client in &mut clients {
+        let update = client.next().await;
+        assert_eq!(update["event"], "update", "{update}");
+        texts.insert(update.to_string());
+    }
+    assert_eq!(texts.len(), 1, "every subscriber got the same message: {texts:?}");
+}

@@ -2,6 +2,8 @@
 //! per pair and depth (changed levels and the checksum), one trades, candles, orders or balances
 //! message per subscription. It never waits for a connection: a full outbox ends that one.
 
+use axum::extract::ws::Utf8Bytes;
+
 use super::snapshots::stored_order;
 use super::*;
 
@@ -347,9 +349,12 @@ impl Hub {
         }
     }
 
-    /// Pushes one message (its fields after the id: `rest`) to each subscription, with its id.
+    /// Pushes one message (its fields after the id: `rest`) to each subscription, with its id:
+    /// the frame is made once for each distinct `id` and the same bytes go to every subscription
+    /// that gave it.
     pub(super) fn push_to(&mut self, members: Vec<usize>, event: &str, rest: &str) {
         let prefix = format!("{{\"event\":\"{event}\",\"id\":");
+        let mut frames: HashMap<&str, Utf8Bytes> = HashMap::new();
         for index in members {
             let Some(subscription) = self.subscriptions.get(index) else {
                 continue;
@@ -357,9 +362,11 @@ impl Hub {
             if !matches!(subscription.state, State::Live) {
                 continue;
             }
-            subscription
-                .outbox
-                .push(protocol::frame(&prefix, &subscription.id_json, rest));
+            let frame = frames
+                .entry(subscription.id_json.as_str())
+                .or_insert_with(|| Utf8Bytes::from(protocol::frame(&prefix, &subscription.id_json, rest)))
+                .clone();
+            subscription.outbox.push(frame);
         }
     }
 }
