@@ -424,7 +424,8 @@ class Client:
 
     # -- streams --------------------------------------------------------------------------------
 
-    def stream(self):
-        """A live stream connection (async context manager); see :mod:`dexd_client.streams`."""
+    def stream(self, reconnect: bool = True):
+        """A live stream connection (async context manager) that reconnects, subscribes again
+        and resyncs books on its own unless ``reconnect`` is false; see :mod:`dexd_client.streams`."""
         from .streams import Stream
-        return Stream(self.base_url, self.chain_id)
+        return Stream(self.base_url, self.chain_id, reconnect=reconnect)
