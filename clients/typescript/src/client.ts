@@ -1,0 +1,272 @@
+/**
+ * dexd's REST API for one chain, optionally as one account: every read, and every write signed
+ * here (EIP-712, `signing.ts`), so that no key ever leaves the process. Errors are `ApiError`s
+ * with the contract's code. It keeps no state beyond the chain's published EIP-712 types and
+ * assets, read once.
+ */
+
+import { ApiError } from "./errors.js";
+import { canonicalDecimal, signRequest, type Signer } from "./signing.js";
+import type {
+  Asset, Balance, BatchResult, Candle, Chain, Eip712, Order, OrderBook, Pair, Placed, Trade, Transfer,
+} from "./types.js";
+
+export interface ClientOptions {
+  /** The server, such as `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** The chain, such as `"1"`. */
+  chainId: string;
+  /** Who signs the writes (none: reads only). */
+  signer?: Signer;
+  /** The account to act for as its approved agent (default: the signer's own). */
+  account?: string;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** An order's terms, as `addOrder` and a batch take them. */
+export interface OrderTerms {
+  symbol: string;
+  direction: "buy" | "sell";
+  amount: string | number;
+  /** A limit price; a market order without one. */
+  price?: string | number;
+  type?: "limit" | "market";
+  timeInForce?: "GTC" | "IOC" | "FOK";
+  postOnly?: boolean;
+  clientOrderId?: string;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+export class DexdClient {
+  readonly baseUrl: string;
+  readonly chainId: string;
+  private readonly signer?: Signer;
+  private readonly actingFor?: string;
+  private readonly fetcher: typeof fetch;
+  private eip712Types?: Promise<Eip712>;
+  private assetList?: Promise<Asset[]>;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/$/, "");
+    this.chainId = options.chainId;
+    this.signer = options.signer;
+    this.actingFor = options.account;
+    this.fetcher = options.fetch ?? fetch;
+  }
+
+  /** The account the client acts for (undefined for a client without a signer). */
+  get address(): string | undefined {
+    return this.actingFor ?? this.signer?.address;
+  }
+
+  // -- plumbing ------------------------------------------------------------------------------
+
+  /** One call: the decoded JSON answer, or the contract's error as an `ApiError`. */
+  async request<T>(method: "GET" | "POST", path: string, query: Query = {}, body?: Record<string, unknown>): Promise<T> {
+    const parameters = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined) parameters.set(name, String(value));
+    }
+    const url = `${this.baseUrl}${path}${parameters.size ? `?${parameters}` : ""}`;
+    let response: Response;
+    try {
+      response = await this.fetcher(url, {
+        method,
+        headers: { accept: "application/json", ...(body ? { "content-type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    } catch {
+      throw new ApiError(0, "UNREACHABLE", `${method} ${path}: the server cannot be reached`, null);
+    }
+    let answer: unknown;
+    try {
+      answer = await response.json();
+    } catch {
+      throw new ApiError(response.status, "UNREADABLE", `${method} ${path} answered ${response.status} without JSON`, null);
+    }
+    if (!response.ok) {
+      const error = (answer as { error?: { code?: string; message?: string; field?: string | null } }).error ?? {};
+      throw new ApiError(response.status, error.code ?? "ERROR", error.message ?? `HTTP ${response.status}`, error.field ?? null);
+    }
+    return answer as T;
+  }
+
+  private get<T>(path: string, query: Query = {}): Promise<T> {
+    return this.request<T>("GET", path, { chainId: this.chainId, ...query });
+  }
+
+  private account(account?: string): string {
+    const chosen = account ?? this.address;
+    if (!chosen) throw new Error("no account: give one, or make the client with a signer");
+    return chosen;
+  }
+
+  /** Signs `message` as `primaryType` and posts it with `body`. */
+  private async signedPost<T>(path: string, primaryType: string, message: Record<string, unknown>, body: Record<string, unknown>): Promise<T> {
+    if (!this.signer) throw new Error("this client has no signer: make it with one to write");
+    const signed = await signRequest(this.signer, this.account(), await this.eip712(), primaryType, message);
+    return this.request<T>("POST", path, {}, { chainId: this.chainId, ...body, ...signed });
+  }
+
+  /** The chain's EIP-712 domain and request types (read once). */
+  eip712(): Promise<Eip712> {
+    this.eip712Types ??= this.get<Eip712>("/account/eip712");
+    return this.eip712Types;
+  }
+
+  // -- reads ---------------------------------------------------------------------------------
+
+  async chains(): Promise<Chain[]> {
+    return (await this.request<{ chains: Chain[] }>("GET", "/chains")).chains;
+  }
+
+  assets(): Promise<Asset[]> {
+    this.assetList ??= this.get<{ assets: Asset[] }>("/account/assetsInfo").then((answer) => answer.assets);
+    return this.assetList;
+  }
+
+  async pairs(): Promise<Pair[]> {
+    return (await this.get<{ pairs: Pair[] }>("/account/assetPairs")).pairs;
+  }
+
+  /** Both sides of a pair's book, best first, read at one sequence or refused. */
+  async orderBook(pair: string, depth = 50): Promise<OrderBook> {
+    const [bids, asks] = await Promise.all([
+      this.get<{ levels: OrderBook["bids"]; sequence: number }>("/order/buyOrderbooks", { pair, depth }),
+      this.get<{ levels: OrderBook["asks"]; sequence: number }>("/order/sellOrderbooks", { pair, depth }),
+    ]);
+    return { symbol: pair, bids: bids.levels, asks: asks.levels, sequence: Math.max(bids.sequence, asks.sequence) };
+  }
+
+  async trades(pair: string, limit?: number): Promise<Trade[]> {
+    return (await this.get<{ trades: Trade[] }>("/order/tradeHistories", { pair, limit })).trades;
+  }
+
+  async candles(pair: string, interval = "1m", limit?: number): Promise<Candle[]> {
+    return (await this.get<{ candles: Candle[] }>("/order/tradesOHCL", { pair, interval, limit })).candles;
+  }
+
+  async balances(account?: string): Promise<Balance[]> {
+    return (await this.get<{ balances: Balance[] }>("/account/assetBalances", { account: this.account(account) })).balances;
+  }
+
+  async openOrders(symbol?: string, account?: string): Promise<Order[]> {
+    return (await this.get<{ orders: Order[] }>("/order/openOrders", { account: this.account(account), symbol })).orders;
+  }
+
+  async filledOrders(symbol?: string, account?: string): Promise<Order[]> {
+    return (await this.get<{ orders: Order[] }>("/order/filledOrders", { account: this.account(account), symbol })).orders;
+  }
+
+  async cancelledOrders(symbol?: string, account?: string): Promise<Order[]> {
+    return (await this.get<{ orders: Order[] }>("/order/cancelledOrders", { account: this.account(account), symbol })).orders;
+  }
+
+  async order(orderId: string): Promise<Order> {
+    return (await this.get<{ order: Order }>("/order/orderDetail", { orderId })).order;
+  }
+
+  // -- writes, signed here -------------------------------------------------------------------
+
+  private orderTerms(terms: OrderTerms): { message: Record<string, unknown>; body: Record<string, unknown> } {
+    const type = terms.type ?? (terms.price === undefined ? "market" : "limit");
+    const timeInForce = terms.timeInForce ?? (type === "market" ? "IOC" : "GTC");
+    const symbol = terms.symbol.toUpperCase();
+    const price = terms.price === undefined ? "" : canonicalDecimal(terms.price);
+    const amount = canonicalDecimal(terms.amount);
+    const message = {
+      symbol, orderType: type, direction: terms.direction, timeInForce, postOnly: terms.postOnly ?? false,
+      price, amount, clientOrderId: terms.clientOrderId ?? "",
+    };
+    const body: Record<string, unknown> = { symbol, type, direction: terms.direction, amount, timeInForce, postOnly: message.postOnly };
+    if (price) body.price = price;
+    if (terms.clientOrderId) body.clientOrderId = terms.clientOrderId;
+    return { message, body };
+  }
+
+  /** Places an order; the order and the trades it made on arrival. */
+  addOrder(terms: OrderTerms): Promise<Placed> {
+    const { message, body } = this.orderTerms(terms);
+    return this.signedPost<Placed>("/order/addOrder", "Order", message, body);
+  }
+
+  /** Places 1 to 50 orders of one pair in one journaled step, each signed; a result per order. */
+  async batchOrders(orders: OrderTerms[]): Promise<BatchResult[]> {
+    if (!this.signer) throw new Error("this client has no signer: make it with one to write");
+    const eip712 = await this.eip712();
+    const items = [];
+    for (const terms of orders) {
+      const { message, body } = this.orderTerms(terms);
+      items.push({ ...body, ...(await signRequest(this.signer, this.account(), eip712, "Order", message)) });
+    }
+    const answer = await this.request<{ results: BatchResult[] }>("POST", "/order/batchOrders", {}, { chainId: this.chainId, orders: items });
+    return answer.results;
+  }
+
+  async cancelOrder(symbol: string, orderId: string): Promise<Order> {
+    const message = { symbol: symbol.toUpperCase(), orderId };
+    return (await this.signedPost<{ order: Order }>("/order/cancelOrder", "CancelOrder", message, message)).order;
+  }
+
+  /** Cancels every open order of the account on the chain, or on `symbol`. */
+  async cancelAll(symbol?: string): Promise<Order[]> {
+    const pair = symbol ? symbol.toUpperCase() : "";
+    const answer = await this.signedPost<{ orders: Order[] }>("/order/cancelAll", "CancelAll", { symbol: pair }, pair ? { symbol: pair } : {});
+    return answer.orders;
+  }
+
+  /** Replaces an open order by one with a new price and/or amount in one step; the new order. */
+  async amendOrder(symbol: string, orderId: string, change: { price?: string | number; amount?: string | number }): Promise<Order> {
+    if (change.price === undefined && change.amount === undefined) throw new Error("give a price, an amount or both");
+    const message = {
+      symbol: symbol.toUpperCase(), orderId,
+      price: change.price === undefined ? "" : canonicalDecimal(change.price),
+      amount: change.amount === undefined ? "" : canonicalDecimal(change.amount),
+    };
+    const body: Record<string, unknown> = { symbol: message.symbol, orderId };
+    if (message.price) body.price = message.price;
+    if (message.amount) body.amount = message.amount;
+    return (await this.signedPost<{ order: Order }>("/order/amendOrder", "AmendOrder", message, body)).order;
+  }
+
+  /** Arms the dead man's switch (5,000 to 86,400,000 ms; 0 turns it off); the trigger time. */
+  async cancelAllAfter(timeoutMs: number): Promise<number | null> {
+    const answer = await this.signedPost<{ triggerAt: number | null }>("/order/cancelAllAfter", "CancelAllAfter", { timeoutMs }, { timeoutMs });
+    return answer.triggerAt;
+  }
+
+  /** A ledger-mode deposit (on a vault chain, send tokens to the vault from a wallet instead). */
+  async deposit(symbol: string, quantity: string | number): Promise<{ deposit: Transfer; balance: Balance }> {
+    const message = { symbol: symbol.toUpperCase(), quantity: canonicalDecimal(quantity) };
+    return this.signedPost("/portfolio/deposit", "Deposit", message, { from: this.account(), ...message });
+  }
+
+  /** A withdrawal; on a vault chain signed as the vault's own `Withdrawal`. */
+  async withdraw(symbol: string, quantity: string | number): Promise<{ withdrawal: Transfer; balance: Balance }> {
+    const asset = (await this.assets()).find((item) => item.symbol === symbol.toUpperCase());
+    if (!asset) throw new ApiError(404, "UNKNOWN_ASSET", `no asset ${symbol} on chain ${this.chainId}`, "symbol");
+    const text = canonicalDecimal(quantity);
+    const body = { from: this.account(), symbol: asset.symbol, quantity: text };
+    if ((await this.eip712()).primaryTypes.withdraw === "Withdrawal") {
+      const [whole, fraction = ""] = text.split(".");
+      const units = BigInt(whole + fraction.padEnd(asset.decimals, "0"));
+      const token = asset.address ?? "0x0000000000000000000000000000000000000000";
+      return this.signedPost("/portfolio/withdraw", "Withdrawal", { token, amount: units }, body);
+    }
+    return this.signedPost("/portfolio/withdraw", "Withdraw", { symbol: asset.symbol, quantity: text }, body);
+  }
+
+  /** Approves `agent` (an address) to trade, never to move funds, for the account. */
+  async approveAgent(agent: string, name: string, validUntilMs?: number): Promise<unknown> {
+    const body: Record<string, unknown> = { agent, name };
+    if (validUntilMs) body.validUntil = validUntilMs;
+    const answer = await this.signedPost<{ agent: unknown }>("/account/approveAgent", "ApproveAgent", { agent, name, validUntil: validUntilMs ?? 0 }, body);
+    return answer.agent;
+  }
+
+  async revokeAgent(agent: string): Promise<void> {
+    await this.signedPost("/account/revokeAgent", "RevokeAgent", { agent }, { agent });
+  }
+}

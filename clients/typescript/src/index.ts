@@ -1,0 +1,7 @@
+/** dexd's TypeScript client: REST (`DexdClient`), local signing (`keySigner`, any viem account)
+ * and live streams that survive (`DexdStream`). */
+export { DexdClient, type ClientOptions, type OrderTerms } from "./client.js";
+export { ApiError } from "./errors.js";
+export { canonicalDecimal, keySigner, signRequest, type SignedFields, type Signer } from "./signing.js";
+export { bookChecksum, DexdStream, type StreamBook, type StreamMessage, type StreamOptions, type WebSocketConstructor } from "./stream.js";
+export type * from "./types.js";

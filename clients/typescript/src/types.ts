@@ -1,0 +1,43 @@
+/** The contract's objects (shared/CONTRACT.md, "Objects"), as the server sends them. */
+
+export interface Level { price: string; amount: string; orders: number }
+export interface Trade {
+  tradeId: string; chainId: string; symbol: string; price: string; amount: string; cost: string;
+  takerDirection: "buy" | "sell"; makerOrderId: string; takerOrderId: string; timestamp: number;
+}
+export interface Order {
+  orderId: string; clientOrderId: string | null; chainId: string; account: string; symbol: string;
+  type: "limit" | "market"; direction: "buy" | "sell"; timeInForce: "GTC" | "IOC" | "FOK"; postOnly: boolean;
+  price: string | null; amount: string; filled: string; remaining: string; cost: string; average: string | null;
+  fee: string; feeAsset: string; status: "open" | "filled" | "cancelled"; timestamp: number; updatedAt: number;
+  signature: string;
+}
+export interface Balance { symbol: string; total: string; available: string; locked: string }
+export interface Transfer {
+  id: string; chainId: string; account: string; symbol: string; quantity: string;
+  status: "pending" | "sent" | "confirmed" | "failed"; txHash: string | null; blockNumber: number | null;
+  timestamp: number; updatedAt: number;
+}
+export interface Candle {
+  openTime: number; open: string; high: string; low: string; close: string; volume: string;
+  quoteVolume: string; trades: number;
+}
+export interface Asset { symbol: string; name: string; decimals: number; address: string | null; native: boolean }
+export interface Pair {
+  symbol: string; base: string; quote: string; tickSize: string; stepSize: string; minAmount: string;
+  minNotional: string; makerFee: string; takerFee: string; lastPrice: string | null;
+}
+export interface Chain { chainId: string; name: string; custody: "ledger" | "vault" }
+export interface OrderBook { symbol: string; bids: Level[]; asks: Level[]; sequence: number }
+export interface Eip712 {
+  domain: { name: string; version: string; chainId: number; verifyingContract: string };
+  types: Record<string, { name: string; type: string }[]>;
+  primaryTypes: Record<string, string>;
+  maxLifetimeMs: number;
+  minWithdrawalLifetimeMs?: number;
+  maxWithdrawalLifetimeMs?: number;
+}
+/** An order placed, and the trades it made on arrival. */
+export interface Placed { order: Order; trades: Trade[] }
+/** One result of a batch: the order placed, or why that one was refused. */
+export type BatchResult = Placed | { error: { code: string; message: string; field: string | null } };

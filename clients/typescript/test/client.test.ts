@@ -1,0 +1,120 @@
+/** The TypeScript client against a real dexd: a session signed locally (no key in any request),
+ * and a book stream that survives a server killed and started again, and a lost update. */
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import WebSocket from "ws";
+import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, type StreamBook, type WebSocketConstructor } from "../src/index.js";
+import { startDexd, stop } from "./server.js";
+
+const freshKey = () => `0x${randomBytes(32).toString("hex")}`;
+
+/** A fetch that records every request it sends. */
+function recordingFetch(sent: string[]): typeof fetch {
+  return async (input, init) => {
+    sent.push(`${String(input)}\n${typeof init?.body === "string" ? init.body : ""}`);
+    return fetch(input, init);
+  };
+}
+
+test("a session signed locally: deposit, orders, batch, amend, cancels, and no key sent", async () => {
+  const server = await startDexd();
+  try {
+    const sent: string[] = [];
+    const key = freshKey();
+    const trader = new DexdClient({ baseUrl: server.url, chainId: "1", signer: keySigner(key), fetch: recordingFetch(sent) });
+    const { balance } = await trader.deposit("USDC", "100000");
+    assert.equal(balance.available, "100000");
+    const placed = await trader.addOrder({ symbol: "ETH/USDC", direction: "buy", price: "2000.50", amount: "0.5", clientOrderId: "ts-1" });
+    assert.equal(placed.order.status, "open");
+    assert.equal(placed.order.price, "2000.5");
+    const batch = await trader.batchOrders([
+      { symbol: "ETH/USDC", direction: "buy", price: "1990", amount: "0.1" },
+      { symbol: "ETH/USDC", direction: "buy", price: "1", amount: "0.0000001" },
+    ]);
+    assert.ok("order" in batch[0], JSON.stringify(batch[0]));
+    assert.ok("error" in batch[1], "an order below the pair's minimum is refused alone");
+    const amended = await trader.amendOrder("ETH/USDC", placed.order.orderId, { price: "2001" });
+    assert.equal(amended.price, "2001");
+    const cancelled = await trader.cancelOrder("ETH/USDC", amended.orderId);
+    assert.equal(cancelled.status, "cancelled");
+    const rest = await trader.cancelAll("ETH/USDC");
+    assert.equal(rest.length, 1);
+    assert.deepEqual(await trader.openOrders("ETH/USDC"), []);
+    // The amended order, the one cancelled, and the batch's: three in all.
+    assert.equal((await trader.cancelledOrders("ETH/USDC")).length, 3);
+    // A refusal is an ApiError with the contract's code.
+    await assert.rejects(
+      trader.addOrder({ symbol: "ETH/USDC", direction: "buy", price: "2000", amount: "1000" }),
+      (error: unknown) => error instanceof ApiError && error.status === 422 && error.code === "INSUFFICIENT_BALANCE",
+    );
+    await assert.rejects(
+      new DexdClient({ baseUrl: server.url, chainId: "99999" }).pairs(),
+      (error: unknown) => error instanceof ApiError && error.code === "UNKNOWN_CHAIN",
+    );
+    // The key signed everything here and went nowhere.
+    for (const request of sent) {
+      assert.ok(!request.toLowerCase().includes(key.slice(2)), "a request carried the key");
+      assert.ok(!request.includes("privateKey"), "a request carried privateKey");
+    }
+  } finally {
+    await stop(server);
+  }
+});
+
+function restBookOf(bids: { price: string; amount: string }[], asks: { price: string; amount: string }[]): StreamBook {
+  return {
+    bids: new Map(bids.map((level) => [level.price, level.amount])),
+    asks: new Map(asks.map((level) => [level.price, level.amount])),
+    sequence: 0,
+  };
+}
+
+/** Waits until the stream's book of `pair` is the REST book (same levels, same checksum). */
+async function untilBookIsRest(stream: DexdStream, client: DexdClient, pair: string, timeoutMs: number): Promise<StreamBook> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const book = stream.books.get(pair);
+    if (book) {
+      const rest = await client.orderBook(pair, 25).catch(() => undefined);
+      if (rest && rest.sequence === book.sequence && bookChecksum(book) === bookChecksum(restBookOf(rest.bids, rest.asks))) {
+        return book;
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`the stream's book of ${pair} never matched REST`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+test("a book stream survives a server killed and started again, and a lost update", async () => {
+  let server = await startDexd();
+  const stream = new DexdStream({ baseUrl: server.url, chainId: "1", WebSocket: WebSocket as unknown as WebSocketConstructor, initialBackoffMs: 100 });
+  try {
+    const trader = new DexdClient({ baseUrl: server.url, chainId: "1", signer: keySigner(freshKey()) });
+    await trader.deposit("USDC", "100000");
+    await trader.addOrder({ symbol: "WBTC/USDC", direction: "buy", price: "20000", amount: "0.01" });
+    await stream.connect();
+    stream.subscribe("book", { pair: "WBTC/USDC", depth: 25 });
+    await untilBookIsRest(stream, trader, "WBTC/USDC", 10_000);
+
+    // Killed at once, started again on the same port and journal.
+    await stop(server, "SIGKILL");
+    server = await startDexd(server.listen, server.dataDir);
+    for (let index = 1; index <= 3; index++) {
+      await trader.addOrder({ symbol: "WBTC/USDC", direction: "buy", price: String(20000 + index), amount: "0.01" });
+    }
+    const book = await untilBookIsRest(stream, trader, "WBTC/USDC", 30_000);
+    assert.ok(stream.reconnects >= 1);
+    assert.equal(book.bids.size, 4);
+
+    // An update lost on the way: the stream's sequence falls one behind; it takes the book again.
+    stream.books.get("WBTC/USDC")!.sequence -= 1;
+    await trader.addOrder({ symbol: "WBTC/USDC", direction: "buy", price: "19999", amount: "0.01" });
+    await untilBookIsRest(stream, trader, "WBTC/USDC", 10_000);
+    assert.equal(stream.resyncs, 1);
+  } finally {
+    stream.close();
+    await stop(server);
+  }
+});
