@@ -2,16 +2,10 @@
 //! the contract's code and message, so the page can show the server's own words. This module
 //! knows nothing of the page's views.
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly field: string | null,
-  ) {
-    super(message);
-  }
-}
+// The contract's error as an exception: the TypeScript client's own (clients/typescript).
+import { ApiError } from "../../clients/typescript/src/errors";
+
+export { ApiError };
 
 type Query = Record<string, string | number | undefined>;
 

@@ -10,7 +10,7 @@ export class ApiError extends Error {
     message: string,
     readonly field: string | null,
   ) {
-    super(`${message} (${code})`);
+    super(message);
     this.name = "ApiError";
   }
 
