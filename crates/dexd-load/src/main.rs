@@ -59,9 +59,17 @@ struct Cli {
     /// Stream connections for --workload stream.
     #[arg(long, default_value_t = 1000)]
     subscribers: usize,
-    /// The server's process id, to measure its memory per stream connection.
+    /// The server's process id, to measure its memory per stream connection and its CPU time
+    /// during each run.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// For --workload stream: what each connection watches besides trades, `book` (depth 25, every
+    /// change) or `depth` (the top 10 levels whole, paced by --depth-interval-ms).
+    #[arg(long, default_value = "book")]
+    stream_channel: String,
+    /// The pace of --stream-channel depth: 100 or 1000 ms.
+    #[arg(long, default_value_t = 100)]
+    depth_interval_ms: u16,
     /// Append results to this CSV file.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
@@ -139,12 +147,14 @@ async fn main() -> Result<(), String> {
         return run_stream(&cli, settings).await;
     }
     for rate in &cli.rates {
+        let cpu_before = cli.server_pid.and_then(dexd_load::stream::cpu_seconds);
         let report = run(RunSettings {
             rate_per_second: *rate,
             ..settings.clone()
         })
         .await;
         print_report("dexd", &report);
+        print_server_cpu(cli.server_pid, cpu_before, None);
         reports.push(report);
     }
     write_csv(cli.csv.as_deref(), &reports)
@@ -156,12 +166,20 @@ async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
     let acks = std::sync::Arc::new(dexd_load::stream::AckLog::default());
     let before = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
     let started = std::time::Instant::now();
+    let watched = match cli.stream_channel.as_str() {
+        "book" => dexd_load::stream::WatchedBook::Book,
+        "depth" => dexd_load::stream::WatchedBook::Depth {
+            interval_ms: cli.depth_interval_ms,
+        },
+        _ => return Err("stream-channel must be book or depth".into()),
+    };
     let subscribers =
-        dexd_load::stream::open_subscribers(&cli.target, cli.chain_id, cli.subscribers, acks.clone()).await?;
+        dexd_load::stream::open_subscribers(&cli.target, cli.chain_id, cli.subscribers, watched, acks.clone()).await?;
     let after = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
     println!(
-        "{} stream connections subscribed to the book and trades in {:.1} s",
+        "{} stream connections subscribed to the {} and trades in {:.1} s",
         cli.subscribers,
+        cli.stream_channel,
         started.elapsed().as_secs_f64()
     );
     if let (Some(before), Some(after)) = (before, after) {
@@ -172,6 +190,8 @@ async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
             after.saturating_sub(before) as f64 / 1024.0 / cli.subscribers as f64
         );
     }
+    let cpu_before = cli.server_pid.and_then(dexd_load::stream::cpu_seconds);
+    let messages_before = subscribers.messages();
     for rate in &cli.rates {
         let report = run(RunSettings {
             rate_per_second: *rate,
@@ -182,6 +202,11 @@ async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
         .await;
         print_report("dexd + streams", &report);
     }
+    print_server_cpu(
+        cli.server_pid,
+        cpu_before,
+        Some(subscribers.messages() - messages_before),
+    );
     let report = subscribers.finish().await;
     let [p50, p90, p99, p999, max] = report.latency_us;
     println!(
@@ -215,6 +240,21 @@ fn write_csv(path: Option<&std::path::Path>, reports: &[RunReport]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The server's CPU time since `before`, and per delivered message when `messages` is known.
+fn print_server_cpu(server_pid: Option<u32>, before: Option<f64>, messages: Option<u64>) {
+    let (Some(before), Some(after)) = (before, server_pid.and_then(dexd_load::stream::cpu_seconds)) else {
+        return;
+    };
+    let used = after - before;
+    match messages {
+        Some(messages) if messages > 0 => println!(
+            "server CPU: {used:.2} s during the runs; {messages} messages delivered: {:.2} µs of server CPU per message (placements included)",
+            used * 1e6 / messages as f64
+        ),
+        _ => println!("server CPU: {used:.2} s during the run"),
+    }
 }
 
 fn print_report(server: &str, report: &RunReport) {

@@ -83,12 +83,35 @@ pub struct Subscribers {
     tasks: Vec<tokio::task::JoinHandle<(Histogram<u64>, u64)>>,
 }
 
-/// Opens `connections` connections to `target`'s `/ws`, each subscribed to the book (depth 25)
-/// and trades of ETH/USDC on `chain_id`; returns once every one has its book snapshot.
+/// What each stream connection watches of ETH/USDC, besides its trades.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchedBook {
+    /// The book at depth 25, every change.
+    Book,
+    /// The top 10 levels of each side whole, at most once per this many ms.
+    Depth { interval_ms: u16 },
+}
+
+impl WatchedBook {
+    /// The subscribe message of connection `index` on `chain_id`.
+    fn subscribe(self, index: usize, chain_id: u64) -> String {
+        let common = format!("\"op\":\"subscribe\",\"id\":{index},\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"");
+        match self {
+            WatchedBook::Book => format!("{{{common},\"channel\":\"book\",\"depth\":25}}"),
+            WatchedBook::Depth { interval_ms } => {
+                format!("{{{common},\"channel\":\"depth\",\"levels\":10,\"intervalMs\":{interval_ms}}}")
+            }
+        }
+    }
+}
+
+/// Opens `connections` connections to `target`'s `/ws`, each subscribed to `watched` and the
+/// trades of ETH/USDC on `chain_id`; returns once every one has its book snapshot.
 pub async fn open_subscribers(
     target: &str,
     chain_id: u64,
     connections: usize,
+    watched: WatchedBook,
     acks: Arc<AckLog>,
 ) -> Result<Subscribers, String> {
     let url = format!("{}/ws", target.replacen("http://", "ws://", 1));
@@ -105,11 +128,10 @@ pub async fn open_subscribers(
         let (mut socket, _) = tokio_tungstenite::connect_async(&url)
             .await
             .map_err(|error| format!("connection {index}: {error}"))?;
-        for channel in ["book", "trades"] {
-            let subscribe = format!(
-                "{{\"op\":\"subscribe\",\"id\":{index},\"channel\":\"{channel}\",\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\",\"depth\":25}}"
-            )
-            .replace(",\"depth\":25}", if channel == "book" { ",\"depth\":25}" } else { "}" });
+        let trades = format!(
+            "{{\"op\":\"subscribe\",\"id\":{index},\"channel\":\"trades\",\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"}}"
+        );
+        for subscribe in [watched.subscribe(index, chain_id), trades] {
             socket
                 .send(Message::Text(subscribe.into()))
                 .await
@@ -183,6 +205,11 @@ async fn read(
 
 impl Subscribers {
     /// Stops every subscriber and reports what they saw.
+    /// Messages received so far, by every connection.
+    pub fn messages(&self) -> u64 {
+        self.shared.messages.load(Ordering::Relaxed)
+    }
+
     pub async fn finish(self) -> StreamReport {
         self.shared.stop.store(true, Ordering::Relaxed);
         let mut histogram = Histogram::<u64>::new_with_bounds(1, 120_000_000, 3).expect("bounds are valid");
@@ -213,6 +240,17 @@ impl Subscribers {
 }
 
 /// The resident memory of a process, in bytes (Linux).
+/// The CPU time process `pid` has used in all (user and system), in seconds, from
+/// `/proc/PID/stat` (in ticks of USER_HZ, 100 a second on Linux).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's closing parenthesis: state is the first, utime the 12th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
 pub fn resident_bytes(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;

@@ -54,7 +54,8 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
     // The stream workload: subscribers take their snapshots, placements trade, and the trades
     // reach them.
     let acks = std::sync::Arc::new(dexd_load::stream::AckLog::default());
-    let subscribers = dexd_load::stream::open_subscribers(&settings.target, 1, 20, acks.clone())
+    let watched = dexd_load::stream::WatchedBook::Book;
+    let subscribers = dexd_load::stream::open_subscribers(&settings.target, 1, 20, watched, acks.clone())
         .await
         .unwrap();
     let report = run(RunSettings {
@@ -72,6 +73,22 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
         streams.samples + streams.before_ack > 0,
         "trades reached the measuring subscribers: {streams:?}"
     );
+    // The same with the paced depth views instead of the book.
+    let acks = std::sync::Arc::new(dexd_load::stream::AckLog::default());
+    let watched = dexd_load::stream::WatchedBook::Depth { interval_ms: 100 };
+    let subscribers = dexd_load::stream::open_subscribers(&settings.target, 1, 20, watched, acks.clone())
+        .await
+        .unwrap();
+    let report = run(RunSettings {
+        workload: Workload::Stream,
+        acks: Some(acks),
+        ..settings.clone()
+    })
+    .await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let streams = subscribers.finish().await;
+    assert_eq!((streams.connections, streams.closed), (20, 0));
+    assert!(streams.messages > 40, "{streams:?}");
     let baseline = start_baseline_server();
     let report = run(RunSettings {
         target: baseline.address.clone(),
