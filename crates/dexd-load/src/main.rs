@@ -63,8 +63,8 @@ struct Cli {
     /// during each run.
     #[arg(long)]
     server_pid: Option<u32>,
-    /// For --workload stream: what each connection watches besides trades, `book` (depth 25, every
-    /// change) or `depth` (the top 10 levels whole, paced by --depth-interval-ms).
+    /// For --workload stream: what each connection watches, `book` (depth 25, every change, and
+    /// the trades) or `depth` (the top 10 levels whole, paced by --depth-interval-ms, alone).
     #[arg(long, default_value = "book")]
     stream_channel: String,
     /// The pace of --stream-channel depth: 100 or 1000 ms.
@@ -177,7 +177,7 @@ async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
         dexd_load::stream::open_subscribers(&cli.target, cli.chain_id, cli.subscribers, watched, acks.clone()).await?;
     let after = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
     println!(
-        "{} stream connections subscribed to the {} and trades in {:.1} s",
+        "{} stream connections subscribed to the {} in {:.1} s",
         cli.subscribers,
         cli.stream_channel,
         started.elapsed().as_secs_f64()

@@ -83,12 +83,13 @@ pub struct Subscribers {
     tasks: Vec<tokio::task::JoinHandle<(Histogram<u64>, u64)>>,
 }
 
-/// What each stream connection watches of ETH/USDC, besides its trades.
+/// What each stream connection watches of ETH/USDC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchedBook {
-    /// The book at depth 25, every change.
+    /// The book at depth 25, every change, and the trades (whose delivery latency is measured).
     Book,
-    /// The top 10 levels of each side whole, at most once per this many ms.
+    /// The top 10 levels of each side whole, at most once per this many ms, and nothing else:
+    /// what a depth channel costs on its own.
     Depth { interval_ms: u16 },
 }
 
@@ -105,8 +106,8 @@ impl WatchedBook {
     }
 }
 
-/// Opens `connections` connections to `target`'s `/ws`, each subscribed to `watched` and the
-/// trades of ETH/USDC on `chain_id`; returns once every one has its book snapshot.
+/// Opens `connections` connections to `target`'s `/ws`, each subscribed to `watched` of ETH/USDC
+/// on `chain_id`; returns once every one has its book snapshot.
 pub async fn open_subscribers(
     target: &str,
     chain_id: u64,
@@ -131,7 +132,11 @@ pub async fn open_subscribers(
         let trades = format!(
             "{{\"op\":\"subscribe\",\"id\":{index},\"channel\":\"trades\",\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"}}"
         );
-        for subscribe in [watched.subscribe(index, chain_id), trades] {
+        let subscriptions = match watched {
+            WatchedBook::Book => vec![watched.subscribe(index, chain_id), trades],
+            WatchedBook::Depth { .. } => vec![watched.subscribe(index, chain_id)],
+        };
+        for subscribe in subscriptions {
             socket
                 .send(Message::Text(subscribe.into()))
                 .await
