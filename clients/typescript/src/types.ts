@@ -9,7 +9,10 @@ export interface Order {
   orderId: string; clientOrderId: string | null; chainId: string; account: string; symbol: string;
   type: "limit" | "market"; direction: "buy" | "sell"; timeInForce: "GTC" | "IOC" | "FOK"; postOnly: boolean;
   price: string | null; amount: string; filled: string; remaining: string; cost: string; average: string | null;
-  fee: string; feeAsset: string; status: "open" | "filled" | "cancelled"; timestamp: number; updatedAt: number;
+  fee: string; feeAsset: string; status: "open" | "filled" | "cancelled";
+  /** Why it was cancelled (null unless it was). */
+  cancelReason: "user" | "selfTrade" | "unfilled" | "switch" | null;
+  timestamp: number; updatedAt: number;
   signature: string;
 }
 export interface Balance { symbol: string; total: string; available: string; locked: string }

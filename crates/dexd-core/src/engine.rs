@@ -498,7 +498,9 @@ impl Engine {
             Command::RecordLiabilityRoot(record) => custody.record_liability_root(record, events),
             Command::SettleLiabilityRoot { epoch, standing } => custody.settle_liability_root(epoch, standing, events),
             Command::RecordVaultFreeze(freeze) => custody.record_freeze(freeze, events),
-            Command::CancelAll { account, pair } => self.cancel_all(account, pair, now_ms, events),
+            Command::CancelAll { account, pair } => {
+                self.cancel_all((account, pair), crate::order::CancelReason::Requested, now_ms, events)
+            }
             Command::AmendOrder {
                 account,
                 order_id,

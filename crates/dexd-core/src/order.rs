@@ -64,6 +64,8 @@ pub enum CancelReason {
     SelfTradePrevention,
     /// The part of an IOC or market order that could not fill at once.
     UnfilledRemainder,
+    /// The account's dead man's switch fired.
+    Switch,
 }
 
 /// The terms of a new order, as the caller checked and converted them.

@@ -6,7 +6,10 @@
 //! It does not decide what a word means for a request (which parameters are required, what
 //! combinations are allowed): the API does.
 
-use crate::{CandleInterval, Direction, OrderStatus, OrderType, RootOrigin, RootStanding, TimeInForce, TransferStatus};
+use crate::{
+    CancelReason, CandleInterval, Direction, OrderStatus, OrderType, RootOrigin, RootStanding, TimeInForce,
+    TransferStatus,
+};
 
 /// Names each variant of an enum once and derives the list of names, `wire_name` and
 /// `from_wire_name` from it.
@@ -53,6 +56,16 @@ wire_names!(
 wire_names!(
     /// An order's `status`.
     OrderStatus, ORDER_STATUS_NAMES { Open => "open", Filled => "filled", Cancelled => "cancelled" }
+);
+wire_names!(
+    /// Why an order was cancelled: its `cancelReason` (`user` for its owner's cancel, cancel all
+    /// or amend).
+    CancelReason, CANCEL_REASON_NAMES {
+        Requested => "user",
+        SelfTradePrevention => "selfTrade",
+        UnfilledRemainder => "unfilled",
+        Switch => "switch",
+    }
 );
 wire_names!(
     /// A transfer's `status`.
@@ -123,6 +136,12 @@ mod tests {
         for name in CANDLE_INTERVAL_NAMES {
             assert_eq!(
                 CandleInterval::from_wire_name(name).map(CandleInterval::wire_name),
+                Some(*name)
+            );
+        }
+        for name in CANCEL_REASON_NAMES {
+            assert_eq!(
+                CancelReason::from_wire_name(name).map(CancelReason::wire_name),
                 Some(*name)
             );
         }

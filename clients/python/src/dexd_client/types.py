@@ -63,6 +63,7 @@ class Order:
     fee: Decimal
     fee_asset: str
     status: str
+    cancel_reason: Optional[str]
     timestamp: int
     updated_at: int
     signature: str

@@ -14,11 +14,12 @@ use super::matching::paid_asset;
 use super::Command;
 
 impl Engine {
-    /// Cancels every open order of `account` (on `pair` only, when given), oldest first.
+    /// Cancels every open order of `account` (on `pair` only, when given), oldest first, for
+    /// `reason`.
     pub(super) fn cancel_all(
         &mut self,
-        account: Address,
-        pair: Option<PairIndex>,
+        (account, pair): (Address, Option<PairIndex>),
+        reason: CancelReason,
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
@@ -53,7 +54,7 @@ impl Engine {
             let pair_position = usize::from(pair.0);
             let spec = self.pairs[pair_position].spec.clone();
             let record = self.pairs[pair_position].book.remove(key);
-            let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
+            let cancelled = self.close_resting_order(&spec, record, slot, reason, now_ms);
             events.push(Event::OrderUpdated(cancelled));
         }
         self.push_balance_events(events);
@@ -147,7 +148,7 @@ impl Engine {
             return Err(Rejection::SwitchNotDue);
         }
         self.switches.set(account, None);
-        self.cancel_all(account, None, now_ms, events)
+        self.cancel_all((account, None), CancelReason::Switch, now_ms, events)
     }
 
     /// Runs a trading command an agent sent for an account, if the account approved the agent

@@ -526,6 +526,7 @@ pub(crate) fn get_order(reader: &mut Reader) -> Result<OrderRecord, CodecError> 
             1 => Some(CancelReason::Requested),
             2 => Some(CancelReason::SelfTradePrevention),
             3 => Some(CancelReason::UnfilledRemainder),
+            4 => Some(CancelReason::Switch),
             _ => return Err(CodecError("bad cancel reason")),
         },
         locked: Amount::from_units(reader.u128()?),

@@ -3,8 +3,8 @@
 //! The paths and parameters are generated in the module above; this one knows no operation.
 
 use dexd_core::{
-    DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES, TIME_IN_FORCE_NAMES,
-    TRANSFER_STATUS_NAMES,
+    CANCEL_REASON_NAMES, DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES,
+    TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES,
 };
 use serde_json::{json, Map, Value};
 
@@ -61,6 +61,9 @@ pub(super) fn schemas() -> Map<String, Value> {
 
 /// The objects that responses carry: errors, orders, trades, transfers, balances.
 fn object_schemas() -> Value {
+    // null unless the order was cancelled.
+    let cancel_reason =
+        json!({"enum": CANCEL_REASON_NAMES.iter().map(|name| json!(name)).chain([Value::Null]).collect::<Vec<_>>()});
     let integer = json!({"type": "integer", "minimum": 0});
     json!({
         "Error": object(json!({"error": object(json!({"code": string(), "message": string(), "field": nullable(string())}))})),
@@ -69,7 +72,7 @@ fn object_schemas() -> Value {
             "symbol": string(), "type": {"enum": ORDER_TYPE_NAMES}, "direction": {"enum": DIRECTION_NAMES},
             "timeInForce": {"enum": TIME_IN_FORCE_NAMES}, "postOnly": {"type": "boolean"}, "price": nullable(decimal()),
             "amount": decimal(), "filled": decimal(), "remaining": decimal(), "cost": decimal(), "average": nullable(decimal()),
-            "fee": decimal(), "feeAsset": string(), "status": {"enum": ORDER_STATUS_NAMES},
+            "fee": decimal(), "feeAsset": string(), "status": {"enum": ORDER_STATUS_NAMES}, "cancelReason": cancel_reason,
             "timestamp": integer, "updatedAt": integer, "signature": string()
         })),
         "Trade": object(json!({

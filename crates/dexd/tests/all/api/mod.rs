@@ -1,6 +1,7 @@
 //! The HTTP API: every operation, its errors, signatures, agents, limits, TLS and the operator's view.
 
 mod agents;
+mod cancel_reasons;
 mod end_to_end;
 mod hostile_input;
 mod openapi;
