@@ -102,6 +102,7 @@ fn limit_order(
         post_only: false,
         price: Price::from_ticks(price_ticks),
         quantity: Quantity::from_lots(lots),
+        conditions: Default::default(),
     })
 }
 

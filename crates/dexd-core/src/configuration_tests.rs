@@ -83,6 +83,7 @@ fn sell(id: u8) -> Command {
         post_only: false,
         price: Price::from_ticks(200_000),
         quantity: Quantity::from_lots(10_000),
+        conditions: Default::default(),
     })
 }
 

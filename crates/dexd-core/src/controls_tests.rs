@@ -76,6 +76,7 @@ impl Venue {
             post_only: false,
             price: Some(spec.price_from_decimal(decimal(price)).unwrap()),
             quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
+            conditions: Default::default(),
         }
     }
 

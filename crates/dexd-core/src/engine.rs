@@ -8,6 +8,7 @@
 //! same events and the same [`Engine::state_hash`], which is what makes replay possible.
 
 mod audit;
+mod conditions;
 mod configure;
 mod controls;
 mod matching;
@@ -15,6 +16,8 @@ mod queries;
 mod state;
 
 pub use self::state::{EngineState, PairSnapshot, RestoreError};
+
+use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
@@ -34,6 +37,7 @@ use crate::switches::CancelAllAfterSwitches;
 use crate::transfer::{
     ChainDeposit, ChainDepositSubmission, TransferKind, TransferRequest, VaultWithdrawal, WithdrawalKey,
 };
+use crate::triggers::TriggerBook;
 
 pub use crate::configuration::{EngineConfig, EngineLimits};
 
@@ -104,6 +108,13 @@ pub enum Command {
     },
     /// The vault froze, as a confirmed block shows (vault custody).
     RecordVaultFreeze(VaultFreeze),
+    /// The expiry of an open order has come: cancel it (entered by the venue's timer, so a
+    /// replay cancels it exactly as the first run did). Refused unless the order is open and its
+    /// `expiresAt` is due.
+    ExpireOrder {
+        /// Which order.
+        order_id: OrderId,
+    },
     /// Cancel every open order of `account`, on one pair or on all.
     CancelAll {
         /// Whose orders.
@@ -214,6 +225,7 @@ impl Command {
             | Command::SettleLiabilityRoot { .. }
             | Command::RecordVaultFreeze(_)
             | Command::FireCancelAllAfter { .. }
+            | Command::ExpireOrder { .. }
             | Command::Configure(_) => None,
         }
     }
@@ -277,6 +289,7 @@ impl Command {
             | Command::CancelAll { .. }
             | Command::SetCancelAllAfter { .. }
             | Command::FireCancelAllAfter { .. }
+            | Command::ExpireOrder { .. }
             | Command::ApproveAgent { .. }
             | Command::RevokeAgent { .. }
             | Command::Configure(_) => false,
@@ -299,6 +312,7 @@ pub struct TradableAmounts {
 struct PairState {
     spec: PairSpec,
     book: OrderBook,
+    triggers: TriggerBook,
     candles: CandleSeries,
     last_price: Option<Price>,
 }
@@ -331,6 +345,13 @@ pub struct Engine {
     pairs: Vec<PairState>,
     ledger: Ledger,
     order_locations: FxHashMap<OrderId, (PairIndex, SlotKey)>,
+    /// The pair of each untriggered order (the order itself is in that pair's trigger book).
+    waiting_orders: FxHashMap<OrderId, PairIndex>,
+    /// The open members of each one-cancels-other group, by the group's name (one or two, of
+    /// one account, pair and direction; see `conditions`).
+    oco_groups: FxHashMap<String, Vec<OrderId>>,
+    /// The open orders that expire, by expiry then id: what the venue's timer reads.
+    expiries: BTreeSet<(u64, OrderId)>,
     /// The ids of each account's open orders, indexed by ledger slot (at most
     /// `max_open_orders_per_account` each, so a linear search is cheap).
     open_orders_by_slot: Vec<Vec<OrderId>>,
@@ -364,6 +385,7 @@ impl Engine {
                 Ok(PairState {
                     spec: PairSpec::new(definition, &config.assets)?,
                     book: OrderBook::new(),
+                    triggers: TriggerBook::default(),
                     candles: CandleSeries::default(),
                     last_price: None,
                 })
@@ -381,6 +403,9 @@ impl Engine {
             assets: config.assets,
             pairs,
             order_locations: FxHashMap::default(),
+            waiting_orders: FxHashMap::default(),
+            oco_groups: FxHashMap::default(),
+            expiries: BTreeSet::default(),
             open_orders_by_slot: Vec::new(),
             client_order_ids: FxHashMap::default(),
             positions: Vec::new(),
@@ -464,7 +489,7 @@ impl Engine {
                 pair,
             } => {
                 if let Some(pair) = pair {
-                    if self.order_locations.get(&order_id).is_some_and(|(at, _)| *at != pair) {
+                    if self.open_order_pair(&order_id).is_some_and(|at| at != pair) {
                         return Err(Rejection::OrderNotFound);
                     }
                 }
@@ -529,6 +554,7 @@ impl Engine {
             Command::FireCancelAllAfter { account, trigger_at_ms } => {
                 self.fire_cancel_all_after(account, trigger_at_ms, now_ms, events)
             }
+            Command::ExpireOrder { order_id } => self.expire_order(order_id, now_ms, events),
             Command::ApproveAgent { account, mut grant } => {
                 if ledger.slot(&account).is_none() {
                     return Err(Rejection::UnknownAccount);

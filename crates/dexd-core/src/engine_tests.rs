@@ -80,6 +80,7 @@ impl Venue {
             post_only: false,
             price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
             quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
+            conditions: Default::default(),
         }
     }
 

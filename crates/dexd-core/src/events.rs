@@ -138,6 +138,16 @@ pub enum Rejection {
     AgentNotFound,
     /// No switch of the account is armed for that trigger, or its time has not come.
     SwitchNotDue,
+    /// A trigger order whose trigger a trade at the pair's last price already meets.
+    TriggerAlreadyMet,
+    /// An expiry in the past or less than [`crate::MIN_EXPIRY_AHEAD_MS`] ahead.
+    ExpiryTooSoon,
+    /// A one-cancels-other group that would get a third open order, mix accounts, pairs or
+    /// directions, hold two orders that both rest in the book, take an order that neither
+    /// rests nor waits, or join an order that has filled.
+    OcoGroupInvalid(&'static str),
+    /// No open order with that id expires by now.
+    ExpiryNotDue,
     /// A liability root that is not the vault's next epoch or lacks an asset's total, a root's
     /// standing out of order, or a second freeze.
     RootOutOfOrder,

@@ -29,8 +29,11 @@ pub mod pair;
 mod state_hash;
 pub mod switches;
 pub mod transfer;
+pub mod triggers;
 pub mod wire_names;
 
+#[cfg(test)]
+mod conditions_tests;
 #[cfg(test)]
 mod configuration_tests;
 #[cfg(test)]
@@ -66,7 +69,10 @@ pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price,
 pub use nonces::{
     LiveClaim, Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS,
 };
-pub use order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
+pub use order::{
+    CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger,
+    TriggerCondition, MAX_EXPIRY_AHEAD_MS, MAX_OCO_GROUP_CHARS, MIN_EXPIRY_AHEAD_MS,
+};
 pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
 pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};
 pub use transfer::{
@@ -75,5 +81,5 @@ pub use transfer::{
 };
 pub use wire_names::{
     CANCEL_REASON_NAMES, CANDLE_INTERVAL_NAMES, DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES,
-    ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES, TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES,
+    ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES, TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES, TRIGGER_CONDITION_NAMES,
 };

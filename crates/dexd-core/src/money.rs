@@ -40,6 +40,12 @@ impl Amount {
         self.0.checked_sub(other.0).map(Amount)
     }
 
+    /// `self - other`, or zero when `other` is larger (what is left to cover, rounded to
+    /// nothing below zero).
+    pub fn saturating_sub(self, other: Amount) -> Amount {
+        Amount(self.0.saturating_sub(other.0))
+    }
+
     /// The smaller of two amounts.
     pub fn min(self, other: Amount) -> Amount {
         Amount(self.0.min(other.0))

@@ -1,6 +1,7 @@
 //! What an order is: its terms as placed, and its state as it fills or is cancelled.
 //!
-//! These are plain data. The rules that move an order from one state to the next live in
+//! These are plain data. An order may wait for a trigger ([`Trigger`]), belong to a
+//! one-cancels-other group and expire ([`OrderConditions`]). The rules that move an order from one state to the next live in
 //! [`crate::engine`]; the storage of resting orders in price-time order lives in [`crate::book`].
 
 use crate::money::{Address, Amount, OrderId, PairIndex, Price, Quantity};
@@ -53,6 +54,9 @@ pub enum OrderStatus {
     Filled,
     /// Cancelled, possibly after partial fills.
     Cancelled,
+    /// A trigger order waiting for its trigger: it holds its lock and is open, but is in no
+    /// book.
+    Untriggered,
 }
 
 /// Why an order was cancelled, for the record.
@@ -66,6 +70,70 @@ pub enum CancelReason {
     UnfilledRemainder,
     /// The account's dead man's switch fired.
     Switch,
+    /// The other order of its one-cancels-other group filled or fired.
+    OneCancelsOther,
+    /// Its `expiresAt` came while it was open.
+    Expired,
+}
+
+/// Which way a trade's price must move to fire a trigger order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TriggerCondition {
+    /// Fires on a trade at or above the trigger price.
+    Above,
+    /// Fires on a trade at or below the trigger price.
+    Below,
+}
+
+/// A trigger order's trigger: the price and the side of it a trade must print on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Trigger {
+    /// The trigger price, on the pair's tick.
+    pub price: Price,
+    /// Above or below.
+    pub condition: TriggerCondition,
+}
+
+impl Trigger {
+    /// Whether a trade at `trade_price` meets the trigger.
+    pub fn is_met_by(&self, trade_price: Price) -> bool {
+        match self.condition {
+            TriggerCondition::Above => trade_price >= self.price,
+            TriggerCondition::Below => trade_price <= self.price,
+        }
+    }
+}
+
+/// The longest a one-cancels-other group's name may be, in characters.
+pub const MAX_OCO_GROUP_CHARS: usize = 36;
+/// How far ahead of its placement an order's expiry must be at least, in ms.
+pub const MIN_EXPIRY_AHEAD_MS: u64 = 5_000;
+/// How far ahead of its placement an order's expiry may be at most, in ms (366 days): a later
+/// one is a mistake (seconds sent for milliseconds, or the reverse), not a wish.
+pub const MAX_EXPIRY_AHEAD_MS: u64 = 366 * 86_400_000;
+
+/// What an order may carry beyond its price and amount (contract version 4): a trigger, a
+/// one-cancels-other group and an expiry. All absent by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OrderConditions {
+    /// The order waits, untriggered, until a trade meets this.
+    pub trigger: Option<Trigger>,
+    /// The one-cancels-other group it belongs to (1 to [`MAX_OCO_GROUP_CHARS`] characters;
+    /// the name is the chain's, and both orders of a group are one account's).
+    pub oco_group: Option<String>,
+    /// When the order is cancelled if still open, in ms since the epoch.
+    pub expires_at_ms: Option<u64>,
+    /// The order was journaled before these conditions existed, and its account signed the
+    /// `Order` type without them: what rebuilds its signed message needs to know (read from
+    /// old journals, never set on a new order). The engine ignores it.
+    pub signed_without_conditions: bool,
+}
+
+impl OrderConditions {
+    /// Whether the order carries none of the conditions.
+    pub fn is_empty(&self) -> bool {
+        self.trigger.is_none() && self.oco_group.is_none() && self.expires_at_ms.is_none()
+    }
 }
 
 /// The terms of a new order, as the caller checked and converted them.
@@ -91,6 +159,8 @@ pub struct NewOrder {
     pub price: Option<Price>,
     /// How much base to trade.
     pub quantity: Quantity,
+    /// Its trigger, one-cancels-other group and expiry, if any.
+    pub conditions: OrderConditions,
 }
 
 /// An order and its current state.

@@ -255,6 +255,7 @@ fn a_frozen_vault_takes_no_order_deposit_or_withdrawal_and_pays_nothing() {
         post_only: false,
         price: Price::from_ticks(100),
         quantity: Quantity::from_lots(10_000),
+        conditions: Default::default(),
     };
     venue.run(Command::PlaceOrder(order.clone())).unwrap();
     let events = venue

@@ -1,5 +1,5 @@
 //! The contract's words for the engine's enums: order types, directions, times in force, order
-//! and transfer statuses, candle intervals, liability roots' origin and standing. One home for both ways: the API's parameter checks and parsing, the
+//! and transfer statuses, cancel reasons, trigger conditions, candle intervals, liability roots' origin and standing. One home for both ways: the API's parameter checks and parsing, the
 //! OpenAPI document's enums, the EIP-712 messages and the JSON renderers all read these, so a
 //! new variant is named here once (the matches are exhaustive) and nowhere else.
 //!
@@ -8,7 +8,7 @@
 
 use crate::{
     CancelReason, CandleInterval, Direction, OrderStatus, OrderType, RootOrigin, RootStanding, TimeInForce,
-    TransferStatus,
+    TransferStatus, TriggerCondition,
 };
 
 /// Names each variant of an enum once and derives the list of names, `wire_name` and
@@ -55,7 +55,12 @@ wire_names!(
 );
 wire_names!(
     /// An order's `status`.
-    OrderStatus, ORDER_STATUS_NAMES { Open => "open", Filled => "filled", Cancelled => "cancelled" }
+    OrderStatus, ORDER_STATUS_NAMES {
+        Open => "open",
+        Filled => "filled",
+        Cancelled => "cancelled",
+        Untriggered => "untriggered",
+    }
 );
 wire_names!(
     /// Why an order was cancelled: its `cancelReason` (`user` for its owner's cancel, cancel all
@@ -65,7 +70,13 @@ wire_names!(
         SelfTradePrevention => "selfTrade",
         UnfilledRemainder => "unfilled",
         Switch => "switch",
+        OneCancelsOther => "oco",
+        Expired => "expired",
     }
+);
+wire_names!(
+    /// A trigger order's `triggerCondition`.
+    TriggerCondition, TRIGGER_CONDITION_NAMES { Above => "above", Below => "below" }
 );
 wire_names!(
     /// A transfer's `status`.
@@ -142,6 +153,12 @@ mod tests {
         for name in CANCEL_REASON_NAMES {
             assert_eq!(
                 CancelReason::from_wire_name(name).map(CancelReason::wire_name),
+                Some(*name)
+            );
+        }
+        for name in TRIGGER_CONDITION_NAMES {
+            assert_eq!(
+                TriggerCondition::from_wire_name(name).map(TriggerCondition::wire_name),
                 Some(*name)
             );
         }

@@ -319,6 +319,7 @@ impl Harness {
             post_only,
             price: limit.map(|ticks| Price::from_ticks(ticks).unwrap()),
             quantity: Quantity::from_lots(lots),
+            conditions: Default::default(),
         };
         let expected = self.reference.dry_run(account, direction, limit, lots);
         let crosses_any = self
@@ -455,6 +456,7 @@ fn command_of(number: usize, operation: &Operation) -> Command {
             post_only: false,
             price: Price::from_ticks(*price),
             quantity: Quantity::from_lots(*lots),
+            conditions: Default::default(),
         }),
         Operation::Cancel { trader: index, pick } => Command::CancelOrder {
             account: trader(*index),

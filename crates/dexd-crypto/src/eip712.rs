@@ -87,8 +87,9 @@ impl StructType {
     }
 }
 
-/// The EIP-712 type of an order. The venue signs it for a `privateKey` request; a client that
-/// keeps its key signs the same type itself.
+/// The EIP-712 type of an order (contract version 4: with its trigger, group and expiry). The
+/// venue signs it for a `privateKey` request; a client that keeps its key signs the same type
+/// itself.
 pub const ORDER_TYPE: StructType = StructType {
     name: "Order",
     members: &[
@@ -103,7 +104,18 @@ pub const ORDER_TYPE: StructType = StructType {
         ("clientOrderId", "string"),
         ("nonce", "uint256"),
         ("expiry", "uint256"),
+        ("triggerPrice", "string"),
+        ("triggerCondition", "string"),
+        ("ocoGroup", "string"),
+        ("expiresAt", "uint256"),
     ],
+};
+
+/// The `Order` type before contract version 4, without the conditions: what the orders
+/// journaled before were signed as, and what rebuilds their messages (never signed anew).
+pub const ORDER_TYPE_WITHOUT_CONDITIONS: StructType = StructType {
+    name: "Order",
+    members: ORDER_TYPE.members.split_at(11).0,
 };
 
 /// The EIP-712 type of a client-signed cancel.
@@ -331,13 +343,24 @@ pub struct OrderMessage {
     pub nonce: [u8; 32],
     /// Until when the signature may be used to place the order, in ms since the epoch.
     pub expiry_ms: u64,
+    /// Canonical decimal trigger price; empty when the order has no trigger.
+    pub trigger_price: String,
+    /// `above` or `below`; empty when the order has no trigger.
+    pub trigger_condition: String,
+    /// The one-cancels-other group's name; empty when none.
+    pub oco_group: String,
+    /// When the order expires, in ms since the epoch; 0 when it does not.
+    pub expires_at_ms: u64,
+    /// The order was signed as [`ORDER_TYPE_WITHOUT_CONDITIONS`] (journaled before contract
+    /// version 4); the four fields above are then empty and unused.
+    pub without_conditions: bool,
 }
 
 impl OrderMessage {
     /// The order as a typed message.
     pub fn typed(&self) -> TypedMessage {
-        TypedMessage {
-            struct_type: &ORDER_TYPE,
+        let mut typed = TypedMessage {
+            struct_type: &ORDER_TYPE_WITHOUT_CONDITIONS,
             values: vec![
                 FieldValue::Address(self.account),
                 FieldValue::Text(self.symbol.clone()),
@@ -351,7 +374,17 @@ impl OrderMessage {
                 FieldValue::Uint(self.nonce),
                 FieldValue::uint(self.expiry_ms),
             ],
+        };
+        if !self.without_conditions {
+            typed.struct_type = &ORDER_TYPE;
+            typed.values.extend([
+                FieldValue::Text(self.trigger_price.clone()),
+                FieldValue::Text(self.trigger_condition.clone()),
+                FieldValue::Text(self.oco_group.clone()),
+                FieldValue::uint(self.expires_at_ms),
+            ]);
         }
+        typed
     }
 }
 
@@ -401,8 +434,12 @@ impl SigningDomain {
     /// place: every placement takes this path, and the typed message copied each string first.
     pub fn order_digest(&self, order: &OrderMessage) -> [u8; 32] {
         let text = text_word;
-        let words: [[u8; 32]; 12] = [
-            ORDER_TYPE.type_hash(),
+        let words: [[u8; 32]; 16] = [
+            if order.without_conditions {
+                *ORDER_TYPE_WITHOUT_CONDITIONS_HASH
+            } else {
+                ORDER_TYPE.type_hash()
+            },
             address_word(&order.account),
             text(&order.symbol),
             text(&order.order_type),
@@ -414,11 +451,20 @@ impl SigningDomain {
             text(&order.client_order_id),
             order.nonce,
             uint256(u128::from(order.expiry_ms)),
+            text(&order.trigger_price),
+            text(&order.trigger_condition),
+            text(&order.oco_group),
+            uint256(u128::from(order.expires_at_ms)),
         ];
+        let encoded = if order.without_conditions {
+            &words[..12]
+        } else {
+            &words[..]
+        };
         let mut preimage = [0u8; 66];
         preimage[..2].copy_from_slice(&[0x19, 0x01]);
         preimage[2..34].copy_from_slice(&self.separator);
-        preimage[34..].copy_from_slice(&keccak256(words.as_flattened()).0);
+        preimage[34..].copy_from_slice(&keccak256(encoded.as_flattened()).0);
         keccak256(preimage).0
     }
 
@@ -473,6 +519,10 @@ pub fn request_types_json(domain: &SigningDomain) -> Value {
     json!({"domain": domain.domain_json(), "types": types})
 }
 
+/// [`ORDER_TYPE_WITHOUT_CONDITIONS`]'s type hash, computed once (it is not a request type).
+static ORDER_TYPE_WITHOUT_CONDITIONS_HASH: std::sync::LazyLock<[u8; 32]> =
+    std::sync::LazyLock::new(|| ORDER_TYPE_WITHOUT_CONDITIONS.type_hash());
+
 /// The fixed words orders are made of (types, directions, times in force, and the empty string of
 /// a market order's price or a missing client order id), with their keccak-256 computed once:
 /// half of an order's hashing was of these.
@@ -481,6 +531,7 @@ static FIXED_TEXT_WORDS: std::sync::LazyLock<Vec<(&'static str, [u8; 32])>> = st
         .iter()
         .chain(dexd_core::DIRECTION_NAMES)
         .chain(dexd_core::TIME_IN_FORCE_NAMES)
+        .chain(dexd_core::TRIGGER_CONDITION_NAMES)
         .chain(&[""])
         .copied()
         .map(|text| (text, keccak256(text.as_bytes()).0))

@@ -154,6 +154,7 @@ impl RequestMessages {
     /// The `Order` an order's account signs (the venue signs the same for a `privateKey`).
     pub fn order(&self, order: &NewOrder, nonce: [u8; 32], expiry_ms: u64) -> OrderMessage {
         let (symbol, spec) = &self.pairs[usize::from(order.pair.0)];
+        let conditions = &order.conditions;
         OrderMessage {
             account: order.account,
             symbol: symbol.clone(),
@@ -166,6 +167,17 @@ impl RequestMessages {
             client_order_id: order.client_order_id.clone().unwrap_or_default(),
             nonce,
             expiry_ms,
+            trigger_price: conditions
+                .trigger
+                .map(|trigger| spec.format_price(trigger.price))
+                .unwrap_or_default(),
+            trigger_condition: conditions
+                .trigger
+                .map(|trigger| trigger.condition.wire_name().to_string())
+                .unwrap_or_default(),
+            oco_group: conditions.oco_group.clone().unwrap_or_default(),
+            expires_at_ms: conditions.expires_at_ms.unwrap_or(0),
+            without_conditions: conditions.signed_without_conditions,
         }
     }
 

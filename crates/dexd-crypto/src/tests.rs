@@ -4,7 +4,7 @@ use alloy_primitives::keccak256;
 
 use dexd_core::Address;
 
-use crate::eip712::{text_word, DOMAIN_TYPE, EIP712_DOMAIN_MEMBERS};
+use crate::eip712::{text_word, DOMAIN_TYPE, EIP712_DOMAIN_MEMBERS, ORDER_TYPE_WITHOUT_CONDITIONS};
 use crate::*;
 
 /// The key of the EIP-712 specification's example: keccak256("cow").
@@ -92,6 +92,11 @@ fn the_order_digest_encoded_in_place_is_the_typed_message_digest() {
         client_order_id: "bot-7".into(),
         nonce: [0x34; 32],
         expiry_ms: 1_800_000_000_123,
+        trigger_price: String::new(),
+        trigger_condition: String::new(),
+        oco_group: String::new(),
+        expires_at_ms: 0,
+        without_conditions: false,
     };
     let market = OrderMessage {
         order_type: "market".into(),
@@ -100,11 +105,26 @@ fn the_order_digest_encoded_in_place_is_the_typed_message_digest() {
         client_order_id: String::new(),
         ..limit.clone()
     };
-    for message in [limit, market] {
+    let stop = OrderMessage {
+        trigger_price: "2400".into(),
+        trigger_condition: "below".into(),
+        oco_group: "exit-7".into(),
+        expires_at_ms: 1_800_000_100_000,
+        ..limit.clone()
+    };
+    let journaled_before_conditions = OrderMessage {
+        without_conditions: true,
+        ..limit.clone()
+    };
+    assert_ne!(
+        domain.order_digest(&limit),
+        domain.order_digest(&journaled_before_conditions)
+    );
+    for message in [limit, market, stop, journaled_before_conditions] {
         assert_eq!(domain.order_digest(&message), domain.digest(&message.typed()));
     }
     for text in [
-        "limit", "market", "buy", "sell", "GTC", "IOC", "FOK", "", "ETH/USDC", "limit ",
+        "limit", "market", "buy", "sell", "GTC", "IOC", "FOK", "above", "below", "", "ETH/USDC", "limit ",
     ] {
         assert_eq!(text_word(text), keccak256(text.as_bytes()).0, "{text:?}");
     }
@@ -114,6 +134,12 @@ fn the_order_digest_encoded_in_place_is_the_typed_message_digest() {
 fn the_order_type_encodes_as_eip712_writes_it() {
     assert_eq!(
         ORDER_TYPE.encode_type(),
+        "Order(address account,string symbol,string orderType,string direction,string timeInForce,\
+         bool postOnly,string price,string amount,string clientOrderId,uint256 nonce,uint256 expiry,\
+         string triggerPrice,string triggerCondition,string ocoGroup,uint256 expiresAt)"
+    );
+    assert_eq!(
+        ORDER_TYPE_WITHOUT_CONDITIONS.encode_type(),
         "Order(address account,string symbol,string orderType,string direction,string timeInForce,\
          bool postOnly,string price,string amount,string clientOrderId,uint256 nonce,uint256 expiry)"
     );

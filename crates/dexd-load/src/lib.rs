@@ -618,6 +618,11 @@ fn crypto_limit_per_core(duration: Duration, derive_each: bool) -> f64 {
             client_order_id: String::new(),
             nonce: alloy_word(count),
             expiry_ms: 0,
+            trigger_price: String::new(),
+            trigger_condition: String::new(),
+            oco_group: String::new(),
+            expires_at_ms: 0,
+            without_conditions: false,
         };
         std::hint::black_box(key.sign_digest(domain.order_digest(&message)));
         count += 1;

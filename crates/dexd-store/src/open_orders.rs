@@ -126,7 +126,7 @@ impl OpenOrders {
             let Event::OrderUpdated(record) = event else {
                 continue;
             };
-            if record.status != OrderStatus::Open {
+            if !matches!(record.status, OrderStatus::Open | OrderStatus::Untriggered) {
                 self.remove(record);
             } else if !self.update_record(record) {
                 let placed = authorization
@@ -283,6 +283,7 @@ mod tests {
                     post_only: false,
                     price: Price::from_ticks(100),
                     quantity: Quantity::from_lots(10),
+                    conditions: Default::default(),
                 },
                 filled: Quantity::from_lots(0),
                 cost: Amount::from_units(0),

@@ -176,7 +176,7 @@ impl Projector {
                 signature,
             };
             match order.record.status {
-                OrderStatus::Open => opened.push(order),
+                OrderStatus::Open | OrderStatus::Untriggered => opened.push(order),
                 OrderStatus::Filled | OrderStatus::Cancelled => closed.push(order),
             }
         }

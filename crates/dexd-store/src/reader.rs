@@ -82,7 +82,8 @@ impl StoreReader {
         pair: Option<PairIndex>,
         request: PageRequest,
     ) -> Result<Page<StoredOrder>, StoreError> {
-        if status == OrderStatus::Open {
+        // Open and untriggered orders are both open, served from memory together.
+        if matches!(status, OrderStatus::Open | OrderStatus::Untriggered) {
             return Ok(self.open_orders.read().of_account(account, pair, request));
         }
         let window = SqlWindow::of(&request);

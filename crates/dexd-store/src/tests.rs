@@ -298,6 +298,7 @@ fn limit_order(account: Address, order_id: OrderId, direction: dexd_core::Direct
         post_only: false,
         price: dexd_core::Price::from_ticks(100_000),
         quantity: dexd_core::Quantity::from_lots(lots),
+        conditions: Default::default(),
     })
 }
 

@@ -1,6 +1,6 @@
 //! Whole-state checks of the engine: [`Engine::state_hash`], which two engines in the same
 //! state share (replay, snapshots and tests compare it), and [`Engine::check_invariants`], the
-//! slow audit of every invariant that tests and audits run. Neither changes anything.
+//! slow audit of every invariant (untriggered orders, groups and expiries included) that tests and audits run. Neither changes anything.
 
 use rustc_hash::FxHashMap;
 
@@ -83,6 +83,15 @@ impl Engine {
             hasher.update(state.last_price.map_or(0, Price::ticks).to_be_bytes());
             for record in state.book.orders_in_priority() {
                 hash_order(&mut hasher, record);
+            }
+            // Only when some wait, so that a state without conditional orders hashes as it did
+            // before they existed (the journals' published state hashes stay checkable).
+            if !state.triggers.is_empty() {
+                hasher.update(b"untriggered");
+                hasher.update((state.triggers.len() as u64).to_be_bytes());
+                for record in state.triggers.orders_by_sequence() {
+                    hash_order(&mut hasher, record);
+                }
             }
             for candle in state.candles.all() {
                 for value in [
@@ -172,6 +181,41 @@ impl Engine {
         if resting != self.order_locations.len() {
             return Err("the order index holds orders that no book does".to_string());
         }
+        let mut waiting = 0usize;
+        for (index, state) in self.pairs.iter().enumerate() {
+            state.triggers.check_structure()?;
+            for record in state.triggers.orders_by_sequence() {
+                waiting += 1;
+                let order_id = record.terms.order_id;
+                let share = self.oco_share(&state.spec, record);
+                if record.locked != share {
+                    return Err(format!(
+                        "untriggered order {order_id} locks {:?}, its share is {share:?}",
+                        record.locked
+                    ));
+                }
+                let met = record
+                    .terms
+                    .conditions
+                    .trigger
+                    .is_some_and(|trigger| state.last_price.is_some_and(|price| trigger.is_met_by(price)));
+                if record.status != OrderStatus::Untriggered || !record.filled.is_zero() || met {
+                    return Err(format!(
+                        "order {order_id} waits but is not untriggered, or its trigger is met"
+                    ));
+                }
+                if self.waiting_orders.get(&order_id).map(|pair| usize::from(pair.0)) != Some(index) {
+                    return Err(format!("order {order_id} missing from the waiting index"));
+                }
+                let asset = paid_asset(&state.spec, record.terms.direction);
+                *expected_locks.entry((record.terms.account, asset)).or_default() += record.locked.units();
+                *expected_counts.entry(record.terms.account).or_default() += 1;
+            }
+        }
+        if waiting != self.waiting_orders.len() {
+            return Err("the waiting index holds orders that no trigger book does".to_string());
+        }
+        self.check_groups_and_expiries()?;
         for (address, balances) in self.ledger.accounts_sorted() {
             for (index, balance) in balances.iter().enumerate() {
                 let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));
@@ -221,6 +265,7 @@ impl Engine {
         let with_client_ids = self
             .order_locations
             .keys()
+            .chain(self.waiting_orders.keys())
             .filter(|id| {
                 self.open_order(id)
                     .is_some_and(|record| record.terms.client_order_id.is_some())
@@ -228,6 +273,46 @@ impl Engine {
             .count();
         if client_ids != with_client_ids {
             return Err("client order ids disagree with the books".to_string());
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Each group holds one or two open orders of one account, pair and direction, at most one
+    /// of them without a trigger; the expiry index holds exactly the open orders that expire.
+    fn check_groups_and_expiries(&self) -> Result<(), String> {
+        for (group, members) in &self.oco_groups {
+            let records: Vec<&OrderRecord> = members.iter().filter_map(|member| self.open_order(member)).collect();
+            if records.len() != members.len() || records.is_empty() || records.len() > 2 {
+                return Err(format!(
+                    "group {group} holds orders that are not open, or none, or three"
+                ));
+            }
+            let first = &records[0].terms;
+            let alike = records.iter().all(|record| {
+                record.terms.account == first.account
+                    && record.terms.pair == first.pair
+                    && record.terms.direction == first.direction
+                    && record.terms.conditions.oco_group.as_ref() == Some(group)
+            });
+            let resting = records
+                .iter()
+                .filter(|record| record.terms.conditions.trigger.is_none())
+                .count();
+            if !alike || resting > 1 {
+                return Err(format!("group {group} mixes orders, or two of them rest"));
+            }
+        }
+        let expiring = self
+            .order_locations
+            .keys()
+            .chain(self.waiting_orders.keys())
+            .filter_map(|order_id| self.open_order(order_id))
+            .filter_map(|record| Some((record.terms.conditions.expires_at_ms?, record.terms.order_id)));
+        let expected: std::collections::BTreeSet<(u64, crate::money::OrderId)> = expiring.collect();
+        if expected != self.expiries {
+            return Err("the expiry index disagrees with the open orders".to_string());
         }
         Ok(())
     }
@@ -254,5 +339,18 @@ fn hash_order(hasher: &mut StateHasher, record: &OrderRecord) {
     }
     for value in [record.cost, record.fee, record.locked] {
         hasher.update(value.units().to_be_bytes());
+    }
+    let conditions = &record.terms.conditions;
+    if !conditions.is_empty() {
+        hasher.update(b"conditions");
+        match conditions.trigger {
+            None => hasher.update([0u8; 9]),
+            Some(trigger) => {
+                hasher.update([1 + trigger.condition as u8]);
+                hasher.update(trigger.price.ticks().to_be_bytes());
+            }
+        }
+        hasher.update_with_length(conditions.oco_group.as_deref().unwrap_or("").as_bytes());
+        hasher.update(conditions.expires_at_ms.unwrap_or(0).to_be_bytes());
     }
 }

@@ -7,7 +7,7 @@ use super::Engine;
 use crate::agents::AgentGrant;
 use crate::events::{Event, Rejection};
 use crate::money::{Address, OrderId, PairIndex, Quantity};
-use crate::order::{CancelReason, NewOrder};
+use crate::order::{CancelReason, NewOrder, OrderStatus};
 use crate::switches::CancelAllAfterSwitches;
 
 use super::matching::paid_asset;
@@ -50,12 +50,7 @@ impl Engine {
         orders.sort_unstable();
         self.touched_balances.clear();
         for (_, order_id) in orders {
-            let (pair, key) = self.order_locations[&order_id];
-            let pair_position = usize::from(pair.0);
-            let spec = self.pairs[pair_position].spec.clone();
-            let record = self.pairs[pair_position].book.remove(key);
-            let cancelled = self.close_resting_order(&spec, record, slot, reason, now_ms);
-            events.push(Event::OrderUpdated(cancelled));
+            self.cancel_open_order(order_id, reason, now_ms, events);
         }
         self.push_balance_events(events);
         Ok(())
@@ -74,28 +69,61 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        let (pair, key) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let old = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let pair = old.terms.pair;
         let pair_position = usize::from(pair.0);
-        let old = self.pairs[pair_position].book.get(key);
         if old.terms.account != account {
             return Err(Rejection::NotOwner);
         }
         if amount_from_remaining.is_some_and(|remaining| remaining != old.remaining()) {
             return Err(Rejection::OrderChanged);
         }
+        let (old_conditions, new_conditions) = (&old.terms.conditions, &replacement.conditions);
         let keeps_terms = replacement.account == account
             && replacement.pair == pair
             && replacement.direction == old.terms.direction
             && replacement.order_type == old.terms.order_type
             && replacement.time_in_force == old.terms.time_in_force
             && replacement.post_only == old.terms.post_only
-            && replacement.client_order_id == old.terms.client_order_id;
+            && replacement.client_order_id == old.terms.client_order_id
+            && new_conditions.trigger.map(|trigger| trigger.condition)
+                == old_conditions.trigger.map(|trigger| trigger.condition)
+            && new_conditions.oco_group == old_conditions.oco_group
+            && new_conditions.expires_at_ms == old_conditions.expires_at_ms;
         if !keeps_terms {
             return Err(Rejection::InvalidOrder(
-                "an amended order keeps the old one's pair, direction, type, time in force and client order id",
+                "an amended order keeps the old one's pair, direction, type, time in force, client order id, \
+                 trigger condition, group and expiry",
             ));
         }
-        let slot = self.pairs[pair_position].book.account_slot(key);
+        let grouped = old_conditions
+            .oco_group
+            .as_ref()
+            .and_then(|group| self.oco_groups.get(group))
+            .is_some_and(|members| members.contains(&order_id));
+        if grouped {
+            return Err(Rejection::OcoGroupInvalid(
+                "an order of a one-cancels-other group is not amended; cancel it and place another",
+            ));
+        }
+        let waiting = old.status == OrderStatus::Untriggered;
+        if waiting {
+            let last_price = self.pairs[pair_position].last_price;
+            let met = new_conditions
+                .trigger
+                .is_some_and(|trigger| last_price.is_some_and(|price| trigger.is_met_by(price)));
+            if met {
+                return Err(Rejection::TriggerAlreadyMet);
+            }
+        }
+        let location = self.order_locations.get(&order_id).map(|(_, key)| *key);
+        let slot = match location {
+            Some(key) => self.pairs[pair_position].book.account_slot(key),
+            None => self.pairs[pair_position]
+                .triggers
+                .slot(&order_id)
+                .expect("the order waits"),
+        };
         let spec = self.pairs[pair_position].spec.clone();
         let old_paid = paid_asset(&spec, old.terms.direction);
         let old_locked = old.locked;
@@ -107,7 +135,11 @@ impl Engine {
                 ids.remove(client_order_id);
             }
         }
-        let prepared = self.prepare_placement(&spec, &replacement, 1);
+        let prepared = if waiting {
+            self.prepare_waiting(&spec, &replacement, 1)
+        } else {
+            self.prepare_placement(&spec, &replacement, 1)
+        };
         let (taker_slot, required) = match prepared {
             Ok(prepared) => prepared,
             Err(rejection) => {
@@ -126,12 +158,34 @@ impl Engine {
         // Every check has passed: the old order leaves its book (its lock is released already),
         // then the replacement applies as a placement does.
         self.touched_balances.clear();
-        let mut record = self.pairs[pair_position].book.remove(key);
-        record.locked = crate::money::Amount::ZERO;
-        let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
+        let cancelled = match location {
+            Some(key) => {
+                let mut record = self.pairs[pair_position].book.remove(key);
+                record.locked = crate::money::Amount::ZERO;
+                self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms)
+            }
+            None => {
+                let (mut record, _) = self.pairs[pair_position]
+                    .triggers
+                    .remove(&order_id)
+                    .expect("the order waits");
+                self.waiting_orders.remove(&order_id);
+                record.locked = crate::money::Amount::ZERO;
+                self.forget_open_order(&spec, &record, slot);
+                record.status = OrderStatus::Cancelled;
+                record.cancel_reason = Some(CancelReason::Requested);
+                record.updated_at_ms = now_ms;
+                record
+            }
+        };
         events.push(Event::OrderUpdated(cancelled));
         self.touch_balance(slot, old_paid);
-        self.apply_placement(&spec, replacement, taker_slot, required, now_ms, events);
+        if waiting {
+            self.apply_waiting(&spec, replacement, taker_slot, required, now_ms, events);
+        } else {
+            let printed = self.apply_placement(&spec, replacement, taker_slot, required, now_ms, now_ms, events);
+            self.fire_met_triggers(pair, printed, now_ms, events);
+        }
         self.push_balance_events(events);
         Ok(())
     }

@@ -7,7 +7,7 @@ use super::{Engine, PlannedFill};
 use crate::events::{Event, Rejection, Trade};
 use crate::ledger::AccountSlot;
 use crate::market_data::Position;
-use crate::money::{Address, Amount, AssetIndex, OrderId, Price, Quantity};
+use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
 use crate::pair::PairSpec;
 
@@ -24,12 +24,80 @@ impl Engine {
             .ok_or(Rejection::UnknownPair)?
             .spec
             .clone();
-        let (taker_slot, required) = self.prepare_placement(&spec, &order, 0)?;
+        self.check_conditions(&order, now_ms)?;
+        if order.conditions.trigger.is_some() {
+            let (slot, share) = self.prepare_waiting(&spec, &order, 0)?;
+            self.touched_balances.clear();
+            self.apply_waiting(&spec, order, slot, share, now_ms, events);
+            self.push_balance_events(events);
+            return Ok(());
+        }
+        // A GTC limit joining a group whose other order waits shares that order's lock: what
+        // this one's lock covers is taken off the other's first (and put back on a refusal).
+        let borrowed = self.borrow_partner_lock(&spec, &order);
+        let (taker_slot, required) = match self.prepare_placement(&spec, &order, 0) {
+            Ok(prepared) => prepared,
+            Err(rejection) => {
+                if let Some((partner, slot, amount)) = borrowed {
+                    self.return_partner_lock(&spec, order.pair, (partner, slot, amount));
+                }
+                return Err(rejection);
+            }
+        };
         // Every check has passed: from here on the command applies whole.
         self.touched_balances.clear();
-        self.apply_placement(&spec, order, taker_slot, required, now_ms, events);
+        let pair = order.pair;
+        let grouped = order.conditions.oco_group.is_some();
+        let printed = self.apply_placement(&spec, order, taker_slot, required, now_ms, now_ms, events);
+        if grouped && printed.is_some() {
+            if let Some(partner) = borrowed.map(|(partner, _, _)| partner) {
+                if self.waiting_orders.contains_key(&partner) {
+                    self.cancel_open_order(partner, CancelReason::OneCancelsOther, now_ms, events);
+                }
+            }
+        }
+        self.fire_met_triggers(pair, printed, now_ms, events);
         self.push_balance_events(events);
         Ok(())
+    }
+
+    /// Takes off the waiting partner's share what `order`'s whole lock covers (see
+    /// `conditions`); returns the partner, its account's slot and the amount.
+    fn borrow_partner_lock(&mut self, spec: &PairSpec, order: &NewOrder) -> Option<(OrderId, AccountSlot, Amount)> {
+        let group = order.conditions.oco_group.as_ref()?;
+        let partner = *self.oco_groups.get(group)?.first()?;
+        let price = order.price?;
+        let whole = match order.direction {
+            Direction::Buy => spec.cost(price, order.quantity)?,
+            Direction::Sell => spec.base_amount(order.quantity),
+        };
+        let pair_position = usize::from(order.pair.0);
+        let triggers = &mut self.pairs[pair_position].triggers;
+        let slot = triggers.slot(&partner)?;
+        let record = triggers.get_mut(&partner)?;
+        let amount = record.locked.min(whole);
+        record.locked = record.locked.checked_sub(amount).expect("at most the lock");
+        self.ledger.unlock(slot, paid_asset(spec, order.direction), amount);
+        self.touch_balance(slot, paid_asset(spec, order.direction));
+        Some((partner, slot, amount))
+    }
+
+    /// Puts back what [`Engine::borrow_partner_lock`] took.
+    fn return_partner_lock(
+        &mut self,
+        spec: &PairSpec,
+        pair: PairIndex,
+        (partner, slot, amount): (OrderId, AccountSlot, Amount),
+    ) {
+        let record = self.pairs[usize::from(pair.0)]
+            .triggers
+            .get_mut(&partner)
+            .expect("the partner still waits");
+        record.locked = record.locked.checked_add(amount).expect("back to what it was");
+        let direction = record.terms.direction;
+        self.ledger
+            .lock(slot, paid_asset(spec, direction), amount)
+            .expect("invariant: what was just unlocked can be locked again");
     }
 
     /// Checks a new order, plans its match and locks what it pays; changes nothing but that
@@ -63,15 +131,18 @@ impl Engine {
     /// Applies a placement [`Engine::prepare_placement`] accepted (its plan still current):
     /// the self-trade cancels, the fills, the remainder rested or closed. Balance events are the
     /// caller's to push.
+    /// Returns the prices of its first and last trade, when it traded.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply_placement(
         &mut self,
         spec: &PairSpec,
         order: NewOrder,
         taker_slot: AccountSlot,
         required: Amount,
+        created_at_ms: u64,
         now_ms: u64,
         events: &mut Vec<Event>,
-    ) {
+    ) -> Option<(Price, Price)> {
         let pair_position = usize::from(order.pair.0);
         self.touch_balance(taker_slot, paid_asset(spec, order.direction));
         let sequence = self.next_order_sequence;
@@ -84,11 +155,23 @@ impl Engine {
             status: OrderStatus::Open,
             cancel_reason: None,
             locked: required,
-            created_at_ms: now_ms,
+            created_at_ms,
             updated_at_ms: now_ms,
             sequence,
         };
         let plan = std::mem::take(&mut self.plan);
+        let price_of = |engine: &Engine, fill: &PlannedFill| {
+            engine.pairs[pair_position]
+                .book
+                .get(fill.key)
+                .terms
+                .price
+                .expect("invariant: resting orders have prices")
+        };
+        let printed = match (plan.fills.first(), plan.fills.last()) {
+            (Some(first), Some(last)) => Some((price_of(self, first), price_of(self, last))),
+            _ => None,
+        };
         for key in &plan.self_trade_cancels {
             let record = self.pairs[pair_position].book.remove(*key);
             let cancelled =
@@ -104,10 +187,11 @@ impl Engine {
             !self.pairs[pair_position].book.is_crossed(),
             "invariant: the book is never crossed"
         );
+        printed
     }
 
     /// The checks that need no walk of the book.
-    fn check_terms(&self, spec: &PairSpec, order: &NewOrder) -> Result<(), Rejection> {
+    pub(super) fn check_terms(&self, spec: &PairSpec, order: &NewOrder) -> Result<(), Rejection> {
         match (order.order_type, order.price) {
             (OrderType::Limit, None) => return Err(Rejection::InvalidOrder("a limit order needs a price")),
             (OrderType::Market, Some(_)) => return Err(Rejection::InvalidOrder("a market order takes no price")),
@@ -125,7 +209,7 @@ impl Engine {
                 return Err(Rejection::BelowMinNotional);
             }
         }
-        if self.order_locations.contains_key(&order.order_id) {
+        if self.order_locations.contains_key(&order.order_id) || self.waiting_orders.contains_key(&order.order_id) {
             return Err(Rejection::DuplicateOrderId);
         }
         if let Some(client_order_id) = &order.client_order_id {
@@ -173,7 +257,7 @@ impl Engine {
             if open_after_cancels >= self.limits.max_open_orders_per_account {
                 return Err(Rejection::TooManyOpenOrders);
             }
-            let resting_after_cancels = self.order_locations.len().saturating_sub(replaced as usize);
+            let resting_after_cancels = self.held_order_count().saturating_sub(replaced as usize);
             if resting_after_cancels >= self.limits.max_resting_orders {
                 return Err(Rejection::BookFull);
             }
@@ -300,6 +384,11 @@ impl Engine {
         self.record_market_data(&trade, buyer, seller);
         events.push(Event::TradeExecuted(trade));
         let maker = self.pairs[pair_position].book.get(fill.key);
+        if maker.terms.conditions.oco_group.is_some() {
+            let maker = maker.clone();
+            self.cancel_partner_on_fill(&maker, now_ms, events);
+        }
+        let maker = self.pairs[pair_position].book.get(fill.key);
         if maker.remaining().is_zero() {
             let record = self.pairs[pair_position].book.remove(fill.key);
             let filled = self.close_resting_order(spec, record, fill.maker_slot, CancelReason::Requested, now_ms);
@@ -389,6 +478,18 @@ impl Engine {
                 .or_default()
                 .insert(client_order_id.clone(), record.terms.order_id);
         }
+        let conditions = &record.terms.conditions;
+        if let Some(expires_at_ms) = conditions.expires_at_ms {
+            self.expiries.insert((expires_at_ms, record.terms.order_id));
+        }
+        if let Some(group) = &conditions.oco_group {
+            // A fired trigger order is no longer its group's: its partner was cancelled.
+            if record.status == OrderStatus::Untriggered || conditions.trigger.is_none() {
+                let members = self.oco_groups.entry(group.clone()).or_default();
+                members.push(record.terms.order_id);
+                assert!(members.len() <= 2, "invariant: a group holds at most two open orders");
+            }
+        }
     }
 
     /// Forgets an order that left its book: filled when nothing remains, else cancelled for
@@ -413,21 +514,7 @@ impl Engine {
             record.cancel_reason = Some(reason);
         }
         self.order_locations.remove(&record.terms.order_id);
-        let open = &mut self.open_orders_by_slot[slot.index()];
-        let position = open
-            .iter()
-            .position(|order_id| *order_id == record.terms.order_id)
-            .expect("invariant: a resting order is in its account's open orders");
-        open.swap_remove(position);
-        if let Some(client_order_id) = &record.terms.client_order_id {
-            let account = record.terms.account;
-            if let Some(ids) = self.client_order_ids.get_mut(&account) {
-                ids.remove(client_order_id);
-                if ids.is_empty() {
-                    self.client_order_ids.remove(&account);
-                }
-            }
-        }
+        self.forget_open_order(spec, &record, slot);
         record
     }
 
@@ -438,18 +525,12 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        let (pair, key) = *self.order_locations.get(&order_id).ok_or(Rejection::OrderNotFound)?;
-        let pair_position = usize::from(pair.0);
-        let book = &self.pairs[pair_position].book;
-        if book.get(key).terms.account != account {
+        let record = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
+        if record.terms.account != account {
             return Err(Rejection::NotOwner);
         }
-        let slot = book.account_slot(key);
-        let spec = self.pairs[pair_position].spec.clone();
         self.touched_balances.clear();
-        let record = self.pairs[pair_position].book.remove(key);
-        let cancelled = self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms);
-        events.push(Event::OrderUpdated(cancelled));
+        self.cancel_open_order(order_id, CancelReason::Requested, now_ms, events);
         self.push_balance_events(events);
         Ok(())
     }

@@ -104,10 +104,20 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    /// An open order by id.
+    /// An open order by id: resting in a book, or waiting for its trigger.
     pub fn open_order(&self, order_id: &OrderId) -> Option<&OrderRecord> {
-        let (pair, slot) = self.order_locations.get(order_id)?;
-        Some(self.pairs[usize::from(pair.0)].book.get(*slot))
+        match self.order_locations.get(order_id) {
+            Some((pair, slot)) => Some(self.pairs[usize::from(pair.0)].book.get(*slot)),
+            None => {
+                let pair = self.waiting_orders.get(order_id)?;
+                self.pairs[usize::from(pair.0)].triggers.get(order_id)
+            }
+        }
+    }
+
+    /// How many orders wait for their trigger on all pairs.
+    pub fn untriggered_order_count(&self) -> usize {
+        self.waiting_orders.len()
     }
 
     /// How many open orders an account has.

@@ -6,8 +6,6 @@
 //!
 //! Pure data in, pure data out: encoding it to bytes and checking it is the caller's business.
 
-use rustc_hash::FxHashMap;
-
 use super::{Engine, EngineConfig, PairState};
 use crate::agents::{AgentGrant, AgentRegistry};
 use crate::configuration::ChainConfiguration;
@@ -15,7 +13,7 @@ use crate::custody::{Custody, CustodyState};
 use crate::ledger::{Balance, Ledger};
 use crate::liabilities::LiabilityToken;
 use crate::market_data::{Candle, CandleSeries, Position};
-use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price};
+use crate::money::{Address, Amount, AssetIndex, PairIndex, Price};
 use crate::nonces::{LiveClaim, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
@@ -27,7 +25,8 @@ pub struct PairSnapshot {
     pub book_sequence: u64,
     /// The price of the last trade.
     pub last_price: Option<Price>,
-    /// The resting orders: bids then asks, each best price first, oldest first in a level.
+    /// The open orders: the resting ones, bids then asks, each best price first, oldest first
+    /// in a level; then the untriggered ones, oldest first.
     pub orders: Vec<OrderRecord>,
     /// The candle series of each interval, oldest first.
     pub candles: [Vec<Candle>; 8],
@@ -106,7 +105,13 @@ impl Engine {
                 .map(|state| PairSnapshot {
                     book_sequence: state.book.sequence(),
                     last_price: state.last_price,
-                    orders: state.book.orders_in_priority().into_iter().cloned().collect(),
+                    orders: state
+                        .book
+                        .orders_in_priority()
+                        .into_iter()
+                        .chain(state.triggers.orders_by_sequence())
+                        .cloned()
+                        .collect(),
                     candles: state.candles.series(),
                 })
                 .collect(),
@@ -205,9 +210,8 @@ impl Engine {
             engine.switches.set(*account, Some(*trigger_at_ms));
         }
         engine.restore_positions(&state.positions)?;
-        let mut client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>> = FxHashMap::default();
         for (index, snapshot) in state.pairs.iter().enumerate() {
-            engine.restore_book(index, orders_of_pair(index), &mut client_order_ids)?;
+            engine.restore_book(index, orders_of_pair(index))?;
             let state: &mut PairState = &mut engine.pairs[index];
             state.book.restore_sequence(snapshot.book_sequence);
             state.last_price = snapshot.last_price;
@@ -219,7 +223,6 @@ impl Engine {
                 return Err(inconsistent(format!("the book of pair {index} is malformed")));
             }
         }
-        engine.client_order_ids = client_order_ids;
         engine.description = state
             .configuration
             .as_ref()
@@ -245,13 +248,12 @@ impl Engine {
         Ok(())
     }
 
-    /// The resting orders of pair `index` into its book, with their accounts' open-order counts,
-    /// their locations and their client order ids.
+    /// The open orders of pair `index` into its book and its trigger book, with their accounts'
+    /// open-order lists, their locations, client order ids, expiries and groups.
     fn restore_book(
         &mut self,
         index: usize,
         orders: impl Iterator<Item = Result<OrderRecord, String>>,
-        client_order_ids: &mut FxHashMap<Address, FxHashMap<String, OrderId>>,
     ) -> Result<(), RestoreError> {
         let inconsistent = |message: String| RestoreError::Inconsistent(message);
         let pair = PairIndex(u16::try_from(index).expect("pair count fits u16"));
@@ -264,31 +266,31 @@ impl Engine {
         self.order_locations.reserve(restoring);
         for record in orders {
             let record = record.map_err(|error| inconsistent(format!("a resting order of pair {index}: {error}")))?;
-            if record.terms.pair != pair || record.status != OrderStatus::Open || record.terms.price.is_none() {
-                return Err(inconsistent(format!(
-                    "order {} cannot rest in pair {index}",
-                    record.terms.order_id
-                )));
+            let order_id = record.terms.order_id;
+            let waits = record.status == OrderStatus::Untriggered && record.terms.conditions.trigger.is_some();
+            let rests = record.status == OrderStatus::Open && record.terms.price.is_some();
+            if record.terms.pair != pair || !(waits || rests) {
+                return Err(inconsistent(format!("order {order_id} cannot be open in pair {index}")));
             }
             let slot = self
                 .ledger
                 .slot(&record.terms.account)
-                .ok_or_else(|| inconsistent(format!("order {} of an unknown account", record.terms.order_id)))?;
-            let slot_index = slot.index();
-            if self.open_orders_by_slot.len() <= slot_index {
-                self.open_orders_by_slot.resize_with(slot_index + 1, Vec::new);
+                .ok_or_else(|| inconsistent(format!("order {order_id} of an unknown account")))?;
+            if self.order_locations.contains_key(&order_id) || self.waiting_orders.contains_key(&order_id) {
+                return Err(inconsistent(format!("order {order_id} is open twice")));
             }
-            self.open_orders_by_slot[slot_index].push(record.terms.order_id);
-            if let Some(client_order_id) = &record.terms.client_order_id {
-                client_order_ids
-                    .entry(record.terms.account)
-                    .or_default()
-                    .insert(client_order_id.clone(), record.terms.order_id);
+            if let Some(group) = &record.terms.conditions.oco_group {
+                if self.oco_groups.get(group).is_some_and(|members| members.len() >= 2) {
+                    return Err(inconsistent(format!("order {order_id} would be a group's third")));
+                }
             }
-            let order_id = record.terms.order_id;
-            let key = self.pairs[index].book.insert(record, slot);
-            if self.order_locations.insert(order_id, (pair, key)).is_some() {
-                return Err(inconsistent(format!("order {order_id} rests twice")));
+            self.register_open_order(&record, slot);
+            if waits {
+                self.waiting_orders.insert(order_id, pair);
+                self.pairs[index].triggers.insert(record, slot);
+            } else {
+                let key = self.pairs[index].book.insert(record, slot);
+                self.order_locations.insert(order_id, (pair, key));
             }
         }
         Ok(())

@@ -16,8 +16,8 @@ pub use self::liabilities::{decode_root_record, encode_root_record};
 
 use dexd_core::{
     Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, Command, Direction, NewOrder,
-    OrderId, OrderRecord, OrderStatus, OrderType, PairIndex, Price, Quantity, TimeInForce, Trade, Transfer,
-    TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
+    OrderConditions, OrderId, OrderRecord, OrderStatus, OrderType, PairIndex, Price, Quantity, TimeInForce, Trade,
+    Transfer, TransferKind, TransferRequest, TransferStatus, Trigger, TriggerCondition, VaultWithdrawal, WithdrawalKey,
 };
 
 /// The version byte written first in every encoded value.
@@ -181,6 +181,13 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The bit of an order's flags byte that says it is post-only.
+const POST_ONLY_FLAG: u8 = 1;
+/// The bit that says its conditions (trigger, group, expiry) follow: set on every order placed
+/// since contract version 4, clear on one journaled before (whose account signed the `Order`
+/// type without them), which is written exactly as it was.
+const CONDITIONS_FLAG: u8 = 2;
+
 pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.bytes(order.order_id.as_bytes());
     writer.text(order.client_order_id.as_deref());
@@ -189,32 +196,80 @@ pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.u8(order.order_type as u8);
     writer.u8(order.direction as u8);
     writer.u8(order.time_in_force as u8);
-    writer.u8(u8::from(order.post_only));
+    let conditions = &order.conditions;
+    let with_conditions = !conditions.signed_without_conditions;
+    let flags = u8::from(order.post_only) * POST_ONLY_FLAG + u8::from(with_conditions) * CONDITIONS_FLAG;
+    writer.u8(flags);
     writer.u64(order.price.map_or(0, Price::ticks));
     writer.u64(order.quantity.lots());
+    if with_conditions {
+        writer.optional(conditions.trigger, |writer, trigger| {
+            writer.u8(trigger.condition as u8);
+            writer.u64(trigger.price.ticks());
+        });
+        writer.text(conditions.oco_group.as_deref());
+        writer.optional(conditions.expires_at_ms, |writer, expires_at_ms| {
+            writer.u64(expires_at_ms)
+        });
+    }
 }
 
 pub(crate) fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError> {
+    let order_id = OrderId::from_bytes(reader.array()?);
+    let client_order_id = reader.text()?;
+    let account = Address::from_bytes(reader.array()?);
+    let pair = PairIndex(reader.u16()?);
+    let order_type = match reader.u8()? {
+        0 => OrderType::Limit,
+        1 => OrderType::Market,
+        _ => return Err(CodecError("bad order type")),
+    };
+    let direction = direction(reader.u8()?)?;
+    let time_in_force = match reader.u8()? {
+        0 => TimeInForce::GoodTillCancelled,
+        1 => TimeInForce::ImmediateOrCancel,
+        2 => TimeInForce::FillOrKill,
+        _ => return Err(CodecError("bad time in force")),
+    };
+    let flags = reader.u8()?;
+    if flags > POST_ONLY_FLAG + CONDITIONS_FLAG {
+        return Err(CodecError("bad order flags"));
+    }
+    let price = Price::from_ticks(reader.u64()?);
+    let quantity = Quantity::from_lots(reader.u64()?);
+    let conditions = if flags & CONDITIONS_FLAG == 0 {
+        OrderConditions {
+            signed_without_conditions: true,
+            ..OrderConditions::default()
+        }
+    } else {
+        OrderConditions {
+            trigger: reader.optional(|reader| {
+                let condition = match reader.u8()? {
+                    0 => TriggerCondition::Above,
+                    1 => TriggerCondition::Below,
+                    _ => return Err(CodecError("bad trigger condition")),
+                };
+                let price = Price::from_ticks(reader.u64()?).ok_or(CodecError("a zero trigger price"))?;
+                Ok(Trigger { price, condition })
+            })?,
+            oco_group: reader.text()?,
+            expires_at_ms: reader.optional(|reader| reader.u64())?,
+            signed_without_conditions: false,
+        }
+    };
     Ok(NewOrder {
-        order_id: OrderId::from_bytes(reader.array()?),
-        client_order_id: reader.text()?,
-        account: Address::from_bytes(reader.array()?),
-        pair: PairIndex(reader.u16()?),
-        order_type: match reader.u8()? {
-            0 => OrderType::Limit,
-            1 => OrderType::Market,
-            _ => return Err(CodecError("bad order type")),
-        },
-        direction: direction(reader.u8()?)?,
-        time_in_force: match reader.u8()? {
-            0 => TimeInForce::GoodTillCancelled,
-            1 => TimeInForce::ImmediateOrCancel,
-            2 => TimeInForce::FillOrKill,
-            _ => return Err(CodecError("bad time in force")),
-        },
-        post_only: reader.u8()? == 1,
-        price: Price::from_ticks(reader.u64()?),
-        quantity: Quantity::from_lots(reader.u64()?),
+        order_id,
+        client_order_id,
+        account,
+        pair,
+        order_type,
+        direction,
+        time_in_force,
+        post_only: flags & POST_ONLY_FLAG != 0,
+        price,
+        quantity,
+        conditions,
     })
 }
 
@@ -342,6 +397,10 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         Command::RecordLiabilityRoot(_) | Command::SettleLiabilityRoot { .. } | Command::RecordVaultFreeze(_) => {
             liabilities::put_root_command(writer, command)
         }
+        Command::ExpireOrder { order_id } => {
+            writer.u8(EXPIRE_ORDER_TAG);
+            writer.bytes(order_id.as_bytes());
+        }
         Command::Configure(configuration) => {
             writer.u8(configuration::CONFIGURE_TAG);
             configuration::put_configuration(writer, configuration);
@@ -417,10 +476,16 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             liabilities::get_root_command(tag, reader)?
         }
         CREDIT_DEPOSIT_TAG => Command::CreditChainDeposit(get_chain_deposit(reader, true)?),
+        EXPIRE_ORDER_TAG => Command::ExpireOrder {
+            order_id: OrderId::from_bytes(reader.array()?),
+        },
         _ => return Err(CodecError("bad command tag")),
     };
     Ok(command)
 }
+
+/// The tag of `Command::ExpireOrder`.
+const EXPIRE_ORDER_TAG: u8 = 29;
 
 /// The tag of `Command::CancelOrder` with the pair the account named (tag 1, still written for
 /// a cancel without one, has none).
@@ -519,6 +584,7 @@ pub(crate) fn get_order(reader: &mut Reader) -> Result<OrderRecord, CodecError> 
             0 => OrderStatus::Open,
             1 => OrderStatus::Filled,
             2 => OrderStatus::Cancelled,
+            3 => OrderStatus::Untriggered,
             _ => return Err(CodecError("bad status")),
         },
         cancel_reason: match reader.u8()? {
@@ -527,6 +593,8 @@ pub(crate) fn get_order(reader: &mut Reader) -> Result<OrderRecord, CodecError> 
             2 => Some(CancelReason::SelfTradePrevention),
             3 => Some(CancelReason::UnfilledRemainder),
             4 => Some(CancelReason::Switch),
+            5 => Some(CancelReason::OneCancelsOther),
+            6 => Some(CancelReason::Expired),
             _ => return Err(CodecError("bad cancel reason")),
         },
         locked: Amount::from_units(reader.u128()?),

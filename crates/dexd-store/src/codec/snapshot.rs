@@ -404,6 +404,7 @@ pub(crate) mod tests {
                     post_only: false,
                     price: Price::from_ticks(90_000 + order * 10),
                     quantity: Quantity::from_lots(1_000 * (1 + order)),
+                    conditions: Default::default(),
                 });
                 engine.execute(place, 2, &mut events).unwrap();
             }

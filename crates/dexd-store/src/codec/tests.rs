@@ -15,6 +15,7 @@ fn sample_order() -> NewOrder {
         post_only: true,
         price: Price::from_ticks(250_000),
         quantity: Quantity::from_lots(15),
+        conditions: Default::default(),
     }
 }
 

@@ -212,6 +212,7 @@ mod tests {
             post_only: true,
             price: Price::from_ticks(42),
             quantity: Quantity::from_lots(7),
+            conditions: Default::default(),
         };
         let commands = [
             Command::CancelAll { account, pair: None },

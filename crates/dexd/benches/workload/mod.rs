@@ -45,6 +45,7 @@ pub fn limit_order(order_id: OrderId, account: Address, direction: Direction, pr
         post_only: false,
         price: Price::from_ticks(price_ticks),
         quantity: Quantity::from_lots(lots),
+        conditions: Default::default(),
     })
 }
 

@@ -199,8 +199,25 @@ impl ApiError {
             Rejection::AgentNotFound => {
                 ApiError::not_found("AGENT_NOT_FOUND", "the account has no such agent").on("agent")
             }
-            // The venue's timer raced a new setting of the switch; nothing to tell a client.
-            Rejection::SwitchNotDue => ApiError::internal(),
+            // The venue's timer raced a new setting of the switch or a cancel; nothing to tell a
+            // client.
+            Rejection::SwitchNotDue | Rejection::ExpiryNotDue => ApiError::internal(),
+            Rejection::TriggerAlreadyMet => unprocessable(
+                "TRIGGER_ALREADY_MET",
+                "the pair's last trade price already meets the trigger; nothing was stored",
+            )
+            .on("triggerPrice"),
+            Rejection::ExpiryTooSoon => unprocessable(
+                "EXPIRY_TOO_SOON",
+                format!(
+                    "expiresAt must be at least {} ms after now; nothing was stored",
+                    dexd_core::MIN_EXPIRY_AHEAD_MS
+                ),
+            )
+            .on("expiresAt"),
+            Rejection::OcoGroupInvalid(why) => {
+                unprocessable("OCO_GROUP_INVALID", format!("{why}; nothing was stored")).on("ocoGroup")
+            }
             // Only custody journals roots; no client request leads here.
             // Commands of the chain and the venue, never a client's.
             Rejection::RootOutOfOrder | Rejection::ConfigurationRefused => ApiError::internal(),

@@ -151,6 +151,7 @@ pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
                 "triggerAt": trigger_at_ms,
             })
         }
+        Command::ExpireOrder { order_id } => json!({"type": "expireOrder", "orderId": order_id.to_string()}),
         Command::FireCancelAllAfter { account, trigger_at_ms } => json!({
             "type": "fireCancelAllAfter",
             "account": checksummed(account),
@@ -185,10 +186,18 @@ fn order_fields(order: &NewOrder, messages: &RequestMessages) -> Map<String, Val
         "price": order.price.map(|_| message.price.clone()),
         "amount": message.amount,
     });
-    match fields {
-        Value::Object(map) => map,
-        _ => unreachable!("an object"),
+    let Value::Object(mut fields) = fields else {
+        unreachable!("an object")
+    };
+    // An order journaled before the conditions existed renders as it did then.
+    if !message.without_conditions {
+        let or_null = |text: &str| (!text.is_empty()).then(|| text.to_string());
+        fields.insert("triggerPrice".into(), json!(or_null(&message.trigger_price)));
+        fields.insert("triggerCondition".into(), json!(or_null(&message.trigger_condition)));
+        fields.insert("ocoGroup".into(), json!(or_null(&message.oco_group)));
+        fields.insert("expiresAt".into(), json!(order.conditions.expires_at_ms));
     }
+    fields
 }
 
 fn transfer(kind: &str, request: &TransferRequest, messages: &RequestMessages) -> Value {

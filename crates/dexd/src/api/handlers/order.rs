@@ -176,6 +176,7 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
         post_only,
         price,
         quantity,
+        conditions: Default::default(),
     })
 }
 

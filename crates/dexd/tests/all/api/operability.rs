@@ -56,6 +56,7 @@ fn write_journal(data_dir: &Path, orders: u64) {
             post_only: false,
             price: Price::from_ticks(250_000 + number % 1_000),
             quantity: Quantity::from_lots(10),
+            conditions: Default::default(),
         })
     }));
     let mut sequence = 0u64;

@@ -46,6 +46,7 @@ fn order(byte: u8, id: u8, direction: Direction, price: &str, amount: &str, venu
         quantity: spec
             .quantity_from_decimal(dexd_core::Decimal::parse(amount).unwrap())
             .unwrap(),
+        conditions: Default::default(),
     })
 }
 

@@ -140,6 +140,7 @@ impl Traffic {
             post_only: false,
             price: Some(spec.price_from_decimal(Decimal::parse(&price).unwrap()).unwrap()),
             quantity: spec.quantity_from_decimal(Decimal::parse(&amount).unwrap()).unwrap(),
+            conditions: Default::default(),
         });
         (command, authorization(number))
     }

@@ -243,6 +243,7 @@ impl<'w> Venue<'w> {
                 post_only: false,
                 price: Some(price),
                 quantity,
+                conditions: Default::default(),
             }));
         }
         // What did not fill is cancelled, so that balances are free to withdraw and exit.

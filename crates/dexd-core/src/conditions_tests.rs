@@ -1,0 +1,477 @@
+//! Scenario tests of conditional orders: triggers firing in the matching that meets them (and
+//! the cascade), one-cancels-other groups and their shared lock, expiry, and the hostile inputs
+//! each refuses with nothing changed. Every command runs through `execute_checked`, so every
+//! invariant (the groups' shares included) is checked after each.
+
+use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::events::{Event, Rejection};
+use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Quantity};
+use crate::order::{
+    CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger,
+    TriggerCondition,
+};
+use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::transfer::TransferRequest;
+
+const PAIR: PairIndex = PairIndex(0);
+const ALICE: Address = Address::from_bytes([0xa1; 20]);
+const BOB: Address = Address::from_bytes([0xb0; 20]);
+const CAROL: Address = Address::from_bytes([0xc0; 20]);
+const FEES: Address = Address::from_bytes([0xfe; 20]);
+const USDC_UNIT: u128 = 1_000_000;
+const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
+
+pub(crate) struct Market {
+    pub(crate) engine: Engine,
+    next_id: u32,
+    pub(crate) time_ms: u64,
+}
+
+impl Market {
+    pub(crate) fn new() -> Market {
+        let engine = Engine::new(EngineConfig {
+            assets: eth_and_usdc(),
+            pairs: vec![eth_usdc_definition()],
+            fee_account: FEES,
+            custody: crate::custody::CustodyMode::Ledger,
+            limits: EngineLimits::default(),
+        })
+        .unwrap();
+        let mut market = Market {
+            engine,
+            next_id: 0,
+            time_ms: 1_000_000,
+        };
+        for account in [ALICE, BOB, CAROL] {
+            market.deposit(account, ETH, 100 * ETH_UNIT);
+            market.deposit(account, USDC, 1_000_000 * USDC_UNIT);
+        }
+        market
+    }
+
+    pub(crate) fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
+        self.time_ms += 1;
+        execute_checked(&mut self.engine, command, self.time_ms)
+    }
+
+    fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {
+        self.run(Command::Deposit(TransferRequest {
+            transfer_id: [0; 32],
+            account,
+            asset,
+            amount: Amount::from_units(units),
+        }))
+        .unwrap();
+    }
+
+    pub(crate) fn order(
+        &mut self,
+        account: Address,
+        direction: Direction,
+        price: Option<&str>,
+        amount: &str,
+    ) -> NewOrder {
+        self.next_id += 1;
+        let spec = self.engine.pair_spec(PAIR).unwrap();
+        let mut id = [0u8; 32];
+        id[..4].copy_from_slice(&self.next_id.to_be_bytes());
+        NewOrder {
+            order_id: OrderId::from_bytes(id),
+            client_order_id: None,
+            account,
+            pair: PAIR,
+            order_type: if price.is_some() {
+                OrderType::Limit
+            } else {
+                OrderType::Market
+            },
+            direction,
+            time_in_force: TimeInForce::GoodTillCancelled,
+            post_only: false,
+            price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
+            quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
+            conditions: OrderConditions::default(),
+        }
+    }
+
+    pub(crate) fn trigger(&self, price: &str, condition: TriggerCondition) -> Option<Trigger> {
+        let spec = self.engine.pair_spec(PAIR).unwrap();
+        Some(Trigger {
+            price: spec.price_from_decimal(decimal(price)).unwrap(),
+            condition,
+        })
+    }
+
+    fn place(&mut self, order: NewOrder) -> Result<Vec<Event>, Rejection> {
+        self.run(Command::PlaceOrder(order))
+    }
+
+    /// Prints a trade at `price` between Carol (resting) and Bob.
+    pub(crate) fn print(&mut self, price: &str) -> Vec<Event> {
+        let resting = self.order(CAROL, Direction::Sell, Some(price), "0.01");
+        self.place(resting).unwrap();
+        let taking = self.order(BOB, Direction::Buy, Some(price), "0.01");
+        self.place(taking).unwrap()
+    }
+
+    fn open(&self, order: &NewOrder) -> Option<OrderRecord> {
+        self.engine.open_order(&order.order_id).cloned()
+    }
+}
+
+fn updates_of(events: &[Event], order_id: OrderId) -> Vec<OrderRecord> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::OrderUpdated(record) if record.terms.order_id == order_id => Some(record.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn fired_order(events: &[Event]) -> Vec<OrderId> {
+    let mut seen = Vec::new();
+    for event in events {
+        if let Event::TradeExecuted(trade) = event {
+            if !seen.contains(&trade.taker_order_id) {
+                seen.push(trade.taker_order_id);
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_stop_waits_locked_and_fires_in_the_matching_that_prints_its_price() {
+    let mut market = Market::new();
+    market.print("2500");
+    let before = market.engine.balance(&ALICE, ETH);
+    let mut stop = market.order(ALICE, Direction::Sell, None, "1");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    let events = market.place(stop.clone()).unwrap();
+    let waiting = &updates_of(&events, stop.order_id)[0];
+    assert_eq!(waiting.status, OrderStatus::Untriggered);
+    assert_eq!(waiting.locked, Amount::from_units(ETH_UNIT));
+    assert_eq!(
+        market.engine.balance(&ALICE, ETH).locked,
+        before.locked.checked_add(Amount::from_units(ETH_UNIT)).unwrap()
+    );
+    assert_eq!(market.engine.open_order_count(&ALICE), 1);
+    // A bid for it to sell into, above the trigger: nothing fires at 2450.
+    let bid = market.order(BOB, Direction::Buy, Some("2390"), "2");
+    market.place(bid.clone()).unwrap();
+    market.print("2450");
+    assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Untriggered);
+    // A trade at 2400 meets it: it sells into Bob's bid in the same command.
+    let events = market.print("2400");
+    let updates = updates_of(&events, stop.order_id);
+    let last = updates.last().unwrap();
+    assert_eq!(last.status, OrderStatus::Filled);
+    assert_eq!(last.filled, Quantity::from_lots(10_000));
+    assert!(market.open(&stop).is_none());
+    assert_eq!(
+        market.engine.open_order(&bid.order_id).unwrap().filled,
+        Quantity::from_lots(10_000)
+    );
+}
+
+#[test]
+fn a_trigger_already_met_or_malformed_is_refused_and_changes_nothing() {
+    let mut market = Market::new();
+    // With no trade yet, no trigger is met.
+    let mut early = market.order(ALICE, Direction::Sell, Some("2000"), "1");
+    early.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    market.place(early).unwrap();
+    market.print("2500");
+    let mut met = market.order(ALICE, Direction::Sell, None, "1");
+    met.conditions.trigger = market.trigger("2500", TriggerCondition::Below);
+    assert_eq!(market.place(met), Err(Rejection::TriggerAlreadyMet));
+    let mut above_met = market.order(ALICE, Direction::Buy, Some("2600"), "1");
+    above_met.conditions.trigger = market.trigger("2499.99", TriggerCondition::Above);
+    assert_eq!(market.place(above_met), Err(Rejection::TriggerAlreadyMet));
+    let mut market_buy = market.order(ALICE, Direction::Buy, None, "1");
+    market_buy.conditions.trigger = market.trigger("2600", TriggerCondition::Above);
+    assert!(matches!(market.place(market_buy), Err(Rejection::InvalidOrder(_))));
+    let mut post_only = market.order(ALICE, Direction::Sell, Some("2300"), "1");
+    post_only.post_only = true;
+    post_only.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    assert!(matches!(market.place(post_only), Err(Rejection::InvalidOrder(_))));
+    let mut too_much = market.order(ALICE, Direction::Sell, None, "1000");
+    too_much.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    assert_eq!(market.place(too_much), Err(Rejection::InsufficientBalance));
+}
+
+#[test]
+fn a_cascade_fires_in_trigger_price_order_and_never_twice() {
+    let mut market = Market::new();
+    market.print("2500");
+    // Bids at 2390, 2380, 2370 for the stops to sell into.
+    for price in ["2390", "2380", "2370"] {
+        let bid = market.order(BOB, Direction::Buy, Some(price), "1");
+        market.place(bid).unwrap();
+    }
+    // Three stops: 2395 fires on a trade at 2395; its sale prints at 2390, which meets 2390;
+    // that one prints at 2390 and 2380, which meets 2385. Placed out of price order.
+    let mut stops = Vec::new();
+    for trigger in ["2385", "2395", "2390"] {
+        let mut stop = market.order(ALICE, Direction::Sell, None, "1");
+        stop.conditions.trigger = market.trigger(trigger, TriggerCondition::Below);
+        market.place(stop.clone()).unwrap();
+        stops.push(stop.order_id);
+    }
+    let events = market.print("2395");
+    let takers = fired_order(&events);
+    // The print itself, then 2395, 2390, 2385.
+    assert_eq!(takers[1..], [stops[1], stops[2], stops[0]]);
+    assert_eq!(market.engine.untriggered_order_count(), 0);
+}
+
+#[test]
+fn a_trigger_placed_after_a_trade_is_not_fired_by_it() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    market.place(stop.clone()).unwrap();
+    market.print("2401");
+    assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Untriggered);
+}
+
+#[test]
+fn a_fired_fill_or_kill_that_cannot_fill_is_cancelled_as_unfilled_and_unlocked() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "5");
+    stop.time_in_force = TimeInForce::FillOrKill;
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    market.place(stop.clone()).unwrap();
+    let events = market.print("2400");
+    let last = updates_of(&events, stop.order_id).pop().unwrap();
+    assert_eq!(last.status, OrderStatus::Cancelled);
+    assert_eq!(last.cancel_reason, Some(CancelReason::UnfilledRemainder));
+    assert_eq!(market.engine.balance(&ALICE, ETH).locked, Amount::ZERO);
+}
+
+#[test]
+fn an_oco_pair_shares_one_lock_and_a_fill_cancels_the_stop() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "2");
+    take_profit.conditions.oco_group = Some("exit-1".into());
+    let mut stop = market.order(ALICE, Direction::Sell, None, "3");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions.oco_group = Some("exit-1".into());
+    market.place(stop.clone()).unwrap();
+    market.place(take_profit.clone()).unwrap();
+    // One lock of the larger amount: 3 ETH, not 5.
+    assert_eq!(
+        market.engine.balance(&ALICE, ETH).locked,
+        Amount::from_units(3 * ETH_UNIT)
+    );
+    assert_eq!(
+        market.open(&take_profit).unwrap().locked,
+        Amount::from_units(2 * ETH_UNIT)
+    );
+    assert_eq!(market.open(&stop).unwrap().locked, Amount::from_units(ETH_UNIT));
+    // A third order in the group, or one of another side, is refused.
+    let mut third = market.order(ALICE, Direction::Sell, None, "1");
+    third.conditions.trigger = market.trigger("2300", TriggerCondition::Below);
+    third.conditions.oco_group = Some("exit-1".into());
+    assert!(matches!(market.place(third), Err(Rejection::OcoGroupInvalid(_))));
+    // Bob lifts part of the take-profit: the stop is cancelled for the group.
+    let lift = market.order(BOB, Direction::Buy, Some("2600"), "0.5");
+    let events = market.place(lift).unwrap();
+    let stop_after = updates_of(&events, stop.order_id).pop().unwrap();
+    assert_eq!(stop_after.cancel_reason, Some(CancelReason::OneCancelsOther));
+    assert_eq!(
+        market.engine.balance(&ALICE, ETH).locked,
+        Amount::from_units(15 * ETH_UNIT / 10)
+    );
+}
+
+#[test]
+fn an_oco_stop_that_fires_cancels_the_take_profit_and_a_cancel_gives_the_lock_back() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
+    take_profit.conditions.oco_group = Some("exit-2".into());
+    let mut stop = market.order(ALICE, Direction::Sell, None, "2");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions.oco_group = Some("exit-2".into());
+    market.place(take_profit.clone()).unwrap();
+    market.place(stop.clone()).unwrap();
+    assert_eq!(market.open(&stop).unwrap().locked, Amount::ZERO);
+    let bid = market.order(BOB, Direction::Buy, Some("2300"), "5");
+    market.place(bid).unwrap();
+    let events = market.print("2400");
+    let cancelled = updates_of(&events, take_profit.order_id).pop().unwrap();
+    assert_eq!(cancelled.cancel_reason, Some(CancelReason::OneCancelsOther));
+    assert_eq!(
+        updates_of(&events, stop.order_id).pop().unwrap().status,
+        OrderStatus::Filled
+    );
+    assert_eq!(market.engine.balance(&ALICE, ETH).locked, Amount::ZERO);
+
+    // A group whose resting order is cancelled by its owner: the stop takes its whole lock back.
+    let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
+    take_profit.conditions.oco_group = Some("exit-3".into());
+    let mut stop = market.order(ALICE, Direction::Sell, None, "2");
+    stop.conditions.trigger = market.trigger("2000", TriggerCondition::Below);
+    stop.conditions.oco_group = Some("exit-3".into());
+    market.place(take_profit.clone()).unwrap();
+    market.place(stop.clone()).unwrap();
+    market
+        .run(Command::CancelOrder {
+            account: ALICE,
+            order_id: take_profit.order_id,
+            pair: Some(PAIR),
+        })
+        .unwrap();
+    assert_eq!(market.open(&stop).unwrap().locked, Amount::from_units(2 * ETH_UNIT));
+}
+
+#[test]
+fn hostile_groups_are_refused_with_nothing_changed() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut first = market.order(ALICE, Direction::Sell, Some("2600"), "1");
+    first.conditions.oco_group = Some("g".into());
+    market.place(first).unwrap();
+    // Another account's order naming the group.
+    let mut other_account = market.order(BOB, Direction::Sell, None, "1");
+    other_account.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    other_account.conditions.oco_group = Some("g".into());
+    assert!(matches!(
+        market.place(other_account),
+        Err(Rejection::OcoGroupInvalid(_))
+    ));
+    // The other side.
+    let mut other_side = market.order(ALICE, Direction::Buy, Some("2400"), "1");
+    other_side.conditions.trigger = market.trigger("2450", TriggerCondition::Below);
+    other_side.conditions.oco_group = Some("g".into());
+    assert!(matches!(market.place(other_side), Err(Rejection::OcoGroupInvalid(_))));
+    // Two resting orders.
+    let mut second_limit = market.order(ALICE, Direction::Sell, Some("2700"), "1");
+    second_limit.conditions.oco_group = Some("g".into());
+    assert!(matches!(market.place(second_limit), Err(Rejection::OcoGroupInvalid(_))));
+    // An order that neither rests nor waits.
+    let mut immediate = market.order(ALICE, Direction::Sell, Some("2700"), "1");
+    immediate.time_in_force = TimeInForce::ImmediateOrCancel;
+    immediate.conditions.oco_group = Some("h".into());
+    assert!(matches!(market.place(immediate), Err(Rejection::OcoGroupInvalid(_))));
+}
+
+#[test]
+fn an_order_expires_once_by_a_journaled_command_and_not_before() {
+    let mut market = Market::new();
+    let now = market.time_ms;
+    let mut too_soon = market.order(ALICE, Direction::Sell, Some("2600"), "1");
+    too_soon.conditions.expires_at_ms = Some(now + 4_000);
+    assert_eq!(market.place(too_soon), Err(Rejection::ExpiryTooSoon));
+    let mut past = market.order(ALICE, Direction::Sell, Some("2600"), "1");
+    past.conditions.expires_at_ms = Some(now - 1);
+    assert_eq!(market.place(past), Err(Rejection::ExpiryTooSoon));
+    let mut far = market.order(ALICE, Direction::Sell, Some("2600"), "1");
+    far.conditions.expires_at_ms = Some(now + 400 * 86_400_000);
+    assert!(matches!(market.place(far), Err(Rejection::InvalidOrder(_))));
+    let mut expiring = market.order(ALICE, Direction::Sell, Some("2600"), "1");
+    let expires_at_ms = now + 10_000;
+    expiring.conditions.expires_at_ms = Some(expires_at_ms);
+    market.place(expiring.clone()).unwrap();
+    assert_eq!(market.engine.due_expiries(expires_at_ms - 1, 10), vec![]);
+    let early = Command::ExpireOrder {
+        order_id: expiring.order_id,
+    };
+    assert_eq!(market.run(early.clone()), Err(Rejection::ExpiryNotDue));
+    assert_eq!(market.engine.due_expiries(expires_at_ms, 10), vec![expiring.order_id]);
+    market.time_ms = expires_at_ms;
+    let events = market.run(early.clone()).unwrap();
+    let expired = updates_of(&events, expiring.order_id).pop().unwrap();
+    assert_eq!(expired.cancel_reason, Some(CancelReason::Expired));
+    assert_eq!(market.engine.balance(&ALICE, ETH).locked, Amount::ZERO);
+    assert_eq!(market.run(early), Err(Rejection::ExpiryNotDue));
+    assert!(market.engine.due_expiries(u64::MAX, 10).is_empty());
+}
+
+#[test]
+fn an_untriggered_order_is_cancelled_by_cancel_all_and_amended_keeping_its_trigger() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    market.place(stop.clone()).unwrap();
+    let mut replacement = market.order(ALICE, Direction::Sell, Some("2350"), "2");
+    replacement.conditions = stop.conditions.clone();
+    let events = market
+        .run(Command::AmendOrder {
+            account: ALICE,
+            order_id: stop.order_id,
+            replacement: replacement.clone(),
+            amount_from_remaining: None,
+            keeps_price: false,
+        })
+        .unwrap();
+    assert_eq!(updates_of(&events, stop.order_id)[0].status, OrderStatus::Cancelled);
+    let amended = market.open(&replacement).unwrap();
+    assert_eq!(amended.status, OrderStatus::Untriggered);
+    assert_eq!(amended.locked, Amount::from_units(2 * ETH_UNIT));
+    let events = market
+        .run(Command::CancelAll {
+            account: ALICE,
+            pair: None,
+        })
+        .unwrap();
+    assert_eq!(
+        updates_of(&events, replacement.order_id)[0].cancel_reason,
+        Some(CancelReason::Requested)
+    );
+    assert_eq!(market.engine.balance(&ALICE, ETH).locked, Amount::ZERO);
+}
+
+#[test]
+fn a_state_with_conditional_orders_restores_to_the_same_hash() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
+    take_profit.conditions.oco_group = Some("exit".into());
+    take_profit.conditions.expires_at_ms = Some(market.time_ms + 60_000);
+    let mut stop = market.order(ALICE, Direction::Sell, None, "2");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions.oco_group = Some("exit".into());
+    market.place(take_profit).unwrap();
+    market.place(stop).unwrap();
+    let state = market.engine.state();
+    let config = EngineConfig {
+        assets: eth_and_usdc(),
+        pairs: vec![eth_usdc_definition()],
+        fee_account: FEES,
+        custody: crate::custody::CustodyMode::Ledger,
+        limits: EngineLimits::default(),
+    };
+    let restored = Engine::from_state(config, &state).unwrap();
+    assert_eq!(restored.state_hash(), market.engine.state_hash());
+    restored.check_invariants().unwrap();
+    assert_eq!(restored.due_expiries(u64::MAX, 10).len(), 1);
+}
+
+/// Regression (found by `conditional_properties`): an order that fired left its group; a later
+/// order that takes the group's name is not its partner, and the fired order's fill cancels
+/// nothing (it cancelled a resting order that the filling taker's plan was about to fill).
+#[test]
+fn a_fired_order_that_fills_does_not_cancel_a_later_order_of_its_groups_name() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut stop = market.order(ALICE, Direction::Sell, Some("2450"), "1");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions.oco_group = Some("reused".into());
+    market.place(stop.clone()).unwrap();
+    market.print("2400");
+    assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Open);
+    let mut later = market.order(ALICE, Direction::Sell, Some("2460"), "1");
+    later.conditions.oco_group = Some("reused".into());
+    market.place(later.clone()).unwrap();
+    let sweep = market.order(BOB, Direction::Buy, Some("2460"), "2");
+    let events = market.place(sweep).unwrap();
+    assert_eq!(updates_of(&events, stop.order_id).pop().unwrap().status, OrderStatus::Filled);
+    assert_eq!(updates_of(&events, later.order_id).pop().unwrap().status, OrderStatus::Filled);
+}

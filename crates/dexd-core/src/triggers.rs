@@ -1,0 +1,124 @@
+//! The untriggered orders of one pair: trigger orders waiting for a trade to meet their trigger,
+//! held apart from the book (they are not liquidity) and indexed by trigger price so that the
+//! orders a trade meets are found without a scan.
+//!
+//! Plain storage: which orders fire, in which order, and what firing does (the order enters the
+//! book as a taker) is the engine's ([`crate::engine`]). The order in which one matching's met
+//! triggers are handed out is fixed here, and documented in `docs/conditional-orders.md`.
+
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
+
+use crate::ledger::AccountSlot;
+use crate::money::{OrderId, Price};
+use crate::order::{OrderRecord, TriggerCondition};
+
+/// One pair's untriggered orders.
+#[derive(Clone, Debug, Default)]
+pub struct TriggerBook {
+    /// Every untriggered order with its account's ledger slot.
+    orders: FxHashMap<OrderId, (OrderRecord, AccountSlot)>,
+    /// `above` triggers, lowest price first, then oldest.
+    above: BTreeSet<(Price, u64, OrderId)>,
+    /// `below` triggers, highest price first, then oldest.
+    below: BTreeSet<(Reverse<Price>, u64, OrderId)>,
+}
+
+impl TriggerBook {
+    /// Adds an untriggered order (its terms carry a trigger).
+    pub fn insert(&mut self, record: OrderRecord, slot: AccountSlot) {
+        let trigger = record
+            .terms
+            .conditions
+            .trigger
+            .expect("invariant: an untriggered order has a trigger");
+        let order_id = record.terms.order_id;
+        match trigger.condition {
+            TriggerCondition::Above => self.above.insert((trigger.price, record.sequence, order_id)),
+            TriggerCondition::Below => self.below.insert((Reverse(trigger.price), record.sequence, order_id)),
+        };
+        let previous = self.orders.insert(order_id, (record, slot));
+        assert!(previous.is_none(), "invariant: an order waits once");
+    }
+
+    /// An untriggered order.
+    pub fn get(&self, order_id: &OrderId) -> Option<&OrderRecord> {
+        self.orders.get(order_id).map(|(record, _)| record)
+    }
+
+    /// An untriggered order, to change its lock (a one-cancels-other group's share).
+    pub(crate) fn get_mut(&mut self, order_id: &OrderId) -> Option<&mut OrderRecord> {
+        self.orders.get_mut(order_id).map(|(record, _)| record)
+    }
+
+    /// The ledger slot of an untriggered order's account.
+    pub fn slot(&self, order_id: &OrderId) -> Option<AccountSlot> {
+        self.orders.get(order_id).map(|(_, slot)| *slot)
+    }
+
+    /// Takes an order out (to fire it or cancel it).
+    pub fn remove(&mut self, order_id: &OrderId) -> Option<(OrderRecord, AccountSlot)> {
+        let (record, slot) = self.orders.remove(order_id)?;
+        let trigger = record
+            .terms
+            .conditions
+            .trigger
+            .expect("invariant: an untriggered order has a trigger");
+        match trigger.condition {
+            TriggerCondition::Above => self.above.remove(&(trigger.price, record.sequence, *order_id)),
+            TriggerCondition::Below => self.below.remove(&(Reverse(trigger.price), record.sequence, *order_id)),
+        };
+        Some((record, slot))
+    }
+
+    /// The orders a matching that printed trades from `first_price` to `last_price` meets, in
+    /// the order they fire: the triggers on the side the price left first (met by the first
+    /// trade), then those on the side it moved towards in the order its prices reached them;
+    /// within one trigger price, the oldest first. They stay in the book (firing takes each
+    /// out); a caller collects them once per matching.
+    pub fn met_by(&self, first_price: Price, last_price: Price) -> Vec<OrderId> {
+        let (low, high) = (first_price.min(last_price), first_price.max(last_price));
+        let above = self
+            .above
+            .iter()
+            .take_while(|(price, _, _)| *price <= high)
+            .map(|(_, _, order_id)| *order_id);
+        let below = self
+            .below
+            .iter()
+            .take_while(|(Reverse(price), _, _)| *price >= low)
+            .map(|(_, _, order_id)| *order_id);
+        if last_price >= first_price {
+            below.chain(above).collect()
+        } else {
+            above.chain(below).collect()
+        }
+    }
+
+    /// Every untriggered order, oldest first: what a snapshot and the state hash list.
+    pub fn orders_by_sequence(&self) -> Vec<&OrderRecord> {
+        let mut orders: Vec<&OrderRecord> = self.orders.values().map(|(record, _)| record).collect();
+        orders.sort_unstable_by_key(|record| record.sequence);
+        orders
+    }
+
+    /// How many orders wait.
+    pub fn len(&self) -> usize {
+        self.orders.len()
+    }
+
+    /// Whether none waits.
+    pub fn is_empty(&self) -> bool {
+        self.orders.is_empty()
+    }
+
+    /// Whether the indexes agree with the orders.
+    pub fn check_structure(&self) -> Result<(), String> {
+        if self.above.len() + self.below.len() != self.orders.len() {
+            return Err("the trigger indexes disagree with the untriggered orders".into());
+        }
+        Ok(())
+    }
+}
