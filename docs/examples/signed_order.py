@@ -45,14 +45,15 @@ def sign(primary_type, message):
 
 # Strings are signed in the venue's canonical form: symbols as listed, decimals without trailing
 # zeros, orderType/direction in lower case, timeInForce in upper case, "" for an absent price or
-# clientOrderId.
+# clientOrderId, trigger price, trigger condition or ocoGroup, and 0 for an absent expiresAt.
 deposit = {"symbol": "USDC", "quantity": "5000"}
 answer = call("POST", "/portfolio/deposit",
               {"chainId": CHAIN_ID, "from": signer.address, **deposit, **sign("Deposit", deposit)})
 print("deposited:", answer["balance"])
 
 order = {"symbol": "ETH/USDC", "orderType": "limit", "direction": "buy", "timeInForce": "GTC",
-         "postOnly": False, "price": "1500", "amount": "0.5", "clientOrderId": "py-1"}
+         "postOnly": False, "price": "1500", "amount": "0.5", "clientOrderId": "py-1",
+         "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": 0}
 fields = sign("Order", order)
 answer = call("POST", "/order/addOrder", {
     "chainId": CHAIN_ID, "symbol": "ETH/USDC", "type": "limit", "direction": "buy",

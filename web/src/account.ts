@@ -307,7 +307,9 @@ export class Account {
         const actions = document.createElement("span");
         actions.className = "row-actions";
         actions.append(edit, cancel);
-        return row([`${order.direction} ${order.symbol}`, order.price ?? "market", order.amount, order.filled, order.clientOrderId ?? "", actions], {
+        const price = order.price ?? "market";
+        const shown = order.status === "untriggered" ? `${price} when ${order.triggerCondition} ${order.triggerPrice}` : price;
+        return row([`${order.direction} ${order.symbol}`, shown, order.amount, order.filled, order.clientOrderId ?? "", actions], {
           "data-order-id": order.orderId,
         });
       }),
@@ -448,6 +450,9 @@ export class Account {
       timeInForce: element<HTMLSelectElement>("order-tif").value,
       postOnly: element<HTMLInputElement>("order-post-only").checked,
       clientOrderId: element<HTMLInputElement>("order-client-id").value.trim(),
+      triggerPrice: canonical(element<HTMLInputElement>("order-trigger-price").value),
+      rawTriggerPrice: element<HTMLInputElement>("order-trigger-price").value.trim(),
+      triggerCondition: element<HTMLSelectElement>("order-trigger-condition").value,
     } as const;
   }
 
@@ -458,11 +463,15 @@ export class Account {
     const form = this.readForm();
     if (!form.amount) return this.callbacks.fail(`The amount "${form.rawAmount}" is not a positive decimal number.`);
     if (form.type === "limit" && !form.price) return this.callbacks.fail(`The price "${form.rawPrice}" is not a positive decimal number.`);
+    if (form.rawTriggerPrice && !form.triggerPrice) return this.callbacks.fail(`The trigger price "${form.rawTriggerPrice}" is not a positive decimal number.`);
     const timeInForce = form.type === "market" && form.timeInForce === "GTC" ? "IOC" : form.timeInForce;
     const symbol = venue.pair.symbol;
+    const triggerPrice = form.triggerPrice ?? "";
+    const triggerCondition = triggerPrice ? form.triggerCondition : "";
     const message = {
       symbol, orderType: form.type, direction: form.direction, timeInForce, postOnly: form.postOnly,
       price: form.type === "limit" ? form.price : "", amount: form.amount, clientOrderId: form.clientOrderId,
+      triggerPrice, triggerCondition, ocoGroup: "", expiresAt: 0n,
     };
     const button = element<HTMLButtonElement>("place-order");
     button.disabled = true;
@@ -474,6 +483,10 @@ export class Account {
       };
       if (form.type === "limit") body.price = form.price;
       if (form.clientOrderId) body.clientOrderId = form.clientOrderId;
+      if (triggerPrice) {
+        body.triggerPrice = triggerPrice;
+        body.triggerCondition = triggerCondition;
+      }
       const answer = await post<{ order: Order; trades: unknown[] }>("/order/addOrder", body);
       const order = answer.order;
       this.callbacks.announce(

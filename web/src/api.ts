@@ -62,7 +62,8 @@ export interface Order {
   orderId: string; clientOrderId: string | null; symbol: string; type: "limit" | "market";
   direction: "buy" | "sell"; timeInForce: string; postOnly: boolean; price: string | null; amount: string;
   filled: string; remaining: string; cost: string; average: string | null; fee: string; feeAsset: string;
-  status: "open" | "filled" | "cancelled"; timestamp: number; updatedAt: number;
+  status: "open" | "filled" | "cancelled" | "untriggered"; timestamp: number; updatedAt: number;
+  triggerPrice: string | null; triggerCondition: "above" | "below" | null; expiresAt: number | null;
 }
 export interface Balance { symbol: string; total: string; available: string; locked: string }
 export interface Transfer {

@@ -35,6 +35,13 @@ export interface OrderTerms {
   timeInForce?: "GTC" | "IOC" | "FOK";
   postOnly?: boolean;
   clientOrderId?: string;
+  /** Makes a trigger order: it waits until a trade prints at or beyond this price. */
+  triggerPrice?: string | number;
+  triggerCondition?: "above" | "below";
+  /** A one-cancels-other group's name (1 to 36 of A-Z a-z 0-9 . _ : -). */
+  ocoGroup?: string;
+  /** When the order is cancelled if still open, in ms since the epoch. */
+  expiresAt?: number;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -179,10 +186,16 @@ export class DexdClient {
     const message = {
       symbol, orderType: type, direction: terms.direction, timeInForce, postOnly: terms.postOnly ?? false,
       price, amount, clientOrderId: terms.clientOrderId ?? "",
+      triggerPrice: terms.triggerPrice === undefined ? "" : canonicalDecimal(terms.triggerPrice),
+      triggerCondition: terms.triggerCondition ?? "", ocoGroup: terms.ocoGroup ?? "", expiresAt: BigInt(terms.expiresAt ?? 0),
     };
     const body: Record<string, unknown> = { symbol, type, direction: terms.direction, amount, timeInForce, postOnly: message.postOnly };
     if (price) body.price = price;
     if (terms.clientOrderId) body.clientOrderId = terms.clientOrderId;
+    if (message.triggerPrice) body.triggerPrice = message.triggerPrice;
+    if (terms.triggerCondition) body.triggerCondition = terms.triggerCondition;
+    if (terms.ocoGroup) body.ocoGroup = terms.ocoGroup;
+    if (terms.expiresAt) body.expiresAt = terms.expiresAt;
     return { message, body };
   }
 

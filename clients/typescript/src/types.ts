@@ -9,9 +9,13 @@ export interface Order {
   orderId: string; clientOrderId: string | null; chainId: string; account: string; symbol: string;
   type: "limit" | "market"; direction: "buy" | "sell"; timeInForce: "GTC" | "IOC" | "FOK"; postOnly: boolean;
   price: string | null; amount: string; filled: string; remaining: string; cost: string; average: string | null;
-  fee: string; feeAsset: string; status: "open" | "filled" | "cancelled";
+  fee: string; feeAsset: string; status: "open" | "filled" | "cancelled" | "untriggered";
   /** Why it was cancelled (null unless it was). */
-  cancelReason: "user" | "selfTrade" | "unfilled" | "switch" | null;
+  cancelReason: "user" | "selfTrade" | "unfilled" | "switch" | "oco" | "expired" | null;
+  /** A trigger order's trigger (null for an order without one). */
+  triggerPrice: string | null; triggerCondition: "above" | "below" | null;
+  /** Its one-cancels-other group, and when it expires (ms), or null. */
+  ocoGroup: string | null; expiresAt: number | null;
   timestamp: number; updatedAt: number;
   signature: string;
 }

@@ -472,6 +472,12 @@ fn a_fired_order_that_fills_does_not_cancel_a_later_order_of_its_groups_name() {
     market.place(later.clone()).unwrap();
     let sweep = market.order(BOB, Direction::Buy, Some("2460"), "2");
     let events = market.place(sweep).unwrap();
-    assert_eq!(updates_of(&events, stop.order_id).pop().unwrap().status, OrderStatus::Filled);
-    assert_eq!(updates_of(&events, later.order_id).pop().unwrap().status, OrderStatus::Filled);
+    assert_eq!(
+        updates_of(&events, stop.order_id).pop().unwrap().status,
+        OrderStatus::Filled
+    );
+    assert_eq!(
+        updates_of(&events, later.order_id).pop().unwrap().status,
+        OrderStatus::Filled
+    );
 }

@@ -1,9 +1,11 @@
-//! The dead man's switches' timer: on the node that leads a chain, it journals the command that
-//! fires each switch whose time has come ([`Command::FireCancelAllAfter`]), so that the firing
-//! is a journaled fact that a replay or a follower applies exactly as the leader did.
+//! The venue's timers: on the node that leads a chain, they journal the command that fires each
+//! dead man's switch whose time has come ([`Command::FireCancelAllAfter`]) and that cancels
+//! each open order whose `expiresAt` has come ([`Command::ExpireOrder`]), so that the firing is
+//! a journaled fact that a replay or a follower applies exactly as the leader did.
 //!
-//! It decides nothing: the engine refuses a firing that is not due or whose switch was set again
-//! meanwhile, so a late or repeated poll (or a stale leader's) changes nothing.
+//! They decide nothing: the engine refuses a firing that is not due, whose switch was set again
+//! or whose order closed meanwhile, so a late or repeated poll (or a stale leader's) changes
+//! nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +15,10 @@ use dexd_store::now_ms;
 
 use super::{Chain, Venue};
 
-/// How often each chain's due switches are looked for: a switch fires at most this late, unless
-/// more are due at once than the writer fires in that time.
+/// How often each chain's due switches and expiries are looked for: a switch fires (an order
+/// expires) at most this late, unless more are due at once than the writer applies in that time.
 pub const SWITCH_POLL_INTERVAL_MS: u64 = 100;
-/// The most switches fired in one round; while rounds come back full, the next round follows at
+/// The most switches fired (or orders expired) in one round; while rounds come back full, the next round follows at
 /// once (not at the next poll), so a crowd of due switches is worked off at the writer's pace
 /// rather than this many per poll.
 pub const MAX_SWITCHES_FIRED_PER_POLL: usize = 256;
@@ -61,6 +63,7 @@ async fn run(chain: Arc<Chain>) {
     loop {
         interval.tick().await;
         while chain.is_leading() && fire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
+        while chain.is_leading() && expire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
     }
 }
 
@@ -92,6 +95,31 @@ async fn fire_due_round(chain: &Chain) -> usize {
                 ?error,
                 "a dead man's switch did not fire (set again, or not leading)"
             ),
+        }
+    }
+    count
+}
+
+/// Cancels up to [`MAX_SWITCHES_FIRED_PER_POLL`] open orders whose expiry has come, earliest
+/// first, and waits for their outcomes; returns how many were due.
+async fn expire_due_round(chain: &Chain) -> usize {
+    let due = chain.read_engine(|engine| engine.due_expiries(now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
+    let count = due.len();
+    let mut queued = Vec::with_capacity(count);
+    for order_id in due {
+        match chain.enqueue(Command::ExpireOrder { order_id }, None, None) {
+            Ok(write) => queued.push((order_id, write)),
+            Err(_) => return 0,
+        }
+    }
+    for (order_id, write) in queued {
+        if let Err(error) = write.outcome().await {
+            tracing::debug!(
+                chain_id = chain.config.chain_id,
+                %order_id,
+                ?error,
+                "an expiry did not apply (the order closed first, or not leading)"
+            );
         }
     }
     count

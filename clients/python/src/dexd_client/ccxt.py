@@ -67,7 +67,7 @@ TRANSFER_STATUSES = {"pending": "pending", "sent": "pending", "confirmed": "ok",
 #: CCXT's network codes of the chains the embedded configuration serves.
 NETWORKS_BY_CHAIN_ID = {"1": "ERC20", "42161": "ARBONE", "11155111": "SEPOLIA"}
 #: Order statuses → CCXT's (a filled order is "closed").
-ORDER_STATUSES = {"open": "open", "filled": "closed", "cancelled": "canceled"}
+ORDER_STATUSES = {"open": "open", "untriggered": "open", "filled": "closed", "cancelled": "canceled"}
 
 
 def ccxt_exception(error: dexd_errors.DexdError) -> Exception:
@@ -274,7 +274,8 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
             "lastUpdateTimestamp": order["updatedAt"],
             "symbol": market["symbol"], "type": order["type"], "timeInForce": order["timeInForce"],
             "postOnly": order["postOnly"], "side": order["direction"], "price": order["price"],
-            "stopPrice": None, "triggerPrice": None, "amount": order["amount"], "cost": order["cost"],
+            "stopPrice": order.get("triggerPrice"), "triggerPrice": order.get("triggerPrice"),
+            "amount": order["amount"], "cost": order["cost"],
             "average": order["average"], "filled": order["filled"], "remaining": order["remaining"],
             "status": ORDER_STATUSES[order["status"]], "fee": fee, "trades": trades,
         }, market)
@@ -293,8 +294,38 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         answer = self._call(
             self.client.add_order_answer, market["id"], side, amount_text, price_text, type=type,
             time_in_force=time_in_force, post_only=post_only, client_order_id=client_order_id,
+            **self._conditions(symbol, side, params),
         )
         return self._parse_dexd_order(answer["order"])
+
+    def _conditions(self, symbol: str, side: str, params: dict) -> dict:
+        """The venue's trigger, group and expiry from CCXT's parameters: ``stopLossPrice`` fires
+        when the price moves against the order's side (below for a sell), ``takeProfitPrice`` when
+        it moves with it (above for a sell), ``triggerPrice`` as ``triggerDirection`` says
+        ("above"/"up" or "below"/"down"; a stop's direction when left out); ``ocoGroup`` and
+        ``expiresAt`` (ms) pass through."""
+        sell = side.lower() == "sell"
+        trigger_price, condition = None, None
+        stop_loss = self.safe_value(params, "stopLossPrice")
+        take_profit = self.safe_value(params, "takeProfitPrice")
+        trigger = self.safe_value_2(params, "triggerPrice", "stopPrice")
+        if stop_loss is not None:
+            trigger_price, condition = stop_loss, ("below" if sell else "above")
+        elif take_profit is not None:
+            trigger_price, condition = take_profit, ("above" if sell else "below")
+        elif trigger is not None:
+            direction = (self.safe_string(params, "triggerDirection") or "").lower()
+            named = {"above": "above", "up": "above", "ascending": "above",
+                     "below": "below", "down": "below", "descending": "below"}
+            condition = named.get(direction, "below" if sell else "above")
+            trigger_price = trigger
+        expires_at = self.safe_integer(params, "expiresAt")
+        return {
+            "trigger_price": None if trigger_price is None else self.price_to_precision(symbol, trigger_price),
+            "trigger_condition": condition,
+            "oco_group": self.safe_string(params, "ocoGroup"),
+            "expires_at": expires_at,
+        }
 
     def create_orders(self, orders: list, params={}) -> list:
         """Up to 50 orders of one pair in one journaled step; each is CCXT's order, or a rejected
@@ -315,6 +346,7 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
                 "price": None if type_ == "market" else self.price_to_precision(symbol, price), "type": type_,
                 "time_in_force": time_in_force, "post_only": post_only,
                 "client_order_id": self.safe_string_2(extra, "clientOrderId", "client_order_id"),
+                **self._conditions(symbol, side, extra),
             })
         answer = self._call(self.client.create_orders_answer, requests_)
         return [self._parse_result(result, "order") for result in answer["results"]]

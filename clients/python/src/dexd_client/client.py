@@ -240,26 +240,33 @@ class Client:
 
     def add_order(self, symbol: str, direction: str, amount: Any, price: Any = None, type: Optional[str] = None,
                   time_in_force: Optional[str] = None, post_only: bool = False,
-                  client_order_id: Optional[str] = None) -> tuple[Order, list[Trade]]:
+                  client_order_id: Optional[str] = None, trigger_price: Any = None,
+                  trigger_condition: Optional[str] = None, oco_group: Optional[str] = None,
+                  expires_at: Optional[int] = None) -> tuple[Order, list[Trade]]:
         """Places an order; a ``price`` makes it a limit order unless ``type`` says otherwise.
 
         Returns the order and the trades it made on arrival.
         """
         answer = self.add_order_answer(symbol, direction, amount, price, type, time_in_force, post_only,
-                                       client_order_id)
+                                       client_order_id, trigger_price, trigger_condition, oco_group, expires_at)
         return Order.from_json(answer["order"]), [Trade.from_json(item) for item in answer["trades"]]
 
     def add_order_answer(self, symbol: str, direction: str, amount: Any, price: Any = None,
                          type: Optional[str] = None, time_in_force: Optional[str] = None, post_only: bool = False,
-                         client_order_id: Optional[str] = None) -> dict:
+                         client_order_id: Optional[str] = None, trigger_price: Any = None,
+                         trigger_condition: Optional[str] = None, oco_group: Optional[str] = None,
+                         expires_at: Optional[int] = None) -> dict:
         """:meth:`add_order`, answered as the server's JSON (``{"order", "trades"}``)."""
         message, body = self._order_terms(symbol, direction, amount, price, type, time_in_force, post_only,
-                                          client_order_id)
+                                          client_order_id, trigger_price, trigger_condition, oco_group,
+                                          expires_at)
         return self._signed_post("/order/addOrder", "Order", message, body)
 
     def _order_terms(self, symbol: str, direction: str, amount: Any, price: Any = None, type: Optional[str] = None,
                      time_in_force: Optional[str] = None, post_only: bool = False,
-                     client_order_id: Optional[str] = None) -> tuple[dict, dict]:
+                     client_order_id: Optional[str] = None, trigger_price: Any = None,
+                     trigger_condition: Optional[str] = None, oco_group: Optional[str] = None,
+                     expires_at: Optional[int] = None) -> tuple[dict, dict]:
         """An order's ``Order`` message (without the signed fields) and its request fields."""
         order_type = type or ("market" if price is None else "limit")
         time_in_force = (time_in_force or ("IOC" if order_type == "market" else "GTC")).upper()
@@ -268,6 +275,9 @@ class Client:
             "symbol": symbol, "orderType": order_type, "direction": direction.lower(), "timeInForce": time_in_force,
             "postOnly": bool(post_only), "price": "" if price is None else canonical_decimal(price),
             "amount": canonical_decimal(amount), "clientOrderId": client_order_id or "",
+            "triggerPrice": "" if trigger_price is None else canonical_decimal(trigger_price),
+            "triggerCondition": trigger_condition or "", "ocoGroup": oco_group or "",
+            "expiresAt": int(expires_at or 0),
         }
         body = {"symbol": symbol, "type": order_type, "direction": direction.lower(),
                 "amount": message["amount"], "timeInForce": time_in_force, "postOnly": bool(post_only)}
@@ -275,6 +285,14 @@ class Client:
             body["price"] = message["price"]
         if client_order_id:
             body["clientOrderId"] = client_order_id
+        if trigger_price is not None:
+            body["triggerPrice"] = message["triggerPrice"]
+        if trigger_condition:
+            body["triggerCondition"] = trigger_condition
+        if oco_group:
+            body["ocoGroup"] = oco_group
+        if expires_at:
+            body["expiresAt"] = int(expires_at)
         return message, body
 
     def create_orders_answer(self, orders: list[dict]) -> dict:

@@ -64,6 +64,10 @@ class Order:
     fee_asset: str
     status: str
     cancel_reason: Optional[str]
+    trigger_price: Optional[Decimal]
+    trigger_condition: Optional[str]
+    oco_group: Optional[str]
+    expires_at: Optional[int]
     timestamp: int
     updated_at: int
     signature: str

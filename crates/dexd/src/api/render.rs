@@ -89,6 +89,10 @@ pub struct OrderObject<'a> {
     fee_asset: &'a str,
     status: &'static str,
     cancel_reason: Option<&'static str>,
+    trigger_price: Option<String>,
+    trigger_condition: Option<&'static str>,
+    oco_group: Option<&'a str>,
+    expires_at: Option<u64>,
     timestamp: u64,
     updated_at: u64,
     signature: String,
@@ -105,6 +109,7 @@ pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject
         Direction::Sell => spec.quote(),
     };
     let filled_units = spec.base_amount(record.filled).units();
+    let conditions = &record.terms.conditions;
     OrderObject {
         order_id: record.terms.order_id.to_string(),
         client_order_id: record.terms.client_order_id.as_deref(),
@@ -125,6 +130,10 @@ pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject
         fee_asset: &chain.asset_config(fee_asset).symbol,
         status: record.status.wire_name(),
         cancel_reason: record.cancel_reason.map(|reason| reason.wire_name()),
+        trigger_price: conditions.trigger.map(|trigger| spec.format_price(trigger.price)),
+        trigger_condition: conditions.trigger.map(|trigger| trigger.condition.wire_name()),
+        oco_group: conditions.oco_group.as_deref(),
+        expires_at: conditions.expires_at_ms,
         timestamp: record.created_at_ms,
         updated_at: record.updated_at_ms,
         signature: hex_prefixed(&stored.signature),

@@ -109,11 +109,14 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
         let remaining = chain
             .read_engine(|engine| engine.open_order(&terms.order_id).map(|record| record.remaining()))
             .ok_or_else(order_not_open)?;
-        let replacement = NewOrder {
+        let mut replacement = NewOrder {
             price: terms.price.or(old.record.terms.price),
             quantity: terms.quantity.unwrap_or(remaining),
             ..old.record.terms.clone()
         };
+        // The replacement keeps the old order's trigger, group and expiry, and is signed as an
+        // order is now, whenever the old one was placed.
+        replacement.conditions.signed_without_conditions = false;
         let (replacement, authorization) =
             authorized_replacement(&chain, &credential, &mut actor, &terms, replacement)?;
         let new_id = replacement.order_id;

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use dexd_core::{
-    Address, Command, Direction, Event, NewOrder, OrderId, OrderStatus, OrderType, PairIndex, TimeInForce,
-    DIRECTION_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES,
+    Address, Command, Direction, Event, NewOrder, OrderConditions, OrderId, OrderStatus, OrderType, PairIndex,
+    TimeInForce, Trigger, TriggerCondition, DIRECTION_NAMES, MAX_OCO_GROUP_CHARS, ORDER_TYPE_NAMES,
+    TIME_IN_FORCE_NAMES, TRIGGER_CONDITION_NAMES,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -165,6 +166,7 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
         .spec
         .quantity_from_decimal(amount)
         .map_err(|error| ApiError::from_pair_value("amount", error))?;
+    let conditions = order_conditions(params, &pair.spec)?;
     Ok(NewOrder {
         order_id: OrderId::default(),
         client_order_id,
@@ -176,7 +178,72 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
         post_only,
         price,
         quantity,
-        conditions: Default::default(),
+        conditions,
+    })
+}
+
+/// An order's conditions as its parameters give them (contract version 4): a trigger (both
+/// fields or neither, the price on the tick), a group's name, an expiry. Whether they fit the
+/// book (a trigger already met, a group's other order, an expiry too near) is the engine's.
+fn order_conditions(params: &Params, spec: &dexd_core::PairSpec) -> Result<OrderConditions, ApiError> {
+    let trigger_price = params
+        .decimal("triggerPrice")?
+        .map(|price| {
+            spec.price_from_decimal(price)
+                .map_err(|error| ApiError::from_pair_value("triggerPrice", error))
+        })
+        .transpose()?;
+    let condition = word(
+        params,
+        "triggerCondition",
+        TRIGGER_CONDITION_NAMES,
+        TriggerCondition::from_wire_name,
+    )?;
+    let trigger = match (trigger_price, condition) {
+        (None, None) => None,
+        // The contract calls one of the pair without the other malformed, not missing.
+        (Some(_), None) => {
+            return Err(ApiError::invalid(
+                "triggerCondition",
+                "is required with triggerPrice: above or below",
+            ))
+        }
+        (None, Some(_)) => return Err(ApiError::invalid("triggerPrice", "is required with triggerCondition")),
+        (Some(price), Some(condition)) => Some(Trigger { price, condition }),
+    };
+    let oco_group = match params.text("ocoGroup")? {
+        None => None,
+        Some(name) => {
+            let valid = !name.is_empty()
+                && name.chars().count() <= MAX_OCO_GROUP_CHARS
+                && name
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b"._:-".contains(&byte));
+            if !valid {
+                return Err(ApiError::invalid(
+                    "ocoGroup",
+                    format!("must be 1 to {MAX_OCO_GROUP_CHARS} of A-Z a-z 0-9 . _ : -"),
+                ));
+            }
+            Some(name.to_string())
+        }
+    };
+    let expires_at_ms = params.integer("expiresAt")?;
+    if expires_at_ms == Some(0) {
+        return Err(ApiError::invalid("expiresAt", "must be a time in ms since the epoch"));
+    }
+    // Too far is malformed (seconds for ms, or the reverse); too near is the engine's to judge
+    // at the time it applies the order (EXPIRY_TOO_SOON), and it checks this again then.
+    if expires_at_ms
+        .is_some_and(|expires_at_ms| expires_at_ms > now_ms().saturating_add(dexd_core::MAX_EXPIRY_AHEAD_MS))
+    {
+        return Err(ApiError::invalid("expiresAt", "must be at most 366 days ahead"));
+    }
+    Ok(OrderConditions {
+        trigger,
+        oco_group,
+        expires_at_ms,
+        signed_without_conditions: false,
     })
 }
 

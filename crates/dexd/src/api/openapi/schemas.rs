@@ -4,7 +4,7 @@
 
 use dexd_core::{
     CANCEL_REASON_NAMES, DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES, ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES,
-    TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES,
+    TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES, TRIGGER_CONDITION_NAMES,
 };
 use serde_json::{json, Map, Value};
 
@@ -64,6 +64,7 @@ fn object_schemas() -> Value {
     // null unless the order was cancelled.
     let cancel_reason =
         json!({"enum": CANCEL_REASON_NAMES.iter().map(|name| json!(name)).chain([Value::Null]).collect::<Vec<_>>()});
+    let trigger_condition = json!({"enum": TRIGGER_CONDITION_NAMES.iter().map(|name| json!(name)).chain([Value::Null]).collect::<Vec<_>>()});
     let integer = json!({"type": "integer", "minimum": 0});
     json!({
         "Error": object(json!({"error": object(json!({"code": string(), "message": string(), "field": nullable(string())}))})),
@@ -73,6 +74,8 @@ fn object_schemas() -> Value {
             "timeInForce": {"enum": TIME_IN_FORCE_NAMES}, "postOnly": {"type": "boolean"}, "price": nullable(decimal()),
             "amount": decimal(), "filled": decimal(), "remaining": decimal(), "cost": decimal(), "average": nullable(decimal()),
             "fee": decimal(), "feeAsset": string(), "status": {"enum": ORDER_STATUS_NAMES}, "cancelReason": cancel_reason,
+            "triggerPrice": nullable(decimal()), "triggerCondition": trigger_condition,
+            "ocoGroup": nullable(string()), "expiresAt": nullable(integer.clone()),
             "timestamp": integer, "updatedAt": integer, "signature": string()
         })),
         "Trade": object(json!({

@@ -107,15 +107,32 @@ macro_rules! account_write_fields {
 /// An order's terms (its pair first), then `$more`: `addOrder` and a batch's orders.
 macro_rules! order_fields {
     ($($more:expr),* $(,)?) => {
-        &[ORDER_PAIR, ORDER_TYPE, DIRECTION, LIMIT_PRICE, AMOUNT, TIME_IN_FORCE, POST_ONLY, CLIENT_ORDER_ID, $($more,)*]
+        &[
+            ORDER_PAIR,
+            ORDER_TYPE,
+            DIRECTION,
+            LIMIT_PRICE,
+            AMOUNT,
+            TIME_IN_FORCE,
+            POST_ONLY,
+            CLIENT_ORDER_ID,
+            $crate::api::operations::TRIGGER_PRICE,
+            $crate::api::operations::TRIGGER_CONDITION,
+            $crate::api::operations::OCO_GROUP,
+            $crate::api::operations::EXPIRES_AT,
+            $($more,)*
+        ]
     };
 }
 
 mod audit;
 mod liabilities;
+mod order_terms;
 mod trading;
 
-use dexd_core::{CANDLE_INTERVAL_NAMES, DIRECTION_NAMES, ORDER_TYPE_NAMES, TIME_IN_FORCE_NAMES};
+use dexd_core::CANDLE_INTERVAL_NAMES;
+
+pub(crate) use self::order_terms::*;
 
 pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS};
 pub use self::liabilities::{CUSTODY, LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
@@ -237,34 +254,6 @@ const QUANTITY: Field = field(
 );
 
 // An order's terms, the same in `addOrder`, a batch's orders and (where they apply) an amend.
-pub(crate) const ORDER_TYPE: Field = field("type", true, Kind::Choice(ORDER_TYPE_NAMES), "limit or market.");
-pub(crate) const DIRECTION: Field = field("direction", true, Kind::Choice(DIRECTION_NAMES), "buy or sell.");
-pub(crate) const LIMIT_PRICE: Field = field(
-    "price",
-    false,
-    Kind::Decimal,
-    "The limit price in quote per base, on the pair's tick; required for limit orders, absent for market orders.",
-);
-pub(crate) const AMOUNT: Field = field("amount", true, Kind::Decimal, "The amount of base, on the pair's step.");
-pub(crate) const TIME_IN_FORCE: Field = field(
-    "timeInForce",
-    false,
-    Kind::Choice(TIME_IN_FORCE_NAMES),
-    "GTC (default), IOC or FOK. Market orders act as IOC unless FOK is asked.",
-);
-pub(crate) const POST_ONLY: Field = field(
-    "postOnly",
-    false,
-    Kind::Bool,
-    "Refuse the order instead of trading on arrival. Default false.",
-);
-pub(crate) const CLIENT_ORDER_ID: Field = field(
-    "clientOrderId",
-    false,
-    Kind::Text,
-    "Your label: 1 to 64 of A-Z a-z 0-9 . _ : -, unique among the account's open orders.",
-);
-
 pub(crate) const ORDER_PAIR: Field = field(
     "symbol",
     true,

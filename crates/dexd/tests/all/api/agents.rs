@@ -239,7 +239,7 @@ async fn a_signed_agent_request_recovers_to_the_agent_and_the_approval_can_be_si
     // The bot signs an order for Alice with its own key: the order is Alice's.
     let order = json!({"account": alice.trader.address, "symbol": "ETH/USDC", "orderType": "limit",
                        "direction": "buy", "timeInForce": "GTC", "postOnly": false, "price": "1000",
-                       "amount": "0.1", "clientOrderId": "", "nonce": "7", "expiry": expiry.to_string()});
+                       "amount": "0.1", "clientOrderId": "", "nonce": "7", "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0"});
     let (signature, digest) = bot.sign(&eip712, "Order", order);
     let (status, placed) = server
         .post_json(

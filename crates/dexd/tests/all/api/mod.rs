@@ -2,6 +2,7 @@
 
 mod agents;
 mod cancel_reasons;
+mod conditional_orders;
 mod end_to_end;
 mod hostile_input;
 mod openapi;

@@ -189,7 +189,11 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
             "signature",
             "timeInForce",
             "postOnly",
-            "clientOrderId"
+            "clientOrderId",
+            "triggerPrice",
+            "triggerCondition",
+            "ocoGroup",
+            "expiresAt"
         ])
     );
     for responses in document["paths"]

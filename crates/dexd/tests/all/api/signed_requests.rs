@@ -54,7 +54,7 @@ async fn the_published_types_are_the_ones_the_venue_hashes() {
         .iter()
         .map(|member| member["name"].as_str().unwrap())
         .collect();
-    assert_eq!(order_members.last(), Some(&"expiry"));
+    assert_eq!(order_members.last(), Some(&"expiresAt"));
     let (status, _) = server.get("/account/eip712", &[("chainId", "5")]).await;
     assert_eq!(status, 404);
 }
@@ -78,7 +78,7 @@ async fn a_client_signed_deposit_order_cancel_and_withdrawal_go_through() {
     let order_message = json!({
         "account": signer.trader.address, "symbol": "ETH/USDC", "orderType": "limit", "direction": "buy",
         "timeInForce": "GTC", "postOnly": false, "price": "2000.5", "amount": "1.25", "clientOrderId": "",
-        "nonce": "2", "expiry": expiry.to_string(),
+        "nonce": "2", "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0",
     });
     let (signature, digest) = signer.sign(&eip712, "Order", order_message);
     let (status, placed) = server

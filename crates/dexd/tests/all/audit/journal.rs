@@ -116,7 +116,7 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     let sell = server.limit(&alice, "sell", "2100", "1").await;
     let order = json!({"account": carol.trader.address, "symbol": "ETH/USDC", "orderType": "limit", "direction": "buy",
         "timeInForce": "GTC", "postOnly": false, "price": "2000", "amount": "1", "clientOrderId": "c-1", "nonce": "2",
-        "expiry": expiry.to_string()});
+        "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0"});
     let (signature, digest) = sign("Order", order);
     post_ok(
         server,
@@ -169,7 +169,7 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     server.limit(&alice, "sell", "2050", "0.25").await;
     let market = json!({"account": carol.trader.address, "symbol": "ETH/USDC", "orderType": "market", "direction": "buy",
         "timeInForce": "IOC", "postOnly": false, "price": "", "amount": "0.25", "clientOrderId": "", "nonce": "6",
-        "expiry": expiry.to_string()});
+        "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0"});
     let (signature, _) = sign("Order", market);
     let taken = post_ok(
         server,

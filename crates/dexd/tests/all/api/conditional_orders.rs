@@ -1,0 +1,287 @@
+//! Conditional orders through the API (contract version 4): a stop that waits untriggered and
+//! locked, is listed open, and fires in the matching that prints its price; a one-cancels-other
+//! pair; an expiry the venue's timer applies; the hostile inputs each refused with nothing
+//! changed; and a trigger order signed by its client with the `Order` type's new fields.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::signer::{eip712, now_ms, Signer};
+use common::{assert_error, TestServer, Trader};
+use serde_json::{json, Value};
+
+async fn place(server: &TestServer, trader: &Trader, fields: Value) -> (u16, Value) {
+    let mut body = json!({"chainId": "1", "symbol": "ETH/USDC", "privateKey": trader.key});
+    for (name, value) in fields.as_object().unwrap() {
+        body[name] = value.clone();
+    }
+    server.post_json("/order/addOrder", body).await
+}
+
+async fn placed(server: &TestServer, trader: &Trader, fields: Value) -> Value {
+    let answer = place(server, trader, fields).await;
+    assert_eq!(answer.0, 200, "{}", answer.1);
+    answer.1["order"].clone()
+}
+
+async fn detail(server: &TestServer, order_id: &Value) -> Value {
+    let (status, body) = server
+        .get(
+            "/order/orderDetail",
+            &[("chainId", "1"), ("orderId", order_id.as_str().unwrap())],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["order"].clone()
+}
+
+/// Bob sells 0.01 to Carol at `price`: a trade that prints it.
+async fn print(server: &TestServer, bob: &Trader, carol: &Trader, price: &str) {
+    placed(
+        server,
+        bob,
+        json!({"type": "limit", "direction": "sell", "price": price, "amount": "0.01"}),
+    )
+    .await;
+    placed(
+        server,
+        carol,
+        json!({"type": "limit", "direction": "buy", "price": price, "amount": "0.01"}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_stop_waits_locked_then_fires_and_hostile_conditions_change_nothing() {
+    let server = TestServer::start().await;
+    let (alice, bob, carol) = (Trader::new(0xd1), Trader::new(0xd2), Trader::new(0xd3));
+    server.deposit(&alice, "ETH", "10").await;
+    server.deposit(&bob, "ETH", "10").await;
+    server.deposit(&carol, "USDC", "100000").await;
+    print(&server, &bob, &carol, "2500").await;
+
+    let stop = placed(
+        &server,
+        &alice,
+        json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2400", "triggerCondition": "below"}),
+    )
+    .await;
+    assert_eq!(stop["status"], "untriggered");
+    assert_eq!(
+        (&stop["triggerPrice"], &stop["triggerCondition"]),
+        (&json!("2400"), &json!("below"))
+    );
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "1");
+    let open = server.account_list("/order/openOrders", &alice, "orders").await;
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0]["orderId"], stop["orderId"]);
+
+    // Each hostile input is refused, and nothing changed.
+    let before = server.balance(&alice, "ETH").await;
+    let cases = [
+        (
+            json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2600", "triggerCondition": "below"}),
+            422,
+            "TRIGGER_ALREADY_MET",
+            "triggerPrice",
+        ),
+        (
+            json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2400.001", "triggerCondition": "below"}),
+            422,
+            "INVALID_TICK",
+            "triggerPrice",
+        ),
+        (
+            json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2400"}),
+            400,
+            "INVALID_PARAMETER",
+            "triggerCondition",
+        ),
+        (
+            json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2400", "triggerCondition": "sideways"}),
+            400,
+            "INVALID_PARAMETER",
+            "triggerCondition",
+        ),
+        (
+            json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": now_ms() + 1_000}),
+            422,
+            "EXPIRY_TOO_SOON",
+            "expiresAt",
+        ),
+        (
+            json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": now_ms() - 1_000}),
+            422,
+            "EXPIRY_TOO_SOON",
+            "expiresAt",
+        ),
+        (
+            json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": now_ms() + 400 * 86_400_000}),
+            400,
+            "INVALID_PARAMETER",
+            "expiresAt",
+        ),
+        (
+            json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "ocoGroup": "x".repeat(37)}),
+            400,
+            "INVALID_PARAMETER",
+            "ocoGroup",
+        ),
+    ];
+    for (fields, status, code, field) in cases {
+        let answer = place(&server, &alice, fields.clone()).await;
+        assert_error(&answer, status, code, Some(field));
+    }
+    assert_eq!(server.balance(&alice, "ETH").await, before);
+
+    // Carol bids below; a trade at 2400 fires the stop into her bid in the same step.
+    let bid = placed(
+        &server,
+        &carol,
+        json!({"type": "limit", "direction": "buy", "price": "2390", "amount": "1"}),
+    )
+    .await;
+    print(&server, &bob, &carol, "2400").await;
+    let fired = detail(&server, &stop["orderId"]).await;
+    assert_eq!(fired["status"], "filled", "{fired}");
+    assert_eq!(detail(&server, &bid["orderId"]).await["status"], "filled");
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "0");
+}
+
+#[tokio::test]
+async fn an_oco_pair_shares_one_lock_and_one_cancels_the_other() {
+    let server = TestServer::start().await;
+    let (alice, bob, carol, mallory) = (
+        Trader::new(0xd4),
+        Trader::new(0xd5),
+        Trader::new(0xd6),
+        Trader::new(0xd7),
+    );
+    server.deposit(&alice, "ETH", "10").await;
+    server.deposit(&bob, "ETH", "10").await;
+    server.deposit(&mallory, "ETH", "10").await;
+    server.deposit(&carol, "USDC", "100000").await;
+    print(&server, &bob, &carol, "2500").await;
+    let take_profit = placed(
+        &server,
+        &alice,
+        json!({"type": "limit", "direction": "sell", "price": "2600", "amount": "2", "ocoGroup": "exit-a"}),
+    )
+    .await;
+    let stop = placed(
+        &server,
+        &alice,
+        json!({"type": "market", "direction": "sell", "amount": "3", "triggerPrice": "2400",
+               "triggerCondition": "below", "ocoGroup": "exit-a"}),
+    )
+    .await;
+    assert_eq!(stop["ocoGroup"], "exit-a");
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "3");
+    // A third order, or another account's, in the group.
+    let third = place(
+        &server,
+        &alice,
+        json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2300",
+               "triggerCondition": "below", "ocoGroup": "exit-a"}),
+    )
+    .await;
+    assert_error(&third, 422, "OCO_GROUP_INVALID", Some("ocoGroup"));
+    let foreign = place(
+        &server,
+        &mallory,
+        json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2300",
+               "triggerCondition": "below", "ocoGroup": "exit-a"}),
+    )
+    .await;
+    assert_error(&foreign, 422, "OCO_GROUP_INVALID", Some("ocoGroup"));
+    // Carol lifts part of the take-profit: the stop is cancelled for the group.
+    placed(
+        &server,
+        &carol,
+        json!({"type": "limit", "direction": "buy", "price": "2600", "amount": "0.5"}),
+    )
+    .await;
+    let cancelled = detail(&server, &stop["orderId"]).await;
+    assert_eq!(
+        (&cancelled["status"], &cancelled["cancelReason"]),
+        (&json!("cancelled"), &json!("oco"))
+    );
+    assert_eq!(detail(&server, &take_profit["orderId"]).await["filled"], "0.5");
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "1.5");
+}
+
+#[tokio::test]
+async fn an_order_expires_by_the_venues_timer() {
+    let server = TestServer::start().await;
+    let alice = Trader::new(0xd8);
+    server.deposit(&alice, "ETH", "10").await;
+    let expires_at = now_ms() + 5_500;
+    let order = placed(
+        &server,
+        &alice,
+        json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": expires_at.to_string()}),
+    )
+    .await;
+    assert_eq!(order["expiresAt"], json!(expires_at));
+    let mut expired = Value::Null;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        expired = detail(&server, &order["orderId"]).await;
+        if expired["status"] == "cancelled" {
+            break;
+        }
+    }
+    assert_eq!(expired["cancelReason"], "expired", "{expired}");
+    // Within the contract's 100 ms of its time, give or take the poll of this test.
+    assert!(expired["updatedAt"].as_u64().unwrap() >= expires_at);
+    assert!(expired["updatedAt"].as_u64().unwrap() <= expires_at + 300, "{expired}");
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "0");
+}
+
+#[tokio::test]
+async fn a_client_signs_a_trigger_order_with_the_order_types_new_fields() {
+    let server = TestServer::start().await;
+    let eip712 = eip712(&server).await;
+    let names: Vec<&str> = eip712["types"]["Order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|member| member["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names[11..],
+        ["triggerPrice", "triggerCondition", "ocoGroup", "expiresAt"]
+    );
+    let signer = Signer::new(0x5c);
+    server.deposit(&signer.trader, "ETH", "5").await;
+    let expiry = now_ms() + 60_000;
+    let expires_at = now_ms() + 3_600_000;
+    let message = json!({
+        "account": signer.trader.address, "symbol": "ETH/USDC", "orderType": "limit", "direction": "sell",
+        "timeInForce": "GTC", "postOnly": false, "price": "1900", "amount": "1", "clientOrderId": "",
+        "nonce": "9", "expiry": expiry.to_string(), "triggerPrice": "2000", "triggerCondition": "below",
+        "ocoGroup": "signed-1", "expiresAt": expires_at.to_string(),
+    });
+    let (signature, digest) = signer.sign(&eip712, "Order", message);
+    let body = json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "sell", "price": "1900",
+        "amount": "1", "triggerPrice": "2000", "triggerCondition": "below", "ocoGroup": "signed-1",
+        "expiresAt": expires_at, "account": signer.trader.address, "nonce": "9", "expiry": expiry,
+        "signature": signature});
+    // Signed over other conditions than those sent: the signature recovers to another key, which
+    // is no agent of the account.
+    let mut altered = body.clone();
+    altered["triggerPrice"] = json!("2100");
+    let refused = server.post_json("/order/addOrder", altered).await;
+    assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
+    let (status, answer) = server.post_json("/order/addOrder", body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["order"]["orderId"], digest);
+    assert_eq!(answer["order"]["status"], "untriggered");
+    let (status, detail) = server
+        .get("/order/orderDetail", &[("chainId", "1"), ("orderId", &digest)])
+        .await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(detail["typedData"]["message"]["triggerPrice"], "2000");
+    assert_eq!(detail["typedData"]["message"]["ocoGroup"], "signed-1");
+}
