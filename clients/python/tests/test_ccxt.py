@@ -172,3 +172,27 @@ def test_create_order_options_and_errors(dexd_url):
         trader.cancel_order("0x" + "00" * 32, SYMBOL)
     with pytest.raises(ccxt.BadSymbol):
         trader.fetch_order_book("DOGE/USDC")
+
+
+def test_stop_loss_take_profit_and_expiry_pass_ccxts_order_checks(dexd_url, traded):
+    """CCXT's stopLossPrice / takeProfitPrice become trigger orders (a sell's stop below, its
+    take-profit above the last price of the `traded` market), listed open until they fire;
+    ``expiresAt`` and ``ocoGroup`` pass through."""
+    trader = exchange_for(dexd_url)
+    trader.deposit("ETH", 2)
+    now = trader.milliseconds()
+    last = float(rest(dexd_url, "/account/assetPairs")["pairs"][0]["lastPrice"])
+    stop = trader.create_order(SYMBOL, "market", "sell", 1, None,
+                               {"stopLossPrice": last - 100, "ocoGroup": f"exit-{now}"})
+    check_order(trader, {}, "createOrder", stop, SYMBOL, now)
+    assert stop["status"] == "open" and stop["info"]["status"] == "untriggered"
+    assert stop["triggerPrice"] == last - 100 and stop["info"]["triggerCondition"] == "below"
+    take_profit = trader.create_order(SYMBOL, "limit", "sell", 1, last + 200,
+                                      {"takeProfitPrice": last + 100, "expiresAt": now + 3_600_000})
+    assert take_profit["info"]["triggerCondition"] == "above"
+    assert take_profit["info"]["expiresAt"] == now + 3_600_000
+    open_ids = {order["id"] for order in trader.fetch_open_orders(SYMBOL)}
+    assert {stop["id"], take_profit["id"]} <= open_ids
+    with pytest.raises(ccxt.InvalidOrder, match="TRIGGER_ALREADY_MET"):
+        trader.create_order(SYMBOL, "market", "sell", 1, None, {"stopLossPrice": last + 100})
+    trader.cancel_all_orders(SYMBOL)

@@ -95,7 +95,8 @@ def test_a_generated_client_runs_a_signed_session(fresh_dexd_url, generated):
     # Alice's bid, as form data: the generated client picks the encoding by the body's class.
     def order_message(direction, price, amount, client_order_id):
         return {"symbol": PAIR, "orderType": "limit", "direction": direction, "timeInForce": "GTC",
-                "postOnly": False, "price": price, "amount": amount, "clientOrderId": client_order_id}
+                "postOnly": False, "price": price, "amount": amount, "clientOrderId": client_order_id,
+               "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": 0}
 
     fields = signed(alice, "Order", order_message("buy", "1500", "2", "generated-bid"))
     bid = add_order.sync(client=client, body=AddOrderFormSigned(

@@ -38,8 +38,8 @@ pub struct RequestMessages {
 /// path) or any other request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SignedMessage {
-    /// An order.
-    Order(OrderMessage),
+    /// An order (boxed: with its conditions it is several times the size of the other).
+    Order(Box<OrderMessage>),
     /// Any other request.
     Other(TypedMessage),
 }
@@ -360,7 +360,7 @@ impl RequestMessages {
                     return None;
                 }
                 own(
-                    SignedMessage::Order(self.order(order, nonce, expiry_ms)),
+                    SignedMessage::Order(Box::new(self.order(order, nonce, expiry_ms))),
                     order.account,
                     Some(order.order_id),
                 )
@@ -413,7 +413,7 @@ impl RequestMessages {
                         signed,
                     ))
                 } else {
-                    SignedMessage::Order(self.order(replacement, nonce, expiry_ms))
+                    SignedMessage::Order(Box::new(self.order(replacement, nonce, expiry_ms)))
                 };
                 own(message, *account, Some(replacement.order_id))
             }
