@@ -269,10 +269,15 @@ impl OrderBook {
                     if node.record.terms.price != Some(*price) || node.record.terms.direction != direction {
                         return Err(format!("order on the wrong level at {price:?}"));
                     }
-                    if last_sequence.is_some_and(|last| last >= node.record.sequence) {
-                        return Err(format!("time priority broken at {price:?}"));
+                    // A fired trigger order keeps the sequence it was placed with and rests
+                    // behind the orders placed since: time priority is checked among the
+                    // others.
+                    if node.record.terms.conditions.trigger.is_none() {
+                        if last_sequence.is_some_and(|last| last >= node.record.sequence) {
+                            return Err(format!("time priority broken at {price:?}"));
+                        }
+                        last_sequence = Some(node.record.sequence);
                     }
-                    last_sequence = Some(node.record.sequence);
                     quantity += u128::from(node.record.remaining().lots());
                     count += 1;
                     previous = key;

@@ -481,3 +481,31 @@ fn a_fired_order_that_fills_does_not_cancel_a_later_order_of_its_groups_name() {
         OrderStatus::Filled
     );
 }
+
+/// Regression: a fired order took a new sequence, and the stores and streams, which know an
+/// order by its sequence, lost it. It keeps its sequence and rests behind the orders already at
+/// its price when it fires.
+#[test]
+fn a_fired_order_that_rests_keeps_its_sequence_and_queues_behind_earlier_orders() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut stop = market.order(ALICE, Direction::Sell, Some("2390"), "1");
+    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    let events = market.place(stop.clone()).unwrap();
+    let sequence = updates_of(&events, stop.order_id)[0].sequence;
+    let earlier = market.order(CAROL, Direction::Sell, Some("2390"), "1");
+    market.place(earlier.clone()).unwrap();
+    let events = market.print("2400");
+    let rested = updates_of(&events, stop.order_id).pop().unwrap();
+    assert_eq!((rested.status, rested.sequence), (OrderStatus::Open, sequence));
+    // (The print's buy at 2400 took 0.01 of Carol's 2390, the better price, which fired the stop.)
+    let carol_filled = market.open(&earlier).unwrap().filled;
+    let lift = market.order(BOB, Direction::Buy, Some("2390"), "0.5");
+    let events = market.place(lift).unwrap();
+    let carol_after = updates_of(&events, earlier.order_id).pop().unwrap().filled;
+    assert_eq!(
+        carol_after,
+        carol_filled.checked_add(Quantity::from_lots(5_000)).unwrap()
+    );
+    assert!(updates_of(&events, stop.order_id).is_empty());
+}

@@ -59,6 +59,14 @@ pub enum OrderStatus {
     Untriggered,
 }
 
+impl OrderStatus {
+    /// Whether an order in this status is open: resting, or waiting for its trigger (it holds
+    /// a lock, is listed, and can be cancelled).
+    pub fn is_open(self) -> bool {
+        matches!(self, OrderStatus::Open | OrderStatus::Untriggered)
+    }
+}
+
 /// Why an order was cancelled, for the record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CancelReason {
@@ -184,7 +192,10 @@ pub struct OrderRecord {
     pub created_at_ms: u64,
     /// When it last changed, in ms since the epoch.
     pub updated_at_ms: u64,
-    /// Its place in time priority: lower was first. Unique on the chain.
+    /// When it was placed, in order: lower was first. Unique on the chain, and the order's
+    /// identity in the stores and streams. It is the order's time priority in the book, except
+    /// for a fired trigger order, which keeps its sequence and rests behind the orders already
+    /// at its price when it fires.
     pub sequence: u64,
 }
 

@@ -12,7 +12,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
-use dexd_core::{Address, Event, OrderId, OrderRecord, OrderStatus, PairIndex};
+use dexd_core::{Address, Event, OrderId, OrderRecord, PairIndex};
 
 use super::database::StoreError;
 use super::records::{Authorization, Page, PageRequest, StoredOrder};
@@ -126,7 +126,7 @@ impl OpenOrders {
             let Event::OrderUpdated(record) = event else {
                 continue;
             };
-            if !matches!(record.status, OrderStatus::Open | OrderStatus::Untriggered) {
+            if !record.status.is_open() {
                 self.remove(record);
             } else if !self.update_record(record) {
                 let placed = authorization

@@ -83,7 +83,7 @@ impl StoreReader {
         request: PageRequest,
     ) -> Result<Page<StoredOrder>, StoreError> {
         // Open and untriggered orders are both open, served from memory together.
-        if matches!(status, OrderStatus::Open | OrderStatus::Untriggered) {
+        if status.is_open() {
             return Ok(self.open_orders.read().of_account(account, pair, request));
         }
         let window = SqlWindow::of(&request);

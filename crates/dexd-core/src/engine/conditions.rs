@@ -260,7 +260,7 @@ impl Engine {
                 record.terms,
                 taker_slot,
                 required,
-                record.created_at_ms,
+                Some((record.created_at_ms, record.sequence)),
                 now_ms,
                 events,
             ),

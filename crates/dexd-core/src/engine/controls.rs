@@ -183,7 +183,7 @@ impl Engine {
         if waiting {
             self.apply_waiting(&spec, replacement, taker_slot, required, now_ms, events);
         } else {
-            let printed = self.apply_placement(&spec, replacement, taker_slot, required, now_ms, now_ms, events);
+            let printed = self.apply_placement(&spec, replacement, taker_slot, required, None, now_ms, events);
             self.fire_met_triggers(pair, printed, now_ms, events);
         }
         self.push_balance_events(events);

@@ -48,7 +48,7 @@ impl Engine {
         self.touched_balances.clear();
         let pair = order.pair;
         let grouped = order.conditions.oco_group.is_some();
-        let printed = self.apply_placement(&spec, order, taker_slot, required, now_ms, now_ms, events);
+        let printed = self.apply_placement(&spec, order, taker_slot, required, None, now_ms, events);
         if grouped && printed.is_some() {
             if let Some(partner) = borrowed.map(|(partner, _, _)| partner) {
                 if self.waiting_orders.contains_key(&partner) {
@@ -131,7 +131,9 @@ impl Engine {
     /// Applies a placement [`Engine::prepare_placement`] accepted (its plan still current):
     /// the self-trade cancels, the fills, the remainder rested or closed. Balance events are the
     /// caller's to push.
-    /// Returns the prices of its first and last trade, when it traded.
+    /// Returns the prices of its first and last trade, when it traded. `placed` is a fired
+    /// trigger order's placement time and sequence, which it keeps (its sequence is its
+    /// identity in the stores and streams; its priority in the book is when it rests there).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn apply_placement(
         &mut self,
@@ -139,14 +141,17 @@ impl Engine {
         order: NewOrder,
         taker_slot: AccountSlot,
         required: Amount,
-        created_at_ms: u64,
+        placed: Option<(u64, u64)>,
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Option<(Price, Price)> {
         let pair_position = usize::from(order.pair.0);
         self.touch_balance(taker_slot, paid_asset(spec, order.direction));
-        let sequence = self.next_order_sequence;
-        self.next_order_sequence += 1;
+        let (created_at_ms, sequence) = placed.unwrap_or_else(|| {
+            let sequence = self.next_order_sequence;
+            self.next_order_sequence += 1;
+            (now_ms, sequence)
+        });
         let mut taker = OrderRecord {
             terms: order,
             filled: Quantity::ZERO,

@@ -1,7 +1,7 @@
 //! One pair's demo market. Every second the pair's walk moves; the maker cancels and requotes
 //! its ladder when the price has moved a level or a taker has traded, and keeps its dead
 //! man's switch armed; now and then a taker sends an immediate-or-cancel order through the first
-//! levels. Every request goes through the API's own handlers with the demo account's key, as a
+//! levels, and after some of its buys a stop-loss that expires if it does not fire. Every request goes through the API's own handlers with the demo account's key, as a
 //! client's would: checked, signed, budgeted and journaled like any other.
 //!
 //! While the chain's write queue is long (real clients keep the writer busy) it steps aside for
@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dexd_core::{OrderType, TimeInForce};
+use dexd_core::{Direction, OrderType, TimeInForce, TriggerCondition};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -264,6 +264,10 @@ impl PairMarket {
         )
         .await;
         match placed {
+            Ok(_) if order.direction == Direction::Buy && order.delay_ms % STOP_EVERY_NTH_BUY == 0 => {
+                self.place_stop(order).await;
+                Ok(())
+            }
             Ok(_) => Ok(()),
             Err(error) if error.code == "INSUFFICIENT_BALANCE" => {
                 fund(&self.app, self.chain_id, taker, &self.takers.top_ups).await
@@ -271,4 +275,38 @@ impl PairMarket {
             Err(error) => Err(error),
         }
     }
+
+    /// After some of its buys a taker protects them with a stop-loss: a market sell of what it
+    /// bought that fires if a trade prints 1 % below its price, expiring after
+    /// [`DEMO_STOP_LIFETIME_MS`], so that a newcomer sees stops wait, fire and expire. A stop the
+    /// market already met, or one the taker cannot lock, is simply not placed.
+    async fn place_stop(&self, order: &super::walk::TakerOrder) {
+        let taker = &self.takers.accounts[order.taker % self.takers.accounts.len()];
+        let grid = self.walk.grid();
+        let trigger_ticks = order.limit_price_ticks - order.limit_price_ticks / 100;
+        let placed = call(
+            &self.app,
+            handlers::add_order,
+            json!({
+                "chainId": self.chain_id.to_string(),
+                "symbol": self.symbol,
+                "type": OrderType::Market.wire_name(),
+                "direction": Direction::Sell.wire_name(),
+                "amount": grid.amount_text(order.amount_steps),
+                "triggerPrice": grid.price_text(trigger_ticks),
+                "triggerCondition": TriggerCondition::Below.wire_name(),
+                "expiresAt": dexd_store::now_ms() + DEMO_STOP_LIFETIME_MS,
+                "privateKey": taker.key_text(),
+            }),
+        )
+        .await;
+        if let Err(error) = placed {
+            tracing::debug!(chain_id = self.chain_id, pair = %self.symbol, code = error.code, "a demo stop was not placed");
+        }
+    }
 }
+
+/// One buy in this many (by its delay, a draw of the walk) is followed by a stop-loss.
+const STOP_EVERY_NTH_BUY: u64 = 3;
+/// How long a demo stop-loss waits before it expires, in ms.
+const DEMO_STOP_LIFETIME_MS: u64 = 120_000;

@@ -318,7 +318,7 @@ pub(super) fn open_order_of(
         .map_err(store_error)?
         .filter(|stored| stored.record.terms.account == *account && stored.record.terms.pair == pair)
         .ok_or_else(|| ApiError::from_rejection(dexd_core::Rejection::OrderNotFound))?;
-    if stored.record.status != OrderStatus::Open {
+    if !stored.record.status.is_open() {
         return Err(order_not_open());
     }
     Ok(stored)

@@ -285,3 +285,103 @@ async fn a_client_signs_a_trigger_order_with_the_order_types_new_fields() {
     assert_eq!(detail["typedData"]["message"]["triggerPrice"], "2000");
     assert_eq!(detail["typedData"]["message"]["ocoGroup"], "signed-1");
 }
+
+#[tokio::test]
+async fn a_bots_batch_carries_a_stop_and_the_orders_stream_shows_it_wait_then_fire() {
+    let server = TestServer::start().await;
+    let (alice, bob, carol) = (Trader::new(0xe1), Trader::new(0xe2), Trader::new(0xe3));
+    server.deposit(&alice, "ETH", "5").await;
+    server.deposit(&bob, "ETH", "5").await;
+    server.deposit(&carol, "USDC", "100000").await;
+    print(&server, &bob, &carol, "2500").await;
+    let mut stream = common::stream_client::StreamClient::connect(&server.base_url).await;
+    let subscribed = stream
+        .ask(json!({"op": "subscribe", "id": "o", "channel": "orders", "chainId": "1", "account": alice.address}))
+        .await;
+    assert_eq!(subscribed["event"], "subscribed");
+    assert_eq!(stream.next().await["event"], "snapshot");
+    // The market maker's loop of docs/clients.md: quotes and a stop-loss in one batch.
+    let (status, batch) = server
+        .post_json(
+            "/order/batchOrders",
+            json!({"chainId": "1", "privateKey": alice.key, "orders": [
+                {"symbol": "ETH/USDC", "type": "limit", "direction": "sell", "price": "2520", "amount": "0.1", "postOnly": true},
+                {"symbol": "ETH/USDC", "type": "market", "direction": "sell", "amount": "0.2",
+                 "triggerPrice": "2400", "triggerCondition": "below"},
+                {"symbol": "ETH/USDC", "type": "limit", "direction": "sell", "price": "2450", "amount": "0.3",
+                 "triggerPrice": "2400", "triggerCondition": "below"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{batch}");
+    let stop = batch["results"][1]["order"].clone();
+    assert_eq!(stop["status"], "untriggered", "{batch}");
+    // The stop's updates on the stream: untriggered when placed, filled when it fired.
+    let status_of_stop = |message: &Value| -> Option<Value> {
+        message["orders"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|order| order["orderId"] == stop["orderId"])
+            .map(|order| order["status"].clone())
+    };
+    let mut statuses = Vec::new();
+    while statuses.is_empty() {
+        let message = stream.next().await;
+        statuses.extend(status_of_stop(&message));
+    }
+    assert_eq!(statuses, [json!("untriggered")]);
+    placed(
+        &server,
+        &carol,
+        json!({"type": "limit", "direction": "buy", "price": "2300", "amount": "1"}),
+    )
+    .await;
+    print(&server, &bob, &carol, "2400").await;
+    while statuses.len() < 2 {
+        let message = stream.next().await;
+        statuses.extend(status_of_stop(&message));
+    }
+    assert_eq!(statuses[1], "filled");
+    // The limit stop fired and rests at 2450: open, under its placement's id, on REST.
+    let resting_stop = &batch["results"][2]["order"];
+    let open = server.account_list("/order/openOrders", &alice, "orders").await;
+    let listed = open
+        .iter()
+        .find(|order| order["orderId"] == resting_stop["orderId"])
+        .expect("the fired limit stop rests");
+    assert_eq!(
+        (&listed["status"], &listed["remaining"]),
+        (&json!("open"), &json!("0.3"))
+    );
+}
+
+#[tokio::test]
+async fn an_expiry_survives_a_restart_and_fires_once_after_it() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let alice = Trader::new(0xe4);
+    let expires_at = now_ms() + 6_000;
+    let order_id = {
+        let server = TestServer::start_in(dexd_venue::config::Config::embedded_default(), data_dir.path()).await;
+        server.deposit(&alice, "ETH", "3").await;
+        let order = placed(
+            &server,
+            &alice,
+            json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": expires_at}),
+        )
+        .await;
+        order["orderId"].clone()
+    };
+    let server = TestServer::start_in(dexd_venue::config::Config::embedded_default(), data_dir.path()).await;
+    assert_eq!(detail(&server, &order_id).await["status"], "open");
+    let mut expired = Value::Null;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        expired = detail(&server, &order_id).await;
+        if expired["status"] == "cancelled" {
+            break;
+        }
+    }
+    assert_eq!(expired["cancelReason"], "expired", "{expired}");
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "0");
+    assert_eq!(server.balance(&alice, "ETH").await["available"], "3");
+}

@@ -257,7 +257,7 @@ impl Hub {
                     );
                     continue;
                 };
-                if record.status != OrderStatus::Open {
+                if !record.status.is_open() {
                     signatures.remove(&record.sequence);
                 }
                 let stored = stored_order(record, authorization);

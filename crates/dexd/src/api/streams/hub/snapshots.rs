@@ -254,7 +254,7 @@ impl Hub {
                     if record.terms.account != account {
                         continue;
                     }
-                    if record.status != OrderStatus::Open {
+                    if !record.status.is_open() {
                         orders.remove(&record.sequence);
                     } else if let Some(known) = orders.get_mut(&record.sequence) {
                         known.record = record.clone();
