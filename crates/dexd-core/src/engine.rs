@@ -15,6 +15,7 @@ mod matching;
 mod queries;
 mod state;
 
+pub use self::conditions::MAX_TRIGGERS_FIRED_PER_COMMAND;
 pub use self::state::{EngineState, PairSnapshot, RestoreError};
 
 use std::collections::BTreeSet;

@@ -135,6 +135,25 @@ async fn a_stop_waits_locked_then_fires_and_hostile_conditions_change_nothing() 
     }
     assert_eq!(server.balance(&alice, "ETH").await, before);
 
+    // An untriggered order is cancelled like any open order, and its lock comes back.
+    let second = placed(
+        &server,
+        &alice,
+        json!({"type": "limit", "direction": "sell", "price": "2300", "amount": "2", "triggerPrice": "2350",
+               "triggerCondition": "below"}),
+    )
+    .await;
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "3");
+    let (status, cancelled) = server
+        .post_json(
+            "/order/cancelOrder",
+            json!({"chainId": "1", "symbol": "ETH/USDC", "orderId": second["orderId"], "privateKey": alice.key}),
+        )
+        .await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["order"]["cancelReason"], "user");
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "1");
+
     // Carol bids below; a trade at 2400 fires the stop into her bid in the same step.
     let bid = placed(
         &server,
