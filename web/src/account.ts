@@ -213,7 +213,7 @@ export class Account {
     if (!orders) return;
     if (message.event === "snapshot") this.openOrders.clear();
     for (const order of orders) {
-      if (order.status === "open") this.openOrders.set(order.orderId, order);
+      if (order.status === "open" || order.status === "untriggered") this.openOrders.set(order.orderId, order);
       else this.openOrders.delete(order.orderId);
     }
     this.renderOpenOrders();
@@ -308,7 +308,9 @@ export class Account {
         actions.className = "row-actions";
         actions.append(edit, cancel);
         const price = order.price ?? "market";
-        const shown = order.status === "untriggered" ? `${price} when ${order.triggerCondition} ${order.triggerPrice}` : price;
+        const waiting = order.status === "untriggered" ? ` when a trade is ${order.triggerCondition} ${order.triggerPrice}` : "";
+        const expiry = order.expiresAt ? `, expires ${new Date(order.expiresAt).toLocaleTimeString()}` : "";
+        const shown = `${price}${waiting}${expiry}`;
         return row([`${order.direction} ${order.symbol}`, shown, order.amount, order.filled, order.clientOrderId ?? "", actions], {
           "data-order-id": order.orderId,
         });
@@ -453,6 +455,7 @@ export class Account {
       triggerPrice: canonical(element<HTMLInputElement>("order-trigger-price").value),
       rawTriggerPrice: element<HTMLInputElement>("order-trigger-price").value.trim(),
       triggerCondition: element<HTMLSelectElement>("order-trigger-condition").value,
+      expiresInMs: Number(element<HTMLSelectElement>("order-expiry").value || 0),
     } as const;
   }
 
@@ -468,10 +471,11 @@ export class Account {
     const symbol = venue.pair.symbol;
     const triggerPrice = form.triggerPrice ?? "";
     const triggerCondition = triggerPrice ? form.triggerCondition : "";
+    const expiresAt = form.expiresInMs ? Date.now() + form.expiresInMs : 0;
     const message = {
       symbol, orderType: form.type, direction: form.direction, timeInForce, postOnly: form.postOnly,
       price: form.type === "limit" ? form.price : "", amount: form.amount, clientOrderId: form.clientOrderId,
-      triggerPrice, triggerCondition, ocoGroup: "", expiresAt: 0n,
+      triggerPrice, triggerCondition, ocoGroup: "", expiresAt: BigInt(expiresAt),
     };
     const button = element<HTMLButtonElement>("place-order");
     button.disabled = true;
@@ -487,6 +491,7 @@ export class Account {
         body.triggerPrice = triggerPrice;
         body.triggerCondition = triggerCondition;
       }
+      if (expiresAt) body.expiresAt = expiresAt;
       const answer = await post<{ order: Order; trades: unknown[] }>("/order/addOrder", body);
       const order = answer.order;
       this.callbacks.announce(

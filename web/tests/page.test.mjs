@@ -157,6 +157,26 @@ async function signedFlow(page, key, clientOrderId) {
   const cancelled = await dexd.get("/order/cancelledOrders", { chainId: CHAIN, account: address });
   assert.deepEqual(cancelled.orders.map((item) => item.orderId), [order.orderId]);
   assert.equal((await dexd.get("/order/openOrders", { chainId: CHAIN, account: address })).orders.length, 0);
+
+  // A stop buy: a limit that waits for a trade at or above 2650 and expires in an hour, listed
+  // with its trigger, then cancelled.
+  await page.getByLabel("Price").fill("2700");
+  await page.getByLabel("Amount", { exact: true }).fill("0.1");
+  await page.getByLabel("Trigger (optional: a stop or take-profit)").fill("2650");
+  await page.getByLabel("Fires when a trade prints").selectOption("above");
+  await page.getByLabel("Expires").selectOption("3600000");
+  await page.getByRole("button", { name: "Place order" }).click();
+  await page.waitForFunction(() => /Order untriggered: buy 0.1 ETH\/USDC/.test(document.getElementById("announcer")?.textContent ?? ""));
+  const [waiting] = (await dexd.get("/order/openOrders", { chainId: CHAIN, account: address })).orders;
+  assert.equal(waiting.status, "untriggered");
+  assert.deepEqual([waiting.triggerPrice, waiting.triggerCondition], ["2650", "above"]);
+  assert.ok(waiting.expiresAt > Date.now() + 3_500_000);
+  const waitingRow = page.locator(`#open-orders tr[data-order-id="${waiting.orderId}"]`);
+  await waitingRow.getByText(/when a trade is above 2650/).waitFor();
+  await waitingRow.getByRole("button", { name: /^Cancel/ }).click();
+  await page.waitForSelector(`#open-orders tr[data-order-id="${waiting.orderId}"]`, { state: "detached" });
+  await page.getByLabel("Trigger (optional: a stop or take-profit)").fill("");
+  await page.getByLabel("Expires").selectOption("");
   await page.getByRole("tab", { name: "Order history" }).click();
   await page.waitForSelector(`#order-history tr[data-order-id="${order.orderId}"]`);
   await page.getByRole("tab", { name: "Transfers" }).click();
