@@ -46,9 +46,11 @@ fn account(index: u64) -> Address {
     Address::from_bytes(bytes)
 }
 
+/// An id as unpredictable as a digest where the engine's hash reads it (its last eight bytes).
 fn order_id(number: u64) -> OrderId {
     let mut bytes = [0x5au8; 32];
     bytes[..8].copy_from_slice(&number.to_be_bytes());
+    bytes[24..].copy_from_slice(&SplitMix(number).next().to_be_bytes());
     OrderId::from_bytes(bytes)
 }
 

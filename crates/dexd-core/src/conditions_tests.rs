@@ -34,7 +34,10 @@ impl Market {
             pairs: vec![eth_usdc_definition()],
             fee_account: FEES,
             custody: crate::custody::CustodyMode::Ledger,
-            limits: EngineLimits::default(),
+            limits: EngineLimits {
+                max_open_orders_per_account: 20_000,
+                ..EngineLimits::default()
+            },
         })
         .unwrap();
         let mut market = Market {
@@ -75,6 +78,8 @@ impl Market {
         let spec = self.engine.pair_spec(PAIR).unwrap();
         let mut id = [0u8; 32];
         id[..4].copy_from_slice(&self.next_id.to_be_bytes());
+        // The engine hashes an id by its last eight bytes, as a digest's are.
+        id[28..].copy_from_slice(&self.next_id.to_be_bytes());
         NewOrder {
             order_id: OrderId::from_bytes(id),
             client_order_id: None,
@@ -508,4 +513,29 @@ fn a_fired_order_that_rests_keeps_its_sequence_and_queues_behind_earlier_orders(
         carol_filled.checked_add(Quantity::from_lots(5_000)).unwrap()
     );
     assert!(updates_of(&events, stop.order_id).is_empty());
+}
+
+/// One command fires at most `MAX_TRIGGERS_FIRED_PER_COMMAND`; those met beyond it wait, and the
+/// next trade that meets them fires them.
+#[test]
+fn a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
+    use crate::engine::MAX_TRIGGERS_FIRED_PER_COMMAND;
+    let mut market = Market::new();
+    market.print("2500");
+    let bid = market.order(CAROL, Direction::Buy, Some("2000"), "50");
+    market.place(bid).unwrap();
+    let mut events = Vec::new();
+    for _ in 0..=MAX_TRIGGERS_FIRED_PER_COMMAND {
+        let mut stop = market.order(ALICE, Direction::Sell, None, "0.001");
+        stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+        // Unchecked, for speed: the invariants are checked after the trades below.
+        market
+            .engine
+            .execute(Command::PlaceOrder(stop), market.time_ms, &mut events)
+            .unwrap();
+    }
+    market.print("2400");
+    assert_eq!(market.engine.untriggered_order_count(), 1);
+    market.print("2400");
+    assert_eq!(market.engine.untriggered_order_count(), 0);
 }

@@ -20,7 +20,7 @@ pub use self::state::{EngineState, PairSnapshot, RestoreError};
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::agents::{AgentGrant, AgentRegistry};
 use crate::book::{LevelView, OrderBook, SlotKey};
@@ -353,9 +353,10 @@ pub struct Engine {
     oco_groups: FxHashMap<String, Vec<OrderId>>,
     /// The open orders that expire, by expiry then id: what the venue's timer reads.
     expiries: BTreeSet<(u64, OrderId)>,
-    /// The ids of each account's open orders, indexed by ledger slot (at most
-    /// `max_open_orders_per_account` each, so a linear search is cheap).
-    open_orders_by_slot: Vec<Vec<OrderId>>,
+    /// The ids of each account's open orders (resting and untriggered), indexed by ledger slot
+    /// (at most `max_open_orders_per_account` each). A set: a fired cascade of one account's
+    /// stops closes hundreds of its orders in one command, each found at once.
+    open_orders_by_slot: Vec<FxHashSet<OrderId>>,
     client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>>,
     /// Positions per account and pair, indexed by ledger slot; empty until the account trades.
     positions: Vec<Vec<Position>>,

@@ -58,7 +58,7 @@ impl TriggerBook {
         self.orders.get(order_id).map(|(_, slot)| *slot)
     }
 
-    /// Takes an order out (to fire it or cancel it).
+    /// Takes an order out (to fire it or cancel it), due or not.
     pub fn remove(&mut self, order_id: &OrderId) -> Option<(OrderRecord, AccountSlot)> {
         let (record, slot) = self.orders.remove(order_id)?;
         let trigger = record
@@ -73,28 +73,53 @@ impl TriggerBook {
         Some((record, slot))
     }
 
-    /// The orders a matching that printed trades from `first_price` to `last_price` meets, in
-    /// the order they fire: the triggers on the side the price left first (met by the first
-    /// trade), then those on the side it moved towards in the order its prices reached them;
-    /// within one trigger price, the oldest first. They stay in the book (firing takes each
-    /// out); a caller collects them once per matching.
-    pub fn met_by(&self, first_price: Price, last_price: Price) -> Vec<OrderId> {
+    /// Takes out of the price indexes the orders that a matching that printed trades from
+    /// `first_price` to `last_price` meets, and returns them in the order they fire: the
+    /// triggers on the side the price left first (met by the first trade), then those on the side
+    /// it moved towards in the order its prices reached them; within one trigger price, the oldest
+    /// first. They stay in the book, due: firing takes each out ([`TriggerBook::remove`]), and
+    /// one not fired goes back with [`TriggerBook::put_back`] before the command ends. Taken out
+    /// once, an order is never met twice in a cascade.
+    pub fn take_met(&mut self, first_price: Price, last_price: Price) -> Vec<OrderId> {
         let (low, high) = (first_price.min(last_price), first_price.max(last_price));
-        let above = self
-            .above
-            .iter()
-            .take_while(|(price, _, _)| *price <= high)
-            .map(|(_, _, order_id)| *order_id);
-        let below = self
-            .below
-            .iter()
-            .take_while(|(Reverse(price), _, _)| *price >= low)
-            .map(|(_, _, order_id)| *order_id);
-        if last_price >= first_price {
-            below.chain(above).collect()
-        } else {
-            above.chain(below).collect()
+        let mut above = Vec::new();
+        while let Some(entry) = self.above.first().copied().filter(|(price, _, _)| *price <= high) {
+            self.above.remove(&entry);
+            above.push(entry.2);
         }
+        let mut below = Vec::new();
+        while let Some(entry) = self
+            .below
+            .first()
+            .copied()
+            .filter(|(Reverse(price), _, _)| *price >= low)
+        {
+            self.below.remove(&entry);
+            below.push(entry.2);
+        }
+        if last_price >= first_price {
+            below.extend(above);
+            below
+        } else {
+            above.extend(below);
+            above
+        }
+    }
+
+    /// Puts a due order that did not fire back into its price index.
+    pub fn put_back(&mut self, order_id: &OrderId) {
+        let Some((record, _)) = self.orders.get(order_id) else {
+            return;
+        };
+        let trigger = record
+            .terms
+            .conditions
+            .trigger
+            .expect("invariant: an untriggered order has a trigger");
+        match trigger.condition {
+            TriggerCondition::Above => self.above.insert((trigger.price, record.sequence, *order_id)),
+            TriggerCondition::Below => self.below.insert((Reverse(trigger.price), record.sequence, *order_id)),
+        };
     }
 
     /// Every untriggered order, oldest first: what a snapshot and the state hash list.

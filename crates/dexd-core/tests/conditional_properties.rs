@@ -142,6 +142,21 @@ impl Harness {
             assert_eq!(before, self.engine.state_hash(), "a refusal changes nothing");
         }
         self.engine.check_invariants().unwrap();
+        // Every trigger the last price meets has fired (the bound on one command's firings is
+        // far above these books).
+        let last_price = self.engine.last_price(PAIR);
+        for (_, order_id) in &self.placed {
+            let Some(record) = self.engine.open_order(order_id) else {
+                continue;
+            };
+            if record.status == dexd_core::OrderStatus::Untriggered {
+                let trigger = record.terms.conditions.trigger.unwrap();
+                assert!(
+                    !last_price.is_some_and(|price| trigger.is_met_by(price)),
+                    "a met trigger still waits"
+                );
+            }
+        }
         accepted
     }
 
@@ -149,6 +164,7 @@ impl Harness {
         self.next_id += 1;
         let mut id = [0u8; 32];
         id[..8].copy_from_slice(&self.next_id.to_be_bytes());
+        id[24..].copy_from_slice(&self.next_id.to_be_bytes());
         NewOrder {
             order_id: OrderId::from_bytes(id),
             client_order_id: None,

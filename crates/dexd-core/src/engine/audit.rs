@@ -194,15 +194,10 @@ impl Engine {
                         record.locked
                     ));
                 }
-                let met = record
-                    .terms
-                    .conditions
-                    .trigger
-                    .is_some_and(|trigger| state.last_price.is_some_and(|price| trigger.is_met_by(price)));
-                if record.status != OrderStatus::Untriggered || !record.filled.is_zero() || met {
-                    return Err(format!(
-                        "order {order_id} waits but is not untriggered, or its trigger is met"
-                    ));
+                // (A trigger the last price meets may still wait: one command fires at most
+                // MAX_TRIGGERS_FIRED_PER_COMMAND. The property tests hold that below it, all fire.)
+                if record.status != OrderStatus::Untriggered || !record.filled.is_zero() {
+                    return Err(format!("order {order_id} waits but is not untriggered, or has filled"));
                 }
                 if self.waiting_orders.get(&order_id).map(|pair| usize::from(pair.0)) != Some(index) {
                     return Err(format!("order {order_id} missing from the waiting index"));

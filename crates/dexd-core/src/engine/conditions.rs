@@ -207,21 +207,22 @@ impl Engine {
         }
         let mut due: std::collections::VecDeque<OrderId> = self.pairs[pair_position]
             .triggers
-            .met_by(first_price, last_price)
+            .take_met(first_price, last_price)
             .into();
         let mut fired = 0usize;
         while let Some(order_id) = due.pop_front() {
-            if fired == MAX_TRIGGERS_FIRED_PER_COMMAND {
-                break;
-            }
-            // Met twice (by two matchings of the cascade), or cancelled as a fired order's
-            // partner: fired at most once.
+            // Cancelled as a fired order's partner: nothing to fire.
             if !self.waiting_orders.contains_key(&order_id) {
+                continue;
+            }
+            if fired == MAX_TRIGGERS_FIRED_PER_COMMAND {
+                // Beyond the command's bound: back to waiting, for the next trade to meet.
+                self.pairs[pair_position].triggers.put_back(&order_id);
                 continue;
             }
             fired += 1;
             if let Some((first_price, last_price)) = self.fire_trigger(pair, order_id, now_ms, events) {
-                due.extend(self.pairs[pair_position].triggers.met_by(first_price, last_price));
+                due.extend(self.pairs[pair_position].triggers.take_met(first_price, last_price));
             }
         }
     }
@@ -320,12 +321,8 @@ impl Engine {
     /// takes back its whole lock (what this order's lock covered was released with it).
     pub(super) fn forget_open_order(&mut self, spec: &PairSpec, record: &OrderRecord, slot: AccountSlot) {
         let order_id = record.terms.order_id;
-        let open = &mut self.open_orders_by_slot[slot.index()];
-        let position = open
-            .iter()
-            .position(|open_id| *open_id == order_id)
-            .expect("invariant: an open order is in its account's open orders");
-        open.swap_remove(position);
+        let listed = self.open_orders_by_slot[slot.index()].remove(&order_id);
+        assert!(listed, "invariant: an open order is in its account's open orders");
         if let Some(client_order_id) = &record.terms.client_order_id {
             let account = record.terms.account;
             if let Some(ids) = self.client_order_ids.get_mut(&account) {

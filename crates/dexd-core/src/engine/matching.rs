@@ -3,6 +3,8 @@
 //! and an order cancelled, with the locks, the open-order indexes and the balance events they
 //! touch. The dispatch of every command and the queries are in the parent module.
 
+use rustc_hash::FxHashSet;
+
 use super::{Engine, PlannedFill};
 use crate::events::{Event, Rejection, Trade};
 use crate::ledger::AccountSlot;
@@ -474,9 +476,9 @@ impl Engine {
     pub(super) fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
         let index = slot.index();
         if self.open_orders_by_slot.len() <= index {
-            self.open_orders_by_slot.resize_with(index + 1, Vec::new);
+            self.open_orders_by_slot.resize_with(index + 1, FxHashSet::default);
         }
-        self.open_orders_by_slot[index].push(record.terms.order_id);
+        self.open_orders_by_slot[index].insert(record.terms.order_id);
         if let Some(client_order_id) = &record.terms.client_order_id {
             self.client_order_ids
                 .entry(record.terms.account)
