@@ -20,7 +20,7 @@ pub use self::state::{EngineState, PairSnapshot, RestoreError};
 
 use std::collections::BTreeSet;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::agents::{AgentGrant, AgentRegistry};
 use crate::book::{LevelView, OrderBook, SlotKey};
@@ -298,6 +298,48 @@ impl Command {
     }
 }
 
+/// One account's open orders: those resting in a book and those waiting for their trigger, apart,
+/// so that trading, which adds and removes resting orders, never walks the waiting ones.
+#[derive(Clone, Debug, Default)]
+struct OpenOrderIds {
+    resting: Vec<OrderId>,
+    waiting: Vec<OrderId>,
+}
+
+impl OpenOrderIds {
+    fn len(&self) -> usize {
+        self.resting.len() + self.waiting.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &OrderId> {
+        self.resting.iter().chain(&self.waiting)
+    }
+
+    fn list(&mut self, waiting: bool) -> &mut Vec<OrderId> {
+        if waiting {
+            &mut self.waiting
+        } else {
+            &mut self.resting
+        }
+    }
+
+    /// Takes an order out of the list it is in; whether it was there.
+    fn remove(&mut self, order_id: &OrderId, waiting: bool) -> bool {
+        let list = self.list(waiting);
+        match list.iter().position(|open_id| open_id == order_id) {
+            Some(position) => {
+                list.swap_remove(position);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// What an account can trade on a pair right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TradableAmounts {
@@ -353,10 +395,9 @@ pub struct Engine {
     oco_groups: FxHashMap<String, Vec<OrderId>>,
     /// The open orders that expire, by expiry then id: what the venue's timer reads.
     expiries: BTreeSet<(u64, OrderId)>,
-    /// The ids of each account's open orders (resting and untriggered), indexed by ledger slot
-    /// (at most `max_open_orders_per_account` each). A set: a fired cascade of one account's
-    /// stops closes hundreds of its orders in one command, each found at once.
-    open_orders_by_slot: Vec<FxHashSet<OrderId>>,
+    /// The ids of each account's open orders, indexed by ledger slot (at most
+    /// `max_open_orders_per_account` each, so a linear search is cheap).
+    open_orders_by_slot: Vec<OpenOrderIds>,
     client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>>,
     /// Positions per account and pair, indexed by ledger slot; empty until the account trades.
     positions: Vec<Vec<Position>>,

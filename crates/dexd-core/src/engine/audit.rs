@@ -210,6 +210,9 @@ impl Engine {
         if waiting != self.waiting_orders.len() {
             return Err("the waiting index holds orders that no trigger book does".to_string());
         }
+        if self.waiting_orders.keys().any(|order_id| self.order_locations.contains_key(order_id)) {
+            return Err("an order id both rests and waits".to_string());
+        }
         self.check_groups_and_expiries()?;
         for (address, balances) in self.ledger.accounts_sorted() {
             for (index, balance) in balances.iter().enumerate() {
@@ -250,10 +253,23 @@ impl Engine {
         }
         for (index, orders) in self.open_orders_by_slot.iter().enumerate() {
             let owner = self.ledger.address(AccountSlot::from_index(index));
-            for order_id in orders {
+            for order_id in orders.iter() {
                 if self.open_order(order_id).map(|record| record.terms.account) != Some(owner) {
                     return Err(format!("order {order_id} is listed as open for {owner} but is not"));
                 }
+            }
+            if !orders
+                .resting
+                .iter()
+                .all(|order_id| self.order_locations.contains_key(order_id))
+                || !orders
+                    .waiting
+                    .iter()
+                    .all(|order_id| self.waiting_orders.contains_key(order_id))
+            {
+                return Err(format!(
+                    "{owner}'s resting and waiting orders are listed in each other's place"
+                ));
             }
         }
         let client_ids: usize = self.client_order_ids.values().map(|ids| ids.len()).sum();

@@ -251,7 +251,7 @@ impl Engine {
             .remove(&order_id)
             .expect("a due order waits");
         self.waiting_orders.remove(&order_id);
-        self.forget_open_order(&spec, &record, slot);
+        self.forget_open_order(&spec, &record, slot, true);
         let paid = paid_asset(&spec, record.terms.direction);
         self.ledger.unlock(slot, paid, record.locked);
         self.touch_balance(slot, paid);
@@ -308,7 +308,7 @@ impl Engine {
         let paid = paid_asset(&spec, record.terms.direction);
         self.ledger.unlock(slot, paid, record.locked);
         self.touch_balance(slot, paid);
-        self.forget_open_order(&spec, &record, slot);
+        self.forget_open_order(&spec, &record, slot, true);
         record.locked = Amount::ZERO;
         record.status = OrderStatus::Cancelled;
         record.cancel_reason = Some(reason);
@@ -319,9 +319,16 @@ impl Engine {
     /// An order left the open orders (closed, or fired out of its trigger book): out of its
     /// account's list, the client order ids, the expiries and its group; a partner that stays
     /// takes back its whole lock (what this order's lock covered was released with it).
-    pub(super) fn forget_open_order(&mut self, spec: &PairSpec, record: &OrderRecord, slot: AccountSlot) {
+    /// `waiting`: it left the trigger book (else a book).
+    pub(super) fn forget_open_order(
+        &mut self,
+        spec: &PairSpec,
+        record: &OrderRecord,
+        slot: AccountSlot,
+        waiting: bool,
+    ) {
         let order_id = record.terms.order_id;
-        let listed = self.open_orders_by_slot[slot.index()].remove(&order_id);
+        let listed = self.open_orders_by_slot[slot.index()].remove(&order_id, waiting);
         assert!(listed, "invariant: an open order is in its account's open orders");
         if let Some(client_order_id) = &record.terms.client_order_id {
             let account = record.terms.account;

@@ -171,7 +171,7 @@ impl Engine {
                     .expect("the order waits");
                 self.waiting_orders.remove(&order_id);
                 record.locked = crate::money::Amount::ZERO;
-                self.forget_open_order(&spec, &record, slot);
+                self.forget_open_order(&spec, &record, slot, true);
                 record.status = OrderStatus::Cancelled;
                 record.cancel_reason = Some(CancelReason::Requested);
                 record.updated_at_ms = now_ms;
