@@ -12,8 +12,8 @@
 use criterion::{BatchSize, Criterion, Throughput};
 use dexd_core::{
     Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, FeeRate,
-    NewOrder, OrderConditions, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce,
-    TransferRequest, Trigger, TriggerCondition,
+    NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest, Trigger,
+    TriggerCondition,
 };
 
 const ACCOUNTS: u64 = 1_000;
@@ -106,7 +106,7 @@ fn order(number: u64, trader: u64, direction: Direction, price_ticks: Option<u64
         post_only: false,
         price: price_ticks.and_then(Price::from_ticks),
         quantity: Quantity::from_lots(lots),
-        conditions: OrderConditions::default(),
+        conditions: None,
     }
 }
 
@@ -171,7 +171,7 @@ fn prepare(with_untriggered: bool) -> (Engine, Vec<Command>) {
                 None,
                 1 + random.below(20),
             );
-            terms.conditions.trigger = Some(Trigger {
+            terms.conditions_mut().trigger = Some(Trigger {
                 price: Price::from_ticks(trigger).unwrap(),
                 condition,
             });
@@ -259,7 +259,7 @@ fn prepare_cascade() -> (Engine, Command) {
     for index in 0..FIRED_AT_ONCE {
         number += 1;
         let mut stop = order(number, index % 400, Direction::Sell, None, 5);
-        stop.conditions.trigger = Some(Trigger {
+        stop.conditions_mut().trigger = Some(Trigger {
             price: Price::from_ticks(MID_PRICE_TICKS - 100).unwrap(),
             condition: TriggerCondition::Below,
         });

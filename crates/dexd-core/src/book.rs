@@ -272,7 +272,7 @@ impl OrderBook {
                     // A fired trigger order keeps the sequence it was placed with and rests
                     // behind the orders placed since: time priority is checked among the
                     // others.
-                    if node.record.terms.conditions.trigger.is_none() {
+                    if node.record.terms.conditions().trigger.is_none() {
                         if last_sequence.is_some_and(|last| last >= node.record.sequence) {
                             return Err(format!("time priority broken at {price:?}"));
                         }

@@ -7,8 +7,7 @@ use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Quantity};
 use crate::order::{
-    CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger,
-    TriggerCondition,
+    CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger, TriggerCondition,
 };
 use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
 use crate::transfer::TransferRequest;
@@ -95,7 +94,7 @@ impl Market {
             post_only: false,
             price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
             quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
-            conditions: OrderConditions::default(),
+            conditions: None,
         }
     }
 
@@ -152,7 +151,7 @@ fn a_stop_waits_locked_and_fires_in_the_matching_that_prints_its_price() {
     market.print("2500");
     let before = market.engine.balance(&ALICE, ETH);
     let mut stop = market.order(ALICE, Direction::Sell, None, "1");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     let events = market.place(stop.clone()).unwrap();
     let waiting = &updates_of(&events, stop.order_id)[0];
     assert_eq!(waiting.status, OrderStatus::Untriggered);
@@ -185,24 +184,24 @@ fn a_trigger_already_met_or_malformed_is_refused_and_changes_nothing() {
     let mut market = Market::new();
     // With no trade yet, no trigger is met.
     let mut early = market.order(ALICE, Direction::Sell, Some("2000"), "1");
-    early.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    early.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     market.place(early).unwrap();
     market.print("2500");
     let mut met = market.order(ALICE, Direction::Sell, None, "1");
-    met.conditions.trigger = market.trigger("2500", TriggerCondition::Below);
+    met.conditions_mut().trigger = market.trigger("2500", TriggerCondition::Below);
     assert_eq!(market.place(met), Err(Rejection::TriggerAlreadyMet));
     let mut above_met = market.order(ALICE, Direction::Buy, Some("2600"), "1");
-    above_met.conditions.trigger = market.trigger("2499.99", TriggerCondition::Above);
+    above_met.conditions_mut().trigger = market.trigger("2499.99", TriggerCondition::Above);
     assert_eq!(market.place(above_met), Err(Rejection::TriggerAlreadyMet));
     let mut market_buy = market.order(ALICE, Direction::Buy, None, "1");
-    market_buy.conditions.trigger = market.trigger("2600", TriggerCondition::Above);
+    market_buy.conditions_mut().trigger = market.trigger("2600", TriggerCondition::Above);
     assert!(matches!(market.place(market_buy), Err(Rejection::InvalidOrder(_))));
     let mut post_only = market.order(ALICE, Direction::Sell, Some("2300"), "1");
     post_only.post_only = true;
-    post_only.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    post_only.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     assert!(matches!(market.place(post_only), Err(Rejection::InvalidOrder(_))));
     let mut too_much = market.order(ALICE, Direction::Sell, None, "1000");
-    too_much.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    too_much.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     assert_eq!(market.place(too_much), Err(Rejection::InsufficientBalance));
 }
 
@@ -220,7 +219,7 @@ fn a_cascade_fires_in_trigger_price_order_and_never_twice() {
     let mut stops = Vec::new();
     for trigger in ["2385", "2395", "2390"] {
         let mut stop = market.order(ALICE, Direction::Sell, None, "1");
-        stop.conditions.trigger = market.trigger(trigger, TriggerCondition::Below);
+        stop.conditions_mut().trigger = market.trigger(trigger, TriggerCondition::Below);
         market.place(stop.clone()).unwrap();
         stops.push(stop.order_id);
     }
@@ -236,7 +235,7 @@ fn a_trigger_placed_after_a_trade_is_not_fired_by_it() {
     let mut market = Market::new();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     market.place(stop.clone()).unwrap();
     market.print("2401");
     assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Untriggered);
@@ -248,7 +247,7 @@ fn a_fired_fill_or_kill_that_cannot_fill_is_cancelled_as_unfilled_and_unlocked()
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "5");
     stop.time_in_force = TimeInForce::FillOrKill;
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     market.place(stop.clone()).unwrap();
     let events = market.print("2400");
     let last = updates_of(&events, stop.order_id).pop().unwrap();
@@ -262,10 +261,10 @@ fn an_oco_pair_shares_one_lock_and_a_fill_cancels_the_stop() {
     let mut market = Market::new();
     market.print("2500");
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "2");
-    take_profit.conditions.oco_group = Some("exit-1".into());
+    take_profit.conditions_mut().oco_group = Some("exit-1".into());
     let mut stop = market.order(ALICE, Direction::Sell, None, "3");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
-    stop.conditions.oco_group = Some("exit-1".into());
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().oco_group = Some("exit-1".into());
     market.place(stop.clone()).unwrap();
     market.place(take_profit.clone()).unwrap();
     // One lock of the larger amount: 3 ETH, not 5.
@@ -280,8 +279,8 @@ fn an_oco_pair_shares_one_lock_and_a_fill_cancels_the_stop() {
     assert_eq!(market.open(&stop).unwrap().locked, Amount::from_units(ETH_UNIT));
     // A third order in the group, or one of another side, is refused.
     let mut third = market.order(ALICE, Direction::Sell, None, "1");
-    third.conditions.trigger = market.trigger("2300", TriggerCondition::Below);
-    third.conditions.oco_group = Some("exit-1".into());
+    third.conditions_mut().trigger = market.trigger("2300", TriggerCondition::Below);
+    third.conditions_mut().oco_group = Some("exit-1".into());
     assert!(matches!(market.place(third), Err(Rejection::OcoGroupInvalid(_))));
     // Bob lifts part of the take-profit: the stop is cancelled for the group.
     let lift = market.order(BOB, Direction::Buy, Some("2600"), "0.5");
@@ -299,10 +298,10 @@ fn an_oco_stop_that_fires_cancels_the_take_profit_and_a_cancel_gives_the_lock_ba
     let mut market = Market::new();
     market.print("2500");
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
-    take_profit.conditions.oco_group = Some("exit-2".into());
+    take_profit.conditions_mut().oco_group = Some("exit-2".into());
     let mut stop = market.order(ALICE, Direction::Sell, None, "2");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
-    stop.conditions.oco_group = Some("exit-2".into());
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().oco_group = Some("exit-2".into());
     market.place(take_profit.clone()).unwrap();
     market.place(stop.clone()).unwrap();
     assert_eq!(market.open(&stop).unwrap().locked, Amount::ZERO);
@@ -319,10 +318,10 @@ fn an_oco_stop_that_fires_cancels_the_take_profit_and_a_cancel_gives_the_lock_ba
 
     // A group whose resting order is cancelled by its owner: the stop takes its whole lock back.
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
-    take_profit.conditions.oco_group = Some("exit-3".into());
+    take_profit.conditions_mut().oco_group = Some("exit-3".into());
     let mut stop = market.order(ALICE, Direction::Sell, None, "2");
-    stop.conditions.trigger = market.trigger("2000", TriggerCondition::Below);
-    stop.conditions.oco_group = Some("exit-3".into());
+    stop.conditions_mut().trigger = market.trigger("2000", TriggerCondition::Below);
+    stop.conditions_mut().oco_group = Some("exit-3".into());
     market.place(take_profit.clone()).unwrap();
     market.place(stop.clone()).unwrap();
     market
@@ -340,29 +339,29 @@ fn hostile_groups_are_refused_with_nothing_changed() {
     let mut market = Market::new();
     market.print("2500");
     let mut first = market.order(ALICE, Direction::Sell, Some("2600"), "1");
-    first.conditions.oco_group = Some("g".into());
+    first.conditions_mut().oco_group = Some("g".into());
     market.place(first).unwrap();
     // Another account's order naming the group.
     let mut other_account = market.order(BOB, Direction::Sell, None, "1");
-    other_account.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
-    other_account.conditions.oco_group = Some("g".into());
+    other_account.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
+    other_account.conditions_mut().oco_group = Some("g".into());
     assert!(matches!(
         market.place(other_account),
         Err(Rejection::OcoGroupInvalid(_))
     ));
     // The other side.
     let mut other_side = market.order(ALICE, Direction::Buy, Some("2400"), "1");
-    other_side.conditions.trigger = market.trigger("2450", TriggerCondition::Below);
-    other_side.conditions.oco_group = Some("g".into());
+    other_side.conditions_mut().trigger = market.trigger("2450", TriggerCondition::Below);
+    other_side.conditions_mut().oco_group = Some("g".into());
     assert!(matches!(market.place(other_side), Err(Rejection::OcoGroupInvalid(_))));
     // Two resting orders.
     let mut second_limit = market.order(ALICE, Direction::Sell, Some("2700"), "1");
-    second_limit.conditions.oco_group = Some("g".into());
+    second_limit.conditions_mut().oco_group = Some("g".into());
     assert!(matches!(market.place(second_limit), Err(Rejection::OcoGroupInvalid(_))));
     // An order that neither rests nor waits.
     let mut immediate = market.order(ALICE, Direction::Sell, Some("2700"), "1");
     immediate.time_in_force = TimeInForce::ImmediateOrCancel;
-    immediate.conditions.oco_group = Some("h".into());
+    immediate.conditions_mut().oco_group = Some("h".into());
     assert!(matches!(market.place(immediate), Err(Rejection::OcoGroupInvalid(_))));
 }
 
@@ -371,17 +370,17 @@ fn an_order_expires_once_by_a_journaled_command_and_not_before() {
     let mut market = Market::new();
     let now = market.time_ms;
     let mut too_soon = market.order(ALICE, Direction::Sell, Some("2600"), "1");
-    too_soon.conditions.expires_at_ms = Some(now + 4_000);
+    too_soon.conditions_mut().expires_at_ms = Some(now + 4_000);
     assert_eq!(market.place(too_soon), Err(Rejection::ExpiryTooSoon));
     let mut past = market.order(ALICE, Direction::Sell, Some("2600"), "1");
-    past.conditions.expires_at_ms = Some(now - 1);
+    past.conditions_mut().expires_at_ms = Some(now - 1);
     assert_eq!(market.place(past), Err(Rejection::ExpiryTooSoon));
     let mut far = market.order(ALICE, Direction::Sell, Some("2600"), "1");
-    far.conditions.expires_at_ms = Some(now + 400 * 86_400_000);
+    far.conditions_mut().expires_at_ms = Some(now + 400 * 86_400_000);
     assert!(matches!(market.place(far), Err(Rejection::InvalidOrder(_))));
     let mut expiring = market.order(ALICE, Direction::Sell, Some("2600"), "1");
     let expires_at_ms = now + 10_000;
-    expiring.conditions.expires_at_ms = Some(expires_at_ms);
+    expiring.conditions_mut().expires_at_ms = Some(expires_at_ms);
     market.place(expiring.clone()).unwrap();
     assert_eq!(market.engine.due_expiries(expires_at_ms - 1, 10), vec![]);
     let early = Command::ExpireOrder {
@@ -403,7 +402,7 @@ fn an_untriggered_order_is_cancelled_by_cancel_all_and_amended_keeping_its_trigg
     let mut market = Market::new();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     market.place(stop.clone()).unwrap();
     let mut replacement = market.order(ALICE, Direction::Sell, Some("2350"), "2");
     replacement.conditions = stop.conditions.clone();
@@ -438,11 +437,11 @@ fn a_state_with_conditional_orders_restores_to_the_same_hash() {
     let mut market = Market::new();
     market.print("2500");
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
-    take_profit.conditions.oco_group = Some("exit".into());
-    take_profit.conditions.expires_at_ms = Some(market.time_ms + 60_000);
+    take_profit.conditions_mut().oco_group = Some("exit".into());
+    take_profit.conditions_mut().expires_at_ms = Some(market.time_ms + 60_000);
     let mut stop = market.order(ALICE, Direction::Sell, None, "2");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
-    stop.conditions.oco_group = Some("exit".into());
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().oco_group = Some("exit".into());
     market.place(take_profit).unwrap();
     market.place(stop).unwrap();
     let state = market.engine.state();
@@ -467,13 +466,13 @@ fn a_fired_order_that_fills_does_not_cancel_a_later_order_of_its_groups_name() {
     let mut market = Market::new();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2450"), "1");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
-    stop.conditions.oco_group = Some("reused".into());
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().oco_group = Some("reused".into());
     market.place(stop.clone()).unwrap();
     market.print("2400");
     assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Open);
     let mut later = market.order(ALICE, Direction::Sell, Some("2460"), "1");
-    later.conditions.oco_group = Some("reused".into());
+    later.conditions_mut().oco_group = Some("reused".into());
     market.place(later.clone()).unwrap();
     let sweep = market.order(BOB, Direction::Buy, Some("2460"), "2");
     let events = market.place(sweep).unwrap();
@@ -495,7 +494,7 @@ fn a_fired_order_that_rests_keeps_its_sequence_and_queues_behind_earlier_orders(
     let mut market = Market::new();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2390"), "1");
-    stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
     let events = market.place(stop.clone()).unwrap();
     let sequence = updates_of(&events, stop.order_id)[0].sequence;
     let earlier = market.order(CAROL, Direction::Sell, Some("2390"), "1");
@@ -527,7 +526,7 @@ fn a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
     let mut events = Vec::new();
     for _ in 0..=MAX_TRIGGERS_FIRED_PER_COMMAND {
         let mut stop = market.order(ALICE, Direction::Sell, None, "0.001");
-        stop.conditions.trigger = market.trigger("2400", TriggerCondition::Below);
+        stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
         // Unchecked, for speed: the invariants are checked after the trades below.
         market
             .engine

@@ -31,7 +31,7 @@ impl TriggerBook {
     pub fn insert(&mut self, record: OrderRecord, slot: AccountSlot) {
         let trigger = record
             .terms
-            .conditions
+            .conditions()
             .trigger
             .expect("invariant: an untriggered order has a trigger");
         let order_id = record.terms.order_id;
@@ -63,7 +63,7 @@ impl TriggerBook {
         let (record, slot) = self.orders.remove(order_id)?;
         let trigger = record
             .terms
-            .conditions
+            .conditions()
             .trigger
             .expect("invariant: an untriggered order has a trigger");
         match trigger.condition {
@@ -113,7 +113,7 @@ impl TriggerBook {
         };
         let trigger = record
             .terms
-            .conditions
+            .conditions()
             .trigger
             .expect("invariant: an untriggered order has a trigger");
         match trigger.condition {

@@ -1,5 +1,6 @@
 //! The contract's words for the engine's enums: order types, directions, times in force, order
-//! and transfer statuses, cancel reasons, trigger conditions, candle intervals, liability roots' origin and standing. One home for both ways: the API's parameter checks and parsing, the
+//! and transfer statuses, cancel reasons, trigger conditions, candle intervals, liability roots'
+//! origin and standing. One home for both ways: the API's parameter checks and parsing, the
 //! OpenAPI document's enums, the EIP-712 messages and the JSON renderers all read these, so a
 //! new variant is named here once (the matches are exhaustive) and nowhere else.
 //!

@@ -6,8 +6,8 @@
 
 use dexd_core::{
     Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, Event,
-    FeeRate, NewOrder, OrderConditions, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce,
-    TransferRequest, Trigger, TriggerCondition,
+    FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest,
+    Trigger, TriggerCondition,
 };
 use proptest::prelude::*;
 
@@ -150,7 +150,7 @@ impl Harness {
                 continue;
             };
             if record.status == dexd_core::OrderStatus::Untriggered {
-                let trigger = record.terms.conditions.trigger.unwrap();
+                let trigger = record.terms.conditions().trigger.unwrap();
                 assert!(
                     !last_price.is_some_and(|price| trigger.is_met_by(price)),
                     "a met trigger still waits"
@@ -180,7 +180,7 @@ impl Harness {
             post_only: false,
             price: Price::from_ticks(price),
             quantity: Quantity::from_lots(lots),
-            conditions: OrderConditions::default(),
+            conditions: None,
         }
     }
 
@@ -217,7 +217,7 @@ impl Harness {
                 expires_in_s,
             } => {
                 let mut order = self.order(trader, buy && price != 0, price, lots);
-                order.conditions.trigger = Some(Trigger {
+                order.conditions_mut().trigger = Some(Trigger {
                     price: Price::from_ticks(trigger).unwrap(),
                     condition: if above {
                         TriggerCondition::Above
@@ -225,8 +225,8 @@ impl Harness {
                         TriggerCondition::Below
                     },
                 });
-                order.conditions.oco_group = group.map(|group| format!("{trader}-{group}"));
-                order.conditions.expires_at_ms = expires_in_s.map(|seconds| self.time_ms + seconds * 1_000);
+                order.conditions_mut().oco_group = group.map(|group| format!("{trader}-{group}"));
+                order.conditions_mut().expires_at_ms = expires_in_s.map(|seconds| self.time_ms + seconds * 1_000);
                 self.place(order);
             }
             Operation::Grouped {
@@ -237,7 +237,7 @@ impl Harness {
                 group,
             } => {
                 let mut order = self.order(trader, buy, price, lots);
-                order.conditions.oco_group = Some(format!("{trader}-{group}"));
+                order.conditions_mut().oco_group = Some(format!("{trader}-{group}"));
                 self.place(order);
             }
             Operation::Cancel { trader: index, pick } => {

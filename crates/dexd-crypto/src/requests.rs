@@ -154,7 +154,7 @@ impl RequestMessages {
     /// The `Order` an order's account signs (the venue signs the same for a `privateKey`).
     pub fn order(&self, order: &NewOrder, nonce: [u8; 32], expiry_ms: u64) -> OrderMessage {
         let (symbol, spec) = &self.pairs[usize::from(order.pair.0)];
-        let conditions = &order.conditions;
+        let conditions = order.conditions();
         OrderMessage {
             account: order.account,
             symbol: symbol.clone(),

@@ -210,7 +210,11 @@ impl Engine {
         if waiting != self.waiting_orders.len() {
             return Err("the waiting index holds orders that no trigger book does".to_string());
         }
-        if self.waiting_orders.keys().any(|order_id| self.order_locations.contains_key(order_id)) {
+        if self
+            .waiting_orders
+            .keys()
+            .any(|order_id| self.order_locations.contains_key(order_id))
+        {
             return Err("an order id both rests and waits".to_string());
         }
         self.check_groups_and_expiries()?;
@@ -305,11 +309,11 @@ impl Engine {
                 record.terms.account == first.account
                     && record.terms.pair == first.pair
                     && record.terms.direction == first.direction
-                    && record.terms.conditions.oco_group.as_ref() == Some(group)
+                    && record.terms.conditions().oco_group.as_ref() == Some(group)
             });
             let resting = records
                 .iter()
-                .filter(|record| record.terms.conditions.trigger.is_none())
+                .filter(|record| record.terms.conditions().trigger.is_none())
                 .count();
             if !alike || resting > 1 {
                 return Err(format!("group {group} mixes orders, or two of them rest"));
@@ -320,7 +324,7 @@ impl Engine {
             .keys()
             .chain(self.waiting_orders.keys())
             .filter_map(|order_id| self.open_order(order_id))
-            .filter_map(|record| Some((record.terms.conditions.expires_at_ms?, record.terms.order_id)));
+            .filter_map(|record| Some((record.terms.conditions().expires_at_ms?, record.terms.order_id)));
         let expected: std::collections::BTreeSet<(u64, crate::money::OrderId)> = expiring.collect();
         if expected != self.expiries {
             return Err("the expiry index disagrees with the open orders".to_string());
@@ -351,7 +355,7 @@ fn hash_order(hasher: &mut StateHasher, record: &OrderRecord) {
     for value in [record.cost, record.fee, record.locked] {
         hasher.update(value.units().to_be_bytes());
     }
-    let conditions = &record.terms.conditions;
+    let conditions = record.terms.conditions();
     if !conditions.is_empty() {
         hasher.update(b"conditions");
         match conditions.trigger {

@@ -36,7 +36,7 @@ impl Engine {
     /// The checks a new order's conditions need (a trigger not met yet, an expiry ahead, a
     /// group it may join), before anything changes.
     pub(super) fn check_conditions(&self, order: &NewOrder, now_ms: u64) -> Result<(), Rejection> {
-        let conditions = &order.conditions;
+        let conditions = order.conditions();
         if let Some(trigger) = conditions.trigger {
             if order.post_only {
                 return Err(Rejection::InvalidOrder("a trigger order cannot be post-only"));
@@ -83,7 +83,7 @@ impl Engine {
                     if !other.filled.is_zero() {
                         return Err(Rejection::OcoGroupInvalid("the group's order has filled already"));
                     }
-                    if !waits && other.terms.conditions.trigger.is_none() {
+                    if !waits && other.terms.conditions().trigger.is_none() {
                         return Err(Rejection::OcoGroupInvalid(
                             "at most one order of a group rests in the book; the other waits for a trigger",
                         ));
@@ -111,7 +111,7 @@ impl Engine {
     pub(super) fn oco_share(&self, spec: &PairSpec, record: &OrderRecord) -> Amount {
         let whole = required_lock(spec, record);
         let partner = self
-            .oco_partner(&record.terms.order_id, record.terms.conditions.oco_group.as_ref())
+            .oco_partner(&record.terms.order_id, record.terms.conditions().oco_group.as_ref())
             .and_then(|partner| self.open_order(&partner));
         match partner {
             Some(partner) if partner.status == OrderStatus::Open || partner.sequence < record.sequence => {
@@ -145,7 +145,7 @@ impl Engine {
         // A lone member of the group holds its whole lock, which covers this one's up to its size.
         let covered = self
             .oco_groups
-            .get(order.conditions.oco_group.as_ref().map_or("", String::as_str))
+            .get(order.conditions().oco_group.as_ref().map_or("", String::as_str))
             .and_then(|members| members.first())
             .and_then(|member| self.open_order(member))
             .map_or(Amount::ZERO, |member| member.locked);
@@ -243,7 +243,7 @@ impl Engine {
             .triggers
             .get(&order_id)
             .expect("a due order waits");
-        if let Some(partner) = self.oco_partner(&order_id, record.terms.conditions.oco_group.as_ref()) {
+        if let Some(partner) = self.oco_partner(&order_id, record.terms.conditions().oco_group.as_ref()) {
             self.cancel_open_order(partner, CancelReason::OneCancelsOther, now_ms, events);
         }
         let (record, slot) = self.pairs[pair_position]
@@ -339,10 +339,10 @@ impl Engine {
                 }
             }
         }
-        if let Some(expires_at_ms) = record.terms.conditions.expires_at_ms {
+        if let Some(expires_at_ms) = record.terms.conditions().expires_at_ms {
             self.expiries.remove(&(expires_at_ms, order_id));
         }
-        let Some(group) = record.terms.conditions.oco_group.as_ref() else {
+        let Some(group) = record.terms.conditions().oco_group.as_ref() else {
             return;
         };
         let Some(members) = self.oco_groups.get_mut(group) else {
@@ -378,7 +378,7 @@ impl Engine {
     /// Cancels the untriggered partner of `order_id` (a group's order that just filled), if it
     /// has one; balance events are the caller's to push.
     pub(super) fn cancel_partner_on_fill(&mut self, record: &OrderRecord, now_ms: u64, events: &mut Vec<Event>) {
-        if let Some(partner) = self.oco_partner(&record.terms.order_id, record.terms.conditions.oco_group.as_ref()) {
+        if let Some(partner) = self.oco_partner(&record.terms.order_id, record.terms.conditions().oco_group.as_ref()) {
             self.cancel_open_order(partner, CancelReason::OneCancelsOther, now_ms, events);
         }
     }
@@ -393,7 +393,7 @@ impl Engine {
     ) -> Result<(), Rejection> {
         let due = self
             .open_order(&order_id)
-            .and_then(|record| record.terms.conditions.expires_at_ms)
+            .and_then(|record| record.terms.conditions().expires_at_ms)
             .is_some_and(|expires_at_ms| expires_at_ms <= now_ms);
         if !due {
             return Err(Rejection::ExpiryNotDue);

@@ -78,7 +78,7 @@ impl Engine {
         if amount_from_remaining.is_some_and(|remaining| remaining != old.remaining()) {
             return Err(Rejection::OrderChanged);
         }
-        let (old_conditions, new_conditions) = (&old.terms.conditions, &replacement.conditions);
+        let (old_conditions, new_conditions) = (old.terms.conditions(), replacement.conditions());
         let keeps_terms = replacement.account == account
             && replacement.pair == pair
             && replacement.direction == old.terms.direction

@@ -25,7 +25,7 @@ impl Engine {
             .spec
             .clone();
         self.check_conditions(&order, now_ms)?;
-        if order.conditions.trigger.is_some() {
+        if order.conditions().trigger.is_some() {
             let (slot, share) = self.prepare_waiting(&spec, &order, 0)?;
             self.touched_balances.clear();
             self.apply_waiting(&spec, order, slot, share, now_ms, events);
@@ -47,7 +47,7 @@ impl Engine {
         // Every check has passed: from here on the command applies whole.
         self.touched_balances.clear();
         let pair = order.pair;
-        let grouped = order.conditions.oco_group.is_some();
+        let grouped = order.conditions().oco_group.is_some();
         let printed = self.apply_placement(&spec, order, taker_slot, required, None, now_ms, events);
         if grouped && printed.is_some() {
             if let Some(partner) = borrowed.map(|(partner, _, _)| partner) {
@@ -64,7 +64,7 @@ impl Engine {
     /// Takes off the waiting partner's share what `order`'s whole lock covers (see
     /// `conditions`); returns the partner, its account's slot and the amount.
     fn borrow_partner_lock(&mut self, spec: &PairSpec, order: &NewOrder) -> Option<(OrderId, AccountSlot, Amount)> {
-        let group = order.conditions.oco_group.as_ref()?;
+        let group = order.conditions().oco_group.as_ref()?;
         let partner = *self.oco_groups.get(group)?.first()?;
         let price = order.price?;
         let whole = match order.direction {
@@ -221,7 +221,7 @@ impl Engine {
         // placement rate with 100,000 orders waiting (BENCHMARKS.md); a book order that reused a
         // waiting order's id would make that order's firing refused (cancelled as unfilled),
         // never a second order under one id in a book.
-        let waits = order.conditions.trigger.is_some();
+        let waits = order.conditions().trigger.is_some();
         if self.order_locations.contains_key(&order.order_id)
             || (waits && self.waiting_orders.contains_key(&order.order_id))
         {
@@ -399,7 +399,7 @@ impl Engine {
         self.record_market_data(&trade, buyer, seller);
         events.push(Event::TradeExecuted(trade));
         let maker = self.pairs[pair_position].book.get(fill.key);
-        if maker.terms.conditions.oco_group.is_some() {
+        if maker.terms.conditions().oco_group.is_some() {
             let maker = maker.clone();
             self.cancel_partner_on_fill(&maker, now_ms, events);
         }
@@ -496,7 +496,7 @@ impl Engine {
                 .or_default()
                 .insert(client_order_id.clone(), record.terms.order_id);
         }
-        let conditions = &record.terms.conditions;
+        let conditions = record.terms.conditions();
         if let Some(expires_at_ms) = conditions.expires_at_ms {
             self.expiries.insert((expires_at_ms, record.terms.order_id));
         }

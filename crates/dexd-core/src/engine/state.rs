@@ -267,7 +267,7 @@ impl Engine {
         for record in orders {
             let record = record.map_err(|error| inconsistent(format!("a resting order of pair {index}: {error}")))?;
             let order_id = record.terms.order_id;
-            let waits = record.status == OrderStatus::Untriggered && record.terms.conditions.trigger.is_some();
+            let waits = record.status == OrderStatus::Untriggered && record.terms.conditions().trigger.is_some();
             let rests = record.status == OrderStatus::Open && record.terms.price.is_some();
             if record.terms.pair != pair || !(waits || rests) {
                 return Err(inconsistent(format!("order {order_id} cannot be open in pair {index}")));
@@ -279,7 +279,7 @@ impl Engine {
             if self.order_locations.contains_key(&order_id) || self.waiting_orders.contains_key(&order_id) {
                 return Err(inconsistent(format!("order {order_id} is open twice")));
             }
-            if let Some(group) = &record.terms.conditions.oco_group {
+            if let Some(group) = &record.terms.conditions().oco_group {
                 if self.oco_groups.get(group).is_some_and(|members| members.len() >= 2) {
                     return Err(inconsistent(format!("order {order_id} would be a group's third")));
                 }

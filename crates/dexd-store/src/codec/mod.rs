@@ -196,7 +196,7 @@ pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.u8(order.order_type as u8);
     writer.u8(order.direction as u8);
     writer.u8(order.time_in_force as u8);
-    let conditions = &order.conditions;
+    let conditions = order.conditions();
     let with_conditions = !conditions.signed_without_conditions;
     let flags = u8::from(order.post_only) * POST_ONLY_FLAG + u8::from(with_conditions) * CONDITIONS_FLAG;
     writer.u8(flags);
@@ -269,7 +269,7 @@ pub(crate) fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError>
         post_only: flags & POST_ONLY_FLAG != 0,
         price,
         quantity,
-        conditions,
+        conditions: conditions.boxed(),
     })
 }
 

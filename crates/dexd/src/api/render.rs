@@ -109,7 +109,7 @@ pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject
         Direction::Sell => spec.quote(),
     };
     let filled_units = spec.base_amount(record.filled).units();
-    let conditions = &record.terms.conditions;
+    let conditions = record.terms.conditions();
     OrderObject {
         order_id: record.terms.order_id.to_string(),
         client_order_id: record.terms.client_order_id.as_deref(),

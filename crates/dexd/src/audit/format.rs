@@ -195,7 +195,7 @@ fn order_fields(order: &NewOrder, messages: &RequestMessages) -> Map<String, Val
         fields.insert("triggerPrice".into(), json!(or_null(&message.trigger_price)));
         fields.insert("triggerCondition".into(), json!(or_null(&message.trigger_condition)));
         fields.insert("ocoGroup".into(), json!(or_null(&message.oco_group)));
-        fields.insert("expiresAt".into(), json!(order.conditions.expires_at_ms));
+        fields.insert("expiresAt".into(), json!(order.conditions().expires_at_ms));
     }
     fields
 }

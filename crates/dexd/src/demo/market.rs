@@ -264,7 +264,7 @@ impl PairMarket {
         )
         .await;
         match placed {
-            Ok(_) if order.direction == Direction::Buy && order.delay_ms % STOP_EVERY_NTH_BUY == 0 => {
+            Ok(_) if order.direction == Direction::Buy && order.delay_ms.is_multiple_of(STOP_EVERY_NTH_BUY) => {
                 self.place_stop(order).await;
                 Ok(())
             }

@@ -116,7 +116,10 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
         };
         // The replacement keeps the old order's trigger, group and expiry, and is signed as an
         // order is now, whenever the old one was placed.
-        replacement.conditions.signed_without_conditions = false;
+        if let Some(mut conditions) = replacement.conditions.take() {
+            conditions.signed_without_conditions = false;
+            replacement.conditions = conditions.boxed();
+        }
         let (replacement, authorization) =
             authorized_replacement(&chain, &credential, &mut actor, &terms, replacement)?;
         let new_id = replacement.order_id;

@@ -178,7 +178,7 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
         post_only,
         price,
         quantity,
-        conditions,
+        conditions: conditions.boxed(),
     })
 }
 

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dexd_core::{
-    Address, AssetIndex, Balance, Candle, CandleInterval, Engine, Event, LevelView, OrderRecord, OrderStatus,
-    PairIndex, Trade, Transfer,
+    Address, AssetIndex, Balance, Candle, CandleInterval, Engine, Event, LevelView, OrderRecord, PairIndex, Trade,
+    Transfer,
 };
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
