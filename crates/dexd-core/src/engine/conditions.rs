@@ -286,15 +286,30 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) {
-        if let Some((pair, key)) = self.order_locations.get(&order_id).copied() {
-            let pair_position = usize::from(pair.0);
-            let spec = self.pairs[pair_position].spec.clone();
-            let slot = self.pairs[pair_position].book.account_slot(key);
-            let record = self.pairs[pair_position].book.remove(key);
-            let cancelled = self.close_resting_order(&spec, record, slot, reason, now_ms);
-            events.push(Event::OrderUpdated(cancelled));
-            return;
+        match self.order_locations.get(&order_id).copied() {
+            Some(location) => self.cancel_resting_order(location, reason, now_ms, events),
+            None => self.cancel_waiting_order(order_id, reason, now_ms, events),
         }
+    }
+
+    /// Cancels the order resting at `location`; balance events are the caller's to push.
+    pub(super) fn cancel_resting_order(
+        &mut self,
+        (pair, key): (PairIndex, crate::book::SlotKey),
+        reason: CancelReason,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
+        let pair_position = usize::from(pair.0);
+        let spec = self.pairs[pair_position].spec.clone();
+        let slot = self.pairs[pair_position].book.account_slot(key);
+        let record = self.pairs[pair_position].book.remove(key);
+        let cancelled = self.close_resting_order(&spec, record, slot, reason, now_ms);
+        events.push(Event::OrderUpdated(cancelled));
+    }
+
+    /// Cancels an untriggered order; balance events are the caller's to push.
+    fn cancel_waiting_order(&mut self, order_id: OrderId, reason: CancelReason, now_ms: u64, events: &mut Vec<Event>) {
         let pair = self
             .waiting_orders
             .remove(&order_id)

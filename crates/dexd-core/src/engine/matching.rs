@@ -543,12 +543,25 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        let record = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
-        if record.terms.account != account {
+        // One lookup on the busy path: most cancelled orders rest.
+        let location = self.order_locations.get(&order_id).copied();
+        let owner = match location {
+            Some((pair, key)) => self.pairs[usize::from(pair.0)].book.get(key).terms.account,
+            None => {
+                self.open_order(&order_id)
+                    .ok_or(Rejection::OrderNotFound)?
+                    .terms
+                    .account
+            }
+        };
+        if owner != account {
             return Err(Rejection::NotOwner);
         }
         self.touched_balances.clear();
-        self.cancel_open_order(order_id, CancelReason::Requested, now_ms, events);
+        match location {
+            Some(location) => self.cancel_resting_order(location, CancelReason::Requested, now_ms, events),
+            None => self.cancel_open_order(order_id, CancelReason::Requested, now_ms, events),
+        }
         self.push_balance_events(events);
         Ok(())
     }
