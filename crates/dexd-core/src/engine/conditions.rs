@@ -56,7 +56,7 @@ impl Engine {
                 return Err(Rejection::ExpiryTooSoon);
             }
             if expires_at_ms > now_ms.saturating_add(MAX_EXPIRY_AHEAD_MS) {
-                return Err(Rejection::InvalidOrder("the expiry is more than 366 days ahead"));
+                return Err(Rejection::ExpiryTooFar);
             }
         }
         if let Some(group) = &conditions.oco_group {

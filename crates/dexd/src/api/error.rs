@@ -215,6 +215,14 @@ impl ApiError {
                 ),
             )
             .on("expiresAt"),
+            Rejection::ExpiryTooFar => unprocessable(
+                "EXPIRY_TOO_FAR",
+                format!(
+                    "expiresAt must be at most {} days after now (is it in seconds?); nothing was stored",
+                    dexd_core::MAX_EXPIRY_AHEAD_MS / 86_400_000
+                ),
+            )
+            .on("expiresAt"),
             Rejection::OcoGroupInvalid(why) => {
                 unprocessable("OCO_GROUP_INVALID", format!("{why}; nothing was stored")).on("ocoGroup")
             }

@@ -152,6 +152,7 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
     };
     let client_order_id = client_order_id(params)?;
     let post_only = params.bool("postOnly")?.unwrap_or(false);
+    let (trigger, conditions) = order_conditions(params, &pair.spec)?;
     let price = match (order_type, price) {
         (OrderType::Limit, None) => return Err(ApiError::missing("price")),
         (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
@@ -166,7 +167,15 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
         .spec
         .quantity_from_decimal(amount)
         .map_err(|error| ApiError::from_pair_value("amount", error))?;
-    let conditions = order_conditions(params, &pair.spec)?;
+    let mut conditions = conditions;
+    conditions.trigger = trigger
+        .map(|(price, condition)| {
+            Ok::<_, ApiError>(Trigger {
+                price: price?,
+                condition,
+            })
+        })
+        .transpose()?;
     Ok(NewOrder {
         order_id: OrderId::default(),
         client_order_id,
@@ -185,14 +194,29 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
 /// An order's conditions as its parameters give them (contract version 4): a trigger (both
 /// fields or neither, the price on the tick), a group's name, an expiry. Whether they fit the
 /// book (a trigger already met, a group's other order, an expiry too near) is the engine's.
-fn order_conditions(params: &Params, spec: &dexd_core::PairSpec) -> Result<OrderConditions, ApiError> {
-    let trigger_price = params
-        .decimal("triggerPrice")?
-        .map(|price| {
-            spec.price_from_decimal(price)
-                .map_err(|error| ApiError::from_pair_value("triggerPrice", error))
-        })
-        .transpose()?;
+///
+/// The trigger comes back apart: its price on the pair's tick or not (422) is judged after every
+/// check of form.
+#[allow(clippy::type_complexity)]
+fn order_conditions(
+    params: &Params,
+    spec: &dexd_core::PairSpec,
+) -> Result<
+    (
+        Option<(Result<dexd_core::Price, ApiError>, TriggerCondition)>,
+        OrderConditions,
+    ),
+    ApiError,
+> {
+    // A malformed number (zero, too many decimals) is refused here; one off the tick later.
+    let trigger_price = match params.decimal("triggerPrice")? {
+        None => None,
+        Some(price) => Some(match spec.price_from_decimal(price) {
+            Ok(price) => Ok(price),
+            Err(error @ dexd_core::PairValueError::NotOnTick) => Err(ApiError::from_pair_value("triggerPrice", error)),
+            Err(error) => return Err(ApiError::from_pair_value("triggerPrice", error)),
+        }),
+    };
     let condition = word(
         params,
         "triggerCondition",
@@ -209,7 +233,7 @@ fn order_conditions(params: &Params, spec: &dexd_core::PairSpec) -> Result<Order
             ))
         }
         (None, Some(_)) => return Err(ApiError::invalid("triggerPrice", "is required with triggerCondition")),
-        (Some(price), Some(condition)) => Some(Trigger { price, condition }),
+        (Some(price), Some(condition)) => Some((price, condition)),
     };
     let oco_group = match params.text("ocoGroup")? {
         None => None,
@@ -228,24 +252,27 @@ fn order_conditions(params: &Params, spec: &dexd_core::PairSpec) -> Result<Order
             Some(name.to_string())
         }
     };
-    let expires_at_ms = params.integer("expiresAt")?;
-    if expires_at_ms == Some(0) {
-        return Err(ApiError::invalid("expiresAt", "must be a time in ms since the epoch"));
+    // 0 is no expiry, as in the signed message. Too near or too far is the engine's to judge
+    // at the time it applies the order (422); beyond 13 digits (the year 2286) is malformed.
+    let expires_at_ms = params.integer("expiresAt")?.filter(|expires_at_ms| *expires_at_ms != 0);
+    if expires_at_ms.is_some_and(|expires_at_ms| expires_at_ms > MAX_EXPIRES_AT_MS) {
+        return Err(ApiError::invalid(
+            "expiresAt",
+            "must be ms since the epoch, at most 13 digits",
+        ));
     }
-    // Too far is malformed (seconds for ms, or the reverse); too near is the engine's to judge
-    // at the time it applies the order (EXPIRY_TOO_SOON), and it checks this again then.
-    if expires_at_ms
-        .is_some_and(|expires_at_ms| expires_at_ms > now_ms().saturating_add(dexd_core::MAX_EXPIRY_AHEAD_MS))
-    {
-        return Err(ApiError::invalid("expiresAt", "must be at most 366 days ahead"));
-    }
-    Ok(OrderConditions {
-        trigger,
+    let conditions = OrderConditions {
+        trigger: None,
         oco_group,
         expires_at_ms,
         signed_without_conditions: false,
-    })
+    };
+    Ok((trigger, conditions))
 }
+
+/// The largest `expiresAt` taken (13 digits: the year 2286); the engine refuses one more than
+/// 366 days ahead of the time it applies the order.
+const MAX_EXPIRES_AT_MS: u64 = 9_999_999_999_999;
 
 /// The answer to a placement, written out while the chain's configuration it borrows from is at
 /// hand, straight from the typed objects: the busiest answer builds no JSON value.

@@ -127,6 +127,14 @@ impl DecimalRules {
         let mut conditions = Vec::new();
         let is_order = fields.iter().any(|field| field.name == "price");
         let is_transfer = fields.iter().any(|field| field.name == "quantity");
+        if fields.iter().any(|field| field.name == "triggerPrice") {
+            // Both trigger fields, or neither.
+            conditions.push(json!({
+                "if": {"required": ["triggerPrice"]},
+                "then": {"required": ["triggerCondition"]},
+                "else": {"not": {"required": ["triggerCondition"]}}
+            }));
+        }
         if fields.iter().any(|field| field.name == "type") {
             conditions.push(json!({
                 "if": {"properties": {"type": {"const": "market"}}, "required": ["type"]},
@@ -138,7 +146,11 @@ impl DecimalRules {
             for (symbol, (base_decimals, quote_decimals)) in &self.pairs {
                 conditions.push(json!({
                     "if": {"properties": {"symbol": {"pattern": case_insensitive(symbol)}}, "required": ["symbol"]},
-                    "then": {"properties": {"price": self.schema(*quote_decimals), "amount": self.schema(*base_decimals)}}
+                    "then": {"properties": {
+                        "price": self.schema(*quote_decimals),
+                        "triggerPrice": self.schema(*quote_decimals),
+                        "amount": self.schema(*base_decimals)
+                    }}
                 }));
             }
         } else if is_transfer {
@@ -152,6 +164,10 @@ impl DecimalRules {
         conditions
     }
 }
+
+/// The largest `expiresAt` the document admits (13 digits, the year 2286); the venue refuses
+/// one more than 366 days ahead (422) anyway.
+const MAX_EXPIRES_AT_MS: u64 = 9_999_999_999_999;
 
 /// A pattern matching `symbol` in any case (`ETH/USDC` → `^[Ee][Tt][Hh]/[Uu][Ss][Dd][Cc]$`).
 fn case_insensitive(symbol: &str) -> String {
@@ -547,6 +563,10 @@ fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: Bo
         (Kind::Bool, BodyContent::Json) => {
             json!({"oneOf": [{"type": "boolean"}, {"type": "string", "enum": ["true", "false"]}]})
         }
+        (Kind::ExpiresAt, BodyContent::Json) => json!({"oneOf": [
+            {"type": "string", "pattern": "^[0-9]{1,13}$"},
+            {"type": "integer", "minimum": 0, "maximum": MAX_EXPIRES_AT_MS}
+        ]}),
         (Kind::Integer | Kind::Milliseconds, BodyContent::Json) => json!({"oneOf": [
             {"type": "string", "pattern": "^[0-9]{1,19}$"},
             {"type": "integer", "minimum": 0, "maximum": MAX_U64}
@@ -611,6 +631,8 @@ fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
         Kind::Choice(values) => json!({"type": "string", "enum": values}),
         Kind::SwitchTimeout => json!({"type": "string", "pattern": SWITCH_TIMEOUT_PATTERN}),
         Kind::AgentName => json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,32}$"}),
+        Kind::GroupName => json!({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,36}$"}),
+        Kind::ExpiresAt => json!({"type": "string", "pattern": "^[0-9]{1,13}$"}),
         Kind::Items { max, .. } => json!({
             "type": "string",
             "contentMediaType": "application/json",
@@ -667,7 +689,7 @@ fn error_responses() -> Value {
         (409, "ORDER_NOT_OPEN, DUPLICATE_CLIENT_ORDER_ID, NONCE_REUSED, ORDER_CHANGED or VAULT_FROZEN"),
         (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"),
-        (422, "INSUFFICIENT_BALANCE, INVALID_TICK, INVALID_STEP, BELOW_MIN_AMOUNT, BELOW_MIN_NOTIONAL, POST_ONLY_WOULD_TAKE, FOK_NOT_FILLABLE, NO_LIQUIDITY, TOO_MANY_OPEN_ORDERS, AMOUNT_TOO_LARGE, TRIGGER_ALREADY_MET, EXPIRY_TOO_SOON, OCO_GROUP_INVALID or INSUFFICIENT_FUNDS_ON_CHAIN"),
+        (422, "INSUFFICIENT_BALANCE, INVALID_TICK, INVALID_STEP, BELOW_MIN_AMOUNT, BELOW_MIN_NOTIONAL, POST_ONLY_WOULD_TAKE, FOK_NOT_FILLABLE, NO_LIQUIDITY, TOO_MANY_OPEN_ORDERS, AMOUNT_TOO_LARGE, TRIGGER_ALREADY_MET, EXPIRY_TOO_SOON, EXPIRY_TOO_FAR, OCO_GROUP_INVALID or INSUFFICIENT_FUNDS_ON_CHAIN"),
         (429, "RATE_LIMITED, with Retry-After"),
         (500, "INTERNAL"),
         (502, "CHAIN_UNAVAILABLE: a vault chain's node cannot be used now; nothing was applied"),

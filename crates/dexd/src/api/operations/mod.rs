@@ -47,6 +47,11 @@ pub enum Kind {
     SwitchTimeout,
     /// An agent's name: 1 to 32 of `A-Z a-z 0-9 . _ -`.
     AgentName,
+    /// A one-cancels-other group's name: 1 to 36 of `A-Z a-z 0-9 . _ : -`.
+    GroupName,
+    /// An order's expiry: ms since the epoch, at most 13 digits (0: none); digits or a JSON
+    /// integer.
+    ExpiresAt,
     /// A list of 1 to `max` objects, each with `fields` (a batch's items): a JSON array, or in
     /// form data a string holding one.
     Items {

@@ -50,13 +50,14 @@ pub(crate) const TRIGGER_CONDITION: Field = field(
 pub(crate) const OCO_GROUP: Field = field(
     "ocoGroup",
     false,
-    Kind::Text,
+    Kind::GroupName,
     "One-cancels-other group: 1 to 36 of A-Z a-z 0-9 . _ : -. Two orders of one account, pair and side; when one \
      fills or fires the other is cancelled. They share one lock of the larger amount.",
 );
 pub(crate) const EXPIRES_AT: Field = field(
     "expiresAt",
     false,
-    Kind::Milliseconds,
-    "When the order is cancelled if still open (ms since the epoch, at least 5 s and at most 366 days ahead).",
+    Kind::ExpiresAt,
+    "When the order is cancelled if still open: ms since the epoch, at least 5 s ahead (422 EXPIRY_TOO_SOON) and at \
+     most 366 days (422 EXPIRY_TOO_FAR); 0 or left out for none.",
 );

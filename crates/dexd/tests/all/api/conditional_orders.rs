@@ -118,6 +118,12 @@ async fn a_stop_waits_locked_then_fires_and_hostile_conditions_change_nothing() 
         ),
         (
             json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": now_ms() + 400 * 86_400_000}),
+            422,
+            "EXPIRY_TOO_FAR",
+            "expiresAt",
+        ),
+        (
+            json!({"type": "limit", "direction": "sell", "price": "3000", "amount": "1", "expiresAt": "17000000000000"}),
             400,
             "INVALID_PARAMETER",
             "expiresAt",

@@ -184,6 +184,17 @@ fn kind_bad_values(field: &Field) -> Vec<(Value, Expected)> {
             cases.push((json!("a".repeat(33)), invalid()));
             cases.push((json!("bot:1"), invalid()));
         }
+        Kind::GroupName => {
+            cases.push((json!("a".repeat(37)), invalid()));
+            cases.push((json!("a/b"), invalid()));
+        }
+        Kind::ExpiresAt => {
+            cases.extend(numeric_text.iter().map(|text| (json!(text), invalid())));
+            cases.push((json!("1.5"), invalid()));
+            cases.push((json!("10000000000000"), invalid()));
+            cases.push((json!(1.5), invalid()));
+            cases.push((json!(-1), invalid()));
+        }
         Kind::Items { max, .. } => {
             let item = json!({"symbol": "ETH/USDC", "orderId": "0x00"});
             cases.push((json!([]), invalid()));
