@@ -48,6 +48,7 @@ static REQUEST_TYPE_HASHES: std::sync::LazyLock<Vec<(StructType, [u8; 32])>> = s
         CANCEL_ALL_AFTER_TYPE,
         APPROVE_AGENT_TYPE,
         REVOKE_AGENT_TYPE,
+        crate::order_batch::ORDER_BATCH_TYPE,
     ]
     .into_iter()
     .map(|struct_type| {
@@ -66,14 +67,19 @@ impl StructType {
             .map_or_else(|| keccak256(self.encode_type()).0, |(_, hash)| *hash)
     }
 
-    /// `encodeType`: `Name(type1 name1,type2 name2,...)`.
+    /// `encodeType`: `Name(type1 name1,type2 name2,...)`, followed by the one struct type a
+    /// member may name (`Order`, in `OrderBatch`'s `Order[] orders`).
     pub fn encode_type(&self) -> String {
         let members: Vec<String> = self
             .members
             .iter()
             .map(|(name, solidity_type)| format!("{solidity_type} {name}"))
             .collect();
-        format!("{}({})", self.name, members.join(","))
+        let mut encoded = format!("{}({})", self.name, members.join(","));
+        if self.members.iter().any(|(_, solidity_type)| *solidity_type == "Order[]") {
+            encoded.push_str(&ORDER_TYPE.encode_type());
+        }
+        encoded
     }
 
     /// The members as typed-data JSON: `[{"name": ..., "type": ...}]`.
@@ -229,8 +235,9 @@ pub const WITHDRAWAL_TYPE: StructType = StructType {
 };
 
 /// Every type a request can be signed as.
-pub const REQUEST_TYPES: [&StructType; 9] = [
+pub const REQUEST_TYPES: [&StructType; 10] = [
     &ORDER_TYPE,
+    &crate::order_batch::ORDER_BATCH_TYPE,
     &CANCEL_ORDER_TYPE,
     &DEPOSIT_TYPE,
     &WITHDRAW_TYPE,
@@ -429,42 +436,16 @@ impl SigningDomain {
     }
 
     /// The EIP-712 digest of an order; dexd uses it as the order's id.
-    ///
-    /// The same words as `self.digest(&order.typed())` (a unit test holds them equal), encoded in
-    /// place: every placement takes this path, and the typed message copied each string first.
     pub fn order_digest(&self, order: &OrderMessage) -> [u8; 32] {
-        let text = text_word;
-        let words: [[u8; 32]; 16] = [
-            if order.without_conditions {
-                *ORDER_TYPE_WITHOUT_CONDITIONS_HASH
-            } else {
-                ORDER_TYPE.type_hash()
-            },
-            address_word(&order.account),
-            text(&order.symbol),
-            text(&order.order_type),
-            text(&order.direction),
-            text(&order.time_in_force),
-            uint256(u128::from(order.post_only)),
-            text(&order.price),
-            text(&order.amount),
-            text(&order.client_order_id),
-            order.nonce,
-            uint256(u128::from(order.expiry_ms)),
-            text(&order.trigger_price),
-            text(&order.trigger_condition),
-            text(&order.oco_group),
-            uint256(u128::from(order.expires_at_ms)),
-        ];
-        let encoded = if order.without_conditions {
-            &words[..12]
-        } else {
-            &words[..]
-        };
+        self.digest_of_struct_hash(&order_struct_hash(order))
+    }
+
+    /// `keccak256(0x1901 ‖ domainSeparator ‖ structHash)`.
+    pub fn digest_of_struct_hash(&self, struct_hash: &[u8; 32]) -> [u8; 32] {
         let mut preimage = [0u8; 66];
         preimage[..2].copy_from_slice(&[0x19, 0x01]);
         preimage[2..34].copy_from_slice(&self.separator);
-        preimage[34..].copy_from_slice(&keccak256(encoded.as_flattened()).0);
+        preimage[34..].copy_from_slice(struct_hash);
         keccak256(preimage).0
     }
 
@@ -497,6 +478,41 @@ impl SigningDomain {
     pub fn order_typed_data(&self, order: &OrderMessage) -> Value {
         self.typed_data(&order.typed())
     }
+}
+
+/// `hashStruct` of an order: the same words as `order.typed().struct_hash()` (a unit test holds
+/// them equal), encoded in place, since every placement takes this path and the typed message
+/// copied each string first. A batch signed once hashes each of its orders with it.
+pub fn order_struct_hash(order: &OrderMessage) -> [u8; 32] {
+    let text = text_word;
+        let words: [[u8; 32]; 16] = [
+            if order.without_conditions {
+                *ORDER_TYPE_WITHOUT_CONDITIONS_HASH
+            } else {
+                ORDER_TYPE.type_hash()
+            },
+            address_word(&order.account),
+            text(&order.symbol),
+            text(&order.order_type),
+            text(&order.direction),
+            text(&order.time_in_force),
+            uint256(u128::from(order.post_only)),
+            text(&order.price),
+            text(&order.amount),
+            text(&order.client_order_id),
+            order.nonce,
+            uint256(u128::from(order.expiry_ms)),
+            text(&order.trigger_price),
+            text(&order.trigger_condition),
+            text(&order.oco_group),
+            uint256(u128::from(order.expires_at_ms)),
+        ];
+        let encoded = if order.without_conditions {
+            &words[..12]
+        } else {
+            &words[..]
+        };
+    keccak256(encoded.as_flattened()).0
 }
 
 pub(crate) const EIP712_DOMAIN_MEMBERS: StructType = StructType {

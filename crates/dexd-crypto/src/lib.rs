@@ -5,6 +5,7 @@
 //! - [`encoding`]: addresses (EIP-55), hex and uint256 as text.
 //! - [`eip712`]: the venue's signing domain, the request types clients sign, their digests and
 //!   their JSON form (`GET /account/eip712`).
+//! - [`order_batch`]: a batch of orders signed once, and what ties each order to its signature.
 //! - [`requests`]: the message an account signs for each request, built from the engine's
 //!   command, for the handlers that sign and check it and the auditor that checks it again.
 //! - [`liability_tree`]: the Merkle tree of what the venue owes each account in each token, as
@@ -20,6 +21,7 @@ pub mod eip712;
 pub mod encoding;
 pub mod keys;
 pub mod liability_tree;
+pub mod order_batch;
 pub mod requests;
 
 #[cfg(test)]
@@ -35,4 +37,5 @@ pub use keys::{
     address_of_public_key, is_contract_canonical_signature, recover_signer, AddressCache, InvalidPrivateKey,
     PrivateKey, MAX_ADDRESS_CACHE_ENTRIES,
 };
+pub use order_batch::{BatchProof, MAX_ORDERS_PER_BATCH_SIGNATURE, ORDER_BATCH_TYPE};
 pub use requests::{RequestMessages, SignedCommand, SignedMessage};

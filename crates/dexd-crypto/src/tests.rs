@@ -198,3 +198,61 @@ fn only_the_low_s_signature_with_v_27_or_28_is_contract_canonical() {
     assert_eq!(recover_signer(digest, &high_s), Some(key.address()));
     assert!(!is_contract_canonical_signature(&high_s));
 }
+
+#[test]
+fn an_order_batch_digest_is_alloys_eip712_signing_hash_of_its_typed_data() {
+    // alloy's own EIP-712 encoder (arrays of structs included) over the typed data dexd serves:
+    // an independent implementation of the same standard.
+    let domain = SigningDomain::new(31337, Address::from_bytes([0xab; 20]));
+    let account = Address::from_bytes([0x42; 20]);
+    let first = OrderMessage {
+        account,
+        symbol: "ETH/USDC".into(),
+        order_type: "limit".into(),
+        direction: "buy".into(),
+        time_in_force: "GTC".into(),
+        post_only: false,
+        price: "2500".into(),
+        amount: "0.5".into(),
+        client_order_id: "q-1".into(),
+        nonce: [0x07; 32],
+        expiry_ms: 1_900_000_000_000,
+        trigger_price: String::new(),
+        trigger_condition: String::new(),
+        oco_group: String::new(),
+        expires_at_ms: 0,
+        without_conditions: false,
+    };
+    let second = OrderMessage {
+        direction: "sell".into(),
+        price: "2510".into(),
+        trigger_price: "2400".into(),
+        trigger_condition: "below".into(),
+        expires_at_ms: 1_900_000_100_000,
+        ..first.clone()
+    };
+    let orders = [first, second];
+    let hashes: Vec<[u8; 32]> = orders.iter().map(eip712::order_struct_hash).collect();
+    let ours = domain.order_batch_digest(&account, &hashes, [0x07; 32], 1_900_000_000_000);
+    let typed_data = domain.order_batch_typed_data(&account, &orders, [0x07; 32], 1_900_000_000_000);
+    let alloys: alloy_dyn_abi::TypedData = serde_json::from_value(typed_data).unwrap();
+    assert_eq!(ours, alloys.eip712_signing_hash().unwrap().0);
+    assert_eq!(
+        ORDER_BATCH_TYPE.type_hash(),
+        keccak256(format!(
+            "OrderBatch(address account,Order[] orders,uint256 nonce,uint256 expiry){}",
+            ORDER_TYPE.encode_type()
+        ))
+        .0
+    );
+    // Each order's proof holds its own order and no other.
+    let proof = BatchProof {
+        index: 1,
+        order_hashes: hashes.clone().into(),
+    };
+    assert!(proof.holds(&orders[1]));
+    assert!(!proof.holds(&orders[0]));
+    // Another order in its place, or the orders in another order, sign another digest.
+    let swapped = [hashes[1], hashes[0]];
+    assert_ne!(ours, domain.order_batch_digest(&account, &swapped, [0x07; 32], 1_900_000_000_000));
+}
