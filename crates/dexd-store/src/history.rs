@@ -30,7 +30,7 @@ pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 /// its two accounts (`account_trades`, for `/order/accountTrades`); version 8 keeps the
 /// liability roots the vault committed (`liability_roots`, by epoch); version 9 keeps where each
 /// root stands (challengeable, vetoed, final) beside it.
-pub(super) const HISTORY_SCHEMA_VERSION: usize = 9;
+pub(super) const HISTORY_SCHEMA_VERSION: usize = 10;
 
 /// The history's schema, created whole in a new file. Closed orders are written once, in the
 /// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
@@ -42,7 +42,8 @@ pub(super) const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY
      CREATE TABLE orders (
          number INTEGER PRIMARY KEY, sequence INTEGER NOT NULL, order_id BLOB NOT NULL, account BLOB NOT NULL,
          pair INTEGER NOT NULL, status INTEGER NOT NULL, created_ms INTEGER NOT NULL, record BLOB NOT NULL,
-         nonce BLOB NOT NULL, expiry_ms INTEGER NOT NULL, signature BLOB NOT NULL, account_key INTEGER NOT NULL);
+         nonce BLOB NOT NULL, expiry_ms INTEGER NOT NULL, signature BLOB NOT NULL, account_key INTEGER NOT NULL,
+         batch BLOB);
      CREATE TABLE order_ids (order_key INTEGER NOT NULL, number INTEGER NOT NULL, PRIMARY KEY (order_key, number))
          WITHOUT ROWID;
      CREATE INDEX orders_by_account ON orders (account_key, status, sequence);

@@ -139,7 +139,7 @@ pub fn replay_through(
             ..CommandRange::after(after)
         },
         &mut |journaled| {
-            let (sequence, authorization) = (journaled.sequence, journaled.authorization);
+            let (sequence, authorization) = (journaled.sequence, journaled.authorization.clone());
             execute_journaled(&mut engine, journaled, &mut events)?;
             let Some(projector) = history.as_deref_mut() else {
                 return Ok(());
@@ -213,7 +213,7 @@ pub fn follow_journal_entry(
         sequence: entry.sequence,
         time_ms: entry.time_ms,
         command: codec::decode_command(&entry.command)?,
-        authorization: entry.authorization,
+        authorization: entry.authorization.clone(),
     };
     execute_journaled(engine, journaled, events)
 }

@@ -67,7 +67,7 @@ pub use self::journal_interface::{
 };
 pub use self::projector::{Projector, MAX_PROJECTION_BATCH, ORDER_ID_INDEX_RUN};
 pub use self::reader::{StoreReader, MAX_IDLE_READ_CONNECTIONS, MAX_PAGE_LIMIT};
-pub use self::records::{Authorization, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};
+pub use self::records::{Authorization, BatchPlace, Events, JournalEntry, Page, PageRequest, Projection, StoredOrder};
 
 pub use self::clock::now_ms;
 pub use self::write_error::WriteError;

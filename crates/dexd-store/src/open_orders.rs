@@ -130,6 +130,7 @@ impl OpenOrders {
                 self.remove(record);
             } else if !self.update_record(record) {
                 let placed = authorization
+                    .as_ref()
                     .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
                     .ok_or_else(|| {
                         StoreError::Inconsistent(format!(
@@ -142,6 +143,7 @@ impl OpenOrders {
                     nonce: placed.nonce,
                     expiry_ms: placed.expiry_ms,
                     signature: placed.signature,
+                    batch: placed.batch.clone(),
                 });
             }
         }
@@ -298,6 +300,7 @@ mod tests {
             nonce: [0; 32],
             expiry_ms: 0,
             signature: [0; 65],
+            batch: None,
         }
     }
 

@@ -44,7 +44,7 @@ pub struct Projector {
 /// An order's last state within one projected batch, and whether the batch placed it.
 struct OrderWrite<'batch> {
     record: &'batch OrderRecord,
-    placed_with: Option<Authorization>,
+    placed_with: Option<&'batch Authorization>,
 }
 impl Projector {
     /// Puts the whole history on disk and marks it closed cleanly, so that it is trusted after a
@@ -146,6 +146,7 @@ impl Projector {
                 if let Event::OrderUpdated(record) = event {
                     let placed_here = entry
                         .authorization
+                        .as_ref()
                         .filter(|authorization| authorization.order_id == Some(record.terms.order_id));
                     let write = orders.entry(record.sequence).or_insert(OrderWrite {
                         record,
@@ -159,10 +160,15 @@ impl Projector {
         let open_orders = self.open_orders.read();
         let (mut opened, mut closed) = (Vec::new(), Vec::new());
         for (sequence, write) in orders {
-            let (nonce, expiry_ms, signature) =
+            let (nonce, expiry_ms, signature, batch) =
                 match (write.placed_with, open_orders.by_id(&write.record.terms.order_id)) {
-                    (Some(authorization), _) => (authorization.nonce, authorization.expiry_ms, authorization.signature),
-                    (None, Some(known)) => (known.nonce, known.expiry_ms, known.signature),
+                    (Some(authorization), _) => (
+                        authorization.nonce,
+                        authorization.expiry_ms,
+                        authorization.signature,
+                        authorization.batch.clone(),
+                    ),
+                    (None, Some(known)) => (known.nonce, known.expiry_ms, known.signature, known.batch.clone()),
                     (None, None) => {
                         return Err(StoreError::Inconsistent(format!(
                             "order {sequence} changed, but neither its placement nor its open state is known"
@@ -174,6 +180,7 @@ impl Projector {
                 nonce,
                 expiry_ms,
                 signature,
+                batch,
             };
             match order.record.status {
                 OrderStatus::Open | OrderStatus::Untriggered => opened.push(order),
@@ -223,8 +230,8 @@ fn insert_closed_orders(
 ) -> Result<Vec<i64>, StoreError> {
     let mut insert_order = transaction.prepare_cached(
         "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, nonce, expiry_ms, signature,
-                             account_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                             account_key, batch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     let mut numbers = Vec::with_capacity(closed.len());
     for order in closed {
@@ -241,6 +248,7 @@ fn insert_closed_orders(
             to_sql_integer(order.expiry_ms),
             &order.signature[..],
             leading_key(record.terms.account.as_bytes()),
+            order.batch.as_ref().map(codec::encode_batch_place),
         ])?;
         numbers.push(transaction.last_insert_rowid());
     }

@@ -55,14 +55,14 @@ impl StoreReader {
             let columns = match unindexed_number {
                 Some(number) => connection
                     .query_row(
-                        "SELECT record, nonce, expiry_ms, signature FROM orders WHERE number = ?1",
+                        "SELECT record, nonce, expiry_ms, signature, batch FROM orders WHERE number = ?1",
                         [number],
                         StoredOrderColumns::read,
                     )
                     .optional()?,
                 None => connection
                     .query_row(
-                        "SELECT record, nonce, expiry_ms, signature FROM orders
+                        "SELECT record, nonce, expiry_ms, signature, batch FROM orders
                          WHERE number IN (SELECT number FROM order_ids WHERE order_key = ?1) AND order_id = ?2",
                         params![leading_key(order_id.as_bytes()), order_id.as_bytes()],
                         StoredOrderColumns::read,
@@ -89,7 +89,7 @@ impl StoreReader {
         let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT record, nonce, expiry_ms, signature, sequence FROM orders
+                "SELECT record, nonce, expiry_ms, signature, batch, sequence FROM orders
                  WHERE account_key = ?8 AND account = ?1 AND status = ?2 AND (?3 IS NULL OR pair = ?3)
                    AND created_ms >= ?4 AND created_ms <= ?5 AND sequence < ?6
                  ORDER BY sequence DESC LIMIT ?7",
@@ -105,7 +105,7 @@ impl StoreReader {
                     window.fetch,
                     leading_key(account.as_bytes()),
                 ],
-                |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(4)?)),
+                |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(5)?)),
             )?;
             let mut items = Vec::new();
             for row in rows {
@@ -267,12 +267,13 @@ impl StoreReader {
         })
     }
 }
-/// The columns `record, nonce, expiry_ms, signature` of an order row, as read.
+/// The columns `record, nonce, expiry_ms, signature, batch` of an order row, as read.
 struct StoredOrderColumns {
     record: Vec<u8>,
     nonce: Vec<u8>,
     expiry_ms: i64,
     signature: Vec<u8>,
+    batch: Option<Vec<u8>>,
 }
 
 impl StoredOrderColumns {
@@ -282,6 +283,7 @@ impl StoredOrderColumns {
             nonce: row.get(1)?,
             expiry_ms: row.get(2)?,
             signature: row.get(3)?,
+            batch: row.get(4)?,
         })
     }
 
@@ -302,6 +304,7 @@ impl StoredOrderColumns {
             nonce,
             expiry_ms: self.expiry_ms as u64,
             signature,
+            batch: self.batch.as_deref().map(codec::decode_batch_place).transpose()?,
         })
     }
 }

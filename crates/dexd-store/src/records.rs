@@ -15,14 +15,27 @@ pub struct StoredOrder {
     pub nonce: [u8; 32],
     /// The expiry of the signed message, in ms since the epoch.
     pub expiry_ms: u64,
-    /// The 65-byte EIP-712 signature.
+    /// The 65-byte EIP-712 signature (of its batch, for an order of a batch signed once).
     pub signature: [u8; 65],
+    /// Its place in its batch, for an order of a batch signed once.
+    pub batch: Option<BatchPlace>,
+}
+
+/// An order's place in a batch signed once (contract version 4): its index and the struct hash of
+/// every order of the batch, which with the batch's signature proves the order was signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchPlace {
+    /// The order's index in the batch (under 50).
+    pub index: u8,
+    /// `hashStruct(Order)` of each order of the batch, in order (1 to 50; shared by every order
+    /// of the batch).
+    pub order_hashes: std::sync::Arc<[[u8; 32]]>,
 }
 
 /// The signature that authorised a command, journaled with it: always for a new order (whoever
 /// signed it), and for every command a client signed itself, whose nonce must be claimed again
 /// on replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authorization {
     /// The new order this signature placed, if the command places one.
     pub order_id: Option<OrderId>,
@@ -34,12 +47,20 @@ pub struct Authorization {
     pub signature: [u8; 65],
     /// Whether the client signed (its nonce is claimed) or the venue signed with the key.
     pub client_signed: bool,
+    /// For an order of a batch signed once, its place in the batch (the nonce, expiry and
+    /// signature above are the batch's).
+    pub batch: Option<BatchPlace>,
+    /// For an order of a client-signed batch: its command claims the batch's nonce. The first of
+    /// the batch's orders the engine applies claims it and the others follow (the writer
+    /// decides, in one group), so that a batch sent again is refused whole.
+    pub claims_batch_nonce: bool,
 }
 
 impl Authorization {
     /// The nonce claim a client-signed command makes.
     pub fn claim(&self) -> Option<NonceClaim> {
-        self.client_signed.then(|| NonceClaim {
+        let claims = self.client_signed && (self.batch.is_none() || self.claims_batch_nonce);
+        claims.then(|| NonceClaim {
             nonce: Nonce::from_bytes(self.nonce),
             expiry_ms: self.expiry_ms,
         })

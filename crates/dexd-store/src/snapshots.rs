@@ -42,8 +42,9 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// Version 6: the engine's journal position, each pending withdrawal's debit position, the
 /// uncredited deposits, every root not settled behind a final one, the vault's freeze, and each
 /// live nonce's signer. Version 7: the chain's configuration as last journaled, under which the
-/// state is restored, and the state hash that covers it.
-pub const SNAPSHOT_FILE_VERSION: u32 = 7;
+/// state is restored, and the state hash that covers it. Version 8: each resting order's place
+/// in its batch, for an order of a batch signed once.
+pub const SNAPSHOT_FILE_VERSION: u32 = 8;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;
@@ -201,6 +202,7 @@ pub fn snapshot_payload(engine: &Engine, open_orders: &OpenOrders) -> Result<(Ve
             nonce: known.nonce,
             expiry_ms: known.expiry_ms,
             signature: known.signature,
+            batch: known.batch.clone(),
         });
     }
     if signatures.len() != open_orders.len() {
@@ -440,6 +442,7 @@ pub fn load_snapshot(
                 nonce: signature.nonce,
                 expiry_ms: signature.expiry_ms,
                 signature: signature.signature,
+                batch: signature.batch,
             })
         });
         let open_orders = OpenOrders::restored(resting_orders, orders, sequence)
@@ -613,7 +616,7 @@ pub fn build_state(
             keep_going,
         },
         &mut |journaled| {
-            let (sequence, authorization) = (journaled.sequence, journaled.authorization);
+            let (sequence, authorization) = (journaled.sequence, journaled.authorization.clone());
             execute_journaled(&mut engine, journaled, &mut events)?;
             open_orders.apply(sequence, &events, authorization)
         },

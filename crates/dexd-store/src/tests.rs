@@ -260,7 +260,7 @@ fn journal_and_project(
             sequence,
             time_ms: sequence,
             command: encoded,
-            authorization,
+            authorization: authorization.clone(),
         }])
         .unwrap();
     projector
@@ -310,6 +310,8 @@ fn venue_signed(order_id: OrderId, signature_byte: u8) -> Authorization {
         expiry_ms: 0,
         signature: [signature_byte; 65],
         client_signed: false,
+        batch: None,
+        claims_batch_nonce: false,
     }
 }
 
@@ -532,6 +534,8 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
             expiry_ms: 3,
             signature: [4; 65],
             client_signed: true,
+            batch: None,
+            claims_batch_nonce: false,
         },
         Authorization {
             order_id: None,
@@ -539,11 +543,58 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
             expiry_ms: u64::MAX,
             signature: [6; 65],
             client_signed: true,
+            batch: None,
+            claims_batch_nonce: false,
+        },
+        // An order of a batch signed once, claiming the batch's nonce and not.
+        Authorization {
+            order_id: Some(OrderId::from_bytes([9; 32])),
+            nonce: [10; 32],
+            expiry_ms: 11,
+            signature: [12; 65],
+            client_signed: true,
+            batch: Some(crate::BatchPlace {
+                index: 2,
+                order_hashes: vec![[13; 32], [14; 32], [15; 32]].into(),
+            }),
+            claims_batch_nonce: true,
+        },
+        Authorization {
+            order_id: Some(OrderId::from_bytes([16; 32])),
+            nonce: [17; 32],
+            expiry_ms: 18,
+            signature: [19; 65],
+            client_signed: false,
+            batch: Some(crate::BatchPlace {
+                index: 0,
+                order_hashes: vec![[20; 32]].into(),
+            }),
+            claims_batch_nonce: false,
         },
     ] {
-        let encoded = encode_authorization(&Some(authorization));
+        let encoded = encode_authorization(&Some(authorization.clone()));
         assert_eq!(decode_authorization(encoded).unwrap(), Some(authorization));
     }
+    // A batch place whose index is past its orders, or cut short, does not read.
+    let mut bad_index = encode_authorization(&Some(Authorization {
+        order_id: None,
+        nonce: [0; 32],
+        expiry_ms: 0,
+        signature: [0; 65],
+        client_signed: true,
+        batch: Some(crate::BatchPlace {
+            index: 0,
+            order_hashes: vec![[1; 32]].into(),
+        }),
+        claims_batch_nonce: true,
+    }))
+    .unwrap();
+    let place_at = bad_index.len() - 34;
+    bad_index[place_at] = 1;
+    assert!(decode_authorization(Some(bad_index.clone())).is_err());
+    bad_index[place_at] = 0;
+    bad_index.pop();
+    assert!(decode_authorization(Some(bad_index)).is_err());
     let mut legacy = vec![7u8; 32];
     legacy.extend_from_slice(&42u128.to_be_bytes());
     legacy.extend_from_slice(&[8; 65]);

@@ -15,6 +15,7 @@
 //! projectors after what they were handed, and marks the histories closed cleanly. This
 //! crate knows nothing of HTTP or JSON: the `dexd` crate serves it.
 
+mod batch_nonce;
 pub mod config;
 mod custody_link;
 pub mod liabilities;

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::publication::{Publisher, StreamRead};
 use dexd_store::backend::Leadership;
 use dexd_store::codec;
+use crate::batch_nonce::BatchNonce;
 use dexd_store::{now_ms, Authorization, Events, Journal, JournalEntry, Projection, WriteError};
 
 /// How many queued commands the writer takes into one journal transaction.
@@ -392,7 +393,7 @@ fn follow_journal(state: &mut WriterState) -> u64 {
         projections.push(Projection {
             sequence: entry.sequence,
             events: Arc::new(events),
-            authorization: entry.authorization,
+            authorization: entry.authorization.clone(),
         });
     }
     let last = read.last().map_or(after, |entry| entry.sequence);
@@ -465,16 +466,25 @@ fn apply_batch(
     let mut projections = Vec::new();
     let mut replies = Vec::new();
     let mut engine = state.engine.write();
-    for request in requests {
+    let mut batch_nonce = BatchNonce::default();
+    for mut request in requests {
         if request.under_epoch.is_some_and(|epoch| epoch != state.epoch) {
             replies.push((request.reply, Err(WriteError::NotLeader)));
             continue;
         }
+        let claim = match batch_nonce.claim_for(&mut request.authorization) {
+            Ok(claim) => claim,
+            Err(rejection) => {
+                replies.push((request.reply, Err(WriteError::Rejected(rejection))));
+                continue;
+            }
+        };
         let time_ms = now_ms();
         let encoded = codec::encode_command(&request.command);
         let mut events = Vec::new();
-        let claim = request.authorization.as_ref().and_then(Authorization::claim);
-        match engine.execute_signed(request.command, claim, time_ms, &mut events) {
+        let result = engine.execute_signed(request.command, claim, time_ms, &mut events);
+        batch_nonce.applied(claim, &request.authorization, &result);
+        match result {
             Ok(()) => {
                 let sequence = state.next_sequence;
                 state.next_sequence += 1;
@@ -488,7 +498,7 @@ fn apply_batch(
                     sequence,
                     time_ms,
                     command: encoded,
-                    authorization: request.authorization,
+                    authorization: request.authorization.clone(),
                 });
                 // One copy of the events serves the reply and the projector.
                 let events = Arc::new(events);

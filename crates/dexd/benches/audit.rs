@@ -78,6 +78,8 @@ fn sign(messages: &RequestMessages, key: &PrivateKey, mut command: Command, rand
             expiry_ms,
             signature: key.sign_digest(digest),
             client_signed: true,
+            batch: None,
+            claims_batch_nonce: false,
         },
         digest,
     }

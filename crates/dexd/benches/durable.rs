@@ -75,7 +75,7 @@ async fn submitter(
             (command, Some(authorization))
         };
         let started = Instant::now();
-        let result = chain.submit(command, authorization).await;
+        let result = chain.submit(command, authorization.clone()).await;
         histogram.record(started.elapsed().as_micros().max(1) as u64).unwrap();
         match result {
             Ok(events) => {

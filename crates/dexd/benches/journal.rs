@@ -33,6 +33,8 @@ fn entry(sequence: u64) -> JournalEntry {
             expiry_ms: 1_790_000_600_000,
             signature: [0x1b; 65],
             client_signed: true,
+            batch: None,
+            claims_batch_nonce: false,
         }),
     }
 }

@@ -78,7 +78,7 @@ async fn placements(chain: &Arc<Chain>, concurrency: usize, seconds: u64, seed: 
                         continue;
                     }
                     let (command, authorization) = workload::place(&mut random, trader);
-                    if let Ok(events) = chain.submit(command, Some(authorization)).await {
+                    if let Ok(events) = chain.submit(command, Some(authorization.clone())).await {
                         accepted.fetch_add(1, Ordering::Relaxed);
                         let resting = events.iter().rev().find_map(|event| match event {
                             Event::OrderUpdated(record) if authorization.order_id == Some(record.terms.order_id) => {

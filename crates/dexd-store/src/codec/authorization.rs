@@ -6,28 +6,74 @@
 use dexd_core::OrderId;
 
 use super::CodecError;
-use crate::records::Authorization;
+use crate::records::{Authorization, BatchPlace};
 
 /// The journal's encoding of an [`Authorization`]: a version byte (2), a flags byte (1: client
-/// signed, 2: places an order), the order id if any, the nonce, the expiry and the signature.
+/// signed, 2: places an order, 4: an order of a batch signed once, 8: and it claims the batch's
+/// nonce), the order id if any, the nonce, the expiry and the signature; for an order of a batch,
+/// then its index, the batch's count of orders and each order's struct hash.
 /// Schema version 2 stored `order id ‖ 128-bit salt ‖ signature` (113 bytes), read as a venue
 /// signature with the salt as nonce and no expiry.
 pub const AUTHORIZATION_ENCODING_VERSION: u8 = 2;
 pub const LEGACY_AUTHORIZATION_BYTES: usize = 32 + 16 + 65;
 
+/// The most orders a batch's place may list: a batch's limit.
+pub const MAX_BATCH_ORDER_HASHES: usize = 50;
+
 pub fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec<u8>> {
-    authorization.map(|authorization| {
-        let mut bytes = Vec::with_capacity(2 + 32 + 32 + 8 + 65);
+    authorization.as_ref().map(|authorization| {
+        let batch_bytes = authorization
+            .batch
+            .as_ref()
+            .map_or(0, |batch| 2 + 32 * batch.order_hashes.len());
+        let mut bytes = Vec::with_capacity(2 + 32 + 32 + 8 + 65 + batch_bytes);
         bytes.push(AUTHORIZATION_ENCODING_VERSION);
-        bytes.push(u8::from(authorization.client_signed) | (u8::from(authorization.order_id.is_some()) << 1));
+        bytes.push(
+            u8::from(authorization.client_signed)
+                | (u8::from(authorization.order_id.is_some()) << 1)
+                | (u8::from(authorization.batch.is_some()) << 2)
+                | (u8::from(authorization.claims_batch_nonce) << 3),
+        );
         if let Some(order_id) = authorization.order_id {
             bytes.extend_from_slice(order_id.as_bytes());
         }
         bytes.extend_from_slice(&authorization.nonce);
         bytes.extend_from_slice(&authorization.expiry_ms.to_be_bytes());
         bytes.extend_from_slice(&authorization.signature);
+        if let Some(batch) = &authorization.batch {
+            bytes.extend_from_slice(&encode_batch_place(batch));
+        }
         bytes
     })
+}
+
+/// A batch place as bytes: the order's index, the batch's count of orders and each order's struct
+/// hash (the journal's authorization ends with it; the history keeps it in a column).
+pub fn encode_batch_place(batch: &BatchPlace) -> Vec<u8> {
+    assert!(
+        (1..=MAX_BATCH_ORDER_HASHES).contains(&batch.order_hashes.len())
+            && usize::from(batch.index) < batch.order_hashes.len(),
+        "invariant: a batch lists 1 to 50 orders and the order is one of them"
+    );
+    let mut bytes = Vec::with_capacity(2 + 32 * batch.order_hashes.len());
+    bytes.push(batch.index);
+    bytes.push(batch.order_hashes.len() as u8);
+    bytes.extend_from_slice(batch.order_hashes.as_flattened());
+    bytes
+}
+
+/// [`encode_batch_place`]'s bytes read back, all of them.
+pub fn decode_batch_place(bytes: &[u8]) -> Result<BatchPlace, CodecError> {
+    let bad = || CodecError("bad stored batch place");
+    let (&[index, count], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
+    if count == 0 || index >= count || usize::from(count) > MAX_BATCH_ORDER_HASHES || rest.len() != 32 * usize::from(count) {
+        return Err(bad());
+    }
+    let order_hashes = rest
+        .chunks_exact(32)
+        .map(|hash| hash.try_into().expect("32 bytes"))
+        .collect();
+    Ok(BatchPlace { index, order_hashes })
 }
 
 pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorization>, CodecError> {
@@ -44,10 +90,12 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
             expiry_ms: 0,
             signature: bytes[48..].try_into().expect("65 bytes"),
             client_signed: false,
+            batch: None,
+            claims_batch_nonce: false,
         }));
     }
     let (&[version, flags], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
-    if version != AUTHORIZATION_ENCODING_VERSION || flags > 3 {
+    if version != AUTHORIZATION_ENCODING_VERSION || flags > 15 || (flags & 12 == 8) {
         return Err(bad());
     }
     let (order_id, rest) = if flags & 2 != 0 {
@@ -58,12 +106,21 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
     };
     let (nonce, rest) = rest.split_first_chunk::<32>().ok_or_else(bad)?;
     let (expiry, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
-    let signature: [u8; 65] = rest.try_into().map_err(|_| bad())?;
+    let (signature, rest) = rest.split_first_chunk::<65>().ok_or_else(bad)?;
+    let batch = if flags & 4 != 0 {
+        Some(decode_batch_place(rest)?)
+    } else if rest.is_empty() {
+        None
+    } else {
+        return Err(bad());
+    };
     Ok(Some(Authorization {
         order_id,
         nonce: *nonce,
         expiry_ms: u64::from_be_bytes(*expiry),
-        signature,
+        signature: *signature,
         client_signed: flags & 1 != 0,
+        batch,
+        claims_batch_nonce: flags & 8 != 0,
     }))
 }

@@ -11,7 +11,9 @@ mod liabilities;
 pub mod snapshot;
 mod trading;
 
-pub use self::authorization::{decode_authorization, encode_authorization, AUTHORIZATION_ENCODING_VERSION};
+pub use self::authorization::{
+    decode_authorization, decode_batch_place, encode_authorization, encode_batch_place, AUTHORIZATION_ENCODING_VERSION,
+};
 pub use self::liabilities::{decode_root_record, encode_root_record};
 
 use dexd_core::{

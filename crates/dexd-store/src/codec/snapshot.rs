@@ -21,7 +21,7 @@ use super::{get_list, get_order, put_list, put_order, CodecError, Reader, Writer
 
 /// What placed a resting order: the signed message's nonce and expiry and its signature. A
 /// snapshot writes each beside its order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderSignature {
     /// The nonce of the signed EIP-712 message.
     pub nonce: [u8; 32],
@@ -29,10 +29,12 @@ pub struct OrderSignature {
     pub expiry_ms: u64,
     /// The 65-byte signature.
     pub signature: [u8; 65],
+    /// Its place in its batch, for an order of a batch signed once.
+    pub batch: Option<crate::records::BatchPlace>,
 }
 
-/// Bytes of one encoded [`OrderSignature`].
-const ORDER_SIGNATURE_BYTES: usize = 32 + 8 + 65;
+/// The fewest bytes of one encoded [`OrderSignature`] (an order placed alone).
+const ORDER_SIGNATURE_BYTES: usize = 32 + 8 + 65 + 1;
 /// The fewest bytes an encoded order and its signature take.
 const MINIMUM_RESTING_ORDER_BYTES: usize = 100 + ORDER_SIGNATURE_BYTES;
 /// The most bytes an encoded order and its signature can take (a client order id's length is
@@ -178,13 +180,35 @@ fn put_order_signature(writer: &mut Writer, order: &OrderSignature) {
     writer.bytes(&order.nonce);
     writer.u64(order.expiry_ms);
     writer.bytes(&order.signature);
+    // 0 for an order placed alone, else 1, its batch place's length and the place.
+    match &order.batch {
+        None => writer.u8(0),
+        Some(batch) => {
+            let place = super::authorization::encode_batch_place(batch);
+            writer.u8(1);
+            writer.u16(u16::try_from(place.len()).expect("a batch place is under 2 KB"));
+            writer.bytes(&place);
+        }
+    }
 }
 
 fn get_order_signature(reader: &mut Reader) -> Result<OrderSignature, CodecError> {
+    let nonce = reader.array()?;
+    let expiry_ms = reader.u64()?;
+    let signature = reader.array()?;
+    let batch = match reader.u8()? {
+        0 => None,
+        1 => {
+            let length = usize::from(reader.u16()?);
+            Some(super::authorization::decode_batch_place(reader.take(length)?)?)
+        }
+        _ => return Err(CodecError("bad batch place flag")),
+    };
     Ok(OrderSignature {
-        nonce: reader.array()?,
-        expiry_ms: reader.u64()?,
-        signature: reader.array()?,
+        nonce,
+        expiry_ms,
+        signature,
+        batch,
     })
 }
 
@@ -414,6 +438,11 @@ pub(crate) mod tests {
                 nonce: [number; 32],
                 expiry_ms: u64::from(number) * 1_000,
                 signature: [number + 100; 65],
+                // Every other order of a batch signed once.
+                batch: (number % 2 == 1).then(|| crate::BatchPlace {
+                    index: number / 2,
+                    order_hashes: vec![[number; 32]; 3].into(),
+                }),
             })
             .collect();
         (engine, engine_config, signatures)
@@ -459,7 +488,7 @@ pub(crate) mod tests {
             written
         );
         assert_eq!(
-            orders.iter().map(|(_, signature)| *signature).collect::<Vec<_>>(),
+            orders.iter().map(|(_, signature)| signature.clone()).collect::<Vec<_>>(),
             signatures
         );
         let mut without_orders = state.clone();

@@ -58,6 +58,8 @@ pub fn zeroed_authorization(order_id: OrderId) -> Authorization {
         expiry_ms: 0,
         signature: [0; 65],
         client_signed: false,
+        batch: None,
+        claims_batch_nonce: false,
     }
 }
 

@@ -277,6 +277,8 @@ impl Credential {
             expiry_ms,
             signature,
             client_signed,
+            batch: None,
+            claims_batch_nonce: false,
         })
     }
 
@@ -301,6 +303,8 @@ impl Credential {
             expiry_ms,
             signature,
             client_signed: true,
+            batch: None,
+            claims_batch_nonce: false,
         })
     }
 

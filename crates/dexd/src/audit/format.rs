@@ -18,7 +18,7 @@ use dexd_core::{
 };
 use dexd_crypto::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, RequestMessages};
 use dexd_store::codec::{decode_command, encode_command};
-use dexd_store::Authorization;
+use dexd_store::{Authorization, BatchPlace};
 use serde_json::{json, Map, Value};
 
 /// The format's version, sent in [`JOURNAL_FORMAT_HEADER`].
@@ -329,6 +329,10 @@ pub enum LineAuthorization {
         signature: [u8; 65],
         /// Whether the client signed (its nonce is claimed), or the venue with the account's key.
         client_signed: bool,
+        /// For an order of a batch signed once (primary type `OrderBatch`, the message being the
+        /// order's own): its place in the batch, and whether its command claims the batch's
+        /// nonce (`batch` in the line: `{"index", "orderHashes", "claimsNonce"}`).
+        batch: Option<(BatchPlace, bool)>,
     },
     /// The vault's `Deposited` event a credit records.
     VaultDeposit,
@@ -385,7 +389,7 @@ pub fn render_authorization(
     let Some(signed) = messages.signed_command(command, client_signed, (nonce, expiry_ms)) else {
         return json!({"kind": "unsigned"});
     };
-    json!({
+    let mut line = json!({
         "kind": "eip712",
         "primaryType": signed.message.primary_type(),
         "signer": checksummed(&signed.signer),
@@ -394,7 +398,16 @@ pub fn render_authorization(
         "expiry": expiry_ms,
         "signature": hex_prefixed(&signature),
         "clientSigned": client_signed,
-    })
+    });
+    if let Some((authorization, batch)) = authorization.and_then(|authorization| Some((authorization, authorization.batch.as_ref()?))) {
+        line["primaryType"] = json!(dexd_crypto::ORDER_BATCH_TYPE.name);
+        line["batch"] = json!({
+            "index": batch.index,
+            "orderHashes": dexd_crypto::order_batch::order_hashes_json(&batch.order_hashes),
+            "claimsNonce": authorization.claims_batch_nonce,
+        });
+    }
+    line
 }
 
 /// A command's line.
@@ -457,6 +470,7 @@ impl CommandLine {
             expiry_ms,
             signature,
             client_signed,
+            batch,
             ..
         } = &self.authorization
         else {
@@ -478,6 +492,8 @@ impl CommandLine {
             expiry_ms: *expiry_ms,
             signature: *signature,
             client_signed: *client_signed,
+            batch: batch.as_ref().map(|(place, _)| place.clone()),
+            claims_batch_nonce: batch.as_ref().is_some_and(|(_, claims)| *claims),
         })
     }
 }
@@ -512,6 +528,41 @@ pub fn parse_line(text: &str) -> Result<JournalLine, String> {
     })))
 }
 
+/// A line's `batch`: the order's index, the batch's order hashes, and whether it claims the
+/// nonce.
+fn parse_batch(value: &Value) -> Result<(BatchPlace, bool), String> {
+    let index = value
+        .get("index")
+        .and_then(Value::as_u64)
+        .and_then(|index| u8::try_from(index).ok())
+        .ok_or("a batch without its index")?;
+    let order_hashes: Vec<[u8; 32]> = value
+        .get("orderHashes")
+        .and_then(Value::as_array)
+        .ok_or("a batch without its order hashes")?
+        .iter()
+        .map(|hash| hash.as_str().and_then(parse_hex_bytes::<32>))
+        .collect::<Option<_>>()
+        .ok_or("a batch's order hash that is not 0x + 64 hex digits")?;
+    if order_hashes.is_empty()
+        || order_hashes.len() > dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE
+        || usize::from(index) >= order_hashes.len()
+    {
+        return Err("a batch of 1 to 50 orders whose index is one of them".into());
+    }
+    let claims_nonce = value
+        .get("claimsNonce")
+        .and_then(Value::as_bool)
+        .ok_or("a batch without claimsNonce")?;
+    Ok((
+        BatchPlace {
+            index,
+            order_hashes: order_hashes.into(),
+        },
+        claims_nonce,
+    ))
+}
+
 fn parse_authorization(value: &mut Value) -> Result<LineAuthorization, String> {
     // The message is taken out first (not copied), then the rest read.
     let message = value.get_mut("message").map(Value::take);
@@ -534,6 +585,7 @@ fn parse_authorization(value: &mut Value) -> Result<LineAuthorization, String> {
                 .get("clientSigned")
                 .and_then(Value::as_bool)
                 .ok_or("authorization without clientSigned")?,
+            batch: value.get("batch").map(parse_batch).transpose()?,
         }),
         Some("vaultDeposit") => Ok(LineAuthorization::VaultDeposit),
         Some("accountTransaction") => Ok(LineAuthorization::AccountTransaction),

@@ -130,7 +130,7 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
             amount_from_remaining: terms.quantity.is_none().then_some(remaining),
             keeps_price: terms.price.is_none(),
         });
-        match crate::api::written::submit(&chain, command, Some(authorization)).await {
+        match crate::api::written::submit(&chain, command, Some(authorization.clone())).await {
             Ok(events) => return amended(&chain, &events, old, new_id, authorization),
             Err(WriteError::Rejected(Rejection::OrderChanged)) if attempt < AMEND_ATTEMPTS => continue,
             Err(WriteError::Rejected(Rejection::OrderNotFound)) => return Err(order_not_open()),
@@ -164,6 +164,7 @@ fn amended(
         nonce: authorization.nonce,
         expiry_ms: authorization.expiry_ms,
         signature: authorization.signature,
+        batch: None,
     };
     Ok(json!({
         "cancelled": render::order(&chain.config, &cancelled),

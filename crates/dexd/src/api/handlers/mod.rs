@@ -15,6 +15,7 @@ pub mod account;
 pub mod agents;
 pub mod amend;
 pub mod audit;
+mod batch_signing;
 pub mod liabilities;
 pub mod order;
 pub mod portfolio;

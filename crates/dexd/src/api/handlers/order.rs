@@ -68,12 +68,14 @@ pub(super) struct Placement {
 }
 
 /// A placed order's id and signature: what its answer needs besides the command's events.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct PlacedKey {
-    order_id: OrderId,
-    nonce: [u8; 32],
-    expiry_ms: u64,
-    signature: [u8; 65],
+    pub(super) order_id: OrderId,
+    pub(super) nonce: [u8; 32],
+    pub(super) expiry_ms: u64,
+    pub(super) signature: [u8; 65],
+    /// Its place in its batch, for an order of a batch signed once.
+    pub(super) batch: Option<dexd_store::BatchPlace>,
 }
 
 impl PlacedKey {
@@ -92,6 +94,7 @@ impl PlacedKey {
             nonce: self.nonce,
             expiry_ms: self.expiry_ms,
             signature: self.signature,
+            batch: self.batch.clone(),
         })
     }
 }
@@ -125,6 +128,7 @@ pub(super) fn sign_placement(
             nonce: authorization.nonce,
             expiry_ms: authorization.expiry_ms,
             signature: authorization.signature,
+            batch: None,
         },
         account: actor.account,
         command: actor.command(Command::PlaceOrder(terms)),
@@ -575,8 +579,13 @@ pub async fn order_detail(app: Arc<AppState>, params: Params) -> Answer {
     let message = chain
         .messages
         .order(&stored.record.terms, stored.nonce, stored.expiry_ms);
-    Ok(json!({
+    let domain = signing_domain(&chain);
+    let mut detail = json!({
         "order": render::order(&chain.config, &stored),
-        "typedData": signing_domain(&chain).order_typed_data(&message),
-    }))
+        "typedData": domain.order_typed_data(&message),
+    });
+    if let Some(batch) = &stored.batch {
+        detail["batch"] = super::batch_signing::batch_proof_json(domain, &stored, batch);
+    }
+    Ok(detail)
 }

@@ -33,20 +33,27 @@ use dexd_venue::Chain;
 /// The most orders (or cancels) one batch may hold.
 pub const MAX_BATCH_ITEMS: usize = 50;
 
-/// A batch's credential: the top-level key (one for every item, derived once), or each item's
-/// own signature.
+/// A batch's credential: the top-level key (one for every item, derived once), the client's one
+/// signature of a batch of orders (contract version 4), or each item's own signature.
 enum BatchCredential {
     Key(Credential, Actor),
+    SignedOnce(Credential, Actor),
     ItemSigned,
 }
 
 impl BatchCredential {
     fn from_params(app: &AppState, params: &Params) -> Result<BatchCredential, ApiError> {
+        if !params.contains("privateKey") && params.contains("signature") {
+            let credential = Credential::from_params(params, None, now_ms())?;
+            let actor = credential.actor(params, &app.addresses)?;
+            return Ok(BatchCredential::SignedOnce(credential, actor));
+        }
         if !params.contains("privateKey") {
             if params.contains("account") {
                 return Err(ApiError::invalid(
                     "account",
-                    "goes in each item of a signed batch (at the top only beside privateKey, for an agent)",
+                    "goes in each item of a signed batch, or at the top with nonce, expiry and signature for a batch \
+                     of orders signed once (or beside privateKey, for an agent)",
                 ));
             }
             return Ok(BatchCredential::ItemSigned);
@@ -60,7 +67,9 @@ impl BatchCredential {
     /// (its `account`, `nonce`, `expiry` and `signature` are required).
     fn for_item<'a>(&'a self, app: &AppState, item: &'a Params) -> Result<(ItemCredential<'a>, Actor), ApiError> {
         match self {
-            BatchCredential::Key(credential, actor) => Ok((ItemCredential::Shared(credential), *actor)),
+            BatchCredential::Key(credential, actor) | BatchCredential::SignedOnce(credential, actor) => {
+                Ok((ItemCredential::Shared(credential), *actor))
+            }
             BatchCredential::ItemSigned => {
                 if !item.contains("signature") {
                     return Err(ApiError::new(
@@ -237,27 +246,15 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     refuse_malformed_items(&items, LIST, signed_items, |item| {
         order_terms(&chain, item, Address::from_bytes([0; 20])).map(drop)
     })?;
-    // Every item's terms first: a malformed one refuses the batch before anything is signed.
-    let terms = batch_order_terms(&app, &chain, &batch_credential, &items, LIST)?;
-    if let BatchCredential::Key(_, actor) = &batch_credential {
-        spend_write_budget(&app, &actor.account)?;
-    }
-    let mut results: Vec<Option<Value>> = Vec::with_capacity(terms.len());
-    let mut placements = Vec::new();
-    for read in terms {
-        match read.and_then(|(terms, credential, actor)| {
-            sign_placement(&chain, terms, credential.get(), actor).map_err(|error| json!({"error": error.object()}))
-        }) {
-            Ok(placement) => {
-                results.push(None);
-                placements.push(placement);
-            }
-            Err(refused) => results.push(Some(refused)),
+    let (results, placements) = match batch_credential {
+        // One signature over every order (contract version 4): the key's, or the client's.
+        BatchCredential::Key(credential, actor) | BatchCredential::SignedOnce(credential, actor) => {
+            let signed = super::batch_signing::sign_once(&app, &chain, &items, credential, actor)?;
+            (signed.refusals, signed.placements)
         }
-    }
-    drop(batch_credential);
-    spend_budgets_of_signed(&app, &params, &placements)?;
-    let keys: Vec<super::order::PlacedKey> = placements.iter().map(|placement| placement.key).collect();
+        BatchCredential::ItemSigned => each_item_signed(&app, &chain, &batch_credential, &items)?,
+    };
+    let keys: Vec<super::order::PlacedKey> = placements.iter().map(|placement| placement.key.clone()).collect();
     let commands: Vec<_> = placements
         .into_iter()
         .map(|placement| (placement.command, Some(placement.authorization)))
@@ -297,16 +294,32 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     })
 }
 
-/// In signed mode, each account of the batch's budget, once its signature is known good.
-fn spend_budgets_of_signed(
+/// A batch whose items each carry their own signature: each item's order checked against its
+/// signature, then each account's budget spent once its signature is known good.
+#[allow(clippy::type_complexity)]
+fn each_item_signed(
     app: &AppState,
-    params: &Params,
-    placements: &[super::order::Placement],
-) -> Result<(), ApiError> {
-    if params.contains("privateKey") {
-        return Ok(());
+    chain: &Chain,
+    batch_credential: &BatchCredential,
+    items: &[Params],
+) -> Result<(Vec<Option<Value>>, Vec<super::order::Placement>), ApiError> {
+    // Every item's terms first: a malformed one refuses the batch before anything is checked.
+    let terms = batch_order_terms(app, chain, batch_credential, items, "orders")?;
+    let mut results: Vec<Option<Value>> = Vec::with_capacity(terms.len());
+    let mut placements = Vec::new();
+    for read in terms {
+        match read.and_then(|(terms, credential, actor)| {
+            sign_placement(chain, terms, credential.get(), actor).map_err(|error| json!({"error": error.object()}))
+        }) {
+            Ok(placement) => {
+                results.push(None);
+                placements.push(placement);
+            }
+            Err(refused) => results.push(Some(refused)),
+        }
     }
-    spend_budgets(app, placements.iter().map(|placement| placement.account))
+    spend_budgets(app, placements.iter().map(|placement| placement.account))?;
+    Ok((results, placements))
 }
 
 /// POST /order/batchCancel
@@ -342,7 +355,7 @@ pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
     spend_budgets(&app, accounts)?;
     let commands = cancels
         .iter()
-        .map(|(command, authorization, _)| (command.clone(), *authorization))
+        .map(|(command, authorization, _)| (command.clone(), authorization.clone()))
         .collect();
     let outcomes = if cancels.is_empty() {
         Vec::new()

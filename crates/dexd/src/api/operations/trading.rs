@@ -27,12 +27,16 @@ const BATCH_ORDERS_FIELDS: &[Field] = &[
             fields: BATCH_ORDER_ITEM_FIELDS,
             max: 50,
         },
-        "1 to 50 orders of one pair, placed in this order. With privateKey the items carry no credential; \
-         without it each item carries its own account, nonce, expiry and signature (an Order).",
+        "1 to 50 orders of one pair, placed in this order. With privateKey, or with one signature of the \
+         whole batch (account, nonce, expiry and signature at the top: an OrderBatch), the items carry no \
+         credential; otherwise each item carries its own account, nonce, expiry and signature (an Order).",
     ),
     CHAIN_ID,
     PRIVATE_KEY,
     SIGNER,
+    NONCE,
+    EXPIRY,
+    SIGNATURE,
 ];
 
 const BATCH_CANCEL_FIELDS: &[Field] = &[

@@ -66,6 +66,7 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
         expiry_ms,
         signature,
         client_signed,
+        batch,
     } = &line.authorization
     else {
         return LineCheck::Holds;
@@ -73,20 +74,42 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
     let Some(signed) = messages.signed_command(&line.command, *client_signed, (*nonce, *expiry_ms)) else {
         return LineCheck::Fails("an account's command whose signed message cannot be rebuilt".into());
     };
-    if signed.message.primary_type() != primary_type
+    let signed_type = match batch {
+        Some(_) => dexd_crypto::ORDER_BATCH_TYPE.name,
+        None => signed.message.primary_type(),
+    };
+    if signed_type != primary_type
         || signed.signer != *signer
         || signed.message.message_json() != **message
     {
         return LineCheck::Fails("the signed message differs from the command's".into());
     }
-    let digest = signed.message.digest(messages.domain());
+    let order_digest = signed.message.digest(messages.domain());
     if let Some(order_id) = signed.digest_is_order_id {
-        if *order_id.as_bytes() != digest {
+        if *order_id.as_bytes() != order_digest {
             return LineCheck::Fails(format!(
                 "the order id {order_id} is not the digest of the signed message"
             ));
         }
     }
+    // An order of a batch signed once: its own struct hash is the batch's at its index, and the
+    // signature is over the batch.
+    let digest = match (batch, &signed.message) {
+        (None, _) => order_digest,
+        (Some((place, _)), dexd_crypto::SignedMessage::Order(order)) => {
+            let proof = dexd_crypto::BatchProof {
+                index: usize::from(place.index),
+                order_hashes: std::sync::Arc::clone(&place.order_hashes),
+            };
+            if !proof.holds(order) {
+                return LineCheck::Fails("the order is not its batch's order at its index".into());
+            }
+            messages
+                .domain()
+                .order_batch_digest(&order.account, &place.order_hashes, *nonce, *expiry_ms)
+        }
+        (Some(_), _) => return LineCheck::Fails("a batch signed once that is not of an order".into()),
+    };
     if recover_signer(digest, signature) == Some(signed.signer) {
         return LineCheck::Holds;
     }

@@ -80,6 +80,8 @@ fn write_journal(data_dir: &Path, orders: u64) {
                             expiry_ms: 0,
                             signature: [0; 65],
                             client_signed: false,
+                            batch: None,
+                            claims_batch_nonce: false,
                         }),
                         _ => None,
                     },

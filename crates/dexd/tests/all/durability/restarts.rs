@@ -57,6 +57,8 @@ fn authorization(id: u8) -> Option<dexd_store::Authorization> {
         expiry_ms: u64::from(id),
         signature: [id; 65],
         client_signed: false,
+        batch: None,
+        claims_batch_nonce: false,
     })
 }
 

@@ -50,6 +50,8 @@ fn authorization(number: u64) -> Option<Authorization> {
         expiry_ms: 1_000 + number,
         signature: [(number % 251) as u8; 65],
         client_signed: false,
+        batch: None,
+        claims_batch_nonce: false,
     })
 }
 

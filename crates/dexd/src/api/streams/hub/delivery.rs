@@ -250,7 +250,7 @@ impl Hub {
             let signatures = self.signatures.entry(account).or_default();
             let mut rendered = Vec::new();
             for record in orders.into_values() {
-                let Some(authorization) = signatures.get(&record.sequence).copied() else {
+                let Some(authorization) = signatures.get(&record.sequence).cloned() else {
                     tracing::error!(
                         order = record.sequence,
                         "a streamed order has no known signature; left out"

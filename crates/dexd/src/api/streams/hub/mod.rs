@@ -304,12 +304,13 @@ impl Hub {
                     Event::OrderUpdated(record) if self.signatures.contains_key(&record.terms.account) => {
                         if let Some(authorization) = command
                             .authorization
+                            .as_ref()
                             .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
                         {
                             self.signatures
                                 .entry(record.terms.account)
                                 .or_default()
-                                .insert(record.sequence, authorization);
+                                .insert(record.sequence, authorization.clone());
                         }
                         round
                             .orders

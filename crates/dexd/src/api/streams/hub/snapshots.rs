@@ -260,6 +260,7 @@ impl Hub {
                         known.record = record.clone();
                     } else if let Some(authorization) = command
                         .authorization
+                        .clone()
                         .filter(|authorization| authorization.order_id == Some(record.terms.order_id))
                     {
                         orders.insert(record.sequence, stored_order(record.clone(), authorization));
@@ -277,6 +278,8 @@ impl Hub {
                     expiry_ms: order.expiry_ms,
                     signature: order.signature,
                     client_signed: false,
+                    batch: order.batch.clone(),
+                    claims_batch_nonce: false,
                 },
             );
         }
@@ -301,5 +304,6 @@ pub(super) fn stored_order(record: OrderRecord, authorization: Authorization) ->
         nonce: authorization.nonce,
         expiry_ms: authorization.expiry_ms,
         signature: authorization.signature,
+        batch: authorization.batch,
     }
 }

@@ -1,0 +1,70 @@
+//! The nonce of a batch of orders a client signed once (contract version 4), claimed in the
+//! writer: every order of the batch carries the batch's nonce, and one of them must claim it.
+//!
+//! The first of the batch's orders the engine applies claims the nonce (its authorization is
+//! journaled saying so, so a replay claims it again at the same place); the others follow it
+//! without a claim. An order refused for another reason (its balance) claims nothing, and the
+//! next one tries. A claim refused for the nonce itself (used before, expired, the registry
+//! full) refuses the rest of the batch with it: a batch sent again is refused whole. A batch's
+//! orders come to the writer as one group, applied with nothing between them, so the state here
+//! lives for one batch of writes and nothing of it is kept.
+
+use dexd_core::{NonceClaim, Rejection};
+use dexd_store::Authorization;
+
+/// The client-signed batch whose orders are being applied.
+#[derive(Default)]
+pub(crate) struct BatchNonce {
+    /// The batch, by its signature.
+    signature: Option<[u8; 65]>,
+    /// One of its orders claimed the nonce.
+    claimed: bool,
+    /// The claim was refused for the nonce: every other order of the batch gets this.
+    refused: Option<Rejection>,
+}
+
+impl BatchNonce {
+    /// The nonce claim `authorization`'s command makes (marking a batch's claimant in it), or
+    /// the refusal every order of a batch whose claim was refused gets.
+    pub(crate) fn claim_for(&mut self, authorization: &mut Option<Authorization>) -> Result<Option<NonceClaim>, Rejection> {
+        let Some(authorization) = authorization.as_mut() else {
+            return Ok(None);
+        };
+        if authorization.batch.is_none() || !authorization.client_signed {
+            return Ok(authorization.claim());
+        }
+        if self.signature == Some(authorization.signature) {
+            if let Some(refused) = self.refused {
+                return Err(refused);
+            }
+            if self.claimed {
+                authorization.claims_batch_nonce = false;
+                return Ok(None);
+            }
+        } else {
+            *self = BatchNonce {
+                signature: Some(authorization.signature),
+                claimed: false,
+                refused: None,
+            };
+        }
+        authorization.claims_batch_nonce = true;
+        Ok(authorization.claim())
+    }
+
+    /// Takes note of what the engine did with a command whose claim [`BatchNonce::claim_for`]
+    /// gave.
+    pub(crate) fn applied(&mut self, claim: Option<NonceClaim>, authorization: &Option<Authorization>, result: &Result<(), Rejection>) {
+        let claims_for_batch = authorization
+            .as_ref()
+            .is_some_and(|authorization| authorization.batch.is_some() && authorization.claims_batch_nonce);
+        if claim.is_none() || !claims_for_batch {
+            return;
+        }
+        match result {
+            Ok(()) => self.claimed = true,
+            Err(rejection @ Rejection::Nonce(_)) => self.refused = Some(*rejection),
+            Err(_) => {}
+        }
+    }
+}
