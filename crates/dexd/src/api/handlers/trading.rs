@@ -246,6 +246,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     refuse_malformed_items(&items, LIST, signed_items, |item| {
         order_terms(&chain, item, Address::from_bytes([0; 20])).map(drop)
     })?;
+    let signed_once = matches!(batch_credential, BatchCredential::SignedOnce(..));
     let (results, placements) = match batch_credential {
         // One signature over every order (contract version 4): the key's, or the client's.
         BatchCredential::Key(credential, actor) | BatchCredential::SignedOnce(credential, actor) => {
@@ -266,6 +267,24 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
             .await
             .map_err(write_error)?
     };
+    // A batch the client signed once whose signature was refused (its nonce used before or
+    // expired, or a signer that is neither the account nor an agent it approved: an altered
+    // order recovers to another address) placed none of its orders: the refusal is the answer,
+    // as for one signed request.
+    let refuses_the_signature = |outcome: &Result<_, WriteError>| {
+        matches!(
+            outcome,
+            Err(WriteError::Rejected(
+                dexd_core::Rejection::Nonce(_) | dexd_core::Rejection::AgentNotAllowed
+            ))
+        )
+    };
+    if signed_once && !outcomes.is_empty() && outcomes.iter().all(refuses_the_signature) {
+        if let Some(Err(refusal)) = outcomes.into_iter().next() {
+            return Err(write_error(refusal));
+        }
+        return Err(ApiError::internal());
+    }
     // The placed orders and their events, kept while the answer borrows from them.
     let mut placed: Vec<Result<(StoredOrder, dexd_store::Events), Value>> = Vec::with_capacity(keys.len());
     for (key, outcome) in keys.iter().zip(outcomes) {

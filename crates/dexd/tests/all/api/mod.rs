@@ -1,6 +1,7 @@
 //! The HTTP API: every operation, its errors, signatures, agents, limits, TLS and the operator's view.
 
 mod agents;
+mod batch_signing;
 mod cancel_reasons;
 mod conditional_orders;
 mod end_to_end;

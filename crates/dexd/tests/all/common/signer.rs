@@ -23,11 +23,9 @@ impl Signer {
     /// Signs `message` as `primary_type` with the types and domain the server publishes, and
     /// returns the signature and the digest.
     pub fn sign(&self, eip712: &Value, primary_type: &str, message: Value) -> (String, String) {
+        // Every published type: a type names the others it uses (`OrderBatch` its `Order`).
         let typed_data = json!({
-            "types": {
-                "EIP712Domain": eip712["types"]["EIP712Domain"],
-                primary_type: eip712["types"][primary_type],
-            },
+            "types": eip712["types"],
             "primaryType": primary_type,
             "domain": eip712["domain"],
             "message": message,

@@ -1,0 +1,210 @@
+//! Batches of orders signed once (contract version 4), against the real server: a client's one
+//! `OrderBatch` signature (made with alloy's typed-data hasher and k256, sharing no code with
+//! dexd), an agent's, and the venue's with a `privateKey`. Each placed order is checked alone
+//! from what `orderDetail` returns; a batch sent again, one altered order, more than 50 orders or
+//! a credential in an item is refused whole and changes nothing.
+
+use crate::common;
+
+use alloy_dyn_abi::TypedData;
+use alloy_primitives::{keccak256, B256, U256};
+use common::signer::{eip712, now_ms, Signer};
+use common::{assert_error, TestServer, Trader};
+use k256::ecdsa::{RecoveryId, Signature, VerifyingKey};
+use serde_json::{json, Value};
+
+fn item(direction: &str, price: &str, amount: &str, client_order_id: &str) -> Value {
+    json!({"symbol": "ETH/USDC", "type": "limit", "direction": direction, "price": price, "amount": amount,
+           "clientOrderId": client_order_id})
+}
+
+/// An item as the `Order` its batch signs: the batch's account, nonce and expiry, and every
+/// field in its canonical form.
+fn order_message(item: &Value, account: &str, nonce: &str, expiry: u64) -> Value {
+    json!({
+        "account": account, "symbol": item["symbol"], "orderType": item["type"], "direction": item["direction"],
+        "timeInForce": "GTC", "postOnly": false, "price": item["price"], "amount": item["amount"],
+        "clientOrderId": item["clientOrderId"], "nonce": nonce, "expiry": expiry.to_string(),
+        "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0",
+    })
+}
+
+/// The body of a batch `signer` signs once for `account`.
+fn signed_batch(eip712: &Value, signer: &Signer, account: &str, items: &[Value], nonce: &str) -> Value {
+    let expiry = now_ms() + 60_000;
+    let orders: Vec<Value> = items
+        .iter()
+        .map(|item| order_message(item, account, nonce, expiry))
+        .collect();
+    let message = json!({"account": account, "orders": orders, "nonce": nonce, "expiry": expiry.to_string()});
+    let (signature, _) = signer.sign(eip712, "OrderBatch", message);
+    json!({"chainId": "1", "account": account, "nonce": nonce, "expiry": expiry, "signature": signature,
+           "orders": items})
+}
+
+fn recover(digest: &[u8; 32], signature_hex: &str) -> String {
+    let bytes = hex::decode(signature_hex.trim_start_matches("0x")).unwrap();
+    let signature = Signature::from_slice(&bytes[..64]).unwrap();
+    let recovery = RecoveryId::from_byte(bytes[64] - 27).unwrap();
+    let key = VerifyingKey::recover_from_prehash(digest, &signature, recovery).unwrap();
+    let point = key.to_encoded_point(false);
+    alloy_primitives::Address::from_slice(&keccak256(&point.as_bytes()[1..])[12..]).to_checksum(None)
+}
+
+/// Checks one placed order from its `orderDetail` alone, as a third party would: the order's own
+/// typed data hashes to its id and its struct hash is the batch's at its index; the batch's
+/// digest, rebuilt from the hashes, recovers to the signer. Returns the batch's details.
+async fn check_alone(server: &TestServer, order_id: &str, signer: &str) -> Value {
+    let (status, detail) = server
+        .get("/order/orderDetail", &[("chainId", "1"), ("orderId", order_id)])
+        .await;
+    assert_eq!(status, 200, "{detail}");
+    let order: TypedData = serde_json::from_value(detail["typedData"].clone()).unwrap();
+    assert_eq!(format!("{}", order.eip712_signing_hash().unwrap()), order_id);
+    let batch = &detail["batch"];
+    let hashes: Vec<B256> = batch["orderHashes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hash| hash.as_str().unwrap().parse().unwrap())
+        .collect();
+    let index = batch["index"].as_u64().unwrap() as usize;
+    assert_eq!(hashes[index], order.hash_struct().unwrap(), "{detail}");
+    let type_hash = keccak256(batch["encodedType"].as_str().unwrap());
+    let account = batch["account"].as_str().unwrap().parse::<alloy_primitives::Address>().unwrap();
+    let nonce = U256::from_str_radix(batch["nonce"].as_str().unwrap(), 10).unwrap();
+    let expiry = U256::from(batch["expiry"].as_u64().unwrap());
+    let mut encoded = type_hash.to_vec();
+    encoded.extend_from_slice(account.into_word().as_slice());
+    encoded.extend_from_slice(keccak256(hashes.concat()).as_slice());
+    encoded.extend_from_slice(&nonce.to_be_bytes::<32>());
+    encoded.extend_from_slice(&expiry.to_be_bytes::<32>());
+    let mut preimage = vec![0x19, 0x01];
+    preimage.extend_from_slice(order.domain().separator().as_slice());
+    preimage.extend_from_slice(keccak256(&encoded).as_slice());
+    let digest = keccak256(&preimage);
+    assert_eq!(format!("{digest}"), batch["digest"], "{detail}");
+    assert_eq!(recover(&digest.0, batch["signature"].as_str().unwrap()), signer);
+    assert_eq!(detail["order"]["signature"], batch["signature"]);
+    batch.clone()
+}
+
+async fn open_orders(server: &TestServer, trader: &Trader) -> Vec<Value> {
+    server.account_list("/order/openOrders", trader, "orders").await
+}
+
+#[tokio::test]
+async fn a_batch_signed_once_places_its_orders_and_each_is_checkable_alone() {
+    let server = TestServer::start().await;
+    let alice = Signer::new(0xa1);
+    server.deposit(&alice.trader, "USDC", "3000").await;
+    let eip712 = eip712(&server).await;
+    assert_eq!(eip712["types"]["OrderBatch"][1], json!({"name": "orders", "type": "Order[]"}));
+    let account = alice.trader.address.clone();
+    // The first order is more than Alice holds: refused alone, and the next claims the nonce.
+    let items = [
+        item("buy", "1000", "100", "too-big"),
+        item("buy", "1000", "1", "q-1"),
+        item("buy", "990", "0.5", "q-2"),
+    ];
+    let body = signed_batch(&eip712, &alice, &account, &items, "7001");
+    let (status, answer) = server.post_json("/order/batchOrders", body.clone()).await;
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results[0]["error"]["code"], "INSUFFICIENT_BALANCE", "{answer}");
+    for (position, result) in results.iter().enumerate().skip(1) {
+        let order_id = result["order"]["orderId"].as_str().unwrap();
+        let batch = check_alone(&server, order_id, &account).await;
+        assert_eq!(batch["index"], position, "{batch}");
+        assert_eq!(batch["orderHashes"].as_array().unwrap().len(), 3);
+    }
+    let before = open_orders(&server, &alice.trader).await;
+    assert_eq!(before.len(), 2);
+
+    // The same batch again: its nonce is used, so it is refused whole.
+    let again = server.post_json("/order/batchOrders", body.clone()).await;
+    assert_error(&again, 409, "NONCE_REUSED", Some("nonce"));
+    assert_eq!(open_orders(&server, &alice.trader).await, before);
+
+    // One order altered after signing: the signature is of another batch, so it recovers to
+    // another address, which is no agent of Alice's (as for one altered order).
+    let mut altered = signed_batch(&eip712, &alice, &account, &items[1..], "7002");
+    altered["orders"][1]["price"] = json!("980");
+    let refused = server.post_json("/order/batchOrders", altered).await;
+    assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
+    assert_eq!(open_orders(&server, &alice.trader).await, before);
+
+    // More than 50 orders, an item with a credential of its own, two items that are one order.
+    let many: Vec<Value> = (0..51).map(|n| item("buy", "100", "0.01", &format!("m-{n}"))).collect();
+    let too_many = server
+        .post_json("/order/batchOrders", signed_batch(&eip712, &alice, &account, &many, "7003"))
+        .await;
+    assert_error(&too_many, 400, "INVALID_PARAMETER", Some("orders"));
+    let mut with_credential = signed_batch(&eip712, &alice, &account, &items[1..], "7004");
+    with_credential["orders"][0]["nonce"] = json!("1");
+    let refused = server.post_json("/order/batchOrders", with_credential).await;
+    assert_error(&refused, 400, "INVALID_PARAMETER", Some("orders[0].nonce"));
+    let twice = [items[1].clone(), items[1].clone()];
+    let refused = server
+        .post_json("/order/batchOrders", signed_batch(&eip712, &alice, &account, &twice, "7005"))
+        .await;
+    assert_error(&refused, 400, "INVALID_PARAMETER", Some("orders[1].clientOrderId"));
+    // An order whose price is off the tick cannot be hashed as signed: the batch is refused.
+    let off_tick = [items[1].clone(), item("buy", "990.001", "0.5", "q-3")];
+    let refused = server
+        .post_json("/order/batchOrders", signed_batch(&eip712, &alice, &account, &off_tick, "7006"))
+        .await;
+    assert_eq!(refused.0, 422, "{}", refused.1);
+    assert_eq!(refused.1["error"]["field"], "orders[1].price");
+    assert_eq!(open_orders(&server, &alice.trader).await, before);
+}
+
+#[tokio::test]
+async fn a_key_signs_its_batch_once_and_an_agent_may_sign_one_for_the_account() {
+    let server = TestServer::start().await;
+    let alice = Trader::new(0xa1);
+    let bot = Signer::new(0xb7);
+    server.deposit(&alice, "USDC", "3000").await;
+    // With a key, one signature of the venue's covers every order it placed; a refused item is
+    // not among them.
+    let items = [
+        item("buy", "1000", "0.5", "k-1"),
+        item("buy", "999.999", "0.5", "k-off-tick"),
+        item("buy", "990", "0.5", "k-2"),
+    ];
+    let (status, answer) = server
+        .post_json(
+            "/order/batchOrders",
+            json!({"chainId": "1", "privateKey": alice.key, "orders": items}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["results"][1]["error"]["field"], "price", "{answer}");
+    let first = check_alone(&server, answer["results"][0]["order"]["orderId"].as_str().unwrap(), &alice.address).await;
+    let second = check_alone(&server, answer["results"][2]["order"]["orderId"].as_str().unwrap(), &alice.address).await;
+    assert_eq!((first["index"].as_u64(), second["index"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(first["signature"], second["signature"]);
+    assert_eq!(first["orderHashes"].as_array().unwrap().len(), 2);
+
+    // An approved agent signs a batch once for Alice; the signature recovers to the agent.
+    let (status, body) = server
+        .post_json(
+            "/account/approveAgent",
+            json!({"chainId": "1", "privateKey": alice.key, "agent": bot.trader.address, "name": "bot"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let eip712 = eip712(&server).await;
+    let body = signed_batch(&eip712, &bot, &alice.address, &[item("buy", "980", "0.5", "a-1")], "42");
+    let (status, answer) = server.post_json("/order/batchOrders", body).await;
+    assert_eq!(status, 200, "{answer}");
+    let order = &answer["results"][0]["order"];
+    assert_eq!(order["account"], alice.address);
+    check_alone(&server, order["orderId"].as_str().unwrap(), &bot.trader.address).await;
+    // A key the account never approved signs for nothing.
+    let stranger = Signer::new(0xc0);
+    let body = signed_batch(&eip712, &stranger, &alice.address, &[item("buy", "970", "0.5", "s-1")], "43");
+    let refused = server.post_json("/order/batchOrders", body).await;
+    assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
+    assert_eq!(open_orders(&server, &alice).await.len(), 3);
+}
