@@ -44,9 +44,13 @@ function request()
       body = '{"chainId":"1","privateKey":"' .. keys[index + 1] .. '",' .. order_fields(direction) .. '}'
    else
       path = "/order/batchOrders"
-      local item = "{" .. order_fields(direction) .. "}"
+      -- Each item its own clientOrderId: a batch signed once gives its orders one nonce, so two
+      -- orders with every term equal would be one order (refused as such).
       local items = {}
-      for i = 1, batch_size do items[i] = item end
+      local tag = id .. "-" .. next_account .. "-"
+      for i = 1, batch_size do
+         items[i] = "{" .. order_fields(direction) .. ',"clientOrderId":"' .. tag .. i .. '"}'
+      end
       body = '{"chainId":"1","privateKey":"' .. keys[index + 1] .. '","orders":[' ..
          table.concat(items, ",") .. ']}'
    end

@@ -47,6 +47,12 @@ def test_an_agent_key_trades_for_the_account_in_batches_and_never_withdraws(dexd
     assert len(placed) == 3
     assert all(order.account == account.address for order, _ in placed)
     assert isinstance(results[3], InsufficientBalance)
+    # The batch was signed once (an OrderBatch): every order carries its one signature, and each
+    # order's detail holds its place among the batch's four orders.
+    assert len({order.signature for order, _ in placed}) == 1
+    details = [bot._get("/order/orderDetail", chainId="1", orderId=order.order_id) for order, _ in placed]
+    assert [detail["batch"]["index"] for detail in details] == [0, 1, 2]
+    assert all(len(detail["batch"]["orderHashes"]) == 4 for detail in details)
     assert {order.order_id for order in account.open_orders().items} == {order.order_id for order, _ in placed}
 
     amended = bot.amend_order(SYMBOL, placed[0][0].order_id, price="2405")

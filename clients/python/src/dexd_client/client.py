@@ -300,14 +300,19 @@ class Client:
 
         Each of ``orders`` holds :meth:`add_order`'s arguments by name (``symbol``, ``direction``,
         ``amount``, ``price``, ``type``, ``time_in_force``, ``post_only``, ``client_order_id``);
-        each is signed on its own. The answer is the server's JSON: ``{"results": [...]}``, one
-        ``{"order", "trades"}`` or ``{"error"}`` per order, in order.
+        the answer is the server's JSON: ``{"results": [...]}``, one
+        ``{"order", "trades"}`` or ``{"error"}`` per order, in order. The batch is signed once
+        (an ``OrderBatch``, contract version 4): one signature, however many orders.
         """
-        items = []
+        if self._signer is None:
+            raise ValueError("this client has no key: make it with private_key to sign writes")
+        messages, items = [], []
         for order in orders:
             message, body = self._order_terms(**order)
-            items.append({**body, **self._sign("Order", message)})
-        return self.request("POST", "/order/batchOrders", body={"chainId": self.chain_id, "orders": items})
+            messages.append(message)
+            items.append(body)
+        signed = self._signer.sign_batch(self.eip712(), messages)
+        return self.request("POST", "/order/batchOrders", body={"chainId": self.chain_id, **signed, "orders": items})
 
     def create_orders(self, orders: list[dict]) -> list[tuple[Order, list[Trade]] | Exception]:
         """:meth:`create_orders_answer`, typed: each result is ``(order, trades)`` or the error

@@ -92,15 +92,28 @@ class RequestSigner:
         signature = self.sign_typed(eip712, primary_type, full)
         return {"account": self.address, "nonce": str(nonce), "expiry": expiry_ms, "signature": signature}
 
+    def sign_batch(self, eip712: dict, orders: list[dict], nonce: Optional[int] = None,
+                   expiry_ms: Optional[int] = None) -> dict:
+        """Signs 1 to 50 orders (each an ``Order`` message without account, nonce, expiry) once,
+        as an ``OrderBatch`` (contract version 4): each order carries the batch's nonce and
+        expiry. Returns the request's top-level ``account``, ``nonce``, ``expiry`` and
+        ``signature``; the items then carry none."""
+        nonce = secrets.randbits(128) if nonce is None else nonce
+        expiry_ms = int(time.time() * 1000) + self.lifetime_ms if expiry_ms is None else expiry_ms
+        full_orders = [{"account": self.address, **order, "nonce": nonce, "expiry": expiry_ms} for order in orders]
+        batch = {"account": self.address, "orders": full_orders, "nonce": nonce, "expiry": expiry_ms}
+        signature = self.sign_typed(eip712, "OrderBatch", batch)
+        return {"account": self.address, "nonce": str(nonce), "expiry": expiry_ms, "signature": signature}
+
     def sign_typed(self, eip712: dict, primary_type: str, message: dict) -> str:
         """The 65-byte signature (0x + 130 hex) of ``message`` under the published domain."""
+        types = {"EIP712Domain": eip712["types"]["EIP712Domain"], primary_type: eip712["types"][primary_type]}
+        if primary_type == "OrderBatch":
+            types["Order"] = eip712["types"]["Order"]
         signed = Account.sign_typed_data(
             self._account.key,
             full_message={
-                "types": {
-                    "EIP712Domain": eip712["types"]["EIP712Domain"],
-                    primary_type: eip712["types"][primary_type],
-                },
+                "types": types,
                 "primaryType": primary_type,
                 "domain": eip712["domain"],
                 "message": message,

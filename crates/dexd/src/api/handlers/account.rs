@@ -239,7 +239,7 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
         "cancelOrder": "CancelOrder",
         "deposit": "Deposit",
         "withdraw": if vault_chain { "Withdrawal" } else { "Withdraw" },
-        "batchOrders": "Order",
+        "batchOrders": "OrderBatch",
         "batchCancel": "CancelOrder",
         "cancelAll": "CancelAll",
         "amendOrder": "AmendOrder",
