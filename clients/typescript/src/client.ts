@@ -6,7 +6,7 @@
  */
 
 import { ApiError } from "./errors.js";
-import { canonicalDecimal, signRequest, type Signer } from "./signing.js";
+import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
 import type {
   Asset, Balance, BatchResult, Candle, Chain, Eip712, Order, OrderBook, Pair, Placed, Trade, Transfer,
 } from "./types.js";
@@ -205,16 +205,17 @@ export class DexdClient {
     return this.signedPost<Placed>("/order/addOrder", "Order", message, body);
   }
 
-  /** Places 1 to 50 orders of one pair in one journaled step, each signed; a result per order. */
+  /**
+   * Places 1 to 50 orders of one pair in one journaled step, signed once (an `OrderBatch`); a
+   * result per order (one refused order refuses no other).
+   */
   async batchOrders(orders: OrderTerms[]): Promise<BatchResult[]> {
     if (!this.signer) throw new Error("this client has no signer: make it with one to write");
     const eip712 = await this.eip712();
-    const items = [];
-    for (const terms of orders) {
-      const { message, body } = this.orderTerms(terms);
-      items.push({ ...body, ...(await signRequest(this.signer, this.account(), eip712, "Order", message)) });
-    }
-    const answer = await this.request<{ results: BatchResult[] }>("POST", "/order/batchOrders", {}, { chainId: this.chainId, orders: items });
+    const terms = orders.map((order) => this.orderTerms(order));
+    const signed = await signBatch(this.signer, this.account(), eip712, terms.map(({ message }) => message));
+    const items = terms.map(({ body }) => body);
+    const answer = await this.request<{ results: BatchResult[] }>("POST", "/order/batchOrders", {}, { chainId: this.chainId, ...signed, orders: items });
     return answer.results;
   }
 

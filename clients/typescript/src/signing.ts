@@ -76,6 +76,32 @@ export async function signRequest(
   return { account, nonce: nonce.toString(), expiry, signature };
 }
 
+/**
+ * Signs 1 to 50 orders (each an `Order` message without `account`, `nonce` and `expiry`) once,
+ * as an `OrderBatch` (contract version 4): every order carries the batch's account, nonce and
+ * expiry. Returns the request's top-level fields; the items then carry no credential.
+ */
+export async function signBatch(
+  signer: Signer,
+  account: string,
+  eip712: Eip712,
+  orders: Record<string, unknown>[],
+): Promise<SignedFields> {
+  const batchFields = eip712.types.OrderBatch;
+  const orderFields = eip712.types.Order;
+  if (!batchFields || !orderFields) throw new Error("the venue publishes no OrderBatch type (contract version 4)");
+  const nonce = randomNonce();
+  const expiry = Date.now() + SIGNATURE_LIFETIME_MS;
+  const full = orders.map((order) => ({ account, ...order, nonce, expiry: BigInt(expiry) }));
+  const signature = await signer.signTypedData({
+    domain: { ...eip712.domain, verifyingContract: eip712.domain.verifyingContract as Hex },
+    types: { OrderBatch: batchFields, Order: orderFields },
+    primaryType: "OrderBatch",
+    message: { account, orders: full, nonce, expiry: BigInt(expiry) },
+  });
+  return { account, nonce: nonce.toString(), expiry, signature };
+}
+
 /** A decimal in the venue's canonical form: no exponent, no trailing zeros, no sign. */
 export function canonicalDecimal(value: string | number): string {
   const text = String(value).trim();

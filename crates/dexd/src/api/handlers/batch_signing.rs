@@ -12,14 +12,14 @@
 use std::sync::Arc;
 
 use dexd_core::{Command, NewOrder, OrderId};
-use dexd_crypto::eip712::order_struct_hash;
+use dexd_crypto::eip712::{order_struct_hash, OrderMessage};
 use dexd_crypto::order_batch::order_hashes_json;
 use dexd_crypto::{hex_prefixed, SigningDomain};
 use dexd_store::{now_ms, Authorization, BatchPlace, StoredOrder};
 use serde_json::{json, Value};
 
 use super::order::{order_terms, PlacedKey, Placement};
-use super::{signing_domain, spend_write_budget};
+use super::{pair_param, signing_domain, spend_write_budget};
 use crate::api::credential::{Actor, Credential, SIGNED_REQUEST_FIELDS};
 use crate::api::error::ApiError;
 use crate::api::params::Params;
@@ -35,13 +35,21 @@ pub(super) struct SignedOnce {
     pub(super) placements: Vec<Placement>,
 }
 
+/// An item of a batch as the venue reads it: its order, or why the venue refuses it (a pair's
+/// rule: a 422).
+enum ReadItem {
+    Order(Box<NewOrder>),
+    Refused(ApiError),
+}
+
 /// Reads the orders of `items` and signs them once (with a key) or checks the client's one
 /// signature of them.
 ///
-/// With a key, an item whose terms break a pair's rule (a 422) is that item's result and the
-/// venue signs the others. With the client's signature, every item must be read into its
-/// order, since the signature covers them all: any refusal of an item's terms refuses the batch.
-/// Two items that are the same order (the same terms, hence the same id) refuse the batch.
+/// A malformed item (a 400) refuses the batch. An item whose terms break a pair's rule (a 422: a
+/// price off the tick) is that item's own result: with a key the venue signs the others; with a
+/// client's signature, which covers every item, the refused item is hashed from its parameters'
+/// canonical text as the client signed it. Two items that are the same order (the same terms,
+/// hence the same id under one nonce) refuse the batch.
 pub(super) fn sign_once(
     app: &AppState,
     chain: &Chain,
@@ -51,8 +59,9 @@ pub(super) fn sign_once(
 ) -> Result<SignedOnce, ApiError> {
     const LIST: &str = "orders";
     let client_signed = matches!(credential, Credential::Signed { .. });
-    let mut refusals = Vec::with_capacity(items.len());
-    let mut orders: Vec<(usize, NewOrder)> = Vec::with_capacity(items.len());
+    let mut refusals: Vec<Option<Value>> = Vec::with_capacity(items.len());
+    // The items the signature covers, each with its index in the request.
+    let mut covered: Vec<(usize, ReadItem)> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         if client_signed {
             if let Some(name) = SIGNED_REQUEST_FIELDS.into_iter().find(|name| item.contains(name)) {
@@ -67,12 +76,15 @@ pub(super) fn sign_once(
         match order_terms(chain, item, actor.account) {
             Ok(terms) => {
                 refusals.push(None);
-                orders.push((index, terms));
+                covered.push((index, ReadItem::Order(Box::new(terms))));
             }
-            Err(error) if client_signed || error.status == axum::http::StatusCode::BAD_REQUEST => {
-                return Err(error.within(LIST, index))
+            Err(error) if error.status == axum::http::StatusCode::BAD_REQUEST => return Err(error.within(LIST, index)),
+            Err(error) => {
+                refusals.push(Some(json!({"error": error.object()})));
+                if client_signed {
+                    covered.push((index, ReadItem::Refused(error)));
+                }
             }
-            Err(error) => refusals.push(Some(json!({"error": error.object()}))),
         }
     }
     // A key proves the account at once, so its budget is spent before the signing; a client's
@@ -80,18 +92,25 @@ pub(super) fn sign_once(
     if !client_signed {
         spend_write_budget(app, &actor.account)?;
     }
-    if orders.is_empty() {
+    if covered.iter().all(|(_, read)| matches!(read, ReadItem::Refused(_))) {
+        // Nothing to place (and with a client's signature, nothing the venue could verify it
+        // by): each item's refusal is the answer.
         return Ok(SignedOnce {
             refusals,
             placements: Vec::new(),
         });
     }
     let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
-    let hashes: Vec<[u8; 32]> = orders
+    let hashes = covered
         .iter()
-        .map(|(_, terms)| order_struct_hash(&chain.messages.order(terms, nonce, expiry_ms)))
-        .collect();
-    refuse_repeated_orders(&orders, &hashes)?;
+        .map(|(index, read)| match read {
+            ReadItem::Order(terms) => Ok(order_struct_hash(&chain.messages.order(terms, nonce, expiry_ms))),
+            ReadItem::Refused(error) => refused_item_message(chain, &items[*index], actor.account, (nonce, expiry_ms))
+                .map(|message| order_struct_hash(&message))
+                .map_err(|_| error.clone().within(LIST, *index)),
+        })
+        .collect::<Result<Vec<[u8; 32]>, ApiError>>()?;
+    refuse_repeated_orders(&covered, &hashes)?;
     let domain = signing_domain(chain);
     let digest = domain.order_batch_digest(&actor.account, &hashes, nonce, expiry_ms);
     let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), None)?;
@@ -100,13 +119,18 @@ pub(super) fn sign_once(
         spend_write_budget(app, &actor.account)?;
     }
     let order_hashes: Arc<[[u8; 32]]> = hashes.into();
-    let placements = orders
+    let placements = covered
         .into_iter()
         .enumerate()
-        .map(|(index, (_, mut terms))| {
-            terms.order_id = OrderId::from_bytes(domain.digest_of_struct_hash(&order_hashes[index]));
+        .filter_map(|(place, (_, read))| match read {
+            ReadItem::Order(terms) => Some((place, terms)),
+            ReadItem::Refused(_) => None,
+        })
+        .map(|(place, terms)| {
+            let mut terms = *terms;
+            terms.order_id = OrderId::from_bytes(domain.digest_of_struct_hash(&order_hashes[place]));
             let batch = BatchPlace {
-                index: u8::try_from(index).expect("a batch holds at most 50 orders"),
+                index: u8::try_from(place).expect("a batch holds at most 50 orders"),
                 order_hashes: Arc::clone(&order_hashes),
             };
             Placement {
@@ -130,11 +154,51 @@ pub(super) fn sign_once(
     Ok(SignedOnce { refusals, placements })
 }
 
+/// The `Order` a client signed for an item the venue refuses for a pair's rule, from the
+/// canonical text of its parameters (their form was checked): what the client's batch signature
+/// covers, although no order comes of it.
+fn refused_item_message(
+    chain: &Chain,
+    item: &Params,
+    account: dexd_core::Address,
+    (nonce, expiry_ms): ([u8; 32], u64),
+) -> Result<OrderMessage, ApiError> {
+    let pair = chain.config.pair_config(pair_param(chain, item, "symbol")?);
+    let text = |name: &str| -> Result<String, ApiError> { Ok(item.text(name)?.unwrap_or_default().to_string()) };
+    let canonical = |name: &str| -> Result<String, ApiError> {
+        Ok(item.decimal(name)?.map(|decimal| decimal.to_string()).unwrap_or_default())
+    };
+    let order_type = text("type")?;
+    let time_in_force = match item.text("timeInForce")? {
+        Some(chosen) => chosen.to_string(),
+        None if order_type == "market" => "IOC".to_string(),
+        None => "GTC".to_string(),
+    };
+    Ok(OrderMessage {
+        account,
+        symbol: pair.symbol.clone(),
+        direction: text("direction")?,
+        order_type,
+        time_in_force,
+        post_only: item.bool("postOnly")?.unwrap_or(false),
+        price: canonical("price")?,
+        amount: canonical("amount")?,
+        client_order_id: text("clientOrderId")?,
+        nonce,
+        expiry_ms,
+        trigger_price: canonical("triggerPrice")?,
+        trigger_condition: text("triggerCondition")?,
+        oco_group: text("ocoGroup")?,
+        expires_at_ms: item.integer("expiresAt")?.unwrap_or(0),
+        without_conditions: false,
+    })
+}
+
 /// 400 for the second of two items that are the same order: under one nonce they would have one
 /// id.
-fn refuse_repeated_orders(orders: &[(usize, NewOrder)], hashes: &[[u8; 32]]) -> Result<(), ApiError> {
+fn refuse_repeated_orders(covered: &[(usize, ReadItem)], hashes: &[[u8; 32]]) -> Result<(), ApiError> {
     let mut seen = std::collections::HashMap::with_capacity(hashes.len());
-    for ((index, _), hash) in orders.iter().zip(hashes) {
+    for ((index, _), hash) in covered.iter().zip(hashes) {
         if let Some(first) = seen.insert(*hash, *index) {
             return Err(ApiError::invalid(
                 "clientOrderId",
