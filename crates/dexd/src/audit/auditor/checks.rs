@@ -122,6 +122,49 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
     ))
 }
 
+/// The one check of batches signed once that needs the lines in order: an order of a
+/// client-signed batch that does not claim the batch's nonce must come right after its batch's
+/// orders, the first of which claimed it (the venue journals a batch's orders together). Without
+/// it, a venue could place a batch's orders again with no claim of the nonce to refuse them.
+#[derive(Debug, Default)]
+pub struct BatchClaims {
+    /// Whether a line was seen since the start (the first line may follow a claim before it).
+    started: bool,
+    /// The batch, by its signature, whose orders the last lines were, its nonce claimed.
+    claimed_by: Option<[u8; 65]>,
+}
+
+impl BatchClaims {
+    /// Takes the next line's authorization; what fails, in words.
+    pub fn follow(&mut self, authorization: &LineAuthorization) -> Result<(), String> {
+        let started = std::mem::replace(&mut self.started, true);
+        let member = match authorization {
+            LineAuthorization::Eip712 {
+                batch: Some((_, claims_nonce)),
+                client_signed: true,
+                signature,
+                ..
+            } => Some((*signature, *claims_nonce)),
+            _ => None,
+        };
+        match member {
+            None => {
+                self.claimed_by = None;
+                Ok(())
+            }
+            Some((signature, true)) => {
+                self.claimed_by = Some(signature);
+                Ok(())
+            }
+            Some((signature, false)) if !started || self.claimed_by == Some(signature) => {
+                self.claimed_by = Some(signature);
+                Ok(())
+            }
+            Some(_) => Err("an order of a batch signed once that follows no claim of the batch's nonce".into()),
+        }
+    }
+}
+
 /// The checks of a configuration's line: its fields say what its bytes say, and nobody signs it.
 pub fn check_configuration_line(line: &CommandLine) -> LineCheck {
     let Command::Configure(configuration) = &line.command else {

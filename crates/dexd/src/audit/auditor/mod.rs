@@ -35,7 +35,7 @@ use dexd_crypto::{hex_prefixed, RequestMessages};
 use dexd_store::JournalEntry;
 
 use self::chain::AuditedVault;
-use self::checks::{check_lines, LineCheck};
+use self::checks::{check_lines, BatchClaims, LineCheck};
 use self::copy::{AuditCopy, SNAPSHOT_EVERY_COMMANDS};
 use self::source::{JournalSource, SourceError};
 use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
@@ -88,6 +88,8 @@ struct Auditor {
     /// The next page, asked for while the last one is checked (its first position, and the
     /// request), so that the venue's reading and sending overlaps the checks.
     prefetched: Option<(u64, tokio::task::JoinHandle<Result<source::Page, SourceError>>)>,
+    /// The orders of batches signed once, followed line by line.
+    batch_claims: BatchClaims,
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -189,6 +191,7 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         last_page_ms: 0,
         metrics,
         prefetched: None,
+        batch_claims: BatchClaims::default(),
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await
@@ -448,6 +451,9 @@ impl Auditor {
                     }
                     if let Some(what) = chain_failures.get(&line.sequence) {
                         return Ok(Err((line.sequence, what.clone())));
+                    }
+                    if let Err(what) = self.batch_claims.follow(&line.authorization) {
+                        return Ok(Err((line.sequence, what)));
                     }
                     let authorization = line.journal_authorization();
                     let claim = authorization.as_ref().and_then(dexd_store::Authorization::claim);

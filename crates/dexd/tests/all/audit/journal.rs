@@ -181,6 +181,29 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     )
     .await;
     assert_eq!(taken["trades"].as_array().unwrap().len(), 1, "{taken}");
+    // A batch Carol signs once: two orders, the first claiming the batch's nonce.
+    let batch_order = |price: &str, client_order_id: &str| {
+        json!({"account": carol.trader.address, "symbol": "ETH/USDC", "orderType": "limit", "direction": "buy",
+            "timeInForce": "GTC", "postOnly": false, "price": price, "amount": "0.1", "clientOrderId": client_order_id,
+            "nonce": "9", "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "",
+            "expiresAt": "0"})
+    };
+    let (signature, _) = sign(
+        "OrderBatch",
+        json!({"account": carol.trader.address, "orders": [batch_order("1500", "b-1"), batch_order("1490", "b-2")],
+               "nonce": "9", "expiry": expiry.to_string()}),
+    );
+    let item = |price: &str, client_order_id: &str| {
+        json!({"symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": price, "amount": "0.1",
+               "clientOrderId": client_order_id})
+    };
+    let batch = post_ok(
+        server,
+        "/order/batchOrders",
+        merge(signed(9, signature), json!({"orders": [item("1500", "b-1"), item("1490", "b-2")]})),
+    )
+    .await;
+    assert!(batch["results"].as_array().unwrap().iter().all(|result| result.get("order").is_some()), "{batch}");
     // The switch, both ways.
     post_ok(
         server,
@@ -471,6 +494,22 @@ async fn a_tampered_journal_is_reported_with_the_position() {
     value["command"]["price"] = json!("1");
     fields[order] = value.to_string();
     cases.push(("the fields unlike the bytes", fields, sequence_of(&lines[order])));
+
+    // A batch signed once: its claim of the nonce dropped (its orders could then be placed
+    // again), or the hashes of its orders changed (the signature is of another batch).
+    let claimant = find(&lines, |line| line["authorization"]["batch"]["claimsNonce"] == true);
+    let mut unclaimed = lines.clone();
+    let mut value: Value = serde_json::from_str(&lines[claimant]).unwrap();
+    value["authorization"]["batch"]["claimsNonce"] = json!(false);
+    unclaimed[claimant] = value.to_string();
+    cases.push(("a batch's nonce claim dropped", unclaimed, sequence_of(&lines[claimant])));
+    let follower = claimant + 1;
+    let mut rehashed = lines.clone();
+    let mut value: Value = serde_json::from_str(&lines[follower]).unwrap();
+    assert_eq!(value["authorization"]["batch"]["claimsNonce"], false, "{value}");
+    value["authorization"]["batch"]["orderHashes"][0] = json!(format!("0x{}", "11".repeat(32)));
+    rehashed[follower] = value.to_string();
+    cases.push(("a batch's other order changed", rehashed, sequence_of(&lines[follower])));
 
     for (what, tampered, position) in cases {
         let venue = serve_journal(tampered, end).await;
