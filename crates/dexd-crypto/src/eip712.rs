@@ -76,7 +76,11 @@ impl StructType {
             .map(|(name, solidity_type)| format!("{solidity_type} {name}"))
             .collect();
         let mut encoded = format!("{}({})", self.name, members.join(","));
-        if self.members.iter().any(|(_, solidity_type)| *solidity_type == "Order[]") {
+        if self
+            .members
+            .iter()
+            .any(|(_, solidity_type)| *solidity_type == "Order[]")
+        {
             encoded.push_str(&ORDER_TYPE.encode_type());
         }
         encoded
@@ -485,33 +489,33 @@ impl SigningDomain {
 /// copied each string first. A batch signed once hashes each of its orders with it.
 pub fn order_struct_hash(order: &OrderMessage) -> [u8; 32] {
     let text = text_word;
-        let words: [[u8; 32]; 16] = [
-            if order.without_conditions {
-                *ORDER_TYPE_WITHOUT_CONDITIONS_HASH
-            } else {
-                ORDER_TYPE.type_hash()
-            },
-            address_word(&order.account),
-            text(&order.symbol),
-            text(&order.order_type),
-            text(&order.direction),
-            text(&order.time_in_force),
-            uint256(u128::from(order.post_only)),
-            text(&order.price),
-            text(&order.amount),
-            text(&order.client_order_id),
-            order.nonce,
-            uint256(u128::from(order.expiry_ms)),
-            text(&order.trigger_price),
-            text(&order.trigger_condition),
-            text(&order.oco_group),
-            uint256(u128::from(order.expires_at_ms)),
-        ];
-        let encoded = if order.without_conditions {
-            &words[..12]
+    let words: [[u8; 32]; 16] = [
+        if order.without_conditions {
+            *ORDER_TYPE_WITHOUT_CONDITIONS_HASH
         } else {
-            &words[..]
-        };
+            ORDER_TYPE.type_hash()
+        },
+        address_word(&order.account),
+        text(&order.symbol),
+        text(&order.order_type),
+        text(&order.direction),
+        text(&order.time_in_force),
+        uint256(u128::from(order.post_only)),
+        text(&order.price),
+        text(&order.amount),
+        text(&order.client_order_id),
+        order.nonce,
+        uint256(u128::from(order.expiry_ms)),
+        text(&order.trigger_price),
+        text(&order.trigger_condition),
+        text(&order.oco_group),
+        uint256(u128::from(order.expires_at_ms)),
+    ];
+    let encoded = if order.without_conditions {
+        &words[..12]
+    } else {
+        &words[..]
+    };
     keccak256(encoded.as_flattened()).0
 }
 

@@ -110,5 +110,10 @@ impl SigningDomain {
 
 /// The order hashes as `0x` hex, for the JSON of an order's proof.
 pub fn order_hashes_json(order_hashes: &[[u8; 32]]) -> Value {
-    Value::Array(order_hashes.iter().map(|hash| Value::String(hex_prefixed(hash))).collect())
+    Value::Array(
+        order_hashes
+            .iter()
+            .map(|hash| Value::String(hex_prefixed(hash)))
+            .collect(),
+    )
 }

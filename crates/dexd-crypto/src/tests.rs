@@ -254,5 +254,8 @@ fn an_order_batch_digest_is_alloys_eip712_signing_hash_of_its_typed_data() {
     assert!(!proof.holds(&orders[0]));
     // Another order in its place, or the orders in another order, sign another digest.
     let swapped = [hashes[1], hashes[0]];
-    assert_ne!(ours, domain.order_batch_digest(&account, &swapped, [0x07; 32], 1_900_000_000_000));
+    assert_ne!(
+        ours,
+        domain.order_batch_digest(&account, &swapped, [0x07; 32], 1_900_000_000_000)
+    );
 }

@@ -26,7 +26,10 @@ pub(crate) struct BatchNonce {
 impl BatchNonce {
     /// The nonce claim `authorization`'s command makes (marking a batch's claimant in it), or
     /// the refusal every order of a batch whose claim was refused gets.
-    pub(crate) fn claim_for(&mut self, authorization: &mut Option<Authorization>) -> Result<Option<NonceClaim>, Rejection> {
+    pub(crate) fn claim_for(
+        &mut self,
+        authorization: &mut Option<Authorization>,
+    ) -> Result<Option<NonceClaim>, Rejection> {
         let Some(authorization) = authorization.as_mut() else {
             return Ok(None);
         };
@@ -54,7 +57,12 @@ impl BatchNonce {
 
     /// Takes note of what the engine did with a command whose claim [`BatchNonce::claim_for`]
     /// gave.
-    pub(crate) fn applied(&mut self, claim: Option<NonceClaim>, authorization: &Option<Authorization>, result: &Result<(), Rejection>) {
+    pub(crate) fn applied(
+        &mut self,
+        claim: Option<NonceClaim>,
+        authorization: &Option<Authorization>,
+        result: &Result<(), Rejection>,
+    ) {
         let claims_for_batch = authorization
             .as_ref()
             .is_some_and(|authorization| authorization.batch.is_some() && authorization.claims_batch_nonce);

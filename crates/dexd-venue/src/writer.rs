@@ -17,9 +17,9 @@ use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot};
 
 use super::publication::{Publisher, StreamRead};
+use crate::batch_nonce::BatchNonce;
 use dexd_store::backend::Leadership;
 use dexd_store::codec;
-use crate::batch_nonce::BatchNonce;
 use dexd_store::{now_ms, Authorization, Events, Journal, JournalEntry, Projection, WriteError};
 
 /// How many queued commands the writer takes into one journal transaction.

@@ -66,7 +66,11 @@ pub fn encode_batch_place(batch: &BatchPlace) -> Vec<u8> {
 pub fn decode_batch_place(bytes: &[u8]) -> Result<BatchPlace, CodecError> {
     let bad = || CodecError("bad stored batch place");
     let (&[index, count], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
-    if count == 0 || index >= count || usize::from(count) > MAX_BATCH_ORDER_HASHES || rest.len() != 32 * usize::from(count) {
+    if count == 0
+        || index >= count
+        || usize::from(count) > MAX_BATCH_ORDER_HASHES
+        || rest.len() != 32 * usize::from(count)
+    {
         return Err(bad());
     }
     let order_hashes = rest

@@ -488,7 +488,10 @@ pub(crate) mod tests {
             written
         );
         assert_eq!(
-            orders.iter().map(|(_, signature)| signature.clone()).collect::<Vec<_>>(),
+            orders
+                .iter()
+                .map(|(_, signature)| signature.clone())
+                .collect::<Vec<_>>(),
             signatures
         );
         let mut without_orders = state.clone();

@@ -399,7 +399,9 @@ pub fn render_authorization(
         "signature": hex_prefixed(&signature),
         "clientSigned": client_signed,
     });
-    if let Some((authorization, batch)) = authorization.and_then(|authorization| Some((authorization, authorization.batch.as_ref()?))) {
+    if let Some((authorization, batch)) =
+        authorization.and_then(|authorization| Some((authorization, authorization.batch.as_ref()?)))
+    {
         line["primaryType"] = json!(dexd_crypto::ORDER_BATCH_TYPE.name);
         line["batch"] = json!({
             "index": batch.index,

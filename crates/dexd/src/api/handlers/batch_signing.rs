@@ -26,6 +26,9 @@ use crate::api::params::Params;
 use crate::api::AppState;
 use dexd_venue::Chain;
 
+// One signature covers at most a batch's items.
+const _: () = assert!(dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE == super::trading::MAX_BATCH_ITEMS);
+
 /// The orders of a batch signed once, ready for the writer, and the result of each item the
 /// venue refused before signing (`None` where a placement stands).
 pub(super) struct SignedOnce {
@@ -166,7 +169,10 @@ fn refused_item_message(
     let pair = chain.config.pair_config(pair_param(chain, item, "symbol")?);
     let text = |name: &str| -> Result<String, ApiError> { Ok(item.text(name)?.unwrap_or_default().to_string()) };
     let canonical = |name: &str| -> Result<String, ApiError> {
-        Ok(item.decimal(name)?.map(|decimal| decimal.to_string()).unwrap_or_default())
+        Ok(item
+            .decimal(name)?
+            .map(|decimal| decimal.to_string())
+            .unwrap_or_default())
     };
     let order_type = text("type")?;
     let time_in_force = match item.text("timeInForce")? {

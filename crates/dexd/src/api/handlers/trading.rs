@@ -42,8 +42,14 @@ enum BatchCredential {
 }
 
 impl BatchCredential {
-    fn from_params(app: &AppState, params: &Params) -> Result<BatchCredential, ApiError> {
-        if !params.contains("privateKey") && params.contains("signature") {
+    /// The credential of a batch; `signs_once`: a batch of orders, which may be signed once.
+    fn from_params(app: &AppState, params: &Params, signs_once: bool) -> Result<BatchCredential, ApiError> {
+        // Any signed field at the top makes a batch of orders one signed once: the others are
+        // then required (a missing one is named).
+        let signed_at_top = crate::api::credential::SIGNED_REQUEST_FIELDS
+            .into_iter()
+            .any(|name| params.contains(name));
+        if signs_once && !params.contains("privateKey") && signed_at_top {
             let credential = Credential::from_params(params, None, now_ms())?;
             let actor = credential.actor(params, &app.addresses)?;
             return Ok(BatchCredential::SignedOnce(credential, actor));
@@ -239,7 +245,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     params.refuse_nulls()?;
     const LIST: &str = "orders";
     let chain = chain_of(&app.venue, &params)?;
-    let batch_credential = BatchCredential::from_params(&app, &params)?;
+    let batch_credential = BatchCredential::from_params(&app, &params, true)?;
     let items = batch_items(&params, LIST, operations::BATCH_ORDER_ITEM_FIELDS)?;
     one_pair(&chain, &items, LIST)?;
     let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
@@ -346,7 +352,7 @@ pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
     const LIST: &str = "cancels";
     let chain = chain_of(&app.venue, &params)?;
-    let batch_credential = BatchCredential::from_params(&app, &params)?;
+    let batch_credential = BatchCredential::from_params(&app, &params, false)?;
     let items = batch_items(&params, LIST, operations::BATCH_CANCEL_ITEM_FIELDS)?;
     let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
     refuse_malformed_items(&items, LIST, signed_items, |item| {

@@ -333,18 +333,21 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
     let is_signed_field = |name: &str| SIGNED_REQUEST_FIELDS.contains(&name);
     let has_credential = operation.fields.iter().any(|field| field.name == "privateKey");
     let is_batch = has_items(operation);
-    let form = |with_key: bool| {
+    // A batch of orders may carry one signature of all its orders at the top (contract
+    // version 4): its signed fields are then among the operation's top-level fields.
+    let signs_once = is_batch && operation.fields.iter().any(|field| field.name == "signature");
+    let form = |credential: Credential| {
         let fields: Vec<&operations::Field> = operation
             .fields
             .iter()
             .filter(|field| {
-                // With a key, `account` names the account an agent's key acts for; a signed
-                // batch carries its accounts in its items.
+                // With a key, `account` names the account an agent's key acts for; a batch
+                // signed item by item carries its accounts in its items.
                 !has_credential
-                    || if with_key {
-                        !is_signed_field(field.name) || field.name == "account"
-                    } else {
-                        field.name != "privateKey" && !(is_batch && field.name == "account")
+                    || match credential {
+                        Credential::Key => !is_signed_field(field.name) || field.name == "account",
+                        Credential::Signed if is_batch => field.name != "privateKey" && !is_signed_field(field.name),
+                        Credential::Signed | Credential::SignedOnce => field.name != "privateKey",
                     }
             })
             .collect();
@@ -353,7 +356,7 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
             .map(|field| {
                 let mut schema = field_schema(field.kind, field.description, rules, content);
                 if let Kind::Items { .. } = field.kind {
-                    items_for_credential(&mut schema, with_key);
+                    items_for_credential(&mut schema, !matches!(credential, Credential::Signed));
                 }
                 (field.name.to_string(), schema)
             })
@@ -363,9 +366,9 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
             .iter()
             .filter(|field| {
                 field.required
-                    || (has_credential && with_key && field.name == "privateKey")
+                    || (has_credential && matches!(credential, Credential::Key) && field.name == "privateKey")
                     || (has_credential
-                        && !with_key
+                        && !matches!(credential, Credential::Key)
                         && is_signed_field(field.name)
                         && !(is_transfer && field.name == "account"))
             })
@@ -390,20 +393,42 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
     // Titles are the schema's own name: generators name their classes by the title.
     if !has_credential {
         let name = format!("{stem}Body");
-        let mut only = form(true);
+        let mut only = form(Credential::Key);
         only["title"] = json!(name);
         return vec![(name, only)];
     }
     let with_key_name = format!("{stem}WithKey");
-    let mut with_key = form(true);
+    let mut with_key = form(Credential::Key);
     with_key["title"] = json!(with_key_name);
     with_key["description"] = json!("The venue signs with the account's key for this request only.");
     let signed_name = format!("{stem}Signed");
-    let mut signed = form(false);
+    let mut signed = form(Credential::Signed);
     signed["title"] = json!(signed_name);
     signed["description"] =
         json!("The client's own EIP-712 signature of the request's typed data (GET /account/eip712); no key is sent.");
-    vec![(with_key_name, with_key), (signed_name, signed)]
+    let mut schemas = vec![(with_key_name, with_key), (signed_name, signed)];
+    if signs_once {
+        let name = format!("{stem}SignedOnce");
+        let mut once = form(Credential::SignedOnce);
+        once["title"] = json!(name);
+        once["description"] = json!(
+            "One EIP-712 signature of the whole batch (an OrderBatch, whose orders carry its account, nonce and \
+             expiry); the items carry no credential."
+        );
+        schemas.push((name, once));
+    }
+    schemas
+}
+
+/// Which credential a request body schema describes.
+#[derive(Clone, Copy)]
+enum Credential {
+    /// `privateKey`.
+    Key,
+    /// The client's signature of the request (a batch's: each item's own).
+    Signed,
+    /// One client signature of a whole batch of orders, at the top.
+    SignedOnce,
 }
 
 /// Request bodies that run against the embedded configuration in ledger mode (test keys only).

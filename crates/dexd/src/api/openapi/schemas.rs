@@ -142,11 +142,37 @@ fn trading_schemas() -> Value {
             })),
             "openOrders": array_of("Order")
         })),
-        "OrderDetailResponse": object(json!({
-            "order": reference("Order"),
-            "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}}))
-        })),
+        "OrderDetailResponse": {
+            "type": "object",
+            "required": ["order", "typedData"],
+            "properties": {
+                "order": reference("Order"),
+                "typedData": object(json!({"types": {"type": "object"}, "primaryType": {"const": "Order"}, "domain": {"type": "object"}, "message": {"type": "object"}})),
+                "batch": batch_proof_schema(),
+            },
+        },
     })
+}
+
+/// An order of a batch signed once (contract version 4): what ties it to its batch's signature.
+fn batch_proof_schema() -> Value {
+    let hash = json!({"type": "string", "pattern": "^0x[0-9a-f]{64}$"});
+    let mut proof = object(json!({
+        "primaryType": {"const": "OrderBatch"},
+        "encodedType": string(),
+        "index": {"type": "integer", "minimum": 0, "maximum": 49},
+        "orderHashes": {"type": "array", "items": hash, "minItems": 1, "maxItems": 50},
+        "account": string(),
+        "nonce": {"type": "string", "pattern": "^[0-9]+$"},
+        "expiry": {"type": "integer", "minimum": 0},
+        "digest": hash,
+        "signature": {"type": "string", "pattern": "^0x[0-9a-f]{130}$"},
+    }));
+    proof["description"] = json!(
+        "Present for an order of a batch signed once: its struct hash is orderHashes[index], and the signature \
+         recovers over digest (hashStruct(OrderBatch) under the chain's domain) to the account or its agent."
+    );
+    proof
 }
 
 /// The responses of the trading extensions: batches, cancel all, amend, the switch, agents.

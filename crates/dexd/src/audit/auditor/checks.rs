@@ -78,10 +78,7 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
         Some(_) => dexd_crypto::ORDER_BATCH_TYPE.name,
         None => signed.message.primary_type(),
     };
-    if signed_type != primary_type
-        || signed.signer != *signer
-        || signed.message.message_json() != **message
-    {
+    if signed_type != primary_type || signed.signer != *signer || signed.message.message_json() != **message {
         return LineCheck::Fails("the signed message differs from the command's".into());
     }
     let order_digest = signed.message.digest(messages.domain());

@@ -71,7 +71,11 @@ async fn check_alone(server: &TestServer, order_id: &str, signer: &str) -> Value
     let index = batch["index"].as_u64().unwrap() as usize;
     assert_eq!(hashes[index], order.hash_struct().unwrap(), "{detail}");
     let type_hash = keccak256(batch["encodedType"].as_str().unwrap());
-    let account = batch["account"].as_str().unwrap().parse::<alloy_primitives::Address>().unwrap();
+    let account = batch["account"]
+        .as_str()
+        .unwrap()
+        .parse::<alloy_primitives::Address>()
+        .unwrap();
     let nonce = U256::from_str_radix(batch["nonce"].as_str().unwrap(), 10).unwrap();
     let expiry = U256::from(batch["expiry"].as_u64().unwrap());
     let mut encoded = type_hash.to_vec();
@@ -99,7 +103,10 @@ async fn a_batch_signed_once_places_its_orders_and_each_is_checkable_alone() {
     let alice = Signer::new(0xa1);
     server.deposit(&alice.trader, "USDC", "3000").await;
     let eip712 = eip712(&server).await;
-    assert_eq!(eip712["types"]["OrderBatch"][1], json!({"name": "orders", "type": "Order[]"}));
+    assert_eq!(
+        eip712["types"]["OrderBatch"][1],
+        json!({"name": "orders", "type": "Order[]"})
+    );
     let account = alice.trader.address.clone();
     // The first order is more than Alice holds: refused alone, and the next claims the nonce.
     let items = [
@@ -137,7 +144,10 @@ async fn a_batch_signed_once_places_its_orders_and_each_is_checkable_alone() {
     // More than 50 orders, an item with a credential of its own, two items that are one order.
     let many: Vec<Value> = (0..51).map(|n| item("buy", "100", "0.01", &format!("m-{n}"))).collect();
     let too_many = server
-        .post_json("/order/batchOrders", signed_batch(&eip712, &alice, &account, &many, "7003"))
+        .post_json(
+            "/order/batchOrders",
+            signed_batch(&eip712, &alice, &account, &many, "7003"),
+        )
         .await;
     assert_error(&too_many, 400, "INVALID_PARAMETER", Some("orders"));
     let mut with_credential = signed_batch(&eip712, &alice, &account, &items[1..], "7004");
@@ -146,7 +156,10 @@ async fn a_batch_signed_once_places_its_orders_and_each_is_checkable_alone() {
     assert_error(&refused, 400, "INVALID_PARAMETER", Some("orders[0].nonce"));
     let twice = [items[1].clone(), items[1].clone()];
     let refused = server
-        .post_json("/order/batchOrders", signed_batch(&eip712, &alice, &account, &twice, "7005"))
+        .post_json(
+            "/order/batchOrders",
+            signed_batch(&eip712, &alice, &account, &twice, "7005"),
+        )
         .await;
     assert_error(&refused, 400, "INVALID_PARAMETER", Some("orders[1].clientOrderId"));
     assert_eq!(open_orders(&server, &alice.trader).await, before);
@@ -155,13 +168,19 @@ async fn a_batch_signed_once_places_its_orders_and_each_is_checkable_alone() {
     // the client signed it, still places the other.
     let off_tick = [item("buy", "990.001", "0.5", "q-3"), item("buy", "980", "0.5", "q-4")];
     let (status, answer) = server
-        .post_json("/order/batchOrders", signed_batch(&eip712, &alice, &account, &off_tick, "7006"))
+        .post_json(
+            "/order/batchOrders",
+            signed_batch(&eip712, &alice, &account, &off_tick, "7006"),
+        )
         .await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["results"][0]["error"]["field"], "price", "{answer}");
     let placed = answer["results"][1]["order"]["orderId"].as_str().unwrap();
     let batch = check_alone(&server, placed, &account).await;
-    assert_eq!((batch["index"].as_u64(), batch["orderHashes"].as_array().unwrap().len()), (Some(1), 2));
+    assert_eq!(
+        (batch["index"].as_u64(), batch["orderHashes"].as_array().unwrap().len()),
+        (Some(1), 2)
+    );
 }
 
 #[tokio::test]
@@ -185,8 +204,18 @@ async fn a_key_signs_its_batch_once_and_an_agent_may_sign_one_for_the_account() 
         .await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["results"][1]["error"]["field"], "price", "{answer}");
-    let first = check_alone(&server, answer["results"][0]["order"]["orderId"].as_str().unwrap(), &alice.address).await;
-    let second = check_alone(&server, answer["results"][2]["order"]["orderId"].as_str().unwrap(), &alice.address).await;
+    let first = check_alone(
+        &server,
+        answer["results"][0]["order"]["orderId"].as_str().unwrap(),
+        &alice.address,
+    )
+    .await;
+    let second = check_alone(
+        &server,
+        answer["results"][2]["order"]["orderId"].as_str().unwrap(),
+        &alice.address,
+    )
+    .await;
     assert_eq!((first["index"].as_u64(), second["index"].as_u64()), (Some(0), Some(1)));
     assert_eq!(first["signature"], second["signature"]);
     assert_eq!(first["orderHashes"].as_array().unwrap().len(), 2);
@@ -208,7 +237,13 @@ async fn a_key_signs_its_batch_once_and_an_agent_may_sign_one_for_the_account() 
     check_alone(&server, order["orderId"].as_str().unwrap(), &bot.trader.address).await;
     // A key the account never approved signs for nothing.
     let stranger = Signer::new(0xc0);
-    let body = signed_batch(&eip712, &stranger, &alice.address, &[item("buy", "970", "0.5", "s-1")], "43");
+    let body = signed_batch(
+        &eip712,
+        &stranger,
+        &alice.address,
+        &[item("buy", "970", "0.5", "s-1")],
+        "43",
+    );
     let refused = server.post_json("/order/batchOrders", body).await;
     assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
     assert_eq!(open_orders(&server, &alice).await.len(), 3);

@@ -200,10 +200,20 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     let batch = post_ok(
         server,
         "/order/batchOrders",
-        merge(signed(9, signature), json!({"orders": [item("1500", "b-1"), item("1490", "b-2")]})),
+        merge(
+            signed(9, signature),
+            json!({"orders": [item("1500", "b-1"), item("1490", "b-2")]}),
+        ),
     )
     .await;
-    assert!(batch["results"].as_array().unwrap().iter().all(|result| result.get("order").is_some()), "{batch}");
+    assert!(
+        batch["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|result| result.get("order").is_some()),
+        "{batch}"
+    );
     // The switch, both ways.
     post_ok(
         server,
@@ -502,7 +512,11 @@ async fn a_tampered_journal_is_reported_with_the_position() {
     let mut value: Value = serde_json::from_str(&lines[claimant]).unwrap();
     value["authorization"]["batch"]["claimsNonce"] = json!(false);
     unclaimed[claimant] = value.to_string();
-    cases.push(("a batch's nonce claim dropped", unclaimed, sequence_of(&lines[claimant])));
+    cases.push((
+        "a batch's nonce claim dropped",
+        unclaimed,
+        sequence_of(&lines[claimant]),
+    ));
     let follower = claimant + 1;
     let mut rehashed = lines.clone();
     let mut value: Value = serde_json::from_str(&lines[follower]).unwrap();
