@@ -48,7 +48,7 @@ static REQUEST_TYPE_HASHES: std::sync::LazyLock<Vec<(StructType, [u8; 32])>> = s
         CANCEL_ALL_AFTER_TYPE,
         APPROVE_AGENT_TYPE,
         REVOKE_AGENT_TYPE,
-        crate::order_batch::ORDER_BATCH_TYPE,
+        ORDER_BATCH_TYPE,
     ]
     .into_iter()
     .map(|struct_type| {
@@ -118,6 +118,18 @@ pub const ORDER_TYPE: StructType = StructType {
         ("triggerCondition", "string"),
         ("ocoGroup", "string"),
         ("expiresAt", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a batch of orders signed once (contract version 4): one signature over
+/// every order, each an `Order` with the batch's account, nonce and expiry (`crate::order_batch`).
+pub const ORDER_BATCH_TYPE: StructType = StructType {
+    name: "OrderBatch",
+    members: &[
+        ("account", "address"),
+        ("orders", "Order[]"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
     ],
 };
 
@@ -241,7 +253,7 @@ pub const WITHDRAWAL_TYPE: StructType = StructType {
 /// Every type a request can be signed as.
 pub const REQUEST_TYPES: [&StructType; 10] = [
     &ORDER_TYPE,
-    &crate::order_batch::ORDER_BATCH_TYPE,
+    &ORDER_BATCH_TYPE,
     &CANCEL_ORDER_TYPE,
     &DEPOSIT_TYPE,
     &WITHDRAW_TYPE,

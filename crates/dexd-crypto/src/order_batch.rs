@@ -11,22 +11,12 @@ use alloy_primitives::keccak256;
 use dexd_core::Address;
 use serde_json::{json, Value};
 
-use crate::eip712::{order_struct_hash, OrderMessage, SigningDomain, StructType, EIP712_DOMAIN_MEMBERS, ORDER_TYPE};
+pub use crate::eip712::ORDER_BATCH_TYPE;
+use crate::eip712::{order_struct_hash, OrderMessage, SigningDomain, EIP712_DOMAIN_MEMBERS, ORDER_TYPE};
 use crate::encoding::hex_prefixed;
 
 /// The most orders one signature may cover: a batch's limit.
 pub const MAX_ORDERS_PER_BATCH_SIGNATURE: usize = 50;
-
-/// The EIP-712 type of a batch of orders signed once.
-pub const ORDER_BATCH_TYPE: StructType = StructType {
-    name: "OrderBatch",
-    members: &[
-        ("account", "address"),
-        ("orders", "Order[]"),
-        ("nonce", "uint256"),
-        ("expiry", "uint256"),
-    ],
-};
 
 /// What ties one order to its batch's signature: its place in the batch and the struct hash of
 /// every order of the batch (its own included), in order.

@@ -255,3 +255,27 @@ pub fn balance(chain: &ChainConfig, asset: AssetIndex, balance: Balance) -> Valu
         "locked": asset_amount(chain, asset, balance.locked.units()),
     })
 }
+
+/// What `GET /order/orderDetail` adds for an order of a batch signed once: enough to check its
+/// signature without the venue. The order's own `Order` struct hash is `orderHashes[index]`;
+/// `hashStruct(OrderBatch)` is `keccak256(typeHash ‖ account ‖ keccak256(orderHashes…) ‖ nonce ‖
+/// expiry)`; the signature recovers, over `digest`, to the account or an agent it approved.
+pub fn batch_proof(domain: &dexd_crypto::SigningDomain, stored: &StoredOrder, batch: &dexd_store::BatchPlace) -> Value {
+    let digest = domain.order_batch_digest(
+        &stored.record.terms.account,
+        &batch.order_hashes,
+        stored.nonce,
+        stored.expiry_ms,
+    );
+    json!({
+        "primaryType": dexd_crypto::ORDER_BATCH_TYPE.name,
+        "encodedType": dexd_crypto::ORDER_BATCH_TYPE.encode_type(),
+        "index": batch.index,
+        "orderHashes": dexd_crypto::order_batch::order_hashes_json(&batch.order_hashes),
+        "account": dexd_crypto::checksummed(&stored.record.terms.account),
+        "nonce": alloy_primitives::U256::from_be_bytes(stored.nonce).to_string(),
+        "expiry": stored.expiry_ms,
+        "digest": hex_prefixed(&digest),
+        "signature": hex_prefixed(&stored.signature),
+    })
+}

@@ -5,7 +5,7 @@
 //! Each order is an `Order` with the batch's nonce and expiry; its id is that order's own digest,
 //! as for an order signed alone, and it is journaled with the batch's signature, its index and
 //! the struct hash of every order of the batch ([`BatchPlace`]), which is what anyone needs to
-//! check it (`GET /order/orderDetail` returns them). The batch's nonce is claimed once, by the
+//! check it (`GET /order/orderDetail` returns them, `render::batch_proof`). The batch's nonce is claimed once, by the
 //! writer (see `dexd_venue`'s `batch_nonce`). This module does not place anything: the batch
 //! handler submits what it returns.
 
@@ -13,9 +13,7 @@ use std::sync::Arc;
 
 use dexd_core::{Command, NewOrder, OrderId};
 use dexd_crypto::eip712::{order_struct_hash, OrderMessage};
-use dexd_crypto::order_batch::order_hashes_json;
-use dexd_crypto::{hex_prefixed, SigningDomain};
-use dexd_store::{now_ms, Authorization, BatchPlace, StoredOrder};
+use dexd_store::{now_ms, Authorization, BatchPlace};
 use serde_json::{json, Value};
 
 use super::order::{order_terms, PlacedKey, Placement};
@@ -25,9 +23,6 @@ use crate::api::error::ApiError;
 use crate::api::params::Params;
 use crate::api::AppState;
 use dexd_venue::Chain;
-
-// One signature covers at most a batch's items.
-const _: () = assert!(dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE == super::trading::MAX_BATCH_ITEMS);
 
 /// The orders of a batch signed once, ready for the writer, and the result of each item the
 /// venue refused before signing (`None` where a placement stands).
@@ -217,28 +212,4 @@ fn refuse_repeated_orders(covered: &[(usize, ReadItem)], hashes: &[[u8; 32]]) ->
         }
     }
     Ok(())
-}
-
-/// What `GET /order/orderDetail` adds for an order of a batch signed once: enough to check its
-/// signature without the venue. The order's own `Order` struct hash is `orderHashes[index]`;
-/// `hashStruct(OrderBatch)` is `keccak256(typeHash ‖ account ‖ keccak256(orderHashes…) ‖ nonce ‖
-/// expiry)`; the signature recovers, over `digest`, to the account or an agent it approved.
-pub(super) fn batch_proof_json(domain: &SigningDomain, stored: &StoredOrder, batch: &BatchPlace) -> Value {
-    let digest = domain.order_batch_digest(
-        &stored.record.terms.account,
-        &batch.order_hashes,
-        stored.nonce,
-        stored.expiry_ms,
-    );
-    json!({
-        "primaryType": dexd_crypto::ORDER_BATCH_TYPE.name,
-        "encodedType": dexd_crypto::ORDER_BATCH_TYPE.encode_type(),
-        "index": batch.index,
-        "orderHashes": order_hashes_json(&batch.order_hashes),
-        "account": dexd_crypto::checksummed(&stored.record.terms.account),
-        "nonce": alloy_primitives::U256::from_be_bytes(stored.nonce).to_string(),
-        "expiry": stored.expiry_ms,
-        "digest": hex_prefixed(&digest),
-        "signature": hex_prefixed(&stored.signature),
-    })
 }

@@ -585,7 +585,7 @@ pub async fn order_detail(app: Arc<AppState>, params: Params) -> Answer {
         "typedData": domain.order_typed_data(&message),
     });
     if let Some(batch) = &stored.batch {
-        detail["batch"] = super::batch_signing::batch_proof_json(domain, &stored, batch);
+        detail["batch"] = render::batch_proof(domain, &stored, batch);
     }
     Ok(detail)
 }
