@@ -5,9 +5,9 @@
 //! Each order is an `Order` with the batch's nonce and expiry; its id is that order's own digest,
 //! as for an order signed alone, and it is journaled with the batch's signature, its index and
 //! the struct hash of every order of the batch ([`BatchPlace`]), which is what anyone needs to
-//! check it (`GET /order/orderDetail` returns them, `render::batch_proof`). The batch's nonce is claimed once, by the
-//! writer (see `dexd_venue`'s `batch_nonce`). This module does not place anything: the batch
-//! handler submits what it returns.
+//! check it (`GET /order/orderDetail` returns them: `render::batch_proof`). The batch's nonce is
+//! claimed once, by the writer (see `dexd_venue`'s `batch_nonce`). This module does not place
+//! anything: the batch handler submits what it returns.
 
 use std::sync::Arc;
 
