@@ -8,7 +8,7 @@
 import { ApiError } from "./errors.js";
 import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
 import type {
-  Asset, Balance, BatchResult, Candle, Chain, Eip712, Order, OrderBook, Pair, Placed, Trade, Transfer,
+  Asset, Balance, BatchResult, Candle, Chain, Eip712, Order, OrderBook, OrderDetail, Pair, Placed, Trade, Transfer,
 } from "./types.js";
 
 export interface ClientOptions {
@@ -172,7 +172,12 @@ export class DexdClient {
   }
 
   async order(orderId: string): Promise<Order> {
-    return (await this.get<{ order: Order }>("/order/orderDetail", { orderId })).order;
+    return (await this.orderDetail(orderId)).order;
+  }
+
+  /** An order with the typed data signed for it, and its batch's proof if it was signed in one. */
+  orderDetail(orderId: string): Promise<OrderDetail> {
+    return this.get<OrderDetail>("/order/orderDetail", { orderId });
   }
 
   // -- writes, signed here -------------------------------------------------------------------

@@ -48,3 +48,21 @@ export interface Eip712 {
 export interface Placed { order: Order; trades: Trade[] }
 /** One result of a batch: the order placed, or why that one was refused. */
 export type BatchResult = Placed | { error: { code: string; message: string; field: string | null } };
+/**
+ * What ties an order of a batch signed once (contract version 4) to the batch's one signature:
+ * the order's struct hash is `orderHashes[index]`, and `signature` recovers over `digest` to the
+ * account or an agent it approved.
+ */
+export interface BatchProof {
+  primaryType: "OrderBatch";
+  encodedType: string;
+  index: number;
+  orderHashes: string[];
+  account: string;
+  nonce: string;
+  expiry: number;
+  digest: string;
+  signature: string;
+}
+/** An order with what was signed for it (`GET /order/orderDetail`). */
+export interface OrderDetail { order: Order; typedData: Record<string, unknown>; batch?: BatchProof }

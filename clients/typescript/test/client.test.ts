@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
-import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, type StreamBook, type WebSocketConstructor } from "../src/index.js";
+import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
 import { startDexd, stop } from "./server.js";
 
 const freshKey = () => `0x${randomBytes(32).toString("hex")}`;
@@ -35,6 +35,11 @@ test("a session signed locally: deposit, orders, batch, amend, cancels, and no k
     ]);
     assert.ok("order" in batch[0], JSON.stringify(batch[0]));
     assert.ok("error" in batch[1], "an order below the pair's minimum is refused alone");
+    // Signed once: the placed order's proof covers both orders the client signed.
+    const detail = await trader.orderDetail((batch[0] as Placed).order.orderId);
+    assert.equal(detail.batch?.index, 0);
+    assert.equal(detail.batch?.orderHashes.length, 2);
+    assert.equal(detail.batch?.signature, (batch[0] as Placed).order.signature);
     const amended = await trader.amendOrder("ETH/USDC", placed.order.orderId, { price: "2001" });
     assert.equal(amended.price, "2001");
     const cancelled = await trader.cancelOrder("ETH/USDC", amended.orderId);
