@@ -26,9 +26,15 @@ pub struct TriggerBook {
     below: BTreeSet<(Reverse<Price>, u64, OrderId)>,
 }
 
-impl TriggerBook {
-    /// Adds an untriggered order (its terms carry a trigger).
-    pub fn insert(&mut self, record: OrderRecord, slot: AccountSlot) {
+/// An untriggered order's place in the price index of its trigger's condition.
+#[derive(Clone, Copy)]
+enum IndexEntry {
+    Above((Price, u64, OrderId)),
+    Below((Reverse<Price>, u64, OrderId)),
+}
+
+impl IndexEntry {
+    fn of(record: &OrderRecord) -> IndexEntry {
         let trigger = record
             .terms
             .conditions()
@@ -36,10 +42,17 @@ impl TriggerBook {
             .expect("invariant: an untriggered order has a trigger");
         let order_id = record.terms.order_id;
         match trigger.condition {
-            TriggerCondition::Above => self.above.insert((trigger.price, record.sequence, order_id)),
-            TriggerCondition::Below => self.below.insert((Reverse(trigger.price), record.sequence, order_id)),
-        };
-        let previous = self.orders.insert(order_id, (record, slot));
+            TriggerCondition::Above => IndexEntry::Above((trigger.price, record.sequence, order_id)),
+            TriggerCondition::Below => IndexEntry::Below((Reverse(trigger.price), record.sequence, order_id)),
+        }
+    }
+}
+
+impl TriggerBook {
+    /// Adds an untriggered order (its terms carry a trigger).
+    pub fn insert(&mut self, record: OrderRecord, slot: AccountSlot) {
+        self.index(IndexEntry::of(&record));
+        let previous = self.orders.insert(record.terms.order_id, (record, slot));
         assert!(previous.is_none(), "invariant: an order waits once");
     }
 
@@ -61,14 +74,9 @@ impl TriggerBook {
     /// Takes an order out (to fire it or cancel it), due or not.
     pub fn remove(&mut self, order_id: &OrderId) -> Option<(OrderRecord, AccountSlot)> {
         let (record, slot) = self.orders.remove(order_id)?;
-        let trigger = record
-            .terms
-            .conditions()
-            .trigger
-            .expect("invariant: an untriggered order has a trigger");
-        match trigger.condition {
-            TriggerCondition::Above => self.above.remove(&(trigger.price, record.sequence, *order_id)),
-            TriggerCondition::Below => self.below.remove(&(Reverse(trigger.price), record.sequence, *order_id)),
+        match IndexEntry::of(&record) {
+            IndexEntry::Above(entry) => self.above.remove(&entry),
+            IndexEntry::Below(entry) => self.below.remove(&entry),
         };
         Some((record, slot))
     }
@@ -108,17 +116,16 @@ impl TriggerBook {
 
     /// Puts a due order that did not fire back into its price index.
     pub fn put_back(&mut self, order_id: &OrderId) {
-        let Some((record, _)) = self.orders.get(order_id) else {
-            return;
-        };
-        let trigger = record
-            .terms
-            .conditions()
-            .trigger
-            .expect("invariant: an untriggered order has a trigger");
-        match trigger.condition {
-            TriggerCondition::Above => self.above.insert((trigger.price, record.sequence, *order_id)),
-            TriggerCondition::Below => self.below.insert((Reverse(trigger.price), record.sequence, *order_id)),
+        if let Some((record, _)) = self.orders.get(order_id) {
+            self.index(IndexEntry::of(record));
+        }
+    }
+
+    /// Puts an entry into its price index.
+    fn index(&mut self, entry: IndexEntry) {
+        match entry {
+            IndexEntry::Above(entry) => self.above.insert(entry),
+            IndexEntry::Below(entry) => self.below.insert(entry),
         };
     }
 
