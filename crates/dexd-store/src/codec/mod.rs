@@ -13,6 +13,7 @@ mod trading;
 
 pub use self::authorization::{
     decode_authorization, decode_batch_place, encode_authorization, encode_batch_place, AUTHORIZATION_ENCODING_VERSION,
+    MAX_BATCH_ORDER_HASHES,
 };
 pub use self::liabilities::{decode_root_record, encode_root_record};
 

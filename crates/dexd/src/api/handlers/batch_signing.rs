@@ -11,12 +11,12 @@
 
 use std::sync::Arc;
 
-use dexd_core::{Command, NewOrder, OrderId};
+use dexd_core::{Command, NewOrder, OrderId, OrderType};
 use dexd_crypto::eip712::{order_struct_hash, OrderMessage};
 use dexd_store::{now_ms, Authorization, BatchPlace};
 use serde_json::{json, Value};
 
-use super::order::{order_terms, PlacedKey, Placement};
+use super::order::{default_time_in_force, order_terms, PlacedKey, Placement};
 use super::{pair_param, signing_domain, spend_write_budget};
 use crate::api::credential::{Actor, Credential, SIGNED_REQUEST_FIELDS};
 use crate::api::error::ApiError;
@@ -170,10 +170,10 @@ fn refused_item_message(
             .unwrap_or_default())
     };
     let order_type = text("type")?;
-    let time_in_force = match item.text("timeInForce")? {
-        Some(chosen) => chosen.to_string(),
-        None if order_type == "market" => "IOC".to_string(),
-        None => "GTC".to_string(),
+    let time_in_force = match (item.text("timeInForce")?, OrderType::from_wire_name(&order_type)) {
+        (Some(chosen), _) => chosen.to_string(),
+        (None, Some(order_type)) => default_time_in_force(order_type).wire_name().to_string(),
+        (None, None) => String::new(),
     };
     Ok(OrderMessage {
         account,

@@ -151,8 +151,7 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
     let amount = params.required_decimal("amount")?;
     let time_in_force = match word(params, "timeInForce", TIME_IN_FORCE_NAMES, TimeInForce::from_wire_name)? {
         Some(chosen) => chosen,
-        None if order_type == OrderType::Market => TimeInForce::ImmediateOrCancel,
-        None => TimeInForce::GoodTillCancelled,
+        None => default_time_in_force(order_type),
     };
     let client_order_id = client_order_id(params)?;
     let post_only = params.bool("postOnly")?.unwrap_or(false);
@@ -193,6 +192,14 @@ pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> R
         quantity,
         conditions: conditions.boxed(),
     })
+}
+
+/// The time in force of an order that names none: IOC for a market order, GTC for a limit.
+pub(super) fn default_time_in_force(order_type: OrderType) -> TimeInForce {
+    match order_type {
+        OrderType::Market => TimeInForce::ImmediateOrCancel,
+        OrderType::Limit => TimeInForce::GoodTillCancelled,
+    }
 }
 
 /// An order's conditions as its parameters give them (contract version 4): a trigger (both

@@ -32,8 +32,11 @@ use dexd_venue::Chain;
 
 /// The most orders (or cancels) one batch may hold.
 pub const MAX_BATCH_ITEMS: usize = 50;
-// One signature covers at most a batch's items.
-const _: () = assert!(dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE == MAX_BATCH_ITEMS);
+// One signature covers at most a batch's items, and the journal keeps a place among that many.
+const _: () = assert!(
+    dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE == MAX_BATCH_ITEMS
+        && dexd_store::codec::MAX_BATCH_ORDER_HASHES == MAX_BATCH_ITEMS
+);
 
 /// A batch's credential: the top-level key (one for every item, derived once), the client's one
 /// signature of a batch of orders (contract version 4), or each item's own signature.
