@@ -8,7 +8,9 @@
 import { ApiError } from "./errors.js";
 import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
 import type {
-  Asset, Balance, BatchResult, Candle, Chain, Eip712, Order, OrderBook, OrderDetail, Pair, Placed, Trade, Transfer,
+  AccountTrade, Agent, Asset, Balance, BatchResult, Candle, Chain, Custody, CustodyState, Eip712, JournalLine,
+  JournalPage, LiabilityLeaf, LiabilityProof, LiabilityRoot, ListOptions, Order, OrderBook, OrderDetail, Pair,
+  Placed, Position, RateLimits, Reserves, Tradable, Trade, Transfer,
 } from "./types.js";
 
 export interface ClientOptions {
@@ -46,6 +48,17 @@ export interface OrderTerms {
 
 type Query = Record<string, string | number | undefined>;
 
+/** A list's query parameters. */
+function listQuery(list: ListOptions = {}): Query {
+  return { limit: list.limit, cursor: list.cursor, startTime: list.startTime, endTime: list.endTime };
+}
+
+/** The contract's error body as an `ApiError`. */
+function refusal(status: number, answer: unknown): ApiError {
+  const error = (answer as { error?: { code?: string; message?: string; field?: string | null } } | null)?.error ?? {};
+  return new ApiError(status, error.code ?? "ERROR", error.message ?? `HTTP ${status}`, error.field ?? null);
+}
+
 export class DexdClient {
   readonly baseUrl: string;
   readonly chainId: string;
@@ -53,7 +66,7 @@ export class DexdClient {
   private readonly actingFor?: string;
   private readonly fetcher: typeof fetch;
   private eip712Types?: Promise<Eip712>;
-  private assetList?: Promise<Asset[]>;
+  private assetsAnswer?: Promise<{ assets: Asset[]; custody: Custody }>;
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/$/, "");
@@ -72,6 +85,38 @@ export class DexdClient {
 
   /** One call: the decoded JSON answer, or the contract's error as an `ApiError`. */
   async request<T>(method: "GET" | "POST", path: string, query: Query = {}, body?: Record<string, unknown>): Promise<T> {
+    const response = await this.send(method, path, query, body);
+    let answer: unknown;
+    try {
+      answer = await response.json();
+    } catch {
+      throw new ApiError(response.status, "UNREADABLE", `${method} ${path} answered ${response.status} without JSON`, null);
+    }
+    if (!response.ok) throw refusal(response.status, answer);
+    return answer as T;
+  }
+
+  /** A GET answered with JSON lines (`application/x-ndjson`): the response and its lines. */
+  private async lines<T>(path: string, query: Query): Promise<{ response: Response; lines: T[] }> {
+    const response = await this.send("GET", path, { chainId: this.chainId, ...query });
+    const text = await response.text();
+    if (!response.ok) {
+      let answer: unknown = {};
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        // Not the contract's error body: the status says enough.
+      }
+      throw refusal(response.status, answer);
+    }
+    try {
+      return { response, lines: text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line) as T) };
+    } catch {
+      throw new ApiError(response.status, "UNREADABLE", `GET ${path} answered a line that is not JSON`, null);
+    }
+  }
+
+  private async send(method: "GET" | "POST", path: string, query: Query, body?: Record<string, unknown>): Promise<Response> {
     const parameters = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) {
       if (value !== undefined) parameters.set(name, String(value));
@@ -87,17 +132,7 @@ export class DexdClient {
     } catch {
       throw new ApiError(0, "UNREACHABLE", `${method} ${path}: the server cannot be reached`, null);
     }
-    let answer: unknown;
-    try {
-      answer = await response.json();
-    } catch {
-      throw new ApiError(response.status, "UNREADABLE", `${method} ${path} answered ${response.status} without JSON`, null);
-    }
-    if (!response.ok) {
-      const error = (answer as { error?: { code?: string; message?: string; field?: string | null } }).error ?? {};
-      throw new ApiError(response.status, error.code ?? "ERROR", error.message ?? `HTTP ${response.status}`, error.field ?? null);
-    }
-    return answer as T;
+    return response;
   }
 
   private get<T>(path: string, query: Query = {}): Promise<T> {
@@ -129,9 +164,14 @@ export class DexdClient {
     return (await this.request<{ chains: Chain[] }>("GET", "/chains")).chains;
   }
 
-  assets(): Promise<Asset[]> {
-    this.assetList ??= this.get<{ assets: Asset[] }>("/account/assetsInfo").then((answer) => answer.assets);
-    return this.assetList;
+  /** The chain's assets and how it keeps them (read once). */
+  assetsInfo(): Promise<{ assets: Asset[]; custody: Custody }> {
+    this.assetsAnswer ??= this.get<{ assets: Asset[]; custody: Custody }>("/account/assetsInfo");
+    return this.assetsAnswer;
+  }
+
+  async assets(): Promise<Asset[]> {
+    return (await this.assetsInfo()).assets;
   }
 
   async pairs(): Promise<Pair[]> {
@@ -151,8 +191,10 @@ export class DexdClient {
     return (await this.get<{ trades: Trade[] }>("/order/tradeHistories", { pair, limit })).trades;
   }
 
-  async candles(pair: string, interval = "1m", limit?: number): Promise<Candle[]> {
-    return (await this.get<{ candles: Candle[] }>("/order/tradesOHCL", { pair, interval, limit })).candles;
+  /** Candles oldest first, within `range` (ms, inclusive) when given. */
+  async candles(pair: string, interval = "1m", limit?: number, range: { startTime?: number; endTime?: number } = {}): Promise<Candle[]> {
+    const query = { pair, interval, limit, startTime: range.startTime, endTime: range.endTime };
+    return (await this.get<{ candles: Candle[] }>("/order/tradesOHCL", query)).candles;
   }
 
   async balances(account?: string): Promise<Balance[]> {
@@ -163,12 +205,14 @@ export class DexdClient {
     return (await this.get<{ orders: Order[] }>("/order/openOrders", { account: this.account(account), symbol })).orders;
   }
 
-  async filledOrders(symbol?: string, account?: string): Promise<Order[]> {
-    return (await this.get<{ orders: Order[] }>("/order/filledOrders", { account: this.account(account), symbol })).orders;
+  async filledOrders(symbol?: string, account?: string, list?: ListOptions): Promise<Order[]> {
+    const query = { account: this.account(account), symbol, ...listQuery(list) };
+    return (await this.get<{ orders: Order[] }>("/order/filledOrders", query)).orders;
   }
 
-  async cancelledOrders(symbol?: string, account?: string): Promise<Order[]> {
-    return (await this.get<{ orders: Order[] }>("/order/cancelledOrders", { account: this.account(account), symbol })).orders;
+  async cancelledOrders(symbol?: string, account?: string, list?: ListOptions): Promise<Order[]> {
+    const query = { account: this.account(account), symbol, ...listQuery(list) };
+    return (await this.get<{ orders: Order[] }>("/order/cancelledOrders", query)).orders;
   }
 
   async order(orderId: string): Promise<Order> {
@@ -178,6 +222,80 @@ export class DexdClient {
   /** An order with the typed data signed for it, and its batch's proof if it was signed in one. */
   orderDetail(orderId: string): Promise<OrderDetail> {
     return this.get<OrderDetail>("/order/orderDetail", { orderId });
+  }
+
+  /** The account's own fills, newest first (of `pair`, or of every pair). */
+  async accountTrades(pair?: string, account?: string, list?: ListOptions): Promise<AccountTrade[]> {
+    const query = { account: this.account(account), pair, ...listQuery(list) };
+    return (await this.get<{ trades: AccountTrade[] }>("/order/accountTrades", query)).trades;
+  }
+
+  /** The account's position on `pair` (average-cost accounting) and its open orders there. */
+  async position(pair: string, account?: string): Promise<{ position: Position; openOrders: Order[] }> {
+    return this.get("/order/openPositions", { pair, account: this.account(account) });
+  }
+
+  /** How much the account can buy and sell now, per pair. */
+  async tradable(account?: string): Promise<Tradable[]> {
+    return (await this.get<{ tradable: Tradable[] }>("/account/tradableAmounts", { account: this.account(account) })).tradable;
+  }
+
+  async deposits(account?: string, list?: ListOptions): Promise<Transfer[]> {
+    return (await this.get<{ deposits: Transfer[] }>("/portfolio/depositHistories", { account: this.account(account), ...listQuery(list) })).deposits;
+  }
+
+  async withdrawals(account?: string, list?: ListOptions): Promise<Transfer[]> {
+    const query = { account: this.account(account), ...listQuery(list) };
+    return (await this.get<{ withdrawals: Transfer[] }>("/portfolio/withdrawHistories", query)).withdrawals;
+  }
+
+  /** The account's agents that have not ended. */
+  async agents(account?: string): Promise<Agent[]> {
+    return (await this.get<{ agents: Agent[] }>("/account/agents", { account: this.account(account) })).agents;
+  }
+
+  /** The account's budget of writes and open orders, on the node asked. */
+  rateLimits(account?: string): Promise<RateLimits> {
+    return this.get("/account/rateLimits", { account: this.account(account) });
+  }
+
+  // -- custody, liabilities and the public audit log ----------------------------------------
+
+  /** Per asset, what the vault holds against what the venue owes (in ledger mode, owed only). */
+  reserves(): Promise<Reserves> {
+    return this.get("/account/reserves");
+  }
+
+  /** The custody's state: roots, freeze, whether withdrawals are stopped and why. */
+  custody(): Promise<CustodyState> {
+    return this.get("/account/custody");
+  }
+
+  /** The vault's liability roots, newest first. */
+  async liabilityRoots(list?: ListOptions): Promise<LiabilityRoot[]> {
+    return (await this.get<{ roots: LiabilityRoot[] }>("/account/liabilityRoots", listQuery(list))).roots;
+  }
+
+  /** The account's leaves of a root (the newest of the venue's by default), each with its exit call. */
+  liabilityProof(account?: string, epoch?: number): Promise<LiabilityProof> {
+    return this.get("/account/liabilityProof", { account: this.account(account), epoch });
+  }
+
+  /** Every leaf of root `epoch`, by account: enough to rebuild the tree and check it. */
+  async liabilityLeaves(epoch: number): Promise<LiabilityLeaf[]> {
+    return (await this.lines<LiabilityLeaf>("/account/liabilityLeaves", { epoch })).lines;
+  }
+
+  /** Every root the vault holds, oldest first, with where its leaves are read. */
+  async auditRoots(): Promise<LiabilityRoot[]> {
+    return (await this.get<{ roots: LiabilityRoot[] }>("/audit/roots")).roots;
+  }
+
+  /** A page of the public journal from position `from` (1 by default), as docs/audit.md says it. */
+  async auditJournal(from?: number, limit?: number): Promise<JournalPage> {
+    const { response, lines } = await this.lines<JournalLine>("/audit/journal", { from, limit });
+    const end = response.headers.get("x-dexd-journal-end");
+    return { lines, formatVersion: response.headers.get("x-dexd-journal-format"), end: end === null ? null : Number(end) };
   }
 
   // -- writes, signed here -------------------------------------------------------------------
@@ -278,10 +396,10 @@ export class DexdClient {
   }
 
   /** Approves `agent` (an address) to trade, never to move funds, for the account. */
-  async approveAgent(agent: string, name: string, validUntilMs?: number): Promise<unknown> {
+  async approveAgent(agent: string, name: string, validUntilMs?: number): Promise<Agent> {
     const body: Record<string, unknown> = { agent, name };
     if (validUntilMs) body.validUntil = validUntilMs;
-    const answer = await this.signedPost<{ agent: unknown }>("/account/approveAgent", "ApproveAgent", { agent, name, validUntil: validUntilMs ?? 0 }, body);
+    const answer = await this.signedPost<{ agent: Agent }>("/account/approveAgent", "ApproveAgent", { agent, name, validUntil: validUntilMs ?? 0 }, body);
     return answer.agent;
   }
 

@@ -2,6 +2,6 @@
  * and live streams that survive (`DexdStream`). */
 export { DexdClient, type ClientOptions, type OrderTerms } from "./client.js";
 export { ApiError } from "./errors.js";
-export { canonicalDecimal, keySigner, signBatch, signRequest, type SignedFields, type Signer } from "./signing.js";
+export { canonicalDecimal, keySigner, signBatch, signRequest, walletSigner, type SignedFields, type Signer } from "./signing.js";
 export { bookChecksum, DexdStream, type StreamBook, type StreamMessage, type StreamOptions, type WebSocketConstructor } from "./stream.js";
 export type * from "./types.js";

@@ -7,7 +7,7 @@
  */
 
 import { privateKeyToAccount } from "viem/accounts";
-import type { Hex } from "viem";
+import { getAddress, type Hex, type WalletClient } from "viem";
 import type { Eip712 } from "./types.js";
 
 /** What signs: an address and a way to sign typed data (a viem `LocalAccount` is one). */
@@ -36,6 +36,20 @@ export const WITHDRAWAL_SIGNATURE_LIFETIME_MS = 15 * 60_000;
 export function keySigner(privateKey: string): Signer {
   if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey)) throw new Error("a private key is 0x followed by 64 hex digits");
   return privateKeyToAccount(privateKey as Hex);
+}
+
+/**
+ * A signer through a viem wallet client (a browser wallet over EIP-1193 with
+ * `createWalletClient({ transport: custom(window.ethereum) })`, say): the wallet shows and signs
+ * each request as `address`; no key reaches this process.
+ */
+export function walletSigner(wallet: WalletClient, address: string): Signer {
+  const account = getAddress(address);
+  return {
+    address: account,
+    signTypedData: (parameters) =>
+      wallet.signTypedData({ account, ...parameters } as Parameters<WalletClient["signTypedData"]>[0]),
+  };
 }
 
 function randomNonce(): bigint {

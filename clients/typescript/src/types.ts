@@ -66,3 +66,75 @@ export interface BatchProof {
 }
 /** An order with what was signed for it (`GET /order/orderDetail`). */
 export interface OrderDetail { order: Order; typedData: Record<string, unknown>; batch?: BatchProof }
+/** A list's page and time window (shared/CONTRACT.md, "Lists"): newest first. */
+export interface ListOptions { limit?: number; cursor?: string; startTime?: number; endTime?: number }
+/** One of the account's own fills (`GET /order/accountTrades`). */
+export interface AccountTrade extends Trade { orderId: string; role: "maker" | "taker"; fee: string; feeAsset: string }
+export interface Position {
+  netAmount: string; averageEntryPrice: string; markPrice: string | null; realizedPnl: string; unrealizedPnl: string;
+  base: Balance; quote: Balance;
+}
+export interface Tradable { symbol: string; buy: { maxAmount: string; maxCost: string }; sell: { maxAmount: string } }
+/** How a chain keeps funds: the ledger alone, or a vault contract on chain. */
+export type Custody =
+  | { mode: "ledger" }
+  | {
+    mode: "vault"; vault: string; operator: string; confirmations: number | "finalized";
+    crediting: "running" | "halted"; haltReason: string | null;
+  };
+/** What the vault holds of an asset against what the venue owes (`GET /account/reserves`). */
+export interface Reserve { symbol: string; onChain: string | null; liabilities: string; pendingWithdrawals: string; surplus: string | null }
+export interface Reserves { custody: Custody; assets: Reserve[]; blockNumber: number | null }
+/** A key an account approved to trade for it, never to move funds. */
+export interface Agent { agent: string; name: string; validUntil: number | null; approvedAt: number }
+export interface RateLimits { writesPerSecond: number; writesUsed: number; resetAt: number; openOrders: number; maxOpenOrders: number }
+/** A root's total of one token: every balance plus every withdrawal debited and not yet paid. */
+export interface RootTotal { symbol: string; token: string; total: string }
+/** A liability root the vault holds (`GET /account/liabilityRoots`, `GET /audit/roots`). */
+export interface LiabilityRoot {
+  epoch: number; root: string; journalSequence: number; depositCount: number; txHash: string; blockNumber: number;
+  committedAt: number; finalAfter: number; origin: "venue" | "foreign"; standing: "challengeable" | "vetoed" | "final";
+  totals: RootTotal[];
+  /** `GET /audit/roots` only: where the root's leaves are read on this venue. */
+  leaves?: string;
+}
+/** An account's leaf of one token, with its proof and the vault call that exits it. */
+export interface ProofLeaf {
+  symbol: string; token: string; balance: string; creditedDeposits: string; debitedWithdrawals: string;
+  proof: string[]; exitCalldata: string;
+}
+export interface LiabilityProof {
+  account: string; epoch: number; root: string; journalSequence: number; depositCount: number; txHash: string;
+  committedAt: number; standing: LiabilityRoot["standing"]; leaves: ProofLeaf[];
+}
+/** One leaf of a root, as `GET /account/liabilityLeaves` streams them. */
+export interface LiabilityLeaf {
+  account: string; symbol: string; token: string; balance: string; creditedDeposits: string; debitedWithdrawals: string;
+}
+/** The custody's state on a chain (`GET /account/custody`). */
+export interface CustodyState {
+  custody: Custody;
+  roots: {
+    challengePeriodS: number; maxRootAgeS: number; rootIntervalMs: number; withdrawalWaitMs: number;
+    newestVenueRoot: number | null; newestFinalRoot: number | null; payableThrough: number | null;
+    /** A root the vault holds that the venue did not make, until it is resolved. */
+    foreignRoot: { epoch: number; root: string; journalSequence: number; txHash: string; standing: LiabilityRoot["standing"] } | null;
+  } | null;
+  frozen: boolean; exitEpoch: number | null;
+  /** Why withdrawals are not paid now, in words; null while they are. */
+  withdrawalsStopped: string | null;
+  status: { headBlock: number | null; scannedBlock: number | null; nodeError: string | null; halted: string | null; payerError: string | null };
+}
+/**
+ * A line of the public journal (`GET /audit/journal`, docs/audit.md, format version 1): a command
+ * with what authorised it, or a state hash after a position.
+ */
+export type JournalLine =
+  | {
+    sequence: number; time: number; command: Record<string, unknown>; authorization: Record<string, unknown>;
+    /** The command's journal bytes, hex. */
+    encoded: string;
+  }
+  | { sequence: number; stateHash: string };
+/** A page of the public journal and where the journal ends now. */
+export interface JournalPage { lines: JournalLine[]; formatVersion: string | null; end: number | null }

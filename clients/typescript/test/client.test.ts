@@ -5,7 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
-import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
+import { createWalletClient, custom, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, walletSigner, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
 import { startDexd, stop } from "./server.js";
 
 const freshKey = () => `0x${randomBytes(32).toString("hex")}`;
@@ -120,6 +122,79 @@ test("a book stream survives a server killed and started again, and a lost updat
     assert.equal(stream.resyncs, 1);
   } finally {
     stream.close();
+    await stop(server);
+  }
+});
+
+test("an account's reads, custody, the public journal, and a wallet client that signs", async () => {
+  const server = await startDexd();
+  try {
+    // A wallet as a page meets it: EIP-1193 requests, typed data signed by the wallet's own key.
+    const walletKey = privateKeyToAccount(freshKey() as Hex);
+    const asked: string[] = [];
+    const wallet = createWalletClient({
+      transport: custom({
+        async request({ method, params }: { method: string; params?: unknown }) {
+          asked.push(method);
+          if (method !== "eth_signTypedData_v4") throw new Error(`the wallet does not do ${method}`);
+          const [address, text] = params as [string, string];
+          assert.equal(address, walletKey.address);
+          const typedData = JSON.parse(text);
+          const { EIP712Domain: _domain, ...types } = typedData.types;
+          return walletKey.signTypedData({ domain: typedData.domain, types, primaryType: typedData.primaryType, message: typedData.message });
+        },
+      }),
+    });
+    const trader = new DexdClient({ baseUrl: server.url, chainId: "1", signer: walletSigner(wallet, walletKey.address.toLowerCase()) });
+    assert.equal(trader.address, walletKey.address, "the wallet's address, checksummed");
+    await trader.deposit("USDC", "10000");
+    await trader.deposit("ETH", "2");
+    const maker = await trader.addOrder({ symbol: "ETH/USDC", direction: "sell", price: "2500", amount: "1" });
+    await trader.addOrder({ symbol: "ETH/USDC", direction: "buy", price: "2500", amount: "0.4" });
+    await trader.withdraw("USDC", "1");
+    assert.deepEqual(asked, Array(5).fill("eth_signTypedData_v4"));
+
+    // Self-trade: the arriving buy cancels the resting sell instead of filling against it.
+    assert.equal((await trader.order(maker.order.orderId)).cancelReason, "selfTrade");
+    const other = new DexdClient({ baseUrl: server.url, chainId: "1", signer: keySigner(freshKey()) });
+    await other.deposit("USDC", "10000");
+    await trader.addOrder({ symbol: "ETH/USDC", direction: "sell", price: "2500", amount: "1" });
+    await other.addOrder({ symbol: "ETH/USDC", direction: "buy", price: "2500", amount: "0.4" });
+    const fills = await trader.accountTrades("ETH/USDC");
+    assert.equal(fills.length, 1);
+    assert.equal(fills[0].role, "maker");
+    const { position } = await trader.position("ETH/USDC");
+    assert.equal(position.netAmount, "-0.4");
+    const tradable = (await trader.tradable()).find((item) => item.symbol === "ETH/USDC");
+    assert.equal(tradable?.sell.maxAmount, "1", "2 ETH, 0.4 sold, 0.6 locked");
+    assert.equal((await trader.deposits(undefined, { limit: 1 })).length, 1, "the list's limit is sent");
+    assert.equal((await trader.deposits()).length, 2);
+    assert.equal((await trader.withdrawals())[0].quantity, "1");
+    assert.equal((await other.filledOrders(undefined, undefined, { limit: 5 })).length, 1, "the buy that filled");
+    const limits = await trader.rateLimits();
+    assert.equal(limits.openOrders, 1);
+    assert.deepEqual(await trader.agents(), []);
+
+    // Custody and liabilities on a ledger chain: nothing on chain, no roots.
+    const reserves = await trader.reserves();
+    assert.equal(reserves.custody.mode, "ledger");
+    assert.equal(reserves.assets.find((asset) => asset.symbol === "USDC")?.onChain, null);
+    assert.equal((await trader.custody()).roots, null);
+    assert.deepEqual(await trader.liabilityRoots(), []);
+    assert.deepEqual(await trader.auditRoots(), []);
+    await assert.rejects(trader.liabilityProof(), (error: unknown) => error instanceof ApiError && error.code === "ROOT_NOT_FOUND");
+    await assert.rejects(trader.liabilityLeaves(0), (error: unknown) => error instanceof ApiError && error.status === 404);
+
+    // The public journal: the chain's configuration first, then every command with its signature.
+    const page = await trader.auditJournal(1, 3);
+    assert.equal(page.formatVersion, "1");
+    assert.equal(page.lines.length, 3);
+    assert.deepEqual(page.lines.map((line) => line.sequence), [1, 2, 3]);
+    assert.ok(page.end !== null && page.end >= 9, `the journal's end: ${page.end}`);
+    const first = page.lines[0];
+    assert.ok("command" in first && first.command.type === "configure");
+    await assert.rejects(trader.auditJournal(1, 10_001), (error: unknown) => error instanceof ApiError && error.code === "INVALID_PARAMETER");
+  } finally {
     await stop(server);
   }
 });
