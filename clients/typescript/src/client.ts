@@ -388,6 +388,10 @@ export class DexdClient {
     const body = { from: this.account(), symbol: asset.symbol, quantity: text };
     if ((await this.eip712()).primaryTypes.withdraw === "Withdrawal") {
       const [whole, fraction = ""] = text.split(".");
+      // More decimals than the token has would sign another amount than the body's quantity.
+      if (fraction.length > asset.decimals) {
+        throw new ApiError(400, "INVALID_PARAMETER", `${asset.symbol} has ${asset.decimals} decimals; ${text} has more`, "quantity");
+      }
       const units = BigInt(whole + fraction.padEnd(asset.decimals, "0"));
       const token = asset.address ?? "0x0000000000000000000000000000000000000000";
       return this.signedPost("/portfolio/withdraw", "Withdrawal", { token, amount: units }, body);

@@ -198,3 +198,25 @@ test("an account's reads, custody, the public journal, and a wallet client that 
     await stop(server);
   }
 });
+
+test("a vault withdrawal with more decimals than its token has is refused before it is signed", async () => {
+  // A vault chain's answers, served from memory: the withdrawal is signed in the token's units.
+  const posted: string[] = [];
+  const answers: Record<string, unknown> = {
+    "/account/eip712": { domain: { name: "dexd", version: "1", chainId: 31337, verifyingContract: "0x" + "11".repeat(20) },
+      types: {}, primaryTypes: { withdraw: "Withdrawal" }, maxLifetimeMs: 3_600_000 },
+    "/account/assetsInfo": { assets: [{ symbol: "USDC", name: "USD Coin", decimals: 6, address: "0x" + "22".repeat(20), native: false }],
+      custody: { mode: "vault" } },
+  };
+  const fakeFetch: typeof fetch = async (input, init) => {
+    const url = new URL(String(input));
+    if (init?.method === "POST") posted.push(url.pathname);
+    return new Response(JSON.stringify(answers[url.pathname] ?? {}), { status: 200, headers: { "content-type": "application/json" } });
+  };
+  const trader = new DexdClient({ baseUrl: "http://venue.invalid", chainId: "31337", signer: keySigner(freshKey()), fetch: fakeFetch });
+  await assert.rejects(
+    trader.withdraw("USDC", "1.1234567"),
+    (error: unknown) => error instanceof ApiError && error.code === "INVALID_PARAMETER" && error.field === "quantity",
+  );
+  assert.deepEqual(posted, [], "nothing was sent");
+});
