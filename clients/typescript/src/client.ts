@@ -73,7 +73,9 @@ export class DexdClient {
     this.chainId = options.chainId;
     this.signer = options.signer;
     this.actingFor = options.account;
-    this.fetcher = options.fetch ?? fetch;
+    // Called on its own, never as this client's method: a browser's fetch refuses any `this` but
+    // the window ("Illegal invocation").
+    this.fetcher = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
   /** The account the client acts for (undefined for a client without a signer). */

@@ -220,3 +220,20 @@ test("a vault withdrawal with more decimals than its token has is refused before
   );
   assert.deepEqual(posted, [], "nothing was sent");
 });
+
+test("the global fetch is called as a browser's must be, on the global object", async () => {
+  // A browser's fetch throws "Illegal invocation" when called with any `this` but the window.
+  const original = globalThis.fetch;
+  const answered: string[] = [];
+  globalThis.fetch = function (this: unknown, input: RequestInfo | URL) {
+    if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation");
+    answered.push(String(input));
+    return Promise.resolve(new Response(JSON.stringify({ chains: [] }), { status: 200 }));
+  } as typeof fetch;
+  try {
+    assert.deepEqual(await new DexdClient({ baseUrl: "http://venue.invalid", chainId: "1" }).chains(), []);
+    assert.deepEqual(answered, ["http://venue.invalid/chains"]);
+  } finally {
+    globalThis.fetch = original;
+  }
+});
