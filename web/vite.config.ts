@@ -5,6 +5,9 @@ import { defineConfig } from "vite";
 
 export default defineConfig({
   base: "./",
+  // The TypeScript client's sources (clients/typescript/src) are bundled with the page; one viem
+  // for both, the page's.
+  resolve: { dedupe: ["viem"] },
   build: {
     outDir: process.env.DEXD_PAGE_OUT_DIR ?? "../crates/dexd/page",
     emptyOutDir: true,

@@ -6,16 +6,15 @@
 //! histories are read again whenever the stream says something changed.
 
 import {
-  describe,
-  creditedWhen, get, post, type AccountTrade, type Balance, type Custody, type Order,
-  type Position, type Reserve, type Tradable, type Transfer, type Venue,
+  creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type Custody, type Order,
+  type Position, type Reserve, type Signer, type Tradable, type Transfer, type Venue,
 } from "./api";
 import {
   amendOrder, cancelAll, openAmendDialog, renderAgents, revokeAgent, setSwitch, startSession, type Session,
 } from "./controls";
 import { canonical, multiply, toUnits } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
-import { depositFromWallet, injectedWallet, keySigner, signRequest, walletSigner, type Signer } from "./signing";
+import { depositFromWallet, injectedWallet, keySigner, walletSigner } from "./signing";
 import { showLiabilities } from "./liabilities";
 import type { Message, Stream } from "./stream";
 
@@ -115,7 +114,7 @@ export class Account {
       this.callbacks.fail((error as Error).message);
       return;
     } finally {
-      // The field is emptied at once: the key lives on only inside the signer's closure.
+      // The field is emptied at once: the key lives on only inside the signer (viem's account object).
       input.value = "";
     }
     this.renderSigner();
@@ -237,9 +236,9 @@ export class Account {
     const venue = this.venue;
     const signer = this.signer;
     if (!venue) return;
-    const chainId = venue.chainId;
+    const client = reader(venue.chainId);
     const reserves = venue.custody.mode === "vault"
-      ? get<{ assets: Reserve[]; custody: Custody }>("/account/reserves", { chainId }).then((answer) => {
+      ? client.reserves().then((answer) => {
         this.renderReserves(answer.assets);
         this.renderCustodyHalt(answer.custody);
       })
@@ -252,25 +251,26 @@ export class Account {
     const account = signer.address;
     // Read through the browser's wallet, if there is one, whoever signs: the check only reads.
     void showLiabilities(venue, account, injectedWallet());
-    const list = { chainId, account, limit: HISTORY_ROWS };
+    const list = { limit: HISTORY_ROWS };
+    const pair = venue.pair.symbol;
     try {
       const [filled, cancelled, fills, position, tradable, deposits, withdrawals] = await Promise.all([
-        get<{ orders: Order[] }>("/order/filledOrders", list),
-        get<{ orders: Order[] }>("/order/cancelledOrders", list),
-        get<{ trades: AccountTrade[] }>("/order/accountTrades", { ...list, pair: venue.pair.symbol }),
-        get<{ position: Position }>("/order/openPositions", { chainId, account, pair: venue.pair.symbol }),
-        get<{ tradable: Tradable[] }>("/account/tradableAmounts", { chainId, account }),
-        get<{ deposits: Transfer[] }>("/portfolio/depositHistories", list),
-        get<{ withdrawals: Transfer[] }>("/portfolio/withdrawHistories", list),
+        client.filledOrders(undefined, account, list),
+        client.cancelledOrders(undefined, account, list),
+        client.accountTrades(pair, account, list),
+        client.position(pair, account),
+        client.tradable(account),
+        client.deposits(account, list),
+        client.withdrawals(account, list),
         reserves,
       ]);
       await renderAgents(venue, account, (agent, button) => void this.revoke(agent.agent, button));
       if (signer !== this.signer || venue !== this.venue) return;
-      this.renderHistory([...filled.orders, ...cancelled.orders].sort((a, b) => b.updatedAt - a.updatedAt).slice(0, HISTORY_ROWS));
-      this.renderFills(fills.trades);
+      this.renderHistory([...filled, ...cancelled].sort((a, b) => b.updatedAt - a.updatedAt).slice(0, HISTORY_ROWS));
+      this.renderFills(fills);
       this.renderPosition(position.position);
-      this.tradable = tradable.tradable;
-      this.renderTransfers(deposits.deposits, withdrawals.withdrawals);
+      this.tradable = tradable;
+      this.renderTransfers(deposits, withdrawals);
       this.preview();
     } catch (error) {
       this.callbacks.fail(`Account: ${describe(error)}`);
@@ -469,30 +469,18 @@ export class Account {
     if (form.rawTriggerPrice && !form.triggerPrice) return this.callbacks.fail(`The trigger price "${form.rawTriggerPrice}" is not a positive decimal number.`);
     const timeInForce = form.type === "market" && form.timeInForce === "GTC" ? "IOC" : form.timeInForce;
     const symbol = venue.pair.symbol;
-    const triggerPrice = form.triggerPrice ?? "";
-    const triggerCondition = triggerPrice ? form.triggerCondition : "";
-    const expiresAt = form.expiresInMs ? Date.now() + form.expiresInMs : 0;
-    const message = {
-      symbol, orderType: form.type, direction: form.direction, timeInForce, postOnly: form.postOnly,
-      price: form.type === "limit" ? form.price : "", amount: form.amount, clientOrderId: form.clientOrderId,
-      triggerPrice, triggerCondition, ocoGroup: "", expiresAt: BigInt(expiresAt),
-    };
     const button = element<HTMLButtonElement>("place-order");
     button.disabled = true;
     try {
-      const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.addOrder, message);
-      const body: Record<string, unknown> = {
-        chainId: venue.chainId, symbol, type: form.type, direction: form.direction, amount: form.amount, timeInForce,
-        postOnly: form.postOnly, ...signed,
-      };
-      if (form.type === "limit") body.price = form.price;
-      if (form.clientOrderId) body.clientOrderId = form.clientOrderId;
-      if (triggerPrice) {
-        body.triggerPrice = triggerPrice;
-        body.triggerCondition = triggerCondition;
-      }
-      if (expiresAt) body.expiresAt = expiresAt;
-      const answer = await post<{ order: Order; trades: unknown[] }>("/order/addOrder", body);
+      const answer = await writer(venue.chainId, signer).addOrder({
+        symbol, type: form.type, direction: form.direction, amount: form.amount,
+        price: form.type === "limit" ? form.price ?? undefined : undefined,
+        timeInForce: timeInForce as "GTC" | "IOC" | "FOK", postOnly: form.postOnly,
+        clientOrderId: form.clientOrderId || undefined,
+        triggerPrice: form.triggerPrice ?? undefined,
+        triggerCondition: form.triggerPrice ? (form.triggerCondition as "above" | "below") : undefined,
+        expiresAt: form.expiresInMs ? Date.now() + form.expiresInMs : undefined,
+      });
       const order = answer.order;
       this.callbacks.announce(
         `Order ${order.status}: ${order.direction} ${order.amount} ${symbol}` +
@@ -511,9 +499,7 @@ export class Account {
     if (!venue || !signer) return;
     button.disabled = true;
     try {
-      const message = { symbol: order.symbol, orderId: order.orderId };
-      const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.cancelOrder, message);
-      await post("/order/cancelOrder", { chainId: venue.chainId, ...message, ...signed });
+      await writer(venue.chainId, signer).cancelOrder(order.symbol, order.orderId);
       this.callbacks.announce(`Cancelled the ${order.direction} order of ${order.amount} ${order.symbol}.`);
     } catch (error) {
       button.disabled = false;
@@ -627,18 +613,13 @@ export class Account {
         this.callbacks.announce(`Deposit sent (${hash}); it is credited ${creditedWhen(venue.custody)}.`);
         return;
       }
-      const primaryType = kind === "deposit" ? venue.eip712.primaryTypes.deposit : venue.eip712.primaryTypes.withdraw;
-      let message: Record<string, unknown> = { symbol: asset.symbol, quantity };
-      if (primaryType === "Withdrawal") {
-        const units = toUnits(quantity, asset.decimals);
-        if (units === null) return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
-        message = { token: asset.address ?? "0x0000000000000000000000000000000000000000", amount: units };
+      if (kind === "withdraw" && venue.custody.mode === "vault" && toUnits(quantity, asset.decimals) === null) {
+        return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
       }
-      const signed = await signRequest(signer, venue.eip712, primaryType, message);
-      const path = kind === "deposit" ? "/portfolio/deposit" : "/portfolio/withdraw";
-      const answer = await post<{ deposit?: Transfer; withdrawal?: Transfer }>(path, {
-        chainId: venue.chainId, from: signer.address, symbol: asset.symbol, quantity, ...signed,
-      });
+      const client = writer(venue.chainId, signer);
+      const answer: { deposit?: Transfer; withdrawal?: Transfer } = kind === "deposit"
+        ? await client.deposit(asset.symbol, quantity)
+        : await client.withdraw(asset.symbol, quantity);
       const transfer = answer.deposit ?? answer.withdrawal;
       this.callbacks.announce(`${kind === "deposit" ? "Deposit" : "Withdrawal"} of ${quantity} ${asset.symbol}: ${transfer?.status ?? "sent"}.`);
       element<HTMLInputElement>("transfer-quantity").value = "";

@@ -1,82 +1,53 @@
-//! REST calls to the dexd that serves this page. Every error comes back as an `ApiError` with
-//! the contract's code and message, so the page can show the server's own words. This module
-//! knows nothing of the page's views.
+//! The page's way to the dexd that serves it: the TypeScript client (clients/typescript,
+//! `@dexd/client`), so the page has no request code of its own. A reader per call for the
+//! market's and an account's views, and a writer per signer and chain, which keeps the chain's
+//! EIP-712 types between writes. Every error is the client's `ApiError`, with the contract's code
+//! and message, so the page can show the server's own words. This module knows nothing of the
+//! page's views.
 
-// The contract's error as an exception: the TypeScript client's own (clients/typescript).
-import { ApiError } from "../../clients/typescript/src/errors";
+import { ApiError, DexdClient, type Signer as ClientSigner } from "../../clients/typescript/src/index";
+import type { Asset, Chain, Custody, Pair } from "../../clients/typescript/src/index";
 
 export { ApiError };
+export type {
+  AccountTrade, Agent, Asset, Balance, Candle, Chain, Custody, Level, LiabilityProof, Order, Pair, Position,
+  ProofLeaf, Reserve, Tradable, Trade, Transfer,
+} from "../../clients/typescript/src/index";
 
-type Query = Record<string, string | number | undefined>;
-
-async function answer<T>(response: Response): Promise<T> {
-  let body: unknown;
-  try {
-    body = await response.json();
-  } catch {
-    throw new ApiError(response.status, "UNREADABLE", `The server answered ${response.status} without JSON.`, null);
-  }
-  if (!response.ok) {
-    const error = (body as { error?: { code?: string; message?: string; field?: string | null } }).error ?? {};
-    throw new ApiError(response.status, error.code ?? "ERROR", error.message ?? `HTTP ${response.status}`, error.field ?? null);
-  }
-  return body as T;
-}
-
-export async function get<T>(path: string, query: Query = {}): Promise<T> {
-  const parameters = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined) parameters.set(name, String(value));
-  }
-  let response: Response;
-  try {
-    response = await fetch(`${path}?${parameters}`, { headers: { accept: "application/json" } });
-  } catch {
-    throw new ApiError(0, "UNREACHABLE", "The server cannot be reached.", null);
-  }
-  return answer<T>(response);
+/** What signs for an account on the page: a wallet, a pasted key, or a session key (an agent). */
+export interface Signer {
+  /** The account's EIP-55 address: whose orders and funds these are. */
+  readonly address: string;
+  /** How it signs, in words the page shows. */
+  readonly description: string;
+  readonly kind: "wallet" | "key";
+  /** What signs each request: the account's own key or wallet, or its agent's key. */
+  readonly signing: ClientSigner;
 }
 
-export async function post<T>(path: string, body: Record<string, unknown>): Promise<T> {
-  let response: Response;
-  try {
-    response = await fetch(path, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json" },
-      body: JSON.stringify(body),
-    });
-  } catch {
-    throw new ApiError(0, "UNREACHABLE", "The server cannot be reached.", null);
-  }
-  return answer<T>(response);
+/** A client of `chainId` that reads only. */
+export function reader(chainId: string): DexdClient {
+  return new DexdClient({ baseUrl: location.origin, chainId });
 }
 
-// The contract's objects, as the page reads them.
-export interface Level { price: string; amount: string; orders: number }
-export interface Trade {
-  tradeId: string; symbol: string; price: string; amount: string; cost: string;
-  takerDirection: "buy" | "sell"; makerOrderId: string; takerOrderId: string; timestamp: number;
+/** The venue's chains: the one read that names no chain (the client's chain is left empty). */
+export function chains(): Promise<Chain[]> {
+  return reader("").chains();
 }
-export interface AccountTrade extends Trade { orderId: string; role: "maker" | "taker"; fee: string; feeAsset: string }
-export interface Order {
-  orderId: string; clientOrderId: string | null; symbol: string; type: "limit" | "market";
-  direction: "buy" | "sell"; timeInForce: string; postOnly: boolean; price: string | null; amount: string;
-  filled: string; remaining: string; cost: string; average: string | null; fee: string; feeAsset: string;
-  status: "open" | "filled" | "cancelled" | "untriggered"; timestamp: number; updatedAt: number;
-  triggerPrice: string | null; triggerCondition: "above" | "below" | null; expiresAt: number | null;
+
+const writers = new WeakMap<Signer, Map<string, DexdClient>>();
+
+/** The client that signs `signer`'s requests on `chainId` (one per signer and chain). */
+export function writer(chainId: string, signer: Signer): DexdClient {
+  let byChain = writers.get(signer);
+  if (!byChain) writers.set(signer, (byChain = new Map()));
+  let client = byChain.get(chainId);
+  if (!client) {
+    client = new DexdClient({ baseUrl: location.origin, chainId, signer: signer.signing, account: signer.address });
+    byChain.set(chainId, client);
+  }
+  return client;
 }
-export interface Balance { symbol: string; total: string; available: string; locked: string }
-export interface Transfer {
-  id: string; symbol: string; quantity: string; status: string; txHash: string | null; timestamp: number;
-}
-export interface Candle {
-  openTime: number; open: string; high: string; low: string; close: string; volume: string;
-  quoteVolume: string; trades: number;
-}
-export interface Asset { symbol: string; name: string; decimals: number; address: string | null; native: boolean }
-export type Custody =
-  | { mode: "ledger" }
-  | { mode: "vault"; vault: string; operator: string; confirmations: number | "finalized"; crediting: string; haltReason: string | null };
 
 /** When a vault chain credits a deposit, in words. */
 export function creditedWhen(custody: { confirmations: number | "finalized" }): string {
@@ -84,36 +55,13 @@ export function creditedWhen(custody: { confirmations: number | "finalized" }): 
     ? "once its block is finalized"
     : `after ${custody.confirmations} confirmations`;
 }
-export interface Pair {
-  symbol: string; base: string; quote: string; tickSize: string; stepSize: string; minAmount: string;
-  minNotional: string; makerFee: string; takerFee: string; lastPrice: string | null;
-}
-export interface Chain { chainId: string; name: string; custody: "ledger" | "vault" }
-export interface Eip712 {
-  domain: { name: string; version: string; chainId: number; verifyingContract: string };
-  types: Record<string, { name: string; type: string }[]>;
-  primaryTypes: {
-    addOrder: string; cancelOrder: string; deposit: string; withdraw: string; cancelAll: string; amendOrder: string;
-    cancelAllAfter: string; approveAgent: string; revokeAgent: string;
-  };
-  maxLifetimeMs: number;
-  /** On a vault chain: how far ahead a withdrawal's expiry must be, and may be. */
-  minWithdrawalLifetimeMs?: number;
-  maxWithdrawalLifetimeMs?: number;
-}
+
 /** What the account's views of one chain and pair need. */
 export interface Venue {
   chainId: string;
   pair: Pair;
   assets: Asset[];
   custody: Custody;
-  eip712: Eip712;
-}
-export interface Agent { agent: string; name: string; validUntil: number | null; approvedAt: number }
-export interface Tradable { symbol: string; buy: { maxAmount: string; maxCost: string }; sell: { maxAmount: string } }
-export interface Reserve { symbol: string; onChain: string | null; liabilities: string; pendingWithdrawals: string; surplus: string | null }
-export interface Position {
-  netAmount: string; averageEntryPrice: string; markPrice: string | null; realizedPnl: string; unrealizedPnl: string;
 }
 
 /** An error in words for the page: the contract's message with its code ("… (NO_LIQUIDITY)"). */

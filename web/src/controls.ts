@@ -5,10 +5,10 @@
 //! never move funds; the Agents tab lists the account's agents and revokes them.
 
 import { generatePrivateKey } from "viem/accounts";
-import { get, post, type Agent, type Order, type Venue } from "./api";
+import { reader, writer, type Agent, type Order, type Signer, type Venue } from "./api";
 import { canonical } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
-import { agentSigner, signRequest, type Signer } from "./signing";
+import { agentSigner } from "./signing";
 
 /** How long a session key is approved for. */
 export const SESSION_LIFETIME_MS = 24 * 3_600_000;
@@ -19,11 +19,8 @@ export const SESSION_AGENT_NAME = "page-session";
 export interface Session { signer: Signer; agent: string; validUntil: number }
 
 /** Cancels every open order of the signer's account on the chain; the orders cancelled. */
-export async function cancelAll(venue: Venue, signer: Signer): Promise<Order[]> {
-  const message = { symbol: "" };
-  const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.cancelAll, message);
-  const answer = await post<{ orders: Order[] }>("/order/cancelAll", { chainId: venue.chainId, ...signed });
-  return answer.orders;
+export function cancelAll(venue: Venue, signer: Signer): Promise<Order[]> {
+  return writer(venue.chainId, signer).cancelAll();
 }
 
 /**
@@ -36,13 +33,10 @@ export async function amendOrder(venue: Venue, signer: Signer, order: Order, raw
   if (price === null) throw new Error(`The price "${rawPrice}" is not a positive decimal number.`);
   if (amount === null) throw new Error(`The amount "${rawAmount}" is not a positive decimal number.`);
   if (price === "" && amount === "") throw new Error("Nothing to change: give a new price or a new amount.");
-  const message = { symbol: order.symbol, orderId: order.orderId, price, amount };
-  const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.amendOrder, message);
-  const body: Record<string, unknown> = { chainId: venue.chainId, symbol: order.symbol, orderId: order.orderId, ...signed };
-  if (price) body.price = price;
-  if (amount) body.amount = amount;
-  const answer = await post<{ order: Order }>("/order/amendOrder", body);
-  return answer.order;
+  return writer(venue.chainId, signer).amendOrder(order.symbol, order.orderId, {
+    price: price || undefined,
+    amount: amount || undefined,
+  });
 }
 
 /**
@@ -54,36 +48,28 @@ export async function setSwitch(venue: Venue, signer: Signer, rawSeconds: string
   if (!/^[0-9]+$/.test(rawSeconds.trim()) || (seconds !== 0 && (seconds < 5 || seconds > 86_400))) {
     throw new Error(`The switch takes 0 (off) or 5 to 86400 seconds, not "${rawSeconds}".`);
   }
-  const timeoutMs = seconds * 1000;
-  const signed = await signRequest(signer, venue.eip712, venue.eip712.primaryTypes.cancelAllAfter, { timeoutMs: BigInt(timeoutMs) });
-  const answer = await post<{ triggerAt: number | null }>("/order/cancelAllAfter", { chainId: venue.chainId, timeoutMs, ...signed });
-  return answer.triggerAt;
+  return writer(venue.chainId, signer).cancelAllAfter(seconds * 1000);
 }
 
 /** Makes a session key and approves it as the owner's agent; the session to sign orders with. */
 export async function startSession(venue: Venue, owner: Signer): Promise<Session> {
   const signer = agentSigner(generatePrivateKey(), owner.address);
   const validUntil = Date.now() + SESSION_LIFETIME_MS;
-  const message = { agent: signer.agent, name: SESSION_AGENT_NAME, validUntil: BigInt(validUntil) };
-  const signed = await signRequest(owner, venue.eip712, venue.eip712.primaryTypes.approveAgent, message);
-  await post("/account/approveAgent", {
-    chainId: venue.chainId, agent: signer.agent, name: SESSION_AGENT_NAME, validUntil, ...signed,
-  });
+  await writer(venue.chainId, owner).approveAgent(signer.agent, SESSION_AGENT_NAME, validUntil);
   return { signer, agent: signer.agent, validUntil };
 }
 
 /** Ends an agent's approval, signed by the owner. */
-export async function revokeAgent(venue: Venue, owner: Signer, agent: string): Promise<void> {
-  const signed = await signRequest(owner, venue.eip712, venue.eip712.primaryTypes.revokeAgent, { agent });
-  await post("/account/revokeAgent", { chainId: venue.chainId, agent, ...signed });
+export function revokeAgent(venue: Venue, owner: Signer, agent: string): Promise<void> {
+  return writer(venue.chainId, owner).revokeAgent(agent);
 }
 
 /** The account's agents, with a Revoke button each. */
 export async function renderAgents(venue: Venue, account: string, revoke: (agent: Agent, button: HTMLButtonElement) => void): Promise<void> {
-  const answer = await get<{ agents: Agent[] }>("/account/agents", { chainId: venue.chainId, account });
+  const agents = await reader(venue.chainId).agents(account);
   fill(
     "agents",
-    answer.agents.map((agent) => {
+    agents.map((agent) => {
       const button = document.createElement("button");
       button.type = "button";
       button.textContent = "Revoke";

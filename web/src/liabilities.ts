@@ -8,18 +8,10 @@
 //! its two children sorted. It sends nothing to the chain but reads.
 
 import { concat, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, keccak256, type Hex } from "viem";
-import { ApiError, get, type Venue } from "./api";
+import { ApiError, reader as venueReader, type LiabilityProof, type ProofLeaf, type Venue } from "./api";
 import { format } from "./decimal";
 import { element, fill, row } from "./dom";
 
-export interface ProofLeaf {
-  symbol: string; token: string; balance: string; creditedDeposits: string; debitedWithdrawals: string;
-  proof: string[]; exitCalldata: string;
-}
-export interface LiabilityProof {
-  account: string; epoch: number; root: string; journalSequence: number; txHash: string; committedAt: number;
-  leaves: ProofLeaf[];
-}
 interface Reader { request(arguments_: { method: string; params?: unknown[] }): Promise<unknown> }
 
 const ROOT_ABI = [{
@@ -83,9 +75,10 @@ export async function showLiabilities(venue: Venue, account: string | null, read
   try {
     // The roots first (a list, empty before the first): a proof asked before any root is a 404,
     // which a browser reports as an error.
-    const roots = await get<{ roots: unknown[] }>("/account/liabilityRoots", { chainId: venue.chainId, limit: 1 });
-    if (roots.roots.length === 0) throw new ApiError(404, "ROOT_NOT_FOUND", "no root yet", null);
-    proof = await get<LiabilityProof>("/account/liabilityProof", { chainId: venue.chainId, account });
+    const client = venueReader(venue.chainId);
+    const roots = await client.liabilityRoots({ limit: 1 });
+    if (roots.length === 0) throw new ApiError(404, "ROOT_NOT_FOUND", "no root yet", null);
+    proof = await client.liabilityProof(account);
   } catch (error) {
     link.hidden = true;
     fill("liability-table", [], "No root yet.");

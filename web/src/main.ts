@@ -4,7 +4,7 @@
 
 import "./style.css";
 import { Account } from "./account";
-import { describe, get, type Asset, type Chain, type Custody, type Eip712, type Pair } from "./api";
+import { chains as venueChains, describe, reader, type Asset, type Chain, type Custody, type Pair } from "./api";
 import { element } from "./dom";
 import { Market } from "./market";
 import { Stream, type StreamStatus } from "./stream";
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const pairSelect = element<HTMLSelectElement>("pair");
   let chains: Chain[];
   try {
-    chains = (await get<{ chains: Chain[] }>("/chains")).chains;
+    chains = await venueChains();
   } catch (error) {
     return fail(`The venue's chains cannot be read: ${describe(error)}`);
   }
@@ -60,30 +60,25 @@ async function main(): Promise<void> {
   let pairs: Pair[] = [];
   let assets: Asset[] = [];
   let custody: Custody = { mode: "ledger" };
-  let eip712: Eip712 | null = null;
 
   const showPair = async () => {
     const pair = pairs.find((item) => item.symbol === pairSelect.value);
-    if (!pair || !eip712 || !market || !account) return;
+    if (!pair || !market || !account) return;
     document.title = `${pair.symbol} · dexd`;
     history.replaceState(null, "", `#${chainSelect.value}/${pair.symbol}`);
     await Promise.all([
       market.show(chainSelect.value, pair.symbol, pair.lastPrice),
-      account.show({ chainId: chainSelect.value, pair, assets, custody, eip712 }),
+      account.show({ chainId: chainSelect.value, pair, assets, custody }),
     ]);
   };
   const showChain = async (wantedPair?: string) => {
     const chainId = chainSelect.value;
     try {
-      const [pairAnswer, assetAnswer, types] = await Promise.all([
-        get<{ pairs: Pair[] }>("/account/assetPairs", { chainId }),
-        get<{ assets: Asset[]; custody: Custody }>("/account/assetsInfo", { chainId }),
-        get<Eip712>("/account/eip712", { chainId }),
-      ]);
-      pairs = pairAnswer.pairs;
+      const client = reader(chainId);
+      const [pairList, assetAnswer] = await Promise.all([client.pairs(), client.assetsInfo()]);
+      pairs = pairList;
       assets = assetAnswer.assets;
       custody = assetAnswer.custody;
-      eip712 = types;
     } catch (error) {
       return fail(`Chain ${chainId}: ${describe(error)}`);
     }

@@ -2,7 +2,7 @@
 //! spread, recent trades, the last price and its 24 h change. REST gives the start; the stream
 //! keeps it live; a gap or a bad checksum starts the book's subscription over.
 
-import { describe, get, type Candle, type Level, type Trade } from "./api";
+import { describe, reader, type Candle, type Level, type Trade } from "./api";
 import { LiveBook } from "./book";
 import { CandleChart } from "./chart";
 import { compare, percentChange, subtract } from "./decimal";
@@ -14,6 +14,8 @@ export const INTERVALS = ["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"] as c
 /** Levels shown per side, and rows of recent trades kept. */
 const BOOK_ROWS = 12;
 const TRADE_ROWS = 40;
+/** Candles the chart reads at the start and on a new interval. */
+const CHART_CANDLES = 500;
 /** The book subscription's depth: the least the stream allows, which the checksum covers. */
 const STREAM_DEPTH = 25;
 
@@ -110,8 +112,8 @@ export class Market {
   private async loadCandles(): Promise<void> {
     const { chainId, pair, interval } = this;
     try {
-      const answer = await get<{ candles: Candle[] }>("/order/tradesOHCL", { chainId, pair, interval, limit: 500 });
-      if (chainId === this.chainId && pair === this.pair && interval === this.interval) this.chart.set(interval, answer.candles);
+      const candles = await reader(chainId).candles(pair, interval, CHART_CANDLES);
+      if (chainId === this.chainId && pair === this.pair && interval === this.interval) this.chart.set(interval, candles);
     } catch (error) {
       this.callbacks.fail(`Candles: ${describe(error)}`);
     }
@@ -120,9 +122,9 @@ export class Market {
   private async loadTrades(): Promise<void> {
     const { chainId, pair } = this;
     try {
-      const answer = await get<{ trades: Trade[] }>("/order/tradeHistories", { chainId, pair, limit: TRADE_ROWS });
+      const trades = await reader(chainId).trades(pair, TRADE_ROWS);
       if (chainId !== this.chainId || pair !== this.pair) return;
-      this.trades = answer.trades;
+      this.trades = trades;
       if (this.trades[0]) this.lastPrice = this.trades[0].price;
       this.renderTrades();
     } catch (error) {
@@ -134,12 +136,10 @@ export class Market {
     const { chainId, pair } = this;
     const now = Date.now();
     try {
-      const answer = await get<{ candles: Candle[] }>("/order/tradesOHCL", {
-        chainId, pair, interval: "1h", startTime: now - 24 * 3_600_000, endTime: now, limit: 25,
-      });
+      const candles = await reader(chainId).candles(pair, "1h", 25, { startTime: now - 24 * 3_600_000, endTime: now });
       if (chainId !== this.chainId || pair !== this.pair) return;
-      const first = answer.candles[0];
-      const last = answer.candles[answer.candles.length - 1];
+      const first = candles[0];
+      const last = candles[candles.length - 1];
       element("change-24h").textContent = first && last ? percentChange(first.open, last.close) ?? "–" : "–";
       this.renderTicker();
     } catch (error) {

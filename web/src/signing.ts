@@ -1,109 +1,47 @@
-//! Who signs: an injected browser wallet (EIP-1193, `eth_signTypedData_v4`) or a private key the
-//! user pasted, held in this module's closure only (never stored, never sent, never logged).
-//! Both sign the EIP-712 typed data that `GET /account/eip712` publishes; the request then
-//! carries `account`, `nonce`, `expiry` and `signature`, never a key.
+//! Who signs: an injected browser wallet (EIP-1193, through a viem client, which asks it
+//! for `eth_signTypedData_v4`), a private key the user pasted, or a session key acting as the
+//! account's agent; a key is held in viem's account object only (never stored, never sent, never
+//! logged). Each is the TypeScript client's signer with the words the page shows; what is signed
+//! and sent is the client's (`api.ts`): the request carries `account`, `nonce`, `expiry` and
+//! `signature`, never a key. Also the vault deposit sent from the wallet, a chain transaction.
 
 import { privateKeyToAccount } from "viem/accounts";
-import { encodeFunctionData, getAddress, type Hex } from "viem";
-import type { Eip712 } from "./api";
+import { createClient, custom, encodeFunctionData, getAddress, type Hex } from "viem";
+import { keySigner as clientKeySigner, walletSigner as clientWalletSigner } from "../../clients/typescript/src/index";
+import type { Signer } from "./api";
 
-export interface Signer {
-  /** The account's EIP-55 address. */
-  readonly address: string;
-  /** How it signs, in words the page shows. */
-  readonly description: string;
-  readonly kind: "wallet" | "key";
-  signTypedData(eip712: Eip712, primaryType: string, message: Record<string, unknown>): Promise<string>;
-}
+export type { Signer } from "./api";
 
-/** The fields a client-signed request carries instead of a key. */
-export interface SignedFields { account: string; nonce: string; expiry: number; signature: string }
-
-/** How long a signature stays good: a minute, well inside the venue's hour. */
-const SIGNATURE_LIFETIME_MS = 60_000;
-/**
- * How long a withdrawal's signature stays good beyond the chain's withdrawal wait: it is paid
- * once a liability root covering it is past the vault's challenge period, and a vault chain
- * refuses an expiry less than that wait (`minWithdrawalLifetimeMs`) ahead.
- */
-const WITHDRAWAL_SIGNATURE_LIFETIME_MS = 15 * 60_000;
-
-/** A withdrawal's lifetime on the chain `eip712` describes, within the venue's longest. */
-function withdrawalLifetimeMs(eip712: Eip712): number {
-  const lifetime = (eip712.minWithdrawalLifetimeMs ?? 0) + WITHDRAWAL_SIGNATURE_LIFETIME_MS;
-  return Math.min(lifetime, eip712.maxWithdrawalLifetimeMs ?? lifetime);
-}
-
-function randomNonce(): bigint {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return BigInt(`0x${[...bytes].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`);
-}
-
-/** Signs `message` (without account, nonce and expiry) as `primaryType`. */
-export async function signRequest(
-  signer: Signer,
-  eip712: Eip712,
-  primaryType: string,
-  message: Record<string, unknown>,
-): Promise<SignedFields> {
-  const nonce = randomNonce();
-  const expiry =
-    Date.now() + (primaryType === "Withdrawal" ? withdrawalLifetimeMs(eip712) : SIGNATURE_LIFETIME_MS);
-  const full: Record<string, unknown> =
-    primaryType === "Withdrawal"
-      ? { account: signer.address, ...message, withdrawalId: nonce, expiry: BigInt(expiry) }
-      : { account: signer.address, ...message, nonce, expiry: BigInt(expiry) };
-  const signature = await signer.signTypedData(eip712, primaryType, full);
-  return { account: signer.address, nonce: nonce.toString(), expiry, signature };
-}
-
-function typesFor(eip712: Eip712, primaryType: string) {
-  const fields = eip712.types[primaryType];
-  if (!fields) throw new Error(`The venue publishes no type ${primaryType}.`);
-  return { [primaryType]: fields };
-}
-
-function domainOf(eip712: Eip712) {
-  return { ...eip712.domain, verifyingContract: eip712.domain.verifyingContract as Hex };
-}
-
-/** A signer over a pasted key. The key lives only in this closure. */
+/** A signer over a pasted key. The key lives only in viem's account object. */
 export function keySigner(privateKey: string): Signer {
   const text = privateKey.trim();
   if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new Error("A private key is 0x followed by 64 hex digits.");
-  const account = privateKeyToAccount(text as Hex);
+  const signing = clientKeySigner(text);
   return {
-    address: account.address,
+    address: signing.address,
     kind: "key",
     description: "a key held in this page's memory only: it is never stored and never sent; reload the page to forget it",
-    signTypedData: (eip712, primaryType, message) =>
-      account.signTypedData({
-        domain: domainOf(eip712),
-        types: typesFor(eip712, primaryType),
-        primaryType,
-        message,
-      }),
+    signing,
   };
 }
 
 /**
  * A signer for `account` over a key the account approved as its agent (a session key the page
  * made): it signs the account's orders with its own key, and the venue lets it trade, never move
- * funds. The key lives only in this closure.
+ * funds. The key lives only in viem's account object.
  */
 export function agentSigner(privateKey: Hex, account: string): Signer & { readonly agent: string } {
-  const key = privateKeyToAccount(privateKey);
+  const signing = privateKeyToAccount(privateKey);
   return {
     address: account,
-    agent: key.address,
+    agent: signing.address,
     kind: "key",
-    description: `a session key (agent ${key.address}) the account approved, held in this page's memory only`,
-    signTypedData: (eip712, primaryType, message) =>
-      key.signTypedData({ domain: domainOf(eip712), types: typesFor(eip712, primaryType), primaryType, message }),
+    description: `a session key (agent ${signing.address}) the account approved, held in this page's memory only`,
+    signing,
   };
 }
 
-interface Eip1193 { request(arguments_: { method: string; params?: unknown[] }): Promise<unknown> }
+export interface Eip1193 { request(arguments_: { method: string; params?: unknown[] }): Promise<unknown> }
 
 export function injectedWallet(): Eip1193 | null {
   return (window as unknown as { ethereum?: Eip1193 }).ethereum ?? null;
@@ -114,20 +52,13 @@ export async function walletSigner(provider: Eip1193): Promise<Signer> {
   const accounts = (await provider.request({ method: "eth_requestAccounts" })) as string[];
   if (!accounts.length) throw new Error("The wallet gave no account.");
   const address = getAddress(accounts[0]);
+  // A bare viem client over the wallet: the client's walletSigner needs signTypedData alone.
+  const wallet = createClient({ transport: custom(provider as Parameters<typeof custom>[0]) });
   return {
     address,
     kind: "wallet",
     description: "your browser wallet (EIP-1193): it shows and signs each request; no key reaches this page",
-    async signTypedData(eip712, primaryType, message) {
-      const typedData = {
-        types: { EIP712Domain: eip712.types.EIP712Domain, ...typesFor(eip712, primaryType) },
-        primaryType,
-        domain: eip712.domain,
-        message,
-      };
-      const text = JSON.stringify(typedData, (_, value) => (typeof value === "bigint" ? value.toString() : value));
-      return (await provider.request({ method: "eth_signTypedData_v4", params: [address, text] })) as string;
-    },
+    signing: clientWalletSigner(wallet, address),
   };
 }
 
