@@ -7,7 +7,8 @@
 
 import {
   creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type Custody, type Order,
-  type Position, type Reserve, type Signer, type Tradable, type Transfer, type Venue,
+  type DexdStream, type Position, type Reserve, type Signer, type StreamMessage, type Tradable, type Transfer,
+  type Venue,
 } from "./api";
 import {
   amendOrder, cancelAll, openAmendDialog, renderAgents, revokeAgent, setSwitch, startSession, type Session,
@@ -16,7 +17,7 @@ import { canonical, multiply, toUnits } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
 import { depositFromWallet, injectedWallet, keySigner, walletSigner } from "./signing";
 import { showLiabilities } from "./liabilities";
-import type { Message, Stream } from "./stream";
+
 
 /** Rows of each history shown. */
 const HISTORY_ROWS = 50;
@@ -45,7 +46,7 @@ export class Account {
   private tradable: Tradable[] = [];
   private refreshTimer: number | undefined;
 
-  constructor(private readonly stream: Stream, private readonly callbacks: AccountCallbacks) {
+  constructor(private readonly stream: DexdStream, private readonly callbacks: AccountCallbacks) {
     // A new root comes without a stream message: the account's leaves are looked at again now
     // and then (checked against the vault only when the root changed).
     window.setInterval(() => {
@@ -196,8 +197,8 @@ export class Account {
     if (!venue || !signer) return this.renderAll();
     const name = { chainId: venue.chainId, account: signer.address };
     this.subscriptions.push(
-      this.stream.subscribe({ channel: "orders", ...name }, (message) => this.onOrders(message)),
-      this.stream.subscribe({ channel: "balances", ...name }, (message) => this.onBalances(message)),
+      this.stream.subscribe("orders", name, (message) => this.onOrders(message)),
+      this.stream.subscribe("balances", name, (message) => this.onBalances(message)),
     );
     await this.refresh();
   }
@@ -207,7 +208,7 @@ export class Account {
     await this.refresh();
   }
 
-  private onOrders(message: Message): void {
+  private onOrders(message: StreamMessage): void {
     const orders = message.orders as Order[] | undefined;
     if (!orders) return;
     if (message.event === "snapshot") this.openOrders.clear();
@@ -219,7 +220,7 @@ export class Account {
     if (message.event === "update") this.scheduleRefresh();
   }
 
-  private onBalances(message: Message): void {
+  private onBalances(message: StreamMessage): void {
     if (message.event === "snapshot") this.balances.clear();
     for (const balance of (message.balances as Balance[] | undefined) ?? []) this.balances.set(balance.symbol, balance);
     this.renderBalances();

@@ -1,14 +1,17 @@
 //! The page's way to the dexd that serves it: the TypeScript client (clients/typescript,
-//! `@dexd/client`), so the page has no request code of its own. A reader per call for the
-//! market's and an account's views, and a writer per signer and chain, which keeps the chain's
-//! EIP-712 types between writes. Every error is the client's `ApiError`, with the contract's code
+//! `@dexd/client`), so the page has no request or stream protocol code of its own. A reader per
+//! call for the market's and an account's views, a writer per signer and chain, which keeps the
+//! chain's EIP-712 types between writes, and one stream. Every error is the client's `ApiError`, with the contract's code
 //! and message, so the page can show the server's own words. This module knows nothing of the
 //! page's views.
 
-import { ApiError, DexdClient, type Signer as ClientSigner } from "../../clients/typescript/src/index";
+import {
+  ApiError, DexdClient, DexdStream, type Signer as ClientSigner, type StreamOptions,
+} from "../../clients/typescript/src/index";
 import type { Asset, Chain, Custody, Pair } from "../../clients/typescript/src/index";
 
 export { ApiError };
+export type { DexdStream, StreamMessage, StreamStatus } from "../../clients/typescript/src/index";
 export type {
   AccountTrade, Agent, Asset, Balance, Candle, Chain, Custody, Level, LiabilityProof, Order, Pair, Position,
   ProofLeaf, Reserve, Tradable, Trade, Transfer,
@@ -24,6 +27,18 @@ export interface Signer {
   /** What signs each request: the account's own key or wallet, or its agent's key. */
   readonly signing: ClientSigner;
 }
+
+/**
+ * The page's one WebSocket (`/ws`), the client's `DexdStream`: every subscription names its chain,
+ * and the stream keeps them across reconnects and takes a book again after a gap or a bad
+ * checksum.
+ */
+export function openStream(events: Pick<StreamOptions, "onStatus" | "onReconnected" | "onResync" | "onMessage">): DexdStream {
+  return new DexdStream({ baseUrl: location.origin, chainId: "", initialBackoffMs: STREAM_FIRST_BACKOFF_MS, ...events });
+}
+
+/** The stream's first wait after a lost connection (doubled up to the client's 10 s). */
+const STREAM_FIRST_BACKOFF_MS = 500;
 
 /** A client of `chainId` that reads only. */
 export function reader(chainId: string): DexdClient {

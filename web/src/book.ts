@@ -1,13 +1,10 @@
-//! The live order book of one pair: a stream snapshot, then updates applied level by level.
-//! Each message's CRC-32 is checked against the book it leaves; a mismatch or a sequence gap
-//! is reported so the page can subscribe again. No rendering here.
+//! The live order book of one pair as the page shows it (each level with its order count): a
+//! stream snapshot, then updates applied level by level. The TypeScript client's stream has
+//! checked each message first (its sequence follows the last, its CRC-32 matches) and takes the
+//! book again on its own when one does not. No rendering here.
 
 import type { Level } from "./api";
 import { compare } from "./decimal";
-import { crc32 } from "./crc32";
-
-/** How many levels of each side the checksum covers (the contract's 25). */
-const CHECKSUM_LEVELS = 25;
 
 export class LiveBook {
   bids = new Map<string, Level>();
@@ -20,9 +17,8 @@ export class LiveBook {
     this.sequence = sequence;
   }
 
-  /** Applies an update; false when it does not follow the last message (a gap). */
-  apply(bids: Level[], asks: Level[], sequence: number, previousSequence: number): boolean {
-    if (previousSequence !== this.sequence) return false;
+  /** Applies an update the stream checked. */
+  apply(bids: Level[], asks: Level[], sequence: number): void {
     for (const [side, levels] of [[this.bids, bids], [this.asks, asks]] as const) {
       for (const level of levels) {
         if (level.amount === "0") side.delete(level.price);
@@ -30,7 +26,6 @@ export class LiveBook {
       }
     }
     this.sequence = sequence;
-    return true;
   }
 
   sortedBids(): Level[] {
@@ -39,12 +34,5 @@ export class LiveBook {
 
   sortedAsks(): Level[] {
     return [...this.asks.values()].sort((a, b) => compare(a.price, b.price));
-  }
-
-  checksum(): number {
-    const text = [...this.sortedBids().slice(0, CHECKSUM_LEVELS), ...this.sortedAsks().slice(0, CHECKSUM_LEVELS)]
-      .map((level) => `${level.price}:${level.amount}`)
-      .join("|");
-    return crc32(text);
   }
 }

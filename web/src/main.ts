@@ -4,10 +4,11 @@
 
 import "./style.css";
 import { Account } from "./account";
-import { chains as venueChains, describe, reader, type Asset, type Chain, type Custody, type Pair } from "./api";
+import {
+  chains as venueChains, describe, openStream, reader, type Asset, type Chain, type Custody, type Pair, type StreamStatus,
+} from "./api";
 import { element } from "./dom";
 import { Market } from "./market";
-import { Stream, type StreamStatus } from "./stream";
 import { setUpTabs } from "./tabs";
 
 function announce(text: string): void {
@@ -24,23 +25,27 @@ function fail(text: string): void {
 
 async function main(): Promise<void> {
   setUpTabs(element("account-tabs"));
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   let market: Market | null = null;
   let account: Account | null = null;
-  const stream = new Stream(
-    `${scheme}//${location.host}/ws`,
-    (status: StreamStatus) => {
+  const stream = openStream({
+    onStatus: (status: StreamStatus) => {
       element("stream-status").textContent = status;
       document.body.dataset.stream = status;
     },
-    () => {
+    onReconnected: () => {
       announce("Stream reconnected; the views are resynchronised.");
       void market?.resynchronise();
       void account?.resynchronise();
     },
-    (message) => fail(`Stream: ${String(message.message ?? message.code)}`),
-  );
-  stream.start();
+    onResync: (_id, reason) =>
+      announce(`Order book resynchronised (${reason === "gap" ? "a gap in the book's sequence" : "the book's checksum did not match"}).`),
+    // A subscription that ended (UNAVAILABLE) the stream makes again; any other error is shown.
+    onMessage: (message) => {
+      if (message.event === "error" && message.code !== "UNAVAILABLE") fail(`Stream: ${String(message.message ?? message.code)}`);
+    },
+  });
+  // The stream keeps trying with backoff when the first connection fails.
+  stream.connect().catch(() => undefined);
   market = new Market(stream, { changed: () => account?.preview(), announce, fail });
   account = new Account(stream, {
     announce,

@@ -2,12 +2,11 @@
 //! spread, recent trades, the last price and its 24 h change. REST gives the start; the stream
 //! keeps it live; a gap or a bad checksum starts the book's subscription over.
 
-import { describe, reader, type Candle, type Level, type Trade } from "./api";
+import { describe, reader, type Candle, type DexdStream, type Level, type StreamMessage, type Trade } from "./api";
 import { LiveBook } from "./book";
 import { CandleChart } from "./chart";
 import { compare, percentChange, subtract } from "./decimal";
 import { element, fill, row, time } from "./dom";
-import type { Message, Stream } from "./stream";
 
 /** The contract's candle intervals. */
 export const INTERVALS = ["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"] as const;
@@ -40,7 +39,7 @@ export class Market {
   interval: string = "1m";
   lastPrice: string | null = null;
 
-  constructor(private readonly stream: Stream, private readonly callbacks: MarketCallbacks) {
+  constructor(private readonly stream: DexdStream, private readonly callbacks: MarketCallbacks) {
     this.chart = new CandleChart(element("chart"));
     const group = element("intervals");
     for (const interval of INTERVALS) {
@@ -73,13 +72,8 @@ export class Market {
     this.lastPrice = lastPrice;
     this.book.reset([], [], -1);
     this.renderBook();
-    this.bookSubscription = this.stream.subscribe(
-      { channel: "book", chainId, pair, depth: STREAM_DEPTH },
-      (message) => this.onBook(message),
-    );
-    this.tradesSubscription = this.stream.subscribe({ channel: "trades", chainId, pair }, (message) =>
-      this.onTrades(message),
-    );
+    this.bookSubscription = this.stream.subscribe("book", { chainId, pair, depth: STREAM_DEPTH }, (message) => this.onBook(message));
+    this.tradesSubscription = this.stream.subscribe("trades", { chainId, pair }, (message) => this.onTrades(message));
     await Promise.all([this.loadTrades(), this.loadCandles(), this.loadChange()]);
     this.subscribeCandles();
   }
@@ -92,7 +86,7 @@ export class Market {
   private subscribeCandles(): void {
     if (this.candleSubscription) this.stream.unsubscribe(this.candleSubscription);
     const { chainId, pair, interval } = this;
-    this.candleSubscription = this.stream.subscribe({ channel: "candles", chainId, pair, interval }, (message) => {
+    this.candleSubscription = this.stream.subscribe("candles", { chainId, pair, interval }, (message) => {
       if (message.event === "update" && message.interval === this.interval) {
         this.chart.update(message.candle as Candle);
       }
@@ -147,30 +141,21 @@ export class Market {
     }
   }
 
-  private onBook(message: Message): void {
+  /** A book message the stream checked (it follows the last, its checksum matches). */
+  private onBook(message: StreamMessage): void {
     if (message.event === "snapshot") {
       this.book.reset(message.bids as Level[], message.asks as Level[], message.sequence as number);
     } else if (message.event === "update") {
-      const applied = this.book.apply(
-        message.bids as Level[], message.asks as Level[], message.sequence as number, message.previousSequence as number,
-      );
-      if (!applied) return this.restartBook("a gap in the book's sequence");
+      this.book.apply(message.bids as Level[], message.asks as Level[], message.sequence as number);
     } else {
       return;
     }
-    if (this.book.checksum() !== message.checksum) return this.restartBook("the book's checksum did not match");
     element("book").dataset.sequence = String(this.book.sequence);
     this.renderBook();
     this.callbacks.changed();
   }
 
-  private restartBook(reason: string): void {
-    if (!this.bookSubscription) return;
-    this.callbacks.announce(`Order book resynchronised (${reason}).`);
-    this.bookSubscription = this.stream.restart(this.bookSubscription);
-  }
-
-  private onTrades(message: Message): void {
+  private onTrades(message: StreamMessage): void {
     if (message.event !== "update") return;
     const fresh = (message.trades as Trade[]).slice().reverse();
     const known = new Set(this.trades.map((trade) => trade.tradeId));

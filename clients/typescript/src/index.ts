@@ -3,5 +3,8 @@
 export { DexdClient, type ClientOptions, type OrderTerms } from "./client.js";
 export { ApiError } from "./errors.js";
 export { canonicalDecimal, keySigner, signBatch, signRequest, walletSigner, type SignedFields, type Signer } from "./signing.js";
-export { bookChecksum, DexdStream, type StreamBook, type StreamMessage, type StreamOptions, type WebSocketConstructor } from "./stream.js";
+export {
+  bookChecksum, DexdStream, type StreamBook, type StreamHandler, type StreamMessage, type StreamOptions, type StreamStatus,
+  type WebSocketConstructor,
+} from "./stream.js";
 export type * from "./types.js";

@@ -7,7 +7,8 @@
  */
 
 import { privateKeyToAccount } from "viem/accounts";
-import { getAddress, type Hex, type WalletClient } from "viem";
+import { getAddress, type Client, type Hex } from "viem";
+import { signTypedData } from "viem/actions";
 import type { Eip712 } from "./types.js";
 
 /** What signs: an address and a way to sign typed data (a viem `LocalAccount` is one). */
@@ -40,15 +41,16 @@ export function keySigner(privateKey: string): Signer {
 
 /**
  * A signer through a viem wallet client (a browser wallet over EIP-1193 with
- * `createWalletClient({ transport: custom(window.ethereum) })`, say): the wallet shows and signs
- * each request as `address`; no key reaches this process.
+ * `createWalletClient({ transport: custom(window.ethereum) })`, or the lighter `createClient`
+ * with the same transport): the wallet shows and signs each request as `address`
+ * (`eth_signTypedData_v4`); no key reaches this process.
  */
-export function walletSigner(wallet: WalletClient, address: string): Signer {
+export function walletSigner(wallet: Client, address: string): Signer {
   const account = getAddress(address);
   return {
     address: account,
     signTypedData: (parameters) =>
-      wallet.signTypedData({ account, ...parameters } as Parameters<WalletClient["signTypedData"]>[0]),
+      signTypedData(wallet, { account, ...parameters } as Parameters<typeof signTypedData>[1]),
   };
 }
 

@@ -21,6 +21,12 @@ export type WebSocketConstructor = new (url: string) => WebSocketLike;
 /** A message of the server, as sent. */
 export type StreamMessage = Record<string, unknown> & { event: string; id?: unknown; channel?: string };
 
+/** What a subscription's own messages go to (after its book, if it has one, was checked). */
+export type StreamHandler = (message: StreamMessage) => void;
+
+/** Where the connection is: opening the first time, open, or lost and being opened again. */
+export type StreamStatus = "connecting" | "live" | "reconnecting";
+
 export interface StreamOptions {
   /** The server, such as `http://127.0.0.1:8080`. */
   baseUrl: string;
@@ -29,6 +35,12 @@ export interface StreamOptions {
   WebSocket?: WebSocketConstructor;
   /** Called with every message, after the book it belongs to was checked and applied. */
   onMessage?: (message: StreamMessage) => void;
+  /** Called whenever the connection's status changes. */
+  onStatus?: (status: StreamStatus) => void;
+  /** Called when a lost connection is open again (every subscription is being made again). */
+  onReconnected?: () => void;
+  /** Called when a book is taken again, with why ("gap" or "checksum"). */
+  onResync?: (id: string, reason: "gap" | "checksum") => void;
   /** The first wait before opening a lost connection again (ms); doubled up to `maxBackoffMs`. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
@@ -71,11 +83,13 @@ function crc32(text: string): number {
   return (crc ^ 0xffffffff) >>> 0;
 }
 
-interface Subscription { channel: string; params: Record<string, unknown> }
+interface Subscription { channel: string; params: Record<string, unknown>; handler?: StreamHandler }
 
 export class DexdStream {
-  /** The books of the `book` subscriptions, by pair. */
+  /** The books of the `book` subscriptions, by pair (the newest subscription's, for a pair on two chains). */
   readonly books = new Map<string, StreamBook>();
+  /** The same books, by subscription. */
+  private readonly booksById = new Map<string, StreamBook>();
   /** Connections opened again after one was lost. */
   reconnects = 0;
   /** Books taken again after a gap or a checksum mismatch. */
@@ -87,6 +101,8 @@ export class DexdStream {
   private nextId = 1;
   private backoffMs: number;
   private closed = false;
+  /** Whether the connection was ever lost (the next open is a reconnect). */
+  private lostOnce = false;
   private timer?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly options: StreamOptions) {
@@ -94,8 +110,9 @@ export class DexdStream {
     this.backoffMs = options.initialBackoffMs ?? 250;
   }
 
-  /** Opens the connection; resolves once it is open. */
+  /** Opens the connection; resolves once it is open (and keeps trying, with backoff, if it fails). */
   connect(): Promise<void> {
+    this.options.onStatus?.(this.reconnects === 0 && !this.lostOnce ? "connecting" : "reconnecting");
     return new Promise((resolve, reject) => {
       const Socket = this.options.WebSocket ?? (globalThis as unknown as { WebSocket: WebSocketConstructor }).WebSocket;
       const socket = new Socket(this.url);
@@ -104,10 +121,20 @@ export class DexdStream {
       socket.onopen = () => {
         opened = true;
         this.backoffMs = this.options.initialBackoffMs ?? 250;
+        this.options.onStatus?.("live");
         for (const id of this.subscriptions.keys()) this.send("subscribe", id);
+        if (this.lostOnce) this.options.onReconnected?.();
         resolve();
       };
-      socket.onmessage = (event) => this.take(JSON.parse(String(event.data)) as StreamMessage);
+      socket.onmessage = (event) => {
+        let message: StreamMessage;
+        try {
+          message = JSON.parse(String(event.data)) as StreamMessage;
+        } catch {
+          return;
+        }
+        this.take(message);
+      };
       socket.onerror = () => {
         if (!opened) reject(new Error(`cannot open ${this.url}`));
       };
@@ -115,12 +142,26 @@ export class DexdStream {
     });
   }
 
-  /** Subscribes to `channel` with its parameters (beside `chainId`); returns the request id. */
-  subscribe(channel: string, params: Record<string, unknown> = {}): string {
+  /**
+   * Subscribes to `channel` with its parameters (a `chainId` among them names another chain than
+   * the stream's); `handler` gets this subscription's messages. Returns the request id.
+   */
+  subscribe(channel: string, params: Record<string, unknown> = {}, handler?: StreamHandler): string {
     const id = `s${this.nextId++}`;
-    this.subscriptions.set(id, { channel, params });
+    this.subscriptions.set(id, { channel, params, handler });
     this.send("subscribe", id);
     return id;
+  }
+
+  /** Ends a subscription: its messages still on the way are dropped, its book forgotten. */
+  unsubscribe(id: string): void {
+    if (!this.subscriptions.has(id)) return;
+    this.send("unsubscribe", id);
+    this.subscriptions.delete(id);
+    this.resyncing.delete(id);
+    const book = this.booksById.get(id);
+    this.booksById.delete(id);
+    for (const [pair, kept] of this.books) if (kept === book) this.books.delete(pair);
   }
 
   /** Closes the connection for good. */
@@ -142,10 +183,13 @@ export class DexdStream {
 
   private lost(): void {
     if (this.closed) return;
+    this.lostOnce = true;
+    this.options.onStatus?.("reconnecting");
     const wait = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 10_000);
     this.timer = setTimeout(() => {
       this.books.clear();
+      this.booksById.clear();
       this.resyncing.clear();
       this.connect().then(
         () => { this.reconnects += 1; },
@@ -156,35 +200,43 @@ export class DexdStream {
 
   private take(message: StreamMessage): void {
     const id = typeof message.id === "string" ? message.id : "";
-    if (message.event === "error" && message.code === "UNAVAILABLE" && this.subscriptions.has(id)) {
+    const subscription = this.subscriptions.get(id);
+    // A message of a subscription ended here (or of none) goes to no handler.
+    if (message.event === "error" && message.code === "UNAVAILABLE" && subscription) {
       this.send("subscribe", id);
     }
     if (message.channel === "book" && (message.event === "snapshot" || message.event === "update")) {
+      if (!subscription) return;
       if (this.resyncing.has(id)) {
         if (message.event !== "snapshot") return;
         this.resyncing.delete(id);
       }
-      if (!this.applyBook(message)) {
+      const failure = this.applyBook(id, message);
+      if (failure) {
         this.resyncs += 1;
         this.resyncing.add(id);
-        this.books.delete(String(message.pair));
+        const book = this.booksById.get(id);
+        this.booksById.delete(id);
+        if (this.books.get(String(message.pair)) === book) this.books.delete(String(message.pair));
+        this.options.onResync?.(id, failure);
         this.send("unsubscribe", id);
         this.send("subscribe", id);
         return;
       }
     }
+    subscription?.handler?.(message);
     this.options.onMessage?.(message);
   }
 
-  /** Applies a book message; false on a gap or a checksum mismatch. */
-  private applyBook(message: StreamMessage): boolean {
-    const pair = String(message.pair);
-    let book = this.books.get(pair);
+  /** Applies a book message; why it cannot be (a gap or a checksum mismatch), or null. */
+  private applyBook(id: string, message: StreamMessage): "gap" | "checksum" | null {
+    let book = this.booksById.get(id);
     if (message.event === "snapshot") {
       book = { bids: new Map(), asks: new Map(), sequence: 0 };
-      this.books.set(pair, book);
+      this.booksById.set(id, book);
+      this.books.set(String(message.pair), book);
     } else if (!book || book.sequence !== message.previousSequence) {
-      return false;
+      return "gap";
     }
     for (const side of ["bids", "asks"] as const) {
       for (const level of (message[side] as { price: string; amount: string }[]) ?? []) {
@@ -193,6 +245,6 @@ export class DexdStream {
       }
     }
     book.sequence = Number(message.sequence);
-    return message.checksum === undefined || bookChecksum(book) === message.checksum;
+    return message.checksum === undefined || bookChecksum(book) === message.checksum ? null : "checksum";
   }
 }

@@ -96,13 +96,24 @@ async function untilBookIsRest(stream: DexdStream, client: DexdClient, pair: str
 
 test("a book stream survives a server killed and started again, and a lost update", async () => {
   let server = await startDexd();
-  const stream = new DexdStream({ baseUrl: server.url, chainId: "1", WebSocket: WebSocket as unknown as WebSocketConstructor, initialBackoffMs: 100 });
+  const statuses: string[] = [];
+  const resyncs: string[] = [];
+  let reconnected = 0;
+  const stream = new DexdStream({
+    baseUrl: server.url, chainId: "1", WebSocket: WebSocket as unknown as WebSocketConstructor, initialBackoffMs: 100,
+    onStatus: (status) => { if (statuses.at(-1) !== status) statuses.push(status); },
+    onResync: (_id, reason) => resyncs.push(reason),
+    onReconnected: () => { reconnected += 1; },
+  });
   try {
     const trader = new DexdClient({ baseUrl: server.url, chainId: "1", signer: keySigner(freshKey()) });
     await trader.deposit("USDC", "100000");
     await trader.addOrder({ symbol: "WBTC/USDC", direction: "buy", price: "20000", amount: "0.01" });
     await stream.connect();
-    stream.subscribe("book", { pair: "WBTC/USDC", depth: 25 });
+    const snapshots: number[] = [];
+    const bookSubscription = stream.subscribe("book", { pair: "WBTC/USDC", depth: 25 }, (message) => {
+      if (message.event === "snapshot") snapshots.push(Number(message.sequence));
+    });
     await untilBookIsRest(stream, trader, "WBTC/USDC", 10_000);
 
     // Killed at once, started again on the same port and journal.
@@ -120,6 +131,26 @@ test("a book stream survives a server killed and started again, and a lost updat
     await trader.addOrder({ symbol: "WBTC/USDC", direction: "buy", price: "19999", amount: "0.01" });
     await untilBookIsRest(stream, trader, "WBTC/USDC", 10_000);
     assert.equal(stream.resyncs, 1);
+    assert.deepEqual(resyncs, ["gap"]);
+    assert.deepEqual(statuses, ["connecting", "live", "reconnecting", "live"]);
+    assert.equal(reconnected, 1);
+    assert.equal(snapshots.length, 3, "the first, after the restart, after the gap");
+
+    // Ended: no more of its messages, its book forgotten.
+    const trades: unknown[] = [];
+    stream.subscribe("trades", { pair: "WBTC/USDC" }, (message) => trades.push(message));
+    stream.unsubscribe(bookSubscription);
+    assert.equal(stream.books.has("WBTC/USDC"), false);
+    await trader.addOrder({ symbol: "WBTC/USDC", direction: "buy", price: "19998", amount: "0.01" });
+    const seller = new DexdClient({ baseUrl: server.url, chainId: "1", signer: keySigner(freshKey()) });
+    await seller.deposit("WBTC", "1");
+    await seller.addOrder({ symbol: "WBTC/USDC", direction: "sell", price: "19998", amount: "0.01" });
+    for (let waited = 0; !trades.some((message) => (message as { event: string }).event === "update") && waited < 5_000; waited += 50) {
+      await new Promise((done) => setTimeout(done, 50));
+    }
+    assert.ok(trades.length >= 2, "the trades subscription heard the trade");
+    assert.equal(snapshots.length, 3);
+    assert.equal(stream.books.has("WBTC/USDC"), false, "no book message of the ended subscription was taken");
   } finally {
     stream.close();
     await stop(server);
