@@ -7,7 +7,8 @@
 
 import {
   creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type Custody, type Order,
-  type DexdStream, type Position, type Reserve, type Signer, type StreamMessage, type Tradable, type Transfer,
+  type BalancesMessage, type DexdStream, type OrdersMessage, type Position, type Reserve, type Signer,
+  type SubscriptionEvent, type Tradable, type Transfer,
   type Venue,
 } from "./api";
 import {
@@ -208,9 +209,9 @@ export class Account {
     await this.refresh();
   }
 
-  private onOrders(message: StreamMessage): void {
-    const orders = message.orders as Order[] | undefined;
-    if (!orders) return;
+  private onOrders(message: OrdersMessage | SubscriptionEvent): void {
+    if (message.event !== "snapshot" && message.event !== "update") return;
+    const orders = message.orders;
     if (message.event === "snapshot") this.openOrders.clear();
     for (const order of orders) {
       if (order.status === "open" || order.status === "untriggered") this.openOrders.set(order.orderId, order);
@@ -220,9 +221,10 @@ export class Account {
     if (message.event === "update") this.scheduleRefresh();
   }
 
-  private onBalances(message: StreamMessage): void {
+  private onBalances(message: BalancesMessage | SubscriptionEvent): void {
+    if (message.event !== "snapshot" && message.event !== "update") return;
     if (message.event === "snapshot") this.balances.clear();
-    for (const balance of (message.balances as Balance[] | undefined) ?? []) this.balances.set(balance.symbol, balance);
+    for (const balance of message.balances) this.balances.set(balance.symbol, balance);
     this.renderBalances();
     if (message.event === "update") this.scheduleRefresh();
   }

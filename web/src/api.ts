@@ -11,7 +11,9 @@ import {
 import type { Asset, Chain, Custody, Pair } from "../../clients/typescript/src/index";
 
 export { ApiError };
-export type { DexdStream, StreamMessage, StreamStatus } from "../../clients/typescript/src/index";
+export type {
+  BalancesMessage, BookMessage, DexdStream, OrdersMessage, StreamStatus, SubscriptionEvent, TradesMessage,
+} from "../../clients/typescript/src/index";
 export type {
   AccountTrade, Agent, Asset, Balance, Candle, Chain, Custody, Level, LiabilityProof, Order, Pair, Position,
   ProofLeaf, Reserve, Tradable, Trade, Transfer,

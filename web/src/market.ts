@@ -2,7 +2,9 @@
 //! spread, recent trades, the last price and its 24 h change. REST gives the start; the stream
 //! keeps it live; a gap or a bad checksum starts the book's subscription over.
 
-import { describe, reader, type Candle, type DexdStream, type Level, type StreamMessage, type Trade } from "./api";
+import {
+  describe, reader, type BookMessage, type DexdStream, type Level, type SubscriptionEvent, type Trade, type TradesMessage,
+} from "./api";
 import { LiveBook } from "./book";
 import { CandleChart } from "./chart";
 import { compare, percentChange, subtract } from "./decimal";
@@ -88,7 +90,7 @@ export class Market {
     const { chainId, pair, interval } = this;
     this.candleSubscription = this.stream.subscribe("candles", { chainId, pair, interval }, (message) => {
       if (message.event === "update" && message.interval === this.interval) {
-        this.chart.update(message.candle as Candle);
+        this.chart.update(message.candle);
       }
     });
   }
@@ -142,11 +144,11 @@ export class Market {
   }
 
   /** A book message the stream checked (it follows the last, its checksum matches). */
-  private onBook(message: StreamMessage): void {
+  private onBook(message: BookMessage | SubscriptionEvent): void {
     if (message.event === "snapshot") {
-      this.book.reset(message.bids as Level[], message.asks as Level[], message.sequence as number);
+      this.book.reset(message.bids, message.asks, message.sequence);
     } else if (message.event === "update") {
-      this.book.apply(message.bids as Level[], message.asks as Level[], message.sequence as number);
+      this.book.apply(message.bids, message.asks, message.sequence);
     } else {
       return;
     }
@@ -155,9 +157,9 @@ export class Market {
     this.callbacks.changed();
   }
 
-  private onTrades(message: StreamMessage): void {
+  private onTrades(message: TradesMessage | SubscriptionEvent): void {
     if (message.event !== "update") return;
-    const fresh = (message.trades as Trade[]).slice().reverse();
+    const fresh = message.trades.slice().reverse();
     const known = new Set(this.trades.map((trade) => trade.tradeId));
     this.trades = [...fresh.filter((trade) => !known.has(trade.tradeId)), ...this.trades].slice(0, TRADE_ROWS);
     if (this.trades[0]) this.lastPrice = this.trades[0].price;

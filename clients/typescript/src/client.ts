@@ -9,7 +9,7 @@ import { ApiError } from "./errors.js";
 import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
 import type {
   AccountTrade, Agent, Asset, Balance, BatchResult, Candle, Chain, Custody, CustodyState, Eip712, JournalLine,
-  JournalPage, LiabilityLeaf, LiabilityProof, LiabilityRoot, ListOptions, Order, OrderBook, OrderDetail, Pair,
+  JournalPage, LiabilityLeaf, ListedWithdrawal, LiabilityProof, LiabilityRoot, ListOptions, Order, OrderBook, OrderDetail, Pair,
   Placed, Position, RateLimits, Reserves, Tradable, Trade, Transfer,
 } from "./types.js";
 
@@ -246,9 +246,9 @@ export class DexdClient {
     return (await this.get<{ deposits: Transfer[] }>("/portfolio/depositHistories", { account: this.account(account), ...listQuery(list) })).deposits;
   }
 
-  async withdrawals(account?: string, list?: ListOptions): Promise<Transfer[]> {
+  async withdrawals(account?: string, list?: ListOptions): Promise<ListedWithdrawal[]> {
     const query = { account: this.account(account), ...listQuery(list) };
-    return (await this.get<{ withdrawals: Transfer[] }>("/portfolio/withdrawHistories", query)).withdrawals;
+    return (await this.get<{ withdrawals: ListedWithdrawal[] }>("/portfolio/withdrawHistories", query)).withdrawals;
   }
 
   /** The account's agents that have not ended. */

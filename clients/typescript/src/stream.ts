@@ -7,6 +7,8 @@
  * browser's `WebSocket` or any constructor of the same shape (the `ws` package in Node).
  */
 
+import type { ChannelMessages, SubscriptionEvent } from "./types.js";
+
 /** The smallest WebSocket this needs (the browser's, or `ws`'s). */
 export interface WebSocketLike {
   send(data: string): void;
@@ -21,8 +23,13 @@ export type WebSocketConstructor = new (url: string) => WebSocketLike;
 /** A message of the server, as sent. */
 export type StreamMessage = Record<string, unknown> & { event: string; id?: unknown; channel?: string };
 
-/** What a subscription's own messages go to (after its book, if it has one, was checked). */
-export type StreamHandler = (message: StreamMessage) => void;
+/**
+ * What a subscription's own messages go to (after its book, if it has one, was checked): the
+ * channel's messages, typed, and the subscription's answers.
+ */
+export type StreamHandler<C extends string = string> = (
+  message: (C extends keyof ChannelMessages ? ChannelMessages[C] : StreamMessage) | SubscriptionEvent,
+) => void;
 
 /** Where the connection is: opening the first time, open, or lost and being opened again. */
 export type StreamStatus = "connecting" | "live" | "reconnecting";
@@ -83,7 +90,7 @@ function crc32(text: string): number {
   return (crc ^ 0xffffffff) >>> 0;
 }
 
-interface Subscription { channel: string; params: Record<string, unknown>; handler?: StreamHandler }
+interface Subscription { channel: string; params: Record<string, unknown>; handler?: (message: StreamMessage) => void }
 
 export class DexdStream {
   /** The books of the `book` subscriptions, by pair (the newest subscription's, for a pair on two chains). */
@@ -146,9 +153,9 @@ export class DexdStream {
    * Subscribes to `channel` with its parameters (a `chainId` among them names another chain than
    * the stream's); `handler` gets this subscription's messages. Returns the request id.
    */
-  subscribe(channel: string, params: Record<string, unknown> = {}, handler?: StreamHandler): string {
+  subscribe<C extends string>(channel: C, params: Record<string, unknown> = {}, handler?: StreamHandler<C>): string {
     const id = `s${this.nextId++}`;
-    this.subscriptions.set(id, { channel, params, handler });
+    this.subscriptions.set(id, { channel, params, handler: handler as ((message: StreamMessage) => void) | undefined });
     this.send("subscribe", id);
     return id;
   }

@@ -25,6 +25,11 @@ export interface Transfer {
   status: "pending" | "sent" | "confirmed" | "failed"; txHash: string | null; blockNumber: number | null;
   timestamp: number; updatedAt: number;
 }
+/** A withdrawal as the history lists it: what a pending one waits for, and from when it is payable (ms). */
+export interface ListedWithdrawal extends Transfer {
+  waitingFor?: "root" | "challenge" | "payment" | "confirmations" | null;
+  payableAfter?: number | null;
+}
 export interface Candle {
   openTime: number; open: string; high: string; low: string; close: string; volume: string;
   quoteVolume: string; trades: number;
@@ -81,10 +86,12 @@ export type Custody =
   | {
     mode: "vault"; vault: string; operator: string; confirmations: number | "finalized";
     crediting: "running" | "halted"; haltReason: string | null;
+    /** Whether the vault (version 2) is frozen: it pays exits only. */
+    frozen?: boolean;
   };
 /** What the vault holds of an asset against what the venue owes (`GET /account/reserves`). */
 export interface Reserve { symbol: string; onChain: string | null; liabilities: string; pendingWithdrawals: string; surplus: string | null }
-export interface Reserves { custody: Custody; assets: Reserve[]; blockNumber: number | null }
+export interface Reserves { custody: Custody; assets: Reserve[]; blockNumber: number | null; readAt: number }
 /** A key an account approved to trade for it, never to move funds. */
 export interface Agent { agent: string; name: string; validUntil: number | null; approvedAt: number }
 export interface RateLimits { writesPerSecond: number; writesUsed: number; resetAt: number; openOrders: number; maxOpenOrders: number }
@@ -138,3 +145,39 @@ export type JournalLine =
   | { sequence: number; stateHash: string };
 /** A page of the public journal and where the journal ends now. */
 export interface JournalPage { lines: JournalLine[]; formatVersion: string | null; end: number | null }
+
+/** A best bid or ask on the `bbo` channel. */
+export interface Top { price: string; amount: string }
+/** What every message of a subscription carries: its tag and the parameters that name it. */
+interface ChannelMessageBase { id: string | number | null; chainId: string }
+/** `book`: a snapshot, then the levels that changed (amount "0": gone), checksummed. */
+export interface BookMessage extends ChannelMessageBase {
+  channel: "book"; event: "snapshot" | "update"; pair: string; depth?: number;
+  bids: Level[]; asks: Level[]; sequence: number; previousSequence?: number; checksum: number;
+}
+/** `bbo`: the best bid and ask (null for an empty side) whenever either changed. */
+export interface BboMessage extends ChannelMessageBase {
+  channel: "bbo"; event: "snapshot" | "update"; pair: string; bid: Top | null; ask: Top | null; sequence: number;
+}
+/** `depth`: the top `levels` of each side whole, at most once per `intervalMs`. */
+export interface DepthMessage extends ChannelMessageBase {
+  channel: "depth"; event: "snapshot" | "update"; pair: string; levels: 5 | 10 | 20; intervalMs: 100 | 1000;
+  bids: Level[]; asks: Level[]; sequence: number; checksum: number;
+}
+export interface TradesMessage extends ChannelMessageBase { channel: "trades"; event: "update"; pair: string; trades: Trade[] }
+export interface CandlesMessage extends ChannelMessageBase {
+  channel: "candles"; event: "update"; pair: string; interval: string; candle: Candle;
+}
+export interface OrdersMessage extends ChannelMessageBase { channel: "orders"; event: "snapshot" | "update"; account: string; orders: Order[] }
+export interface BalancesMessage extends ChannelMessageBase {
+  channel: "balances"; event: "snapshot" | "update"; account: string; balances: Balance[]; transfers?: Transfer[];
+}
+/** Each channel's messages (docs/streams.md, "Messages of a subscription"). */
+export interface ChannelMessages {
+  book: BookMessage; bbo: BboMessage; depth: DepthMessage; trades: TradesMessage; candles: CandlesMessage;
+  orders: OrdersMessage; balances: BalancesMessage;
+}
+/** A subscription's answers: made, ended, or refused (or ended: `UNAVAILABLE`). */
+export type SubscriptionEvent =
+  | { event: "subscribed" | "unsubscribed"; id: string | number | null; channel: string }
+  | { event: "error"; id: string | number | null; code: string; message: string; field: string | null };
