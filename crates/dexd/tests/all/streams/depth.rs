@@ -150,6 +150,53 @@ async fn depth_at_one_second_sends_at_most_one_message_a_second() {
     );
 }
 
+/// A subscriber that joins a group while the group's next view waits for its pace has that view
+/// in its snapshot already: the view's update must not reach it (it would repeat the snapshot's
+/// sequence, where the contract says a depth sequence only grows).
+#[tokio::test]
+async fn a_late_joiner_gets_no_update_at_or_before_its_snapshot() {
+    let server = TestServer::start().await;
+    let alice = Trader::new(0xd4);
+    server.deposit(&alice, "USDC", "1000000").await;
+    let subscribe = json!({"op": "subscribe", "id": "d", "channel": "depth", "chainId": "1", "pair": "ETH/USDC", "levels": 5, "intervalMs": 1000});
+    let mut early = StreamClient::connect(&server.base_url).await;
+    early.ask(subscribe.clone()).await;
+    assert_eq!(early.next().await["event"], "snapshot");
+    // Changes of the top: the group's view waits for its second.
+    for price in ["2000", "1000", "999", "998", "997"] {
+        server.limit(&alice, "buy", price, "1").await;
+    }
+    let mut late = StreamClient::connect(&server.base_url).await;
+    late.ask(subscribe).await;
+    let snapshot = late.next().await;
+    assert_eq!(snapshot["event"], "snapshot", "{snapshot}");
+    let (_, rest_sequence) = rest_levels(&server, "/order/buyOrderbooks", 5).await;
+    assert_eq!(
+        snapshot["sequence"], rest_sequence,
+        "the snapshot stands at the book's position"
+    );
+    let update = early
+        .next_within(Duration::from_millis(2_000))
+        .await
+        .expect("the early subscriber gets the group's view at its pace");
+    assert!(
+        update["sequence"].as_u64() <= snapshot["sequence"].as_u64(),
+        "{update} / {snapshot}"
+    );
+    if let Some(message) = late.next_within(Duration::from_millis(1_500)).await {
+        panic!("the late subscriber got {message} after its snapshot {snapshot}");
+    }
+    // The next change reaches both, newer than either has.
+    server.limit(&alice, "buy", "2001", "1").await;
+    for client in [&mut early, &mut late] {
+        let next = client
+            .next_within(Duration::from_millis(2_000))
+            .await
+            .expect("the next change");
+        assert!(next["sequence"].as_u64() > snapshot["sequence"].as_u64(), "{next}");
+    }
+}
+
 #[tokio::test]
 async fn a_depth_subscription_takes_only_its_levels_and_paces() {
     let server = TestServer::start().await;

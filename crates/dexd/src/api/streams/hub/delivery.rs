@@ -170,9 +170,22 @@ impl Hub {
             let Some(view) = group.pending.take() else {
                 continue;
             };
-            let members = group.members.clone();
             group.sent_at = Some(now);
+            // A member that joined while this view waited has it in its snapshot already.
+            let members: Vec<usize> = group
+                .members
+                .iter()
+                .copied()
+                .filter(|member| {
+                    self.subscriptions.get(*member).is_some_and(|subscription| {
+                        subscription.snapshot_sequence.is_none_or(|sequence| sequence < view.0)
+                    })
+                })
+                .collect();
             let Some(first) = members.first() else {
+                if let Some(group) = self.depth.get_mut(&key) {
+                    group.sent = Some(view);
+                }
                 continue;
             };
             let rest = self.depth_fields(&self.subscriptions[*first].key, key.0, &view);

@@ -98,6 +98,9 @@ struct Subscription {
     id_json: String,
     state: State,
     since: Instant,
+    /// A depth subscription's snapshot sequence: its group's views up to it are in the snapshot
+    /// already, so none of them is sent to it (a depth sequence only grows).
+    snapshot_sequence: Option<u64>,
 }
 
 /// The subscribers of one pair's book at one depth, and the view they all have.

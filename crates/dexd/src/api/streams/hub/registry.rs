@@ -23,6 +23,7 @@ impl Hub {
             id_json: request.id_json,
             state: State::Live,
             since: Instant::now(),
+            snapshot_sequence: None,
         });
         self.by_key.insert((connection_id, key), index);
         match key {

@@ -131,6 +131,7 @@ impl Hub {
     /// its group's next message comes at the group's pace.
     fn depth_snapshot(&mut self, index: usize, view: BookView) {
         self.subscriptions[index].state = State::Live;
+        self.subscriptions[index].snapshot_sequence = Some(view.sequence);
         let key = self.subscriptions[index].key;
         let ChannelKey::Depth {
             pair,
