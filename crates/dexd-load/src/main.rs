@@ -70,6 +70,10 @@ struct Cli {
     /// The pace of --stream-channel depth: 100 or 1000 ms.
     #[arg(long, default_value_t = 100)]
     depth_interval_ms: u16,
+    /// For --workload stream: every connection tags its subscriptions with the same id, so the
+    /// server frames each message once for all of them (by default each has its own).
+    #[arg(long)]
+    stream_shared_id: bool,
     /// Append results to this CSV file.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
@@ -174,7 +178,15 @@ async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
         _ => return Err("stream-channel must be book or depth".into()),
     };
     let subscribers =
-        dexd_load::stream::open_subscribers(&cli.target, cli.chain_id, cli.subscribers, watched, acks.clone()).await?;
+        dexd_load::stream::open_subscribers(
+            &cli.target,
+            cli.chain_id,
+            cli.subscribers,
+            watched,
+            cli.stream_shared_id,
+            acks.clone(),
+        )
+        .await?;
     let after = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
     println!(
         "{} stream connections subscribed to the {} in {:.1} s",

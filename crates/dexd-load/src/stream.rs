@@ -94,9 +94,9 @@ pub enum WatchedBook {
 }
 
 impl WatchedBook {
-    /// The subscribe message of connection `index` on `chain_id`.
-    fn subscribe(self, index: usize, chain_id: u64) -> String {
-        let common = format!("\"op\":\"subscribe\",\"id\":{index},\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"");
+    /// The subscribe message with the tag `id` on `chain_id`.
+    fn subscribe(self, id: usize, chain_id: u64) -> String {
+        let common = format!("\"op\":\"subscribe\",\"id\":{id},\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"");
         match self {
             WatchedBook::Book => format!("{{{common},\"channel\":\"book\",\"depth\":25}}"),
             WatchedBook::Depth { interval_ms } => {
@@ -107,12 +107,15 @@ impl WatchedBook {
 }
 
 /// Opens `connections` connections to `target`'s `/ws`, each subscribed to `watched` of ETH/USDC
-/// on `chain_id`; returns once every one has its book snapshot.
+/// on `chain_id`; returns once every one has its book snapshot. Each connection tags its
+/// subscriptions with its own index, or all with 0 when `shared_id` (the server then frames a
+/// message once for all of them).
 pub async fn open_subscribers(
     target: &str,
     chain_id: u64,
     connections: usize,
     watched: WatchedBook,
+    shared_id: bool,
     acks: Arc<AckLog>,
 ) -> Result<Subscribers, String> {
     let url = format!("{}/ws", target.replacen("http://", "ws://", 1));
@@ -129,12 +132,13 @@ pub async fn open_subscribers(
         let (mut socket, _) = tokio_tungstenite::connect_async(&url)
             .await
             .map_err(|error| format!("connection {index}: {error}"))?;
+        let id = if shared_id { 0 } else { index };
         let trades = format!(
-            "{{\"op\":\"subscribe\",\"id\":{index},\"channel\":\"trades\",\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"}}"
+            "{{\"op\":\"subscribe\",\"id\":{id},\"channel\":\"trades\",\"chainId\":\"{chain_id}\",\"pair\":\"ETH/USDC\"}}"
         );
         let subscriptions = match watched {
-            WatchedBook::Book => vec![watched.subscribe(index, chain_id), trades],
-            WatchedBook::Depth { .. } => vec![watched.subscribe(index, chain_id)],
+            WatchedBook::Book => vec![watched.subscribe(id, chain_id), trades],
+            WatchedBook::Depth { .. } => vec![watched.subscribe(id, chain_id)],
         };
         for subscribe in subscriptions {
             socket

@@ -58,7 +58,7 @@ async fn every_workload_runs_without_errors_at_a_low_rate() {
         dexd_load::stream::WatchedBook::Depth { interval_ms: 100 },
     ] {
         let acks = std::sync::Arc::new(dexd_load::stream::AckLog::default());
-        let subscribers = dexd_load::stream::open_subscribers(&settings.target, 1, 20, watched, acks.clone())
+        let subscribers = dexd_load::stream::open_subscribers(&settings.target, 1, 20, watched, false, acks.clone())
             .await
             .unwrap();
         let report = run(RunSettings {
