@@ -177,16 +177,15 @@ async fn run_stream(cli: &Cli, settings: RunSettings) -> Result<(), String> {
         },
         _ => return Err("stream-channel must be book or depth".into()),
     };
-    let subscribers =
-        dexd_load::stream::open_subscribers(
-            &cli.target,
-            cli.chain_id,
-            cli.subscribers,
-            watched,
-            cli.stream_shared_id,
-            acks.clone(),
-        )
-        .await?;
+    let subscribers = dexd_load::stream::open_subscribers(
+        &cli.target,
+        cli.chain_id,
+        cli.subscribers,
+        watched,
+        cli.stream_shared_id,
+        acks.clone(),
+    )
+    .await?;
     let after = cli.server_pid.and_then(dexd_load::stream::resident_bytes);
     println!(
         "{} stream connections subscribed to the {} in {:.1} s",
