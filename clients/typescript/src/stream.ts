@@ -7,7 +7,7 @@
  * browser's `WebSocket` or any constructor of the same shape (the `ws` package in Node).
  */
 
-import type { ChannelMessages, SubscriptionEvent } from "./types.js";
+import type { ChannelMessages, Level, SubscriptionEvent } from "./types.js";
 
 /** The smallest WebSocket this needs (the browser's, or `ws`'s). */
 export interface WebSocketLike {
@@ -53,14 +53,14 @@ export interface StreamOptions {
   maxBackoffMs?: number;
 }
 
-/** A book as the stream keeps it: price → amount, both canonical decimal strings. */
-export interface StreamBook { bids: Map<string, string>; asks: Map<string, string>; sequence: number }
+/** A book as the stream keeps it: price (canonical decimal) → its level, as the server sent it. */
+export interface StreamBook { bids: Map<string, Level>; asks: Map<string, Level>; sequence: number }
 
 /** The protocol's checksum: CRC-32 (IEEE) of the top 25 bids then asks, `price:amount`, `|`. */
 export function bookChecksum(book: StreamBook, levels = 25): number {
   const bids = [...book.bids].sort((a, b) => compareDecimal(b[0], a[0])).slice(0, levels);
   const asks = [...book.asks].sort((a, b) => compareDecimal(a[0], b[0])).slice(0, levels);
-  return crc32([...bids, ...asks].map(([price, amount]) => `${price}:${amount}`).join("|"));
+  return crc32([...bids, ...asks].map(([price, level]) => `${price}:${level.amount}`).join("|"));
 }
 
 function compareDecimal(left: string, right: string): number {
@@ -160,6 +160,11 @@ export class DexdStream {
     return id;
   }
 
+  /** The book of a `book` subscription, checked up to its last message (none while it resyncs). */
+  book(id: string): StreamBook | undefined {
+    return this.booksById.get(id);
+  }
+
   /** Ends a subscription: its messages still on the way are dropped, its book forgotten. */
   unsubscribe(id: string): void {
     if (!this.subscriptions.has(id)) return;
@@ -246,9 +251,9 @@ export class DexdStream {
       return "gap";
     }
     for (const side of ["bids", "asks"] as const) {
-      for (const level of (message[side] as { price: string; amount: string }[]) ?? []) {
+      for (const level of (message[side] as Level[]) ?? []) {
         if (level.amount === "0") book[side].delete(level.price);
-        else book[side].set(level.price, level.amount);
+        else book[side].set(level.price, level);
       }
     }
     book.sequence = Number(message.sequence);

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
 import { createWalletClient, custom, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, walletSigner, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
+import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, walletSigner, type Level, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
 import { startDexd, stop } from "./server.js";
 
 const freshKey = () => `0x${randomBytes(32).toString("hex")}`;
@@ -70,10 +70,10 @@ test("a session signed locally: deposit, orders, batch, amend, cancels, and no k
   }
 });
 
-function restBookOf(bids: { price: string; amount: string }[], asks: { price: string; amount: string }[]): StreamBook {
+function restBookOf(bids: Level[], asks: Level[]): StreamBook {
   return {
-    bids: new Map(bids.map((level) => [level.price, level.amount])),
-    asks: new Map(asks.map((level) => [level.price, level.amount])),
+    bids: new Map(bids.map((level) => [level.price, level])),
+    asks: new Map(asks.map((level) => [level.price, level])),
     sequence: 0,
   };
 }
@@ -125,6 +125,8 @@ test("a book stream survives a server killed and started again, and a lost updat
     const book = await untilBookIsRest(stream, trader, "WBTC/USDC", 30_000);
     assert.ok(stream.reconnects >= 1);
     assert.equal(book.bids.size, 4);
+    assert.equal(book.bids.get("20001")?.orders, 1, "each level with its order count");
+    assert.equal(stream.book(bookSubscription), book, "the same book by its subscription");
 
     // An update lost on the way: the stream's sequence falls one behind; it takes the book again.
     stream.books.get("WBTC/USDC")!.sequence -= 1;
