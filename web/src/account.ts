@@ -6,10 +6,9 @@
 //! histories are read again whenever the stream says something changed.
 
 import {
-  creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type Custody, type Order,
-  type BalancesMessage, type DexdStream, type OrdersMessage, type Position, type Reserve, type Signer,
-  type SubscriptionEvent, type Tradable, type Transfer,
-  type Venue,
+  creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type BalancesMessage, type Custody,
+  type DexdStream, type Order, type OrdersMessage, type Position, type Reserve, type Signer, type SubscriptionEvent,
+  type Tradable, type Transfer, type Venue,
 } from "./api";
 import {
   amendOrder, cancelAll, openAmendDialog, renderAgents, revokeAgent, setSwitch, startSession, type Session,
@@ -18,7 +17,6 @@ import { canonical, multiply, toUnits } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
 import { depositFromWallet, injectedWallet, keySigner, walletSigner } from "./signing";
 import { showLiabilities } from "./liabilities";
-
 
 /** Rows of each history shown. */
 const HISTORY_ROWS = 50;
@@ -616,9 +614,7 @@ export class Account {
         this.callbacks.announce(`Deposit sent (${hash}); it is credited ${creditedWhen(venue.custody)}.`);
         return;
       }
-      if (kind === "withdraw" && venue.custody.mode === "vault" && toUnits(quantity, asset.decimals) === null) {
-        return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
-      }
+      // A quantity finer than the asset's decimals the client refuses before it signs anything.
       const client = writer(venue.chainId, signer);
       const answer: { deposit?: Transfer; withdrawal?: Transfer } = kind === "deposit"
         ? await client.deposit(asset.symbol, quantity)

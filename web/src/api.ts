@@ -12,7 +12,7 @@ import type { Asset, Chain, Custody, Pair } from "../../clients/typescript/src/i
 
 export { ApiError };
 export type {
-  BalancesMessage, BookMessage, DexdStream, OrdersMessage, StreamStatus, SubscriptionEvent, TradesMessage,
+  BalancesMessage, BookMessage, DexdStream, OrdersMessage, StreamBook, StreamStatus, SubscriptionEvent, TradesMessage,
 } from "../../clients/typescript/src/index";
 export type {
   AccountTrade, Agent, Asset, Balance, Candle, Chain, Custody, Level, LiabilityProof, Order, Pair, Position,

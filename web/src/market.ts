@@ -3,9 +3,10 @@
 //! keeps it live; a gap or a bad checksum starts the book's subscription over.
 
 import {
-  describe, reader, type BookMessage, type DexdStream, type Level, type SubscriptionEvent, type Trade, type TradesMessage,
+  describe, reader, type BookMessage, type DexdStream, type Level, type StreamBook, type SubscriptionEvent, type Trade,
+  type TradesMessage,
 } from "./api";
-import { LiveBook } from "./book";
+import { sortedAsks, sortedBids } from "./book";
 import { CandleChart } from "./chart";
 import { compare, percentChange, subtract } from "./decimal";
 import { element, fill, row, time } from "./dom";
@@ -29,7 +30,6 @@ export interface MarketCallbacks {
 
 export class Market {
   private readonly chart: CandleChart;
-  private readonly book = new LiveBook();
   private trades: Trade[] = [];
   // The pair's three subscriptions; the book's id changes when it starts over, the candles'
   // when the interval does.
@@ -56,11 +56,11 @@ export class Market {
   }
 
   bestAsk(): Level | undefined {
-    return this.book.sortedAsks()[0];
+    return sortedAsks(this.book())[0];
   }
 
   bestBid(): Level | undefined {
-    return this.book.sortedBids()[0];
+    return sortedBids(this.book())[0];
   }
 
   /** Shows a pair: drops the old subscriptions, reads REST, subscribes again. */
@@ -72,7 +72,6 @@ export class Market {
     this.chainId = chainId;
     this.pair = pair;
     this.lastPrice = lastPrice;
-    this.book.reset([], [], -1);
     this.renderBook();
     this.bookSubscription = this.stream.subscribe("book", { chainId, pair, depth: STREAM_DEPTH }, (message) => this.onBook(message));
     this.tradesSubscription = this.stream.subscribe("trades", { chainId, pair }, (message) => this.onTrades(message));
@@ -143,16 +142,16 @@ export class Market {
     }
   }
 
-  /** A book message the stream checked (it follows the last, its checksum matches). */
+  /** The pair's book as the stream keeps it (none before its snapshot, or while it resyncs). */
+  private book(): StreamBook | undefined {
+    return this.bookSubscription ? this.stream.book(this.bookSubscription) : undefined;
+  }
+
+  /** A book message the stream checked and applied (it follows the last, its checksum matches). */
   private onBook(message: BookMessage | SubscriptionEvent): void {
-    if (message.event === "snapshot") {
-      this.book.reset(message.bids, message.asks, message.sequence);
-    } else if (message.event === "update") {
-      this.book.apply(message.bids, message.asks, message.sequence);
-    } else {
-      return;
-    }
-    element("book").dataset.sequence = String(this.book.sequence);
+    const book = this.book();
+    if ((message.event !== "snapshot" && message.event !== "update") || !book) return;
+    element("book").dataset.sequence = String(book.sequence);
     this.renderBook();
     this.callbacks.changed();
   }
@@ -186,8 +185,9 @@ export class Market {
   }
 
   private renderBook(): void {
-    const asks = this.book.sortedAsks().slice(0, BOOK_ROWS);
-    const bids = this.book.sortedBids().slice(0, BOOK_ROWS);
+    const book = this.book();
+    const asks = sortedAsks(book).slice(0, BOOK_ROWS);
+    const bids = sortedBids(book).slice(0, BOOK_ROWS);
     const largest = [...asks, ...bids].reduce((most, level) => (compare(level.amount, most) > 0 ? level.amount : most), "0");
     const levelRow = (level: Level, side: string) => {
       const tr = row([level.price, level.amount, String(level.orders)], { class: side });
