@@ -119,7 +119,7 @@ export class DexdStream {
 
   /** Opens the connection; resolves once it is open (and keeps trying, with backoff, if it fails). */
   connect(): Promise<void> {
-    this.options.onStatus?.(this.reconnects === 0 && !this.lostOnce ? "connecting" : "reconnecting");
+    this.options.onStatus?.(this.lostOnce ? "reconnecting" : "connecting");
     return new Promise((resolve, reject) => {
       const Socket = this.options.WebSocket ?? (globalThis as unknown as { WebSocket: WebSocketConstructor }).WebSocket;
       const socket = new Socket(this.url);
@@ -171,6 +171,11 @@ export class DexdStream {
     this.send("unsubscribe", id);
     this.subscriptions.delete(id);
     this.resyncing.delete(id);
+    this.forgetBook(id);
+  }
+
+  /** Drops a subscription's book, and its place in `books` unless a newer one took it. */
+  private forgetBook(id: string): void {
     const book = this.booksById.get(id);
     this.booksById.delete(id);
     for (const [pair, kept] of this.books) if (kept === book) this.books.delete(pair);
@@ -227,9 +232,7 @@ export class DexdStream {
       if (failure) {
         this.resyncs += 1;
         this.resyncing.add(id);
-        const book = this.booksById.get(id);
-        this.booksById.delete(id);
-        if (this.books.get(String(message.pair)) === book) this.books.delete(String(message.pair));
+        this.forgetBook(id);
         this.options.onResync?.(id, failure);
         this.send("unsubscribe", id);
         this.send("subscribe", id);
