@@ -1,14 +1,14 @@
 //! The page's way to the dexd that serves it: the TypeScript client (clients/typescript,
 //! `@dexd/client`), so the page has no request or stream protocol code of its own. A reader per
 //! call for the market's and an account's views, a writer per signer and chain, which keeps the
-//! chain's EIP-712 types between writes, and one stream. Every error is the client's `ApiError`, with the contract's code
-//! and message, so the page can show the server's own words. This module knows nothing of the
-//! page's views.
+//! chain's EIP-712 types between writes, and one stream. Every error is the client's `ApiError`,
+//! with the contract's code and message, so the page can show the server's own words. This
+//! module knows nothing of the page's views.
 
 import {
-  ApiError, DexdClient, DexdStream, type Signer as ClientSigner, type StreamOptions,
+  ApiError, DexdClient, DexdStream, type Asset, type Chain, type Custody, type Pair, type Signer as ClientSigner,
+  type StreamOptions,
 } from "../../clients/typescript/src/index";
-import type { Asset, Chain, Custody, Pair } from "../../clients/typescript/src/index";
 
 export { ApiError };
 export type {
