@@ -10,7 +10,6 @@ import { createClient, custom, encodeFunctionData, getAddress, type Hex } from "
 import { keySigner as clientKeySigner, walletSigner as clientWalletSigner } from "../../clients/typescript/src/index";
 import type { Signer } from "./api";
 
-export type { Signer } from "./api";
 
 /** A signer over a pasted key. The key lives only in viem's account object. */
 export function keySigner(privateKey: string): Signer {
@@ -41,7 +40,7 @@ export function agentSigner(privateKey: Hex, account: string): Signer & { readon
   };
 }
 
-export interface Eip1193 { request(arguments_: { method: string; params?: unknown[] }): Promise<unknown> }
+interface Eip1193 { request(arguments_: { method: string; params?: unknown[] }): Promise<unknown> }
 
 export function injectedWallet(): Eip1193 | null {
   return (window as unknown as { ethereum?: Eip1193 }).ethereum ?? null;
