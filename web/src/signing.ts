@@ -10,7 +10,6 @@ import { createClient, custom, encodeFunctionData, getAddress, type Hex } from "
 import { keySigner as clientKeySigner, walletSigner as clientWalletSigner } from "../../clients/typescript/src/index";
 import type { Signer } from "./api";
 
-
 /** A signer over a pasted key. The key lives only in viem's account object. */
 export function keySigner(privateKey: string): Signer {
   const text = privateKey.trim();
