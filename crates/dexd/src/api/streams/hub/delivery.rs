@@ -182,14 +182,10 @@ impl Hub {
                     })
                 })
                 .collect();
-            let Some(first) = members.first() else {
-                if let Some(group) = self.depth.get_mut(&key) {
-                    group.sent = Some(view);
-                }
-                continue;
-            };
-            let rest = self.depth_fields(&self.subscriptions[*first].key, key.0, &view);
-            self.push_to(members, "update", &rest);
+            if let Some(&first) = members.first() {
+                let rest = self.depth_fields(&self.subscriptions[first].key, key.0, &view);
+                self.push_to(members, "update", &rest);
+            }
             if let Some(group) = self.depth.get_mut(&key) {
                 group.sent = Some(view);
             }
