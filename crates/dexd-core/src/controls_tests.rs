@@ -443,6 +443,7 @@ fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
     let claim = crate::nonces::NonceClaim {
         nonce: crate::nonces::Nonce::from_bytes([1; 32]),
         expiry_ms: 100_000,
+        batch: None,
     };
     // A signed cancel all of nothing would have held the nonce for an hour.
     let mut events = Vec::new();

@@ -531,6 +531,7 @@ fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
     let claim = |expiry_ms| crate::NonceClaim {
         nonce: crate::Nonce::from_bytes([9; 32]),
         expiry_ms,
+        batch: None,
     };
     let run_signed = |venue: &mut Venue, command, claim| {
         venue.time_ms += 1;

@@ -67,7 +67,8 @@ pub use liabilities::{
 pub use market_data::{Candle, CandleInterval, Position};
 pub use money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 pub use nonces::{
-    LiveClaim, Nonce, NonceClaim, NonceRejection, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS,
+    BatchSlot, LiveBatch, LiveClaim, Nonce, NonceClaim, NonceRejection, MAX_ORDERS_PER_SIGNED_BATCH,
+    MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS,
 };
 pub use order::{
     CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger,

@@ -54,6 +54,37 @@ pub struct NonceClaim {
     pub nonce: Nonce,
     /// The request is void at and after this time, in ms since the epoch.
     pub expiry_ms: u64,
+    /// For an order of a batch signed once: which batch and which of its orders. Every order
+    /// of the batch carries the batch's nonce; the registry applies each of them at most once.
+    pub batch: Option<BatchSlot>,
+}
+
+/// The most orders a batch signed once may hold for the registry to follow each: the bits of
+/// [`BatchSlot::index`]'s record.
+pub const MAX_ORDERS_PER_SIGNED_BATCH: usize = 64;
+
+/// One order's place in a batch signed once, as its nonce claim carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchSlot {
+    /// What tells this batch from another signed with the same nonce: the `r` of its one
+    /// signature (two different messages signed by one key never share it).
+    pub identity: [u8; 32],
+    /// The order's index in the batch, under [`MAX_ORDERS_PER_SIGNED_BATCH`].
+    pub index: u8,
+    /// Whether this order starts a copy of the batch: it claims the nonce, which must be fresh.
+    /// The others follow that claim: the nonce must be live, claimed by the same batch, and
+    /// their index not yet applied. So a batch sent again, in whatever grouping it reaches the
+    /// engine, never places an order twice.
+    pub starts: bool,
+}
+
+/// The orders of one live batch nonce that were applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveBatch {
+    /// The batch that claimed the nonce ([`BatchSlot::identity`]).
+    pub identity: [u8; 32],
+    /// Bit `i` is set once the batch's order `i` was applied.
+    pub applied: u64,
 }
 
 /// Why a claim was refused.
@@ -66,8 +97,11 @@ pub enum NonceRejection {
         /// The longest lifetime this request may have.
         max_lifetime_ms: u64,
     },
-    /// A live request of the account already used this nonce.
+    /// A live request of the account already used this nonce (or, for an order of a batch
+    /// signed once, this very order was applied before).
     Reused,
+    /// An order following a batch's claim whose batch holds no live claim of the nonce.
+    BatchNotClaimed,
     /// The registry holds its limit of live nonces, and this signer at least its share.
     Full,
     /// The signer holds its own limit of live nonces; one of them expires at `frees_at_ms`.
@@ -88,6 +122,9 @@ pub struct NonceRegistry {
     /// So that one signer cannot fill the chain's registry and stop everyone's signed requests.
     max_live_nonces_per_account: usize,
     live: FxHashSet<(Address, Nonce)>,
+    /// The live nonces claimed by a batch signed once, with the orders of it applied; each is
+    /// also in `live`, and leaves with it.
+    batches: FxHashMap<(Address, Nonce), LiveBatch>,
     by_expiry: BTreeSet<LiveClaim>,
     /// Each signer with live nonces: how many, and how many expire at each time. Derived from
     /// `by_expiry`.
@@ -109,22 +146,31 @@ impl NonceRegistry {
             max_live_nonces,
             max_live_nonces_per_account,
             live: FxHashSet::default(),
+            batches: FxHashMap::default(),
             by_expiry: BTreeSet::new(),
             by_signer: FxHashMap::default(),
         }
     }
 
-    /// A registry restored from its live claims. A restored signer may hold more than today's
-    /// limit (it was raised and lowered): it takes no new nonce until it is under the limit
-    /// again.
+    /// A registry restored from its live claims and the batches among them. A restored signer
+    /// may hold more than today's limit (it was raised and lowered): it takes no new nonce
+    /// until it is under the limit again.
     pub fn restore(
         max_live_nonces: usize,
         max_live_nonces_per_account: usize,
         claims: impl IntoIterator<Item = LiveClaim>,
+        batches: impl IntoIterator<Item = (Address, Nonce, LiveBatch)>,
     ) -> NonceRegistry {
         let mut registry = NonceRegistry::new(max_live_nonces, max_live_nonces_per_account);
         for (expiry_ms, account, nonce, signer) in claims {
             registry.insert(expiry_ms, account, nonce, signer);
+        }
+        for (account, nonce, batch) in batches {
+            assert!(
+                registry.live.contains(&(account, nonce)),
+                "invariant: a restored batch's nonce is live"
+            );
+            registry.batches.insert((account, nonce), batch);
         }
         registry
     }
@@ -144,6 +190,21 @@ impl NonceRegistry {
         }
         if claim.expiry_ms - now_ms > max_lifetime_ms {
             return Err(NonceRejection::ExpiryTooFar { max_lifetime_ms });
+        }
+        if let Some(slot) = claim.batch.filter(|slot| !slot.starts) {
+            // An order following its batch's claim takes no nonce of its own.
+            return match self.batches.get(&(*account, claim.nonce)) {
+                Some(batch) if batch.identity == slot.identity => match index_bit(slot.index) {
+                    Some(bit) if batch.applied & bit == 0 => Ok(()),
+                    _ => Err(NonceRejection::Reused),
+                },
+                Some(_) => Err(NonceRejection::Reused),
+                None if self.live.contains(&(*account, claim.nonce)) => Err(NonceRejection::Reused),
+                None => Err(NonceRejection::BatchNotClaimed),
+            };
+        }
+        if claim.batch.is_some_and(|slot| index_bit(slot.index).is_none()) {
+            return Err(NonceRejection::Reused);
         }
         if self.live.contains(&(*account, claim.nonce)) {
             return Err(NonceRejection::Reused);
@@ -192,8 +253,31 @@ impl NonceRegistry {
     /// every claim that has expired by then.
     pub fn record(&mut self, account: Address, signer: Address, claim: NonceClaim, now_ms: u64) {
         self.forget_expired(now_ms);
+        if let Some(slot) = claim.batch {
+            let bit = index_bit(slot.index).expect("invariant: checked before the record");
+            if !slot.starts {
+                let batch = self
+                    .batches
+                    .get_mut(&(account, claim.nonce))
+                    .expect("invariant: a follower's batch was checked live");
+                assert_eq!(batch.applied & bit, 0, "invariant: a batch's order is applied once");
+                batch.applied |= bit;
+                return;
+            }
+            self.batches.insert(
+                (account, claim.nonce),
+                LiveBatch {
+                    identity: slot.identity,
+                    applied: bit,
+                },
+            );
+        }
         self.insert(claim.expiry_ms, account, claim.nonce, signer);
         assert_eq!(self.live.len(), self.by_expiry.len(), "the nonce indexes agree");
+        assert!(
+            self.batches.len() <= self.live.len(),
+            "every live batch has its live nonce"
+        );
     }
 
     fn insert(&mut self, expiry_ms: u64, account: Address, nonce: Nonce, signer: Address) {
@@ -220,6 +304,23 @@ impl NonceRegistry {
         self.by_expiry.iter()
     }
 
+    /// Every live nonce a batch claimed, by account and nonce (for the state hash and
+    /// snapshots).
+    pub fn batches_in_order(&self) -> Vec<(Address, Nonce, LiveBatch)> {
+        let mut batches: Vec<(Address, Nonce, LiveBatch)> = self
+            .batches
+            .iter()
+            .map(|((account, nonce), batch)| (*account, *nonce, *batch))
+            .collect();
+        batches.sort_unstable_by_key(|(account, nonce, _)| (*account, *nonce));
+        batches
+    }
+
+    /// The batch that claimed a live nonce, if a batch did.
+    pub fn batch(&self, account: &Address, nonce: &Nonce) -> Option<&LiveBatch> {
+        self.batches.get(&(*account, *nonce))
+    }
+
     fn forget_expired(&mut self, now_ms: u64) {
         while let Some(&(expiry_ms, account, nonce, signer)) = self.by_expiry.first() {
             if expiry_ms > now_ms {
@@ -227,6 +328,7 @@ impl NonceRegistry {
             }
             self.by_expiry.pop_first();
             self.live.remove(&(account, nonce));
+            self.batches.remove(&(account, nonce));
             let nonces = self
                 .by_signer
                 .get_mut(&signer)
@@ -247,6 +349,11 @@ impl NonceRegistry {
     }
 }
 
+/// The bit of a batch's order index in [`LiveBatch::applied`], if the index has one.
+fn index_bit(index: u8) -> Option<u64> {
+    (usize::from(index) < MAX_ORDERS_PER_SIGNED_BATCH).then(|| 1u64 << index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +368,18 @@ mod tests {
         NonceClaim {
             nonce: Nonce::from_bytes([nonce; 32]),
             expiry_ms,
+            batch: None,
+        }
+    }
+
+    fn batch_claim(nonce: u8, identity: u8, index: u8, starts: bool) -> NonceClaim {
+        NonceClaim {
+            batch: Some(BatchSlot {
+                identity: [identity; 32],
+                index,
+                starts,
+            }),
+            ..claim(nonce, 5_000)
         }
     }
 
@@ -389,5 +508,49 @@ mod tests {
         }
         assert_eq!(taken, 12, "twice the limit");
         assert_eq!(check(&registry, 21, claim(1, 9_000), 1_000), Err(NonceRejection::Full));
+    }
+
+    #[test]
+    fn each_order_of_a_batch_is_applied_once_whatever_copy_carries_it() {
+        let mut registry = NonceRegistry::new(10, 10);
+        // The batch's first copy: order 0 claims, order 1 follows.
+        check(&registry, 1, batch_claim(7, 0xaa, 0, true), 1_000).unwrap();
+        record(&mut registry, 1, batch_claim(7, 0xaa, 0, true), 1_000);
+        check(&registry, 1, batch_claim(7, 0xaa, 1, false), 1_000).unwrap();
+        record(&mut registry, 1, batch_claim(7, 0xaa, 1, false), 1_000);
+        assert_eq!(registry.len(), 1, "a batch holds one nonce");
+        // A second copy that starts: the nonce is taken.
+        assert_eq!(
+            check(&registry, 1, batch_claim(7, 0xaa, 0, true), 1_100),
+            Err(NonceRejection::Reused)
+        );
+        // Its orders presented as followers (a writer that took it for the first copy): each
+        // applied order is refused; an order the first copy did not apply may still go in once.
+        for index in [0, 1] {
+            assert_eq!(
+                check(&registry, 1, batch_claim(7, 0xaa, index, false), 1_100),
+                Err(NonceRejection::Reused)
+            );
+        }
+        assert_eq!(check(&registry, 1, batch_claim(7, 0xaa, 2, false), 1_100), Ok(()));
+        // Another batch with the same nonce never follows this one's claim.
+        assert_eq!(
+            check(&registry, 1, batch_claim(7, 0xbb, 2, false), 1_100),
+            Err(NonceRejection::Reused)
+        );
+        // A follower with no claim at all is refused, and says so.
+        assert_eq!(
+            check(&registry, 1, batch_claim(8, 0xaa, 1, false), 1_100),
+            Err(NonceRejection::BatchNotClaimed)
+        );
+        assert_eq!(
+            check(&registry, 1, batch_claim(8, 0xaa, 64, true), 1_100),
+            Err(NonceRejection::Reused),
+            "an index past the registry's bits is never applied"
+        );
+        // At its expiry the batch is forgotten with its nonce.
+        record(&mut registry, 2, claim(1, 9_000), 6_000);
+        assert!(registry.batch(&account(1), &Nonce::from_bytes([7; 32])).is_none());
+        assert_eq!(registry.len(), 1);
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Plain data; nothing here touches a database.
 
-use dexd_core::{Event, Nonce, NonceClaim, OrderId, OrderRecord};
+use dexd_core::{BatchSlot, Event, Nonce, NonceClaim, OrderId, OrderRecord};
 
 /// An order with its signature.
 #[derive(Debug, Clone)]
@@ -57,12 +57,18 @@ pub struct Authorization {
 }
 
 impl Authorization {
-    /// The nonce claim a client-signed command makes.
+    /// The nonce claim a client-signed command makes. Every order of a client-signed batch
+    /// carries one: the claimant's takes the nonce, a follower's is held to that claim, so that
+    /// the engine applies each order of the batch at most once.
     pub fn claim(&self) -> Option<NonceClaim> {
-        let claims = self.client_signed && (self.batch.is_none() || self.claims_batch_nonce);
-        claims.then(|| NonceClaim {
+        self.client_signed.then(|| NonceClaim {
             nonce: Nonce::from_bytes(self.nonce),
             expiry_ms: self.expiry_ms,
+            batch: self.batch.as_ref().map(|place| BatchSlot {
+                identity: self.signature[..32].try_into().expect("a signature's r is 32 bytes"),
+                index: place.index,
+                starts: self.claims_batch_nonce,
+            }),
         })
     }
 }

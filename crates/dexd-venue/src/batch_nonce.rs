@@ -1,35 +1,45 @@
 //! The nonce of a batch of orders a client signed once (contract version 4), claimed in the
 //! writer: every order of the batch carries the batch's nonce, and one of them must claim it.
 //!
-//! The first of the batch's orders the engine applies claims the nonce (its authorization is
-//! journaled saying so, so a replay claims it again at the same place); the others follow it
-//! without a claim. An order refused for another reason (its balance) claims nothing, and the
-//! next one tries. A claim refused for the nonce itself (used before, expired, the registry
-//! full) refuses the rest of the batch with it: a batch sent again is refused whole. A batch's
-//! orders come to the writer as one group, applied with nothing between them, so the state here
-//! lives for one batch of writes and nothing of it is kept.
+//! The first of a copy's orders the engine applies claims the nonce (its authorization is
+//! journaled saying so, so a replay claims it again at the same place); the others follow that
+//! claim. An order refused for another reason (its balance) claims nothing, and the next one
+//! tries. A claim refused for the nonce itself (used before, expired, the registry full)
+//! refuses the rest of that copy with it: a batch sent again is refused whole.
+//!
+//! A copy is what one request brought: its orders reach the writer as one group, applied with
+//! nothing between them. Two copies of one batch (a client's retry, thirty at once) are two
+//! groups, possibly in one batch of writes, and each must claim; the state here is reset at
+//! every request's start. The engine holds every order to the claim as well (each order of a
+//! batch applied at most once, `dexd_core::BatchSlot`), so that a copy this module took for
+//! another could still place nothing twice.
 
 use dexd_core::{NonceClaim, Rejection};
 use dexd_store::Authorization;
 
-/// The client-signed batch whose orders are being applied.
+/// The copy of a client-signed batch whose orders are being applied.
 #[derive(Default)]
 pub(crate) struct BatchNonce {
     /// The batch, by its signature.
     signature: Option<[u8; 65]>,
     /// One of its orders claimed the nonce.
     claimed: bool,
-    /// The claim was refused for the nonce: every other order of the batch gets this.
+    /// The claim was refused for the nonce: every other order of the copy gets this.
     refused: Option<Rejection>,
 }
 
 impl BatchNonce {
     /// The nonce claim `authorization`'s command makes (marking a batch's claimant in it), or
-    /// the refusal every order of a batch whose claim was refused gets.
+    /// the refusal every order of a copy whose claim was refused gets. `starts_request` says
+    /// the command is the first of what its request sent: a new copy starts there.
     pub(crate) fn claim_for(
         &mut self,
         authorization: &mut Option<Authorization>,
+        starts_request: bool,
     ) -> Result<Option<NonceClaim>, Rejection> {
+        if starts_request {
+            *self = BatchNonce::default();
+        }
         let Some(authorization) = authorization.as_mut() else {
             return Ok(None);
         };
@@ -42,7 +52,7 @@ impl BatchNonce {
             }
             if self.claimed {
                 authorization.claims_batch_nonce = false;
-                return Ok(None);
+                return Ok(authorization.claim());
             }
         } else {
             *self = BatchNonce {

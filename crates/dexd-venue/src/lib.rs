@@ -229,13 +229,14 @@ impl Chain {
     ) -> Result<Vec<Result<(u64, Events), WriteError>>, WriteError> {
         let mut requests = Vec::with_capacity(commands.len());
         let mut answers = Vec::with_capacity(commands.len());
-        for (command, authorization) in commands {
+        for (index, (command, authorization)) in commands.into_iter().enumerate() {
             let (reply, answer) = oneshot::channel();
             requests.push(WriteRequest {
                 command,
                 authorization,
                 under_epoch: None,
                 reply,
+                starts_request: index == 0,
             });
             answers.push(QueuedWrite(answer));
         }
@@ -270,6 +271,7 @@ impl Chain {
                 authorization,
                 under_epoch,
                 reply,
+                starts_request: true,
             }))
             .map_err(|error| match error {
                 mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,

@@ -34,6 +34,9 @@ pub(crate) struct WriteRequest {
     pub(crate) under_epoch: Option<u64>,
     /// The answer: the command's journal position and events, or why it was not applied.
     pub(crate) reply: oneshot::Sender<Result<(u64, Events), WriteError>>,
+    /// Whether this write starts what one request sent: a lone write, or the first of a group.
+    /// A batch signed once that arrives twice is two groups, each a copy of its own.
+    pub(crate) starts_request: bool,
 }
 
 /// What the writer's queue carries: writes, and at the end the request to stop.
@@ -253,6 +256,7 @@ fn journal_the_configuration(state: &mut WriterState) {
         authorization: None,
         under_epoch: Some(state.epoch),
         reply,
+        starts_request: true,
     }];
     write_batch(state, &mut batch);
     match answer.blocking_recv() {
@@ -472,7 +476,7 @@ fn apply_batch(
             replies.push((request.reply, Err(WriteError::NotLeader)));
             continue;
         }
-        let claim = match batch_nonce.claim_for(&mut request.authorization) {
+        let claim = match batch_nonce.claim_for(&mut request.authorization, request.starts_request) {
             Ok(claim) => claim,
             Err(rejection) => {
                 replies.push((request.reply, Err(WriteError::Rejected(rejection))));

@@ -122,6 +122,12 @@ impl Engine {
             hasher.update(nonce.as_bytes());
             hasher.update(signer.as_bytes());
         }
+        for (account, nonce, batch) in self.nonces.batches_in_order() {
+            hasher.update(account.as_bytes());
+            hasher.update(nonce.as_bytes());
+            hasher.update(batch.identity);
+            hasher.update(batch.applied.to_be_bytes());
+        }
         self.custody.hash_into(&mut hasher);
         for (account, grant) in self.agents.all() {
             hasher.update(account.as_bytes());

@@ -14,7 +14,7 @@ use crate::ledger::{Balance, Ledger};
 use crate::liabilities::LiabilityToken;
 use crate::market_data::{Candle, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, PairIndex, Price};
-use crate::nonces::{LiveClaim, NonceRegistry};
+use crate::nonces::{LiveBatch, LiveClaim, Nonce, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
 
@@ -53,6 +53,9 @@ pub struct EngineState {
     pub positions: Vec<(u32, Vec<Position>)>,
     /// Live nonces: (expiry, account, nonce, signer).
     pub nonces: Vec<LiveClaim>,
+    /// The live nonces a batch signed once claimed, with its orders applied, by account and
+    /// nonce.
+    pub batch_nonces: Vec<(Address, Nonce, LiveBatch)>,
     /// Custody.
     pub custody: CustodyState,
     /// Approved agents: (account, grant), by account then agent.
@@ -123,6 +126,7 @@ impl Engine {
                 .map(|(slot, positions)| (u32::try_from(slot).expect("slots fit u32"), positions.clone()))
                 .collect(),
             nonces: self.nonces.iter_in_order().copied().collect(),
+            batch_nonces: self.nonces.batches_in_order(),
             custody: self.custody.state(),
             agents: self
                 .agents
@@ -197,6 +201,7 @@ impl Engine {
             config.limits.max_live_nonces,
             config.limits.max_live_nonces_per_account,
             state.nonces.clone(),
+            state.batch_nonces.iter().copied(),
         );
         engine.custody = Custody::restore(
             config.custody,

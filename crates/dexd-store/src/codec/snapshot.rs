@@ -13,7 +13,7 @@
 //! never held whole in between, neither as bytes nor decoded. Reading the file is the store's.
 
 use dexd_core::{
-    Address, AgentGrant, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, Nonce, OrderRecord,
+    Address, AgentGrant, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, LiveBatch, Nonce, OrderRecord,
     PairSnapshot, PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
 };
 
@@ -258,6 +258,12 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
             writer.bytes(signer.as_bytes());
         },
     );
+    put_list(&mut writer, &state.batch_nonces, |writer, (account, nonce, batch)| {
+        writer.bytes(account.as_bytes());
+        writer.bytes(nonce.as_bytes());
+        writer.bytes(&batch.identity);
+        writer.u64(batch.applied);
+    });
     put_custody(&mut writer, &state.custody);
     put_list(&mut writer, &state.agents, |writer, (account, grant)| {
         writer.bytes(account.as_bytes());
@@ -336,6 +342,16 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
             Address::from_bytes(reader.array()?),
         ))
     })?;
+    let batch_nonces = get_list(&mut reader, 20 + 32 + 32 + 8, |reader| {
+        Ok((
+            Address::from_bytes(reader.array()?),
+            Nonce::from_bytes(reader.array()?),
+            LiveBatch {
+                identity: reader.array()?,
+                applied: reader.u64()?,
+            },
+        ))
+    })?;
     let custody = get_custody(&mut reader)?;
     let agents = get_list(&mut reader, 20 + 20 + 1 + 1 + 8, |reader| {
         let account = Address::from_bytes(reader.array()?);
@@ -364,6 +380,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         pairs,
         positions,
         nonces,
+        batch_nonces,
         custody,
         agents,
         switches,

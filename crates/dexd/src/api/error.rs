@@ -251,6 +251,12 @@ impl ApiError {
                 "this account already used this nonce in a request that has not expired; sign again with a new nonce",
             )
             .on("nonce"),
+            Rejection::Nonce(NonceRejection::BatchNotClaimed) => ApiError::new(
+                StatusCode::CONFLICT,
+                "NONCE_REUSED",
+                "this order's batch holds no live claim of its nonce; sign the batch again with a new nonce",
+            )
+            .on("nonce"),
             Rejection::Nonce(NonceRejection::AccountFull { frees_at_ms }) => too_many_requests(
                 "this account holds its limit of live signed requests (each lives until its expiry; sign with \
                  shorter expiries)",

@@ -23,7 +23,7 @@ fn item(direction: &str, price: &str, amount: &str, client_order_id: &str) -> Va
 fn order_message(item: &Value, account: &str, nonce: &str, expiry: u64) -> Value {
     json!({
         "account": account, "symbol": item["symbol"], "orderType": item["type"], "direction": item["direction"],
-        "timeInForce": "GTC", "postOnly": false, "price": item["price"], "amount": item["amount"],
+        "timeInForce": item.get("timeInForce").cloned().unwrap_or(json!("GTC")), "postOnly": false, "price": item["price"], "amount": item["amount"],
         "clientOrderId": item["clientOrderId"], "nonce": nonce, "expiry": expiry.to_string(),
         "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0",
     })
@@ -247,4 +247,122 @@ async fn a_key_signs_its_batch_once_and_an_agent_may_sign_one_for_the_account() 
     let refused = server.post_json("/order/batchOrders", body).await;
     assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
     assert_eq!(open_orders(&server, &alice).await.len(), 3);
+}
+
+/// A client's retry must never fill a batch twice. Reproduced black box before the fix: the same
+/// body of two IOC buys POSTed 30 times at once, while other writes kept the writer busy, was
+/// answered 200 thirty times and filled 40 asks through the same two order ids (two copies
+/// in one batch of writes followed one claim).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_sent_thirty_times_at_once_to_a_busy_writer_fills_once() {
+    let server = std::sync::Arc::new(TestServer::start().await);
+    let alice = Signer::new(0xa1);
+    let bob = Trader::new(0xb0);
+    let busy = Trader::new(0xc3);
+    server.deposit(&alice.trader, "USDC", "200000").await;
+    server.deposit(&bob, "ETH", "100").await;
+    server.deposit(&busy, "USDC", "100000").await;
+    for _ in 0..60 {
+        server.limit(&bob, "sell", "2000", "1").await;
+    }
+    let eip712 = eip712(&server).await;
+    let account = alice.trader.address.clone();
+    let buy = |client_order_id: &str| {
+        let mut buy = item("buy", "2000", "1", client_order_id);
+        buy["timeInForce"] = json!("IOC");
+        buy
+    };
+    // Other writes keep the writer's queue full of work while the copies arrive.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut background = Vec::new();
+    for worker in 0..16 {
+        let (server, stop, key) = (server.clone(), stop.clone(), busy.key.clone());
+        background.push(tokio::spawn(async move {
+            let mut placed = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let price = format!("{}", 1000 + worker * 10 + placed % 10);
+                let (status, body) = server
+                    .post_json(
+                        "/order/addOrder",
+                        json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit",
+                        "direction": "buy", "price": price, "amount": "0.01", "privateKey": key}),
+                    )
+                    .await;
+                assert!(
+                    status == 200 || status == 422 || status == 429 || status == 503,
+                    "{status} {body}"
+                );
+                placed += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Several rounds, each a new batch sent 30 times at once: two copies of one round reaching
+    // the writer in one batch of writes is what filled twice, and a round does not always get
+    // it.
+    const ROUNDS: usize = 8;
+    for round in 0..ROUNDS {
+        let items = [buy(&format!("retry-{round}-a")), buy(&format!("retry-{round}-b"))];
+        let body = signed_batch(&eip712, &alice, &account, &items, &format!("4242{round}"));
+        let copies: Vec<_> = (0..30)
+            .map(|_| {
+                let (server, body) = (server.clone(), body.clone());
+                tokio::spawn(async move { server.post_json("/order/batchOrders", body).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for copy in copies {
+            answers.push(copy.await.unwrap());
+        }
+        let placed: Vec<&Value> = answers
+            .iter()
+            .filter(|(status, _)| *status == 200)
+            .map(|(_, body)| body)
+            .collect();
+        assert_eq!(placed.len(), 1, "round {round}: one copy places the batch: {answers:?}");
+        for (status, answer) in answers.iter().filter(|(status, _)| *status != 200) {
+            assert_eq!(
+                (*status, answer["error"]["code"].as_str()),
+                (409, Some("NONCE_REUSED")),
+                "{answer}"
+            );
+        }
+        for result in placed[0]["results"].as_array().unwrap() {
+            assert_eq!(result["order"]["status"], "filled", "{result}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for worker in background {
+        worker.await.unwrap();
+    }
+
+    // Two asks a round were taken, no more: Bob's book lost exactly that, Alice holds that
+    // less the taker's fee.
+    let (status, book) = server
+        .get(
+            "/order/sellOrderbooks",
+            &[("chainId", "1"), ("pair", "ETH/USDC"), ("depth", "1000")],
+        )
+        .await;
+    assert_eq!(status, 200, "{book}");
+    let resting: Vec<&str> = book["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|level| level["amount"].as_str().unwrap())
+        .collect();
+    assert_eq!(resting, [(60 - 2 * ROUNDS).to_string()], "{book}");
+    let bought = 2 * ROUNDS as u64 * 998;
+    assert_eq!(
+        server.balance(&alice.trader, "ETH").await["total"],
+        format!("{}.{:03}", bought / 1000, bought % 1000)
+    );
+    let (status, trades) = server
+        .get(
+            "/order/accountTrades",
+            &[("chainId", "1"), ("account", &account), ("limit", "1000")],
+        )
+        .await;
+    assert_eq!(status, 200, "{trades}");
+    assert_eq!(trades["trades"].as_array().map(Vec::len), Some(2 * ROUNDS), "{trades}");
 }

@@ -214,6 +214,34 @@ async fn trade_every_way(server: &TestServer) -> u64 {
             .all(|result| result.get("order").is_some()),
         "{batch}"
     );
+    // A second batch, of two IOC orders that fill at once: nothing open is left to tell a
+    // second placement of either from the first.
+    server.limit(&alice, "sell", "2050", "0.2").await;
+    let taker = |client_order_id: &str| {
+        let mut order = batch_order("2050", client_order_id);
+        order["timeInForce"] = json!("IOC");
+        order["nonce"] = json!("10");
+        order
+    };
+    let (signature, _) = sign(
+        "OrderBatch",
+        json!({"account": carol.trader.address, "orders": [taker("t-1"), taker("t-2")], "nonce": "10",
+               "expiry": expiry.to_string()}),
+    );
+    let ioc = |client_order_id: &str| {
+        let mut item = item("2050", client_order_id);
+        item["timeInForce"] = json!("IOC");
+        item
+    };
+    let takers = post_ok(
+        server,
+        "/order/batchOrders",
+        merge(signed(10, signature), json!({"orders": [ioc("t-1"), ioc("t-2")]})),
+    )
+    .await;
+    for result in takers["results"].as_array().unwrap() {
+        assert_eq!(result["order"]["status"], "filled", "{takers}");
+    }
     // The switch, both ways.
     post_ok(
         server,
@@ -229,6 +257,17 @@ async fn trade_every_way(server: &TestServer) -> u64 {
         server,
         "/order/cancelAllAfter",
         merge(signed(7, signature), json!({"timeoutMs": 30_000})),
+    )
+    .await;
+    // Disarmed again, so that no firing grows the journal while a test reads it.
+    let (signature, _) = sign(
+        "CancelAllAfter",
+        json!({"account": carol.trader.address, "timeoutMs": "0", "nonce": "11", "expiry": expiry.to_string()}),
+    );
+    post_ok(
+        server,
+        "/order/cancelAllAfter",
+        merge(signed(11, signature), json!({"timeoutMs": 0})),
     )
     .await;
     post_ok(
@@ -524,6 +563,23 @@ async fn a_tampered_journal_is_reported_with_the_position() {
     value["authorization"]["batch"]["orderHashes"][0] = json!(format!("0x{}", "11".repeat(32)));
     rehashed[follower] = value.to_string();
     cases.push(("a batch's other order changed", rehashed, sequence_of(&lines[follower])));
+    // A filled order of a batch journaled again right after its batch, following the same
+    // claim: the same order placed twice (what a client's retry did before each order of a
+    // batch was held to the claim in the engine).
+    let filled = find(&lines, |line| {
+        line["authorization"]["batch"]["claimsNonce"] == false && line["command"]["timeInForce"] == "IOC"
+    });
+    let mut replayed = lines.clone();
+    let mut value: Value = serde_json::from_str(&lines[filled]).unwrap();
+    let next: Value = serde_json::from_str(&lines[filled + 1]).unwrap();
+    value["sequence"] = next["sequence"].clone();
+    value["time"] = next["time"].clone();
+    replayed[filled + 1] = value.to_string();
+    cases.push((
+        "a batch's filled order placed again",
+        replayed,
+        sequence_of(&lines[filled + 1]),
+    ));
 
     for (what, tampered, position) in cases {
         let venue = serve_journal(tampered, end).await;
