@@ -30,6 +30,7 @@ const sources = {
   "test/FeeOnTransferToken.sol": ["FeeOnTransferToken"],
   "test/ReentrantToken.sol": ["ReentrantToken"],
   "test/TestSmartWallet.sol": ["TestSmartWallet"],
+  "test/FickleWallet.sol": ["FickleWallet"],
 };
 
 const settings = {

@@ -25,10 +25,16 @@ export interface Transfer {
   status: "pending" | "sent" | "confirmed" | "failed"; txHash: string | null; blockNumber: number | null;
   timestamp: number; updatedAt: number;
 }
-/** A withdrawal as the history lists it: what a pending one waits for, and from when it is payable (ms). */
+/**
+ * A withdrawal as the history lists it: what a pending one waits for, from when it is payable
+ * (ms), and how it was asked for (signed through the API, or with the vault's requestWithdrawal
+ * on chain, then with the vault's number of the request).
+ */
 export interface ListedWithdrawal extends Transfer {
   waitingFor?: "root" | "challenge" | "payment" | "confirmations" | null;
   payableAfter?: number | null;
+  requested?: "api" | "chain";
+  requestId?: number | null;
 }
 export interface Candle {
   openTime: number; open: string; high: string; low: string; close: string; volume: string;

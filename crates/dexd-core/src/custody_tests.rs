@@ -245,6 +245,25 @@ fn a_withdrawal_is_debited_at_once_then_sent_then_confirmed_and_leaves_the_pendi
         chain.run(Command::RequestWithdrawal(withdrawal(ALICE, 8, USDC, 601))),
         Err(Rejection::InsufficientBalance)
     );
+    // Not sent before a final root of the venue's covers the debit.
+    let debit = chain.engine.journal_sequence();
+    let mark_sent = Command::MarkWithdrawalsSent {
+        tx_hash: [0xaa; 32],
+        withdrawals: vec![key(ALICE, 7)],
+    };
+    assert_eq!(chain.run(mark_sent.clone()), Err(Rejection::WithdrawalNotCovered));
+    chain.run(Command::RecordLiabilityRoot(root_record(0, debit))).unwrap();
+    assert_eq!(
+        chain.run(mark_sent.clone()),
+        Err(Rejection::WithdrawalNotCovered),
+        "the root can still be vetoed"
+    );
+    chain
+        .run(Command::SettleLiabilityRoot {
+            epoch: 0,
+            standing: crate::liabilities::RootStanding::Final,
+        })
+        .unwrap();
     let sent = chain
         .run(Command::MarkWithdrawalsSent {
             tx_hash: [0xaa; 32],

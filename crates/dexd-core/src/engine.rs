@@ -11,6 +11,7 @@ mod audit;
 mod conditions;
 mod configure;
 mod controls;
+mod forced_withdrawals;
 mod matching;
 mod queries;
 mod state;
@@ -36,7 +37,8 @@ use crate::order::{Direction, NewOrder, OrderRecord};
 use crate::pair::{AssetSpec, PairSpec, PairSpecError};
 use crate::switches::CancelAllAfterSwitches;
 use crate::transfer::{
-    ChainDeposit, ChainDepositSubmission, TransferKind, TransferRequest, VaultWithdrawal, WithdrawalKey,
+    ChainDeposit, ChainDepositSubmission, ChainWithdrawalRequest, TransferKind, TransferRequest, VaultWithdrawal,
+    WithdrawalKey,
 };
 use crate::triggers::TriggerBook;
 
@@ -95,8 +97,21 @@ pub enum Command {
         /// The withdrawals it paid.
         withdrawals: Vec<WithdrawalKey>,
     },
+    /// The mined transaction meant to pay these withdrawals paid none of them (the vault skipped
+    /// them, or it reverted): they are pending again, to be sent alone (vault custody).
+    MarkWithdrawalsUnpaid {
+        /// The transaction that did not pay them.
+        tx_hash: [u8; 32],
+        /// The withdrawals it did not pay.
+        withdrawals: Vec<WithdrawalKey>,
+    },
     /// A withdrawal can never be paid; its amount is credited back (vault custody).
     FailWithdrawal(WithdrawalKey),
+    /// An account asked the vault for a withdrawal on chain (`WithdrawalRequested`, with enough
+    /// confirmations): its orders holding the token are cancelled as needed and what it then
+    /// holds of the token, up to the amount asked, is debited, to be served by the vault
+    /// (vault custody).
+    RecordWithdrawalRequest(ChainWithdrawalRequest),
     /// A liability root the vault committed, with what it was built from (vault custody).
     RecordLiabilityRoot(LiabilityRootRecord),
     /// A recorded root was vetoed, or passed its challenge period without a veto, as a
@@ -220,8 +235,10 @@ impl Command {
             | Command::FailChainDeposit { .. }
             | Command::RecordDepositScan { .. }
             | Command::MarkWithdrawalsSent { .. }
+            | Command::MarkWithdrawalsUnpaid { .. }
             | Command::ConfirmWithdrawals { .. }
             | Command::FailWithdrawal(_)
+            | Command::RecordWithdrawalRequest(_)
             | Command::RecordLiabilityRoot(_)
             | Command::SettleLiabilityRoot { .. }
             | Command::RecordVaultFreeze(_)
@@ -282,8 +299,10 @@ impl Command {
             | Command::FailChainDeposit { .. }
             | Command::RecordDepositScan { .. }
             | Command::MarkWithdrawalsSent { .. }
+            | Command::MarkWithdrawalsUnpaid { .. }
             | Command::ConfirmWithdrawals { .. }
             | Command::FailWithdrawal(_)
+            | Command::RecordWithdrawalRequest(_)
             | Command::RecordLiabilityRoot(_)
             | Command::SettleLiabilityRoot { .. }
             | Command::RecordVaultFreeze(_)
@@ -562,7 +581,13 @@ impl Engine {
                 block_number,
                 withdrawals,
             } => custody.confirm_withdrawals(tx_hash, block_number, &withdrawals, now_ms, events),
+            Command::MarkWithdrawalsUnpaid { tx_hash, withdrawals } => {
+                custody.mark_withdrawals_unpaid(tx_hash, &withdrawals, now_ms, events)
+            }
             Command::FailWithdrawal(key) => custody.fail_withdrawal(ledger, key, now_ms, events),
+            Command::RecordWithdrawalRequest(request) => {
+                self.record_withdrawal_request(request, sequence, now_ms, events)
+            }
             Command::RecordLiabilityRoot(record) => custody.record_liability_root(record, events),
             Command::SettleLiabilityRoot { epoch, standing } => custody.settle_liability_root(epoch, standing, events),
             Command::RecordVaultFreeze(freeze) => custody.record_freeze(freeze, events),

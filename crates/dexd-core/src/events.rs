@@ -127,6 +127,11 @@ pub enum Rejection {
     TooManyPendingTransfers,
     /// The transfer named is not pending.
     TransferNotPending,
+    /// A withdrawal marked sent that no final root of the venue's covers yet: it may not be
+    /// paid, or the exit root might not count the payment.
+    WithdrawalNotCovered,
+    /// A signed withdrawal whose id is in the range kept for withdrawals requested on chain.
+    ReservedWithdrawalId,
     /// A chain deposit that is not the vault's next one, or a scan behind the last.
     DepositOutOfOrder,
     /// The agent is not approved by the account, its approval ended, or it asked for what no

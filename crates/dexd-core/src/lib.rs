@@ -43,6 +43,8 @@ mod custody_tests;
 #[cfg(test)]
 mod engine_tests;
 #[cfg(test)]
+mod requests_tests;
+#[cfg(test)]
 mod roots_tests;
 #[cfg(test)]
 mod test_support;
@@ -52,7 +54,7 @@ pub use book::LevelView;
 pub use configuration::{
     AssetDescription, ChainConfiguration, ChainDescription, ConfigurationRefused, MAX_ASSET_SYMBOL_BYTES,
 };
-pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal};
+pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal, WithdrawalOrigin};
 pub use decimal::{Decimal, DecimalError};
 pub use engine::{
     Command, Engine, EngineConfig, EngineLimits, EngineState, PairSnapshot, RestoreError, SwitchSetting,
@@ -77,8 +79,8 @@ pub use order::{
 pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
 pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};
 pub use transfer::{
-    ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
-    WithdrawalKey,
+    chain_request_withdrawal_id, is_chain_request_withdrawal_id, ChainDeposit, ChainDepositSubmission,
+    ChainWithdrawalRequest, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
 pub use wire_names::{
     CANCEL_REASON_NAMES, CANDLE_INTERVAL_NAMES, DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES,

@@ -82,6 +82,9 @@ pub enum CancelReason {
     OneCancelsOther,
     /// Its `expiresAt` came while it was open.
     Expired,
+    /// Its account asked the vault for a withdrawal on chain of the token it held, and the
+    /// venue cancelled it to free the amount.
+    ForcedWithdrawal,
 }
 
 /// Which way a trade's price must move to fire a trigger order.

@@ -104,6 +104,51 @@ pub struct ChainDeposit {
     pub block_hash: [u8; 32],
 }
 
+/// A `WithdrawalRequested` event of the vault with enough confirmations on top: a withdrawal an
+/// account asked for on chain, with no signature and no venue in the way (contract version 5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainWithdrawalRequest {
+    /// The vault's number of the request: 0, 1, 2... without gaps.
+    pub request_id: u64,
+    /// Who asked (and is paid).
+    pub account: Address,
+    /// The token's contract (the zero address for the native asset).
+    pub token: Address,
+    /// The asset, or `None` for a token the chain does not list (served with nothing).
+    pub asset: Option<AssetIndex>,
+    /// What the account asked for, at most (the vault takes at most 2^128 - 1).
+    pub amount: Amount,
+    /// By when the vault must serve it, in ms of chain time; after it anyone may freeze the
+    /// vault.
+    pub deadline_ms: u64,
+    /// The transaction that asked.
+    pub tx_hash: [u8; 32],
+    /// The event's position in its block.
+    pub log_index: u64,
+    /// The block that holds it.
+    pub block_number: u64,
+    /// That block's hash.
+    pub block_hash: [u8; 32],
+}
+
+/// The first 24 bytes of the withdrawal id under which the engine keeps a request made on chain;
+/// the last 8 are the request's number. An account's signed withdrawal may not use an id that
+/// starts so, so that no account can take a request's place (and have it refused).
+pub const CHAIN_REQUEST_ID_PREFIX: [u8; 24] = [0xff; 24];
+
+/// The withdrawal id of the request `request_id` made on chain.
+pub fn chain_request_withdrawal_id(request_id: u64) -> [u8; 32] {
+    let mut id = [0u8; 32];
+    id[..24].copy_from_slice(&CHAIN_REQUEST_ID_PREFIX);
+    id[24..].copy_from_slice(&request_id.to_be_bytes());
+    id
+}
+
+/// Whether a withdrawal id is one of the ids kept for requests made on chain.
+pub fn is_chain_request_withdrawal_id(withdrawal_id: &[u8; 32]) -> bool {
+    withdrawal_id[..24] == CHAIN_REQUEST_ID_PREFIX
+}
+
 /// An account's withdrawal in vault mode: what the account authorised the vault to pay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VaultWithdrawal {

@@ -73,6 +73,7 @@ wire_names!(
         Switch => "switch",
         OneCancelsOther => "oco",
         Expired => "expired",
+        ForcedWithdrawal => "forcedWithdrawal",
     }
 );
 wire_names!(

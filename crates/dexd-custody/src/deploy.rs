@@ -41,6 +41,13 @@ alloy::sol!(
     "../../contracts/artifacts/TestSmartWallet.json"
 );
 
+alloy::sol!(
+    #[sol(rpc)]
+    #[derive(Debug)]
+    FickleWallet,
+    "../../contracts/artifacts/FickleWallet.json"
+);
+
 /// How often a deployment polls for its receipt, and how long it waits in all.
 const RECEIPT_POLL: Duration = Duration::from_millis(50);
 const RECEIPT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -107,32 +114,42 @@ pub async fn deploy_vault(
     create(node, deployer, with_constructor(&DexdVault::BYTECODE, arguments)).await
 }
 
-/// The terms of a version 2 vault's roots, fixed at its deployment (seconds of chain time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The terms of a version 2 vault, fixed at its deployment (seconds of chain time) but for its
+/// guardians, which its owner may replace (a change waits one challenge period).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RootTerms {
     /// How long without a root before anyone may freeze the vault.
     pub max_root_age_s: u64,
-    /// How long the guardian may veto a root; shorter than `max_root_age_s`.
+    /// How long a guardian may veto a root; shorter than `max_root_age_s`.
     pub challenge_period_s: u64,
-    /// Who may veto a root; `None` for nobody.
-    pub guardian: Option<ChainAddress>,
+    /// How long the operator has to serve a withdrawal an account requested on chain before
+    /// anyone may freeze the vault; longer than `challenge_period_s` plus the venue's root
+    /// interval.
+    pub request_period_s: u64,
+    /// Who may veto a root besides the owner (at most [`MAX_GUARDIANS`]); empty for nobody else.
+    pub guardians: Vec<ChainAddress>,
 }
+
+/// The most guardians a vault takes (`MAX_GUARDIANS` in the contract).
+pub const MAX_GUARDIANS: usize = 8;
 
 impl RootTerms {
     /// For a venue in production: three days without a root before a freeze, an hour to veto
     /// (withdrawals are paid once a root covering them is past it: a longer period gives a
-    /// guardian more time, and every withdrawal as much more to wait).
+    /// guardian more time, and every withdrawal as much more to wait), a day to serve a request.
     pub const PRODUCTION: RootTerms = RootTerms {
         max_root_age_s: 3 * 24 * 3_600,
         challenge_period_s: 3_600,
-        guardian: None,
+        request_period_s: 24 * 3_600,
+        guardians: Vec::new(),
     };
 
-    /// For a local devnet: ten minutes without a root, a minute to veto.
+    /// For a local devnet: ten minutes without a root, a minute to veto, five to serve a request.
     pub const DEVNET: RootTerms = RootTerms {
         max_root_age_s: 600,
         challenge_period_s: 60,
-        guardian: None,
+        request_period_s: 300,
+        guardians: Vec::new(),
     };
 }
 
@@ -143,14 +160,15 @@ pub async fn deploy_vault_v2(
     deployer: &PrivateKeySigner,
     owner: ChainAddress,
     operator: ChainAddress,
-    terms: RootTerms,
+    terms: &RootTerms,
 ) -> Result<Deployed, NodeError> {
     let arguments = DexdVaultV2::constructorCall {
         initialOwner: owner,
         initialOperator: operator,
         maxRootAge_: terms.max_root_age_s,
         challengePeriod_: terms.challenge_period_s,
-        guardian_: terms.guardian.unwrap_or(ChainAddress::ZERO),
+        guardians_: terms.guardians.clone(),
+        requestPeriod_: terms.request_period_s,
     }
     .abi_encode();
     create(node, deployer, with_constructor(&DexdVaultV2::BYTECODE, arguments)).await
@@ -202,6 +220,25 @@ pub async fn deploy_test_smart_wallet(
 ) -> Result<Deployed, NodeError> {
     let arguments = TestSmartWallet::constructorCall { owner_: owner }.abi_encode();
     create(node, deployer, with_constructor(&TestSmartWallet::BYTECODE, arguments)).await
+}
+
+/// Deploys a smart wallet whose approval of its owner's signatures depends on `mode`
+/// (`FickleWallet`'s: 0 always, 1 only at gas price 0, 2 only before block time `until`, 3
+/// never), as an attacker would to make a withdrawal pass its checks and fail on chain (tests
+/// only). [`execute_from_smart_wallet`] calls through it.
+pub async fn deploy_fickle_wallet(
+    node: &Node,
+    deployer: &PrivateKeySigner,
+    owner: ChainAddress,
+    (mode, until): (u8, u64),
+) -> Result<Deployed, NodeError> {
+    let arguments = FickleWallet::constructorCall {
+        owner_: owner,
+        mode_: mode,
+        until_: U256::from(until),
+    }
+    .abi_encode();
+    create(node, deployer, with_constructor(&FickleWallet::BYTECODE, arguments)).await
 }
 
 /// Has the test smart wallet `wallet` call `target` with `value` and `input`, signed by its

@@ -65,7 +65,7 @@ pub async fn set_up(
         funder,
         funder.address(),
         operator.address(),
-        deploy::RootTerms::DEVNET,
+        &deploy::RootTerms::DEVNET,
     )
     .await?;
     let node = Node::connect(rpc_url, vault.address, chain_id, timeout).map_err(NodeError::Refused)?;

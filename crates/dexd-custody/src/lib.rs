@@ -85,6 +85,8 @@ pub struct VaultRootTerms {
     pub challenge_period_s: u64,
     /// How long without a root before anyone may freeze the vault.
     pub max_root_age_s: u64,
+    /// How long the operator has to serve a withdrawal an account requested on chain.
+    pub request_period_s: u64,
 }
 
 /// One asset of a vault chain, as custody names it.

@@ -1,10 +1,12 @@
 //! What custody checks against the chain before it credits or pays anything: that each token's
 //! `decimals()` is the configuration's (and the native asset has 18), that a journal that is
 //! empty is not started against a vault that has already paid withdrawals (a fresh venue there
-//! would owe again what was paid; the operator restores the journal from its backup), and which
-//! version the vault is: version 1 (no roots), or version 2, whose root terms it reads once. A
-//! vault that answers `rootCount()` and not `depositedTokens()` is an earlier draft of version 2
-//! whose exit does not hold; it is refused.
+//! would owe again what was paid; the operator restores the journal from its backup), and that
+//! the vault is version 2 as contract version 5 has it, whose terms it reads once. A vault of
+//! version 1 (no roots: nothing would force a payment, and nothing bounds what the operator
+//! pays), one that answers `rootCount()` and not `depositedTokens()` (an earlier draft whose exit
+//! does not hold), or one without `requestPeriod()` (an earlier version 2 where no account can
+//! ask for a withdrawal on chain) is refused.
 //!
 //! At start, [`Custodians::start`](crate::Custodians::start) runs the checks once: a mismatch
 //! refuses the start. When the node cannot be reached then, the watcher runs them before its
@@ -48,14 +50,24 @@ pub async fn check_against_chain(vault: &VaultChain, journal_empty: bool) -> Res
     Ok(())
 }
 
-/// The vault's root terms (`None` for version 1); an asset the vault does not list is logged,
-/// since its deposits would be refused.
+/// The vault's terms; an asset the vault does not list is logged, since its deposits would be
+/// refused.
 async fn read_root_terms(vault: &VaultChain) -> Result<Option<VaultRootTerms>, PreflightError> {
     let latest = BlockId::latest();
     let node_vault = vault.node.vault();
+    let refuse = |what: &str| {
+        PreflightError::Refused(format!(
+            "the vault {} {what}; deploy the current version 2 (dexd vault deploy)",
+            dexd_crypto::checksummed(&vault.config.vault)
+        ))
+    };
     match vault.node.view(node_vault, DexdVaultV2::rootCountCall {}, latest).await {
         Ok(_) => {}
-        Err(NodeError::Reverted { .. }) => return Ok(None),
+        Err(NodeError::Reverted { .. }) => {
+            return Err(refuse(
+                "has no liability roots (version 1): nothing would force a withdrawal to be paid",
+            ))
+        }
         Err(error) => return Err(error.into()),
     }
     match vault
@@ -65,14 +77,26 @@ async fn read_root_terms(vault: &VaultChain) -> Result<Option<VaultRootTerms>, P
     {
         Ok(_) => {}
         Err(NodeError::Reverted { .. }) => {
-            return Err(PreflightError::Refused(format!(
-                "the vault {} has liability roots but not the vault's list of deposited tokens: it is an earlier \
-                 draft of version 2, whose exit does not hold; deploy the current version 2",
-                dexd_crypto::checksummed(&vault.config.vault)
-            )))
+            return Err(refuse(
+                "has liability roots but not the list of deposited tokens: it is an earlier draft of version 2, \
+                 whose exit does not hold",
+            ))
         }
         Err(error) => return Err(error.into()),
     }
+    let request_period_s =
+        match vault
+            .node
+            .view(node_vault, DexdVaultV2::requestPeriodCall {}, latest)
+            .await
+        {
+            Ok(period) => period,
+            Err(NodeError::Reverted { .. }) => return Err(refuse(
+                "takes no withdrawal requested on chain: it is an earlier version 2, from which the operator could \
+                 keep an account's funds by doing nothing",
+            )),
+            Err(error) => return Err(error.into()),
+        };
     let challenge_period_s = vault
         .node
         .view(node_vault, DexdVaultV2::challengePeriodCall {}, latest)
@@ -102,6 +126,7 @@ async fn read_root_terms(vault: &VaultChain) -> Result<Option<VaultRootTerms>, P
     Ok(Some(VaultRootTerms {
         challenge_period_s,
         max_root_age_s,
+        request_period_s,
     }))
 }
 

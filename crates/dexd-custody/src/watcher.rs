@@ -13,16 +13,23 @@
 //! rather than credit a deposit that vanished or credit one twice. It also settles the deposits
 //! that the venue sent for accounts: failed when their transaction reverted or disappeared.
 //!
+//!
+//! The withdrawals accounts ask for on chain (`WithdrawalRequested`, contract version 5) are read
+//! from the same ranges and journaled the same way: in chain order with the deposits (a request
+//! after a deposit in one block sees it credited), each request once, by the vault's numbers
+//! (the engine takes only the next), and the vault's `requestCount()` checked against the
+//! number journaled once caught up.
+//!
 //! It holds nothing a restart needs: where it is comes from the journal.
 
 use std::sync::Arc;
 
 use alloy::eips::BlockId;
 use alloy::primitives::{B256, U256};
-use dexd_core::{Amount, ChainDeposit, Command};
+use dexd_core::{Amount, ChainDeposit, ChainWithdrawalRequest, Command};
 use tokio::sync::watch;
 
-use super::node::{DepositLog, NodeError};
+use super::node::{DepositLog, NodeError, RequestLog};
 use super::preflight::PreflightError;
 use super::vault::venue_address;
 use super::venue_chain::acting_under;
@@ -208,7 +215,7 @@ impl Watcher {
             let Some((hash_before, _)) = node.block(to).await? else {
                 return Ok(());
             };
-            let logs = match node.deposit_logs(from, to).await {
+            let logs = match chain_logs(node, from, to).await {
                 Ok(logs) => logs,
                 Err(NodeError::Refused(message)) if to > from => {
                     self.range_blocks = (to - from + 1).div_ceil(2);
@@ -237,6 +244,22 @@ impl Watcher {
         }
         if let (true, Some((block, hash))) = (scanned_any, self.scanned) {
             self.check_deposit_count(vault, (block, hash)).await?;
+            self.check_request_count(vault, (block, hash)).await?;
+        }
+        Ok(())
+    }
+
+    /// As [`Watcher::check_deposit_count`], for the withdrawals requested on chain: a request
+    /// whose event the node never returned would otherwise go unserved until anyone may freeze
+    /// the vault.
+    async fn check_request_count(&self, vault: &VaultChain, (block, hash): (u64, B256)) -> Result<(), WatchError> {
+        let on_chain = vault.node.request_count(BlockId::hash(hash)).await?;
+        let recorded = vault.read_engine(|engine| engine.custody().next_chain_request_id());
+        if on_chain != U256::from(recorded) {
+            return Err(WatchError::Halt(format!(
+                "the vault had {on_chain} withdrawal requests through block {block}, and {recorded} were read from its \
+                 events: the node did not return every WithdrawalRequested event"
+            )));
         }
         Ok(())
     }
@@ -266,14 +289,27 @@ impl Watcher {
     async fn credit(
         &mut self,
         vault: &VaultChain,
-        logs: &[DepositLog],
+        logs: &[ChainLog],
         to: u64,
         to_hash: B256,
     ) -> Result<(), WatchError> {
-        let mut next = vault.read_engine(|engine| engine.custody().next_deposit_id());
+        let (mut next, mut next_request) = vault.read_engine(|engine| {
+            let custody = engine.custody();
+            (custody.next_deposit_id(), custody.next_chain_request_id())
+        });
         let mut commands = Vec::new();
         let mut last_credit_block = None;
         for log in logs {
+            let log = match log {
+                ChainLog::Deposit(log) => log,
+                ChainLog::Request(request) => {
+                    if let Some(command) = record_request(vault, request, &mut next_request)? {
+                        last_credit_block = Some(request.block_number);
+                        commands.push(command);
+                    }
+                    continue;
+                }
+            };
             let Ok(deposit_id) = u64::try_from(log.deposit_id) else {
                 return Err(WatchError::Halt(format!(
                     "deposit number {} does not fit 64 bits",
@@ -369,4 +405,74 @@ impl Watcher {
         }
         Ok(())
     }
+}
+
+/// One of the vault's events the watcher journals.
+enum ChainLog {
+    Deposit(DepositLog),
+    Request(RequestLog),
+}
+
+impl ChainLog {
+    fn position(&self) -> (u64, u64) {
+        match self {
+            ChainLog::Deposit(log) => (log.block_number, log.log_index),
+            ChainLog::Request(log) => (log.block_number, log.log_index),
+        }
+    }
+}
+
+/// The vault's deposits and withdrawal requests in blocks `from..=to`, in chain order.
+async fn chain_logs(node: &crate::node::Node, from: u64, to: u64) -> Result<Vec<ChainLog>, NodeError> {
+    let mut logs: Vec<ChainLog> = node
+        .deposit_logs(from, to)
+        .await?
+        .into_iter()
+        .map(ChainLog::Deposit)
+        .chain(node.request_logs(from, to).await?.into_iter().map(ChainLog::Request))
+        .collect();
+    logs.sort_by_key(ChainLog::position);
+    Ok(logs)
+}
+
+/// The command recording a request read from the chain, if it is the next one (one already
+/// journaled is skipped; a gap halts, as for deposits).
+fn record_request(vault: &VaultChain, log: &RequestLog, next: &mut u64) -> Result<Option<Command>, WatchError> {
+    let Ok(request_id) = u64::try_from(log.request_id) else {
+        return Err(WatchError::Halt(format!(
+            "withdrawal request number {} does not fit 64 bits",
+            log.request_id
+        )));
+    };
+    if request_id < *next {
+        return Ok(None);
+    }
+    if request_id > *next {
+        return Err(WatchError::Halt(format!(
+            "the vault's withdrawal request {next} is missing: the logs jump to {request_id} in block {}",
+            log.block_number
+        )));
+    }
+    *next += 1;
+    // The vault takes at most 2^128 - 1; a deadline in seconds fits 64 bits for ever.
+    let amount = u128::try_from(log.amount).map_err(|_| WatchError::Halt("a request above 2^128".into()))?;
+    let deadline_s = u64::try_from(log.deadline_s).unwrap_or(u64::MAX / 1_000);
+    tracing::info!(
+        chain_id = vault.chain_id,
+        request_id,
+        account = %log.account,
+        "a withdrawal requested on chain is recorded; it is served within its deadline"
+    );
+    Ok(Some(Command::RecordWithdrawalRequest(ChainWithdrawalRequest {
+        request_id,
+        account: venue_address(&log.account),
+        token: venue_address(&log.token),
+        asset: vault.asset_of_token(&log.token),
+        amount: Amount::from_units(amount),
+        deadline_ms: deadline_s.saturating_mul(1_000),
+        tx_hash: log.tx_hash.0,
+        log_index: log.log_index,
+        block_number: log.block_number,
+        block_hash: log.block_hash.0,
+    })))
 }

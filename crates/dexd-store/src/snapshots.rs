@@ -44,7 +44,8 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// live nonce's signer. Version 7: the chain's configuration as last journaled, under which the
 /// state is restored, and the state hash that covers it. Version 8: each resting order's place
 /// in its batch, for an order of a batch signed once. Version 9: the live nonces a batch signed
-/// once claimed, with which of its orders were applied.
+/// once claimed, with which of its orders were applied; each pending withdrawal's origin (signed,
+/// or asked for on chain) and the next request made on chain.
 pub const SNAPSHOT_FILE_VERSION: u32 = 9;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.

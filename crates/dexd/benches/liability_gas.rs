@@ -115,9 +115,10 @@ async fn main() {
     let terms = RootTerms {
         max_root_age_s: 3_600,
         challenge_period_s: 60,
-        guardian: None,
+        request_period_s: 600,
+        guardians: Vec::new(),
     };
-    let version_two = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
+    let version_two = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), &terms)
         .await
         .unwrap();
     println!(
@@ -196,7 +197,7 @@ async fn main() {
     }
     // Exits against the newest root only: each tree's exit is measured on a vault of its own.
     for (leaves_count, leaf, proof) in exits {
-        let fresh = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
+        let fresh = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), &terms)
             .await
             .unwrap();
         let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, timeout).unwrap();
@@ -251,7 +252,7 @@ async fn main() {
         (&deployer, &operator),
         &signer(&anvil, 3),
         usdc,
-        terms,
+        terms.clone(),
     )
     .await;
 }
@@ -266,7 +267,8 @@ async fn all_zero_exit_gas(
     terms: RootTerms,
 ) {
     let chain_id = anvil.chain_id();
-    let fresh = deploy::deploy_vault_v2(bootstrap, deployer, deployer.address(), operator.address(), terms)
+    let max_root_age_s = terms.max_root_age_s;
+    let fresh = deploy::deploy_vault_v2(bootstrap, deployer, deployer.address(), operator.address(), &terms)
         .await
         .unwrap();
     let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, Duration::from_secs(30)).unwrap();
@@ -286,7 +288,7 @@ async fn all_zero_exit_gas(
     deploy::deposit_from_wallet(&node, late, Some(usdc), U256::from(1_000_000u64))
         .await
         .unwrap();
-    node.raw_request("evm_increaseTime", serde_json::json!([terms.max_root_age_s + 1]))
+    node.raw_request("evm_increaseTime", serde_json::json!([max_root_age_s + 1]))
         .await
         .unwrap();
     call(

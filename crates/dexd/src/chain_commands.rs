@@ -63,10 +63,16 @@ pub enum VaultCommand {
         /// (default: an hour). Withdrawals are paid once a root covering them is past it.
         #[arg(long, default_value_t = deploy::RootTerms::PRODUCTION.challenge_period_s)]
         challenge_period_s: u64,
+        /// Seconds the operator has to serve a withdrawal an account requested on chain
+        /// (`requestWithdrawal`) before anyone may freeze the vault; longer than
+        /// --challenge-period-s plus the venue's root interval (default: a day).
+        #[arg(long, default_value_t = deploy::RootTerms::PRODUCTION.request_period_s)]
+        request_period_s: u64,
         /// Who besides the owner may veto a root during its challenge period (an auditor acting
-        /// as guardian); default: nobody else.
-        #[arg(long)]
-        guardian: Option<String>,
+        /// as guardian); repeat it for several (at most 8), any one of which may veto; default:
+        /// nobody else.
+        #[arg(long = "guardian")]
+        guardians: Vec<String>,
         /// A token the vault takes deposits of, `native` for the chain's native asset; repeat
         /// it for each (signed by the owner, so only with the owner's key).
         #[arg(long = "list-token")]
@@ -205,19 +211,28 @@ async fn owner_call(target: &VaultTarget, key: &KeyArguments, input: Vec<u8>) ->
 
 /// The root terms of `dexd vault deploy`'s arguments, checked as the contract's constructor would.
 fn root_terms(
-    max_root_age_s: u64,
-    challenge_period_s: u64,
-    guardian: Option<String>,
+    (max_root_age_s, challenge_period_s, request_period_s): (u64, u64, u64),
+    guardians: &[String],
 ) -> Result<deploy::RootTerms, String> {
     if max_root_age_s == 0 || challenge_period_s >= max_root_age_s {
         return Err("--challenge-period-s must be shorter than --max-root-age-s, which must not be 0".into());
     }
+    if request_period_s <= challenge_period_s {
+        return Err(
+            "--request-period-s must be longer than --challenge-period-s (and the venue's root interval)".into(),
+        );
+    }
+    if guardians.len() > deploy::MAX_GUARDIANS {
+        return Err(format!("at most {} --guardian", deploy::MAX_GUARDIANS));
+    }
     Ok(deploy::RootTerms {
         max_root_age_s,
         challenge_period_s,
-        guardian: guardian
-            .map(|guardian| address_argument(&guardian, "guardian"))
-            .transpose()?,
+        request_period_s,
+        guardians: guardians
+            .iter()
+            .map(|guardian| address_argument(guardian, "guardian"))
+            .collect::<Result<Vec<_>, String>>()?,
     })
 }
 
@@ -229,7 +244,8 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
             owner,
             max_root_age_s,
             challenge_period_s,
-            guardian,
+            request_period_s,
+            guardians,
             list_tokens,
             key,
         } => {
@@ -243,9 +259,9 @@ async fn vault_command(command: VaultCommand) -> Result<String, String> {
                 Some(owner) => address_argument(&owner, "owner")?,
                 None => signer.address(),
             };
-            let terms = root_terms(max_root_age_s, challenge_period_s, guardian)?;
+            let terms = root_terms((max_root_age_s, challenge_period_s, request_period_s), &guardians)?;
             let node = connect(&rpc_url, ChainAddress::ZERO).await?;
-            let deployed = deploy::deploy_vault_v2(&node, &signer, owner, operator, terms)
+            let deployed = deploy::deploy_vault_v2(&node, &signer, owner, operator, &terms)
                 .await
                 .map_err(|error| error.to_string())?;
             if !list_tokens.is_empty() {

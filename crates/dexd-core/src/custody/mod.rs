@@ -12,7 +12,9 @@
 //!   number, so a repeated or skipped event is refused rather than credited twice or lost;
 //! - a withdrawal ([`VaultWithdrawal`]) debits the account at once and waits, with the account's
 //!   signature, until the payer reports it sent, confirmed, or never payable (failed, and the
-//!   amount credited back).
+//!   amount credited back);
+//! - a withdrawal an account asked for on chain ([`ChainWithdrawalRequest`]) is recorded in the
+//!   vault's order of requests, like a deposit, and waits to be served; it never fails.
 //!
 //! This module decides what those facts do to balances and transfer records. It does no IO and
 //! trusts its caller for what it cannot check itself: that an event is confirmed, that a
@@ -33,8 +35,8 @@ use crate::liabilities::{
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
 use crate::transfer::{
-    ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
-    WithdrawalKey,
+    chain_request_withdrawal_id, is_chain_request_withdrawal_id, ChainDeposit, ChainDepositSubmission,
+    ChainWithdrawalRequest, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
 
 /// Where a chain's balances are held.
@@ -68,6 +70,37 @@ pub struct PendingWithdrawal {
     /// The journal position of its debit: it is paid only once a final root of the venue's
     /// is built at or after it.
     pub debited_at_sequence: u64,
+    /// Whether the account signed it, or asked the vault for it on chain.
+    pub origin: WithdrawalOrigin,
+}
+
+/// How a withdrawal was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WithdrawalOrigin {
+    /// The account signed the vault's `Withdrawal` (through the API); paid by `withdrawBatch`.
+    Signed,
+    /// The account called the vault's `requestWithdrawal`; served by `serveRequests`, however
+    /// little it holds (0 included), and never failed.
+    Requested {
+        /// The vault's number of the request.
+        request_id: u64,
+        /// What it asked for (the debit is at most this).
+        requested: Amount,
+        /// By when the vault must serve it, in ms of chain time.
+        deadline_ms: u64,
+        /// The token it named, which may be one the chain does not list.
+        token: Address,
+    },
+}
+
+impl WithdrawalOrigin {
+    /// The request's number, for a withdrawal asked for on chain.
+    pub fn request_id(&self) -> Option<u64> {
+        match self {
+            WithdrawalOrigin::Signed => None,
+            WithdrawalOrigin::Requested { request_id, .. } => Some(*request_id),
+        }
+    }
 }
 
 /// A deposit the venue sent for an account, waiting for its event.
@@ -98,6 +131,8 @@ pub struct CustodyState {
     pub withdrawals: Vec<(WithdrawalKey, PendingWithdrawal)>,
     /// The number the next withdrawal request gets.
     pub next_request_number: u64,
+    /// The vault's number of the next withdrawal requested on chain to record.
+    pub next_chain_request_id: u64,
     /// The accounts' flows through the vault and the roots recorded.
     pub liabilities: LiabilitiesState,
 }
@@ -114,6 +149,7 @@ pub struct Custody {
     withdrawals: BTreeMap<WithdrawalKey, PendingWithdrawal>,
     withdrawals_in_request_order: BTreeMap<u64, WithdrawalKey>,
     next_request_number: u64,
+    next_chain_request_id: u64,
     pending_withdrawal_units: Vec<Amount>,
     max_pending_transfers: usize,
     liabilities: Liabilities,
@@ -132,6 +168,7 @@ impl Custody {
             withdrawals: BTreeMap::new(),
             withdrawals_in_request_order: BTreeMap::new(),
             next_request_number: 1,
+            next_chain_request_id: 0,
             pending_withdrawal_units: vec![Amount::ZERO; asset_count],
             max_pending_transfers,
             liabilities: Liabilities::default(),
@@ -155,6 +192,7 @@ impl Custody {
                 .map(|(key, pending)| (*key, pending.clone()))
                 .collect(),
             next_request_number: self.next_request_number,
+            next_chain_request_id: self.next_chain_request_id,
             liabilities: self.liabilities.state(),
         }
     }
@@ -172,6 +210,7 @@ impl Custody {
         custody.last_credited_tx = state.last_credited_tx;
         custody.scanned_through = state.scanned_through;
         custody.next_request_number = state.next_request_number;
+        custody.next_chain_request_id = state.next_chain_request_id;
         custody.pending_deposits = state.pending_deposits.into_iter().collect();
         custody.liabilities = Liabilities::restore(state.liabilities)?;
         for (key, pending) in state.withdrawals {
@@ -202,6 +241,11 @@ impl Custody {
     /// The vault deposit number the engine credits next.
     pub fn next_deposit_id(&self) -> u64 {
         self.next_deposit_id
+    }
+
+    /// The vault's number of the next withdrawal requested on chain the engine records.
+    pub fn next_chain_request_id(&self) -> u64 {
+        self.next_chain_request_id
     }
 
     /// The last block (number and hash) the deposit watcher recorded as confirmed and scanned.
@@ -356,7 +400,23 @@ impl Custody {
             hasher.update(pending.created_at_ms.to_be_bytes());
             hasher.update(pending.request_number.to_be_bytes());
             hasher.update(pending.debited_at_sequence.to_be_bytes());
+            match pending.origin {
+                WithdrawalOrigin::Signed => hasher.update([0]),
+                WithdrawalOrigin::Requested {
+                    request_id,
+                    requested,
+                    deadline_ms,
+                    token,
+                } => {
+                    hasher.update([1]);
+                    hasher.update(request_id.to_be_bytes());
+                    hasher.update(requested.units().to_be_bytes());
+                    hasher.update(deadline_ms.to_be_bytes());
+                    hasher.update(token.as_bytes());
+                }
+            }
         }
+        hasher.update(self.next_chain_request_id.to_be_bytes());
         self.liabilities.hash_into(hasher);
     }
 

@@ -19,6 +19,9 @@ impl Custody {
         self.refuse_when_frozen()?;
         let request = withdrawal.request;
         check_request(ledger, &request)?;
+        if is_chain_request_withdrawal_id(&request.transfer_id) {
+            return Err(Rejection::ReservedWithdrawalId);
+        }
         let key = WithdrawalKey {
             account: request.account,
             withdrawal_id: request.transfer_id,
@@ -55,6 +58,7 @@ impl Custody {
             created_at_ms: now_ms,
             request_number: self.next_request_number,
             debited_at_sequence: sequence,
+            origin: WithdrawalOrigin::Signed,
         };
         self.next_request_number += 1;
         events.push(Event::TransferApplied(withdrawal_transfer(
@@ -71,7 +75,11 @@ impl Custody {
     }
 
     /// Records that `tx_hash` was broadcast to pay these withdrawals (a replacement at the same
-    /// nonce records its new hash the same way).
+    /// nonce records its new hash the same way). A withdrawal is sent only once a final root of
+    /// the venue's covers its debit (`Liabilities::payable_through`): the rule the payer
+    /// follows is the engine's, so a journal that pays early does not replay, and the auditor
+    /// says so. A replacement of one already sent is not held to it again (the root that
+    /// covered it stays final).
     pub(crate) fn mark_withdrawals_sent(
         &mut self,
         tx_hash: [u8; 32],
@@ -81,12 +89,140 @@ impl Custody {
     ) -> Result<(), Rejection> {
         self.require(CustodyMode::Vault)?;
         self.check_all_pending(keys)?;
+        let payable_through = self.liabilities.payable_through();
+        let uncovered = keys.iter().any(|key| {
+            let pending = &self.withdrawals[key];
+            pending.status == TransferStatus::Pending
+                && payable_through.is_none_or(|through| pending.debited_at_sequence > through)
+        });
+        if uncovered {
+            return Err(Rejection::WithdrawalNotCovered);
+        }
         for key in keys {
             let pending = self.withdrawals.get_mut(key).expect("checked above");
             pending.status = TransferStatus::Sent;
             pending.tx_hash = Some(tx_hash);
             events.push(Event::TransferApplied(withdrawal_transfer(key, pending, None, now_ms)));
         }
+        Ok(())
+    }
+
+    /// Records that the mined transaction `tx_hash`, meant to pay these withdrawals, paid none
+    /// of them (the vault skipped them, or it reverted): each is pending again, its transaction
+    /// forgotten, until the payer sends it again.
+    pub(crate) fn mark_withdrawals_unpaid(
+        &mut self,
+        tx_hash: [u8; 32],
+        keys: &[WithdrawalKey],
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        self.check_all_pending(keys)?;
+        if keys
+            .iter()
+            .any(|key| self.withdrawals[key].status != TransferStatus::Sent)
+        {
+            return Err(Rejection::TransferNotPending);
+        }
+        let _ = tx_hash;
+        for key in keys {
+            let pending = self.withdrawals.get_mut(key).expect("checked above");
+            pending.status = TransferStatus::Pending;
+            pending.tx_hash = None;
+            events.push(Event::TransferApplied(withdrawal_transfer(key, pending, None, now_ms)));
+        }
+        Ok(())
+    }
+
+    /// Records a withdrawal an account asked for on chain, in the vault's order of requests,
+    /// debiting `debit` (what the account held of the token, up to what it asked: the engine
+    /// cancels its orders first) at journal position `sequence`. It is served by the vault
+    /// whatever its amount, 0 included, and never fails; it is not counted against the limit
+    /// of pending transfers, since the chain, not the venue, decides how many there are.
+    pub(crate) fn record_chain_request(
+        &mut self,
+        ledger: &mut Ledger,
+        (request, debit): (ChainWithdrawalRequest, Amount),
+        sequence: u64,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
+        if request.request_id != self.next_chain_request_id {
+            return Err(Rejection::DepositOutOfOrder);
+        }
+        assert!(
+            debit <= request.amount,
+            "invariant: a request's debit is at most what it asked"
+        );
+        let asset = match request.asset {
+            Some(asset) if usize::from(asset.0) < self.pending_withdrawal_units.len() => asset,
+            Some(_) => return Err(Rejection::UnknownAsset),
+            None => {
+                assert_eq!(
+                    debit,
+                    Amount::ZERO,
+                    "invariant: nothing is debited of a token the chain does not list"
+                );
+                AssetIndex(0)
+            }
+        };
+        let key = WithdrawalKey {
+            account: request.account,
+            withdrawal_id: chain_request_withdrawal_id(request.request_id),
+        };
+        let index = usize::from(asset.0);
+        let pending_total = self.pending_withdrawal_units[index]
+            .checked_add(debit)
+            .ok_or(Rejection::AmountTooLarge)?;
+        if debit != Amount::ZERO {
+            if !self.liabilities.debit_fits(&request.account, asset, debit) {
+                return Err(Rejection::AmountTooLarge);
+            }
+            let balance = ledger
+                .withdraw(&request.account, asset, debit)
+                .expect("invariant: the engine debits at most what is available");
+            self.liabilities.count_debit(&request.account, asset, debit);
+            events.push(Event::BalanceUpdated {
+                account: request.account,
+                asset,
+                balance,
+            });
+        }
+        self.pending_withdrawal_units[index] = pending_total;
+        self.next_chain_request_id += 1;
+        let pending = PendingWithdrawal {
+            asset,
+            amount: debit,
+            expiry_ms: u64::MAX,
+            signature: [0; 65],
+            status: TransferStatus::Pending,
+            tx_hash: None,
+            created_at_ms: now_ms,
+            request_number: self.next_request_number,
+            debited_at_sequence: sequence,
+            origin: WithdrawalOrigin::Requested {
+                request_id: request.request_id,
+                requested: request.amount,
+                deadline_ms: request.deadline_ms,
+                token: request.token,
+            },
+        };
+        self.next_request_number += 1;
+        // A token the chain does not list has no symbol to show the account: it is served with
+        // nothing and appears in no history.
+        if request.asset.is_some() {
+            events.push(Event::TransferApplied(withdrawal_transfer(
+                &key, &pending, None, now_ms,
+            )));
+        }
+        self.withdrawals_in_request_order.insert(pending.request_number, key);
+        let replaced = self.withdrawals.insert(key, pending);
+        assert!(
+            replaced.is_none(),
+            "invariant: a request's key is its own (ids in its range are refused to signed withdrawals)"
+        );
         Ok(())
     }
 
@@ -117,7 +253,8 @@ impl Custody {
     }
 
     /// Records that a withdrawal can never be paid (its authorization expired unpaid, as the
-    /// confirmed chain shows): its amount is credited back to the account.
+    /// confirmed chain shows): its amount is credited back to the account. A request made on
+    /// chain never fails: the vault must serve it.
     pub(crate) fn fail_withdrawal(
         &mut self,
         ledger: &mut Ledger,
@@ -127,6 +264,9 @@ impl Custody {
     ) -> Result<(), Rejection> {
         self.require(CustodyMode::Vault)?;
         self.check_all_pending(&[key])?;
+        if self.withdrawals[&key].origin != WithdrawalOrigin::Signed {
+            return Err(Rejection::TransferNotPending);
+        }
         let mut failed = self.remove_withdrawal(&key);
         let balance = ledger
             .deposit(&key.account, failed.asset, failed.amount, true)

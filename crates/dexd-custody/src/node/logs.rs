@@ -37,7 +37,78 @@ pub struct DepositLog {
     pub block_hash: B256,
 }
 
+/// A `WithdrawalRequested` event as read from the chain (vault version 2, contract version 5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestLog {
+    /// The vault's number of the request.
+    pub request_id: U256,
+    /// Who asked.
+    pub account: ChainAddress,
+    /// The token (zero for the native asset).
+    pub token: ChainAddress,
+    /// What was asked for.
+    pub amount: U256,
+    /// By when it must be served, in seconds of chain time.
+    pub deadline_s: U256,
+    /// The transaction.
+    pub tx_hash: B256,
+    /// The event's index in its block.
+    pub log_index: u64,
+    /// The block.
+    pub block_number: u64,
+    /// The block's hash.
+    pub block_hash: B256,
+}
+
 impl Node {
+    /// The vault's `WithdrawalRequested` events in blocks `from..=to`, in chain order.
+    pub async fn request_logs(&self, from: u64, to: u64) -> Result<Vec<RequestLog>, NodeError> {
+        let filter = Filter::new()
+            .address(self.vault)
+            .event_signature(DexdVaultV2::WithdrawalRequested::SIGNATURE_HASH)
+            .from_block(from)
+            .to_block(to);
+        let mut requests = Vec::new();
+        for log in self.provider.get_logs(&filter).await? {
+            if log.removed {
+                continue;
+            }
+            let unreadable = || NodeError::Unavailable("the node returned a log without its position".into());
+            let event = DexdVaultV2::WithdrawalRequested::decode_log(&log.inner)
+                .map_err(|error| NodeError::Unavailable(format!("the node returned an unreadable log: {error}")))?;
+            requests.push(RequestLog {
+                request_id: event.requestId,
+                account: event.account,
+                token: event.token,
+                amount: event.amount,
+                deadline_s: event.deadline,
+                tx_hash: log.transaction_hash.ok_or_else(unreadable)?,
+                log_index: log.log_index.ok_or_else(unreadable)?,
+                block_number: log.block_number.ok_or_else(unreadable)?,
+                block_hash: log.block_hash.ok_or_else(unreadable)?,
+            });
+        }
+        requests.sort_by_key(|request| (request.block_number, request.log_index));
+        Ok(requests)
+    }
+
+    /// The vault's `RequestServed` event of a request in blocks `from..=to`: its transaction and
+    /// block. The caller keeps the range within `max_log_range_blocks`.
+    pub async fn request_served_event(
+        &self,
+        request_id: u64,
+        from: u64,
+        to: u64,
+    ) -> Result<Option<(B256, u64)>, NodeError> {
+        let filter = Filter::new()
+            .address(self.vault)
+            .event_signature(DexdVaultV2::RequestServed::SIGNATURE_HASH)
+            .topic1(B256::from(U256::from(request_id)))
+            .from_block(from)
+            .to_block(to);
+        self.first_log_position(&filter).await
+    }
+
     /// The vault's `Deposited` events in blocks `from..=to`, in chain order.
     pub async fn deposit_logs(&self, from: u64, to: u64) -> Result<Vec<DepositLog>, NodeError> {
         let filter = Filter::new()

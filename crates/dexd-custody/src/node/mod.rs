@@ -21,7 +21,7 @@ use super::vault::{DexdVault, DexdVaultV2, Erc20};
 
 mod logs;
 
-pub use self::logs::{DepositLog, RootLog};
+pub use self::logs::{DepositLog, RequestLog, RootLog};
 
 /// What went wrong with a request to the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,6 +244,24 @@ impl Node {
         self.view(self.vault, call, block).await
     }
 
+    /// Whether each request made on chain was served, as of `block`.
+    pub async fn requests_served(&self, request_ids: &[u64], block: BlockId) -> Result<Vec<bool>, NodeError> {
+        let mut served = Vec::with_capacity(request_ids.len());
+        for request_id in request_ids {
+            let call = DexdVaultV2::withdrawalRequestCall {
+                requestId: U256::from(*request_id),
+            };
+            served.push(self.view(self.vault, call, block).await?.served);
+        }
+        Ok(served)
+    }
+
+    /// How many withdrawals accounts had requested on chain as of `block`: the next request's
+    /// number.
+    pub async fn request_count(&self, block: BlockId) -> Result<U256, NodeError> {
+        self.view(self.vault, DexdVaultV2::requestCountCall {}, block).await
+    }
+
     /// How many deposits the vault had taken as of `block`: the next deposit's number.
     pub async fn deposit_count(&self, block: BlockId) -> Result<U256, NodeError> {
         self.view(self.vault, DexdVault::depositCountCall {}, block).await
@@ -341,6 +359,45 @@ impl Node {
             request = request.with_from(from);
         }
         Ok(self.provider.call(request).block(block).await?)
+    }
+
+    /// A call run as the transaction that would follow it: from `from`, at the EIP-1559 fees
+    /// `(max_fee_per_gas, max_priority_fee_per_gas)` it would pay, so that code which looks at
+    /// `tx.gasprice` or the sender sees what the transaction will show it.
+    pub async fn call_as_sent(
+        &self,
+        from: ChainAddress,
+        (to, input, value): (ChainAddress, Vec<u8>, U256),
+        (max_fee_per_gas, max_priority_fee_per_gas): (u128, u128),
+        block: BlockId,
+    ) -> Result<Bytes, NodeError> {
+        let request = TransactionRequest::default()
+            .with_from(from)
+            .with_to(to)
+            .with_input(input)
+            .with_value(value)
+            .with_max_fee_per_gas(max_fee_per_gas)
+            .with_max_priority_fee_per_gas(max_priority_fee_per_gas);
+        Ok(self.provider.call(request).block(block).await?)
+    }
+
+    /// [`Node::estimate_gas`] of the transaction as it will be sent, at its fees
+    /// ([`Node::call_as_sent`]).
+    pub async fn estimate_gas_as_sent(
+        &self,
+        from: ChainAddress,
+        (to, input, value): (ChainAddress, &[u8], U256),
+        (max_fee_per_gas, max_priority_fee_per_gas): (u128, u128),
+    ) -> Result<u64, NodeError> {
+        let request = TransactionRequest::default()
+            .with_from(from)
+            .with_to(to)
+            .with_input(input.to_vec())
+            .with_value(value)
+            .with_max_fee_per_gas(max_fee_per_gas)
+            .with_max_priority_fee_per_gas(max_priority_fee_per_gas);
+        let estimate = self.provider.estimate_gas(request).await?;
+        Ok(estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100))
     }
 
     /// The gas a transaction would use, with `GAS_MARGIN_PERCENT` on top; a revert is

@@ -9,11 +9,13 @@
 
 use std::time::Instant;
 
-use alloy::primitives::{TxKind, B256, U256};
+use alloy::eips::{BlockId, BlockNumberOrTag};
+use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
 use dexd_core::{Command, WithdrawalKey};
 
 use super::{submit, PayError, Payer};
 use crate::node::{Fees, NodeError, Receipt, SentTransaction, TransactionTerms};
+use crate::vault::chain_address;
 use crate::VaultChain;
 
 /// How much a replacement raises both fees over the transaction it replaces, in percent (nodes
@@ -27,8 +29,10 @@ pub const MAX_TRANSACTIONS_PER_NONCE: usize = 16;
 /// What a transaction in flight does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum FlightPurpose {
-    /// It pays withdrawals (`withdrawBatch`).
+    /// It pays signed withdrawals (`withdrawBatch`).
     Withdrawals,
+    /// It serves withdrawals requested on chain (`serveRequests`).
+    Requests,
     /// It commits a liability root (`commitRoot`).
     Root,
 }
@@ -109,8 +113,12 @@ impl Payer {
         let purpose = self.in_flight.as_ref().expect("checked by the caller").purpose;
         if !receipt.succeeded {
             match purpose {
-                FlightPurpose::Withdrawals => {
-                    tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a withdrawal transaction reverted; its withdrawals are looked at again")
+                FlightPurpose::Withdrawals | FlightPurpose::Requests => {
+                    // Each is sent again alone: whatever made the transaction revert holds up
+                    // only the one it belongs to.
+                    tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a withdrawal transaction reverted; its withdrawals are set aside and sent again alone");
+                    let keys = self.in_flight.as_ref().expect("checked by the caller").keys.clone();
+                    self.not_paid_by(vault, hash, &keys).await?;
                 }
                 FlightPurpose::Root => {
                     tracing::warn!(chain_id = vault.chain_id, tx_hash = %hash, "a liability root's transaction reverted; a root is sent again when due")
@@ -133,19 +141,46 @@ impl Payer {
             return Ok(());
         }
         let flight = self.in_flight.as_ref().expect("checked by the caller");
-        let still_pending = still_pending(vault, &flight.keys);
-        let keys = flight.keys.len();
-        if !still_pending.is_empty() {
+        let keys = flight.keys.clone();
+        let still_pending = still_pending(vault, &keys);
+        // The vault skips a withdrawal its account refuses: what the transaction paid is read at
+        // its block, and the rest is set aside.
+        let paid = self
+            .paid_at(vault, purpose, &still_pending, receipt.block_number)
+            .await?;
+        let mut unpaid = Vec::new();
+        let paid: Vec<WithdrawalKey> = still_pending
+            .into_iter()
+            .zip(paid)
+            .filter_map(|(key, paid)| {
+                if !paid {
+                    unpaid.push(key);
+                }
+                paid.then_some(key)
+            })
+            .collect();
+        if !paid.is_empty() {
             submit(
                 vault,
                 Command::ConfirmWithdrawals {
                     tx_hash: hash.0,
                     block_number: receipt.block_number,
-                    withdrawals: still_pending,
+                    withdrawals: paid,
                 },
             )
             .await?;
         }
+        if !unpaid.is_empty() {
+            tracing::warn!(
+                chain_id = vault.chain_id,
+                tx_hash = %hash,
+                skipped = unpaid.len(),
+                "the vault skipped withdrawals of this transaction (their accounts refused them on chain); they are set \
+                 aside and sent again alone"
+            );
+            self.not_paid_by(vault, hash, &unpaid).await?;
+        }
+        let keys = keys.len();
         vault.update_status(|status| status.withdrawal_gas.push((keys, receipt.gas_used)));
         tracing::info!(chain_id = vault.chain_id, tx_hash = %hash, withdrawals = keys, gas_used = receipt.gas_used, "withdrawals confirmed");
         self.in_flight = None;
@@ -213,6 +248,77 @@ impl Payer {
             Command::MarkWithdrawalsSent {
                 tx_hash: replacement.hash.0,
                 withdrawals: still_pending,
+            },
+        )
+        .await
+    }
+}
+
+impl Payer {
+    /// Whether each of `keys` was paid (served, for requests) as of `block`.
+    async fn paid_at(
+        &self,
+        vault: &VaultChain,
+        purpose: FlightPurpose,
+        keys: &[WithdrawalKey],
+        block: u64,
+    ) -> Result<Vec<bool>, PayError> {
+        let at = BlockId::Number(BlockNumberOrTag::Number(block));
+        match purpose {
+            FlightPurpose::Requests => {
+                let request_ids: Vec<u64> = vault.read_engine(|engine| {
+                    keys.iter()
+                        .map(|key| {
+                            engine
+                                .custody()
+                                .pending_withdrawal(key)
+                                .and_then(|pending| pending.origin.request_id())
+                                .expect("invariant: a request in flight is pending and was asked on chain")
+                        })
+                        .collect()
+                });
+                Ok(vault.node.requests_served(&request_ids, at).await?)
+            }
+            FlightPurpose::Withdrawals | FlightPurpose::Root => {
+                let ids: Vec<(ChainAddress, U256)> = keys
+                    .iter()
+                    .map(|key| (chain_address(&key.account), U256::from_be_bytes(key.withdrawal_id)))
+                    .collect();
+                Ok(vault.node.withdrawn_many(&ids, at).await?)
+            }
+        }
+    }
+
+    /// The mined transaction `hash` did not pay `keys`: each is set aside (sent again alone,
+    /// later) and journaled as pending again, if it is still marked sent.
+    pub(super) async fn not_paid_by(
+        &mut self,
+        vault: &VaultChain,
+        hash: B256,
+        keys: &[WithdrawalKey],
+    ) -> Result<(), PayError> {
+        for key in keys {
+            self.set_aside(*key);
+        }
+        let sent: Vec<WithdrawalKey> = vault.read_engine(|engine| {
+            keys.iter()
+                .filter(|key| {
+                    engine
+                        .custody()
+                        .pending_withdrawal(key)
+                        .is_some_and(|pending| pending.status == dexd_core::TransferStatus::Sent)
+                })
+                .copied()
+                .collect()
+        });
+        if sent.is_empty() {
+            return Ok(());
+        }
+        submit(
+            vault,
+            Command::MarkWithdrawalsUnpaid {
+                tx_hash: hash.0,
+                withdrawals: sent,
             },
         )
         .await

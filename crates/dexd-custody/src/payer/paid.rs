@@ -1,9 +1,11 @@
-//! Confirming a withdrawal the vault shows paid, whichever transaction paid it (the payer's own,
-//! a replacement, or one sent before a restart).
+//! Confirming a withdrawal the vault shows paid (a request it shows served), whichever
+//! transaction paid it (the payer's own, a replacement, or one sent before a restart).
 //!
 //! The transaction is found first among those known to have carried it (the one the journal
-//! recorded, and every one of the flight in progress) by their receipts; only when none of them
-//! was mined is the vault's `Withdrawn` event looked for, backwards from the head in ranges of
+//! recorded, and every one of the flight in progress): one that was mined and whose block holds
+//! the withdrawal's own event from it (the vault skips a withdrawal its account refuses, so a
+//! transaction that carried it need not have paid it); only when none of them did is the vault's
+//! `Withdrawn` (`RequestServed`) event looked for, backwards from the head in ranges of
 //! `max_log_range_blocks` (halved when the node refuses one), over at most
 //! [`WITHDRAWN_SEARCH_LOOKBACK_BLOCKS`]. It never asks a node for more than a provider allows.
 
@@ -67,15 +69,14 @@ impl Payer {
             .flat_map(|flight| flight.hashes());
         let known: Vec<B256> = pending.tx_hash.map(B256::from).into_iter().chain(in_flight).collect();
         for hash in known {
-            // A successful `withdrawBatch` that carried the withdrawal paid it: the vault
-            // reverts the whole batch when any of it cannot be paid.
             if let Some(receipt) = vault.node.receipt(hash).await? {
-                if receipt.succeeded {
-                    return Ok(Some((hash, receipt.block_number)));
+                let block = receipt.block_number;
+                if receipt.succeeded && payment_event(vault, key, pending, (block, block)).await? == Some((hash, block))
+                {
+                    return Ok(Some((hash, block)));
                 }
             }
         }
-        let (account, id) = (chain_address(&key.account), withdrawal_id(key));
         let oldest = vault
             .config
             .start_block
@@ -84,7 +85,7 @@ impl Payer {
         let mut to = head;
         while to >= oldest {
             let from = oldest.max(to.saturating_sub(range_blocks - 1));
-            match vault.node.withdrawn_event(account, id, from, to).await {
+            match payment_event(vault, key, pending, (from, to)).await {
                 Ok(Some(found)) => return Ok(Some(found)),
                 Ok(None) if from == 0 => break,
                 Ok(None) => to = from - 1,
@@ -93,5 +94,24 @@ impl Payer {
             }
         }
         Ok(None)
+    }
+}
+
+/// The event of the vault's payment of a withdrawal (`Withdrawn`), or its serving of a request
+/// made on chain (`RequestServed`), in blocks `from..=to`: its transaction and block.
+async fn payment_event(
+    vault: &VaultChain,
+    key: &WithdrawalKey,
+    pending: &PendingWithdrawal,
+    (from, to): (u64, u64),
+) -> Result<Option<(B256, u64)>, NodeError> {
+    match pending.origin.request_id() {
+        Some(request_id) => vault.node.request_served_event(request_id, from, to).await,
+        None => {
+            vault
+                .node
+                .withdrawn_event(chain_address(&key.account), withdrawal_id(key), from, to)
+                .await
+        }
     }
 }

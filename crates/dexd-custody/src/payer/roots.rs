@@ -17,8 +17,7 @@
 //!
 //! After a crash between a commit and its record, the next leader finds the root in the vault,
 //! its transaction by its `RootCommitted` event (found by the block of the root's time, at any
-//! age), and rebuilds the same tree from the journal. A vault of version 1 has no roots: nothing
-//! is committed, and withdrawals are paid as soon as they are durable.
+//! age), and rebuilds the same tree from the journal.
 
 use std::time::Instant;
 
@@ -224,7 +223,8 @@ impl Payer {
             totals,
         }
         .abi_encode();
-        let sent = match self.send_call(vault, calldata.clone()).await {
+        let fees = vault.node.fee_estimate().await?;
+        let sent = match self.send_call(vault, calldata.clone(), (fees, 0)).await {
             Ok(sent) => sent,
             Err(PayError::Node(NodeError::Reverted { message, .. })) => {
                 // The vault holds less than the venue owes, a foreign root stands ahead of the
@@ -304,7 +304,7 @@ impl Payer {
     ) -> Result<bool, PayError> {
         let stored = vault.node.liability_root(epoch, confirmed.at()).await?;
         let Some(event) = self
-            .find_root_event(vault, epoch, stored.committedAt, confirmed)
+            .find_root_event(vault, epoch, stored.committedAt.to(), confirmed)
             .await?
         else {
             tracing::warn!(
@@ -320,7 +320,7 @@ impl Payer {
         } else {
             RootOrigin::Foreign
         };
-        let committed_at_ms = stored.committedAt.saturating_mul(1_000);
+        let committed_at_ms = stored.committedAt.to::<u64>().saturating_mul(1_000);
         submit(
             vault,
             Command::RecordLiabilityRoot(LiabilityRootRecord {

@@ -18,9 +18,10 @@ pub use self::authorization::{
 pub use self::liabilities::{decode_root_record, encode_root_record};
 
 use dexd_core::{
-    Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, Command, Direction, NewOrder,
-    OrderConditions, OrderId, OrderRecord, OrderStatus, OrderType, PairIndex, Price, Quantity, TimeInForce, Trade,
-    Transfer, TransferKind, TransferRequest, TransferStatus, Trigger, TriggerCondition, VaultWithdrawal, WithdrawalKey,
+    Address, Amount, AssetIndex, CancelReason, ChainDeposit, ChainDepositSubmission, ChainWithdrawalRequest, Command,
+    Direction, NewOrder, OrderConditions, OrderId, OrderRecord, OrderStatus, OrderType, PairIndex, Price, Quantity,
+    TimeInForce, Trade, Transfer, TransferKind, TransferRequest, TransferStatus, Trigger, TriggerCondition,
+    VaultWithdrawal, WithdrawalKey,
 };
 
 /// The version byte written first in every encoded value.
@@ -390,6 +391,24 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.u8(11);
             writer.withdrawal_keys(std::slice::from_ref(key));
         }
+        Command::MarkWithdrawalsUnpaid { tx_hash, withdrawals } => {
+            writer.u8(MARK_UNPAID_TAG);
+            writer.bytes(tx_hash);
+            writer.withdrawal_keys(withdrawals);
+        }
+        Command::RecordWithdrawalRequest(request) => {
+            writer.u8(WITHDRAWAL_REQUEST_TAG);
+            writer.u64(request.request_id);
+            writer.bytes(request.account.as_bytes());
+            writer.bytes(request.token.as_bytes());
+            writer.optional(request.asset, |writer, asset| writer.u16(asset.0));
+            writer.u128(request.amount.units());
+            writer.u64(request.deadline_ms);
+            writer.bytes(&request.tx_hash);
+            writer.u64(request.log_index);
+            writer.u64(request.block_number);
+            writer.bytes(&request.block_hash);
+        }
         Command::CancelAll { .. }
         | Command::AmendOrder { .. }
         | Command::SetCancelAllAfter { .. }
@@ -482,6 +501,22 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
         EXPIRE_ORDER_TAG => Command::ExpireOrder {
             order_id: OrderId::from_bytes(reader.array()?),
         },
+        MARK_UNPAID_TAG => Command::MarkWithdrawalsUnpaid {
+            tx_hash: reader.array()?,
+            withdrawals: reader.withdrawal_keys()?,
+        },
+        WITHDRAWAL_REQUEST_TAG => Command::RecordWithdrawalRequest(ChainWithdrawalRequest {
+            request_id: reader.u64()?,
+            account: Address::from_bytes(reader.array()?),
+            token: Address::from_bytes(reader.array()?),
+            asset: reader.optional(|reader| Ok(AssetIndex(reader.u16()?)))?,
+            amount: Amount::from_units(reader.u128()?),
+            deadline_ms: reader.u64()?,
+            tx_hash: reader.array()?,
+            log_index: reader.u64()?,
+            block_number: reader.u64()?,
+            block_hash: reader.array()?,
+        }),
         _ => return Err(CodecError("bad command tag")),
     };
     Ok(command)
@@ -489,6 +524,12 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
 
 /// The tag of `Command::ExpireOrder`.
 const EXPIRE_ORDER_TAG: u8 = 29;
+
+/// The tag of `Command::MarkWithdrawalsUnpaid`.
+const MARK_UNPAID_TAG: u8 = 30;
+
+/// The tag of `Command::RecordWithdrawalRequest`.
+const WITHDRAWAL_REQUEST_TAG: u8 = 31;
 
 /// The tag of `Command::CancelOrder` with the pair the account named (tag 1, still written for
 /// a cancel without one, has none).
@@ -598,6 +639,7 @@ pub(crate) fn get_order(reader: &mut Reader) -> Result<OrderRecord, CodecError> 
             4 => Some(CancelReason::Switch),
             5 => Some(CancelReason::OneCancelsOther),
             6 => Some(CancelReason::Expired),
+            7 => Some(CancelReason::ForcedWithdrawal),
             _ => return Err(CodecError("bad cancel reason")),
         },
         locked: Amount::from_units(reader.u128()?),

@@ -14,7 +14,7 @@
 
 use dexd_core::{
     Address, AgentGrant, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, LiveBatch, Nonce, OrderRecord,
-    PairSnapshot, PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey,
+    PairSnapshot, PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey, WithdrawalOrigin,
 };
 
 use super::{get_list, get_order, put_list, put_order, CodecError, Reader, Writer};
@@ -127,8 +127,41 @@ fn put_custody(writer: &mut Writer, custody: &CustodyState) {
         writer.u64(pending.created_at_ms);
         writer.u64(pending.request_number);
         writer.u64(pending.debited_at_sequence);
+        put_withdrawal_origin(writer, &pending.origin);
     });
+    writer.u64(custody.next_chain_request_id);
     super::liabilities::put_liabilities(writer, &custody.liabilities);
+}
+
+fn put_withdrawal_origin(writer: &mut Writer, origin: &WithdrawalOrigin) {
+    match origin {
+        WithdrawalOrigin::Signed => writer.u8(0),
+        WithdrawalOrigin::Requested {
+            request_id,
+            requested,
+            deadline_ms,
+            token,
+        } => {
+            writer.u8(1);
+            writer.u64(*request_id);
+            writer.u128(requested.units());
+            writer.u64(*deadline_ms);
+            writer.bytes(token.as_bytes());
+        }
+    }
+}
+
+fn get_withdrawal_origin(reader: &mut Reader) -> Result<WithdrawalOrigin, CodecError> {
+    match reader.u8()? {
+        0 => Ok(WithdrawalOrigin::Signed),
+        1 => Ok(WithdrawalOrigin::Requested {
+            request_id: reader.u64()?,
+            requested: Amount::from_units(reader.u128()?),
+            deadline_ms: reader.u64()?,
+            token: Address::from_bytes(reader.array()?),
+        }),
+        _ => Err(CodecError("a bad withdrawal origin")),
+    }
 }
 
 fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
@@ -148,7 +181,7 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
                 },
             ))
         })?,
-        withdrawals: get_list(reader, 20 + 32 + 2 + 16 + 8 + 65 + 1 + 1 + 24, |reader| {
+        withdrawals: get_list(reader, 20 + 32 + 2 + 16 + 8 + 65 + 1 + 1 + 24 + 1, |reader| {
             let key = WithdrawalKey {
                 account: Address::from_bytes(reader.array()?),
                 withdrawal_id: reader.array()?,
@@ -169,9 +202,11 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
                     created_at_ms: reader.u64()?,
                     request_number: reader.u64()?,
                     debited_at_sequence: reader.u64()?,
+                    origin: get_withdrawal_origin(reader)?,
                 },
             ))
         })?,
+        next_chain_request_id: reader.u64()?,
         liabilities: super::liabilities::get_liabilities(reader)?,
     })
 }

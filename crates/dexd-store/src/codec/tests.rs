@@ -154,6 +154,16 @@ fn records_round_trip_and_damage_is_detected() {
     };
     let bytes = encode_order(&record);
     assert_eq!(decode_order(&bytes).unwrap(), record);
+    // Every cancel reason reads back (a new one once had no decoding: its closed orders could
+    // not be read from the history).
+    for name in dexd_core::wire_names::CANCEL_REASON_NAMES {
+        let reason = CancelReason::from_wire_name(name).unwrap();
+        let cancelled = OrderRecord {
+            cancel_reason: Some(reason),
+            ..record.clone()
+        };
+        assert_eq!(decode_order(&encode_order(&cancelled)).unwrap(), cancelled, "{name}");
+    }
     assert!(decode_order(&bytes[..bytes.len() - 1]).is_err());
     let mut wrong_version = bytes.clone();
     wrong_version[0] = 99;

@@ -276,11 +276,20 @@ impl ApiError {
                 "a pending transfer of this account already has this id; sign again with a new nonce",
             )
             .on("nonce"),
+            Rejection::ReservedWithdrawalId => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_PARAMETER",
+                "a withdrawal id (the nonce) whose first 24 bytes are all 0xff is kept for withdrawals requested on \
+                 chain; sign again with another nonce",
+            )
+            .on("nonce"),
             Rejection::TooManyPendingTransfers => ApiError::unavailable(
                 "the chain holds its limit of transfers waiting for the chain; nothing was applied, retry later",
             ),
             // Only the chain's own watcher and payer send these; a client never causes them.
-            Rejection::TransferNotPending | Rejection::DepositOutOfOrder => ApiError::internal(),
+            Rejection::TransferNotPending | Rejection::DepositOutOfOrder | Rejection::WithdrawalNotCovered => {
+                ApiError::internal()
+            }
         }
     }
 }

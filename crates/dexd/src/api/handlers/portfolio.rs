@@ -398,6 +398,13 @@ async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind
                 let (waiting_for, payable_after) = withdrawal_wait(engine, transfer, has_roots);
                 object["waitingFor"] = json!(waiting_for);
                 object["payableAfter"] = json!(payable_after);
+                // A withdrawal the account asked the vault for on chain (`requestWithdrawal`)
+                // is kept under an id made from the request's number.
+                let on_chain = dexd_core::is_chain_request_withdrawal_id(&transfer.transfer_id);
+                object["requested"] = json!(if on_chain { "chain" } else { "api" });
+                object["requestId"] =
+                    json!(on_chain
+                        .then(|| { u64::from_be_bytes(transfer.transfer_id[24..].try_into().expect("8 bytes")) }));
             }
         });
     }

@@ -95,7 +95,9 @@ fn object_schemas() -> Value {
             "txHash": nullable(string()), "blockNumber": nullable(integer.clone()),
             "timestamp": integer, "updatedAt": integer,
             "waitingFor": {"enum": ["root", "challenge", "payment", "confirmations", null], "description": "What a withdrawal not yet paid waits for: a liability root covering its debit, that root's challenge period, the payment, the payment's confirmations; null once settled."},
-            "payableAfter": {"type": ["integer", "null"], "minimum": 0, "description": "When the covering root's challenge period ends (ms since the Unix epoch), while it waits for it."}
+            "payableAfter": {"type": ["integer", "null"], "minimum": 0, "description": "When the covering root's challenge period ends (ms since the Unix epoch), while it waits for it."},
+            "requested": {"enum": ["api", "chain"], "description": "How it was asked for: signed through the API, or with the vault's requestWithdrawal on chain (served within the vault's requestPeriod, or anyone may freeze the vault)."},
+            "requestId": {"type": ["integer", "null"], "minimum": 0, "description": "The vault's number of the request, for one asked for on chain."}
         })),
         "Balance": object(json!({"symbol": string(), "total": decimal(), "available": decimal(), "locked": decimal()})),
         "AccountTrade": {"allOf": [reference("Trade"), object(json!({

@@ -1,13 +1,15 @@
 //! What the auditor reads from the chain and sends to it: the vault's `Deposited` events a
-//! journal's credits must match, whether the withdrawals it confirms and fails were paid, a
-//! contract account's approval of its withdrawal, the committed roots with their totals, and,
-//! as the vault's guardian, the veto of a root. It decides nothing about what it reads.
+//! journal's credits must match, the withdrawals requested on chain and how they were served,
+//! whether the withdrawals it confirms and fails were paid, a contract account's approval of its
+//! withdrawal, the committed roots with their totals and their standing, and, as a guardian,
+//! the veto of a root and the freeze of a vault that left a request unserved. It decides nothing
+//! about what it reads.
 
 use alloy::eips::BlockId;
 use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
-use dexd_core::{ChainDeposit, WithdrawalKey};
+use dexd_core::{ChainDeposit, ChainWithdrawalRequest, WithdrawalKey};
 use dexd_custody::node::{Node, NodeError, RootLog};
 use dexd_custody::vault::{chain_address, DexdVaultV2};
 use std::time::Duration;
@@ -32,6 +34,23 @@ pub struct VaultRoot {
     pub committed_at_s: u64,
     /// Whether it was vetoed.
     pub vetoed: bool,
+}
+
+/// A withdrawal requested on chain, as the vault holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultRequest {
+    /// Who asked.
+    pub account: ChainAddress,
+    /// The token.
+    pub token: ChainAddress,
+    /// What was asked for.
+    pub amount: U256,
+    /// By when it must be served, in seconds of chain time.
+    pub deadline_s: u64,
+    /// Whether it was served.
+    pub served: bool,
+    /// What serving it paid.
+    pub paid: U256,
 }
 
 /// The vault of an audited chain.
@@ -99,7 +118,7 @@ impl AuditedVault {
                 root: stored.root.0,
                 journal_sequence: stored.journalSequence,
                 deposit_count: stored.depositCount,
-                committed_at_s: stored.committedAt,
+                committed_at_s: stored.committedAt.to(),
                 vetoed: stored.vetoed,
             });
         }
@@ -192,6 +211,144 @@ impl AuditedVault {
             }
         }
         Ok(failures)
+    }
+
+    /// The withdrawal requested on chain with number `request_id`, as the vault holds it now.
+    pub async fn request(&self, request_id: u64) -> Result<VaultRequest, NodeError> {
+        let stored = self
+            .node
+            .view(
+                self.node.vault(),
+                DexdVaultV2::withdrawalRequestCall {
+                    requestId: U256::from(request_id),
+                },
+                BlockId::latest(),
+            )
+            .await?;
+        Ok(VaultRequest {
+            account: stored.account,
+            token: stored.token,
+            amount: stored.amount,
+            deadline_s: stored.deadline.saturating_to(),
+            served: stored.served,
+            paid: stored.paidAmount,
+        })
+    }
+
+    /// How many withdrawals accounts had requested on chain as of `block`.
+    pub async fn request_count(&self, block: u64) -> Result<u64, NodeError> {
+        Ok(self.node.request_count(BlockId::number(block)).await?.saturating_to())
+    }
+
+    /// Freezes the vault with the guardian's key (anyone may, once a request is unserved past
+    /// its deadline); the transaction's hash.
+    pub async fn freeze(&self) -> Result<B256, String> {
+        let guardian = self.guardian.as_ref().ok_or("no guardian key")?;
+        let input = DexdVaultV2::freezeCall {}.abi_encode();
+        let sent = self
+            .node
+            .send_estimated(guardian, TxKind::Call(self.node.vault()), input, U256::ZERO)
+            .await
+            .map_err(|error| error.to_string())?;
+        let receipt = self
+            .node
+            .wait_for_receipt(sent.hash, Duration::from_millis(200), VETO_TIMEOUT)
+            .await
+            .map_err(|error| error.to_string())?;
+        if !receipt.succeeded {
+            return Err(format!("the freeze {} reverted", sent.hash));
+        }
+        Ok(sent.hash)
+    }
+
+    /// What differs between a journaled request and the vault's request and event of its
+    /// number, if anything.
+    pub async fn request_differs(&self, journaled: &ChainWithdrawalRequest) -> Result<Option<String>, NodeError> {
+        let stored = self.request(journaled.request_id).await;
+        let stored = match stored {
+            Ok(stored) => stored,
+            Err(NodeError::Reverted { .. }) => return Ok(Some("the vault has no request of its number".into())),
+            Err(error) => return Err(error),
+        };
+        let matches_vault = stored.account == chain_address(&journaled.account)
+            && stored.token == chain_address(&journaled.token)
+            && stored.amount == U256::from(journaled.amount.units())
+            && stored.deadline_s.saturating_mul(1_000) == journaled.deadline_ms;
+        if !matches_vault {
+            return Ok(Some(format!(
+                "the request {} differs from the vault's",
+                journaled.request_id
+            )));
+        }
+        let block = journaled.block_number;
+        let event = self
+            .node
+            .request_logs(block, block)
+            .await?
+            .into_iter()
+            .find(|log| log.request_id == U256::from(journaled.request_id));
+        let matches_event = event.is_some_and(|log| {
+            log.tx_hash == B256::from(journaled.tx_hash)
+                && log.log_index == journaled.log_index
+                && log.block_hash == B256::from(journaled.block_hash)
+        });
+        Ok((!matches_event).then(|| {
+            format!(
+                "the request {} has no WithdrawalRequested event where the journal says",
+                journaled.request_id
+            )
+        }))
+    }
+
+    /// What differs between a journaled fact about a root (recorded, settled, the freeze) and
+    /// the vault's standing of it now, if anything: a root recorded unlike the vault's, one
+    /// settled final that the vault shows vetoed or still in its challenge period, one settled
+    /// vetoed that the vault kept, a freeze of a vault that is not frozen.
+    pub async fn root_fact_differs(&self, command: &dexd_core::Command) -> Result<Option<String>, NodeError> {
+        use dexd_core::{Command, RootStanding};
+        let latest = BlockId::latest();
+        match command {
+            Command::RecordLiabilityRoot(record) => {
+                let stored = self.node.liability_root(record.epoch, latest).await?;
+                let committed_at_s: u64 = stored.committedAt.to();
+                let same = stored.root.0 == record.root
+                    && stored.journalSequence == record.journal_sequence
+                    && stored.depositCount == record.deposit_count
+                    && committed_at_s.saturating_mul(1_000) == record.committed_at_ms
+                    && committed_at_s
+                        .saturating_add(self.challenge_period_s)
+                        .saturating_mul(1_000)
+                        == record.final_after_ms;
+                Ok((!same).then(|| format!("the root {} is recorded unlike the vault's", record.epoch)))
+            }
+            Command::SettleLiabilityRoot { epoch, standing } => {
+                let stored = self.node.liability_root(*epoch, latest).await?;
+                let head = self.node.head().await?;
+                let (_, now_s) = self
+                    .node
+                    .block(head)
+                    .await?
+                    .ok_or_else(|| NodeError::Unavailable(format!("the node has no block {head}")))?;
+                let final_after_s = stored.committedAt.to::<u64>().saturating_add(self.challenge_period_s);
+                let holds = match standing {
+                    RootStanding::Final => !stored.vetoed && now_s >= final_after_s,
+                    RootStanding::Vetoed => stored.vetoed,
+                    RootStanding::Challengeable => false,
+                };
+                Ok(
+                    (!holds)
+                        .then(|| format!("the root {epoch} is settled {standing:?}, which the vault does not show")),
+                )
+            }
+            Command::RecordVaultFreeze(_) => {
+                let frozen = self
+                    .node
+                    .view(self.node.vault(), DexdVaultV2::frozenCall {}, latest)
+                    .await?;
+                Ok((!frozen).then(|| "a freeze of a vault that is not frozen".to_string()))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Whether the vault shows each withdrawal paid, now.

@@ -54,6 +54,10 @@ pub struct Progress {
     pub failed: Option<(u64, String)>,
     /// Each root decided, by epoch.
     pub roots: BTreeMap<u64, RootVerdict>,
+    /// Each withdrawal requested on chain found unserved past its deadline (the line printed),
+    /// by request number.
+    #[serde(default)]
+    pub overdue_requests: BTreeMap<u64, String>,
 }
 
 /// The auditor's directory for one chain.

@@ -18,6 +18,7 @@
 pub(crate) mod chain;
 pub(crate) mod checks;
 pub(crate) mod copy;
+mod requests;
 mod roots;
 pub(crate) mod source;
 
@@ -90,6 +91,9 @@ struct Auditor {
     prefetched: Option<(u64, tokio::task::JoinHandle<Result<source::Page, SourceError>>)>,
     /// The orders of batches signed once, followed line by line.
     batch_claims: BatchClaims,
+    /// The oldest withdrawal requested on chain not yet seen served (this run's; a restart
+    /// reads them again from 0).
+    first_request_to_check: u64,
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -192,6 +196,7 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         metrics,
         prefetched: None,
         batch_claims: BatchClaims::default(),
+        first_request_to_check: 0,
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await
@@ -202,6 +207,7 @@ impl Auditor {
         loop {
             let progressed = self.follow_journal().await?;
             let roots_settled = self.check_roots().await?;
+            self.check_requests().await?;
             self.update_metrics();
             // After a failure nothing more is replayed, so the end is where it failed.
             let at_end = (self.failed_at().is_some() || self.position() >= self.journal_end) && self.last_page_ms > 0;
@@ -225,7 +231,10 @@ impl Auditor {
     }
 
     fn all_held(&self) -> bool {
-        self.failed_at().is_none() && self.copy.progress().roots.values().all(|root| root.verdict == "ok")
+        let progress = self.copy.progress();
+        self.failed_at().is_none()
+            && progress.roots.values().all(|root| root.verdict == "ok")
+            && progress.overdue_requests.is_empty()
     }
 
     /// Says what the chain cannot vouch for: ledger deposits (credited from nothing), and vault
@@ -455,6 +464,9 @@ impl Auditor {
                     if let Err(what) = self.batch_claims.follow(&line.authorization) {
                         return Ok(Err((line.sequence, what)));
                     }
+                    if let Some(what) = self.requests_served_unlike_the_replay(&line.command).await? {
+                        return Ok(Err((line.sequence, what)));
+                    }
                     let authorization = line.journal_authorization();
                     let claim = authorization.as_ref().and_then(dexd_store::Authorization::claim);
                     let mut events = Vec::new();
@@ -512,11 +524,30 @@ impl Auditor {
             failures.entry(sequence).or_insert(what);
         }
         for line in commands {
+            let fact_differs = match &line.command {
+                Command::RecordWithdrawalRequest(request) => vault.request_differs(request).await,
+                Command::RecordLiabilityRoot(_)
+                | Command::SettleLiabilityRoot { .. }
+                | Command::RecordVaultFreeze(_) => vault.root_fact_differs(&line.command).await,
+                _ => Ok(None),
+            };
+            if let Some(what) = fact_differs.map_err(unavailable)? {
+                failures.entry(line.sequence).or_insert(what);
+            }
             let (keys, paid_expected) = match &line.command {
                 Command::ConfirmWithdrawals { withdrawals, .. } => (withdrawals.clone(), true),
                 Command::FailWithdrawal(key) => (vec![*key], false),
                 _ => continue,
             };
+            // A request made on chain is checked against the vault's serving of it in the
+            // replay, where the amount the engine debited is known.
+            let keys: Vec<dexd_core::WithdrawalKey> = keys
+                .into_iter()
+                .filter(|key| !dexd_core::is_chain_request_withdrawal_id(&key.withdrawal_id))
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
             let paid = vault.paid(&keys).await.map_err(unavailable)?;
             if paid.iter().any(|paid| *paid != paid_expected) {
                 let what = if paid_expected {
@@ -543,6 +574,38 @@ impl Auditor {
             }
         }
         Ok(failures)
+    }
+
+    /// For a confirmation of requests made on chain: one the vault did not serve, or served with
+    /// another amount than the replay debited, in words.
+    async fn requests_served_unlike_the_replay(&self, command: &Command) -> Result<Option<String>, String> {
+        let (Some(vault), Command::ConfirmWithdrawals { withdrawals, .. }) = (&self.vault, command) else {
+            return Ok(None);
+        };
+        for key in withdrawals {
+            let Some(pending) = self.engine.custody().pending_withdrawal(key) else {
+                continue;
+            };
+            let Some(request_id) = pending.origin.request_id() else {
+                continue;
+            };
+            let stored = vault
+                .request(request_id)
+                .await
+                .map_err(|error| format!("the chain's node: {error}"))?;
+            if !stored.served || stored.paid != alloy::primitives::U256::from(pending.amount.units()) {
+                return Ok(Some(format!(
+                    "the request {request_id} is confirmed, and the vault {} where the replay debited {}",
+                    if stored.served {
+                        format!("served it with {}", stored.paid)
+                    } else {
+                        "has not served it".to_string()
+                    },
+                    pending.amount.units()
+                )));
+            }
+        }
+        Ok(None)
     }
 
     /// Writes a snapshot of the copy when enough commands passed since the last (or at the end

@@ -55,7 +55,8 @@ pub fn signer(anvil: &AnvilInstance, index: usize) -> PrivateKeySigner {
 pub const TEST_ROOT_TERMS: deploy::RootTerms = deploy::RootTerms {
     max_root_age_s: 3_600,
     challenge_period_s: 2,
-    guardian: None,
+    request_period_s: 600,
+    guardians: Vec::new(),
 };
 
 /// The roots' terms of a vault whose contract alone is tested: ten minutes to veto, so that a
@@ -63,7 +64,8 @@ pub const TEST_ROOT_TERMS: deploy::RootTerms = deploy::RootTerms {
 pub const CONTRACT_ROOT_TERMS: deploy::RootTerms = deploy::RootTerms {
     max_root_age_s: 3_600,
     challenge_period_s: 600,
-    guardian: None,
+    request_period_s: 1_800,
+    guardians: Vec::new(),
 };
 
 pub const USDC_UNIT: u128 = 1_000_000;
@@ -96,10 +98,10 @@ impl TestChain {
             Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, Duration::from_secs(10)).unwrap();
         let guardian = signer(&anvil, 6);
         let terms = deploy::RootTerms {
-            guardian: Some(guardian.address()),
+            guardians: vec![guardian.address()],
             ..terms
         };
-        let vault = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), terms)
+        let vault = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), &terms)
             .await
             .unwrap();
         let node = Node::connect(&anvil.endpoint(), vault.address, chain_id, Duration::from_secs(10)).unwrap();

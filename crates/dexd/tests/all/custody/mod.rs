@@ -2,6 +2,7 @@
 
 mod contract_build;
 mod deposits;
+mod forced_withdrawals;
 mod key_safety;
 mod soak_custody;
 mod vault_contract;

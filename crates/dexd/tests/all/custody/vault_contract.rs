@@ -14,7 +14,7 @@ use common::chain::{TestChain, ETH_UNIT, USDC_UNIT, WBTC_UNIT};
 use dexd_crypto::{PrivateKey, SigningDomain};
 use dexd_custody::deploy::{self, ReentrantToken};
 use dexd_custody::node::NodeError;
-use dexd_custody::vault::{venue_address, DexdVault, DexdVaultBase, WithdrawalTerms};
+use dexd_custody::vault::{chain_address, venue_address, DexdVault, DexdVaultBase, WithdrawalTerms};
 
 /// The revert of a call from `from`, decoded as one of the vault's errors.
 async fn vault_revert(
@@ -383,21 +383,49 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
         vault_revert(&chain, operator, call(&expired, &expired_signature), U256::ZERO).await,
         DexdVault::DexdVaultErrors::WithdrawalExpired(_)
     ));
-    // A batch with one bad withdrawal pays none.
+    // A batch skips the forged one (its id unspent, nothing paid for it) and pays the good
+    // one: an account's bad withdrawal never holds up another's (contract version 5).
     let batch = DexdVault::withdrawBatchCall {
         withdrawals: vec![
-            good.call_argument(&good_signature),
             forged.call_argument(&forged_signature),
+            good.call_argument(&good_signature),
         ],
     }
     .abi_encode();
+    let receipt = deploy::send_and_wait(
+        &chain.node,
+        &chain.operator,
+        TxKind::Call(chain.vault),
+        batch,
+        U256::ZERO,
+    )
+    .await
+    .unwrap();
+    assert!(receipt.succeeded);
+    assert_eq!(
+        chain.vault_balance(Some(chain.usdc)).await,
+        U256::from(500 * USDC_UNIT - good.amount_units)
+    );
+    let spent = chain
+        .node
+        .withdrawn_many(
+            &[
+                (
+                    chain_address(&forged.account),
+                    U256::from_be_bytes(forged.withdrawal_id),
+                ),
+                (chain_address(&good.account), U256::from_be_bytes(good.withdrawal_id)),
+            ],
+            BlockId::latest(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(spent, vec![false, true]);
+    // Paid once: the good one alone again is refused as paid.
     assert!(matches!(
-        vault_revert(&chain, operator, batch, U256::ZERO).await,
-        DexdVault::DexdVaultErrors::InvalidAuthorization(_)
+        vault_revert(&chain, operator, call(&good, &good_signature), U256::ZERO).await,
+        DexdVault::DexdVaultErrors::AlreadyWithdrawn(_)
     ));
-    assert_eq!(chain.vault_balance(Some(chain.usdc)).await, U256::from(500 * USDC_UNIT));
-    // The good one still pays.
-    assert!(withdraw(&chain, &good, &good_signature).await.succeeded);
 }
 
 #[tokio::test]

@@ -6,3 +6,4 @@ mod liability_tree;
 mod roots;
 mod vault_exit;
 mod vault_liabilities;
+mod vault_requests;

@@ -26,7 +26,8 @@ use rand::Rng;
 pub(super) const TERMS: RootTerms = RootTerms {
     max_root_age_s: 3_600,
     challenge_period_s: 60,
-    guardian: None,
+    request_period_s: 600,
+    guardians: Vec::new(),
 };
 pub(super) const FEES: Address = Address::from_bytes([0xfe; 20]);
 pub(super) const USDC: AssetIndex = AssetIndex(0);
