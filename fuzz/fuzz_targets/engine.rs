@@ -25,6 +25,7 @@ fn engine() -> Engine {
             min_notional: decimal("0.01"),
             maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
             taker_fee: FeeRate::from_parts_per_million(2_500).unwrap(),
+            fee_raise: None,
         }],
         fee_account: Address::from_bytes([0xfe; 20]),
         custody: dexd_core::CustodyMode::Ledger,

@@ -41,9 +41,12 @@ export interface Candle {
   quoteVolume: string; trades: number;
 }
 export interface Asset { symbol: string; name: string; decimals: number; address: string | null; native: boolean }
+/** A raise of a pair's fees the venue announced, in force from `effectiveAt` (ms). */
+export interface FeeRaise { makerFee: string; takerFee: string; effectiveAt: number }
+/** A pair: its rules, the fees in force now, and a raise announced for later, if any. */
 export interface Pair {
   symbol: string; base: string; quote: string; tickSize: string; stepSize: string; minAmount: string;
-  minNotional: string; makerFee: string; takerFee: string; lastPrice: string | null;
+  minNotional: string; makerFee: string; takerFee: string; feeRaise: FeeRaise | null; lastPrice: string | null;
 }
 export interface Chain { chainId: string; name: string; custody: "ledger" | "vault" }
 export interface OrderBook { symbol: string; bids: Level[]; asks: Level[]; sequence: number }

@@ -66,6 +66,7 @@ fn new_engine() -> Engine {
             min_notional: Decimal::ZERO,
             maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
             taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
+            fee_raise: None,
         }],
         fee_account: Address::from_bytes([0xfe; 20]),
         custody: dexd_core::CustodyMode::Ledger,

@@ -155,6 +155,12 @@ pub fn check_engine_change(old: &EngineConfig, new: &EngineConfig) -> Result<(),
     if old.custody != new.custody {
         return Err(refused("the custody mode changed".into()));
     }
+    if new.limits.fee_notice_ms < old.limits.fee_notice_ms {
+        return Err(refused(format!(
+            "the fee notice went down from {} ms to {} ms; it may only go up",
+            old.limits.fee_notice_ms, new.limits.fee_notice_ms
+        )));
+    }
     if old.fee_account != new.fee_account {
         return Err(refused(format!(
             "the fee account changed from {} to {}",
@@ -210,7 +216,13 @@ pub struct EngineLimits {
     /// Pending deposits, and separately pending withdrawals, the chain keeps at once (vault
     /// custody).
     pub max_pending_transfers: usize,
+    /// How long after a configuration is journaled a raise of a pair's fees it announces may
+    /// take effect, at the least (a cut applies at once). It may be raised, never lowered.
+    pub fee_notice_ms: u64,
 }
+
+/// The notice a raise of fees needs by default: a day.
+pub const DEFAULT_FEE_NOTICE_MS: u64 = 24 * 3_600_000;
 
 impl Default for EngineLimits {
     fn default() -> EngineLimits {
@@ -221,6 +233,7 @@ impl Default for EngineLimits {
             max_live_nonces: 1_000_000,
             max_live_nonces_per_account: 100_000,
             max_pending_transfers: 100_000,
+            fee_notice_ms: DEFAULT_FEE_NOTICE_MS,
         }
     }
 }

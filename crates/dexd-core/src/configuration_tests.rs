@@ -48,7 +48,7 @@ fn widened() -> ChainConfiguration {
         token: Some(Address::from_bytes([0x0b; 20])),
     });
     next.engine.assets.push(AssetSpec { decimals: 8 });
-    next.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(3_000).unwrap();
+    next.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(1_500).unwrap();
     next.engine.pairs.push(PairDefinition {
         base: AssetIndex(2),
         quote: USDC,
@@ -58,6 +58,7 @@ fn widened() -> ChainConfiguration {
         min_notional: decimal("1"),
         maker_fee: FeeRate::ZERO,
         taker_fee: FeeRate::ZERO,
+        fee_raise: None,
     });
     next
 }
@@ -208,4 +209,121 @@ fn a_journal_of_configurations_only_takes_any_new_one_whole() {
         execute_checked(&mut engine, Command::Configure(Box::new(changed_again)), 4),
         Err(Rejection::ConfigurationRefused)
     );
+}
+
+/// The review's reproduction: `configure(takerFee=100%)`, the victim's fill, `configure(back)`
+/// was a clean audit. A raise now takes effect no sooner than the chain's notice after the
+/// configuration that announces it; the fills before it pay the old fee, a cut applies at once,
+/// and the notice itself can only go up.
+#[test]
+fn a_fee_raise_takes_effect_only_after_its_notice_and_a_cut_at_once() {
+    const NOTICE_MS: u64 = 24 * 3_600_000;
+    let mut engine = configured();
+    execute_checked(&mut engine, deposit(ETH, 5 * 10u128.pow(18), 1), 2).unwrap();
+    // A raise applied at once: refused, nothing changes.
+    let mut gouging = configuration();
+    gouging.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(1_000_000).unwrap();
+    assert_eq!(
+        execute_checked(&mut engine, Command::Configure(Box::new(gouging.clone())), 3),
+        Err(Rejection::ConfigurationRefused)
+    );
+    // Announced, but sooner than the notice: refused.
+    let raise = crate::pair::FeeRaise {
+        maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
+        taker_fee: FeeRate::from_parts_per_million(5_000).unwrap(),
+        effective_at_ms: 3 + NOTICE_MS - 1,
+    };
+    let mut early = configuration();
+    early.engine.pairs[0].fee_raise = Some(raise);
+    assert_eq!(
+        execute_checked(&mut engine, Command::Configure(Box::new(early)), 3),
+        Err(Rejection::ConfigurationRefused)
+    );
+    // What the venue journals for the file's raise: the fees in force kept, the raise announced
+    // a notice ahead; journaled again later, the same announcement keeps its time.
+    let announced = engine.with_fee_raises_announced(&gouging, 3);
+    assert_eq!(announced.engine.pairs[0].taker_fee, eth_usdc_definition().taker_fee);
+    let scheduled = announced.engine.pairs[0].fee_raise.unwrap();
+    assert_eq!(scheduled.effective_at_ms, 3 + NOTICE_MS);
+    execute_checked(&mut engine, Command::Configure(Box::new(announced.clone())), 3).unwrap();
+    assert_eq!(engine.with_fee_raises_announced(&gouging, 1_000), announced);
+    let spec = engine.pair_spec(PairIndex(0)).unwrap();
+    assert_eq!(spec.fees_at(3 + NOTICE_MS - 1).1, eth_usdc_definition().taker_fee);
+    assert_eq!(spec.fees_at(3 + NOTICE_MS).1.parts_per_million(), 1_000_000);
+    // Once due, the file's fees are the ones in force: folded in without a raise.
+    let folded = engine.with_fee_raises_announced(&gouging, 3 + NOTICE_MS);
+    assert_eq!(folded, gouging);
+    // A cut applies at once, and may drop the announced raise.
+    let mut cut = configuration();
+    cut.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(500).unwrap();
+    execute_checked(&mut engine, Command::Configure(Box::new(cut)), 4).unwrap();
+    assert_eq!(
+        engine
+            .pair_spec(PairIndex(0))
+            .unwrap()
+            .fees_at(u64::MAX)
+            .1
+            .parts_per_million(),
+        500
+    );
+    // The notice cannot be lowered.
+    let mut shorter = configuration();
+    shorter.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(500).unwrap();
+    shorter.engine.limits.fee_notice_ms = 1;
+    assert_eq!(
+        execute_checked(&mut engine, Command::Configure(Box::new(shorter)), 5),
+        Err(Rejection::ConfigurationRefused)
+    );
+}
+
+#[test]
+fn a_fill_pays_the_fee_in_force_at_its_time() {
+    const NOTICE_MS: u64 = 24 * 3_600_000;
+    let mut engine = configured();
+    execute_checked(&mut engine, deposit(ETH, 5 * 10u128.pow(18), 1), 2).unwrap();
+    let mut raised = configuration();
+    raised.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(10_000).unwrap();
+    let announced = engine.with_fee_raises_announced(&raised, 3);
+    execute_checked(&mut engine, Command::Configure(Box::new(announced)), 3).unwrap();
+    let bob = Address::from_bytes([0xb0; 20]);
+    let buy = |id: u8| {
+        Command::PlaceOrder(NewOrder {
+            order_id: OrderId::from_bytes([id; 32]),
+            client_order_id: None,
+            account: bob,
+            pair: PairIndex(0),
+            order_type: OrderType::Limit,
+            direction: Direction::Buy,
+            time_in_force: TimeInForce::ImmediateOrCancel,
+            post_only: false,
+            price: Price::from_ticks(200_000),
+            quantity: Quantity::from_lots(10_000),
+            conditions: Default::default(),
+        })
+    };
+    execute_checked(
+        &mut engine,
+        Command::Deposit(TransferRequest {
+            transfer_id: [9; 32],
+            account: bob,
+            asset: USDC,
+            amount: Amount::from_units(10_000 * 10u128.pow(6)),
+        }),
+        4,
+    )
+    .unwrap();
+    execute_checked(&mut engine, sell(7), 5).unwrap();
+    execute_checked(&mut engine, sell(8), 6).unwrap();
+    let fee_of = |events: Vec<crate::events::Event>| {
+        events
+            .into_iter()
+            .find_map(|event| match event {
+                crate::events::Event::TradeExecuted(trade) => Some(trade.taker_fee),
+                _ => None,
+            })
+            .expect("a trade")
+    };
+    let before = fee_of(execute_checked(&mut engine, buy(1), NOTICE_MS).unwrap());
+    let after = fee_of(execute_checked(&mut engine, buy(2), 3 + NOTICE_MS).unwrap());
+    assert_eq!(after.units(), before.units() * 5, "0.2 % then 1 %");
 }

@@ -638,7 +638,7 @@ impl Engine {
                 }
             }
             Command::ByAgent { agent, command } => self.by_agent(agent, *command, now_ms, events),
-            Command::Configure(configuration) => self.configure(*configuration),
+            Command::Configure(configuration) => self.configure(*configuration, now_ms),
         }
     }
 }

@@ -52,7 +52,8 @@ mod test_support;
 pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;
 pub use configuration::{
-    AssetDescription, ChainConfiguration, ChainDescription, ConfigurationRefused, MAX_ASSET_SYMBOL_BYTES,
+    AssetDescription, ChainConfiguration, ChainDescription, ConfigurationRefused, DEFAULT_FEE_NOTICE_MS,
+    MAX_ASSET_SYMBOL_BYTES,
 };
 pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal, WithdrawalOrigin};
 pub use decimal::{Decimal, DecimalError};
@@ -76,7 +77,7 @@ pub use order::{
     CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger,
     TriggerCondition, MAX_EXPIRY_AHEAD_MS, MAX_OCO_GROUP_CHARS, MIN_EXPIRY_AHEAD_MS,
 };
-pub use pair::{AssetSpec, PairDefinition, PairSpec, PairSpecError, PairValueError};
+pub use pair::{AssetSpec, FeeRaise, PairDefinition, PairSpec, PairSpecError, PairValueError};
 pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};
 pub use transfer::{
     chain_request_withdrawal_id, is_chain_request_withdrawal_id, ChainDeposit, ChainDepositSubmission,

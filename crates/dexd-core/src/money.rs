@@ -119,7 +119,7 @@ impl Quantity {
 pub const FEE_RATE_PARTS: u32 = 1_000_000;
 
 /// A fee rate in parts per million of what a side receives, at most 100 %.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FeeRate(u32);
 
 impl FeeRate {

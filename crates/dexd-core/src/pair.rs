@@ -38,6 +38,21 @@ pub struct PairDefinition {
     pub maker_fee: FeeRate,
     /// The fee rate of the incoming side of a trade.
     pub taker_fee: FeeRate,
+    /// A raise of these fees announced ahead: in force from its time on (contract version 5:
+    /// a raise takes effect no earlier than the chain's `fee_notice_ms` after the configuration
+    /// that announced it was journaled; a cut applies at once).
+    pub fee_raise: Option<FeeRaise>,
+}
+
+/// A raise of a pair's fees, announced ahead of its time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeeRaise {
+    /// The maker fee rate from `effective_at_ms` on.
+    pub maker_fee: FeeRate,
+    /// The taker fee rate from `effective_at_ms` on.
+    pub taker_fee: FeeRate,
+    /// When it applies, in ms since the epoch (the engine's time, which the journal carries).
+    pub effective_at_ms: u64,
 }
 
 /// Why a pair definition is refused.
@@ -115,6 +130,7 @@ pub struct PairSpec {
     min_notional: Amount,
     maker_fee: FeeRate,
     taker_fee: FeeRate,
+    fee_raise: Option<FeeRaise>,
 }
 
 impl PairSpec {
@@ -168,6 +184,7 @@ impl PairSpec {
             min_notional: Amount::from_units(min_notional_units),
             maker_fee: definition.maker_fee,
             taker_fee: definition.taker_fee,
+            fee_raise: definition.fee_raise,
         })
     }
 
@@ -189,6 +206,20 @@ impl PairSpec {
     /// The taker fee rate.
     pub fn taker_fee(&self) -> FeeRate {
         self.taker_fee
+    }
+
+    /// The raise of the fees announced, if one is.
+    pub fn fee_raise(&self) -> Option<FeeRaise> {
+        self.fee_raise
+    }
+
+    /// The (maker, taker) fee rates in force at `now_ms`: the announced raise's once its time
+    /// has come, the configured ones before.
+    pub fn fees_at(&self, now_ms: u64) -> (FeeRate, FeeRate) {
+        match self.fee_raise {
+            Some(raise) if now_ms >= raise.effective_at_ms => (raise.maker_fee, raise.taker_fee),
+            _ => (self.maker_fee, self.taker_fee),
+        }
     }
 
     /// The smallest order quantity.
@@ -370,6 +401,7 @@ mod tests {
             min_notional: decimal("0"),
             maker_fee: FeeRate::ZERO,
             taker_fee: FeeRate::ZERO,
+            fee_raise: None,
         };
         assert_eq!(PairSpec::new(&definition, &assets), Err(PairSpecError::CostNotExact));
         let finer_than_unit = PairDefinition {

@@ -30,6 +30,7 @@ pub(crate) fn eth_usdc_definition() -> PairDefinition {
         min_notional: decimal("1"),
         maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
         taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
+        fee_raise: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn engine_config() -> EngineConfig {
             min_notional: Decimal::ZERO,
             maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
             taker_fee: FeeRate::from_parts_per_million(2_500).unwrap(),
+            fee_raise: None,
         }],
         fee_account: FEES,
         custody: dexd_core::CustodyMode::Ledger,

@@ -42,6 +42,7 @@ fn engine_config() -> EngineConfig {
             min_notional: Decimal::ZERO,
             maker_fee: FeeRate::from_parts_per_million(MAKER_FEE_PPM as u32).unwrap(),
             taker_fee: FeeRate::from_parts_per_million(TAKER_FEE_PPM as u32).unwrap(),
+            fee_raise: None,
         }],
         fee_account: FEES,
         custody: dexd_core::CustodyMode::Ledger,

@@ -18,6 +18,7 @@ pub(crate) fn engine_config() -> EngineConfig {
         min_notional: decimal("1"),
         maker_fee: FeeRate::from_parts_per_million(1_000).expect("a valid fee"),
         taker_fee: FeeRate::from_parts_per_million(2_000).expect("a valid fee"),
+        fee_raise: None,
     };
     let mut fee_account = [0u8; 20];
     fee_account[18..].copy_from_slice(&[0xfe, 0xe1]);

@@ -16,13 +16,15 @@ use super::*;
 
 /// Refuses to start a chain whose journal was configured otherwise than the configuration
 /// can follow: it may only add assets and pairs and change fees, minimums and limits (the
-/// writer journals the change once it leads). The journal stays as it is.
+/// writer journals the change once it leads, a raise of fees announced ahead). The journal
+/// stays as it is.
 fn refuse_a_configuration_the_journal_cannot_take(
     chain_id: u64,
     engine: &Engine,
     configuration: &dexd_core::ChainConfiguration,
 ) -> Result<(), StoreError> {
-    engine.check_configuration(configuration).map_err(|refused| {
+    let announced = engine.with_fee_raises_announced(configuration, dexd_store::now_ms());
+    engine.check_configuration(&announced).map_err(|refused| {
         StoreError::Inconsistent(format!(
             "chain {chain_id}: the configuration differs from the journal's in a way it cannot \
              change: {refused}; restore the journal's configuration, or start a new journal"

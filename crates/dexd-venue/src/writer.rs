@@ -239,20 +239,26 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
 }
 
 /// Journals the chain's configuration when the journal's differs (or it has none): before any
-/// other write of this leadership, so that every command after it is applied under it. A
-/// configuration the journal cannot take (checked at start; on a cluster another node's may
-/// differ) is refused by the engine, and the chain goes on under the journal's.
+/// other write of this leadership, so that every command after it is applied under it. A raise
+/// of a pair's fees in the configuration is journaled as announced, effective after the chain's
+/// notice (`Engine::with_fee_raises_announced`); one the journal announces already keeps its
+/// time. A configuration the journal cannot take (checked at start; on a cluster another node's
+/// may differ) is refused by the engine, and the chain goes on under the journal's.
 fn journal_the_configuration(state: &mut WriterState) {
     while state.needs_rebuild {
         std::thread::sleep(Duration::from_secs(1));
         rebuild(state);
     }
-    if state.engine.read().configuration().as_ref() == Some(&state.configuration) {
+    let announced = state
+        .engine
+        .read()
+        .with_fee_raises_announced(&state.configuration, now_ms());
+    if state.engine.read().configuration().as_ref() == Some(&announced) {
         return;
     }
     let (reply, answer) = oneshot::channel();
     let mut batch = vec![WriteRequest {
-        command: dexd_core::Command::Configure(Box::new(state.configuration.clone())),
+        command: dexd_core::Command::Configure(Box::new(announced)),
         authorization: None,
         under_epoch: Some(state.epoch),
         reply,

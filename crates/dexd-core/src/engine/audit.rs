@@ -42,6 +42,15 @@ impl Engine {
             }
             hasher.update(pair.maker_fee.parts_per_million().to_be_bytes());
             hasher.update(pair.taker_fee.parts_per_million().to_be_bytes());
+            match pair.fee_raise {
+                None => hasher.update([0]),
+                Some(raise) => {
+                    hasher.update([1]);
+                    hasher.update(raise.maker_fee.parts_per_million().to_be_bytes());
+                    hasher.update(raise.taker_fee.parts_per_million().to_be_bytes());
+                    hasher.update(raise.effective_at_ms.to_be_bytes());
+                }
+            }
         }
         hasher.update(self.config.fee_account.as_bytes());
         hasher.update([u8::from(self.config.custody == CustodyMode::Vault)]);
@@ -53,6 +62,7 @@ impl Engine {
             limits.max_live_nonces as u64,
             limits.max_live_nonces_per_account as u64,
             limits.max_pending_transfers as u64,
+            limits.fee_notice_ms,
         ] {
             hasher.update(limit.to_be_bytes());
         }

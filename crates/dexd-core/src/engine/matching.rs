@@ -351,9 +351,11 @@ impl Engine {
             .cost(price, fill.quantity)
             .expect("invariant: a resting order's cost fits");
         let base_amount = spec.base_amount(fill.quantity);
+        // The fees in force at the fill: an announced raise once its time has come.
+        let (maker_fee_rate, taker_fee_rate) = spec.fees_at(now_ms);
         let (buyer, seller, buyer_fee_rate, seller_fee_rate) = match taker.terms.direction {
-            Direction::Buy => (taker_slot, fill.maker_slot, spec.taker_fee(), spec.maker_fee()),
-            Direction::Sell => (fill.maker_slot, taker_slot, spec.maker_fee(), spec.taker_fee()),
+            Direction::Buy => (taker_slot, fill.maker_slot, taker_fee_rate, maker_fee_rate),
+            Direction::Sell => (fill.maker_slot, taker_slot, maker_fee_rate, taker_fee_rate),
         };
         let buyer_fee = buyer_fee_rate.fee_rounded_down(base_amount);
         let seller_fee = seller_fee_rate.fee_rounded_down(cost);

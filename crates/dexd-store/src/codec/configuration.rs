@@ -4,13 +4,16 @@
 
 use dexd_core::{
     Address, AssetDescription, AssetIndex, AssetSpec, ChainConfiguration, ChainDescription, CustodyMode, Decimal,
-    EngineConfig, EngineLimits, FeeRate, PairDefinition,
+    EngineConfig, EngineLimits, FeeRaise, FeeRate, PairDefinition,
 };
 
 use super::{CodecError, Reader, Writer};
 
-/// The tag of `Command::Configure`.
+/// The tag of `Command::Configure` as journals before contract version 5 wrote it (read only: no
+/// fee notice, no fee raise).
 pub(super) const CONFIGURE_TAG: u8 = 28;
+/// The tag of `Command::Configure` with the fee notice and each pair's announced fee raise.
+pub(super) const CONFIGURE_WITH_FEE_NOTICE_TAG: u8 = 32;
 
 /// The most assets, and separately pairs, a configuration may list (indexes are `u16`).
 const MAX_LISTED: usize = u16::MAX as usize;
@@ -52,9 +55,20 @@ pub(crate) fn put_configuration(writer: &mut Writer, configuration: &ChainConfig
         writer.u32(pair.maker_fee.parts_per_million());
         writer.u32(pair.taker_fee.parts_per_million());
     }
+    // What version 5 adds, after the rest.
+    writer.u64(limits.fee_notice_ms);
+    for pair in &engine.pairs {
+        writer.optional(pair.fee_raise, |writer, raise| {
+            writer.u32(raise.maker_fee.parts_per_million());
+            writer.u32(raise.taker_fee.parts_per_million());
+            writer.u64(raise.effective_at_ms);
+        });
+    }
 }
 
-pub(crate) fn get_configuration(reader: &mut Reader) -> Result<ChainConfiguration, CodecError> {
+/// Reads a configuration: `with_fee_notice` for one written with [`CONFIGURE_WITH_FEE_NOTICE_TAG`]
+/// (and in snapshots), without for the older tag (the default notice, no raise announced).
+pub(crate) fn get_configuration(reader: &mut Reader, with_fee_notice: bool) -> Result<ChainConfiguration, CodecError> {
     let chain_id = reader.u64()?;
     let venue_contract = Address::from_bytes(reader.array()?);
     let custody = match reader.u8()? {
@@ -74,6 +88,7 @@ pub(crate) fn get_configuration(reader: &mut Reader) -> Result<ChainConfiguratio
         max_live_nonces: limit()?,
         max_live_nonces_per_account: limit()?,
         max_pending_transfers: limit()?,
+        fee_notice_ms: dexd_core::DEFAULT_FEE_NOTICE_MS,
     };
     let asset_count = usize::from(reader.u16()?);
     let mut assets = Vec::with_capacity(asset_count.min(MAX_LISTED));
@@ -109,7 +124,25 @@ pub(crate) fn get_configuration(reader: &mut Reader) -> Result<ChainConfiguratio
             min_notional,
             maker_fee,
             taker_fee,
+            fee_raise: None,
         });
+    }
+    let mut limits = limits;
+    if with_fee_notice {
+        limits.fee_notice_ms = reader.u64()?;
+        for pair in &mut pairs {
+            pair.fee_raise = reader.optional(|reader| {
+                let mut fee = || -> Result<FeeRate, CodecError> {
+                    FeeRate::from_parts_per_million(reader.u32()?).ok_or(CodecError("bad fee rate"))
+                };
+                let (maker_fee, taker_fee) = (fee()?, fee()?);
+                Ok(FeeRaise {
+                    maker_fee,
+                    taker_fee,
+                    effective_at_ms: reader.u64()?,
+                })
+            })?;
+        }
     }
     Ok(ChainConfiguration {
         description: ChainDescription {
@@ -132,7 +165,7 @@ mod tests {
     use super::super::{decode_command, encode_command};
     use dexd_core::{
         Address, AssetDescription, AssetIndex, AssetSpec, ChainConfiguration, ChainDescription, Command, CustodyMode,
-        Decimal, EngineConfig, EngineLimits, FeeRate, PairDefinition,
+        Decimal, EngineConfig, EngineLimits, FeeRaise, FeeRate, PairDefinition,
     };
 
     #[test]
@@ -163,6 +196,11 @@ mod tests {
                     min_notional: Decimal::parse("5").unwrap(),
                     maker_fee: FeeRate::from_parts_per_million(100).unwrap(),
                     taker_fee: FeeRate::from_parts_per_million(250).unwrap(),
+                    fee_raise: Some(FeeRaise {
+                        maker_fee: FeeRate::from_parts_per_million(200).unwrap(),
+                        taker_fee: FeeRate::from_parts_per_million(500).unwrap(),
+                        effective_at_ms: 1_800_000_000_000,
+                    }),
                 }],
                 fee_account: Address::from_bytes([3; 20]),
                 custody: CustodyMode::Vault,

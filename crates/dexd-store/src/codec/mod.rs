@@ -424,7 +424,7 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.bytes(order_id.as_bytes());
         }
         Command::Configure(configuration) => {
-            writer.u8(configuration::CONFIGURE_TAG);
+            writer.u8(configuration::CONFIGURE_WITH_FEE_NOTICE_TAG);
             configuration::put_configuration(writer, configuration);
         }
     }
@@ -452,7 +452,10 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             order_id: OrderId::from_bytes(reader.array()?),
             pair: Some(PairIndex(reader.u16()?)),
         },
-        configuration::CONFIGURE_TAG => Command::Configure(Box::new(configuration::get_configuration(reader)?)),
+        configuration::CONFIGURE_TAG => Command::Configure(Box::new(configuration::get_configuration(reader, false)?)),
+        configuration::CONFIGURE_WITH_FEE_NOTICE_TAG => {
+            Command::Configure(Box::new(configuration::get_configuration(reader, true)?))
+        }
         2 => Command::Deposit(get_transfer_request(reader)?),
         3 => Command::Withdraw(get_transfer_request(reader)?),
         4 => Command::SubmitChainDeposit(ChainDepositSubmission {

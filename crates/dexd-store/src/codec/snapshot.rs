@@ -403,7 +403,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let switches = get_list(&mut reader, 20 + 8, |reader| {
         Ok((Address::from_bytes(reader.array()?), reader.u64()?))
     })?;
-    let configuration = reader.optional(super::configuration::get_configuration)?;
+    let configuration = reader.optional(|reader| super::configuration::get_configuration(reader, true))?;
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,

@@ -122,6 +122,9 @@ pub struct Limits {
     /// pass it is ended as a slow consumer, so that memory for streams is bounded whatever the
     /// number of connections.
     pub stream_queue_bytes_total: usize,
+    /// How long after it is journaled a raise of a pair's fees takes effect, at the least (a cut
+    /// applies at once); journaled with the configuration, it may be raised and never lowered.
+    pub fee_notice_ms: u64,
 }
 
 /// Messages one stream connection may have waiting to be written, by default
@@ -156,6 +159,7 @@ impl Default for Limits {
             stream_queue_messages_per_connection: MAX_QUEUED_MESSAGES_PER_CONNECTION,
             stream_queue_bytes_per_connection: MAX_QUEUED_BYTES_PER_CONNECTION,
             stream_queue_bytes_total: MAX_QUEUED_BYTES_TOTAL,
+            fee_notice_ms: dexd_core::DEFAULT_FEE_NOTICE_MS,
         }
     }
 }
@@ -313,6 +317,7 @@ impl ChainConfig {
                 max_live_nonces: limits.max_live_nonces_per_chain,
                 max_live_nonces_per_account: limits.max_live_nonces_per_account,
                 max_pending_transfers: limits.max_pending_transfers_per_chain,
+                fee_notice_ms: limits.fee_notice_ms,
             },
         }
     }

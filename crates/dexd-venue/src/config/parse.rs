@@ -549,6 +549,7 @@ fn check_pair(
         min_notional: decimal(&raw.min_notional, "min_notional")?,
         maker_fee: fee(&raw.maker_fee, "maker_fee")?,
         taker_fee: fee(&raw.taker_fee, "taker_fee")?,
+        fee_raise: None,
     };
     let spec = PairSpec::new(&definition, specs).map_err(|error| at(line, format!("pair {symbol}: {error}")))?;
     Ok(PairConfig {

@@ -309,6 +309,7 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
             "maxLiveNonces": limits.max_live_nonces,
             "maxLiveNoncesPerAccount": limits.max_live_nonces_per_account,
             "maxPendingTransfers": limits.max_pending_transfers,
+            "feeNoticeMs": limits.fee_notice_ms,
         },
         "assets": description.assets.iter().zip(&engine.assets).map(|(asset, spec)| json!({
             "symbol": asset.symbol,
@@ -323,6 +324,11 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
             "minNotional": pair.min_notional.to_string(),
             "makerFeePpm": pair.maker_fee.parts_per_million(),
             "takerFeePpm": pair.taker_fee.parts_per_million(),
+            "feeRaise": pair.fee_raise.map(|raise| json!({
+                "makerFeePpm": raise.maker_fee.parts_per_million(),
+                "takerFeePpm": raise.taker_fee.parts_per_million(),
+                "effectiveAt": raise.effective_at_ms,
+            })),
         })).collect::<Vec<_>>(),
     })
 }

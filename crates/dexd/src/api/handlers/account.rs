@@ -176,7 +176,20 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
         .iter()
         .enumerate()
         .map(|(index, pair)| {
-            let last_price = chain.read_engine(|engine| engine.last_price(PairIndex(index as u16)));
+            let now_ms = dexd_store::now_ms();
+            // The fees are the journal's, in force now, with a raise it announced and that has
+            // not come yet (the configuration file's raise is announced, not applied at once).
+            let (last_price, fees, raise) = chain.read_engine(|engine| {
+                let journaled = engine.config().pairs.get(index);
+                let spec = engine.pair_spec(PairIndex(index as u16));
+                let fees = spec.map_or((pair.definition.maker_fee, pair.definition.taker_fee), |spec| {
+                    spec.fees_at(now_ms)
+                });
+                let raise = journaled
+                    .and_then(|definition| definition.fee_raise)
+                    .filter(|raise| raise.effective_at_ms > now_ms);
+                (engine.last_price(PairIndex(index as u16)), fees, raise)
+            });
             let definition = &pair.definition;
             json!({
                 "symbol": pair.symbol,
@@ -186,8 +199,13 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
                 "stepSize": definition.step_size.to_string(),
                 "minAmount": definition.min_amount.to_string(),
                 "minNotional": definition.min_notional.to_string(),
-                "makerFee": fee(definition.maker_fee),
-                "takerFee": fee(definition.taker_fee),
+                "makerFee": fee(fees.0),
+                "takerFee": fee(fees.1),
+                "feeRaise": raise.map(|raise| json!({
+                    "makerFee": fee(raise.maker_fee),
+                    "takerFee": fee(raise.taker_fee),
+                    "effectiveAt": raise.effective_at_ms,
+                })),
                 "lastPrice": last_price.map(|price| pair.spec.format_price(price)),
             })
         })

@@ -347,7 +347,9 @@ fn venue_schemas() -> Value {
             "chainId": string(),
             "pairs": {"type": "array", "items": object(json!({
                 "symbol": string(), "base": string(), "quote": string(), "tickSize": decimal(), "stepSize": decimal(),
-                "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(), "lastPrice": nullable(decimal())
+                "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(),
+                "feeRaise": nullable(object(json!({"makerFee": decimal(), "takerFee": decimal(), "effectiveAt": integer}))),
+                "lastPrice": nullable(decimal())
             }))}
         })),
         "Eip712Response": {

@@ -581,6 +581,26 @@ async fn a_tampered_journal_is_reported_with_the_position() {
         sequence_of(&lines[filled + 1]),
     ));
 
+    // A configuration that raises a fee at once, journaled in place of a command (the review's
+    // `configure(takerFee=100%)`, a victim's fill, `configure(back)`): a raise must be announced
+    // a notice ahead, so the replay refuses it.
+    let mut gouging = lines.clone();
+    let config = dexd_venue::config::Config::embedded_default();
+    let chain = config.chains.iter().find(|chain| chain.chain_id == 1).unwrap();
+    let mut raised = chain.configuration(&config.limits);
+    raised.engine.pairs[0].taker_fee = dexd_core::FeeRate::from_parts_per_million(1_000_000).unwrap();
+    let messages = dexd_crypto::RequestMessages::new(&raised).unwrap();
+    let replaced: Value = serde_json::from_str(&lines[order]).unwrap();
+    gouging[order] = dexd::audit::format::command_line(
+        sequence_of(&lines[order]),
+        replaced["time"].as_u64().unwrap(),
+        &dexd_core::Command::Configure(Box::new(raised)),
+        None,
+        &messages,
+    )
+    .to_string();
+    cases.push(("a fee raised at once", gouging, sequence_of(&lines[order])));
+
     for (what, tampered, position) in cases {
         let venue = serve_journal(tampered, end).await;
         let directory = tempfile::tempdir().unwrap();

@@ -232,3 +232,56 @@ async fn commands_journaled_but_not_yet_projected_reach_the_history_at_start() {
         6_000_000
     );
 }
+
+/// A raise of a pair's fees in the configuration is not applied at a restart: the journal takes
+/// it as announced, effective a day later (`[limits] fee_notice_ms`), `/account/assetPairs`
+/// shows it, fills until then pay the fees in force, and a restart later keeps the same time.
+/// A cut applies at once.
+#[tokio::test]
+async fn a_fee_raise_in_the_configuration_is_announced_and_applies_only_after_its_notice() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let (alice, bob) = (Trader::new(0xa1), Trader::new(0xb0));
+    {
+        let server = common::TestServer::start_in(Config::embedded_default(), data_dir.path()).await;
+        server.deposit(&alice, "USDC", "10000").await;
+        server.deposit(&bob, "ETH", "5").await;
+    }
+    let mut raised = Config::embedded_default();
+    let chain = raised.chains.iter_mut().find(|chain| chain.chain_id == 1).unwrap();
+    let taker_fee_before = chain.pairs[0].definition.taker_fee;
+    chain.pairs[0].definition.taker_fee = dexd_core::FeeRate::from_parts_per_million(50_000).unwrap();
+    let restarted_at = dexd_store::now_ms();
+    let effective_at = {
+        let server = common::TestServer::start_in(raised.clone(), data_dir.path()).await;
+        let (status, pairs) = server.get("/account/assetPairs", &[("chainId", "1")]).await;
+        assert_eq!(status, 200, "{pairs}");
+        let pair = &pairs["pairs"][0];
+        assert_eq!(pair["takerFee"], "0.002", "the fee in force stays: {pair}");
+        assert_eq!(pair["feeRaise"]["takerFee"], "0.05", "{pair}");
+        let effective_at = pair["feeRaise"]["effectiveAt"].as_u64().unwrap();
+        assert!(
+            effective_at >= restarted_at + dexd_core::DEFAULT_FEE_NOTICE_MS,
+            "a day's notice: {pair}"
+        );
+        // A fill now pays the fee in force: 0.2 % of 1 ETH.
+        server.limit(&bob, "sell", "2000", "1").await;
+        server.limit(&alice, "buy", "2000", "1").await;
+        assert_eq!(server.balance(&alice, "ETH").await["total"], "0.998");
+        effective_at
+    };
+    // Restarted again with the same file: the announcement keeps its time.
+    {
+        let server = common::TestServer::start_in(raised.clone(), data_dir.path()).await;
+        let (_, pairs) = server.get("/account/assetPairs", &[("chainId", "1")]).await;
+        assert_eq!(pairs["pairs"][0]["feeRaise"]["effectiveAt"], effective_at);
+    }
+    // A cut applies at once, and the announced raise is gone with it.
+    let mut cut = Config::embedded_default();
+    let chain = cut.chains.iter_mut().find(|chain| chain.chain_id == 1).unwrap();
+    assert!(taker_fee_before.parts_per_million() > 1_000);
+    chain.pairs[0].definition.taker_fee = dexd_core::FeeRate::from_parts_per_million(1_000).unwrap();
+    let server = common::TestServer::start_in(cut, data_dir.path()).await;
+    let (_, pairs) = server.get("/account/assetPairs", &[("chainId", "1")]).await;
+    assert_eq!(pairs["pairs"][0]["takerFee"], "0.001", "{pairs}");
+    assert_eq!(pairs["pairs"][0]["feeRaise"], serde_json::Value::Null, "{pairs}");
+}

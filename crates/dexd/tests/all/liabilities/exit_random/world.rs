@@ -46,6 +46,7 @@ pub(super) fn engine_config() -> EngineConfig {
             min_notional: decimal("0"),
             maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
             taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
+            fee_raise: None,
         }],
         fee_account: FEES,
         custody: CustodyMode::Vault,
