@@ -18,7 +18,8 @@ const ROOT_ABI = [{
   type: "function", name: "liabilityRoot", stateMutability: "view", inputs: [{ name: "epoch", type: "uint256" }],
   outputs: [{ type: "tuple", components: [
     { name: "root", type: "bytes32" }, { name: "journalSequence", type: "uint64" },
-    { name: "depositCount", type: "uint64" }, { name: "committedAt", type: "uint64" }, { name: "vetoed", type: "bool" },
+    { name: "depositCount", type: "uint64" }, { name: "committedAt", type: "uint40" }, { name: "vetoed", type: "bool" },
+    { name: "previousGood", type: "uint32" }, { name: "nextGood", type: "uint32" },
   ] }],
 }] as const;
 

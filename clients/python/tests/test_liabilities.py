@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from decimal import Decimal
+
 import pytest
 import requests
 from eth_account import Account
@@ -145,3 +147,26 @@ def test_the_sdk_checks_an_accounts_leaves_against_the_vaults_root():
         assert verify(check.root, hashed, [bytes.fromhex(node[2:]) for node in proof["leaves"][0]["proof"]])
         roots = client.liability_roots()["roots"]
         assert roots[0]["epoch"] >= proof["epoch"] and roots[0]["txHash"].startswith("0x")
+
+
+def test_a_withdrawal_asked_for_on_chain_is_served_by_the_venue():
+    """The account asks the vault itself (``requestWithdrawal``) with the SDK, from its own wallet;
+    the venue debits it, serves it through a final root, and lists it as requested on chain."""
+    with vault_venue() as (url, rpc_url, devnet):
+        account = devnet["accounts"][0]
+        client = Client(url, devnet["chainId"], private_key=account["privateKey"])
+        deposit_native(rpc_url, devnet["vault"], account["privateKey"], 2 * 10**18)
+        wait_for("the deposit credited", lambda: client.balances()["ETH"].available == 2)
+        request_id = client.request_withdrawal_on_chain(rpc_url, "ETH", "0.5")
+        assert request_id == 0
+
+        def served():
+            withdrawals = client.withdrawals().items
+            return withdrawals[0] if withdrawals and withdrawals[0].status == "confirmed" else None
+
+        wait_for("the request served", served, 120)
+        raw = client.request("GET", "/portfolio/withdrawHistories",
+                             params={"chainId": client.chain_id, "account": client.address})
+        listed = raw["withdrawals"][0]
+        assert (listed["requested"], listed["requestId"], listed["quantity"]) == ("chain", 0, "0.5")
+        assert client.balances()["ETH"].total == Decimal("1.5")

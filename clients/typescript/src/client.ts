@@ -6,7 +6,9 @@
  */
 
 import { ApiError } from "./errors.js";
+import type { Address, Hash } from "viem";
 import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
+import { NATIVE_TOKEN, requestWithdrawal, type TransactionSender } from "./vault.js";
 import type {
   AccountTrade, Agent, Asset, Balance, BatchResult, Candle, Chain, Custody, CustodyState, Eip712, JournalLine,
   JournalPage, LiabilityLeaf, ListedWithdrawal, LiabilityProof, LiabilityRoot, ListOptions, Order, OrderBook, OrderDetail, Pair,
@@ -51,6 +53,16 @@ type Query = Record<string, string | number | undefined>;
 /** A list's query parameters. */
 function listQuery(list: ListOptions = {}): Query {
   return { limit: list.limit, cursor: list.cursor, startTime: list.startTime, endTime: list.endTime };
+}
+
+/** `text` (canonical) in the asset's smallest units; more decimals than the asset has would sign or
+ * send another amount than the one asked for, and are refused. */
+function unitsOf(asset: Asset, text: string): bigint {
+  const [whole, fraction = ""] = text.split(".");
+  if (fraction.length > asset.decimals) {
+    throw new ApiError(400, "INVALID_PARAMETER", `${asset.symbol} has ${asset.decimals} decimals; ${text} has more`, "quantity");
+  }
+  return BigInt(whole + fraction.padEnd(asset.decimals, "0"));
 }
 
 /** The contract's error body as an `ApiError`. */
@@ -389,16 +401,29 @@ export class DexdClient {
     const text = canonicalDecimal(quantity);
     const body = { from: this.account(), symbol: asset.symbol, quantity: text };
     if ((await this.eip712()).primaryTypes.withdraw === "Withdrawal") {
-      const [whole, fraction = ""] = text.split(".");
-      // More decimals than the token has would sign another amount than the body's quantity.
-      if (fraction.length > asset.decimals) {
-        throw new ApiError(400, "INVALID_PARAMETER", `${asset.symbol} has ${asset.decimals} decimals; ${text} has more`, "quantity");
-      }
-      const units = BigInt(whole + fraction.padEnd(asset.decimals, "0"));
+      const units = unitsOf(asset, text);
       const token = asset.address ?? "0x0000000000000000000000000000000000000000";
       return this.signedPost("/portfolio/withdraw", "Withdrawal", { token, amount: units }, body);
     }
     return this.signedPost("/portfolio/withdraw", "Withdraw", { symbol: asset.symbol, quantity: text }, body);
+  }
+
+  /**
+   * Asks the vault itself for a withdrawal of `quantity` of `symbol`, sent by `wallet` (a viem
+   * wallet client of the account: the vault pays whoever sends it), when the venue does not
+   * answer or refuses. The venue must serve it within the vault's request period, or anyone may
+   * freeze the vault. Returns the transaction's hash; the withdrawal history lists it with
+   * `requested: "chain"` once the venue has seen it.
+   */
+  async requestWithdrawalOnChain(wallet: TransactionSender, symbol: string, quantity: string | number): Promise<Hash> {
+    const { assets, custody } = await this.assetsInfo();
+    if (custody.mode !== "vault") {
+      throw new ApiError(400, "INVALID_PARAMETER", `chain ${this.chainId} has no vault: ledger chains take no request on chain`, "chainId");
+    }
+    const asset = assets.find((item) => item.symbol === symbol.toUpperCase());
+    if (!asset) throw new ApiError(404, "UNKNOWN_ASSET", `no asset ${symbol} on chain ${this.chainId}`, "symbol");
+    const units = unitsOf(asset, canonicalDecimal(quantity));
+    return requestWithdrawal(wallet, custody.vault as Address, (asset.address ?? NATIVE_TOKEN) as Address, units);
   }
 
   /** Approves `agent` (an address) to trade, never to move funds, for the account. */

@@ -8,3 +8,4 @@ export {
   type WebSocketConstructor,
 } from "./stream.js";
 export type * from "./types.js";
+export { NATIVE_TOKEN, requestWithdrawal, requestWithdrawalData, VAULT_REQUEST_ABI, type TransactionSender } from "./vault.js";

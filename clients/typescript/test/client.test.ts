@@ -5,9 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
-import { createWalletClient, custom, type Hex } from "viem";
+import { createWalletClient, custom, decodeFunctionData, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { ApiError, DexdClient, DexdStream, bookChecksum, keySigner, walletSigner, type Level, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
+import { ApiError, DexdClient, DexdStream, NATIVE_TOKEN, VAULT_REQUEST_ABI, bookChecksum, keySigner, walletSigner, type Level, type Placed, type StreamBook, type WebSocketConstructor } from "../src/index.js";
 import { startDexd, stop } from "./server.js";
 
 const freshKey = () => `0x${randomBytes(32).toString("hex")}`;
@@ -269,4 +269,35 @@ test("the global fetch is called as a browser's must be, on the global object", 
   } finally {
     globalThis.fetch = original;
   }
+});
+
+test("a withdrawal asked for on chain is the vault's requestWithdrawal, sent by the account's wallet", async () => {
+  const vault = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+  const usdc = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+  const assetsInfo = {
+    chainId: "31337",
+    assets: [
+      { symbol: "ETH", name: "Ether", decimals: 18, address: null, native: true },
+      { symbol: "USDC", name: "USD Coin", decimals: 6, address: usdc, native: false },
+    ],
+    custody: { mode: "vault", vault, operator: vault, confirmations: 2, crediting: "running", haltReason: null },
+  };
+  const answering: typeof fetch = async () => new Response(JSON.stringify(assetsInfo), { headers: { "content-type": "application/json" } });
+  const client = new DexdClient({ baseUrl: "http://venue.invalid", chainId: "31337", fetch: answering });
+  const sent: { to: string; data: Hex }[] = [];
+  const wallet = { sendTransaction: async (transaction: { to: `0x${string}`; data: Hex }) => { sent.push(transaction); return `0x${"ab".repeat(32)}` as Hex; } };
+  const hash = await client.requestWithdrawalOnChain(wallet, "usdc", "12.5");
+  assert.equal(hash, `0x${"ab".repeat(32)}`);
+  assert.equal(sent[0].to, vault);
+  const { functionName, args } = decodeFunctionData({ abi: VAULT_REQUEST_ABI, data: sent[0].data });
+  assert.equal(functionName, "requestWithdrawal");
+  assert.deepEqual(args, [usdc, 12_500_000n]);
+  // The native asset is the zero address; more decimals than the token has are refused.
+  await client.requestWithdrawalOnChain(wallet, "ETH", "0.5");
+  assert.deepEqual(decodeFunctionData({ abi: VAULT_REQUEST_ABI, data: sent[1].data }).args, [NATIVE_TOKEN, 5n * 10n ** 17n]);
+  await assert.rejects(
+    client.requestWithdrawalOnChain(wallet, "USDC", "1.0000001"),
+    (error: unknown) => error instanceof ApiError && error.code === "INVALID_PARAMETER" && error.field === "quantity",
+  );
+  assert.equal(sent.length, 2);
 });

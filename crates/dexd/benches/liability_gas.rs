@@ -6,7 +6,10 @@
 //! - `commitRoot` for trees of 10, 10,000 and 1,000,000 leaves (three tokens): the root is one
 //!   word whatever the tree, so its gas must not grow with the accounts;
 //! - `exit` with the proof of a leaf in each of those trees (a proof is log2 of the leaves), and
-//!   the all-zero exit of a deposit no root covers.
+//!   the all-zero exit of a deposit no root covers;
+//! - contract version 5's calls: `requestWithdrawal`, `serveRequest` and `serveRequests` of 10,
+//!   `withdrawBatch` of 10 and of 10 with one skipped, `veto` after 1 and after 100 vetoed roots,
+//!   and `freeze` for an overdue request and for the roots' age.
 //!
 //! `cargo bench -p dexd --bench liability_gas`
 
@@ -255,6 +258,143 @@ async fn main() {
         terms.clone(),
     )
     .await;
+    version_five_gas(&anvil, &bootstrap, (&deployer, &operator), &user, usdc, &terms).await;
+}
+
+/// Gas of what contract version 5 adds, on a vault of its own.
+async fn version_five_gas(
+    anvil: &alloy::node_bindings::AnvilInstance,
+    bootstrap: &Node,
+    (deployer, operator): (&PrivateKeySigner, &PrivateKeySigner),
+    user: &PrivateKeySigner,
+    usdc: ChainAddress,
+    terms: &RootTerms,
+) {
+    let chain_id = anvil.chain_id();
+    let fresh = deploy::deploy_vault_v2(bootstrap, deployer, deployer.address(), operator.address(), terms)
+        .await
+        .unwrap();
+    let vault = fresh.address;
+    let node = Node::connect(&anvil.endpoint(), vault, chain_id, Duration::from_secs(30)).unwrap();
+    deploy::list_tokens(&node, deployer, &[usdc]).await.unwrap();
+    deploy::approve(&node, user, usdc, vault, U256::from(u64::MAX))
+        .await
+        .unwrap();
+    let deposit = DexdVault::depositCall {
+        token: usdc,
+        amount: U256::from(100_000_000u64),
+    }
+    .abi_encode();
+    call(&node, user, vault, deposit, U256::ZERO).await;
+    let request = || {
+        DexdVaultV2::requestWithdrawalCall {
+            token: usdc,
+            amount: U256::from(1_000u64),
+        }
+        .abi_encode()
+    };
+    let mut request_gas = Vec::new();
+    // Twelve served below, the thirteenth left unserved for the freeze.
+    for _ in 0..13 {
+        request_gas.push(call(&node, user, vault, request(), U256::ZERO).await.gas_used);
+    }
+    println!(
+        "requestWithdrawal: the vault's first {} gas, a later one {} gas",
+        request_gas[0], request_gas[1]
+    );
+    let serve = DexdVaultV2::serveRequestCall {
+        requestId: U256::ZERO,
+        amount: U256::from(1_000u64),
+    }
+    .abi_encode();
+    let one = call(&node, operator, vault, serve, U256::ZERO).await.gas_used;
+    let serve_many = DexdVaultV2::serveRequestsCall {
+        requestIds: (1..=10u64).map(U256::from).collect(),
+        amounts: vec![U256::from(1_000u64); 10],
+    }
+    .abi_encode();
+    let ten = call(&node, operator, vault, serve_many, U256::ZERO).await.gas_used;
+    let nothing = DexdVaultV2::serveRequestCall {
+        requestId: U256::from(11u64),
+        amount: U256::ZERO,
+    }
+    .abi_encode();
+    let zero = call(&node, operator, vault, nothing, U256::ZERO).await.gas_used;
+    println!(
+        "serveRequest (ERC-20): {one} gas; serveRequests of 10: {ten} gas ({} each); served with 0: {zero} gas",
+        ten / 10
+    );
+
+    // A batch of ten withdrawals, and the same with one its account does not authorise.
+    let key = PrivateKey::parse(&format!("0x{}", alloy::hex::encode(user.to_bytes()))).unwrap();
+    let domain = SigningDomain::new(chain_id, venue_address(&vault));
+    let withdrawal = |id: u8, forged: bool| {
+        let terms = WithdrawalTerms {
+            account: venue_address(&user.address()),
+            token: Some(venue_address(&usdc)),
+            amount_units: 1_000,
+            withdrawal_id: [id; 32],
+            expiry_ms: 4_000_000_000_000,
+        };
+        let mut signature = key.sign_digest(terms.digest(&domain));
+        if forged {
+            signature[10] ^= 1;
+        }
+        terms.call_argument(&signature)
+    };
+    let batch = |first: u8, forged: bool| {
+        DexdVault::withdrawBatchCall {
+            withdrawals: (0..10u8)
+                .map(|index| withdrawal(first + index, forged && index == 0))
+                .collect(),
+        }
+        .abi_encode()
+    };
+    let paid = call(&node, operator, vault, batch(100, false), U256::ZERO)
+        .await
+        .gas_used;
+    let skipped = call(&node, operator, vault, batch(120, true), U256::ZERO)
+        .await
+        .gas_used;
+    println!("withdrawBatch of 10: {paid} gas; of 10 with one skipped: {skipped} gas");
+
+    // Vetoes: the newest root's, after one vetoed root and after a hundred.
+    let commit = |sequence: u64| {
+        DexdVaultV2::commitRootCall {
+            root: FixedBytes([sequence as u8; 32]),
+            journalSequence: sequence,
+            depositCount_: U256::ZERO,
+            tokens: vec![usdc],
+            totals: vec![U256::ZERO],
+        }
+        .abi_encode()
+    };
+    call(&node, operator, vault, commit(1), U256::ZERO).await;
+    let mut veto_gas = Vec::new();
+    for epoch in 1..=101u64 {
+        node.raw_request("evm_increaseTime", serde_json::json!([1]))
+            .await
+            .unwrap();
+        call(&node, operator, vault, commit(epoch + 1), U256::ZERO).await;
+        let veto = DexdVaultV2::vetoCall {
+            epoch: U256::from(epoch),
+        }
+        .abi_encode();
+        veto_gas.push(call(&node, deployer, vault, veto, U256::ZERO).await.gas_used);
+    }
+    println!(
+        "veto of the newest root: after 1 vetoed root {} gas, after 100 {} gas",
+        veto_gas[0], veto_gas[100]
+    );
+    // The freeze for an overdue request (the thirteenth, never served), however young the root.
+    node.raw_request("evm_increaseTime", serde_json::json!([terms.request_period_s + 1]))
+        .await
+        .unwrap();
+    call(&node, operator, vault, commit(200), U256::ZERO).await;
+    let freeze = call(&node, user, vault, DexdVaultV2::freezeCall {}.abi_encode(), U256::ZERO)
+        .await
+        .gas_used;
+    println!("freeze, a request overdue: {freeze} gas");
 }
 
 /// The all-zero exit of an account whose only deposit came after the exit root.

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Optional
 import requests
 
 from .errors import Unavailable, error_from_answer
+from .chain import request_withdrawal
 from .liabilities import ProofCheck, check_proof, vault_of
 from .signing import RequestSigner, canonical_decimal
 from .types import (AccountTrade, Asset, Balance, Candle, Level, Order, OrderBook, Page, Pair, Position, Trade,
@@ -431,6 +432,22 @@ class Client:
             return self._signed_post("/portfolio/withdraw", "Withdrawal", message, body)
         message = {"symbol": asset["symbol"], "quantity": quantity_text}
         return self._signed_post("/portfolio/withdraw", "Withdraw", message, body)
+
+    def request_withdrawal_on_chain(self, rpc_url: str, symbol: str, quantity: Any) -> int:
+        """Asks the vault itself, from the account's own wallet over ``rpc_url``, for a withdrawal
+        of ``quantity`` of ``symbol`` (contract version 5): what to do when the venue does not
+        answer or refuses. The venue must serve it within the vault's request period, cancelling
+        the account's orders as needed, or anyone may freeze the vault. Returns the vault's
+        number of the request; :meth:`withdrawals` lists it with ``"requested": "chain"``."""
+        if self._signer is None:
+            raise ValueError("a request on chain is sent from the account's wallet: make the client with its key")
+        vault = vault_of(self.custody())
+        if vault is None:
+            raise ValueError("this chain has no vault: ledger chains take no request on chain")
+        asset = self._asset(symbol)
+        units = int(Decimal(canonical_decimal(quantity)).scaleb(asset["decimals"]))
+        token = asset["address"] or "0x0000000000000000000000000000000000000000"
+        return request_withdrawal(rpc_url, vault, self._signer.local_account, token, units, self.timeout_seconds)
 
     def _asset(self, symbol: str) -> dict:
         if self._assets is None:

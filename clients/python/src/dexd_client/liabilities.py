@@ -57,8 +57,9 @@ def read_vault_root(rpc_url: str, vault: str, epoch: int, timeout_seconds: float
                            timeout=timeout_seconds).json()
     if "error" in answer:
         raise ValueError(f"the vault did not give the root of epoch {epoch}: {answer['error']}")
-    root, journal_sequence, deposit_count, committed_at, vetoed = decode(
-        ["(bytes32,uint64,uint64,uint64,bool)"], bytes.fromhex(answer["result"][2:]))[0]
+    # Contract version 5 keeps the roots not vetoed linked (the last two fields).
+    root, journal_sequence, deposit_count, committed_at, vetoed, _, _ = decode(
+        ["(bytes32,uint64,uint64,uint40,bool,uint32,uint32)"], bytes.fromhex(answer["result"][2:]))[0]
     return VaultRoot(root, journal_sequence, deposit_count, committed_at, vetoed)
 
 

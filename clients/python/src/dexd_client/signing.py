@@ -69,6 +69,14 @@ class RequestSigner:
         return self._acting_for or self._account.address
 
     @property
+    def local_account(self) -> LocalAccount:
+        """The key's account, to sign a chain transaction from the account's own wallet: never an
+        agent's, since the vault pays whoever sends a request on chain."""
+        if self._acting_for is not None and self._acting_for.lower() != self._account.address.lower():
+            raise ValueError("an agent cannot ask the vault for the account's withdrawal: the account sends it")
+        return self._account
+
+    @property
     def key_address(self) -> str:
         """The key's own address (an agent's, when the signer acts for another account)."""
         return self._account.address
