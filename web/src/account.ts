@@ -6,7 +6,7 @@
 //! histories are read again whenever the stream says something changed.
 
 import {
-  creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type BalancesMessage, type Custody,
+  ApiError, creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type BalancesMessage, type Custody,
   type DexdStream, type Order, type OrdersMessage, type Position, type Reserve, type Signer, type SubscriptionEvent,
   type Tradable, type Transfer, type Venue,
 } from "./api";
@@ -15,7 +15,7 @@ import {
 } from "./controls";
 import { canonical, multiply, toUnits } from "./decimal";
 import { dateTime, element, fill, row } from "./dom";
-import { depositFromWallet, injectedWallet, keySigner, walletSigner } from "./signing";
+import { depositFromWallet, injectedWallet, keySigner, requestFromWallet, walletSigner } from "./signing";
 import { showLiabilities } from "./liabilities";
 
 /** Rows of each history shown. */
@@ -65,7 +65,7 @@ export class Account {
     element<HTMLFormElement>("transfer-form").addEventListener("submit", (event) => {
       event.preventDefault();
       const action = ((event as SubmitEvent).submitter as HTMLButtonElement | null)?.value ?? "deposit";
-      void this.transfer(action === "withdraw" ? "withdraw" : "deposit");
+      void this.transfer(action === "withdraw" || action === "request" ? action : "deposit");
     });
     element("cancel-all").addEventListener("click", () => void this.cancelAll());
     element("start-session").addEventListener("click", () => void this.startSession());
@@ -161,12 +161,16 @@ export class Account {
   private renderVaultHelp(): void {
     const help = element("vault-help");
     const custody = this.venue?.custody;
+    // A withdrawal asked of the vault itself goes from the wallet: shown on a vault chain.
+    element("request-button").hidden = custody?.mode !== "vault";
     if (custody?.mode === "vault") {
       help.hidden = false;
       help.textContent =
         `This chain keeps funds in the vault ${custody.vault}. A deposit is a transaction from your own wallet: ` +
         `approve the vault for the token, then call deposit(token, amount) (or depositNative() with the value for ` +
-        `the native asset). It is credited ${creditedWhen(custody)}.`;
+        `the native asset). It is credited ${creditedWhen(custody)}. If the venue does not answer or refuses your ` +
+        `withdrawal, "Ask the vault" sends requestWithdrawal(token, amount) from your wallet: the venue must pay it ` +
+        `within the vault's request period, or anyone may freeze the vault and you exit with your balance.`;
     } else {
       help.hidden = true;
       help.textContent = "";
@@ -589,7 +593,7 @@ export class Account {
     }
   }
 
-  private async transfer(kind: "deposit" | "withdraw"): Promise<void> {
+  private async transfer(kind: "deposit" | "withdraw" | "request"): Promise<void> {
     const venue = this.venue;
     const signer = this.signer;
     if (!venue || !signer) return;
@@ -614,6 +618,20 @@ export class Account {
         this.callbacks.announce(`Deposit sent (${hash}); it is credited ${creditedWhen(venue.custody)}.`);
         return;
       }
+      if (kind === "request") {
+        const provider = signer.kind === "wallet" && venue.custody.mode === "vault" ? injectedWallet() : null;
+        if (!provider || venue.custody.mode !== "vault") {
+          return this.callbacks.fail("A withdrawal asked of the vault is a transaction from your own wallet: connect a browser wallet.");
+        }
+        const units = toUnits(quantity, asset.decimals);
+        if (units === null) return this.callbacks.fail(`${symbol} has ${asset.decimals} decimals; ${quantity} has more.`);
+        const hash = await requestFromWallet(provider, venue.chainId, signer.address, venue.custody.vault, asset.native ? null : asset.address, units);
+        this.callbacks.announce(
+          `Withdrawal of ${quantity} ${asset.symbol} asked of the vault (${hash}); the venue must pay it within the vault's request period.`,
+        );
+        element<HTMLInputElement>("transfer-quantity").value = "";
+        return;
+      }
       // A quantity finer than the asset's decimals the client refuses before it signs anything.
       const client = writer(venue.chainId, signer);
       const answer: { deposit?: Transfer; withdrawal?: Transfer } = kind === "deposit"
@@ -623,7 +641,14 @@ export class Account {
       this.callbacks.announce(`${kind === "deposit" ? "Deposit" : "Withdrawal"} of ${quantity} ${asset.symbol}: ${transfer?.status ?? "sent"}.`);
       element<HTMLInputElement>("transfer-quantity").value = "";
     } catch (error) {
-      this.callbacks.fail(`${kind === "deposit" ? "Deposit" : "Withdrawal"} refused: ${describe(error)}`);
+      // A venue that does not answer (or refuses for its own sake) cannot keep funds in: say how
+      // to ask the vault itself.
+      const unanswered = error instanceof ApiError && (error.status === 0 || error.status >= 500);
+      const hint = kind === "withdraw" && unanswered && venue.custody.mode === "vault"
+        ? ' The venue did not answer: "Ask the vault" sends the withdrawal from your wallet to the vault itself.'
+        : "";
+      const what = kind === "deposit" ? "Deposit" : "Withdrawal";
+      this.callbacks.fail(`${what} refused: ${describe(error)}${hint}`);
     }
   }
 }

@@ -7,7 +7,9 @@
 
 import { privateKeyToAccount } from "viem/accounts";
 import { createClient, custom, encodeFunctionData, getAddress, type Hex } from "viem";
-import { keySigner as clientKeySigner, walletSigner as clientWalletSigner } from "../../clients/typescript/src/index";
+import {
+  keySigner as clientKeySigner, NATIVE_TOKEN, requestWithdrawalData, walletSigner as clientWalletSigner,
+} from "../../clients/typescript/src/index";
 import type { Signer } from "./api";
 
 /** A signer over a pasted key. The key lives only in viem's account object. */
@@ -88,6 +90,27 @@ async function waitForReceipt(provider: Eip1193, hash: string): Promise<void> {
 }
 
 /**
+ * A withdrawal asked of the vault itself from the user's own wallet (`requestWithdrawal`,
+ * contract version 5): what to do when the venue does not answer. Returns its transaction hash.
+ */
+export async function requestFromWallet(
+  provider: Eip1193, chainId: string, from: string, vault: string, token: string | null, amountUnits: bigint,
+): Promise<string> {
+  await switchChain(provider, chainId);
+  const data = requestWithdrawalData((token ?? NATIVE_TOKEN) as Hex, amountUnits);
+  return (await provider.request({ method: "eth_sendTransaction", params: [{ from, to: vault, data }] })) as string;
+}
+
+/** Asks the wallet to switch to `chainId` when it is on another. */
+async function switchChain(provider: Eip1193, chainId: string): Promise<void> {
+  const wanted = `0x${BigInt(chainId).toString(16)}`;
+  const current = (await provider.request({ method: "eth_chainId" })) as string;
+  if (BigInt(current) !== BigInt(wanted)) {
+    await provider.request({ method: "wallet_switchEthereumChain", params: [{ chainId: wanted }] });
+  }
+}
+
+/**
  * A vault deposit from the user's own wallet: for a token, `approve` when the allowance is
  * short, waiting for it to be mined (a wallet estimates the deposit's gas against the chain as
  * it is, and the deposit reverts without the allowance), then `deposit`; for the native asset,
@@ -97,11 +120,7 @@ async function waitForReceipt(provider: Eip1193, hash: string): Promise<void> {
 export async function depositFromWallet(
   provider: Eip1193, chainId: string, from: string, vault: string, token: string | null, amountUnits: bigint,
 ): Promise<string> {
-  const wanted = `0x${BigInt(chainId).toString(16)}`;
-  const current = (await provider.request({ method: "eth_chainId" })) as string;
-  if (BigInt(current) !== BigInt(wanted)) {
-    await provider.request({ method: "wallet_switchEthereumChain", params: [{ chainId: wanted }] });
-  }
+  await switchChain(provider, chainId);
   if (token === null) {
     return (await provider.request({
       method: "eth_sendTransaction",

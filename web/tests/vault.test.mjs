@@ -236,6 +236,26 @@ test("on a vault chain the page deposits from the wallet, shows the credit and r
       (await rows(page, "#transfers")).some((cells) => cells[0] === "Withdrawal" && cells[2] === "100" && cells[3] === "confirmed"),
     );
     assert.equal((await held()) - heldBefore, -250_000_000n + 100_000_000n, "250 USDC went in, 100 came out, once");
+
+    // Asked of the vault itself, from the wallet (what to do when the venue does not answer):
+    // the venue serves it through a final root, and lists it as asked on chain.
+    await page.getByLabel("Quantity").fill("50");
+    await page.getByRole("button", { name: "Ask the vault" }).click();
+    await page.getByText(/Withdrawal of 50 USDC asked of the vault/).waitFor();
+    let asked_ = null;
+    let passed = null;
+    await eventually("the request served", async () => {
+      const answer = await (await fetch(`${dexd.url}/portfolio/withdrawHistories?chainId=${devnet.chainId}&account=${address}`)).json();
+      asked_ = answer.withdrawals[0];
+      if (asked_?.waitingFor === "challenge" && passed !== asked_.payableAfter) {
+        passed = asked_.payableAfter;
+        await rpc("evm_increaseTime", [61]);
+      }
+      await rpc("anvil_mine", ["0x1"]);
+      return asked_?.requested === "chain" && asked_.status === "confirmed";
+    }, 40_000).catch((error) => { throw new Error(`${error.message}: ${JSON.stringify(asked_)}\n${dexd.log().slice(-4000)}`); });
+    assert.equal(asked_.quantity, "50");
+    assert.equal((await held()) - heldBefore, -250_000_000n + 150_000_000n, "the request paid 50 more, once");
     assert.ok(sent.every((body) => !body.includes(privateKey.slice(2)) && !/privatekey/i.test(body)), "no request carried the key");
     assert.deepEqual(consoleErrors, []);
   } finally {

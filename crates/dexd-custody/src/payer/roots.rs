@@ -177,7 +177,11 @@ impl Payer {
             );
             self.roots.sent = None;
         }
-        if self.roots.sent.is_some() || !self.root_due(vault) {
+        let chain_now_ms = match vault.node.block(head).await? {
+            Some((_, time_s)) => time_s.saturating_mul(1_000),
+            None => 0,
+        };
+        if self.roots.sent.is_some() || !self.root_due(vault, chain_now_ms) {
             return Ok(RootsPoll::Continue);
         }
         self.commit_root(vault).await
@@ -185,8 +189,13 @@ impl Payer {
 
     /// Whether a root is due: `root_interval_ms` after the newest root of the venue's that is
     /// not vetoed (or after this run's start, when there is none). A foreign root does not
-    /// count: whoever planted it cannot hold off the venue's own roots with it.
-    fn root_due(&self, vault: &VaultChain) -> bool {
+    /// count: whoever planted it cannot hold off the venue's own roots with it. A root's time is
+    /// the chain's, so the interval is counted on the chain's clock (`chain_now_ms`, the head's
+    /// time), or the wall clock where that is later: a chain whose block times run ahead of the
+    /// wall clock (by seconds on a real chain, by minutes on a devnet that moves its time) never
+    /// holds a root back until the wall clock catches up, and a quiet devnet that mines no block
+    /// still gets its roots.
+    fn root_due(&self, vault: &VaultChain, chain_now_ms: u64) -> bool {
         if self
             .roots
             .not_before
@@ -203,7 +212,8 @@ impl Payer {
         });
         match newest {
             Some(committed_at_ms) => {
-                dexd_store::now_ms().saturating_sub(committed_at_ms) >= vault.config.root_interval_ms
+                let now_ms = chain_now_ms.max(dexd_store::now_ms());
+                now_ms.saturating_sub(committed_at_ms) >= vault.config.root_interval_ms
             }
             None => self.roots.started.elapsed().as_millis() as u64 >= vault.config.root_interval_ms,
         }

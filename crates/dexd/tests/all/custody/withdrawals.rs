@@ -353,3 +353,34 @@ async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
     assert_eq!(venue.balance(&alice, "ETH").await["total"], "0.8");
     assert_eq!(venue.transfers(&alice, "withdraw").await.len(), 1);
 }
+
+/// A chain whose block times run ahead of the wall clock (by minutes here, as on a devnet that
+/// moves its time) once delayed every later root until the wall clock caught up, and with it
+/// every withdrawal. Roots are due by the chain's clock now.
+#[tokio::test]
+async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
+    let (venue, alice) = VaultVenue::start_with_alice_funded(2).await;
+    let newest_root = || async {
+        let (_, custody) = venue.get("/account/custody", &[]).await;
+        custody["roots"]["newestVenueRoot"].as_u64()
+    };
+    venue
+        .eventually("a first root recorded", || async { newest_root().await.is_some() })
+        .await;
+    // Ten minutes ahead, and a root committed at that time: the newest root is now ten minutes
+    // ahead of the wall clock.
+    venue.chain.advance_time(600).await;
+    let ahead = newest_root().await.unwrap() + 2;
+    venue
+        .eventually("a root committed on the chain's new time", || async {
+            newest_root().await.is_some_and(|newest| newest >= ahead)
+        })
+        .await;
+    let before = venue.usdc_in_wallet(&alice).await;
+    let (status, body) = venue
+        .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "10"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    assert_eq!(venue.usdc_in_wallet(&alice).await - before, U256::from(10 * USDC_UNIT));
+}
