@@ -255,3 +255,17 @@ fn a_request_is_paid_through_a_final_root_never_failed_and_its_id_is_its_own() {
     assert_eq!(venue.engine.custody().pending_withdrawals().count(), 0);
     assert_eq!(venue.available(ALICE, USDC), 600);
 }
+
+/// Found by the random exit test: an account with a balance and no order ever (its slot in the
+/// open-order index not yet made) asked for more than it held, and the engine indexed past the
+/// index's end.
+#[test]
+fn a_request_of_an_account_that_never_placed_an_order_is_recorded() {
+    let mut venue = Venue::new();
+    venue.credit(ALICE, USDC, 10_000_000);
+    venue.credit(BOB, USDC, 50);
+    venue.buy(1, 100, 10_000);
+    venue.run(request(0, BOB, Some(USDC), 80)).unwrap();
+    let pending = venue.engine.custody().pending_withdrawal(&key(BOB, 0)).unwrap();
+    assert_eq!(pending.amount.units(), 50);
+}

@@ -53,7 +53,12 @@ impl Engine {
         let Some(slot) = self.ledger.slot(&account) else {
             return;
         };
-        let mut holding: Vec<(u64, OrderId)> = self.open_orders_by_slot[slot.index()]
+        // The index grows with the first order of an account: one that never placed any has no
+        // entry yet.
+        let Some(open) = self.open_orders_by_slot.get(slot.index()) else {
+            return;
+        };
+        let mut holding: Vec<(u64, OrderId)> = open
             .iter()
             .filter_map(|order_id| {
                 let record = self.open_order(order_id)?;

@@ -11,16 +11,42 @@ pub(super) struct ExitSummary {
     pub(super) had_exit_root: bool,
     /// Deposits the exit root did not cover.
     pub(super) deposits_after_root: u64,
+    /// The vault was frozen for a request unserved past its deadline.
+    pub(super) frozen_for_a_request: bool,
 }
 
-/// The freeze and everyone's exit, with the checks.
-pub(super) async fn freeze_and_exit_everyone(venue: &Venue<'_>, sequence: u64) -> ExitSummary {
+/// The freeze and everyone's exit, with the checks. With `by_request`, a vault holding a request
+/// unserved is frozen right after its deadline, however young its newest root, and its exits
+/// must open no later than a challenge period after that deadline; otherwise (or with none) the
+/// vault is frozen for its roots' age.
+pub(super) async fn freeze_and_exit_everyone(venue: &Venue<'_>, sequence: u64, by_request: bool) -> ExitSummary {
     let world = venue.world;
-    world.chain.advance_time(TERMS.max_root_age_s + 1).await;
+    let oldest = world.view(DexdVaultV2::oldestUnservedRequestCall {}).await;
+    let frozen_for_a_request = by_request && oldest.any;
     let freezer = &world.users[0];
-    world
-        .send(freezer, world.chain.vault, DexdVaultV2::freezeCall {}.abi_encode())
-        .await;
+    if frozen_for_a_request {
+        let deadline_s: u64 = oldest.deadline.saturating_to();
+        let now_s = world.time_s().await;
+        world.chain.advance_time(deadline_s.saturating_sub(now_s) + 1).await;
+        world
+            .send(freezer, world.chain.vault, DexdVaultV2::freezeCall {}.abi_encode())
+            .await;
+        let opens_at: U256 = world.view(DexdVaultV2::exitsOpenAtCall {}).await;
+        assert!(
+            opens_at <= U256::from(deadline_s + TERMS.challenge_period_s + 1),
+            "sequence {sequence}: exits open at {opens_at}, past the deadline {deadline_s} and a challenge period"
+        );
+        let now_s = world.time_s().await;
+        let opens_at: u64 = opens_at.saturating_to();
+        if opens_at > now_s {
+            world.chain.advance_time(opens_at - now_s).await;
+        }
+    } else {
+        world.chain.advance_time(TERMS.max_root_age_s + 1).await;
+        world
+            .send(freezer, world.chain.vault, DexdVaultV2::freezeCall {}.abi_encode())
+            .await;
+    }
     let exit_tree = if world.view(DexdVaultV2::hasExitRootCall {}).await {
         let epoch: u64 = world.view(DexdVaultV2::exitEpochCall {}).await.saturating_to();
         let tree = venue.trees.get(&epoch).cloned();
@@ -42,7 +68,7 @@ pub(super) async fn freeze_and_exit_everyone(venue: &Venue<'_>, sequence: u64) -
         .users
         .iter()
         .map(|user| venue_address(&user.address()))
-        .chain([FEES])
+        .chain([FEES, venue_address(&world.wallet)])
         .collect();
     for account in accounts {
         for token in world.tokens {
@@ -108,5 +134,6 @@ pub(super) async fn freeze_and_exit_everyone(venue: &Venue<'_>, sequence: u64) -
     ExitSummary {
         had_exit_root: exit_tree.is_some(),
         deposits_after_root: deposits - exit_tree.as_ref().map_or(0, |tree| tree.deposit_count),
+        frozen_for_a_request,
     }
 }

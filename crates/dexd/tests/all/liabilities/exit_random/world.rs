@@ -58,6 +58,9 @@ pub(super) fn engine_config() -> EngineConfig {
 pub(super) struct World {
     pub(super) chain: TestChain,
     pub(super) users: Vec<PrivateKeySigner>,
+    /// A contract wallet of the first user's (`FickleWallet`), holding tokens and approving the
+    /// vault: its withdrawals are approved or refused on chain as a step says.
+    pub(super) wallet: ChainAddress,
     pub(super) tokens: [ChainAddress; 2],
     /// Each sender's next nonce: read after each revert, then counted here, so that a
     /// transaction is one send and one receipt (thousands of them make a run).
@@ -131,12 +134,45 @@ pub(super) async fn world() -> World {
                 .unwrap();
         }
     }
+    let wallet = deploy::deploy_fickle_wallet(&chain.node, &chain.deployer, users[0].address(), (0, 0))
+        .await
+        .unwrap()
+        .address;
+    for token in tokens {
+        deploy::mint(&chain.node, &chain.deployer, token, wallet, U256::from(u64::MAX))
+            .await
+            .unwrap();
+        let approve = dexd_custody::vault::Erc20::approveCall {
+            spender: chain.vault,
+            amount: U256::MAX,
+        };
+        deploy::execute_from_smart_wallet(
+            &chain.node,
+            &users[0],
+            wallet,
+            (token, U256::ZERO, approve.abi_encode()),
+        )
+        .await
+        .unwrap();
+    }
     World {
         chain,
         users,
+        wallet,
         tokens,
         nonces: parking_lot::Mutex::default(),
     }
+}
+
+/// A withdrawal an account asked the vault for on chain, and whether the venue recorded it.
+#[derive(Clone, Copy)]
+pub(super) struct ChainRequest {
+    pub(super) id: u64,
+    pub(super) account: Address,
+    pub(super) asset: AssetIndex,
+    pub(super) units: u128,
+    pub(super) deadline_s: u64,
+    pub(super) block: u64,
 }
 
 /// A deposit the vault took: its number, account, asset and amount.
@@ -162,6 +198,18 @@ pub(super) struct Venue<'w> {
     pub(super) planted: u32,
     pub(super) next_withdrawal: u8,
     pub(super) next_order: u64,
+    /// Requests made on chain the venue has not recorded yet, oldest first.
+    pub(super) unrecorded_requests: std::collections::VecDeque<ChainRequest>,
+    /// How many requests were made, served, and withdrawals the vault skipped.
+    pub(super) requests_made: u32,
+    pub(super) requests_served: u32,
+    pub(super) skipped: u32,
+    /// The venue stopped serving (and recording) anything: a venue gone quiet, or one keeping
+    /// funds in by doing nothing.
+    pub(super) stopped: bool,
+    /// The contract wallet's owner turns it to refuse its withdrawals right before the next
+    /// payment: a withdrawal that passed every check and fails on chain.
+    pub(super) poison_before_paying: bool,
 }
 
 impl<'w> Venue<'w> {
@@ -186,10 +234,27 @@ impl<'w> Venue<'w> {
             token,
             amount: U256::from(units),
         };
-        let receipt = self.world.send(user, self.world.chain.vault, call.abi_encode()).await;
+        // Now and then from the contract wallet, which its owner makes call the vault.
+        let (account, receipt) = if rng.gen_bool(0.3) {
+            let execute = deploy::FickleWallet::executeCall {
+                target: self.world.chain.vault,
+                value: U256::ZERO,
+                data: call.abi_encode().into(),
+            };
+            let receipt = self
+                .world
+                .send(&self.world.users[0], self.world.wallet, execute.abi_encode())
+                .await;
+            (self.world.wallet, receipt)
+        } else {
+            (
+                user.address(),
+                self.world.send(user, self.world.chain.vault, call.abi_encode()).await,
+            )
+        };
         self.uncredited.push_back(VaultDeposit {
             id,
-            account: venue_address(&user.address()),
+            account: venue_address(&account),
             asset,
             units,
             block: receipt.block_number,
@@ -255,8 +320,18 @@ impl<'w> Venue<'w> {
     }
 
     pub(super) fn withdraw(&mut self, rng: &mut StdRng) {
-        let user = &self.world.users[rng.gen_range(0..self.world.users.len())];
-        let account = venue_address(&user.address());
+        let index = rng.gen_range(0..self.world.users.len());
+        // The contract wallet's withdrawal is signed by its owner, the first user.
+        let wallet = rng.gen_bool(0.35);
+        if wallet && rng.gen_bool(0.5) {
+            self.poison_before_paying = true;
+        }
+        let user = &self.world.users[if wallet { 0 } else { index }];
+        let account = if wallet {
+            venue_address(&self.world.wallet)
+        } else {
+            venue_address(&user.address())
+        };
         let asset = if rng.gen_bool(0.5) { USDC } else { WBTC };
         let available = self.engine.balance(&account, asset).available.units();
         if available == 0 {
@@ -469,8 +544,13 @@ impl<'w> Venue<'w> {
     }
 
     /// Pays what the rule allows: every pending withdrawal debited at or before the newest
-    /// final root of the venue's.
+    /// final root of the venue's: the signed ones in one `withdrawBatch` (which skips what the
+    /// account's contract refuses: those go back to pending), the requests made on chain in one
+    /// `serveRequests`. A venue that stopped pays nothing.
     pub(super) async fn pay(&mut self) {
+        if self.stopped {
+            return;
+        }
         let Some(through) = self.engine.custody().liabilities().payable_through() else {
             return;
         };
@@ -481,8 +561,26 @@ impl<'w> Venue<'w> {
             .filter(|(_, pending)| pending.debited_at_sequence <= through)
             .map(|(key, pending)| (*key, pending.clone()))
             .collect();
-        if payable.is_empty() {
-            return;
+        let (requests, signed): (Vec<_>, Vec<_>) = payable
+            .into_iter()
+            .partition(|(_, pending)| pending.origin.request_id().is_some());
+        if !signed.is_empty() {
+            self.pay_signed(signed).await;
+        }
+        if !requests.is_empty() {
+            self.serve(requests).await;
+        }
+    }
+
+    async fn pay_signed(&mut self, payable: Vec<(WithdrawalKey, dexd_core::PendingWithdrawal)>) {
+        if std::mem::take(&mut self.poison_before_paying) {
+            let never = deploy::FickleWallet::setModeCall {
+                mode_: 3,
+                until_: U256::ZERO,
+            };
+            self.world
+                .send(&self.world.users[0], self.world.wallet, never.abi_encode())
+                .await;
         }
         let call = DexdVault::withdrawBatchCall {
             withdrawals: payable
@@ -504,16 +602,146 @@ impl<'w> Venue<'w> {
             .send(&self.world.chain.operator, self.world.chain.vault, call.abi_encode())
             .await;
         let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();
-        self.paid_debits
-            .extend(payable.iter().map(|(_, pending)| pending.debited_at_sequence));
         assert!(self.run(Command::MarkWithdrawalsSent {
             tx_hash: [3; 32],
             withdrawals: keys.clone(),
         }));
+        // What the transaction paid, as the vault shows at its block.
+        let ids: Vec<(ChainAddress, U256)> = keys
+            .iter()
+            .map(|key| {
+                (
+                    dexd_custody::vault::chain_address(&key.account),
+                    U256::from_be_bytes(key.withdrawal_id),
+                )
+            })
+            .collect();
+        let paid = self
+            .world
+            .chain
+            .node
+            .withdrawn_many(&ids, BlockId::number(receipt.block_number))
+            .await
+            .unwrap();
+        let (mut confirmed, mut skipped) = (Vec::new(), Vec::new());
+        for ((key, pending), paid) in payable.iter().zip(paid) {
+            if paid {
+                confirmed.push(*key);
+                self.paid_debits.push(pending.debited_at_sequence);
+            } else {
+                skipped.push(*key);
+            }
+        }
+        if !confirmed.is_empty() {
+            assert!(self.run(Command::ConfirmWithdrawals {
+                tx_hash: [3; 32],
+                block_number: receipt.block_number,
+                withdrawals: confirmed,
+            }));
+        }
+        if !skipped.is_empty() {
+            self.skipped += skipped.len() as u32;
+            assert!(self.run(Command::MarkWithdrawalsUnpaid {
+                tx_hash: [3; 32],
+                withdrawals: skipped,
+            }));
+        }
+    }
+
+    async fn serve(&mut self, requests: Vec<(WithdrawalKey, dexd_core::PendingWithdrawal)>) {
+        let call = DexdVaultV2::serveRequestsCall {
+            requestIds: requests
+                .iter()
+                .map(|(_, pending)| U256::from(pending.origin.request_id().unwrap()))
+                .collect(),
+            amounts: requests
+                .iter()
+                .map(|(_, pending)| U256::from(pending.amount.units()))
+                .collect(),
+        };
+        let receipt = self
+            .world
+            .send(&self.world.chain.operator, self.world.chain.vault, call.abi_encode())
+            .await;
+        let keys: Vec<WithdrawalKey> = requests.iter().map(|(key, _)| *key).collect();
+        self.paid_debits
+            .extend(requests.iter().map(|(_, pending)| pending.debited_at_sequence));
+        self.requests_served += keys.len() as u32;
+        assert!(self.run(Command::MarkWithdrawalsSent {
+            tx_hash: [4; 32],
+            withdrawals: keys.clone(),
+        }));
         assert!(self.run(Command::ConfirmWithdrawals {
-            tx_hash: [3; 32],
+            tx_hash: [4; 32],
             block_number: receipt.block_number,
             withdrawals: keys,
         }));
+    }
+
+    /// An account asks the vault for a withdrawal on chain (any amount: more than it holds,
+    /// nothing held, the same again).
+    pub(super) async fn request_on_chain(&mut self, rng: &mut StdRng) {
+        let user = &self.world.users[rng.gen_range(0..self.world.users.len())];
+        let asset = if rng.gen_bool(0.5) { USDC } else { WBTC };
+        let units = match asset {
+            USDC => rng.gen_range(1..=3_000) * USDC_UNIT,
+            _ => rng.gen_range(1..=15) * WBTC_UNIT / 10,
+        };
+        let id: u64 = self.world.view(DexdVaultV2::requestCountCall {}).await.saturating_to();
+        let call = DexdVaultV2::requestWithdrawalCall {
+            token: self.world.tokens[usize::from(asset.0)],
+            amount: U256::from(units),
+        };
+        let receipt = self.world.send(user, self.world.chain.vault, call.abi_encode()).await;
+        let stored = self
+            .world
+            .view(DexdVaultV2::withdrawalRequestCall {
+                requestId: U256::from(id),
+            })
+            .await;
+        self.unrecorded_requests.push_back(ChainRequest {
+            id,
+            account: venue_address(&user.address()),
+            asset,
+            units,
+            deadline_s: stored.deadline.saturating_to(),
+            block: receipt.block_number,
+        });
+        self.requests_made += 1;
+    }
+
+    /// The venue records the requests made on chain, in the vault's order.
+    pub(super) fn record_requests(&mut self) {
+        if self.stopped {
+            return;
+        }
+        while let Some(request) = self.unrecorded_requests.pop_front() {
+            let recorded = self.run(Command::RecordWithdrawalRequest(dexd_core::ChainWithdrawalRequest {
+                request_id: request.id,
+                account: request.account,
+                token: venue_address(&self.world.tokens[usize::from(request.asset.0)]),
+                asset: Some(request.asset),
+                amount: Amount::from_units(request.units),
+                deadline_ms: request.deadline_s * 1_000,
+                tx_hash: [5; 32],
+                log_index: 0,
+                block_number: request.block,
+                block_hash: [1; 32],
+            }));
+            assert!(recorded, "the vault's next request is recorded");
+        }
+    }
+
+    /// The contract wallet turns: it refuses (or approves again) its withdrawals on chain, as an
+    /// attacker's wallet would after its withdrawal passed every check.
+    pub(super) async fn turn_the_wallet(&mut self, rng: &mut StdRng) {
+        let mode = if rng.gen_bool(0.5) { 3 } else { 0 };
+        let call = deploy::FickleWallet::setModeCall {
+            mode_: mode,
+            until_: U256::ZERO,
+        };
+        self.world
+            .send(&self.world.users[0], self.world.wallet, call.abi_encode())
+            .await;
     }
 }
