@@ -303,3 +303,54 @@ async fn a_root_whose_journal_is_withheld_is_vetoed_from_two_thirds_of_its_chall
     assert!(line.starts_with("root 0 UNAVAILABLE vetoed 0x"), "{line}");
     assert!(vault_root(&venue, 0).await.vetoed, "the veto is in the vault");
 }
+
+/// The operator keeps an account in by doing nothing: the venue stops (here it is killed) and
+/// never serves the withdrawal the account asked the vault for. Once the request is past its
+/// deadline the guardian's auditor reports it and freezes the vault, so every account exits.
+#[tokio::test]
+async fn a_request_the_venue_leaves_unserved_is_reported_and_the_guardian_freezes_the_vault() {
+    let (mut venue, alice) = VaultVenue::start_with_alice_funded(2).await;
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    wait_for_root_past(&venue, 1).await;
+    let directory = tempfile::tempdir().unwrap();
+    let mut arguments = vault_arguments(&venue);
+    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
+    let guardian_key = key_of(&venue.chain.guardian);
+    let auditor = RunningAuditor::start(
+        &venue.client().base_url,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&arguments),
+        &[(GUARDIAN_KEY_ENV, &guardian_key)],
+    );
+    auditor
+        .wait_for_line("the first root checked", Duration::from_secs(60), |line| {
+            line.starts_with("root 0 ok")
+        })
+        .await;
+    venue.kill();
+    let request = DexdVaultV2::requestWithdrawalCall {
+        token: venue.chain.usdc,
+        amount: alloy::primitives::U256::from(40 * USDC_UNIT),
+    };
+    send(&venue.chain, &alice, request.abi_encode()).await;
+    // Before the deadline nothing is reported.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        auditor.output().iter().all(|line| !line.starts_with("request ")),
+        "{:#?}",
+        auditor.output()
+    );
+    venue.chain.advance_time(TEST_ROOT_TERMS.request_period_s + 5).await;
+    let line = auditor
+        .wait_for_line("the overdue request reported", Duration::from_secs(60), |line| {
+            line.starts_with("request 0 ")
+        })
+        .await;
+    assert!(line.starts_with("request 0 OVERDUE frozen 0x"), "{line}");
+    assert!(line.contains("never journaled"), "{line}");
+    assert!(
+        view(&venue.chain, DexdVaultV2::frozenCall {}).await,
+        "the vault is frozen"
+    );
+}
