@@ -21,7 +21,7 @@
 //! the fees it will pay (a contract account's approval may look at the gas price). The vault's
 //! `withdrawBatch` skips a withdrawal its account does not authorise or whose payment it
 //! refuses, and says which it paid, so one account's code never holds up the others: a
-//! withdrawal the simulation or the mined transaction skipped is set aside ([`SetAside`]) and
+//! withdrawal the simulation or the mined transaction skipped is set aside and
 //! sent again alone, after [`SET_ASIDE_MS`] doubling up to [`MAX_SET_ASIDE_MS`], until it is paid
 //! or its authorization expires (then it is failed). What is left is sent as one transaction
 //! from the operator's key with EIP-1559 fees from the node, and journaled as sent. One
