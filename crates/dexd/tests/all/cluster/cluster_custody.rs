@@ -128,18 +128,26 @@ async fn a_vault_chains_withdrawals_are_paid_once_across_leader_changes() {
     assert_eq!(status, 200, "{answer}");
     withdrawals.push((answer["withdrawal"]["id"].as_str().unwrap().to_string(), 5));
     // Both nodes poll every 100 ms, and the payer replaces a transaction (at the same nonce)
-    // only after 2 s.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // only after 2 s: once the leader's transaction waits, a second second shows no other.
     let operator = format!("{:#x}", venue.chain.operator.address());
-    let mut nonces = Vec::new();
-    for tag in ["latest", "pending"] {
-        let nonce = node
-            .raw_request("eth_getTransactionCount", json!([operator, tag]))
-            .await
-            .unwrap();
-        nonces.push(u64::from_str_radix(nonce.as_str().unwrap().trim_start_matches("0x"), 16).unwrap());
+    let waiting = || async {
+        let mut nonces = Vec::new();
+        for tag in ["latest", "pending"] {
+            let nonce = node
+                .raw_request("eth_getTransactionCount", json!([operator, tag]))
+                .await
+                .unwrap();
+            nonces.push(u64::from_str_radix(nonce.as_str().unwrap().trim_start_matches("0x"), 16).unwrap());
+        }
+        nonces[1] - nonces[0]
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while waiting().await == 0 {
+        assert!(std::time::Instant::now() < deadline, "the leader sent nothing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(nonces[1] - nonces[0], 1, "one payment waits to be mined: {nonces:?}");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(waiting().await, 1, "one payment waits to be mined, not one per node");
     let follower_said = follower_log.lock().unwrap().clone();
     assert!(
         !follower_said.contains("withdrawals sent to the vault"),
