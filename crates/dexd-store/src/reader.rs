@@ -200,6 +200,35 @@ impl StoreReader {
         })
     }
 
+    /// The liability roots from epoch `from` on, oldest first, at most `limit`, and the epoch
+    /// of the next one when there are more.
+    pub fn liability_roots_from(
+        &self,
+        from: u64,
+        limit: usize,
+    ) -> Result<(Vec<RecordedRoot>, Option<u64>), StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record, standing, epoch FROM liability_roots WHERE epoch >= ?1 ORDER BY epoch ASC LIMIT ?2",
+            )?;
+            let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+            let rows = statement.query_map(params![to_sql_integer(from), fetch], |row| {
+                Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, u8>(1)?, row.get::<_, i64>(2)?))
+            })?;
+            let mut roots = Vec::new();
+            let mut next = None;
+            for row in rows {
+                let (record, standing, epoch) = row?;
+                if roots.len() == limit {
+                    next = Some(epoch as u64);
+                    break;
+                }
+                roots.push(recorded_root(&record, standing)?);
+            }
+            Ok((roots, next))
+        })
+    }
+
     /// The liability root of one epoch, if the vault committed it and the history holds it.
     pub fn liability_root(&self, epoch: u64) -> Result<Option<RecordedRoot>, StoreError> {
         self.with_connection(|connection| {

@@ -87,8 +87,6 @@ pub struct Chain {
     pub snapshots: Arc<SnapshotStatus>,
     /// The snapshot thread, until the chain stops.
     snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
-    /// Pages of the public journal being read (`api::handlers::audit`).
-    pub journal_reads: tokio::sync::Semaphore,
     /// The state hashes of the public journal, known so far.
     pub state_hashes: Arc<state_hashes::StateHashes>,
     /// Their keeper's thread, until the chain stops.
@@ -101,11 +99,13 @@ pub struct Chain {
     liability_trees: Arc<liabilities::LiabilityTrees>,
 }
 
-/// Pages of the public journal read at once per chain (`GET /audit/journal`): more are told to
-/// come back, so that its readers never take the machine from the writer and the requests.
-pub const MAX_CONCURRENT_JOURNAL_READS: usize = 2;
-
 impl Chain {
+    /// The folder of the chain's files (its journal on the embedded store, its snapshots, tree
+    /// and segment files).
+    pub fn data_dir(&self) -> &Path {
+        &self.liability_trees.data_dir
+    }
+
     /// The journal's commands after `after`, at most `limit` of them, and the journal's last
     /// position: read through a connection of the request's own (blocking: call it off the
     /// async runtime), never through the writer's. For the public journal.
@@ -447,5 +447,10 @@ impl Venue {
     /// The chain with this id.
     pub fn chain(&self, chain_id: u64) -> Option<Arc<Chain>> {
         self.chains.get(&chain_id).cloned()
+    }
+
+    /// Every chain, in no particular order.
+    pub fn chains(&self) -> impl Iterator<Item = &Arc<Chain>> {
+        self.chains.values()
     }
 }

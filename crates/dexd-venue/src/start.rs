@@ -175,7 +175,6 @@ impl Chain {
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
             snapshotter: parking_lot::Mutex::new(threads.snapshotter),
-            journal_reads: tokio::sync::Semaphore::new(MAX_CONCURRENT_JOURNAL_READS),
             state_hashes: threads.state_hashes,
             state_hash_keeper: parking_lot::Mutex::new(Some(threads.state_hash_keeper)),
             leader_epoch,

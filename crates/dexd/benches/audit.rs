@@ -239,6 +239,8 @@ fn audit_options(base_url: &str, directory: &std::path::Path, once: bool) -> Aud
         poll_interval_ms: 20,
         metrics_listen: None,
         page_commands: 10_000,
+        mirrors: Vec::new(),
+        serve: None,
     }
 }
 

@@ -32,7 +32,7 @@ pub struct Audit {
     #[arg(long, requires = "rpc_url")]
     vault: Option<String>,
     /// The environment variable holding the vault guardian's key: vetoes a root that does not
-    /// match, or whose journal was not obtained by two thirds of its challenge period.
+    /// match, or that it has not verified by half its challenge period.
     #[arg(long, requires = "rpc_url")]
     guardian_key_env: Option<String>,
     /// Stop at the journal's end; exit 0 only if every check held.
@@ -51,6 +51,15 @@ pub struct Audit {
     /// link.
     #[arg(long, default_value_t = 10_000)]
     page_commands: usize,
+    /// Another source of the journal's finished segments (another auditor's --serve, or any
+    /// copy), read when the venue does not give one; may be repeated. Segments are checked by
+    /// their content, so any source will do.
+    #[arg(long = "mirror")]
+    mirrors: Vec<String>,
+    /// Serve the segments this auditor has checked at /audit/journal?chainId&segment=N on this
+    /// address, for other auditors' --mirror.
+    #[arg(long)]
+    serve: Option<SocketAddr>,
 }
 
 pub fn run_audit(arguments: Audit) -> ExitCode {
@@ -75,6 +84,8 @@ pub fn run_audit(arguments: Audit) -> ExitCode {
         poll_interval_ms: arguments.poll_interval_ms.max(10),
         metrics_listen: arguments.metrics_listen,
         page_commands: arguments.page_commands,
+        mirrors: arguments.mirrors,
+        serve: arguments.serve,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

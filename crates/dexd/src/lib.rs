@@ -148,6 +148,7 @@ fn start_in_background(
             telemetry,
             connections,
             demo,
+            journals: api::handlers::audit::ServedJournals::new(&venue),
         });
         let router = api::router(Arc::clone(&app));
         let _ = started.set(Started {

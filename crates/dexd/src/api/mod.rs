@@ -9,6 +9,7 @@
 pub(crate) mod cluster_channel;
 pub(crate) mod credential;
 pub(crate) mod error;
+pub(crate) mod fair_share;
 pub(crate) mod forwarding;
 pub(crate) mod handlers;
 pub(crate) mod observability;
@@ -67,6 +68,8 @@ pub struct AppState {
     pub forwarder: alloy_reqwest::Client,
     /// Whether the built-in demo market runs (`dexd serve --demo`): the page says so.
     pub demo: bool,
+    /// The public journal as served: segment files and the readers' fair gates.
+    pub journals: handlers::audit::ServedJournals,
 }
 
 pub use self::observability::{starting_router, ConnectionGauge};
@@ -286,8 +289,18 @@ fn add_operation(
             )
         } else {
             get(
-                move |State(app): State<Arc<AppState>>, headers: HeaderMap, RawQuery(query): RawQuery| async move {
-                    let params = Params::from_query(query.as_deref())?;
+                move |State(app): State<Arc<AppState>>,
+                      client: Option<axum::Extension<ClientIp>>,
+                      headers: HeaderMap,
+                      RawQuery(query): RawQuery| async move {
+                    let reader = params::Reader {
+                        client: client.map(|axum::Extension(ClientIp(client))| client),
+                        if_none_match: headers
+                            .get(axum::http::header::IF_NONE_MATCH)
+                            .and_then(|value| value.to_str().ok())
+                            .map(str::to_owned),
+                    };
+                    let params = Params::from_query(query.as_deref())?.with_reader(reader);
                     params.check_allowed(operation)?;
                     wait_for_min_sequence(&app, &headers, &params).await?;
                     handler(app, params).await

@@ -30,6 +30,17 @@ pub struct Params {
     entries: Vec<(String, Value)>,
     /// The fields a JSON body gave as `null`, which the operations of the seed read as absent.
     null_fields: Vec<String>,
+    /// Who asks, for the reads that share by client address or answer conditionally.
+    reader: Reader,
+}
+
+/// What a read knows of its request besides its parameters.
+#[derive(Debug, Clone, Default)]
+pub struct Reader {
+    /// The client's address (see `api::ClientIp`); unspecified in process.
+    pub client: Option<std::net::IpAddr>,
+    /// The `If-None-Match` header, when given and readable.
+    pub if_none_match: Option<String>,
 }
 
 impl Drop for Params {
@@ -78,6 +89,7 @@ impl Params {
         let mut params = Params {
             entries: Vec::new(),
             null_fields: Vec::new(),
+            reader: Reader::default(),
         };
         for (name, value) in form_urlencoded::parse(bytes) {
             params.push(name.into_owned(), Value::Text(value.into_owned()))?;
@@ -100,6 +112,7 @@ impl Params {
         let mut params = Params {
             entries: Vec::new(),
             null_fields: Vec::new(),
+            reader: Reader::default(),
         };
         for (name, value) in object {
             let value = match value {
@@ -116,6 +129,17 @@ impl Params {
             params.push(name, value)?;
         }
         Ok(params)
+    }
+
+    /// The parameters with what is known of the reader.
+    pub fn with_reader(mut self, reader: Reader) -> Params {
+        self.reader = reader;
+        self
+    }
+
+    /// What is known of the reader.
+    pub fn reader(&self) -> &Reader {
+        &self.reader
     }
 
     fn push(&mut self, name: String, value: Value) -> Result<(), ApiError> {

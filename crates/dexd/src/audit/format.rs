@@ -1,4 +1,4 @@
-//! The public journal's format, version 1 (`X-Dexd-Journal-Format: 1`): one JSON object per line,
+//! The public journal's format, version 2 (`X-Dexd-Journal-Format: 2`): one JSON object per line,
 //! a command line for every journaled command and a state hash line after every position that
 //! is a multiple of [`STATE_HASH_INTERVAL`]. `docs/audit.md` describes it for whoever writes an
 //! auditor in another language.
@@ -22,7 +22,7 @@ use dexd_store::{Authorization, BatchPlace};
 use serde_json::{json, Map, Value};
 
 /// The format's version, sent in [`JOURNAL_FORMAT_HEADER`].
-pub const JOURNAL_FORMAT_VERSION: u32 = 1;
+pub const JOURNAL_FORMAT_VERSION: u32 = 2;
 /// The header carrying the format's version.
 pub const JOURNAL_FORMAT_HEADER: &str = "x-dexd-journal-format";
 /// The header carrying the journal's end (its last position) when the page was read.
@@ -31,6 +31,8 @@ pub const JOURNAL_END_HEADER: &str = "x-dexd-journal-end";
 pub use dexd_venue::state_hashes::STATE_HASH_INTERVAL;
 /// The most command lines one page holds (and its default).
 pub const MAX_JOURNAL_PAGE_COMMANDS: usize = 10_000;
+/// The most bytes one page, or one segment, has: a reader gives up on a larger one.
+pub const MAX_JOURNAL_PAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Renders a command in the wire's words. `messages` names the pairs and assets (a journal's
 /// indexes only grow, so the current configuration names every earlier command's).
@@ -375,6 +377,17 @@ pub fn render_authorization(
     authorization: Option<&Authorization>,
     messages: &RequestMessages,
 ) -> Value {
+    render_authorization_with(command, authorization, messages, true)
+}
+
+/// [`render_authorization`], with a batch's order hashes left out when `with_order_hashes` is
+/// false (a page gives them once, on the first line of the batch: [`PageWriter`]).
+fn render_authorization_with(
+    command: &Command,
+    authorization: Option<&Authorization>,
+    messages: &RequestMessages,
+    with_order_hashes: bool,
+) -> Value {
     match command {
         Command::CreditChainDeposit(deposit) => {
             return json!({
@@ -429,9 +442,11 @@ pub fn render_authorization(
         line["primaryType"] = json!(dexd_crypto::ORDER_BATCH_TYPE.name);
         line["batch"] = json!({
             "index": batch.index,
-            "orderHashes": dexd_crypto::order_batch::order_hashes_json(&batch.order_hashes),
             "claimsNonce": authorization.claims_batch_nonce,
         });
+        if with_order_hashes {
+            line["batch"]["orderHashes"] = dexd_crypto::order_batch::order_hashes_json(&batch.order_hashes);
+        }
     }
     line
 }
@@ -451,6 +466,112 @@ pub fn command_line(
         "encoded": hex_prefixed(&encode_command(command)),
         "authorization": render_authorization(command, authorization, messages),
     })
+}
+
+/// Writes a page (or a segment) of the journal: its lines in order, each followed by a newline,
+/// a batch's order hashes only on the first line of the batch in the page (a batch of 50 would
+/// otherwise repeat 50 hashes on each of its 50 lines). A reader takes the hashes of a line
+/// without them from the nearest earlier line of the page with the same signature
+/// ([`link_batch_hashes`]).
+pub struct PageWriter<'a> {
+    messages: &'a RequestMessages,
+    body: Vec<u8>,
+    /// The signature of the last batch whose hashes the page gave.
+    last_batch_signature: Option<[u8; 65]>,
+}
+
+impl<'a> PageWriter<'a> {
+    /// An empty page, naming pairs and assets with `messages`.
+    pub fn new(messages: &'a RequestMessages) -> PageWriter<'a> {
+        PageWriter {
+            messages,
+            body: Vec::new(),
+            last_batch_signature: None,
+        }
+    }
+
+    /// Appends a command's line.
+    pub fn command(&mut self, sequence: u64, time_ms: u64, command: &Command, authorization: Option<&Authorization>) {
+        let batch_signature = authorization
+            .filter(|authorization| authorization.batch.is_some())
+            .map(|authorization| authorization.signature);
+        let with_order_hashes = batch_signature.is_none() || batch_signature != self.last_batch_signature;
+        if batch_signature.is_some() {
+            self.last_batch_signature = batch_signature;
+        }
+        let line = json!({
+            "sequence": sequence,
+            "time": time_ms,
+            "command": render_command(command, self.messages),
+            "encoded": hex_prefixed(&encode_command(command)),
+            "authorization": render_authorization_with(command, authorization, self.messages, with_order_hashes),
+        });
+        self.push(&line);
+    }
+
+    /// Appends a state hash line.
+    pub fn state_hash(&mut self, sequence: u64, state_hash: &[u8; 32]) {
+        self.push(&state_hash_line(sequence, state_hash));
+    }
+
+    fn push(&mut self, line: &Value) {
+        serde_json::to_writer(&mut self.body, line).expect("a JSON value always serializes");
+        self.body.push(b'\n');
+    }
+
+    /// The bytes written so far.
+    pub fn len(&self) -> usize {
+        self.body.len()
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.body.is_empty()
+    }
+
+    /// The page.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.body
+    }
+}
+
+/// Gives each batch line of a parsed page that came without its order hashes those of the
+/// nearest earlier batch line with the same signature (what [`PageWriter`] left out), and
+/// turns a line that has none to take, or whose index is past them, into an error. A wrong
+/// link cannot pass: the hashes are checked against the batch's signature.
+pub fn link_batch_hashes(lines: &mut [Result<JournalLine, String>]) {
+    // The signature of the last batch line that gave its hashes, and the hashes.
+    type GivenHashes = ([u8; 65], std::sync::Arc<[[u8; 32]]>);
+    let mut last: Option<GivenHashes> = None;
+    for line in lines.iter_mut() {
+        let Ok(JournalLine::Command(command)) = line else {
+            continue;
+        };
+        let LineAuthorization::Eip712 {
+            signature,
+            batch: Some((place, _)),
+            ..
+        } = &mut command.authorization
+        else {
+            continue;
+        };
+        if place.order_hashes.is_empty() {
+            match &last {
+                Some((last_signature, hashes)) if last_signature == signature => {
+                    place.order_hashes = std::sync::Arc::clone(hashes);
+                }
+                _ => {
+                    *line = Err("a batch line without order hashes after no line of its batch".into());
+                    continue;
+                }
+            }
+        } else {
+            last = Some((*signature, std::sync::Arc::clone(&place.order_hashes)));
+        }
+        if usize::from(place.index) >= place.order_hashes.len() {
+            *line = Err("a batch of 1 to 50 orders whose index is one of them".into());
+        }
+    }
 }
 
 /// A state hash line: the engine's state hash after `sequence`.
@@ -562,20 +683,27 @@ fn parse_batch(value: &Value) -> Result<(BatchPlace, bool), String> {
         .and_then(Value::as_u64)
         .and_then(|index| u8::try_from(index).ok())
         .ok_or("a batch without its index")?;
-    let order_hashes: Vec<[u8; 32]> = value
-        .get("orderHashes")
-        .and_then(Value::as_array)
-        .ok_or("a batch without its order hashes")?
-        .iter()
-        .map(|hash| hash.as_str().and_then(parse_hex_bytes::<32>))
-        .collect::<Option<_>>()
-        .ok_or("a batch's order hash that is not 0x + 64 hex digits")?;
-    if order_hashes.is_empty()
-        || order_hashes.len() > dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE
-        || usize::from(index) >= order_hashes.len()
-    {
-        return Err("a batch of 1 to 50 orders whose index is one of them".into());
-    }
+    // A line without `orderHashes` takes them from an earlier line of its batch
+    // ([`link_batch_hashes`]); until then they are empty.
+    let order_hashes: Vec<[u8; 32]> = match value.get("orderHashes") {
+        None => Vec::new(),
+        Some(hashes) => {
+            let hashes: Vec<[u8; 32]> = hashes
+                .as_array()
+                .ok_or("a batch's order hashes that are not a list")?
+                .iter()
+                .map(|hash| hash.as_str().and_then(parse_hex_bytes::<32>))
+                .collect::<Option<_>>()
+                .ok_or("a batch's order hash that is not 0x + 64 hex digits")?;
+            if hashes.is_empty()
+                || hashes.len() > dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE
+                || usize::from(index) >= hashes.len()
+            {
+                return Err("a batch of 1 to 50 orders whose index is one of them".into());
+            }
+            hashes
+        }
+    };
     let claims_nonce = value
         .get("claimsNonce")
         .and_then(Value::as_bool)

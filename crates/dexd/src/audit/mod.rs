@@ -5,8 +5,12 @@
 //! with dexd's own engine, compares every committed root with the vault's and keeps the leaves
 //! of every root it checked ([`auditor`]).
 //!
+//! The journal's finished segments are kept as files, the same bytes for every reader
+//! ([`segments`]).
+//!
 //! The venue serves the journal (`GET /audit/journal`, `api::handlers::audit`); nothing here
 //! writes to a venue's journal or decides what it holds.
 
 pub mod auditor;
 pub mod format;
+pub mod segments;

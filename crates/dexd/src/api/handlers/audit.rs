@@ -1,11 +1,16 @@
-//! The public audit log: `GET /audit/journal`, a page of the chain's journal as JSON lines in
-//! the format of [`crate::audit::format`], and `GET /audit/roots`, every liability root the
-//! vault committed with where its leaves are.
+//! The public audit log: `GET /audit/journal`, the chain's journal as JSON lines in the format
+//! of [`crate::audit::format`], and `GET /audit/roots`, the liability roots the vault committed
+//! with where their leaves are, a page at a time.
 //!
-//! A page is read through a connection of its own off the async runtime, at most
-//! `venue::MAX_CONCURRENT_JOURNAL_READS` at a time per chain (more are told to come back), so that
-//! readers of the journal never hold up the writer, the payer or the other requests.
+//! A finished segment of the journal (`segment=N`) is rendered once into a file
+//! ([`crate::audit::segments`]) and served from it, the same bytes with the same strong `ETag`
+//! for every reader; the unfinished tail is read a page at a time (`from`, `limit`). Both are
+//! read off the async runtime through the chain's [`FairGate`]: a few at a time, and when
+//! readers wait, one client address at a time in turn, so that nobody's flood keeps a guardian's
+//! read from coming.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -17,35 +22,100 @@ use serde_json::{json, Value};
 use super::liabilities::root_object;
 use super::{bounded, chain_of, history, store_error};
 use crate::api::error::ApiError;
+use crate::api::fair_share::{FairGate, FairGateLimits, FairPermit, Refusal};
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::audit::format::{
-    command_line, state_hash_line, JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION,
+    PageWriter, JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION, MAX_JOURNAL_PAGE_BYTES,
     MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL,
 };
-use dexd_store::PageRequest;
+use crate::audit::segments::{segment_positions, segment_response, OpenSegment, SegmentFiles, SEGMENT_POSITIONS};
 
-/// The most roots `/audit/roots` lists (a root an hour is 8,760 a year).
-pub const MAX_AUDIT_ROOTS: usize = 100_000;
+/// The most roots one `/audit/roots` page lists (and its default).
+pub const MAX_AUDIT_ROOTS_PAGE: usize = 1_000;
+
+/// The journal's readers per chain: pages and segment builds at once; more wait their address's
+/// turn (`api::fair_share`). Two, on a machine whose other cores belong to the writer.
+pub const JOURNAL_READER_LIMITS: FairGateLimits = FairGateLimits {
+    capacity: 2,
+    max_waiting_per_address: 4,
+    max_waiting_addresses: 4_096,
+    max_wait_ms: 30_000,
+};
+
+/// One chain's public journal as served: its segment files, the lock that lets one request
+/// build a segment at a time, and the gate of its readers.
+pub struct ServedJournal {
+    segments: Arc<SegmentFiles>,
+    building: tokio::sync::Mutex<()>,
+    readers: Arc<FairGate>,
+}
+
+/// Every chain's [`ServedJournal`].
+pub struct ServedJournals {
+    chains: HashMap<u64, ServedJournal>,
+}
+
+impl ServedJournals {
+    /// The journals of the venue's chains, their segments kept under each chain's data folder.
+    pub fn new(venue: &dexd_venue::Venue) -> ServedJournals {
+        let chains = venue
+            .chains()
+            .map(|chain| {
+                let chain_id = chain.config.chain_id;
+                let served = ServedJournal {
+                    segments: Arc::new(SegmentFiles::new(chain.data_dir(), chain_id)),
+                    building: tokio::sync::Mutex::new(()),
+                    readers: FairGate::new(JOURNAL_READER_LIMITS),
+                };
+                (chain_id, served)
+            })
+            .collect();
+        ServedJournals { chains }
+    }
+}
+
+/// A reader's slot, or why none came.
+async fn enter(served: &ServedJournal, params: &Params) -> Result<FairPermit, ApiError> {
+    let address = params.reader().client.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    served.readers.enter(address).await.map_err(|refusal| match refusal {
+        Refusal::TooManyFromAddress => crate::api::error::too_many_requests(
+            "this address already has as many journal reads waiting as one address may",
+            std::time::Duration::from_secs(1),
+        ),
+        Refusal::Busy => ApiError::unavailable("the journal's readers are all busy; try again in a moment"),
+    })
+}
 
 /// GET /audit/journal
 pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Response, ApiError> {
     let chain = chain_of(&app.venue, &params)?;
+    let served = app
+        .journals
+        .chains
+        .get(&chain.config.chain_id)
+        .ok_or_else(ApiError::internal)?;
+    if let Some(segment) = params.integer("segment")? {
+        if params.contains("from") || params.contains("limit") {
+            return Err(ApiError::invalid(
+                "segment",
+                "a segment is read whole: give segment, or from and limit, not both",
+            ));
+        }
+        return journal_segment(&chain, served, &params, segment).await;
+    }
     let from = match params.integer("from")? {
         None | Some(0) => 1,
         Some(from) => from,
     };
     let limit = bounded(&params, "limit", MAX_JOURNAL_PAGE_COMMANDS, MAX_JOURNAL_PAGE_COMMANDS)?;
-    let Ok(_permit) = chain.journal_reads.try_acquire() else {
-        return Err(ApiError::unavailable(
-            "the journal is being read by as many readers as it serves at once; try again in a moment",
-        ));
-    };
+    let permit = enter(served, &params).await?;
     // Reading and rendering (about 12 µs a line) both run off the async runtime.
     let reading = Arc::clone(&chain);
     let (body, end) = tokio::task::spawn_blocking(move || render_page(&reading, from, limit as u64))
         .await
         .map_err(|_| ApiError::internal())??;
+    drop(permit);
     let mut response = ([(CONTENT_TYPE, "application/x-ndjson")], Body::from(body)).into_response();
     let headers = response.headers_mut();
     headers.insert(JOURNAL_FORMAT_HEADER, HeaderValue::from(JOURNAL_FORMAT_VERSION));
@@ -53,10 +123,107 @@ pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Respons
     Ok(response)
 }
 
+/// A finished segment, from its file (rendered into it by the first reader that asks).
+async fn journal_segment(
+    chain: &Arc<dexd_venue::Chain>,
+    served: &ServedJournal,
+    params: &Params,
+    segment: u64,
+) -> Result<Response, ApiError> {
+    if segment > u64::MAX / SEGMENT_POSITIONS - 1 {
+        return Err(ApiError::invalid("segment", "is past any journal"));
+    }
+    let permit = enter(served, params).await?;
+    let files = Arc::clone(&served.segments);
+    let opened = tokio::task::spawn_blocking(move || files.open(segment))
+        .await
+        .map_err(|_| ApiError::internal())?
+        .map_err(segment_file_error)?;
+    let opened = match opened {
+        Some(opened) => opened,
+        None => {
+            // One build at a time: a reader that waited finds the file its predecessor wrote.
+            let _building = served.building.lock().await;
+            let (chain, files) = (Arc::clone(chain), Arc::clone(&served.segments));
+            tokio::task::spawn_blocking(move || build_segment(&chain, &files, segment))
+                .await
+                .map_err(|_| ApiError::internal())??
+        }
+    };
+    drop(permit);
+    Ok(segment_response(
+        opened,
+        params.reader().if_none_match.as_deref(),
+        chain.journaled_sequence(),
+    ))
+}
+
+fn segment_file_error(error: std::io::Error) -> ApiError {
+    tracing::error!(%error, "a journal segment's file is not readable");
+    ApiError::unavailable("the segment cannot be read right now; read its positions with from and limit")
+}
+
+/// Renders segment `segment` into its file (blocking) and opens it: 404 while the journal has
+/// not reached its end, 503 while its state hash is not known yet.
+fn build_segment(chain: &dexd_venue::Chain, files: &SegmentFiles, segment: u64) -> Result<OpenSegment, ApiError> {
+    if let Some(opened) = files.open(segment).map_err(segment_file_error)? {
+        return Ok(opened);
+    }
+    let (first, last) = segment_positions(segment);
+    let (commands, end) = chain.read_journal(first - 1, SEGMENT_POSITIONS).map_err(store_error)?;
+    if end < last {
+        return Err(ApiError::not_found(
+            "SEGMENT_NOT_FOUND",
+            format!(
+                "segment {segment} ends at position {last}; the journal is at {end}: read the tail with from and limit"
+            ),
+        ));
+    }
+    let mut page = PageWriter::new(&chain.messages);
+    for (expected, command) in (first..=last).zip(&commands) {
+        assert_eq!(command.sequence, expected, "a journal has no gaps");
+        page.command(
+            command.sequence,
+            command.time_ms,
+            &command.command,
+            command.authorization.as_ref(),
+        );
+        if command.sequence.is_multiple_of(STATE_HASH_INTERVAL) {
+            let Some(hash) = chain.state_hashes.at(command.sequence) else {
+                return Err(ApiError::unavailable(
+                    "the segment's state hash is being computed; try again in a moment",
+                ));
+            };
+            page.state_hash(command.sequence, &hash);
+        }
+    }
+    assert_eq!(
+        commands.len() as u64,
+        SEGMENT_POSITIONS,
+        "a finished segment holds all its positions"
+    );
+    let bytes = page.into_bytes();
+    if bytes.len() > MAX_JOURNAL_PAGE_BYTES {
+        tracing::error!(
+            segment,
+            bytes = bytes.len(),
+            "a journal segment is over the size a segment may have"
+        );
+        return Err(ApiError::unavailable(
+            "this segment is over the size a segment may have; read its positions with from and limit",
+        ));
+    }
+    files.store(segment, &bytes).map_err(segment_file_error)?;
+    files
+        .open(segment)
+        .map_err(segment_file_error)?
+        .ok_or_else(ApiError::internal)
+}
+
 /// Reads and renders the page of `limit` commands from `from`; the body and the journal's end.
 fn render_page(chain: &dexd_venue::Chain, from: u64, limit: u64) -> Result<(Vec<u8>, u64), ApiError> {
     let (commands, end) = chain.read_journal(from - 1, limit).map_err(store_error)?;
-    let mut body = Vec::with_capacity(commands.len() * 512);
+    let mut page = PageWriter::new(&chain.messages);
     for command in &commands {
         let sequence = command.sequence;
         let at_interval = sequence.is_multiple_of(STATE_HASH_INTERVAL);
@@ -70,45 +237,28 @@ fn render_page(chain: &dexd_venue::Chain, from: u64, limit: u64) -> Result<(Vec<
         } else {
             None
         };
-        let line = command_line(
+        page.command(
             sequence,
             command.time_ms,
             &command.command,
             command.authorization.as_ref(),
-            &chain.messages,
         );
-        serde_json::to_writer(&mut body, &line).map_err(|_| ApiError::internal())?;
-        body.push(b'\n');
         if let Some(hash) = hash {
-            serde_json::to_writer(&mut body, &state_hash_line(sequence, &hash)).map_err(|_| ApiError::internal())?;
-            body.push(b'\n');
+            page.state_hash(sequence, &hash);
         }
     }
-    Ok((body, end))
+    Ok((page.into_bytes(), end))
 }
 
-/// GET /audit/roots
+/// GET /audit/roots: the roots from epoch `from` (default the first), oldest first, at most
+/// `limit` (default and maximum [`MAX_AUDIT_ROOTS_PAGE`]); `next` is the epoch to ask from for
+/// the rest, or null.
 pub async fn audit_roots(app: Arc<AppState>, params: Params) -> Result<Value, ApiError> {
     let chain = chain_of(&app.venue, &params)?;
+    let from = params.integer("from")?.unwrap_or(0);
+    let limit = bounded(&params, "limit", MAX_AUDIT_ROOTS_PAGE, MAX_AUDIT_ROOTS_PAGE)?;
     let reader = history(&chain).await?;
-    let mut roots = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = reader
-            .liability_roots(PageRequest {
-                limit: dexd_store::MAX_PAGE_LIMIT,
-                cursor,
-                start_ms: 0,
-                end_ms: u64::MAX,
-            })
-            .map_err(store_error)?;
-        roots.extend(page.items);
-        match page.next_cursor {
-            Some(next) if roots.len() < MAX_AUDIT_ROOTS => cursor = Some(next),
-            _ => break,
-        }
-    }
-    roots.reverse();
+    let (roots, next) = reader.liability_roots_from(from, limit).map_err(store_error)?;
     let chain_id = chain.config.chain_id;
     let roots: Vec<Value> = roots
         .iter()
@@ -121,5 +271,5 @@ pub async fn audit_roots(app: Arc<AppState>, params: Params) -> Result<Value, Ap
             object
         })
         .collect();
-    Ok(json!({"chainId": chain_id.to_string(), "roots": roots}))
+    Ok(json!({"chainId": chain_id.to_string(), "roots": roots, "next": next}))
 }

@@ -331,7 +331,9 @@ fn audit_schemas() -> Value {
     root["leaves"] = string();
     json!({
         "AuditJournalLine": {"oneOf": [command_line, hash_line]},
-        "AuditRootsResponse": object(json!({"chainId": string(), "roots": {"type": "array", "items": object(root)}})),
+        "AuditRootsResponse": object(json!({
+            "chainId": string(), "roots": {"type": "array", "items": object(root)}, "next": nullable(integer)
+        })),
     })
 }
 

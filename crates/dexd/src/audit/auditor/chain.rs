@@ -90,6 +90,11 @@ impl AuditedVault {
         self.guardian.is_some()
     }
 
+    /// The node's newest block.
+    pub async fn head(&self) -> Result<u64, NodeError> {
+        self.node.head().await
+    }
+
     /// The newest block with the confirmations on top, and its time in seconds.
     pub async fn confirmed_block(&self) -> Result<(u64, u64), NodeError> {
         let head = self.node.head().await?;

@@ -20,6 +20,7 @@ pub(crate) mod checks;
 pub(crate) mod copy;
 mod requests;
 mod roots;
+mod serve;
 pub(crate) mod source;
 
 pub use self::copy::trees_directory;
@@ -39,13 +40,11 @@ use self::chain::AuditedVault;
 use self::checks::{check_lines, BatchClaims, LineCheck};
 use self::copy::{AuditCopy, SNAPSHOT_EVERY_COMMANDS};
 use self::source::{JournalSource, SourceError};
-use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
+use crate::audit::format::{
+    link_batch_hashes, parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL,
+};
+use crate::audit::segments::{segment_of, segment_positions, SegmentFiles};
 use dexd_venue::telemetry::Telemetry;
-
-/// How long the venue may serve no page of its journal before a root whose position the
-/// auditor has not reached counts as withheld (vetoed by a guardian from two thirds of its
-/// challenge period).
-pub const JOURNAL_SILENT_MS: u64 = 10_000;
 
 /// What `dexd audit` was asked to do.
 #[derive(Debug, Clone)]
@@ -70,6 +69,10 @@ pub struct AuditOptions {
     pub metrics_listen: Option<SocketAddr>,
     /// The most commands asked for in one page (at most the format's 10,000).
     pub page_commands: usize,
+    /// Other sources of the journal's segments (`--mirror`), tried when the venue gives none.
+    pub mirrors: Vec<String>,
+    /// Where to serve the segments this auditor has checked (`--serve`).
+    pub serve: Option<SocketAddr>,
 }
 
 /// The auditor's run: its copy, engine, vault and what it counts.
@@ -89,11 +92,15 @@ struct Auditor {
     /// The next page, asked for while the last one is checked (its first position, and the
     /// request), so that the venue's reading and sending overlaps the checks.
     prefetched: Option<(u64, tokio::task::JoinHandle<Result<source::Page, SourceError>>)>,
+    /// The segments checked whole, kept to serve to other auditors (with `--serve`).
+    served_segments: Option<Arc<SegmentFiles>>,
     /// The orders of batches signed once, followed line by line.
     batch_claims: BatchClaims,
     /// The oldest withdrawal requested on chain not yet seen served (this run's; a restart
     /// reads them again from 0).
     first_request_to_check: u64,
+    /// The roots warned of as not verified a quarter into their challenge period (each once).
+    warned_unverified: std::collections::BTreeSet<u64>,
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -105,6 +112,9 @@ struct AuditMetrics {
     roots_ok: metrics::Counter,
     roots_mismatched: metrics::Counter,
     roots_unavailable: metrics::Counter,
+    roots_unverified: metrics::Counter,
+    roots_unverified_warnings: metrics::Counter,
+    veto_failures: metrics::Counter,
     failures: metrics::Gauge,
 }
 
@@ -128,6 +138,16 @@ impl AuditMetrics {
         );
         telemetry.describe("dexd_audit_roots_checked_total", None, "Roots checked, by verdict.");
         telemetry.describe(
+            "dexd_audit_roots_unverified_warnings_total",
+            None,
+            "Roots not verified a quarter into their challenge period.",
+        );
+        telemetry.describe(
+            "dexd_audit_veto_failures_total",
+            None,
+            "Vetoes that failed and were tried again.",
+        );
+        telemetry.describe(
             "dexd_audit_failures",
             None,
             "1 once a command of the journal failed a check (the auditor stops there).",
@@ -141,6 +161,9 @@ impl AuditMetrics {
             roots_ok: root("ok"),
             roots_mismatched: root("mismatch"),
             roots_unavailable: root("unavailable"),
+            roots_unverified: root("unverified"),
+            roots_unverified_warnings: telemetry.counter("dexd_audit_roots_unverified_warnings_total", &[]),
+            veto_failures: telemetry.counter("dexd_audit_veto_failures_total", &[]),
             failures: telemetry.gauge("dexd_audit_failures", &[]),
             telemetry,
         }
@@ -178,7 +201,15 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
             Some(AuditedVault::connect(rpc_url, *vault, options.chain_id, options.confirmations, guardian).await?)
         }
     };
-    let source = JournalSource::new(&options.venue, options.chain_id)?;
+    let source = JournalSource::new(&options.venue, &options.mirrors, options.chain_id)?;
+    let served_segments = match options.serve {
+        Some(address) => {
+            let files = Arc::new(SegmentFiles::new(&options.directory, options.chain_id));
+            serve::serve_segments(address, options.chain_id, Arc::clone(&files)).await?;
+            Some(files)
+        }
+        None => None,
+    };
     let metrics = AuditMetrics::new();
     if let Some(address) = options.metrics_listen {
         serve_metrics(address, Arc::clone(&metrics.telemetry)).await?;
@@ -195,8 +226,10 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         last_page_ms: 0,
         metrics,
         prefetched: None,
+        served_segments,
         batch_claims: BatchClaims::default(),
         first_request_to_check: 0,
+        warned_unverified: std::collections::BTreeSet::new(),
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await
@@ -299,34 +332,57 @@ impl Auditor {
                 if let Some((_, request)) = other {
                     request.abort();
                 }
-                self.source.page(from, limit).await
+                self.source.next(from, limit, self.journal_end).await
             }
         };
         let page = match fetched {
             Ok(page) => page,
-            Err(SourceError::Format(message)) => return Err(message),
-            Err(SourceError::Unavailable(message)) => {
-                tracing::warn!(%message, "the venue's journal is not available; trying again");
+            // A page in another format, over the size bound, or not answered is not obtained:
+            // the auditor goes on (and, as a guardian, vetoes what stays unverified).
+            Err(SourceError::Format(message) | SourceError::Unavailable(message)) => {
+                tracing::warn!(%message, "the venue's journal page was not obtained; trying again");
                 return Ok(false);
             }
         };
-        self.journal_end = page.journal_end;
-        self.last_page_ms = dexd_store::now_ms();
+        self.journal_end = self.journal_end.max(page.journal_end);
+        // A mirror's segment says nothing of the venue's end: the auditor is not at the end
+        // until the venue has said where it is.
+        if page.from_venue {
+            self.last_page_ms = dexd_store::now_ms();
+        }
         if page.text.is_empty() {
             return Ok(false);
         }
-        let lines = tokio::task::block_in_place(|| parse_page(&page.text, self.threads));
-        // A full page: the journal goes on past it, so the next page is asked for now.
+        let mut lines = tokio::task::block_in_place(|| parse_page(&page.text, self.threads));
+        // A segment read by an auditor that resumed inside it: what it checked already is left
+        // out (after the batches' hashes were linked, which may come from those lines).
+        if page.segment.is_some() {
+            lines.retain(|line| {
+                !matches!(line, Ok(JournalLine::Command(command)) if command.sequence < from)
+                    && !matches!(line, Ok(JournalLine::StateHash { sequence, .. }) if *sequence < from)
+            });
+        }
+        // A full page or a segment: the journal goes on past it, so what follows is asked for now.
         let commands = lines
             .iter()
             .filter(|line| !matches!(line, Ok(JournalLine::StateHash { .. })))
-            .count();
-        if commands == limit {
-            let (source, next) = (self.source.clone(), from + commands as u64);
-            self.prefetched = Some((next, tokio::spawn(async move { source.page(next, limit).await })));
+            .count() as u64;
+        let ends_segment = page.segment.is_some() || segment_positions(segment_of(from)).1 == from + commands - 1;
+        if commands > 0 && (ends_segment || commands == limit as u64) {
+            let (source, next, journal_end) = (self.source.clone(), from + commands, self.journal_end);
+            self.prefetched = Some((
+                next,
+                tokio::spawn(async move { source.next(next, limit, journal_end).await }),
+            ));
         }
         let before = self.position();
         self.apply_page(lines).await?;
+        if let (Some(segment), Some(files)) = (page.segment, &self.served_segments) {
+            if self.failed_at().is_none() && self.position() >= segment_positions(segment).1 {
+                tokio::task::block_in_place(|| files.store(segment, page.text.as_bytes()))
+                    .map_err(|error| format!("cannot keep segment {segment} to serve: {error}"))?;
+            }
+        }
         Ok(self.position() > before)
     }
 
@@ -351,7 +407,7 @@ impl Auditor {
             }
             if segment.is_empty() {
                 let what = lines[index].as_ref().err().cloned().unwrap_or_default();
-                break Err((self.position() + 1, format!("an unreadable line: {what}")));
+                break Err(Stop::Fail(self.position() + 1, format!("an unreadable line: {what}")));
             }
             if let Err(failure) = self.apply_segment(&segment, &mut journaled).await? {
                 break Err(failure);
@@ -361,19 +417,26 @@ impl Auditor {
             tokio::task::block_in_place(|| self.copy.append(&journaled))?;
             self.metrics.commands.increment(journaled.len() as u64);
         }
-        if let Err((sequence, what)) = outcome {
-            self.fail(sequence, &what)?;
+        match outcome {
+            Ok(()) => {}
+            Err(Stop::Fail(sequence, what)) => self.fail(sequence, &what)?,
+            // What checked so far is kept; the rest is read again next round.
+            Err(Stop::NotObtained(what)) => {
+                tracing::warn!(%what, position = self.position(), "a check needs the chain, which did not answer; trying again");
+                self.prefetched = None;
+            }
         }
         self.snapshot_if_due(false)?;
         Ok(())
     }
 
-    /// Checks and replays one segment; `Err((position, what))` at the first check that fails.
+    /// Checks and replays one segment; `Err(Stop::Fail(position, what))` at the first check that
+    /// fails, `Err(Stop::NotObtained)` when a check needs the chain and its node did not answer.
     async fn apply_segment(
         &mut self,
         segment: &[JournalLine],
         journaled: &mut Vec<JournalEntry>,
-    ) -> Result<Result<(), (u64, String)>, String> {
+    ) -> Result<Result<(), Stop>, String> {
         let commands = command_lines(segment);
         // The journal's first command is its configuration: the messages of the rest follow
         // from it.
@@ -381,7 +444,7 @@ impl Auditor {
             .first()
             .is_some_and(|line| matches!(line.command, Command::Configure(_)));
         if self.position() == 0 && !first_configures {
-            return Ok(Err((
+            return Ok(Err(Stop::Fail(
                 1,
                 "the journal does not begin with the chain's configuration".into(),
             )));
@@ -403,7 +466,10 @@ impl Auditor {
             return Box::pin(self.apply_segment(rest, journaled)).await;
         }
         let Some(messages) = &self.messages else {
-            return Ok(Err((self.position() + 1, "no configuration to check it under".into())));
+            return Ok(Err(Stop::Fail(
+                self.position() + 1,
+                "no configuration to check it under".into(),
+            )));
         };
         let checks = tokio::task::block_in_place(|| check_lines(&commands, messages, self.threads));
         self.replay(segment, &checks, journaled).await
@@ -416,9 +482,12 @@ impl Auditor {
         segment: &[JournalLine],
         checks: &[LineCheck],
         journaled: &mut Vec<JournalEntry>,
-    ) -> Result<Result<(), (u64, String)>, String> {
+    ) -> Result<Result<(), Stop>, String> {
         let commands = command_lines(segment);
-        let chain_failures = self.chain_failures(&commands, checks).await?;
+        let chain_failures = match self.chain_failures(&commands, checks).await {
+            Ok(failures) => failures,
+            Err(what) => return Ok(Err(Stop::NotObtained(what))),
+        };
         let mut check_of = commands
             .iter()
             .zip(checks)
@@ -428,10 +497,10 @@ impl Auditor {
             match line {
                 JournalLine::StateHash { sequence, state_hash } => {
                     if *sequence != self.position() {
-                        return Ok(Err((*sequence, "a state hash out of place".into())));
+                        return Ok(Err(Stop::Fail(*sequence, "a state hash out of place".into())));
                     }
                     if self.engine.state_hash() != *state_hash {
-                        return Ok(Err((
+                        return Ok(Err(Stop::Fail(
                             *sequence,
                             format!(
                                 "the state hash differs: the venue's {}, the replay's {}",
@@ -444,28 +513,33 @@ impl Auditor {
                 }
                 JournalLine::Command(line) => {
                     if let Some(sequence) = pending_hash {
-                        return Ok(Err((sequence, "no state hash after a multiple of 10,000".into())));
+                        return Ok(Err(Stop::Fail(
+                            sequence,
+                            "no state hash after a multiple of 10,000".into(),
+                        )));
                     }
                     let expected = self.position() + 1;
                     if line.sequence != expected {
-                        return Ok(Err((
+                        return Ok(Err(Stop::Fail(
                             expected,
                             format!("missing from the journal (the next line is {})", line.sequence),
                         )));
                     }
                     let (_, check) = check_of.next().expect("one check per command");
                     match check {
-                        LineCheck::Fails(what) => return Ok(Err((line.sequence, what))),
+                        LineCheck::Fails(what) => return Ok(Err(Stop::Fail(line.sequence, what))),
                         LineCheck::Holds | LineCheck::NeedsContractApproval { .. } => {}
                     }
                     if let Some(what) = chain_failures.get(&line.sequence) {
-                        return Ok(Err((line.sequence, what.clone())));
+                        return Ok(Err(Stop::Fail(line.sequence, what.clone())));
                     }
                     if let Err(what) = self.batch_claims.follow(&line.authorization) {
-                        return Ok(Err((line.sequence, what)));
+                        return Ok(Err(Stop::Fail(line.sequence, what)));
                     }
-                    if let Some(what) = self.requests_served_unlike_the_replay(&line.command).await? {
-                        return Ok(Err((line.sequence, what)));
+                    match self.requests_served_unlike_the_replay(&line.command).await {
+                        Ok(None) => {}
+                        Ok(Some(what)) => return Ok(Err(Stop::Fail(line.sequence, what))),
+                        Err(what) => return Ok(Err(Stop::NotObtained(what))),
                     }
                     let authorization = line.journal_authorization();
                     let claim = authorization.as_ref().and_then(dexd_store::Authorization::claim);
@@ -474,7 +548,7 @@ impl Auditor {
                         self.engine
                             .execute_signed(line.command.clone(), claim, line.time_ms, &mut events)
                     {
-                        return Ok(Err((
+                        return Ok(Err(Stop::Fail(
                             line.sequence,
                             format!("the engine refuses it ({rejection:?}): the venue could not have applied it"),
                         )));
@@ -513,6 +587,26 @@ impl Auditor {
             return Ok(failures);
         };
         let unavailable = |error: dexd_custody::node::NodeError| format!("the chain's node: {error}");
+        // A node behind the blocks the journal names has not seen their events yet: that is
+        // its lag, not the venue's fault, and the checks wait for it.
+        let newest_block = commands
+            .iter()
+            .filter_map(|line| match &line.command {
+                Command::CreditChainDeposit(deposit) => Some(deposit.block_number),
+                Command::RecordWithdrawalRequest(request) => Some(request.block_number),
+                Command::RecordLiabilityRoot(record) => Some(record.block_number),
+                Command::ConfirmWithdrawals { block_number, .. } => Some(*block_number),
+                _ => None,
+            })
+            .max();
+        if let Some(block) = newest_block {
+            let head = vault.head().await.map_err(unavailable)?;
+            if head < block {
+                return Err(format!(
+                    "the chain's node is at block {head}, behind block {block} the journal names"
+                ));
+            }
+        }
         let credits: Vec<(u64, &dexd_core::ChainDeposit)> = commands
             .iter()
             .filter_map(|line| match &line.command {
@@ -620,6 +714,15 @@ impl Auditor {
     }
 }
 
+/// Why the checks of a page stopped before its end.
+enum Stop {
+    /// A line does not check, at this position: the journal cannot be trusted from there.
+    Fail(u64, String),
+    /// A check needs the chain, and its node did not answer (or is behind): nothing is decided,
+    /// and the rest is read again next round. A node's lag never becomes a `FAIL`.
+    NotObtained(String),
+}
+
 /// The command lines of a segment, in order (its state hash lines left out).
 fn command_lines(segment: &[JournalLine]) -> Vec<&CommandLine> {
     segment
@@ -631,24 +734,28 @@ fn command_lines(segment: &[JournalLine]) -> Vec<&CommandLine> {
         .collect()
 }
 
-/// Parses a page's lines on `threads` threads.
+/// Parses a page's lines on `threads` threads, then gives each batch line the order hashes its
+/// page gave once per batch.
 fn parse_page(text: &str, threads: usize) -> Vec<Result<JournalLine, String>> {
     let lines: Vec<&str> = text.lines().filter(|line| !line.is_empty()).collect();
     let threads = threads.max(1);
-    if lines.len() < 64 || threads == 1 {
-        return lines.into_iter().map(parse_line).collect();
-    }
-    let share = lines.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = lines
-            .chunks(share)
-            .map(|chunk| scope.spawn(move || chunk.iter().map(|line| parse_line(line)).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| handle.join().expect("parsing never panics"))
-            .collect()
-    })
+    let mut parsed: Vec<Result<JournalLine, String>> = if lines.len() < 64 || threads == 1 {
+        lines.into_iter().map(parse_line).collect()
+    } else {
+        let share = lines.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = lines
+                .chunks(share)
+                .map(|chunk| scope.spawn(move || chunk.iter().map(|line| parse_line(line)).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|handle| handle.join().expect("parsing never panics"))
+                .collect()
+        })
+    };
+    link_batch_hashes(&mut parsed);
+    parsed
 }
 
 /// Serves the auditor's `/metrics` on `address`.

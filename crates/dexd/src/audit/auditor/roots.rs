@@ -1,7 +1,9 @@
 //! The auditor's verdict on each root the vault holds: once it has its confirmations, the tree
 //! of the replay at the root's position against the vault's root, deposit count and totals
-//! (kept in the directory when they match); a root whose journal the venue withholds past two
-//! thirds of its challenge period; and, as the guardian, the veto of a bad root. It reads the
+//! (kept in the directory when they match); a root not verified by half its challenge period,
+//! whatever the reason (the journal withheld, slow or malformed pages, the auditor's own lag, a
+//! node that did not answer), is `UNVERIFIED` (a warning at a quarter); and, as a guardian, the
+//! veto of a bad or unverified root, tried again until its period ends if it fails. It reads the
 //! journal through nothing but the auditor's own copy.
 
 use dexd_crypto::hex_prefixed;
@@ -10,7 +12,7 @@ use dexd_custody::vault::chain_address;
 
 use super::chain::VaultRoot;
 use super::copy::RootVerdict;
-use super::{output, Auditor, JOURNAL_SILENT_MS};
+use super::{output, Auditor};
 
 impl Auditor {
     /// Checks the vault's roots that have the confirmations; vetoes as the guardian. Whether
@@ -36,7 +38,7 @@ impl Auditor {
                 return Ok(false);
             }
         };
-        let (challenge_period_s, guardian) = (vault.challenge_period_s, vault.is_guardian());
+        let guardian = vault.is_guardian();
         let mut settled = true;
         for root in roots {
             if self.copy.progress().roots.contains_key(&root.epoch) {
@@ -48,25 +50,25 @@ impl Auditor {
                     format!("the journal fails a check at {failed}, before the root's position"),
                 ))
             } else if root.journal_sequence <= self.position() {
-                Some(self.compare_root(&root, confirmed).await?)
+                match self.compare_root(&root, confirmed).await {
+                    Ok(verdict) => Some(verdict),
+                    // The root's event not found yet (a lagging node): unverified for now.
+                    Err(what) => {
+                        tracing::warn!(epoch = root.epoch, %what, "a root could not be compared yet");
+                        let verdict = self.unverified(&root, chain_time_s, guardian, &what);
+                        settled &= verdict.is_some();
+                        verdict
+                    }
+                }
             } else {
-                let challenge_ends_s = root.committed_at_s.saturating_add(challenge_period_s);
-                let withheld_since_s = root.committed_at_s.saturating_add(challenge_period_s * 2 / 3);
-                // Withheld, not merely unread: the venue does not show the root's position in
-                // its journal, or has served no page for a while. An auditor catching up on a
-                // journal the venue serves reads on (a restart late in the period vetoes no
-                // honest root).
-                let venue_silent = dexd_store::now_ms().saturating_sub(self.last_page_ms) > JOURNAL_SILENT_MS;
-                let withheld = self.journal_end < root.journal_sequence || venue_silent;
-                if guardian && withheld && chain_time_s >= withheld_since_s && chain_time_s < challenge_ends_s {
-                    Some((
-                        "unavailable",
-                        format!(
-                            "the journal up to {} was not obtained (the auditor is at {})",
-                            root.journal_sequence,
-                            self.position()
-                        ),
-                    ))
+                let what = format!(
+                    "the journal up to {} was not obtained (the auditor is at {}, the venue's journal ends at {})",
+                    root.journal_sequence,
+                    self.position(),
+                    self.journal_end
+                );
+                if let Some(verdict) = self.unverified(&root, chain_time_s, guardian, &what) {
+                    Some(verdict)
                 } else if self.options.once && self.journal_end < root.journal_sequence && self.last_page_ms > 0 {
                     Some((
                         "unavailable",
@@ -85,6 +87,32 @@ impl Auditor {
         Ok(settled)
     }
 
+    /// A root not verified yet: warned of once a quarter of its challenge period has passed, and
+    /// from half of it, for a guardian, `UNVERIFIED` (to be vetoed), whatever kept it from being
+    /// verified: a guardian that cannot check a root in time must not let it become final. Half
+    /// the period leaves the other half for the veto to be mined, and tried again if it fails.
+    fn unverified(
+        &mut self,
+        root: &VaultRoot,
+        chain_time_s: u64,
+        guardian: bool,
+        what: &str,
+    ) -> Option<(&'static str, String)> {
+        let challenge_period_s = self.vault.as_ref().map_or(0, |vault| vault.challenge_period_s);
+        let quarter_s = root.committed_at_s.saturating_add(challenge_period_s / 4);
+        let half_s = root.committed_at_s.saturating_add(challenge_period_s / 2);
+        let ends_s = root.committed_at_s.saturating_add(challenge_period_s);
+        if chain_time_s >= quarter_s && self.warned_unverified.insert(root.epoch) {
+            tracing::warn!(
+                epoch = root.epoch,
+                %what,
+                "a root is not verified a quarter into its challenge period; it is vetoed at half if it still is not"
+            );
+            self.metrics.roots_unverified_warnings.increment(1);
+        }
+        (guardian && chain_time_s >= half_s && chain_time_s < ends_s).then(|| ("unverified", what.to_string()))
+    }
+
     /// Prints and keeps a root's verdict, and vetoes a bad root as the guardian.
     async fn decide_root(
         &mut self,
@@ -97,6 +125,7 @@ impl Auditor {
         let word = match verdict {
             "ok" => "ok",
             "mismatch" => "MISMATCH",
+            "unverified" => "UNVERIFIED",
             _ => "UNAVAILABLE",
         };
         let in_challenge = chain_time_s < root.committed_at_s.saturating_add(vault.challenge_period_s);
@@ -107,8 +136,18 @@ impl Auditor {
                     veto_tx = Some(hash.to_string());
                     format!("root {} {word} vetoed {hash} ({detail})", root.epoch)
                 }
-                Err(error) => format!("root {} {word} (the veto failed: {error}) ({detail})", root.epoch),
+                // Tried again next round, until the period ends: nothing is decided yet.
+                Err(error) => {
+                    tracing::warn!(epoch = root.epoch, %error, "a veto failed; it is tried again");
+                    self.metrics.veto_failures.increment(1);
+                    return Ok(());
+                }
             }
+        } else if verdict != "ok" && vault.is_guardian() && !root.vetoed {
+            format!(
+                "root {} {word} (its challenge period ended before a veto was mined) ({detail})",
+                root.epoch
+            )
         } else {
             format!("root {} {word} {detail}", root.epoch)
         };
@@ -116,6 +155,7 @@ impl Auditor {
         match verdict {
             "ok" => self.metrics.roots_ok.increment(1),
             "mismatch" => self.metrics.roots_mismatched.increment(1),
+            "unverified" => self.metrics.roots_unverified.increment(1),
             _ => self.metrics.roots_unavailable.increment(1),
         }
         let kept = RootVerdict {

@@ -26,7 +26,7 @@ async fn journal_lines(server: &TestServer) -> (Vec<String>, u64) {
             .await
             .unwrap();
         assert_eq!(response.status(), 200);
-        assert_eq!(response.headers()["x-dexd-journal-format"], "1");
+        assert_eq!(response.headers()["x-dexd-journal-format"], "2");
         let end: u64 = response.headers()["x-dexd-journal-end"]
             .to_str()
             .unwrap()
@@ -413,8 +413,9 @@ async fn every_command_of_a_ledger_venue_checks_with_its_state_hashes() {
     );
 }
 
-/// A venue that serves `lines` as its journal (honouring `from` and `limit`), as a venue that
-/// tampered with its own would.
+/// A venue that serves `lines` as its journal (honouring `from` and `limit`, and `segment`), as
+/// a venue that tampered with its own would: each page gives a batch's order hashes on its first
+/// line of the batch, as the format has it.
 async fn serve_journal(lines: Vec<String>, end: u64) -> String {
     let lines = Arc::new(lines);
     let router = axum::Router::new().route(
@@ -426,12 +427,16 @@ async fn serve_journal(lines: Vec<String>, end: u64) -> String {
                     .into_owned()
                     .collect();
             async move {
-                let from: u64 = query.get("from").and_then(|from| from.parse().ok()).unwrap_or(1);
+                let segment: Option<u64> = query.get("segment").and_then(|segment| segment.parse().ok());
+                let from: u64 = match segment {
+                    Some(segment) => segment * 10_000 + 1,
+                    None => query.get("from").and_then(|from| from.parse().ok()).unwrap_or(1),
+                };
                 let limit: usize = query
                     .get("limit")
                     .and_then(|limit| limit.parse().ok())
                     .unwrap_or(10_000);
-                let mut body = String::new();
+                let mut page = Vec::new();
                 let mut commands = 0;
                 for line in lines.iter() {
                     let value: Value = serde_json::from_str(line).unwrap();
@@ -443,15 +448,14 @@ async fn serve_journal(lines: Vec<String>, end: u64) -> String {
                         break;
                     }
                     commands += usize::from(is_command);
-                    body.push_str(line);
-                    body.push('\n');
+                    page.push(value);
                 }
                 (
                     [
-                        ("x-dexd-journal-format", "1".to_string()),
+                        ("x-dexd-journal-format", "2".to_string()),
                         ("x-dexd-journal-end", end.to_string()),
                     ],
-                    body,
+                    paged(&lines, page),
                 )
             }
         }),
@@ -460,6 +464,40 @@ async fn serve_journal(lines: Vec<String>, end: u64) -> String {
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     format!("http://{address}")
+}
+
+/// A page of `page`'s lines as the format gives it: a batch's order hashes on the first line of
+/// each run of its lines (taken from the first line of `all` that has them), on no other.
+fn paged(all: &[String], page: Vec<Value>) -> String {
+    let mut hashes_by_signature = std::collections::HashMap::new();
+    for line in all {
+        let value: Value = serde_json::from_str(line).unwrap();
+        let authorization = &value["authorization"];
+        if !authorization["batch"]["orderHashes"].is_null() {
+            hashes_by_signature
+                .entry(authorization["signature"].to_string())
+                .or_insert_with(|| authorization["batch"]["orderHashes"].clone());
+        }
+    }
+    let mut body = String::new();
+    let mut last_signature = None;
+    for mut value in page {
+        if value["authorization"]["batch"].is_object() {
+            let signature = value["authorization"]["signature"].to_string();
+            if last_signature.as_ref() == Some(&signature) {
+                value["authorization"]["batch"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("orderHashes");
+            } else if value["authorization"]["batch"]["orderHashes"].is_null() {
+                value["authorization"]["batch"]["orderHashes"] = hashes_by_signature[&signature].clone();
+            }
+            last_signature = Some(signature);
+        }
+        body.push_str(&value.to_string());
+        body.push('\n');
+    }
+    body
 }
 
 fn find(lines: &[String], matches: impl Fn(&Value) -> bool) -> usize {
@@ -556,13 +594,20 @@ async fn a_tampered_journal_is_reported_with_the_position() {
         unclaimed,
         sequence_of(&lines[claimant]),
     ));
+    // The page gives the batch's hashes once, on its first line: another order's hash changed
+    // there makes the signature another batch's.
     let follower = claimant + 1;
-    let mut rehashed = lines.clone();
-    let mut value: Value = serde_json::from_str(&lines[follower]).unwrap();
+    let value: Value = serde_json::from_str(&lines[follower]).unwrap();
     assert_eq!(value["authorization"]["batch"]["claimsNonce"], false, "{value}");
-    value["authorization"]["batch"]["orderHashes"][0] = json!(format!("0x{}", "11".repeat(32)));
-    rehashed[follower] = value.to_string();
-    cases.push(("a batch's other order changed", rehashed, sequence_of(&lines[follower])));
+    assert!(
+        value["authorization"]["batch"]["orderHashes"].is_null(),
+        "given once: {value}"
+    );
+    let mut rehashed = lines.clone();
+    let mut value: Value = serde_json::from_str(&lines[claimant]).unwrap();
+    value["authorization"]["batch"]["orderHashes"][1] = json!(format!("0x{}", "11".repeat(32)));
+    rehashed[claimant] = value.to_string();
+    cases.push(("a batch's other order changed", rehashed, sequence_of(&lines[claimant])));
     // A filled order of a batch journaled again right after its batch, following the same
     // claim: the same order placed twice (what a client's retry did before each order of a
     // batch was held to the claim in the engine).

@@ -2,3 +2,4 @@
 
 mod audit_vault;
 mod journal;
+mod segments;
