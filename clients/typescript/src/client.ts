@@ -300,9 +300,17 @@ export class DexdClient {
     return (await this.lines<LiabilityLeaf>("/account/liabilityLeaves", { epoch })).lines;
   }
 
-  /** Every root the vault holds, oldest first, with where its leaves are read. */
+  /** Every root the vault holds, oldest first, with where its leaves are read (read a page of
+   * 1,000 at a time, following `next`). */
   async auditRoots(): Promise<LiabilityRoot[]> {
-    return (await this.get<{ roots: LiabilityRoot[] }>("/audit/roots")).roots;
+    const roots: LiabilityRoot[] = [];
+    let from: number | null = 0;
+    while (from !== null) {
+      const page: { roots: LiabilityRoot[]; next: number | null } = await this.get("/audit/roots", { from });
+      roots.push(...page.roots);
+      from = page.next;
+    }
+    return roots;
   }
 
   /** A page of the public journal from position `from` (1 by default), as docs/audit.md says it. */

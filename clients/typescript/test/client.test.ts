@@ -220,7 +220,7 @@ test("an account's reads, custody, the public journal, and a wallet client that 
 
     // The public journal: the chain's configuration first, then every command with its signature.
     const page = await trader.auditJournal(1, 3);
-    assert.equal(page.formatVersion, "1");
+    assert.equal(page.formatVersion, "2");
     assert.equal(page.lines.length, 3);
     assert.deepEqual(page.lines.map((line) => line.sequence), [1, 2, 3]);
     assert.ok(page.end !== null && page.end >= 9, `the journal's end: ${page.end}`);
