@@ -134,12 +134,15 @@ pub struct RootTerms {
 pub const MAX_GUARDIANS: usize = 8;
 
 impl RootTerms {
-    /// For a venue in production: three days without a root before a freeze, an hour to veto
-    /// (withdrawals are paid once a root covering them is past it: a longer period gives a
-    /// guardian more time, and every withdrawal as much more to wait), a day to serve a request.
+    /// For a venue in production: three days without a root before a freeze, fifteen minutes
+    /// to veto (withdrawals are paid once a root covering them is past it: a longer period gives
+    /// the guardians more time, and every withdrawal as much more to wait; several guardians that
+    /// verify a root in seconds need far less than this), a day to serve a request. With a root
+    /// every two minutes (the venue's default) a withdrawal is paid about 20 minutes after its
+    /// debit.
     pub const PRODUCTION: RootTerms = RootTerms {
         max_root_age_s: 3 * 24 * 3_600,
-        challenge_period_s: 3_600,
+        challenge_period_s: 900,
         request_period_s: 24 * 3_600,
         guardians: Vec::new(),
     };

@@ -387,7 +387,7 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
             MAX_CUSTODY_WAIT_MS,
             line,
         )?,
-        root_interval_ms: bounded(raw.root_interval_ms, 300_000, "root_interval_ms", 86_400_000, line)?,
+        root_interval_ms: bounded(raw.root_interval_ms, 120_000, "root_interval_ms", 86_400_000, line)?,
         keep_roots: bounded(raw.keep_roots, 16, "keep_roots", MAX_KEEP_ROOTS, line)? as usize,
     })
 }
