@@ -54,6 +54,9 @@ pub struct Authorization {
     /// the batch's orders the engine applies claims it and the others follow (the writer
     /// decides, in one group), so that a batch sent again is refused whole.
     pub claims_batch_nonce: bool,
+    /// For a withdrawal a contract account approved (ERC-1271): the block at which the venue
+    /// asked the vault, so that an auditor asks at the same block (an approval may lapse).
+    pub approved_at_block: Option<u64>,
 }
 
 impl Authorization {

@@ -312,6 +312,7 @@ fn venue_signed(order_id: OrderId, signature_byte: u8) -> Authorization {
         client_signed: false,
         batch: None,
         claims_batch_nonce: false,
+        approved_at_block: None,
     }
 }
 
@@ -536,6 +537,7 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
             client_signed: true,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: None,
         },
         Authorization {
             order_id: None,
@@ -545,6 +547,18 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
             client_signed: true,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: None,
+        },
+        // A withdrawal a contract account approved, with the block the vault was asked at.
+        Authorization {
+            order_id: None,
+            nonce: [7; 32],
+            expiry_ms: 8,
+            signature: [9; 65],
+            client_signed: true,
+            batch: None,
+            claims_batch_nonce: false,
+            approved_at_block: Some(123_456),
         },
         // An order of a batch signed once, claiming the batch's nonce and not.
         Authorization {
@@ -558,6 +572,7 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
                 order_hashes: vec![[13; 32], [14; 32], [15; 32]].into(),
             }),
             claims_batch_nonce: true,
+            approved_at_block: None,
         },
         Authorization {
             order_id: Some(OrderId::from_bytes([16; 32])),
@@ -570,6 +585,7 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
                 order_hashes: vec![[20; 32]].into(),
             }),
             claims_batch_nonce: false,
+            approved_at_block: None,
         },
     ] {
         let encoded = encode_authorization(&Some(authorization.clone()));
@@ -587,6 +603,7 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
             order_hashes: vec![[1; 32]].into(),
         }),
         claims_batch_nonce: true,
+        approved_at_block: None,
     }))
     .unwrap();
     let place_at = bad_index.len() - 34;

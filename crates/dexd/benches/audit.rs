@@ -80,6 +80,7 @@ fn sign(messages: &RequestMessages, key: &PrivateKey, mut command: Command, rand
             client_signed: true,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: None,
         },
         digest,
     }

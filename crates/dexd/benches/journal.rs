@@ -35,6 +35,7 @@ fn entry(sequence: u64) -> JournalEntry {
             client_signed: true,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: None,
         }),
     }
 }

@@ -275,12 +275,25 @@ impl Node {
         digest: B256,
         signature: &[u8],
     ) -> Result<bool, NodeError> {
+        self.vault_took_authorization(account, digest, signature, BlockId::latest())
+            .await
+    }
+
+    /// [`Node::vault_takes_authorization`] as the vault answered at `block`: an approval a
+    /// contract account gave may since have lapsed.
+    pub async fn vault_took_authorization(
+        &self,
+        account: ChainAddress,
+        digest: B256,
+        signature: &[u8],
+        block: BlockId,
+    ) -> Result<bool, NodeError> {
         let call = DexdVault::isAuthorizedCall {
             account,
             digest,
             signature: Bytes::copy_from_slice(signature),
         };
-        self.view(self.vault, call, BlockId::latest()).await
+        self.view(self.vault, call, block).await
     }
 
     /// The vault's operator.

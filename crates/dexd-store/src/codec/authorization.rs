@@ -10,8 +10,9 @@ use crate::records::{Authorization, BatchPlace};
 
 /// The journal's encoding of an [`Authorization`]: a version byte (2), a flags byte (1: client
 /// signed, 2: places an order, 4: an order of a batch signed once, 8: and it claims the batch's
-/// nonce), the order id if any, the nonce, the expiry and the signature; for an order of a batch,
-/// then its index, the batch's count of orders and each order's struct hash.
+/// nonce, 16: a contract account's approval with the block it was asked at), the order id if
+/// any, the nonce, the expiry and the signature; then that block (8 bytes) if flagged; for an
+/// order of a batch, then its index, the batch's count of orders and each order's struct hash.
 /// Schema version 2 stored `order id ‖ 128-bit salt ‖ signature` (113 bytes), read as a venue
 /// signature with the salt as nonce and no expiry.
 pub const AUTHORIZATION_ENCODING_VERSION: u8 = 2;
@@ -32,7 +33,8 @@ pub fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec
             u8::from(authorization.client_signed)
                 | (u8::from(authorization.order_id.is_some()) << 1)
                 | (u8::from(authorization.batch.is_some()) << 2)
-                | (u8::from(authorization.claims_batch_nonce) << 3),
+                | (u8::from(authorization.claims_batch_nonce) << 3)
+                | (u8::from(authorization.approved_at_block.is_some()) << 4),
         );
         if let Some(order_id) = authorization.order_id {
             bytes.extend_from_slice(order_id.as_bytes());
@@ -40,6 +42,9 @@ pub fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec
         bytes.extend_from_slice(&authorization.nonce);
         bytes.extend_from_slice(&authorization.expiry_ms.to_be_bytes());
         bytes.extend_from_slice(&authorization.signature);
+        if let Some(block) = authorization.approved_at_block {
+            bytes.extend_from_slice(&block.to_be_bytes());
+        }
         if let Some(batch) = &authorization.batch {
             bytes.extend_from_slice(&encode_batch_place(batch));
         }
@@ -96,10 +101,11 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
             client_signed: false,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: None,
         }));
     }
     let (&[version, flags], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
-    if version != AUTHORIZATION_ENCODING_VERSION || flags > 15 || (flags & 12 == 8) {
+    if version != AUTHORIZATION_ENCODING_VERSION || flags > 31 || (flags & 12 == 8) {
         return Err(bad());
     }
     let (order_id, rest) = if flags & 2 != 0 {
@@ -111,6 +117,12 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
     let (nonce, rest) = rest.split_first_chunk::<32>().ok_or_else(bad)?;
     let (expiry, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
     let (signature, rest) = rest.split_first_chunk::<65>().ok_or_else(bad)?;
+    let (approved_at_block, rest) = if flags & 16 != 0 {
+        let (block, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
+        (Some(u64::from_be_bytes(*block)), rest)
+    } else {
+        (None, rest)
+    };
     let batch = if flags & 4 != 0 {
         Some(decode_batch_place(rest)?)
     } else if rest.is_empty() {
@@ -126,5 +138,6 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
         client_signed: flags & 1 != 0,
         batch,
         claims_batch_nonce: flags & 8 != 0,
+        approved_at_block,
     }))
 }

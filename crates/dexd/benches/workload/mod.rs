@@ -60,6 +60,7 @@ pub fn zeroed_authorization(order_id: OrderId) -> Authorization {
         client_signed: false,
         batch: None,
         claims_batch_nonce: false,
+        approved_at_block: None,
     }
 }
 

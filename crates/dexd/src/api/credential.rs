@@ -279,13 +279,19 @@ impl Credential {
             client_signed,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: None,
         })
     }
 
     /// Like [`Credential::authorize`] for a client's signature that the account's own contract
     /// has approved (ERC-1271, asked by the caller: only a vault chain's withdrawal, which the
     /// vault verifies the same way, takes one). With a key there is nothing to approve.
-    pub fn authorize_approved_by_account_contract(self, signed: ([u8; 32], u64)) -> Result<Authorization, ApiError> {
+    /// `approved_at_block` is the block the vault was asked at.
+    pub fn authorize_approved_by_account_contract(
+        self,
+        signed: ([u8; 32], u64),
+        approved_at_block: u64,
+    ) -> Result<Authorization, ApiError> {
         let Credential::Signed {
             signature,
             lifetime_ms,
@@ -305,6 +311,7 @@ impl Credential {
             client_signed: true,
             batch: None,
             claims_batch_nonce: false,
+            approved_at_block: Some(approved_at_block),
         })
     }
 

@@ -336,6 +336,9 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
 }
 
 /// What authorizes a command, as its line says (`authorization.kind`).
+// Most lines are signed (the large variant); boxing it would add an allocation to nearly every
+// line for the few that are not.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineAuthorization {
     /// An account's (or its agent's) EIP-712 signature.
@@ -359,6 +362,9 @@ pub enum LineAuthorization {
         /// order's own): its place in the batch, and whether its command claims the batch's
         /// nonce (`batch` in the line: `{"index", "orderHashes", "claimsNonce"}`).
         batch: Option<(BatchPlace, bool)>,
+        /// For a withdrawal a contract account approved (ERC-1271): the block the venue asked
+        /// the vault at (`approvedAtBlock`), where the auditor asks too.
+        approved_at_block: Option<u64>,
     },
     /// The vault's `Deposited` event a credit records.
     VaultDeposit,
@@ -436,6 +442,9 @@ fn render_authorization_with(
         "signature": hex_prefixed(&signature),
         "clientSigned": client_signed,
     });
+    if let Some(block) = authorization.and_then(|authorization| authorization.approved_at_block) {
+        line["approvedAtBlock"] = json!(block);
+    }
     if let Some((authorization, batch)) =
         authorization.and_then(|authorization| Some((authorization, authorization.batch.as_ref()?)))
     {
@@ -618,6 +627,7 @@ impl CommandLine {
             signature,
             client_signed,
             batch,
+            approved_at_block,
             ..
         } = &self.authorization
         else {
@@ -641,6 +651,7 @@ impl CommandLine {
             client_signed: *client_signed,
             batch: batch.as_ref().map(|(place, _)| place.clone()),
             claims_batch_nonce: batch.as_ref().is_some_and(|(_, claims)| *claims),
+            approved_at_block: *approved_at_block,
         })
     }
 }
@@ -740,6 +751,10 @@ fn parse_authorization(value: &mut Value) -> Result<LineAuthorization, String> {
                 .and_then(Value::as_bool)
                 .ok_or("authorization without clientSigned")?,
             batch: value.get("batch").map(parse_batch).transpose()?,
+            approved_at_block: match value.get("approvedAtBlock") {
+                None => None,
+                Some(block) => Some(block.as_u64().ok_or("a bad approvedAtBlock")?),
+            },
         }),
         Some("vaultDeposit") => Ok(LineAuthorization::VaultDeposit),
         Some("accountTransaction") => Ok(LineAuthorization::AccountTransaction),

@@ -198,14 +198,15 @@ async fn vault_withdrawal(app: &AppState, mut terms: TransferTerms) -> Answer {
     };
     let digest = withdrawal.digest(signing_domain(chain));
     let signed = (withdrawal_id, expiry_ms);
-    let authorization = if approved_by_account_contract(vault, &terms.credential, &from, digest).await? {
-        terms.credential.authorize_approved_by_account_contract(signed)?
-    } else {
-        terms
-            .credential
-            .authorize(digest, &from, signed, None)
-            .map_err(|error| refuse_signing_agent(chain, &from, &terms.credential, digest, error))?
-    };
+    let authorization =
+        if let Some(block) = approved_by_account_contract(vault, &terms.credential, &from, digest).await? {
+            terms.credential.authorize_approved_by_account_contract(signed, block)?
+        } else {
+            terms
+                .credential
+                .authorize(digest, &from, signed, None)
+                .map_err(|error| refuse_signing_agent(chain, &from, &terms.credential, digest, error))?
+        };
     spend_write_budget(app, &from)?;
     let command = Command::RequestWithdrawal(VaultWithdrawal {
         request: TransferRequest {
@@ -255,30 +256,39 @@ async fn refuse_used_withdrawal_id(chain: &Chain, account: &Address, withdrawal_
 
 /// Whether a client's signature of a withdrawal is taken on the word of the account's own
 /// contract (ERC-1271) rather than by recovering the signer, as the vault decides: an ECDSA
-/// signature by the account itself with low `s` and `v` 27 or 28 needs no question (`false`);
+/// signature by the account itself with low `s` and `v` 27 or 28 needs no question (`None`);
 /// any other is put to the vault's `isAuthorized` before anything is debited, so that what the
-/// vault would refuse is refused here rather than failed after. A node that cannot answer is 502
+/// vault would refuse is refused here rather than failed after. The question is asked at the
+/// node's head block, which is the answer (`Some(block)`): the journal records it so that an
+/// auditor asks at the same block, since a contract's approval may lapse. A node that cannot answer is 502
 /// `CHAIN_UNAVAILABLE`; a signature neither way is 401 `INVALID_SIGNATURE`.
 async fn approved_by_account_contract(
     vault: &dexd_custody::VaultChain,
     credential: &Credential,
     account: &Address,
     digest: [u8; 32],
-) -> Result<bool, ApiError> {
+) -> Result<Option<u64>, ApiError> {
     let Credential::Signed { signature, .. } = credential else {
-        return Ok(false);
+        return Ok(None);
     };
     let signed_by_account = dexd_crypto::recover_signer(digest, signature).as_ref() == Some(account);
     if signed_by_account && dexd_crypto::is_contract_canonical_signature(signature) {
-        return Ok(false);
+        return Ok(None);
     }
+    let unavailable = |error: dexd_custody::node::NodeError| chain_unavailable(&error.to_string());
+    let block = vault.node.head().await.map_err(unavailable)?;
     let taken = vault
         .node
-        .vault_takes_authorization(dexd_custody::vault::chain_address(account), digest.into(), signature)
+        .vault_took_authorization(
+            dexd_custody::vault::chain_address(account),
+            digest.into(),
+            signature,
+            alloy::eips::BlockId::number(block),
+        )
         .await
-        .map_err(|error| chain_unavailable(&error.to_string()))?;
+        .map_err(unavailable)?;
     match (taken, signed_by_account) {
-        (true, _) => Ok(true),
+        (true, _) => Ok(Some(block)),
         (false, true) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "INVALID_SIGNATURE",

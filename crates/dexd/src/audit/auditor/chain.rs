@@ -365,15 +365,18 @@ impl AuditedVault {
         self.node.withdrawn_many(&keys, BlockId::latest()).await
     }
 
-    /// Whether the vault takes a contract account's signature of a withdrawal (ERC-1271).
+    /// Whether the vault took a contract account's signature of a withdrawal (ERC-1271) at
+    /// `block` (the latest when `None`).
     pub async fn approves(
         &self,
         account: &dexd_core::Address,
         digest: [u8; 32],
         signature: &[u8; 65],
+        block: Option<u64>,
     ) -> Result<bool, NodeError> {
+        let block = block.map_or(BlockId::latest(), BlockId::number);
         self.node
-            .vault_takes_authorization(chain_address(account), B256::from(digest), signature)
+            .vault_took_authorization(chain_address(account), B256::from(digest), signature, block)
             .await
     }
 }

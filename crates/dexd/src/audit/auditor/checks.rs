@@ -20,6 +20,9 @@ pub enum LineCheck {
     NeedsContractApproval {
         /// The digest the account's contract must approve.
         digest: [u8; 32],
+        /// The block the venue asked the vault at (the line's `approvedAtBlock`; the latest for
+        /// a line written before lines recorded it).
+        at_block: Option<u64>,
     },
     /// Something does not hold: what, in words.
     Fails(String),
@@ -67,6 +70,7 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
         signature,
         client_signed,
         batch,
+        approved_at_block,
     } = &line.authorization
     else {
         return LineCheck::Holds;
@@ -111,7 +115,10 @@ pub fn check_line(line: &CommandLine, messages: &RequestMessages) -> LineCheck {
         return LineCheck::Holds;
     }
     if matches!(line.command, Command::RequestWithdrawal(_)) && *client_signed {
-        return LineCheck::NeedsContractApproval { digest };
+        return LineCheck::NeedsContractApproval {
+            digest,
+            at_block: *approved_at_block,
+        };
     }
     LineCheck::Fails(format!(
         "the signature does not recover to {} over the message",

@@ -653,11 +653,13 @@ impl Auditor {
             }
         }
         for (line, check) in commands.iter().zip(checks) {
-            if let (LineCheck::NeedsContractApproval { digest }, Command::RequestWithdrawal(withdrawal)) =
+            if let (LineCheck::NeedsContractApproval { digest, at_block }, Command::RequestWithdrawal(withdrawal)) =
                 (check, &line.command)
             {
+                // Asked where the venue asked: an approval that lapsed since is no failure, and a
+                // node that does not have that block yet is not obtained (asked again later).
                 let approved = vault
-                    .approves(&withdrawal.request.account, *digest, &withdrawal.signature)
+                    .approves(&withdrawal.request.account, *digest, &withdrawal.signature, *at_block)
                     .await
                     .map_err(unavailable)?;
                 if !approved {

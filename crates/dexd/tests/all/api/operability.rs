@@ -82,6 +82,7 @@ fn write_journal(data_dir: &Path, orders: u64) {
                             client_signed: false,
                             batch: None,
                             claims_batch_nonce: false,
+                            approved_at_block: None,
                         }),
                         _ => None,
                     },

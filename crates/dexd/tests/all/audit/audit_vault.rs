@@ -8,7 +8,9 @@
 //! - a root whose journal the auditor cannot get is vetoed as unverified from half its challenge
 //!   period;
 //! - a withdrawal asked for on chain and left unserved past its deadline is reported, and the
-//!   guardian freezes the vault.
+//!   guardian freezes the vault;
+//! - a contract account's approval that lapses after its withdrawal is no failure (checked at
+//!   the block the venue asked).
 
 use crate::common;
 
@@ -357,5 +359,128 @@ async fn a_request_the_venue_leaves_unserved_is_reported_and_the_guardian_freeze
     assert!(
         view(&venue.chain, DexdVaultV2::frozenCall {}).await,
         "the vault is frozen"
+    );
+}
+
+/// A contract account whose approval lapses after the venue took its withdrawal (its owner turns
+/// it off, or it was only ever valid until some time): the auditor asks the vault at the block
+/// the venue asked (the line's `approvedAtBlock`), so the lapse is no failure and the roots past
+/// the withdrawal check. Asked at the chain's latest state, as before, a third party could make
+/// every honest root after its withdrawal a mismatch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_accounts_approval_that_lapses_after_its_withdrawal_is_no_failure() {
+    use alloy::signers::SignerSync;
+    use common::chain::ETH_UNIT;
+    use dexd_custody::deploy;
+    use dexd_custody::vault::{venue_address, DexdVault};
+
+    let (venue, _alice) = VaultVenue::start_with_alice_funded(30).await;
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    let node = &venue.chain.node;
+    let owner = venue.chain.users[2].clone();
+    let wallet = deploy::deploy_fickle_wallet(node, &venue.chain.deployer, owner.address(), (0, 0))
+        .await
+        .unwrap()
+        .address;
+    deploy::send_native(node, &owner, wallet, U256::from(ETH_UNIT))
+        .await
+        .unwrap();
+    let deposit = DexdVault::depositNativeCall {}.abi_encode();
+    deploy::execute_from_smart_wallet(node, &owner, wallet, (venue.chain.vault, U256::from(ETH_UNIT), deposit))
+        .await
+        .unwrap();
+    let address = dexd_crypto::checksummed(&venue_address(&wallet));
+    venue
+        .eventually("the wallet's deposit credited", || async {
+            let (_, body) = venue.get("/account/assetBalances", &[("account", &address)]).await;
+            common::balance_in(&body, "ETH")["available"] == "1"
+        })
+        .await;
+    let expiry_ms = dexd_store::now_ms() + 600_000;
+    let digest = common::vault_venue::native_withdrawal_digest(&venue, wallet, ETH_UNIT / 10, 78, expiry_ms);
+    let signature = owner.sign_hash_sync(&digest).unwrap().as_bytes();
+    let (status, body) = venue
+        .post(
+            "/portfolio/withdraw",
+            json!({"from": address, "symbol": "ETH", "quantity": "0.1", "nonce": "78",
+                   "expiry": expiry_ms.to_string(), "signature": format!("0x{}", alloy::hex::encode(signature))}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The journal line records where the venue asked.
+    let base_url = venue.client().base_url;
+    let page = reqwest::get(format!(
+        "{base_url}/audit/journal?chainId={}&from=1",
+        venue.chain.chain_id
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    let line: serde_json::Value = page
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|line| line["command"]["type"] == "requestWithdrawal" && line["command"]["account"] == address)
+        .expect("the withdrawal is journaled");
+    let asked_at = line["authorization"]["approvedAtBlock"]
+        .as_u64()
+        .expect("approvedAtBlock");
+    let position = line["sequence"].as_u64().unwrap();
+
+    // The owner turns the wallet's approval off: at the latest block the vault now refuses it.
+    let never = deploy::FickleWallet::setModeCall {
+        mode_: 3,
+        until_: U256::ZERO,
+    };
+    deploy::send_and_wait(
+        node,
+        &owner,
+        alloy::primitives::TxKind::Call(wallet),
+        never.abi_encode(),
+        U256::ZERO,
+    )
+    .await
+    .unwrap();
+    let signature_bytes = alloy::primitives::Bytes::copy_from_slice(&signature);
+    let chain = &venue.chain;
+    let authorized = |block: alloy::eips::BlockId| {
+        let call = DexdVault::isAuthorizedCall {
+            account: wallet,
+            digest,
+            signature: signature_bytes.clone(),
+        };
+        async move { chain.node.view(chain.vault, call, block).await.unwrap() }
+    };
+    assert!(
+        !authorized(alloy::eips::BlockId::latest()).await,
+        "the approval has lapsed"
+    );
+    assert!(
+        authorized(alloy::eips::BlockId::number(asked_at)).await,
+        "it held where the venue asked"
+    );
+
+    let epoch = wait_for_root_past(&venue, position).await;
+    let directory = tempfile::tempdir().unwrap();
+    let arguments = vault_arguments(&venue);
+    let auditor = RunningAuditor::start(
+        &base_url,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&arguments),
+        &[],
+    );
+    let line = auditor
+        .wait_for_line(
+            "the root past the withdrawal checked",
+            Duration::from_secs(60),
+            |line| line.starts_with(&format!("root {epoch} ")) || line.starts_with("FAIL "),
+        )
+        .await;
+    assert!(
+        line.starts_with(&format!("root {epoch} ok")),
+        "{line}\n{:#?}",
+        auditor.output()
     );
 }

@@ -59,6 +59,7 @@ fn authorization(id: u8) -> Option<dexd_store::Authorization> {
         client_signed: false,
         batch: None,
         claims_batch_nonce: false,
+        approved_at_block: None,
     })
 }
 

@@ -52,6 +52,7 @@ fn authorization(number: u64) -> Option<Authorization> {
         client_signed: false,
         batch: None,
         claims_batch_nonce: false,
+        approved_at_block: None,
     })
 }
 

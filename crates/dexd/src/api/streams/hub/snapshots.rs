@@ -281,6 +281,7 @@ impl Hub {
                     client_signed: false,
                     batch: order.batch.clone(),
                     claims_batch_nonce: false,
+                    approved_at_block: None,
                 },
             );
         }
