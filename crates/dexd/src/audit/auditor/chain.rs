@@ -365,6 +365,34 @@ impl AuditedVault {
         self.node.withdrawn_many(&keys, BlockId::latest()).await
     }
 
+    /// The withdrawals of `keys` the vault's `Withdrawn` event does not show paid by transaction
+    /// `tx_hash` in block `block_number`: a confirmation names the payment it records, so that
+    /// one old payment cannot confirm a second debit of the same id. Logs, not state, so that a
+    /// node without old state answers.
+    pub async fn not_paid_by(
+        &self,
+        keys: &[WithdrawalKey],
+        tx_hash: [u8; 32],
+        block_number: u64,
+    ) -> Result<Vec<WithdrawalKey>, NodeError> {
+        let mut not_paid = Vec::new();
+        for key in keys {
+            let event = self
+                .node
+                .withdrawn_event(
+                    chain_address(&key.account),
+                    U256::from_be_bytes(key.withdrawal_id),
+                    block_number,
+                    block_number,
+                )
+                .await?;
+            if event != Some((B256::from(tx_hash), block_number)) {
+                not_paid.push(*key);
+            }
+        }
+        Ok(not_paid)
+    }
+
     /// Whether the vault took a contract account's signature of a withdrawal (ERC-1271) at
     /// `block` (the latest when `None`).
     pub async fn approves(

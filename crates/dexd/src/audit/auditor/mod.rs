@@ -642,6 +642,22 @@ impl Auditor {
             if keys.is_empty() {
                 continue;
             }
+            if let Command::ConfirmWithdrawals {
+                tx_hash, block_number, ..
+            } = &line.command
+            {
+                if !vault
+                    .not_paid_by(&keys, *tx_hash, *block_number)
+                    .await
+                    .map_err(unavailable)?
+                    .is_empty()
+                {
+                    failures
+                        .entry(line.sequence)
+                        .or_insert("a withdrawal confirmed as paid by a transaction that did not pay it".into());
+                }
+                continue;
+            }
             let paid = vault.paid(&keys).await.map_err(unavailable)?;
             if paid.iter().any(|paid| *paid != paid_expected) {
                 let what = if paid_expected {

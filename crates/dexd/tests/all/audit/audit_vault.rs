@@ -484,3 +484,90 @@ async fn a_contract_accounts_approval_that_lapses_after_its_withdrawal_is_no_fai
         auditor.output()
     );
 }
+
+/// A confirmation of a withdrawal names the transaction that paid it; one that names another
+/// (what a venue would journal to confirm a second debit of an id the vault paid long ago) is a
+/// `FAIL` at its line: the vault's `Withdrawn` event must come from that transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_confirmed_by_a_transaction_that_did_not_pay_it_is_a_failure() {
+    let (venue, alice) = VaultVenue::start_with_alice_funded(TEST_ROOT_TERMS.challenge_period_s).await;
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    let (status, body) = venue
+        .post(
+            "/portfolio/withdraw",
+            common::vault_venue::deposit_body(&alice, "USDC", "10"),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    venue.wait_for_every_withdrawal_confirmed(&alice).await;
+    let base_url = venue.client().base_url;
+    let response = reqwest::get(format!(
+        "{base_url}/audit/journal?chainId={}&from=1",
+        venue.chain.chain_id
+    ))
+    .await
+    .unwrap();
+    let end: u64 = response.headers()["x-dexd-journal-end"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut lines: Vec<String> = response.text().await.unwrap().lines().map(str::to_string).collect();
+    let parsed = |line: &str| match dexd::audit::format::parse_line(line).unwrap() {
+        dexd::audit::format::JournalLine::Command(command) => Some(*command),
+        dexd::audit::format::JournalLine::StateHash { .. } => None,
+    };
+    let dexd_core::Command::Configure(configuration) = parsed(&lines[0]).unwrap().command else {
+        panic!("the journal starts with its configuration")
+    };
+    let messages = dexd_crypto::RequestMessages::new(&configuration).unwrap();
+    // The deposit's transaction, named as the payment's instead.
+    let deposit_tx = lines
+        .iter()
+        .filter_map(|line| parsed(line))
+        .find_map(|line| match line.command {
+            dexd_core::Command::CreditChainDeposit(deposit) => Some(deposit.tx_hash),
+            _ => None,
+        })
+        .expect("alice's deposit");
+    let confirmation = lines
+        .iter()
+        .position(|line| {
+            parsed(line).is_some_and(|line| matches!(line.command, dexd_core::Command::ConfirmWithdrawals { .. }))
+        })
+        .expect("the withdrawal's confirmation");
+    let mut line = parsed(&lines[confirmation]).unwrap();
+    let dexd_core::Command::ConfirmWithdrawals { tx_hash, .. } = &mut line.command else {
+        unreachable!()
+    };
+    *tx_hash = deposit_tx;
+    lines[confirmation] = dexd::audit::format::command_line(
+        line.sequence,
+        line.time_ms,
+        &line.command,
+        line.journal_authorization().as_ref(),
+        &messages,
+    )
+    .to_string();
+    let forged = super::journal::serve_journal(lines, end).await;
+    let directory = tempfile::tempdir().unwrap();
+    let auditor = RunningAuditor::start(
+        &forged,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&vault_arguments(&venue)),
+        &[],
+    );
+    let failure = auditor
+        .wait_for_line("the forged confirmation reported", Duration::from_secs(60), |line| {
+            line.starts_with("FAIL ")
+        })
+        .await;
+    assert_eq!(
+        failure,
+        format!(
+            "FAIL {} a withdrawal confirmed as paid by a transaction that did not pay it",
+            line.sequence
+        )
+    );
+}

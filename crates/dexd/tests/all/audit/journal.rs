@@ -416,7 +416,7 @@ async fn every_command_of_a_ledger_venue_checks_with_its_state_hashes() {
 /// A venue that serves `lines` as its journal (honouring `from` and `limit`, and `segment`), as
 /// a venue that tampered with its own would: each page gives a batch's order hashes on its first
 /// line of the batch, as the format has it.
-async fn serve_journal(lines: Vec<String>, end: u64) -> String {
+pub(super) async fn serve_journal(lines: Vec<String>, end: u64) -> String {
     let lines = Arc::new(lines);
     let router = axum::Router::new().route(
         "/audit/journal",
