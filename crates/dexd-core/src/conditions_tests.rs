@@ -433,6 +433,29 @@ fn an_untriggered_order_is_cancelled_by_cancel_all_and_amended_keeping_its_trigg
 }
 
 #[test]
+fn an_amend_cannot_move_the_trigger_it_keeps() {
+    let mut market = Market::new();
+    market.print("2500");
+    let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
+    stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
+    market.place(stop.clone()).unwrap();
+    let mut replacement = market.order(ALICE, Direction::Sell, Some("2300"), "1");
+    replacement.conditions = stop.conditions.clone();
+    replacement.conditions_mut().trigger = market.trigger("2450", TriggerCondition::Below);
+    assert!(matches!(
+        market.run(Command::AmendOrder {
+            account: ALICE,
+            order_id: stop.order_id,
+            replacement,
+            amount_from_remaining: None,
+            keeps_price: false,
+        }),
+        Err(Rejection::InvalidOrder(_))
+    ));
+    assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Untriggered);
+}
+
+#[test]
 fn a_state_with_conditional_orders_restores_to_the_same_hash() {
     let mut market = Market::new();
     market.print("2500");

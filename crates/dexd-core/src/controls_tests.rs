@@ -249,6 +249,51 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
     );
 }
 
+/// What the client of an amend did not sign is bound to the old order: a journaled amend whose
+/// replacement changes the price it said it kept, or an amount it said was the remaining one,
+/// is refused (the auditor replays the engine, so such a line is a `FAIL`).
+#[test]
+fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
+    let mut venue = Venue::new();
+    let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
+    let mut gouged = venue.order(ALICE, Direction::Buy, "2100", "1");
+    gouged.client_order_id = old.client_order_id.clone();
+    assert!(matches!(
+        venue.run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: gouged,
+            amount_from_remaining: None,
+            keeps_price: true,
+        }),
+        Err(Rejection::InvalidOrder(_))
+    ));
+    let mut doubled = venue.order(ALICE, Direction::Buy, "2000", "2");
+    doubled.client_order_id = old.client_order_id.clone();
+    assert!(matches!(
+        venue.run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: doubled,
+            amount_from_remaining: Some(old.quantity),
+            keeps_price: true,
+        }),
+        Err(Rejection::InvalidOrder(_))
+    ));
+    // Kept as said, it applies.
+    let mut kept = venue.order(ALICE, Direction::Buy, "2000", "1");
+    kept.client_order_id = old.client_order_id.clone();
+    venue
+        .run(Command::AmendOrder {
+            account: ALICE,
+            order_id: old.order_id,
+            replacement: kept,
+            amount_from_remaining: Some(old.quantity),
+            keeps_price: true,
+        })
+        .unwrap();
+}
+
 #[test]
 fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
     let mut venue = Venue::new();

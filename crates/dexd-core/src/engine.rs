@@ -599,8 +599,15 @@ impl Engine {
                 order_id,
                 replacement,
                 amount_from_remaining,
-                keeps_price: _,
-            } => self.amend_order(account, order_id, replacement, amount_from_remaining, now_ms, events),
+                keeps_price,
+            } => self.amend_order(
+                account,
+                order_id,
+                replacement,
+                (amount_from_remaining, keeps_price),
+                now_ms,
+                events,
+            ),
             Command::SetCancelAllAfter { account, setting } => {
                 let trigger_at_ms = match setting {
                     SwitchSetting::Off => None,

@@ -59,13 +59,15 @@ impl Engine {
     /// Cancels `order_id` and places `replacement` in one step. The replacement is checked as
     /// if the old order were already gone (its lock released, its client order id free, its
     /// place in the limits given up); if it is refused, all of that is put back and nothing
-    /// changed.
+    /// changed. What the client did not sign is bound to the old order: the trigger always, the
+    /// price when it was kept (`keeps_price`), and the amount when it was the remaining one
+    /// (`amount_from_remaining`), so that a journaled amend cannot carry terms nobody asked for.
     pub(super) fn amend_order(
         &mut self,
         account: Address,
         order_id: OrderId,
         replacement: NewOrder,
-        amount_from_remaining: Option<Quantity>,
+        (amount_from_remaining, keeps_price): (Option<Quantity>, bool),
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
@@ -78,6 +80,14 @@ impl Engine {
         if amount_from_remaining.is_some_and(|remaining| remaining != old.remaining()) {
             return Err(Rejection::OrderChanged);
         }
+        let unsigned_terms_kept = amount_from_remaining.is_none_or(|remaining| replacement.quantity == remaining)
+            && (!keeps_price || replacement.price == old.terms.price);
+        if !unsigned_terms_kept {
+            return Err(Rejection::InvalidOrder(
+                "an amend's replacement keeps the old order's price when none was given, and takes its remaining \
+                 amount when no amount was given",
+            ));
+        }
         let (old_conditions, new_conditions) = (old.terms.conditions(), replacement.conditions());
         let keeps_terms = replacement.account == account
             && replacement.pair == pair
@@ -86,14 +96,13 @@ impl Engine {
             && replacement.time_in_force == old.terms.time_in_force
             && replacement.post_only == old.terms.post_only
             && replacement.client_order_id == old.terms.client_order_id
-            && new_conditions.trigger.map(|trigger| trigger.condition)
-                == old_conditions.trigger.map(|trigger| trigger.condition)
+            && new_conditions.trigger == old_conditions.trigger
             && new_conditions.oco_group == old_conditions.oco_group
             && new_conditions.expires_at_ms == old_conditions.expires_at_ms;
         if !keeps_terms {
             return Err(Rejection::InvalidOrder(
                 "an amended order keeps the old one's pair, direction, type, time in force, client order id, \
-                 trigger condition, group and expiry",
+                 trigger, group and expiry",
             ));
         }
         let grouped = old_conditions
