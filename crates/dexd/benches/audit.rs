@@ -392,6 +392,22 @@ fn main() {
             end as f64 / elapsed,
             end as f64 / elapsed / write_rate
         );
+        // The finished segments: their size, the first read (which renders the file) and a
+        // second one (from the file).
+        for segment in 0..(end / 10_000).min(3) {
+            let url = format!("{base_url}/audit/journal?chainId=1&segment={segment}");
+            let first = Instant::now();
+            let bytes = client.get(&url).send().await.unwrap().bytes().await.unwrap().len();
+            let first_ms = first.elapsed().as_secs_f64() * 1e3;
+            let again = Instant::now();
+            let same = client.get(&url).send().await.unwrap().bytes().await.unwrap().len();
+            assert_eq!(same, bytes);
+            println!(
+                "segment {segment}: {bytes} bytes ({} a position), first read {first_ms:.0} ms (rendered into its file), again {:.0} ms (from the file)",
+                bytes / 10_000,
+                again.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let mut samples = follow(&base_url, &messages, rate, seconds).await;
         samples.sort_unstable();
         let at = |quantile: f64| samples[((samples.len() - 1) as f64 * quantile) as usize];

@@ -339,7 +339,7 @@ impl Auditor {
             Ok(page) => page,
             // A page in another format, over the size bound, or not answered is not obtained:
             // the auditor goes on (and, as a guardian, vetoes what stays unverified).
-            Err(SourceError::Format(message) | SourceError::Unavailable(message)) => {
+            Err(SourceError::Format(message) | SourceError::Unavailable(message) | SourceError::TooLarge(message)) => {
                 tracing::warn!(%message, "the venue's journal page was not obtained; trying again");
                 return Ok(false);
             }

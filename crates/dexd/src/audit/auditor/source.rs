@@ -22,7 +22,7 @@ async fn read_bounded(mut response: alloy_reqwest::Response, max_bytes: usize) -
         .content_length()
         .is_some_and(|length| length > max_bytes as u64)
     {
-        return Err(SourceError::Format(format!(
+        return Err(SourceError::TooLarge(format!(
             "the page is over the {max_bytes} bytes a page may have"
         )));
     }
@@ -33,7 +33,7 @@ async fn read_bounded(mut response: alloy_reqwest::Response, max_bytes: usize) -
         .map_err(|error| SourceError::Unavailable(format!("the venue: {error}")))?
     {
         if body.len() + chunk.len() > max_bytes {
-            return Err(SourceError::Format(format!(
+            return Err(SourceError::TooLarge(format!(
                 "the page is over the {max_bytes} bytes a page may have"
             )));
         }
@@ -62,12 +62,16 @@ pub enum SourceError {
     Unavailable(String),
     /// The venue answered in a format this auditor does not read.
     Format(String),
+    /// The page was over the size bound: fewer commands may fit.
+    TooLarge(String),
 }
 
 impl std::fmt::Display for SourceError {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SourceError::Unavailable(message) | SourceError::Format(message) => formatter.write_str(message),
+            SourceError::Unavailable(message) | SourceError::Format(message) | SourceError::TooLarge(message) => {
+                formatter.write_str(message)
+            }
         }
     }
 }
@@ -127,7 +131,16 @@ impl JournalSource {
             }
         }
         let to_segment_end = usize::try_from(last - from + 1).unwrap_or(usize::MAX);
-        match self.page(from, limit.min(to_segment_end)).await {
+        // A page over the size bound (lines larger than most) is asked for again with half as
+        // many commands, down to one, so that no line size can stop the auditor.
+        let mut limit = limit.min(to_segment_end).max(1);
+        let read = loop {
+            match self.page(from, limit).await {
+                Err(SourceError::TooLarge(_)) if limit > 1 => limit /= 2,
+                read => break read,
+            }
+        };
+        match read {
             Err(error) if !tried_segment && !self.mirror_urls.is_empty() => {
                 self.segment(segment).await.map_err(|_| error)
             }

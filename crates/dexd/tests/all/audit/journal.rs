@@ -417,6 +417,12 @@ async fn every_command_of_a_ledger_venue_checks_with_its_state_hashes() {
 /// a venue that tampered with its own would: each page gives a batch's order hashes on its first
 /// line of the batch, as the format has it.
 pub(super) async fn serve_journal(lines: Vec<String>, end: u64) -> String {
+    serve_journal_padded(lines, end, usize::MAX).await
+}
+
+/// [`serve_journal`], with every page of more than `padded_over` commands (segments included)
+/// made larger than a page may be by 17 MiB of empty lines.
+async fn serve_journal_padded(lines: Vec<String>, end: u64, padded_over: usize) -> String {
     let lines = Arc::new(lines);
     let router = axum::Router::new().route(
         "/audit/journal",
@@ -450,12 +456,16 @@ pub(super) async fn serve_journal(lines: Vec<String>, end: u64) -> String {
                     commands += usize::from(is_command);
                     page.push(value);
                 }
+                let mut body = paged(&lines, page);
+                if commands > padded_over || (segment.is_some() && padded_over < 10_000) {
+                    body.push_str(&"\n".repeat(17 * 1024 * 1024));
+                }
                 (
                     [
                         ("x-dexd-journal-format", "2".to_string()),
                         ("x-dexd-journal-end", end.to_string()),
                     ],
-                    paged(&lines, page),
+                    body,
                 )
             }
         }),
@@ -657,6 +667,22 @@ async fn a_tampered_journal_is_reported_with_the_position() {
         let mut copy: Box<dyn dexd_store::JournalRead> = Box::new(copy);
         assert_eq!(copy.last_sequence().unwrap(), position - 1, "{what}");
     }
+}
+
+/// A page over the size bound is not the end: the auditor asks for it again with fewer
+/// commands, so no line size can stop it (a segment too large is read in pages too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_over_the_size_bound_is_read_again_in_smaller_pages() {
+    let server = TestServer::start().await;
+    trade_every_way(&server).await;
+    let (lines, end) = journal_lines(&server).await;
+    let venue = serve_journal_padded(lines, end, 4).await;
+    let directory = tempfile::tempdir().unwrap();
+    let (held, output, errors) = audit_once(&venue, directory.path()).await;
+    assert!(held, "{output}\n{errors}");
+    let copy = dexd_store::JournalReader::open(directory.path(), 1).unwrap();
+    let mut copy: Box<dyn dexd_store::JournalRead> = Box::new(copy);
+    assert_eq!(copy.last_sequence().unwrap(), end);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
