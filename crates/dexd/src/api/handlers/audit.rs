@@ -95,20 +95,16 @@ pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Respons
         .chains
         .get(&chain.config.chain_id)
         .ok_or_else(ApiError::internal)?;
+    // A segment is read whole: with `segment`, `from` and `limit` are checked but not used.
+    let from = params.integer("from")?;
+    let limit = bounded(&params, "limit", MAX_JOURNAL_PAGE_COMMANDS, MAX_JOURNAL_PAGE_COMMANDS)?;
     if let Some(segment) = params.integer("segment")? {
-        if params.contains("from") || params.contains("limit") {
-            return Err(ApiError::invalid(
-                "segment",
-                "a segment is read whole: give segment, or from and limit, not both",
-            ));
-        }
         return journal_segment(&chain, served, &params, segment).await;
     }
-    let from = match params.integer("from")? {
+    let from = match from {
         None | Some(0) => 1,
         Some(from) => from,
     };
-    let limit = bounded(&params, "limit", MAX_JOURNAL_PAGE_COMMANDS, MAX_JOURNAL_PAGE_COMMANDS)?;
     let permit = enter(served, &params).await?;
     // Reading and rendering (about 12 µs a line) both run off the async runtime.
     let reading = Arc::clone(&chain);
@@ -131,7 +127,7 @@ async fn journal_segment(
     segment: u64,
 ) -> Result<Response, ApiError> {
     if segment > u64::MAX / SEGMENT_POSITIONS - 1 {
-        return Err(ApiError::invalid("segment", "is past any journal"));
+        return Err(segment_not_found(segment, u64::MAX, chain.journaled_sequence()));
     }
     let permit = enter(served, params).await?;
     let files = Arc::clone(&served.segments);
@@ -158,6 +154,15 @@ async fn journal_segment(
     ))
 }
 
+fn segment_not_found(segment: u64, last: u64, end: u64) -> ApiError {
+    ApiError::not_found(
+        "SEGMENT_NOT_FOUND",
+        format!(
+            "segment {segment} ends at position {last}; the journal is at {end}: read the tail with from and limit"
+        ),
+    )
+}
+
 fn segment_file_error(error: std::io::Error) -> ApiError {
     tracing::error!(%error, "a journal segment's file is not readable");
     ApiError::unavailable("the segment cannot be read right now; read its positions with from and limit")
@@ -172,12 +177,7 @@ fn build_segment(chain: &dexd_venue::Chain, files: &SegmentFiles, segment: u64) 
     let (first, last) = segment_positions(segment);
     let (commands, end) = chain.read_journal(first - 1, SEGMENT_POSITIONS).map_err(store_error)?;
     if end < last {
-        return Err(ApiError::not_found(
-            "SEGMENT_NOT_FOUND",
-            format!(
-                "segment {segment} ends at position {last}; the journal is at {end}: read the tail with from and limit"
-            ),
-        ));
+        return Err(segment_not_found(segment, last, end));
     }
     let mut page = PageWriter::new(&chain.messages);
     for (expected, command) in (first..=last).zip(&commands) {

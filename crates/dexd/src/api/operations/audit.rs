@@ -24,7 +24,7 @@ const JOURNAL_FIELDS: &[Field] = &[
         "segment",
         false,
         Kind::Integer,
-        "A finished segment, read whole instead of from and limit: positions segment·10,000+1 to (segment+1)·10,000, the same bytes every time with a strong ETag (If-None-Match answers 304); 404 SEGMENT_NOT_FOUND until the journal reaches its end.",
+        "A finished segment, read whole (from and limit are then not used): positions segment·10,000+1 to (segment+1)·10,000, the same bytes every time with a strong ETag (If-None-Match answers 304); 404 SEGMENT_NOT_FOUND until the journal reaches its end.",
     ),
 ];
 

@@ -50,7 +50,17 @@ async fn journal_lines(server: &TestServer) -> (Vec<String>, u64) {
 /// Runs `dexd audit --once` against `venue` with the directory `dir`; its success, standard
 /// output and standard error.
 async fn audit_once(venue: &str, dir: &std::path::Path) -> (bool, String, String) {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
+    let output = audit_once_with(venue, dir, &[]).await;
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Runs `dexd audit --once` against `venue` with the directory `dir` and the arguments `more`.
+pub(super) async fn audit_once_with(venue: &str, dir: &std::path::Path, more: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
         .args([
             "audit",
             "--venue",
@@ -63,14 +73,10 @@ async fn audit_once(venue: &str, dir: &std::path::Path) -> (bool, String, String
             "--dir",
         ])
         .arg(dir)
+        .args(more)
         .output()
         .await
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+        .unwrap()
 }
 
 async fn post_ok(server: &TestServer, path: &str, body: Value) -> Value {

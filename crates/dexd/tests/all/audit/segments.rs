@@ -10,6 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::journal::audit_once_with as audit_once;
 use common::{TestServer, Trader};
 use serde_json::{json, Value};
 
@@ -45,17 +46,7 @@ async fn fill_journal(server: &TestServer, positions: u64) -> u64 {
 }
 
 async fn journal_end(server: &TestServer) -> u64 {
-    let response = server
-        .client
-        .get(format!("{}/audit/journal?chainId=1&from=1&limit=1", server.base_url))
-        .send()
-        .await
-        .unwrap();
-    response.headers()["x-dexd-journal-end"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
+    common::journal_end::journal_end(&server.client, &server.base_url, 1).await
 }
 
 /// Segment `segment` once it is ready (503 while its state hash is computed): the response.
@@ -80,23 +71,17 @@ async fn a_finished_segment_is_the_same_bytes_every_time_and_an_auditor_reads_it
     let server = TestServer::start_in(dexd_venue::config::Config::embedded_default(), data_dir.path()).await;
     let end = fill_journal(&server, 10_050).await;
 
-    // Not finished: 404, and a segment is read whole or not at all.
-    let (status, body) = server
-        .get("/audit/journal", &[("chainId", "1"), ("segment", "1")])
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (404, Some("SEGMENT_NOT_FOUND")),
-        "{body}"
-    );
-    let (status, body) = server
-        .get("/audit/journal", &[("chainId", "1"), ("segment", "0"), ("from", "1")])
-        .await;
-    assert_eq!(
-        (status, body["error"]["field"].as_str()),
-        (400, Some("segment")),
-        "{body}"
-    );
+    // Not finished, or past any journal: 404.
+    for segment in ["1", "18446744073709551614"] {
+        let (status, body) = server
+            .get("/audit/journal", &[("chainId", "1"), ("segment", segment)])
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (404, Some("SEGMENT_NOT_FOUND")),
+            "{body}"
+        );
+    }
 
     let first = segment(&server, 0).await;
     assert_eq!(first.status(), 200);
@@ -155,26 +140,6 @@ async fn a_finished_segment_is_the_same_bytes_every_time_and_an_auditor_reads_it
     let copy = dexd_store::JournalReader::open(directory.path(), 1).unwrap();
     let mut copy: Box<dyn dexd_store::JournalRead> = Box::new(copy);
     assert!(copy.last_sequence().unwrap() >= end);
-}
-
-async fn audit_once(venue: &str, directory: &std::path::Path, more: &[&str]) -> std::process::Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args([
-            "audit",
-            "--venue",
-            venue,
-            "--chain-id",
-            "1",
-            "--once",
-            "--poll-interval-ms",
-            "20",
-            "--dir",
-        ])
-        .arg(directory)
-        .args(more)
-        .output()
-        .await
-        .unwrap()
 }
 
 /// A client whose connections come from `address` (any of 127.0.0.0/8 reaches the server).

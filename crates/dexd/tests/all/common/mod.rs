@@ -171,9 +171,21 @@ pub struct TestServer {
     pub client: reqwest::Client,
     _stop: oneshot::Sender<()>,
     _data_dir: Option<tempfile::TempDir>,
+    /// The in-process server's task, until it has stopped.
+    serving: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl TestServer {
+    /// Stops an in-process server and waits until it has closed its data directory, so that
+    /// another may start on it (dropping it stops it in the background).
+    pub async fn stop(self) {
+        let TestServer { _stop, serving, .. } = self;
+        drop(_stop);
+        if let Some(serving) = serving {
+            serving.await.unwrap();
+        }
+    }
+
     pub async fn start() -> TestServer {
         TestServer::start_with(Config::embedded_default()).await
     }
@@ -196,6 +208,7 @@ impl TestServer {
             client: reqwest::Client::new(),
             _stop: stop,
             _data_dir: None,
+            serving: None,
         }
     }
 
@@ -203,7 +216,7 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
+        let serving = tokio::spawn(async move {
             dexd::serve(config, &path, listener, async move {
                 let _ = stopped.await;
             })
@@ -215,6 +228,7 @@ impl TestServer {
             client: reqwest::Client::new(),
             _stop: stop,
             _data_dir: data_dir,
+            serving: Some(serving),
         };
         server.wait_until_ready().await;
         server

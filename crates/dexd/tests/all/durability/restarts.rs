@@ -246,6 +246,9 @@ async fn a_fee_raise_in_the_configuration_is_announced_and_applies_only_after_it
         let server = common::TestServer::start_in(Config::embedded_default(), data_dir.path()).await;
         server.deposit(&alice, "USDC", "10000").await;
         server.deposit(&bob, "ETH", "5").await;
+        // Stopped whole before the next start on the same folder (a drop stops it in the
+        // background, which under load could overlap the next start).
+        server.stop().await;
     }
     let mut raised = Config::embedded_default();
     let chain = raised.chains.iter_mut().find(|chain| chain.chain_id == 1).unwrap();
@@ -268,6 +271,7 @@ async fn a_fee_raise_in_the_configuration_is_announced_and_applies_only_after_it
         server.limit(&bob, "sell", "2000", "1").await;
         server.limit(&alice, "buy", "2000", "1").await;
         assert_eq!(server.balance(&alice, "ETH").await["total"], "0.998");
+        server.stop().await;
         effective_at
     };
     // Restarted again with the same file: the announcement keeps its time.
@@ -275,6 +279,7 @@ async fn a_fee_raise_in_the_configuration_is_announced_and_applies_only_after_it
         let server = common::TestServer::start_in(raised.clone(), data_dir.path()).await;
         let (_, pairs) = server.get("/account/assetPairs", &[("chainId", "1")]).await;
         assert_eq!(pairs["pairs"][0]["feeRaise"]["effectiveAt"], effective_at);
+        server.stop().await;
     }
     // A cut applies at once, and the announced raise is gone with it.
     let mut cut = Config::embedded_default();
