@@ -16,6 +16,7 @@
 //! It never writes to the venue, and trusts nothing the venue says that it can check.
 
 pub(crate) mod chain;
+mod chain_checks;
 pub(crate) mod checks;
 pub(crate) mod copy;
 mod requests;
@@ -25,7 +26,6 @@ pub(crate) mod source;
 
 pub use self::copy::trees_directory;
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -572,152 +572,6 @@ impl Auditor {
             }
         }
         Ok(Ok(()))
-    }
-
-    /// The checks of a segment that need the chain, by journal position: credits against the
-    /// vault's events, confirmed and failed withdrawals against what it paid, contract
-    /// accounts' approvals. None without a node.
-    async fn chain_failures(
-        &self,
-        commands: &[&CommandLine],
-        checks: &[LineCheck],
-    ) -> Result<BTreeMap<u64, String>, String> {
-        let mut failures = BTreeMap::new();
-        let Some(vault) = &self.vault else {
-            return Ok(failures);
-        };
-        let unavailable = |error: dexd_custody::node::NodeError| format!("the chain's node: {error}");
-        // A node behind the blocks the journal names has not seen their events yet: that is
-        // its lag, not the venue's fault, and the checks wait for it.
-        let newest_block = commands
-            .iter()
-            .filter_map(|line| match &line.command {
-                Command::CreditChainDeposit(deposit) => Some(deposit.block_number),
-                Command::RecordWithdrawalRequest(request) => Some(request.block_number),
-                Command::RecordLiabilityRoot(record) => Some(record.block_number),
-                Command::ConfirmWithdrawals { block_number, .. } => Some(*block_number),
-                _ => None,
-            })
-            .max();
-        if let Some(block) = newest_block {
-            let head = vault.head().await.map_err(unavailable)?;
-            if head < block {
-                return Err(format!(
-                    "the chain's node is at block {head}, behind block {block} the journal names"
-                ));
-            }
-        }
-        let credits: Vec<(u64, &dexd_core::ChainDeposit)> = commands
-            .iter()
-            .filter_map(|line| match &line.command {
-                Command::CreditChainDeposit(deposit) => Some((line.sequence, deposit)),
-                _ => None,
-            })
-            .collect();
-        for (sequence, what) in vault.unmatched_deposits(&credits).await.map_err(unavailable)? {
-            failures.entry(sequence).or_insert(what);
-        }
-        for line in commands {
-            let fact_differs = match &line.command {
-                Command::RecordWithdrawalRequest(request) => vault.request_differs(request).await,
-                Command::RecordLiabilityRoot(_)
-                | Command::SettleLiabilityRoot { .. }
-                | Command::RecordVaultFreeze(_) => vault.root_fact_differs(&line.command).await,
-                _ => Ok(None),
-            };
-            if let Some(what) = fact_differs.map_err(unavailable)? {
-                failures.entry(line.sequence).or_insert(what);
-            }
-            let (keys, paid_expected) = match &line.command {
-                Command::ConfirmWithdrawals { withdrawals, .. } => (withdrawals.clone(), true),
-                Command::FailWithdrawal(key) => (vec![*key], false),
-                _ => continue,
-            };
-            // A request made on chain is checked against the vault's serving of it in the
-            // replay, where the amount the engine debited is known.
-            let keys: Vec<dexd_core::WithdrawalKey> = keys
-                .into_iter()
-                .filter(|key| !dexd_core::is_chain_request_withdrawal_id(&key.withdrawal_id))
-                .collect();
-            if keys.is_empty() {
-                continue;
-            }
-            if let Command::ConfirmWithdrawals {
-                tx_hash, block_number, ..
-            } = &line.command
-            {
-                if !vault
-                    .not_paid_by(&keys, *tx_hash, *block_number)
-                    .await
-                    .map_err(unavailable)?
-                    .is_empty()
-                {
-                    failures
-                        .entry(line.sequence)
-                        .or_insert("a withdrawal confirmed as paid by a transaction that did not pay it".into());
-                }
-                continue;
-            }
-            let paid = vault.paid(&keys).await.map_err(unavailable)?;
-            if paid.iter().any(|paid| *paid != paid_expected) {
-                let what = if paid_expected {
-                    "a withdrawal confirmed as paid that the vault has not paid"
-                } else {
-                    "a withdrawal the vault paid, failed and credited back"
-                };
-                failures.entry(line.sequence).or_insert(what.to_string());
-            }
-        }
-        for (line, check) in commands.iter().zip(checks) {
-            if let (LineCheck::NeedsContractApproval { digest, at_block }, Command::RequestWithdrawal(withdrawal)) =
-                (check, &line.command)
-            {
-                // Asked where the venue asked: an approval that lapsed since is no failure, and a
-                // node that does not have that block yet is not obtained (asked again later).
-                let approved = vault
-                    .approves(&withdrawal.request.account, *digest, &withdrawal.signature, *at_block)
-                    .await
-                    .map_err(unavailable)?;
-                if !approved {
-                    failures.entry(line.sequence).or_insert(
-                        "a withdrawal signed neither by the account nor with its contract's approval".into(),
-                    );
-                }
-            }
-        }
-        Ok(failures)
-    }
-
-    /// For a confirmation of requests made on chain: one the vault did not serve, or served with
-    /// another amount than the replay debited, in words.
-    async fn requests_served_unlike_the_replay(&self, command: &Command) -> Result<Option<String>, String> {
-        let (Some(vault), Command::ConfirmWithdrawals { withdrawals, .. }) = (&self.vault, command) else {
-            return Ok(None);
-        };
-        for key in withdrawals {
-            let Some(pending) = self.engine.custody().pending_withdrawal(key) else {
-                continue;
-            };
-            let Some(request_id) = pending.origin.request_id() else {
-                continue;
-            };
-            let stored = vault
-                .request(request_id)
-                .await
-                .map_err(|error| format!("the chain's node: {error}"))?;
-            if !stored.served || stored.paid != alloy::primitives::U256::from(pending.amount.units()) {
-                return Ok(Some(format!(
-                    "the request {request_id} is confirmed, and the vault {} where the replay debited {}",
-                    if stored.served {
-                        format!("served it with {}", stored.paid)
-                    } else {
-                        "has not served it".to_string()
-                    },
-                    pending.amount.units()
-                )));
-            }
-        }
-        Ok(None)
     }
 
     /// Writes a snapshot of the copy when enough commands passed since the last (or at the end
