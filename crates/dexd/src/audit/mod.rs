@@ -5,7 +5,8 @@
 //! with dexd's own engine, compares every committed root with the vault's and keeps the leaves
 //! of every root it checked ([`auditor`]).
 //!
-//! The journal's finished segments are kept as files, the same bytes for every reader
+//! A page gives a batch's order hashes once ([`page`]). The journal's finished segments are
+//! kept as files, the same bytes for every reader
 //! ([`segments`]).
 //!
 //! The venue serves the journal (`GET /audit/journal`, `api::handlers::audit`); nothing here
@@ -13,4 +14,5 @@
 
 pub mod auditor;
 pub mod format;
+pub mod page;
 pub mod segments;

@@ -26,9 +26,10 @@ use crate::api::fair_share::{FairGate, FairGateLimits, FairPermit, Refusal};
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::audit::format::{
-    PageWriter, JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION, MAX_JOURNAL_PAGE_BYTES,
+    JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION, MAX_JOURNAL_PAGE_BYTES,
     MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL,
 };
+use crate::audit::page::PageWriter;
 use crate::audit::segments::{segment_positions, segment_response, OpenSegment, SegmentFiles, SEGMENT_POSITIONS};
 
 /// The most roots one `/audit/roots` page lists (and its default).

@@ -40,9 +40,8 @@ use self::chain::AuditedVault;
 use self::checks::{check_lines, BatchClaims, LineCheck};
 use self::copy::{AuditCopy, SNAPSHOT_EVERY_COMMANDS};
 use self::source::{JournalSource, SourceError};
-use crate::audit::format::{
-    link_batch_hashes, parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL,
-};
+use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
+use crate::audit::page::link_batch_hashes;
 use crate::audit::segments::{segment_of, segment_positions, SegmentFiles};
 use dexd_venue::telemetry::Telemetry;
 
