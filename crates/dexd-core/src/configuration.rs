@@ -82,6 +82,12 @@ impl ChainConfiguration {
     /// Checks the configuration on its own: one description per asset, symbols short, upper
     /// case and distinct, a token for every asset but at most one native one.
     pub fn check(&self) -> Result<(), ConfigurationRefused> {
+        if self.engine.limits.venue_signed_window_ms > MAX_VENUE_SIGNED_WINDOW_MS {
+            return Err(refused(format!(
+                "a venue-signed window of {} ms; at most {MAX_VENUE_SIGNED_WINDOW_MS} ms",
+                self.engine.limits.venue_signed_window_ms
+            )));
+        }
         let assets = &self.description.assets;
         if assets.len() != self.engine.assets.len() {
             return Err(refused(format!(
@@ -161,6 +167,12 @@ pub fn check_engine_change(old: &EngineConfig, new: &EngineConfig) -> Result<(),
             old.limits.fee_notice_ms, new.limits.fee_notice_ms
         )));
     }
+    let (old_window, new_window) = (old.limits.venue_signed_window_ms, new.limits.venue_signed_window_ms);
+    if old_window != 0 && (new_window == 0 || new_window > old_window) {
+        return Err(refused(format!(
+            "the venue-signed window went from {old_window} ms to {new_window} ms; once set it may only narrow"
+        )));
+    }
     if old.fee_account != new.fee_account {
         return Err(refused(format!(
             "the fee account changed from {} to {}",
@@ -219,7 +231,17 @@ pub struct EngineLimits {
     /// How long after a configuration is journaled a raise of a pair's fees it announces may
     /// take effect, at the least (a cut applies at once). It may be raised, never lowered.
     pub fee_notice_ms: u64,
+    /// How far a command the venue signed with an account's key may be from its signed expiry:
+    /// it is applied only while its time is within this many ms of that expiry either side, and
+    /// its nonce is claimed like a client's, so that no such command can be journaled twice or
+    /// late. Zero only in journals written before the rule (their venue-signed commands claim
+    /// nothing); once set it may narrow, never widen or return to zero. At most
+    /// [`MAX_VENUE_SIGNED_WINDOW_MS`].
+    pub venue_signed_window_ms: u64,
 }
+
+/// The widest [`EngineLimits::venue_signed_window_ms`], and the default: 5 s.
+pub const MAX_VENUE_SIGNED_WINDOW_MS: u64 = 5_000;
 
 /// The notice a raise of fees needs by default: a day.
 pub const DEFAULT_FEE_NOTICE_MS: u64 = 24 * 3_600_000;
@@ -234,6 +256,7 @@ impl Default for EngineLimits {
             max_live_nonces_per_account: 100_000,
             max_pending_transfers: 100_000,
             fee_notice_ms: DEFAULT_FEE_NOTICE_MS,
+            venue_signed_window_ms: MAX_VENUE_SIGNED_WINDOW_MS,
         }
     }
 }

@@ -152,12 +152,28 @@ fn a_configuration_that_does_more_than_add_is_refused_and_changes_nothing() {
     let mut fee_account_changed = configuration();
     fee_account_changed.engine.fee_account = ALICE;
     refused.push(fee_account_changed);
+    // The venue-signed window, once set, may narrow, never widen or go back to none.
+    let mut unbound = configuration();
+    unbound.engine.limits.venue_signed_window_ms = 0;
+    refused.push(unbound);
+    let mut too_wide = configuration();
+    too_wide.engine.limits.venue_signed_window_ms = crate::MAX_VENUE_SIGNED_WINDOW_MS + 1;
+    refused.push(too_wide);
     for configuration in refused {
         assert_eq!(
             execute_checked(&mut engine, Command::Configure(Box::new(configuration)), 3),
             Err(Rejection::ConfigurationRefused)
         );
     }
+    let mut narrower = configuration();
+    narrower.engine.limits.venue_signed_window_ms = 1_000;
+    execute_checked(&mut engine, Command::Configure(Box::new(narrower.clone())), 3).unwrap();
+    let mut wider_again = narrower;
+    wider_again.engine.limits.venue_signed_window_ms = 2_000;
+    assert_eq!(
+        execute_checked(&mut engine, Command::Configure(Box::new(wider_again)), 4),
+        Err(Rejection::ConfigurationRefused)
+    );
 }
 
 #[test]

@@ -489,6 +489,7 @@ fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
         nonce: crate::nonces::Nonce::from_bytes([1; 32]),
         expiry_ms: 100_000,
         batch: None,
+        venue_signed: false,
     };
     // A signed cancel all of nothing would have held the nonce for an hour.
     let mut events = Vec::new();

@@ -304,6 +304,22 @@ fn a_withdrawal_is_debited_at_once_then_sent_then_confirmed_and_leaves_the_pendi
         Err(Rejection::TransferNotPending)
     );
     assert_eq!(chain.available(ALICE, USDC), 600);
+    // Its id is used for the chain's life: debiting it again long after it was paid is refused
+    // (the vault would take it as paid by the first payment), by the state restored from a
+    // snapshot too; the same id is another account's own.
+    let restored = crate::Engine::from_state(chain.engine.config().clone(), &chain.engine.state()).unwrap();
+    assert_eq!(restored.state_hash(), chain.engine.state_hash());
+    chain.engine = restored;
+    assert_eq!(
+        chain.run(Command::RequestWithdrawal(withdrawal(ALICE, 7, USDC, 1))),
+        Err(Rejection::Nonce(crate::NonceRejection::Reused))
+    );
+    chain
+        .run(Command::CreditChainDeposit(chain_deposit(1, BOB, Some(USDC), 10)))
+        .unwrap();
+    chain
+        .run(Command::RequestWithdrawal(withdrawal(BOB, 7, USDC, 1)))
+        .unwrap();
 }
 
 #[test]

@@ -506,6 +506,21 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         let now_ms = now_ms.max(self.last_time_ms);
+        let (claim, max_lifetime_ms) = match claim {
+            Some(claim) if claim.venue_signed => {
+                // A venue-signed withdrawal's expiry is the vault's (hours ahead): its id, unique
+                // for the chain's life, binds it instead. Journals from before the rule carry
+                // venue-signed commands that claimed nothing.
+                let window_ms = self.config.limits.venue_signed_window_ms;
+                if window_ms == 0 || matches!(command, Command::RequestWithdrawal(_)) {
+                    (None, 0)
+                } else {
+                    let (held, max_lifetime_ms) = claim.held_for_venue_window(window_ms);
+                    (Some(held), max_lifetime_ms)
+                }
+            }
+            claim => (claim, command.max_signed_lifetime_ms()),
+        };
         let claimant = match (&claim, command.account()) {
             (None, _) => None,
             (Some(claim), Some(account)) => {
@@ -518,7 +533,7 @@ impl Engine {
                 }
                 let signer = command.signer().unwrap_or(account);
                 self.nonces
-                    .check(&account, &signer, claim, now_ms, command.max_signed_lifetime_ms())
+                    .check(&account, &signer, claim, now_ms, max_lifetime_ms)
                     .map_err(Rejection::Nonce)?;
                 Some((account, signer))
             }

@@ -532,6 +532,7 @@ fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
         nonce: crate::Nonce::from_bytes([9; 32]),
         expiry_ms,
         batch: None,
+        venue_signed: false,
     };
     let run_signed = |venue: &mut Venue, command, claim| {
         venue.time_ms += 1;
@@ -562,4 +563,69 @@ fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
         Err(Rejection::Nonce(crate::NonceRejection::Expired))
     );
     assert_eq!(venue.balance(ALICE, USDC).available, usdc(99 * USDC_UNIT));
+}
+
+#[test]
+fn a_venue_signed_command_is_applied_once_and_only_within_its_window() {
+    let window_ms = crate::MAX_VENUE_SIGNED_WINDOW_MS;
+    let venue_claim = |nonce: u8, expiry_ms| crate::NonceClaim {
+        nonce: crate::Nonce::from_bytes([nonce; 32]),
+        expiry_ms,
+        batch: None,
+        venue_signed: true,
+    };
+    let run = |venue: &mut Venue, claim| {
+        let before = venue.engine.state_hash();
+        let mut events = Vec::new();
+        let result =
+            venue
+                .engine
+                .execute_signed(alice_withdraws_usdc(USDC_UNIT), Some(claim), venue.time_ms, &mut events);
+        if result.is_err() {
+            assert_eq!(before, venue.engine.state_hash(), "a rejection changes nothing");
+        }
+        result
+    };
+    let mut venue = Venue::new();
+    venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
+    venue.time_ms = 1_000_000;
+    let now = venue.time_ms;
+    run(&mut venue, venue_claim(1, now + 2_500)).unwrap();
+    // The same line again, at once or as long as its expiry is in the window: its nonce.
+    assert_eq!(
+        run(&mut venue, venue_claim(1, now + 2_500)),
+        Err(Rejection::Nonce(crate::NonceRejection::Reused))
+    );
+    venue.time_ms = now + 2_500 + window_ms - 1;
+    assert_eq!(
+        run(&mut venue, venue_claim(1, now + 2_500)),
+        Err(Rejection::Nonce(crate::NonceRejection::Reused))
+    );
+    // Later than that: the window, whatever its nonce.
+    venue.time_ms = now + 2_500 + window_ms;
+    assert_eq!(
+        run(&mut venue, venue_claim(1, now + 2_500)),
+        Err(Rejection::Nonce(crate::NonceRejection::Expired))
+    );
+    // An expiry further ahead than the window (a client's signature relabelled as the venue's).
+    let now = venue.time_ms;
+    assert_eq!(
+        run(&mut venue, venue_claim(2, now + window_ms + 1)),
+        Err(Rejection::Nonce(crate::NonceRejection::ExpiryTooFar {
+            max_lifetime_ms: 2 * window_ms
+        }))
+    );
+    run(&mut venue, venue_claim(2, now + window_ms)).unwrap();
+    assert_eq!(venue.balance(ALICE, USDC).available, usdc(98 * USDC_UNIT));
+
+    // A journal from before the rule (a window of 0): venue-signed commands claimed nothing.
+    let mut venue = Venue::new();
+    venue.engine = engine_with_limits(EngineLimits {
+        venue_signed_window_ms: 0,
+        ..EngineLimits::default()
+    });
+    venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
+    run(&mut venue, venue_claim(1, 0)).unwrap();
+    run(&mut venue, venue_claim(1, 0)).unwrap();
+    assert_eq!(venue.balance(ALICE, USDC).available, usdc(98 * USDC_UNIT));
 }

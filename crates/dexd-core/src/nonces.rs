@@ -57,6 +57,24 @@ pub struct NonceClaim {
     /// For an order of a batch signed once: which batch and which of its orders. Every order
     /// of the batch carries the batch's nonce; the registry applies each of them at most once.
     pub batch: Option<BatchSlot>,
+    /// Whether the venue signed the request with the account's key (a `privateKey` request)
+    /// rather than the client: its expiry is then held to a window around the command's time
+    /// ([`crate::EngineLimits::venue_signed_window_ms`]) instead of a client's lifetime.
+    pub venue_signed: bool,
+}
+
+impl NonceClaim {
+    /// The claim the registry holds for a venue-signed request accepted in a window of
+    /// `window_ms` either side of its time, with the lifetime it may have: its nonce is kept
+    /// until `window_ms` after its signed expiry, the last time a copy could still fall in the
+    /// window, so a copy is refused either by the window or as a reused nonce.
+    pub fn held_for_venue_window(self, window_ms: u64) -> (NonceClaim, u64) {
+        let held = NonceClaim {
+            expiry_ms: self.expiry_ms.saturating_add(window_ms),
+            ..self
+        };
+        (held, window_ms.saturating_mul(2))
+    }
 }
 
 /// The most orders a batch signed once may hold for the registry to follow each: the bits of
@@ -369,6 +387,7 @@ mod tests {
             nonce: Nonce::from_bytes([nonce; 32]),
             expiry_ms,
             batch: None,
+            venue_signed: false,
         }
     }
 

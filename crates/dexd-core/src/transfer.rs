@@ -168,3 +168,16 @@ pub struct WithdrawalKey {
     /// The id the account signed.
     pub withdrawal_id: [u8; 32],
 }
+
+impl WithdrawalKey {
+    /// The withdrawal's mark in the chain's memory of used ids: 128 bits of BLAKE3 over the
+    /// account and the id. Two withdrawals share one only by a 2^-128 accident, which would
+    /// refuse the second (the client signs again with another id), never pay it twice.
+    pub fn mark(&self) -> u128 {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(self.account.as_bytes());
+        hasher.update(&self.withdrawal_id);
+        let digest = hasher.finalize();
+        u128::from_be_bytes(digest.as_bytes()[..16].try_into().expect("16 of 32 bytes"))
+    }
+}

@@ -60,11 +60,13 @@ pub struct Authorization {
 }
 
 impl Authorization {
-    /// The nonce claim a client-signed command makes. Every order of a client-signed batch
-    /// carries one: the claimant's takes the nonce, a follower's is held to that claim, so that
-    /// the engine applies each order of the batch at most once.
+    /// The nonce claim the command makes: a client's, or the venue's for a `privateKey`
+    /// request (the engine holds that one to a window around the command's time). Every order
+    /// of a client-signed batch carries one: the claimant's takes the nonce, a follower's is
+    /// held to that claim, so that the engine applies each order of the batch at most once.
     pub fn claim(&self) -> Option<NonceClaim> {
-        self.client_signed.then(|| NonceClaim {
+        Some(NonceClaim {
+            venue_signed: !self.client_signed,
             nonce: Nonce::from_bytes(self.nonce),
             expiry_ms: self.expiry_ms,
             batch: self.batch.as_ref().map(|place| BatchSlot {

@@ -45,8 +45,9 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"DEXDSNAP";
 /// state is restored, and the state hash that covers it. Version 8: each resting order's place
 /// in its batch, for an order of a batch signed once. Version 9: the live nonces a batch signed
 /// once claimed, with which of its orders were applied; each pending withdrawal's origin (signed,
-/// or asked for on chain) and the next request made on chain.
-pub const SNAPSHOT_FILE_VERSION: u32 = 9;
+/// or asked for on chain) and the next request made on chain. Version 10: every withdrawal id
+/// the chain used, and the configuration's venue-signed window.
+pub const SNAPSHOT_FILE_VERSION: u32 = 10;
 /// The header: magic, version, chain id, sequence, journal id (32 ASCII hex digits),
 /// configuration fingerprint, state hash, payload length.
 const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 32 + 32 + 32 + 8;

@@ -254,7 +254,8 @@ fn journal_and_project(
     let sequence = projector.projected_sequence().unwrap() + 1;
     let encoded = codec::encode_command(&command);
     let mut events = Vec::new();
-    engine.execute(command, sequence, &mut events).unwrap();
+    let claim = authorization.as_ref().and_then(Authorization::claim);
+    engine.execute_signed(command, claim, sequence, &mut events).unwrap();
     writer
         .append(&[JournalEntry {
             sequence,
@@ -306,7 +307,8 @@ fn limit_order(account: Address, order_id: OrderId, direction: dexd_core::Direct
 fn venue_signed(order_id: OrderId, signature_byte: u8) -> Authorization {
     Authorization {
         order_id: Some(order_id),
-        nonce: [0; 32],
+        // Its own nonce, and an expiry in the venue's window of the test's early times.
+        nonce: *order_id.as_bytes(),
         expiry_ms: 0,
         signature: [signature_byte; 65],
         client_signed: false,

@@ -1,5 +1,6 @@
-//! The nonce of a batch of orders a client signed once (contract version 4), claimed in the
-//! writer: every order of the batch carries the batch's nonce, and one of them must claim it.
+//! The nonce of a batch of orders signed once (contract version 4: by a client, or by the venue
+//! with the key), claimed in the writer: every order of the batch carries the batch's nonce, and
+//! one of them must claim it.
 //!
 //! The first of a copy's orders the engine applies claims the nonce (its authorization is
 //! journaled saying so, so a replay claims it again at the same place); the others follow that
@@ -43,7 +44,7 @@ impl BatchNonce {
         let Some(authorization) = authorization.as_mut() else {
             return Ok(None);
         };
-        if authorization.batch.is_none() || !authorization.client_signed {
+        if authorization.batch.is_none() {
             return Ok(authorization.claim());
         }
         if self.signature == Some(authorization.signature) {

@@ -140,7 +140,10 @@ fn write(data_dir: &Path, engine: &mut Engine, commands: &mut dyn Iterator<Item 
                 sequence += 1;
                 events.clear();
                 let authorization = match &command {
-                    Command::PlaceOrder(order) => Some(workload::zeroed_authorization(order.order_id)),
+                    Command::PlaceOrder(order) => Some(workload::venue_authorization(
+                        order.order_id,
+                        1_700_000_000_000 + sequence,
+                    )),
                     _ => None,
                 };
                 let encoded = dexd_store::codec::encode_command(&command);

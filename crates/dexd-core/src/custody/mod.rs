@@ -23,7 +23,7 @@
 mod deposits;
 mod withdrawals;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sha3::{Digest, Keccak256};
 
@@ -135,6 +135,8 @@ pub struct CustodyState {
     pub next_chain_request_id: u64,
     /// The accounts' flows through the vault and the roots recorded.
     pub liabilities: LiabilitiesState,
+    /// Every signed withdrawal id ever debited, by [`WithdrawalKey::mark`], in ascending order.
+    pub used_withdrawal_ids: Vec<u128>,
 }
 
 /// The custody state of one chain: the vault's deposit counter as credited, how far the deposit
@@ -153,6 +155,12 @@ pub struct Custody {
     pending_withdrawal_units: Vec<Amount>,
     max_pending_transfers: usize,
     liabilities: Liabilities,
+    /// Every signed withdrawal id the chain ever debited, by [`WithdrawalKey::mark`]: an id is
+    /// used once in the chain's life, so that no journal can debit (or pay) one twice, even
+    /// long after the first was paid. It grows with the chain's withdrawals, 16 bytes each
+    /// (and the set's overhead); there is no cap, since refusing withdrawals once it filled
+    /// would hold funds, and a million withdrawals take about 40 MB.
+    used_withdrawal_ids: BTreeSet<u128>,
 }
 
 impl Custody {
@@ -172,6 +180,7 @@ impl Custody {
             pending_withdrawal_units: vec![Amount::ZERO; asset_count],
             max_pending_transfers,
             liabilities: Liabilities::default(),
+            used_withdrawal_ids: BTreeSet::new(),
         }
     }
 
@@ -194,6 +203,7 @@ impl Custody {
             next_request_number: self.next_request_number,
             next_chain_request_id: self.next_chain_request_id,
             liabilities: self.liabilities.state(),
+            used_withdrawal_ids: self.used_withdrawal_ids.iter().copied().collect(),
         }
     }
 
@@ -213,6 +223,7 @@ impl Custody {
         custody.next_chain_request_id = state.next_chain_request_id;
         custody.pending_deposits = state.pending_deposits.into_iter().collect();
         custody.liabilities = Liabilities::restore(state.liabilities)?;
+        custody.used_withdrawal_ids = state.used_withdrawal_ids.into_iter().collect();
         for (key, pending) in state.withdrawals {
             let index = usize::from(pending.asset.0);
             if index >= asset_count {
@@ -418,6 +429,10 @@ impl Custody {
         }
         hasher.update(self.next_chain_request_id.to_be_bytes());
         self.liabilities.hash_into(hasher);
+        hasher.update((self.used_withdrawal_ids.len() as u64).to_be_bytes());
+        for mark in &self.used_withdrawal_ids {
+            hasher.update(mark.to_be_bytes());
+        }
     }
 
     /// Checks the custody state's own invariants: the per-asset pending totals equal the sum of

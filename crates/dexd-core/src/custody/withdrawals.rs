@@ -29,6 +29,9 @@ impl Custody {
         if self.withdrawals.contains_key(&key) {
             return Err(Rejection::DuplicateTransfer);
         }
+        if self.used_withdrawal_ids.contains(&key.mark()) {
+            return Err(Rejection::Nonce(crate::NonceRejection::Reused));
+        }
         if self.withdrawals.len() >= self.max_pending_transfers {
             return Err(Rejection::TooManyPendingTransfers);
         }
@@ -71,6 +74,7 @@ impl Custody {
         });
         self.withdrawals_in_request_order.insert(pending.request_number, key);
         self.withdrawals.insert(key, pending);
+        self.used_withdrawal_ids.insert(key.mark());
         Ok(())
     }
 

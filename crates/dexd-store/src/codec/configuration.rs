@@ -12,8 +12,22 @@ use super::{CodecError, Reader, Writer};
 /// The tag of `Command::Configure` as journals before contract version 5 wrote it (read only: no
 /// fee notice, no fee raise).
 pub(super) const CONFIGURE_TAG: u8 = 28;
-/// The tag of `Command::Configure` with the fee notice and each pair's announced fee raise.
+/// The tag of `Command::Configure` with the fee notice and each pair's announced fee raise (read
+/// only: no venue-signed window).
 pub(super) const CONFIGURE_WITH_FEE_NOTICE_TAG: u8 = 32;
+/// The tag of `Command::Configure` as written now: with the venue-signed window after the rest.
+pub(super) const CONFIGURE_WITH_VENUE_WINDOW_TAG: u8 = 33;
+
+/// Which fields a configuration's encoding holds, by the tag it was written under.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ConfigurationFields {
+    /// [`CONFIGURE_TAG`]: no fee notice, no fee raise, no venue-signed window.
+    Original,
+    /// [`CONFIGURE_WITH_FEE_NOTICE_TAG`]: the fee notice and raises, no venue-signed window.
+    WithFeeNotice,
+    /// [`CONFIGURE_WITH_VENUE_WINDOW_TAG`] (and snapshots): every field.
+    WithVenueWindow,
+}
 
 /// The most assets, and separately pairs, a configuration may list (indexes are `u16`).
 const MAX_LISTED: usize = u16::MAX as usize;
@@ -64,11 +78,16 @@ pub(crate) fn put_configuration(writer: &mut Writer, configuration: &ChainConfig
             writer.u64(raise.effective_at_ms);
         });
     }
+    writer.u64(limits.venue_signed_window_ms);
 }
 
-/// Reads a configuration: `with_fee_notice` for one written with [`CONFIGURE_WITH_FEE_NOTICE_TAG`]
-/// (and in snapshots), without for the older tag (the default notice, no raise announced).
-pub(crate) fn get_configuration(reader: &mut Reader, with_fee_notice: bool) -> Result<ChainConfiguration, CodecError> {
+/// Reads a configuration holding `fields`: one written before the fee notice gets the default
+/// notice and no raise, one before the venue-signed window a window of zero (its venue-signed
+/// commands claimed nothing).
+pub(crate) fn get_configuration(
+    reader: &mut Reader,
+    fields: ConfigurationFields,
+) -> Result<ChainConfiguration, CodecError> {
     let chain_id = reader.u64()?;
     let venue_contract = Address::from_bytes(reader.array()?);
     let custody = match reader.u8()? {
@@ -89,6 +108,7 @@ pub(crate) fn get_configuration(reader: &mut Reader, with_fee_notice: bool) -> R
         max_live_nonces_per_account: limit()?,
         max_pending_transfers: limit()?,
         fee_notice_ms: dexd_core::DEFAULT_FEE_NOTICE_MS,
+        venue_signed_window_ms: 0,
     };
     let asset_count = usize::from(reader.u16()?);
     let mut assets = Vec::with_capacity(asset_count.min(MAX_LISTED));
@@ -128,7 +148,7 @@ pub(crate) fn get_configuration(reader: &mut Reader, with_fee_notice: bool) -> R
         });
     }
     let mut limits = limits;
-    if with_fee_notice {
+    if fields >= ConfigurationFields::WithFeeNotice {
         limits.fee_notice_ms = reader.u64()?;
         for pair in &mut pairs {
             pair.fee_raise = reader.optional(|reader| {
@@ -143,6 +163,9 @@ pub(crate) fn get_configuration(reader: &mut Reader, with_fee_notice: bool) -> R
                 })
             })?;
         }
+    }
+    if fields >= ConfigurationFields::WithVenueWindow {
+        limits.venue_signed_window_ms = reader.u64()?;
     }
     Ok(ChainConfiguration {
         description: ChainDescription {

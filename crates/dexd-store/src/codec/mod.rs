@@ -7,6 +7,7 @@
 
 mod authorization;
 mod configuration;
+use configuration::ConfigurationFields;
 mod liabilities;
 pub mod snapshot;
 mod trading;
@@ -424,7 +425,7 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.bytes(order_id.as_bytes());
         }
         Command::Configure(configuration) => {
-            writer.u8(configuration::CONFIGURE_WITH_FEE_NOTICE_TAG);
+            writer.u8(configuration::CONFIGURE_WITH_VENUE_WINDOW_TAG);
             configuration::put_configuration(writer, configuration);
         }
     }
@@ -452,10 +453,17 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             order_id: OrderId::from_bytes(reader.array()?),
             pair: Some(PairIndex(reader.u16()?)),
         },
-        configuration::CONFIGURE_TAG => Command::Configure(Box::new(configuration::get_configuration(reader, false)?)),
-        configuration::CONFIGURE_WITH_FEE_NOTICE_TAG => {
-            Command::Configure(Box::new(configuration::get_configuration(reader, true)?))
-        }
+        configuration::CONFIGURE_TAG => Command::Configure(Box::new(configuration::get_configuration(
+            reader,
+            ConfigurationFields::Original,
+        )?)),
+        configuration::CONFIGURE_WITH_FEE_NOTICE_TAG => Command::Configure(Box::new(configuration::get_configuration(
+            reader,
+            ConfigurationFields::WithFeeNotice,
+        )?)),
+        configuration::CONFIGURE_WITH_VENUE_WINDOW_TAG => Command::Configure(Box::new(
+            configuration::get_configuration(reader, ConfigurationFields::WithVenueWindow)?,
+        )),
         2 => Command::Deposit(get_transfer_request(reader)?),
         3 => Command::Withdraw(get_transfer_request(reader)?),
         4 => Command::SubmitChainDeposit(ChainDepositSubmission {

@@ -131,6 +131,7 @@ fn put_custody(writer: &mut Writer, custody: &CustodyState) {
     });
     writer.u64(custody.next_chain_request_id);
     super::liabilities::put_liabilities(writer, &custody.liabilities);
+    put_list(writer, &custody.used_withdrawal_ids, |writer, mark| writer.u128(*mark));
 }
 
 fn put_withdrawal_origin(writer: &mut Writer, origin: &WithdrawalOrigin) {
@@ -208,6 +209,7 @@ fn get_custody(reader: &mut Reader) -> Result<CustodyState, CodecError> {
         })?,
         next_chain_request_id: reader.u64()?,
         liabilities: super::liabilities::get_liabilities(reader)?,
+        used_withdrawal_ids: get_list(reader, 16, |reader| reader.u128())?,
     })
 }
 
@@ -403,7 +405,9 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let switches = get_list(&mut reader, 20 + 8, |reader| {
         Ok((Address::from_bytes(reader.array()?), reader.u64()?))
     })?;
-    let configuration = reader.optional(|reader| super::configuration::get_configuration(reader, true))?;
+    let configuration = reader.optional(|reader| {
+        super::configuration::get_configuration(reader, super::configuration::ConfigurationFields::WithVenueWindow)
+    })?;
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,

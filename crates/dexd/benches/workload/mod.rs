@@ -11,7 +11,7 @@ use rand::Rng;
 /// The mid price the orders are placed around, in ticks.
 pub const MID_PRICE_TICKS: u64 = 250_000;
 
-/// A random limit order of `account`, with the venue's (zeroed) authorization of it.
+/// A random limit order of `account`, with the venue's (unsigned) authorization of it, for now.
 pub fn place(random: &mut StdRng, account: Address) -> (Command, Authorization) {
     let order_id = OrderId::from_bytes(random.gen());
     let direction = if random.gen_bool(0.5) {
@@ -28,7 +28,7 @@ pub fn place(random: &mut StdRng, account: Address) -> (Command, Authorization) 
     let lots = random.gen_range(10..200);
     (
         limit_order(order_id, account, direction, price, lots),
-        zeroed_authorization(order_id),
+        venue_authorization(order_id, dexd_store::now_ms() + 2_500),
     )
 }
 
@@ -50,12 +50,13 @@ pub fn limit_order(order_id: OrderId, account: Address, direction: Direction, pr
 }
 
 /// The authorization journaled beside a placement: the benchmarks sign nothing (signing is
-/// measured on its own), so its fields are zero.
-pub fn zeroed_authorization(order_id: OrderId) -> Authorization {
+/// measured on its own), so its signature is zero; its nonce is the order id and its expiry
+/// `expiry_ms` (within the venue's window of the command's time), as the venue's own are.
+pub fn venue_authorization(order_id: OrderId, expiry_ms: u64) -> Authorization {
     Authorization {
         order_id: Some(order_id),
-        nonce: [0; 32],
-        expiry_ms: 0,
+        nonce: *order_id.as_bytes(),
+        expiry_ms,
         signature: [0; 65],
         client_signed: false,
         batch: None,

@@ -14,6 +14,13 @@ use super::params::Params;
 use dexd_crypto::{hex_prefixed, parse_address, parse_hex_bytes, recover_signer, AddressCache, PrivateKey};
 use dexd_store::Authorization;
 
+/// How far ahead of the request's arrival the venue's signature for a `privateKey` request
+/// expires. The engine takes a venue-signed command only while its time is within
+/// `dexd_core::MAX_VENUE_SIGNED_WINDOW_MS` of that expiry, so this one is applied from 2.5 s
+/// before its arrival (the leader's clock) to 7.5 s after: a writer's queue may hold it that
+/// long, and nothing older than that is ever applied.
+pub const VENUE_SIGNED_EXPIRY_AHEAD_MS: u64 = 2_500;
+
 /// The parameters of a client-signed request, besides the operation's own.
 pub const SIGNED_REQUEST_FIELDS: [&str; 4] = ["account", "nonce", "expiry", "signature"];
 
@@ -231,14 +238,16 @@ impl Credential {
     }
 
     /// The nonce and expiry to sign with: the client's, or for a key a random nonce and an expiry
-    /// of `now_ms`, so that the venue's signature, which anyone may read back, can never be
-    /// replayed as a client-signed request.
+    /// [`VENUE_SIGNED_EXPIRY_AHEAD_MS`] after `now_ms`. The engine applies a venue-signed
+    /// command only within its window (5 s) of that expiry and claims its nonce, so the
+    /// venue's signature, which anyone may read back, is applied once and never later, whether
+    /// sent again by the venue or replayed as a client's request.
     pub fn nonce_and_expiry(&self, now_ms: u64) -> ([u8; 32], u64) {
         match self {
             Credential::Key(_) => {
                 let mut nonce = [0u8; 32];
                 nonce[16..].copy_from_slice(&rand::random::<[u8; 16]>());
-                (nonce, now_ms)
+                (nonce, now_ms.saturating_add(VENUE_SIGNED_EXPIRY_AHEAD_MS))
             }
             Credential::Signed { nonce, expiry_ms, .. } => (*nonce, *expiry_ms),
         }

@@ -312,6 +312,7 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
             "maxLiveNoncesPerAccount": limits.max_live_nonces_per_account,
             "maxPendingTransfers": limits.max_pending_transfers,
             "feeNoticeMs": limits.fee_notice_ms,
+            "venueSignedWindowMs": limits.venue_signed_window_ms,
         },
         "assets": description.assets.iter().zip(&engine.assets).map(|(asset, spec)| json!({
             "symbol": asset.symbol,

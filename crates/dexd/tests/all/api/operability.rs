@@ -76,8 +76,10 @@ fn write_journal(data_dir: &Path, orders: u64) {
                     authorization: match command {
                         Command::PlaceOrder(order) => Some(Authorization {
                             order_id: Some(order.order_id),
-                            nonce: [0; 32],
-                            expiry_ms: 0,
+                            // What the venue signs with a key: a nonce of its own and an
+                            // expiry in its window of the line's time.
+                            nonce: *order.order_id.as_bytes(),
+                            expiry_ms: 1_700_000_000_000 + sequence,
                             signature: [0; 65],
                             client_signed: false,
                             batch: None,

@@ -642,6 +642,28 @@ async fn a_tampered_journal_is_reported_with_the_position() {
         sequence_of(&lines[filled + 1]),
     ));
 
+    // Every account command is bound to its signer. A cancel all the venue signed with alice's
+    // key, journaled again in place of the next line (it would cancel her new orders), and
+    // carol's own cancel all relabelled as the venue's (so that its nonce would not count):
+    // the first reuses its nonce, the second's expiry is ten minutes from its time, beyond the
+    // venue's window.
+    for (what, client_signed) in [
+        ("a venue-signed command journaled again", false),
+        ("a client's command relabelled as the venue's", true),
+    ] {
+        let original = find(&lines, |line| {
+            line["command"]["type"] == "cancelAll" && line["authorization"]["clientSigned"] == client_signed
+        });
+        let mut copied = lines.clone();
+        let mut value: Value = serde_json::from_str(&lines[original]).unwrap();
+        let next: Value = serde_json::from_str(&lines[original + 1]).unwrap();
+        value["sequence"] = next["sequence"].clone();
+        value["time"] = next["time"].clone();
+        value["authorization"]["clientSigned"] = json!(false);
+        copied[original + 1] = value.to_string();
+        cases.push((what, copied, sequence_of(&lines[original + 1])));
+    }
+
     // A configuration that raises a fee at once, journaled in place of a command (the review's
     // `configure(takerFee=100%)`, a victim's fill, `configure(back)`): a raise must be announced
     // a notice ahead, so the replay refuses it.

@@ -54,7 +54,8 @@ fn authorization(id: u8) -> Option<dexd_store::Authorization> {
     Some(dexd_store::Authorization {
         order_id: Some(OrderId::from_bytes([id; 32])),
         nonce: [id; 32],
-        expiry_ms: u64::from(id),
+        // The venue's own expiry for a key's order: 2.5 s after it signs.
+        expiry_ms: dexd_store::now_ms() + 2_500,
         signature: [id; 65],
         client_signed: false,
         batch: None,
