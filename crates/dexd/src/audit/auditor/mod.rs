@@ -45,6 +45,10 @@ use crate::audit::page::link_batch_hashes;
 use crate::audit::segments::{segment_of, segment_positions, SegmentFiles};
 use dexd_venue::telemetry::Telemetry;
 
+/// How long the auditor waits for a page before it checks the roots' deadlines (and goes on
+/// waiting for the same page): a venue that trickles its pages never holds off a veto by more.
+const PAGE_WAIT_BETWEEN_ROOT_CHECKS: Duration = Duration::from_secs(1);
+
 /// What `dexd audit` was asked to do.
 #[derive(Debug, Clone)]
 pub struct AuditOptions {
@@ -315,7 +319,9 @@ impl Auditor {
         if self.failed_at().is_some() {
             // Nothing after a failure is checked; the journal's end is still followed for the
             // roots.
-            if let Ok(page) = self.source.page(self.position() + 1, 1).await {
+            if let Ok(Ok(page)) =
+                tokio::time::timeout(PAGE_WAIT_BETWEEN_ROOT_CHECKS, self.source.page(self.position() + 1, 1)).await
+            {
                 self.journal_end = page.journal_end;
                 self.last_page_ms = dexd_store::now_ms();
             }
@@ -323,15 +329,25 @@ impl Auditor {
         }
         let from = self.position() + 1;
         let limit = self.options.page_commands.clamp(1, MAX_JOURNAL_PAGE_COMMANDS);
-        let fetched = match self.prefetched.take() {
-            Some((at, request)) if at == from => request
-                .await
-                .unwrap_or_else(|error| Err(SourceError::Unavailable(format!("the page's request: {error}")))),
+        let mut request = match self.prefetched.take() {
+            Some((at, request)) if at == from => request,
             other => {
                 if let Some((_, request)) = other {
                     request.abort();
                 }
-                self.source.next(from, limit, self.journal_end).await
+                let (source, journal_end) = (self.source.clone(), self.journal_end);
+                tokio::spawn(async move { source.next(from, limit, journal_end).await })
+            }
+        };
+        // A page that is slow to come (a venue trickling its answer) is waited for in turns,
+        // the roots' deadlines checked in between, so that no page can hold off a veto.
+        let fetched = match tokio::time::timeout(PAGE_WAIT_BETWEEN_ROOT_CHECKS, &mut request).await {
+            Ok(joined) => {
+                joined.unwrap_or_else(|error| Err(SourceError::Unavailable(format!("the page's request: {error}"))))
+            }
+            Err(_) => {
+                self.prefetched = Some((from, request));
+                return Ok(false);
             }
         };
         let page = match fetched {

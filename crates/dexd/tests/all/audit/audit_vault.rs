@@ -11,6 +11,8 @@
 //!   guardian freezes the vault;
 //! - a contract account's approval that lapses after its withdrawal is no failure (checked at
 //!   the block the venue asked).
+//! - with three guardians, the one that runs an auditor, reading the venue only through a proxy
+//!   that trickles every answer, vetoes the root it could never verify.
 
 use crate::common;
 
@@ -569,5 +571,100 @@ async fn a_withdrawal_confirmed_by_a_transaction_that_did_not_pay_it_is_a_failur
             "FAIL {} a withdrawal confirmed as paid by a transaction that did not pay it",
             line.sequence
         )
+    );
+}
+
+/// Serves `upstream` at a local address, answering a byte every 200 ms: a venue that keeps its
+/// pages coming, too slowly for a guardian ever to read one whole.
+async fn slow_proxy(upstream: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let (mut client_reads, mut client_writes) = client.into_split();
+                let (mut server_reads, mut server_writes) = server.into_split();
+                tokio::spawn(async move { tokio::io::copy(&mut client_reads, &mut server_writes).await });
+                let mut buffer = [0u8; 4096];
+                while let Ok(read) = server_reads.read(&mut buffer).await {
+                    if read == 0 {
+                        return;
+                    }
+                    for byte in &buffer[..read] {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        if client_writes.write_all(&[*byte]).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// Three guardians, of whom only the third runs an auditor, reading the venue through a proxy
+/// that trickles every answer: the root is never verified, and that one guardian vetoes it from
+/// half its challenge period. Any one guardian is enough, and a slow venue is not let through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_guardian_of_three_vetoes_a_root_it_reads_only_through_a_slow_proxy() {
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let (second, third) = (
+        alloy::signers::local::PrivateKeySigner::random(),
+        alloy::signers::local::PrivateKeySigner::random(),
+    );
+    let venue = VaultVenue::start_with_guardians(CHALLENGE_PERIOD_S, vec![second.address(), third.address()]).await;
+    let guardians = view(&venue.chain, DexdVaultV2::guardiansCall {}).await;
+    assert_eq!(
+        guardians,
+        vec![venue.chain.guardian.address(), second.address(), third.address()]
+    );
+    venue
+        .chain
+        .node
+        .raw_request("anvil_setBalance", json!([third.address(), "0x056bc75e2d63100000"]))
+        .await
+        .unwrap();
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    wait_for_root_past(&venue, 1).await;
+
+    let venue_address: std::net::SocketAddr = venue.client().base_url.trim_start_matches("http://").parse().unwrap();
+    let slow = slow_proxy(venue_address).await;
+    let directory = tempfile::tempdir().unwrap();
+    let mut arguments = vault_arguments(&venue);
+    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
+    let third_key = format!("0x{}", alloy::primitives::hex::encode(third.to_bytes()));
+    let auditor = RunningAuditor::start(
+        &slow,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&arguments),
+        &[(GUARDIAN_KEY_ENV, &third_key)],
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!vault_root(&venue, 0).await.vetoed, "{:#?}", auditor.output());
+    venue.chain.advance_time(CHALLENGE_PERIOD_S / 2 + 1).await;
+    let line = auditor
+        .wait_for_line("the root vetoed as unverified", Duration::from_secs(30), |line| {
+            line.starts_with("root 0 ")
+        })
+        .await;
+    assert!(line.starts_with("root 0 UNVERIFIED vetoed 0x"), "{line}");
+    assert!(vault_root(&venue, 0).await.vetoed, "the veto is in the vault");
+    let veto_hash = line.split(' ').nth(4).unwrap();
+    let transaction = venue
+        .chain
+        .node
+        .raw_request("eth_getTransactionByHash", json!([veto_hash]))
+        .await
+        .unwrap();
+    assert_eq!(
+        transaction["from"].as_str().unwrap().to_lowercase(),
+        format!("{:#x}", third.address()),
+        "the third guardian vetoed"
     );
 }

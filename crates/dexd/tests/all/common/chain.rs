@@ -83,7 +83,8 @@ impl TestChain {
         TestChain::start_with_terms(arguments, TEST_ROOT_TERMS).await
     }
 
-    /// Starts anvil with extra arguments, the vault deployed with `terms` (and the test guardian).
+    /// Starts anvil with extra arguments, the vault deployed with `terms` (the test guardian
+    /// first among its guardians).
     pub async fn start_with_terms(arguments: &[&str], terms: deploy::RootTerms) -> TestChain {
         let anvil = Anvil::at(anvil_path())
             .args(["--accounts", "10", "--balance", "10000"])
@@ -97,8 +98,11 @@ impl TestChain {
         let bootstrap =
             Node::connect(&anvil.endpoint(), ChainAddress::ZERO, chain_id, Duration::from_secs(10)).unwrap();
         let guardian = signer(&anvil, 6);
+        // The test guardian first, then any the terms name.
         let terms = deploy::RootTerms {
-            guardians: vec![guardian.address()],
+            guardians: std::iter::once(guardian.address())
+                .chain(terms.guardians.iter().copied())
+                .collect(),
             ..terms
         };
         let vault = deploy::deploy_vault_v2(&bootstrap, &deployer, deployer.address(), operator.address(), &terms)

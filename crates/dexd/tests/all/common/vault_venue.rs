@@ -53,8 +53,15 @@ impl VaultVenue {
     /// Starts dexd on a new test chain whose vault gives `challenge_period_s` to veto a root
     /// (long enough for a test to veto in it; the tests move the chain's clock past it).
     pub async fn start_with_challenge_period(challenge_period_s: u64) -> VaultVenue {
+        VaultVenue::start_with_guardians(challenge_period_s, Vec::new()).await
+    }
+
+    /// Like [`VaultVenue::start_with_challenge_period`], with `more_guardians` after the test
+    /// guardian.
+    pub async fn start_with_guardians(challenge_period_s: u64, more_guardians: Vec<ChainAddress>) -> VaultVenue {
         let terms = deploy::RootTerms {
             challenge_period_s,
+            guardians: more_guardians,
             ..super::chain::TEST_ROOT_TERMS
         };
         let chain = TestChain::start_with_terms(&[], terms).await;
