@@ -94,7 +94,7 @@ struct Auditor {
     threads: usize,
     /// The next page, asked for while the last one is checked (its first position, and the
     /// request), so that the venue's reading and sending overlaps the checks.
-    prefetched: Option<(u64, tokio::task::JoinHandle<Result<source::Page, SourceError>>)>,
+    prefetched: Option<(u64, tokio::task::JoinHandle<Result<ParsedPage, SourceError>>)>,
     /// The segments checked whole, kept to serve to other auditors (with `--serve`).
     served_segments: Option<Arc<SegmentFiles>>,
     /// The orders of batches signed once, followed line by line.
@@ -335,8 +335,7 @@ impl Auditor {
                 if let Some((_, request)) = other {
                     request.abort();
                 }
-                let (source, journal_end) = (self.source.clone(), self.journal_end);
-                tokio::spawn(async move { source.next(from, limit, journal_end).await })
+                self.fetch_and_parse(from, limit)
             }
         };
         // A page that is slow to come (a venue trickling its answer) is waited for in turns,
@@ -350,8 +349,8 @@ impl Auditor {
                 return Ok(false);
             }
         };
-        let page = match fetched {
-            Ok(page) => page,
+        let (page, mut lines) = match fetched {
+            Ok(ParsedPage { page, lines }) => (page, lines),
             // A page in another format, over the size bound, or not answered is not obtained:
             // the auditor goes on (and, as a guardian, vetoes what stays unverified).
             Err(SourceError::Format(message) | SourceError::Unavailable(message) | SourceError::TooLarge(message)) => {
@@ -368,7 +367,6 @@ impl Auditor {
         if page.text.is_empty() {
             return Ok(false);
         }
-        let mut lines = tokio::task::block_in_place(|| parse_page(&page.text, self.threads));
         // A segment read by an auditor that resumed inside it: what it checked already is left
         // out (after the batches' hashes were linked, which may come from those lines).
         if page.segment.is_some() {
@@ -384,11 +382,8 @@ impl Auditor {
             .count() as u64;
         let ends_segment = page.segment.is_some() || segment_positions(segment_of(from)).1 == from + commands - 1;
         if commands > 0 && (ends_segment || commands == limit as u64) {
-            let (source, next, journal_end) = (self.source.clone(), from + commands, self.journal_end);
-            self.prefetched = Some((
-                next,
-                tokio::spawn(async move { source.next(next, limit, journal_end).await }),
-            ));
+            let next = from + commands;
+            self.prefetched = Some((next, self.fetch_and_parse(next, limit)));
         }
         let before = self.position();
         self.apply_page(lines).await?;
@@ -399,6 +394,21 @@ impl Auditor {
             }
         }
         Ok(self.position() > before)
+    }
+
+    /// Fetches what comes next from `from` and parses it, as a task: the next page is read and
+    /// parsed (on the auditor's threads) while this one is checked and replayed.
+    fn fetch_and_parse(&self, from: u64, limit: usize) -> tokio::task::JoinHandle<Result<ParsedPage, SourceError>> {
+        let (source, journal_end, threads) = (self.source.clone(), self.journal_end, self.threads);
+        tokio::spawn(async move {
+            let page = source.next(from, limit, journal_end).await?;
+            tokio::task::spawn_blocking(move || {
+                let lines = parse_page(&page.text, threads);
+                ParsedPage { page, lines }
+            })
+            .await
+            .map_err(|error| SourceError::Unavailable(format!("the page's parse: {error}")))
+        })
     }
 
     /// Checks and applies a page's lines, segment by segment (a configuration starts a new
@@ -599,6 +609,12 @@ impl Auditor {
         }
         Ok(())
     }
+}
+
+/// A page as fetched, with its lines parsed.
+struct ParsedPage {
+    page: source::Page,
+    lines: Vec<Result<JournalLine, String>>,
 }
 
 /// Why the checks of a page stopped before its end.
