@@ -60,6 +60,28 @@ fn strings(arguments: &[String]) -> Vec<&str> {
     arguments.iter().map(String::as_str).collect()
 }
 
+/// Starts `dexd audit` on `venue`'s vault as the guardian whose key is `guardian_key`, reading
+/// the journal from `journal_url` (the venue, or something in front of it), with `more`
+/// arguments.
+fn start_guardian(
+    venue: &VaultVenue,
+    journal_url: &str,
+    directory: &std::path::Path,
+    guardian_key: &str,
+    more: &[String],
+) -> RunningAuditor {
+    let mut arguments = vault_arguments(venue);
+    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
+    arguments.extend(more.iter().cloned());
+    RunningAuditor::start(
+        journal_url,
+        venue.chain.chain_id,
+        directory,
+        &strings(&arguments),
+        &[(GUARDIAN_KEY_ENV, guardian_key)],
+    )
+}
+
 /// Waits until the vault holds a root of the venue's at or past `position` (of the journal);
 /// returns its epoch.
 async fn wait_for_root_past(venue: &VaultVenue, position: u64) -> u64 {
@@ -83,20 +105,13 @@ async fn a_forged_root_is_vetoed_by_an_auditor_as_guardian_and_the_venue_goes_on
     let _miner = BackgroundMiner::start(venue.chain.node.clone());
     let directory = tempfile::tempdir().unwrap();
     let metrics_address = free_local_address();
-    let mut arguments = vault_arguments(&venue);
-    arguments.extend([
-        "--guardian-key-env".into(),
-        GUARDIAN_KEY_ENV.into(),
-        "--metrics-listen".into(),
-        metrics_address.to_string(),
-    ]);
     let guardian_key = key_of(&venue.chain.guardian);
-    let auditor = RunningAuditor::start(
+    let auditor = start_guardian(
+        &venue,
         &venue.client().base_url,
-        venue.chain.chain_id,
         directory.path(),
-        &strings(&arguments),
-        &[(GUARDIAN_KEY_ENV, &guardian_key)],
+        &guardian_key,
+        &["--metrics-listen".into(), metrics_address.to_string()],
     );
     auditor
         .wait_for_line("the venue's first root checked", Duration::from_secs(60), |line| {
@@ -283,16 +298,8 @@ async fn a_root_whose_journal_is_withheld_is_vetoed_as_unverified_from_half_its_
     // The auditor is shown no journal at all (an address where nothing listens).
     let nowhere = format!("http://{}", free_local_address());
     let directory = tempfile::tempdir().unwrap();
-    let mut arguments = vault_arguments(&venue);
-    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
     let guardian_key = key_of(&venue.chain.guardian);
-    let auditor = RunningAuditor::start(
-        &nowhere,
-        venue.chain.chain_id,
-        directory.path(),
-        &strings(&arguments),
-        &[(GUARDIAN_KEY_ENV, &guardian_key)],
-    );
+    let auditor = start_guardian(&venue, &nowhere, directory.path(), &guardian_key, &[]);
     // Early in the challenge period the root waits for its journal...
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
@@ -322,16 +329,8 @@ async fn a_request_the_venue_leaves_unserved_is_reported_and_the_guardian_freeze
     let _miner = BackgroundMiner::start(venue.chain.node.clone());
     wait_for_root_past(&venue, 1).await;
     let directory = tempfile::tempdir().unwrap();
-    let mut arguments = vault_arguments(&venue);
-    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
     let guardian_key = key_of(&venue.chain.guardian);
-    let auditor = RunningAuditor::start(
-        &venue.client().base_url,
-        venue.chain.chain_id,
-        directory.path(),
-        &strings(&arguments),
-        &[(GUARDIAN_KEY_ENV, &guardian_key)],
-    );
+    let auditor = start_guardian(&venue, &venue.client().base_url, directory.path(), &guardian_key, &[]);
     auditor
         .wait_for_line("the first root checked", Duration::from_secs(60), |line| {
             line.starts_with("root 0 ok")
@@ -635,16 +634,8 @@ async fn one_guardian_of_three_vetoes_a_root_it_reads_only_through_a_slow_proxy(
     let venue_address: std::net::SocketAddr = venue.client().base_url.trim_start_matches("http://").parse().unwrap();
     let slow = slow_proxy(venue_address).await;
     let directory = tempfile::tempdir().unwrap();
-    let mut arguments = vault_arguments(&venue);
-    arguments.extend(["--guardian-key-env".into(), GUARDIAN_KEY_ENV.into()]);
     let third_key = format!("0x{}", alloy::primitives::hex::encode(third.to_bytes()));
-    let auditor = RunningAuditor::start(
-        &slow,
-        venue.chain.chain_id,
-        directory.path(),
-        &strings(&arguments),
-        &[(GUARDIAN_KEY_ENV, &third_key)],
-    );
+    let auditor = start_guardian(&venue, &slow, directory.path(), &third_key, &[]);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!vault_root(&venue, 0).await.vetoed, "{:#?}", auditor.output());
     venue.chain.advance_time(CHALLENGE_PERIOD_S / 2 + 1).await;
