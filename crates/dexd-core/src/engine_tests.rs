@@ -591,9 +591,18 @@ fn a_venue_signed_command_is_applied_once_and_only_within_its_window() {
     venue.time_ms = 1_000_000;
     let now = venue.time_ms;
     run(&mut venue, venue_claim(1, now + 2_500)).unwrap();
-    // The same line again, at once or as long as its expiry is in the window: its nonce.
+    // The same line again, at once or as long as its expiry is in the window: its nonce. The
+    // venue's published signature sent as a client's request: its nonce too.
     assert_eq!(
         run(&mut venue, venue_claim(1, now + 2_500)),
+        Err(Rejection::Nonce(crate::NonceRejection::Reused))
+    );
+    let as_clients = crate::NonceClaim {
+        venue_signed: false,
+        ..venue_claim(1, now + 2_500)
+    };
+    assert_eq!(
+        run(&mut venue, as_clients),
         Err(Rejection::Nonce(crate::NonceRejection::Reused))
     );
     venue.time_ms = now + 2_500 + window_ms - 1;
