@@ -2,6 +2,7 @@
 //! itself, and damaged or unknown bytes are refused, never misread.
 
 use super::*;
+use dexd_core::{CancelReason, OrderRecord, OrderStatus};
 
 fn sample_order() -> NewOrder {
     NewOrder {
