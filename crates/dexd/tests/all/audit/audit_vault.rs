@@ -82,6 +82,32 @@ fn start_guardian(
     )
 }
 
+/// Root 0, which `auditor` (a guardian) cannot verify, waits early in its challenge period of
+/// `challenge_period_s` (no verdict, no veto), and from half of it is vetoed as unverified,
+/// whatever the reason; returns the auditor's line.
+async fn vetoed_as_unverified_from_half_its_period(
+    venue: &VaultVenue,
+    auditor: &RunningAuditor,
+    challenge_period_s: u64,
+) -> String {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        auditor.output().iter().all(|line| !line.starts_with("root 0 ")),
+        "{:#?}",
+        auditor.output()
+    );
+    assert!(!vault_root(venue, 0).await.vetoed);
+    venue.chain.advance_time(challenge_period_s / 2 + 1).await;
+    let line = auditor
+        .wait_for_line("the root vetoed as unverified", Duration::from_secs(30), |line| {
+            line.starts_with("root 0 ")
+        })
+        .await;
+    assert!(line.starts_with("root 0 UNVERIFIED vetoed 0x"), "{line}");
+    assert!(vault_root(venue, 0).await.vetoed, "the veto is in the vault");
+    line
+}
+
 /// Waits until the vault holds a root of the venue's at or past `position` (of the journal);
 /// returns its epoch.
 async fn wait_for_root_past(venue: &VaultVenue, position: u64) -> u64 {
@@ -300,23 +326,7 @@ async fn a_root_whose_journal_is_withheld_is_vetoed_as_unverified_from_half_its_
     let directory = tempfile::tempdir().unwrap();
     let guardian_key = key_of(&venue.chain.guardian);
     let auditor = start_guardian(&venue, &nowhere, directory.path(), &guardian_key, &[]);
-    // Early in the challenge period the root waits for its journal...
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(
-        auditor.output().iter().all(|line| !line.starts_with("root 0 ")),
-        "{:#?}",
-        auditor.output()
-    );
-    assert!(!vault_root(&venue, 0).await.vetoed);
-    // ... from half of it, the root is not verified, whatever the reason, and is vetoed.
-    venue.chain.advance_time(CHALLENGE_PERIOD_S / 2 + 1).await;
-    let line = auditor
-        .wait_for_line("the root vetoed as unverified", Duration::from_secs(30), |line| {
-            line.starts_with("root 0 ")
-        })
-        .await;
-    assert!(line.starts_with("root 0 UNVERIFIED vetoed 0x"), "{line}");
-    assert!(vault_root(&venue, 0).await.vetoed, "the veto is in the vault");
+    vetoed_as_unverified_from_half_its_period(&venue, &auditor, CHALLENGE_PERIOD_S).await;
 }
 
 /// The operator keeps an account in by doing nothing: the venue stops (here it is killed) and
@@ -636,16 +646,7 @@ async fn one_guardian_of_three_vetoes_a_root_it_reads_only_through_a_slow_proxy(
     let directory = tempfile::tempdir().unwrap();
     let third_key = format!("0x{}", alloy::primitives::hex::encode(third.to_bytes()));
     let auditor = start_guardian(&venue, &slow, directory.path(), &third_key, &[]);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!vault_root(&venue, 0).await.vetoed, "{:#?}", auditor.output());
-    venue.chain.advance_time(CHALLENGE_PERIOD_S / 2 + 1).await;
-    let line = auditor
-        .wait_for_line("the root vetoed as unverified", Duration::from_secs(30), |line| {
-            line.starts_with("root 0 ")
-        })
-        .await;
-    assert!(line.starts_with("root 0 UNVERIFIED vetoed 0x"), "{line}");
-    assert!(vault_root(&venue, 0).await.vetoed, "the veto is in the vault");
+    let line = vetoed_as_unverified_from_half_its_period(&venue, &auditor, CHALLENGE_PERIOD_S).await;
     let veto_hash = line.split(' ').nth(4).unwrap();
     let transaction = venue
         .chain
