@@ -234,7 +234,7 @@ pub(crate) fn execute_journaled(
             engine.journal_sequence()
         )));
     }
-    let claim = journaled.authorization.as_ref().and_then(Authorization::claim);
+    let claim = journaled.authorization.as_ref().map(Authorization::claim);
     engine
         .execute_signed(journaled.command, claim, journaled.time_ms, events)
         .map_err(|rejection| {

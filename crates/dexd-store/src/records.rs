@@ -64,8 +64,8 @@ impl Authorization {
     /// request (the engine holds that one to a window around the command's time). Every order
     /// of a client-signed batch carries one: the claimant's takes the nonce, a follower's is
     /// held to that claim, so that the engine applies each order of the batch at most once.
-    pub fn claim(&self) -> Option<NonceClaim> {
-        Some(NonceClaim {
+    pub fn claim(&self) -> NonceClaim {
+        NonceClaim {
             venue_signed: !self.client_signed,
             nonce: Nonce::from_bytes(self.nonce),
             expiry_ms: self.expiry_ms,
@@ -74,7 +74,7 @@ impl Authorization {
                 index: place.index,
                 starts: self.claims_batch_nonce,
             }),
-        })
+        }
     }
 }
 

@@ -254,7 +254,7 @@ fn journal_and_project(
     let sequence = projector.projected_sequence().unwrap() + 1;
     let encoded = codec::encode_command(&command);
     let mut events = Vec::new();
-    let claim = authorization.as_ref().and_then(Authorization::claim);
+    let claim = authorization.as_ref().map(Authorization::claim);
     engine.execute_signed(command, claim, sequence, &mut events).unwrap();
     writer
         .append(&[JournalEntry {

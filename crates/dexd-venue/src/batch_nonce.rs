@@ -45,7 +45,7 @@ impl BatchNonce {
             return Ok(None);
         };
         if authorization.batch.is_none() {
-            return Ok(authorization.claim());
+            return Ok(Some(authorization.claim()));
         }
         if self.signature == Some(authorization.signature) {
             if let Some(refused) = self.refused {
@@ -53,7 +53,7 @@ impl BatchNonce {
             }
             if self.claimed {
                 authorization.claims_batch_nonce = false;
-                return Ok(authorization.claim());
+                return Ok(Some(authorization.claim()));
             }
         } else {
             *self = BatchNonce {
@@ -63,7 +63,7 @@ impl BatchNonce {
             };
         }
         authorization.claims_batch_nonce = true;
-        Ok(authorization.claim())
+        Ok(Some(authorization.claim()))
     }
 
     /// Takes note of what the engine did with a command whose claim [`BatchNonce::claim_for`]

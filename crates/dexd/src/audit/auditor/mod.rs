@@ -567,7 +567,7 @@ impl Auditor {
                         Err(what) => return Ok(Err(Stop::NotObtained(what))),
                     }
                     let authorization = line.journal_authorization();
-                    let claim = authorization.as_ref().and_then(dexd_store::Authorization::claim);
+                    let claim = authorization.as_ref().map(dexd_store::Authorization::claim);
                     let mut events = Vec::new();
                     if let Err(rejection) =
                         self.engine
