@@ -224,6 +224,8 @@ impl Payer {
                 "liability roots cannot be committed or recorded now; withdrawals go on"
             ),
         }
+        // Withdrawals' turn: whatever this stage does, the next root may go after it.
+        self.roots.withdrawals_had_their_turn();
         let Some(batch) = self.durable_candidates(vault).await else {
             return Ok(());
         };

@@ -47,6 +47,11 @@ pub(super) struct Roots {
     sent: Option<SentRoot>,
     /// Not before this is a root sent again, after the vault refused one.
     not_before: Option<Instant>,
+    /// A root was sent and withdrawals have not had their turn since: the next root waits for
+    /// it. Without it a root recorded in the same poll as the next one falls due (confirmations
+    /// faster than the poll, or a chain clock that runs fast) would take every turn, and no
+    /// withdrawal would ever be paid.
+    withdrawals_turn_owed: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -70,7 +75,13 @@ impl Roots {
             started: Instant::now(),
             sent: None,
             not_before: None,
+            withdrawals_turn_owed: false,
         }
+    }
+
+    /// Withdrawals had their turn in this poll: the next root may go.
+    pub(super) fn withdrawals_had_their_turn(&mut self) {
+        self.withdrawals_turn_owed = false;
     }
 
     /// Forgets what this leadership sent: the next one finds it in the vault.
@@ -181,7 +192,7 @@ impl Payer {
             Some((_, time_s)) => time_s.saturating_mul(1_000),
             None => 0,
         };
-        if self.roots.sent.is_some() || !self.root_due(vault, chain_now_ms) {
+        if self.roots.sent.is_some() || self.roots.withdrawals_turn_owed || !self.root_due(vault, chain_now_ms) {
             return Ok(RootsPoll::Continue);
         }
         self.commit_root(vault).await
@@ -266,6 +277,7 @@ impl Payer {
             mined_block: None,
             sent_at: Instant::now(),
         });
+        self.roots.withdrawals_turn_owed = true;
         self.in_flight = Some(InFlight::new(sent, Vec::new(), calldata).for_purpose(FlightPurpose::Root));
         Ok(RootsPoll::Sent)
     }

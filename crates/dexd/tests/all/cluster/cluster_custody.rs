@@ -141,9 +141,17 @@ async fn a_vault_chains_withdrawals_are_paid_once_across_leader_changes() {
         }
         nonces[1] - nonces[0]
     };
+    // A root mined just before blocks were held back waits for its confirmations, and the
+    // payer sends nothing while it does: an empty block now and then gives them, until the
+    // leader has a transaction waiting.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut next_block = std::time::Instant::now() + Duration::from_secs(1);
     while waiting().await == 0 {
         assert!(std::time::Instant::now() < deadline, "the leader sent nothing");
+        if std::time::Instant::now() >= next_block {
+            node.raw_request("anvil_mine", json!(["0x1"])).await.unwrap();
+            next_block = std::time::Instant::now() + Duration::from_secs(1);
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(1_000)).await;

@@ -384,3 +384,32 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
     venue.wait_for_newest_withdrawal_confirmed(&alice).await;
     assert_eq!(venue.usdc_in_wallet(&alice).await - before, U256::from(10 * USDC_UNIT));
 }
+
+/// Roots committed more often than one takes to be mined and confirmed (an interval shorter
+/// than the confirmations, here a block every 20 ms and a root due every 50 ms) were each
+/// recorded in the same poll as the next fell due: roots took every turn of the payer and no
+/// withdrawal was ever paid. Roots and withdrawals take turns now.
+#[tokio::test]
+async fn roots_due_faster_than_they_confirm_never_take_every_turn_from_withdrawals() {
+    let venue = VaultVenue::start_with_roots(50).await;
+    let alice = venue.chain.users[0].clone();
+    let node = venue.chain.node.clone();
+    let miner = tokio::spawn(async move {
+        loop {
+            node.raw_request("anvil_mine", json!(["0x1"])).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
+        .await;
+    let before = venue.usdc_in_wallet(&alice).await;
+    let (status, body) = venue
+        .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "10"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
+    miner.abort();
+    assert_eq!(venue.usdc_in_wallet(&alice).await - before, U256::from(10 * USDC_UNIT));
+    venue.assert_conserved().await;
+}
