@@ -9,6 +9,8 @@
 //! [`crate::VenueChain::liability_tree`]; so the committer, the endpoints and anyone with the
 //! journal get the same tree for the same position. It reads nothing from the chain.
 
+pub mod beacon;
+pub mod root_blobs;
 pub mod root_data;
 pub mod tree_file;
 

@@ -3,6 +3,7 @@
 mod exit_holds;
 mod exit_random;
 mod liability_tree;
+mod root_data_chain;
 mod roots;
 mod vault_exit;
 mod vault_liabilities;
