@@ -140,6 +140,7 @@ impl Chain {
         );
         let (publisher, publications) = publication::channel(config.pairs.len());
         let leader_epoch = Arc::new(AtomicU64::new(writer::NOT_LEADING));
+        let leads_alone = matches!(leadership, dexd_store::backend::Leadership::Always);
         writer::wake_the_writer_when_the_lease_is_lost(&mut leadership, &writer);
         let writer_state = WriterState {
             chain_id,
@@ -160,6 +161,9 @@ impl Chain {
             metrics: WriterMetrics::of_chain(telemetry, chain_id),
         };
         writer::start_writer_thread(queue, writer_state, threads.projector);
+        if leads_alone {
+            wait_for_the_writer_to_lead(chain_id, &leader_epoch);
+        }
         Ok(Chain {
             signing_domain: dexd_crypto::SigningDomain::new(config.chain_id, config.venue_contract),
             messages: restored.messages,
@@ -180,6 +184,28 @@ impl Chain {
             leader_epoch,
             liability_trees: Arc::new(trees),
         })
+    }
+}
+
+/// How long a chain's start waits for its writer to journal the configuration, on a journal
+/// that is this node's alone: a writer that cannot (its disk failing) is reported, and the chain
+/// starts without it leading, refusing writes until it does.
+pub const CONFIGURATION_JOURNALED_WAIT_MS: u64 = 30_000;
+
+/// Waits until the writer leads, that is until it has journaled the configuration, so that a
+/// node that says it is ready serves the configuration it was started with.
+fn wait_for_the_writer_to_lead(chain_id: u64, leader_epoch: &AtomicU64) {
+    let deadline = std::time::Instant::now() + Duration::from_millis(CONFIGURATION_JOURNALED_WAIT_MS);
+    while leader_epoch.load(std::sync::atomic::Ordering::Acquire) == writer::NOT_LEADING {
+        if std::time::Instant::now() >= deadline {
+            tracing::error!(
+                chain_id,
+                wait_ms = CONFIGURATION_JOURNALED_WAIT_MS,
+                "the chain's writer has not journaled its configuration; it starts without leading"
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

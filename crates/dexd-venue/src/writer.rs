@@ -195,8 +195,11 @@ enum Turn {
 /// The writer as the chain's leader: batches of writes applied, journaled and answered, until
 /// the chain stops or the node no longer leads.
 fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> Turn {
-    state.leader_epoch.store(state.epoch, Ordering::Release);
+    // The node says it leads only once the configuration is journaled: until then nothing is
+    // written or read under a configuration the journal does not hold yet (a raise of fees
+    // shown as not announced, right after a restart).
     journal_the_configuration(state);
+    state.leader_epoch.store(state.epoch, Ordering::Release);
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     loop {
         if !state.leadership.is_leading() {
