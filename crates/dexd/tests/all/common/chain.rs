@@ -304,16 +304,20 @@ impl NodeProxy {
     }
 }
 
-/// Mines a block every 150 ms until dropped, so that confirmations keep coming while a test
-/// kills and restarts dexd.
+/// Mines a block every 150 ms (or every given interval) until dropped, so that confirmations
+/// keep coming while a test kills and restarts dexd.
 pub struct BackgroundMiner(tokio::task::JoinHandle<()>);
 
 impl BackgroundMiner {
     pub fn start(node: dexd_custody::node::Node) -> BackgroundMiner {
+        BackgroundMiner::start_every(node, Duration::from_millis(150))
+    }
+
+    pub fn start_every(node: dexd_custody::node::Node, interval: Duration) -> BackgroundMiner {
         BackgroundMiner(tokio::spawn(async move {
             loop {
                 let _ = node.raw_request("anvil_mine", serde_json::json!(["0x1"])).await;
-                tokio::time::sleep(Duration::from_millis(150)).await;
+                tokio::time::sleep(interval).await;
             }
         }))
     }

@@ -316,6 +316,18 @@ impl VaultVenue {
         assert_eq!(self.transfers(account, "withdraw").await.len(), withdrawals.len());
     }
 
+    /// Withdraws `quantity` USDC (`units` of it) of the account's with its key, waits until the
+    /// withdrawal is confirmed, and checks that its wallet received exactly that.
+    pub async fn withdraw_usdc_and_see_it_paid(&self, account: &PrivateKeySigner, quantity: &str, units: u128) {
+        let before = self.usdc_in_wallet(account).await;
+        let (status, body) = self
+            .post("/portfolio/withdraw", deposit_body(account, "USDC", quantity))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        self.wait_for_newest_withdrawal_confirmed(account).await;
+        assert_eq!(self.usdc_in_wallet(account).await - before, U256::from(units));
+    }
+
     /// Waits until every withdrawal of the account is confirmed.
     pub async fn wait_for_every_withdrawal_confirmed(&self, account: &PrivateKeySigner) {
         self.eventually("every withdrawal confirmed", || async {

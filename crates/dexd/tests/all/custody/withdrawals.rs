@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
-use common::chain::{ETH_UNIT, USDC_UNIT};
+use common::chain::{BackgroundMiner, ETH_UNIT, USDC_UNIT};
 use common::vault_venue::{deposit_body, native_withdrawal_digest, signed_withdrawal_body, VaultVenue};
 use dexd_crypto::checksummed;
 use dexd_custody::vault::venue_address;
@@ -376,13 +376,7 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
             newest_root().await.is_some_and(|newest| newest >= ahead)
         })
         .await;
-    let before = venue.usdc_in_wallet(&alice).await;
-    let (status, body) = venue
-        .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "10"))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
-    assert_eq!(venue.usdc_in_wallet(&alice).await - before, U256::from(10 * USDC_UNIT));
+    venue.withdraw_usdc_and_see_it_paid(&alice, "10", 10 * USDC_UNIT).await;
 }
 
 /// Roots committed more often than one takes to be mined and confirmed (an interval shorter
@@ -393,23 +387,10 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
 async fn roots_due_faster_than_they_confirm_never_take_every_turn_from_withdrawals() {
     let venue = VaultVenue::start_with_roots(50).await;
     let alice = venue.chain.users[0].clone();
-    let node = venue.chain.node.clone();
-    let miner = tokio::spawn(async move {
-        loop {
-            node.raw_request("anvil_mine", json!(["0x1"])).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
+    let _miner = BackgroundMiner::start_every(venue.chain.node.clone(), Duration::from_millis(20));
     venue
         .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
         .await;
-    let before = venue.usdc_in_wallet(&alice).await;
-    let (status, body) = venue
-        .post("/portfolio/withdraw", deposit_body(&alice, "USDC", "10"))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    venue.wait_for_newest_withdrawal_confirmed(&alice).await;
-    miner.abort();
-    assert_eq!(venue.usdc_in_wallet(&alice).await - before, U256::from(10 * USDC_UNIT));
+    venue.withdraw_usdc_and_see_it_paid(&alice, "10", 10 * USDC_UNIT).await;
     venue.assert_conserved().await;
 }
