@@ -51,3 +51,34 @@ async fn blobs_sent_with_a_transaction_come_back_from_the_beacon_api() {
         Err(BeaconError::Missing(_))
     ));
 }
+
+/// A beacon node that answers without end is cut off at the bound, its answer refused unread.
+#[tokio::test]
+async fn a_beacon_answer_past_its_bound_is_refused() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let beacon = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = [0u8; 4096];
+        let _ = socket.read(&mut request).await;
+        let _ = socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+            .await;
+        let chunk = vec![b'0'; 1 << 20];
+        let framed = [format!("{:x}\r\n", chunk.len()).into_bytes(), chunk, b"\r\n".to_vec()].concat();
+        // Far past the bound, and never the end.
+        for _ in 0..(2 * dexd_custody::liabilities::beacon::MAX_BEACON_ANSWER_BYTES >> 20) {
+            if socket.write_all(&framed).await.is_err() {
+                return;
+            }
+        }
+    });
+    // The HTTP client's TLS runs on the provider the service installs at start.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let refused = root_data_from_beacon(&alloy_reqwest::Client::new(), &beacon, "1", &[Default::default()]).await;
+    assert!(
+        matches!(&refused, Err(BeaconError::Malformed(what)) if what.starts_with("more than")),
+        "{refused:?}"
+    );
+}
