@@ -68,7 +68,7 @@ async fn a_beacon_answer_past_its_bound_is_refused() {
         let chunk = vec![b'0'; 1 << 20];
         let framed = [format!("{:x}\r\n", chunk.len()).into_bytes(), chunk, b"\r\n".to_vec()].concat();
         // Far past the bound, and never the end.
-        for _ in 0..(2 * dexd_custody::liabilities::beacon::MAX_BEACON_ANSWER_BYTES >> 20) {
+        for _ in 0..((2 * dexd_custody::liabilities::beacon::MAX_BEACON_ANSWER_BYTES) >> 20) {
             if socket.write_all(&framed).await.is_err() {
                 return;
             }
