@@ -10,7 +10,7 @@ use alloy::eips::eip4844::{Blob, BYTES_PER_BLOB};
 use alloy::primitives::B256;
 use serde_json::Value;
 
-use super::root_blobs::{data_from_blobs, versioned_hash_of, RootBlobsError};
+use super::root_blobs::{decode_checked, versioned_hash_of, RootBlobsError};
 
 /// The most bytes a beacon node's answer may take (64 MiB: a block's blobs, hex-encoded, are far
 /// less); a longer answer is refused unread.
@@ -95,7 +95,12 @@ pub async fn root_data_from_beacon(
         hashes.swap(target, position);
     }
     blobs.truncate(recorded.len());
-    data_from_blobs(&blobs, recorded).map_err(BeaconError::Blobs)
+    // Each blob kept is the one of its recorded hash, matched above: decoded without a second
+    // commitment.
+    if blobs.is_empty() {
+        return Err(BeaconError::Blobs(RootBlobsError::Count { recorded: 0, given: 0 }));
+    }
+    decode_checked(&blobs).map_err(BeaconError::Blobs)
 }
 
 /// The blobs of a `GET /eth/v1/beacon/blobs` answer: `{"data": ["0x<blob>", ...]}`.

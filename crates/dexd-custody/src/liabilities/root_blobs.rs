@@ -107,6 +107,12 @@ pub fn data_from_blobs(blobs: &[Blob], recorded: &[B256]) -> Result<Vec<u8>, Roo
             return Err(RootBlobsError::NotRecorded(index));
         }
     }
+    decode_checked(blobs)
+}
+
+/// The data of blobs whose versioned hashes the caller has checked against the recorded ones
+/// (a commitment costs milliseconds: it is computed once per blob).
+pub(super) fn decode_checked(blobs: &[Blob]) -> Result<Vec<u8>, RootBlobsError> {
     let mut pieces = SimpleCoder::default()
         .decode_all(blobs)
         .ok_or(RootBlobsError::Undecodable)?;
