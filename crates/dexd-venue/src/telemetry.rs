@@ -204,6 +204,11 @@ const DESCRIPTIONS: &[(&str, Option<Unit>, &str)] = &[
         "Bytes waiting to be written to stream clients, all connections together.",
     ),
     (
+        "dexd_stream_slow_consumers_total",
+        None,
+        "Stream connections that fell behind their messages and were told SLOW_CONSUMER and closed.",
+    ),
+    (
         "dexd_cluster_directory_reads_total",
         None,
         "Reads of the cluster's directory in PostgreSQL (leaders, journal ends): reads waiting for a journal position share one at a time.",

@@ -131,6 +131,9 @@ fn update_levels(app: &AppState, telemetry: &Telemetry) {
         .gauge("dexd_stream_queued_bytes", &[])
         .set(app.streams.queued_total.bytes() as f64);
     telemetry
+        .counter("dexd_stream_slow_consumers_total", &[])
+        .absolute(app.streams.queued_total.slow_connections());
+    telemetry
         .counter("dexd_cluster_directory_reads_total", &[])
         .absolute(app.cluster.directory_reads());
     let now_ms = dexd_store::now_ms();

@@ -98,14 +98,7 @@ async fn write(
         let outbound = tokio::select! {
             biased;
             () = outbox.slow_signal.notified() => {
-                let error = ApiError::new(
-                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                    "SLOW_CONSUMER",
-                    "this connection fell behind its messages and is closed; connect again and resubscribe",
-                );
-                let text = protocol::error("null", &error, None);
-                let _ = tokio::time::timeout(write_timeout, sink.send(Message::Text(text.into()))).await;
-                let _ = tokio::time::timeout(write_timeout, sink.send(close(1008, "slow consumer"))).await;
+                tell_slow(&mut sink).await;
                 return;
             }
             _ = shutdown.changed() => {
@@ -134,22 +127,71 @@ async fn write(
                     close(code, reason)
                 }
             };
-            if !matches!(
-                tokio::time::timeout(write_timeout, sink.feed(message)).await,
-                Ok(Ok(()))
-            ) {
-                return;
+            match await_write(sink.feed(message), &outbox).await {
+                Written::Done => {}
+                Written::Failed => return,
+                Written::FoundSlow => {
+                    let _ = tokio::time::timeout(write_timeout, sink.flush()).await;
+                    tell_slow(&mut sink).await;
+                    return;
+                }
             }
             fed += 1;
             if !last && fed < MAX_FRAMES_PER_WRITE {
                 next = queue.try_recv().ok();
             }
         }
-        match tokio::time::timeout(write_timeout, sink.flush()).await {
-            Ok(Ok(())) if !last => {}
+        match await_write(sink.flush(), &outbox).await {
+            Written::Done if !last => {}
+            Written::FoundSlow => {
+                tell_slow(&mut sink).await;
+                return;
+            }
             _ => return,
         }
     }
+}
+
+/// How a write to the socket ended.
+enum Written {
+    Done,
+    /// It failed, or took [`WRITE_TIMEOUT_MS`].
+    Failed,
+    /// It was done after the connection was found slow while it waited.
+    FoundSlow,
+}
+
+/// Awaits one write, for at most [`WRITE_TIMEOUT_MS`] counted again from the moment the
+/// connection is found slow: a client that stopped reading has jammed the socket before its
+/// queue overflows, and without the fresh window the write in flight would time out before the
+/// client came back to read, and the client would never learn why it was cut off.
+async fn await_write<E>(write: impl std::future::Future<Output = Result<(), E>>, outbox: &Outbox) -> Written {
+    let write_timeout = Duration::from_millis(WRITE_TIMEOUT_MS);
+    tokio::pin!(write);
+    tokio::select! {
+        biased;
+        written = tokio::time::timeout(write_timeout, &mut write) => match written {
+            Ok(Ok(())) => Written::Done,
+            _ => Written::Failed,
+        },
+        () = outbox.slow_signal.notified() => match tokio::time::timeout(write_timeout, write).await {
+            Ok(Ok(())) => Written::FoundSlow,
+            _ => Written::Failed,
+        },
+    }
+}
+
+/// Tells a client that fell behind `SLOW_CONSUMER`, then closes (each write bounded).
+async fn tell_slow(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>) {
+    let write_timeout = Duration::from_millis(WRITE_TIMEOUT_MS);
+    let error = ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "SLOW_CONSUMER",
+        "this connection fell behind its messages and is closed; connect again and resubscribe",
+    );
+    let text = protocol::error("null", &error, None);
+    let _ = tokio::time::timeout(write_timeout, sink.send(Message::Text(text.into()))).await;
+    let _ = tokio::time::timeout(write_timeout, sink.send(close(1008, "slow consumer"))).await;
 }
 
 fn close(code: u16, reason: &'static str) -> Message {

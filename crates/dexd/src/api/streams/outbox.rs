@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, Notify};
 pub struct QueuedTotal {
     bytes: AtomicUsize,
     max_bytes: usize,
+    /// Connections told `SLOW_CONSUMER` since the start, for `/metrics`.
+    slow_connections: std::sync::atomic::AtomicU64,
 }
 
 impl QueuedTotal {
@@ -29,7 +31,13 @@ impl QueuedTotal {
         QueuedTotal {
             bytes: AtomicUsize::new(0),
             max_bytes,
+            slow_connections: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How many connections fell behind and were told `SLOW_CONSUMER` since the start.
+    pub fn slow_connections(&self) -> u64 {
+        self.slow_connections.load(Ordering::Relaxed)
     }
 
     /// Bytes waiting in all queues now.
@@ -139,6 +147,7 @@ impl Outbox {
 
     fn mark_slow(&self) {
         if !self.slow.swap(true, Ordering::AcqRel) {
+            self.total.slow_connections.fetch_add(1, Ordering::Relaxed);
             tracing::info!(
                 connection = self.connection_id,
                 queued_bytes = self.queued_bytes(),

@@ -381,6 +381,14 @@ async fn account_streams_end_in_the_state_rest_shows() {
     assert_eq!(balances["DAI"]["total"], "3");
 }
 
+/// Whether the server has told a connection `SLOW_CONSUMER` (its `/metrics` counter).
+async fn found_slow(server: &TestServer) -> bool {
+    server.get_text("/metrics").await.lines().any(|line| {
+        line.strip_prefix("dexd_stream_slow_consumers_total ")
+            .is_some_and(|count| count.trim() != "0")
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_that_stops_reading_is_told_slow_consumer_and_closed_while_another_keeps_up() {
     // Small outboxes, so that the slow client falls behind after little data.
@@ -418,10 +426,12 @@ async fn a_client_that_stops_reading_is_told_slow_consumer_and_closed_while_anot
     ));
     // The slow client asks for snapshot after snapshot of the deep book and reads nothing: while
     // the flow runs, and for at least 200 snapshots (about 20 MB, several times what its queue
-    // and the sockets' buffers hold; the flow's 4 s alone sometimes gave only 7.5 MB). It stops
-    // once the server has closed the connection.
+    // and the sockets' buffers hold; the flow's 4 s alone sometimes gave only 7.5 MB), unless
+    // the server found it slow before. It stops once the server has closed the connection.
+    // Reading soon after the server found it slow matters: a client that does not read for
+    // WRITE_TIMEOUT_MS after that counts as stuck and is cut off without the error.
     let mut sent = 0;
-    'asking: while !flow.is_finished() || sent < 400 {
+    'asking: while (!flow.is_finished() || sent < 400) && !(sent % 20 == 0 && found_slow(&server).await) {
         for channel in ["subscribe", "unsubscribe"] {
             let message = json!({"op": channel, "id": sent, "channel": "book", "chainId": "1", "pair": "ETH/USDC", "depth": 1000});
             let sending = futures_util::SinkExt::send(
@@ -447,6 +457,10 @@ async fn a_client_that_stops_reading_is_told_slow_consumer_and_closed_while_anot
     let last = last.expect("the slow client received messages");
     assert_eq!(last["code"], "SLOW_CONSUMER", "the last of {received} messages: {last}");
     assert_eq!(last["event"], "error");
+    assert!(
+        found_slow(&server).await,
+        "/metrics counts the connection told SLOW_CONSUMER"
+    );
     // The other client kept up with no gap (its checks run on every message) and ends equal to
     // REST.
     let client = keeping_up.await.unwrap();
