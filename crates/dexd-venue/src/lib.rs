@@ -237,6 +237,7 @@ impl Chain {
                 under_epoch: None,
                 reply,
                 starts_request: index == 0,
+                at_ms: None,
             });
             answers.push(QueuedWrite(answer));
         }
@@ -272,6 +273,7 @@ impl Chain {
                 under_epoch,
                 reply,
                 starts_request: true,
+                at_ms: None,
             }))
             .map_err(|error| match error {
                 mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,

@@ -37,6 +37,10 @@ pub(crate) struct WriteRequest {
     /// Whether this write starts what one request sent: a lone write, or the first of a group.
     /// A batch signed once that arrives twice is two groups, each a copy of its own.
     pub(crate) starts_request: bool,
+    /// The time it is applied and journaled at, when its maker decided it at that time (the
+    /// configuration, whose announced fee raises count their notice from it); otherwise the
+    /// writer's clock when it applies it.
+    pub(crate) at_ms: Option<u64>,
 }
 
 /// What the writer's queue carries: writes, and at the end the request to stop.
@@ -252,10 +256,13 @@ fn journal_the_configuration(state: &mut WriterState) {
         std::thread::sleep(Duration::from_secs(1));
         rebuild(state);
     }
+    // One time for the announcement and the command: a raise announced at one millisecond and
+    // applied at the next would be refused as short of its notice.
+    let at_ms = now_ms();
     let announced = state
         .engine
         .read()
-        .with_fee_raises_announced(&state.configuration, now_ms());
+        .with_fee_raises_announced(&state.configuration, at_ms);
     if state.engine.read().configuration().as_ref() == Some(&announced) {
         return;
     }
@@ -266,6 +273,7 @@ fn journal_the_configuration(state: &mut WriterState) {
         under_epoch: Some(state.epoch),
         reply,
         starts_request: true,
+        at_ms: Some(at_ms),
     }];
     write_batch(state, &mut batch);
     match answer.blocking_recv() {
@@ -492,7 +500,7 @@ fn apply_batch(
                 continue;
             }
         };
-        let time_ms = now_ms();
+        let time_ms = request.at_ms.unwrap_or_else(now_ms);
         let encoded = codec::encode_command(&request.command);
         let mut events = Vec::new();
         let result = engine.execute_signed(request.command, claim, time_ms, &mut events);
