@@ -131,7 +131,7 @@ async fn write(
                 Written::Done => {}
                 Written::Failed => return,
                 Written::FoundSlow => {
-                    let _ = tokio::time::timeout(write_timeout, sink.flush()).await;
+                    // The error's send flushes the frame fed before it.
                     tell_slow(&mut sink).await;
                     return;
                 }
