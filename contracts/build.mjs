@@ -36,7 +36,7 @@ const sources = {
 const settings = {
   // Cancun: the newest hardfork that every chain dexd is likely to run on supports.
   evmVersion: "cancun",
-  optimizer: { enabled: true, runs: 10000 },
+  optimizer: { enabled: true, runs: 1000 },
   outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } },
 };
 

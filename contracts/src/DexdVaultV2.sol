@@ -74,6 +74,8 @@ contract DexdVaultV2 is DexdVaultBase {
 
     /// @notice The most guardians a vault has at once.
     uint256 public constant MAX_GUARDIANS = 8;
+    /// @notice The most blobs a root's data takes: the most one transaction carries.
+    uint256 public constant MAX_ROOT_BLOBS = 6;
     /// @notice The gas a served request's native payment may use in the recipient's code: more
     /// would let a recipient make the operator's transaction run out of gas; a recipient that
     /// needs more is held its payment and `claim`s it.
@@ -122,6 +124,9 @@ contract DexdVaultV2 is DexdVaultBase {
     address[] private _depositedTokens;
 
     LiabilityRoot[] private _roots;
+    /// Per root, the hash of its data: of its blobs' versioned hashes, packed, or of its data
+    /// given as calldata.
+    bytes32[] private _rootData;
 
     /// The newest root not vetoed, as its epoch plus one (0: none): the tail of the list of roots
     /// not vetoed.
@@ -155,6 +160,10 @@ contract DexdVaultV2 is DexdVaultBase {
         uint256[] totals
     );
     event RootVetoed(uint256 indexed epoch);
+    /// The root's data is in the blobs of its transaction, these their versioned hashes.
+    event RootDataInBlobs(uint256 indexed epoch, bytes32[] blobHashes);
+    /// The root's data is its transaction's `data` argument, of this hash.
+    event RootDataInCalldata(uint256 indexed epoch, bytes32 dataHash);
     event VaultFrozen(bool hasExitRoot, uint256 exitEpoch);
     event Exited(address indexed account, address indexed token, uint256 amount);
     event WithdrawalRequested(
@@ -193,6 +202,7 @@ contract DexdVaultV2 is DexdVaultBase {
     error FreezeNotDue(uint256 freezableAfter);
     error InvalidProof();
     error NothingToExit(address account, address token);
+    error RootDataMissing();
 
     modifier whenNotFrozen() {
         if (frozen) revert IsFrozen();
@@ -372,6 +382,8 @@ contract DexdVaultV2 is DexdVaultBase {
     /// withdrawal debited and not yet paid). `tokens` must be strictly increasing, listed, and
     /// include every token ever deposited; a total above what the vault holds of its token is
     /// refused, and so are a position or a deposit count behind the newest root not vetoed.
+    /// Its data (the accounts whose leaves changed and a slice of the address space, encoded
+    /// as docs/root-data.md says) is in the transaction's blobs: refused without one.
     function commitRoot(
         bytes32 root,
         uint64 journalSequence,
@@ -379,6 +391,48 @@ contract DexdVaultV2 is DexdVaultBase {
         address[] calldata tokens,
         uint256[] calldata totals
     ) external onlyOperator whenNotFrozen {
+        uint256 count = 0;
+        while (count < MAX_ROOT_BLOBS && blobhash(count) != bytes32(0)) ++count;
+        if (count == 0) revert RootDataMissing();
+        bytes32[] memory blobHashes = new bytes32[](count);
+        for (uint256 index = 0; index < count; ++index) {
+            blobHashes[index] = blobhash(index);
+        }
+        uint256 epoch = _commitRoot(root, journalSequence, depositCount_, tokens, totals);
+        _rootData.push(keccak256(abi.encodePacked(blobHashes)));
+        emit RootDataInBlobs(epoch, blobHashes);
+    }
+
+    /// @notice [`commitRoot`] on a chain without blobs: the root's data is `data`.
+    function commitRootWithData(
+        bytes32 root,
+        uint64 journalSequence,
+        uint256 depositCount_,
+        address[] calldata tokens,
+        uint256[] calldata totals,
+        bytes calldata data
+    ) external onlyOperator whenNotFrozen {
+        if (data.length == 0) revert RootDataMissing();
+        uint256 epoch = _commitRoot(root, journalSequence, depositCount_, tokens, totals);
+        bytes32 dataHash = keccak256(data);
+        _rootData.push(dataHash);
+        emit RootDataInCalldata(epoch, dataHash);
+    }
+
+    /// @notice The hash of a root's data: of its blobs' versioned hashes packed together, or of
+    /// the data it was given as calldata.
+    function rootData(uint256 epoch) external view returns (bytes32) {
+        if (epoch >= _rootData.length) revert UnknownEpoch(epoch);
+        return _rootData[epoch];
+    }
+
+    function _commitRoot(
+        bytes32 root,
+        uint64 journalSequence,
+        uint256 depositCount_,
+        address[] calldata tokens,
+        uint256[] calldata totals
+    ) private returns (uint256 epoch) {
         if (tokens.length != totals.length) revert LengthMismatch();
         if (depositCount_ > depositCount) revert DepositCountAhead(depositCount_, depositCount);
         (bool found, uint256 good) = _newestGoodRoot();
@@ -400,7 +454,7 @@ contract DexdVaultV2 is DexdVaultBase {
         for (uint256 index = 0; index < _depositedTokens.length; ++index) {
             if (!_containsSorted(tokens, _depositedTokens[index])) revert TokenMissing(_depositedTokens[index]);
         }
-        uint256 epoch = _roots.length;
+        epoch = _roots.length;
         if (epoch + 1 >= type(uint32).max) revert TooManyRoots();
         uint32 tail = uint32(_goodRootsEnd);
         _roots.push(

@@ -146,6 +146,7 @@ impl VaultChain {
                     value,
                     nonce,
                     fees,
+                    blobs: None,
                 },
             )
             .await?;
@@ -225,6 +226,7 @@ async fn approve_if_short(
                 value: U256::ZERO,
                 nonce,
                 fees,
+                blobs: None,
             },
         )
         .await?;

@@ -118,6 +118,7 @@ async fn fund_account(
             value,
             nonce: nonce + offset as u64,
             fees,
+            blobs: None,
         };
         node.send(signer, terms)
             .await

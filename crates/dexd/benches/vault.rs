@@ -174,6 +174,7 @@ async fn main() {
                 value: U256::from(1_000u64),
                 nonce: first_nonce + offset,
                 fees,
+                blobs: None,
             };
             node.send(sender, terms).await.unwrap();
         }

@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
+use alloy::eips::eip4844::BlobTransactionSidecar;
 use alloy::eips::{BlockId, BlockNumberOrTag, Encodable2718};
-use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+use alloy::network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder, TransactionBuilder4844};
 use alloy::primitives::{Address as ChainAddress, Bytes, TxKind, B256, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::rpc::client::RpcClient;
@@ -133,6 +134,24 @@ pub struct TransactionTerms {
     pub nonce: u64,
     /// Its fees and gas limit.
     pub fees: Fees,
+    /// The blobs it carries (an EIP-4844 transaction), if any.
+    pub blobs: Option<BlobTerms>,
+}
+
+/// The blobs a transaction carries and what it pays per unit of blob gas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobTerms {
+    /// The blobs, their commitments and proofs.
+    pub sidecar: std::sync::Arc<BlobTransactionSidecar>,
+    /// The most it pays per unit of blob gas, in wei.
+    pub max_fee_per_blob_gas: u128,
+}
+
+impl BlobTerms {
+    /// The versioned hashes of its blobs, in order: what `BLOBHASH` shows the contract.
+    pub fn versioned_hashes(&self) -> Vec<B256> {
+        self.sidecar.versioned_hashes().collect()
+    }
 }
 
 /// A signed transaction, broadcast.
@@ -401,14 +420,20 @@ impl Node {
         from: ChainAddress,
         (to, input, value): (ChainAddress, &[u8], U256),
         (max_fee_per_gas, max_priority_fee_per_gas): (u128, u128),
+        blobs: Option<&BlobTerms>,
     ) -> Result<u64, NodeError> {
-        let request = TransactionRequest::default()
+        let mut request = TransactionRequest::default()
             .with_from(from)
             .with_to(to)
             .with_input(input.to_vec())
             .with_value(value)
             .with_max_fee_per_gas(max_fee_per_gas)
             .with_max_priority_fee_per_gas(max_priority_fee_per_gas);
+        // The contract sees the blobs' versioned hashes (`BLOBHASH`), not the blobs.
+        if let Some(blobs) = blobs {
+            request.blob_versioned_hashes = Some(blobs.versioned_hashes());
+            request.max_fee_per_blob_gas = Some(blobs.max_fee_per_blob_gas);
+        }
         let estimate = self.provider.estimate_gas(request).await?;
         Ok(estimate.saturating_add(estimate * GAS_MARGIN_PERCENT / 100))
     }
@@ -437,6 +462,11 @@ impl Node {
         Ok((estimate.max_fee_per_gas, estimate.max_priority_fee_per_gas))
     }
 
+    /// The chain's blob base fee now, in wei per unit of blob gas (EIP-4844).
+    pub async fn blob_base_fee(&self) -> Result<u128, NodeError> {
+        Ok(self.provider.get_blob_base_fee().await?)
+    }
+
     /// The next nonce of an account, counting its transactions waiting in the node's pool.
     pub async fn pending_nonce(&self, account: ChainAddress) -> Result<u64, NodeError> {
         Ok(self.provider.get_transaction_count(account).pending().await?)
@@ -460,8 +490,9 @@ impl Node {
             value,
             nonce,
             fees,
+            blobs,
         } = terms;
-        let request = TransactionRequest::default()
+        let mut request = TransactionRequest::default()
             .with_from(signer.address())
             .with_kind(to)
             .with_input(input)
@@ -471,6 +502,11 @@ impl Node {
             .with_gas_limit(fees.gas_limit)
             .with_max_fee_per_gas(fees.max_fee_per_gas)
             .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+        if let Some(blobs) = blobs {
+            request = request
+                .with_blob_sidecar_4844(BlobTransactionSidecar::clone(&blobs.sidecar))
+                .with_max_fee_per_blob_gas(blobs.max_fee_per_blob_gas);
+        }
         let wallet = EthereumWallet::from(signer.clone());
         let envelope = request
             .build(&wallet)
@@ -562,6 +598,7 @@ impl Node {
                 value,
                 nonce,
                 fees,
+                blobs: None,
             },
         )
         .await

@@ -14,13 +14,17 @@ use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
 use dexd_core::{Command, WithdrawalKey};
 
 use super::{submit, PayError, Payer};
-use crate::node::{Fees, NodeError, Receipt, SentTransaction, TransactionTerms};
+use crate::node::{BlobTerms, Fees, NodeError, Receipt, SentTransaction, TransactionTerms};
 use crate::vault::chain_address;
 use crate::VaultChain;
 
 /// How much a replacement raises both fees over the transaction it replaces, in percent (nodes
 /// refuse a replacement that pays less than 10 % more).
 pub const REPLACEMENT_FEE_RAISE_PERCENT: u128 = 25;
+
+/// The raise for a transaction carrying blobs: the blob pools of geth and reth take a
+/// replacement only at 100 % more of every fee.
+pub const BLOB_REPLACEMENT_FEE_RAISE_PERCENT: u128 = 100;
 
 /// The most transactions sent at one nonce (the first and its replacements) that are followed;
 /// a further replacement is not sent, and the flight waits for one of these.
@@ -43,6 +47,8 @@ pub(super) struct InFlight {
     sent: Vec<SentTransaction>,
     pub(super) keys: Vec<WithdrawalKey>,
     calldata: Vec<u8>,
+    /// The blobs every transaction at the nonce carries (a root's data), if any.
+    blobs: Option<BlobTerms>,
     sent_at: Instant,
     purpose: FlightPurpose,
 }
@@ -53,9 +59,16 @@ impl InFlight {
             sent: vec![sent],
             keys,
             calldata,
+            blobs: None,
             sent_at: Instant::now(),
             purpose: FlightPurpose::Withdrawals,
         }
+    }
+
+    /// The same flight, its transactions carrying `blobs`.
+    pub(super) fn with_blobs(mut self, blobs: Option<BlobTerms>) -> InFlight {
+        self.blobs = blobs;
+        self
     }
 
     /// The same flight, doing `purpose`.
@@ -193,9 +206,20 @@ impl Payer {
         let flight = self.in_flight.as_ref().expect("checked by the caller");
         let newest = flight.newest();
         let (estimate_max, estimate_priority) = vault.node.fee_estimate().await?;
-        let raise = |fee: u128| {
-            fee.saturating_add(fee * REPLACEMENT_FEE_RAISE_PERCENT / 100)
-                .saturating_add(1)
+        // Nodes take a blob transaction's replacement only at twice its fees (all three).
+        let raise_percent = if flight.blobs.is_some() {
+            BLOB_REPLACEMENT_FEE_RAISE_PERCENT
+        } else {
+            REPLACEMENT_FEE_RAISE_PERCENT
+        };
+        let raise = |fee: u128| fee.saturating_add(fee * raise_percent / 100).saturating_add(1);
+        let blobs = match &flight.blobs {
+            Some(blobs) => Some(BlobTerms {
+                sidecar: blobs.sidecar.clone(),
+                max_fee_per_blob_gas: raise(blobs.max_fee_per_blob_gas)
+                    .max(vault.node.blob_base_fee().await?.saturating_mul(2)),
+            }),
+            None => None,
         };
         let fees = Fees {
             max_fee_per_gas: raise(newest.fees.max_fee_per_gas).max(estimate_max),
@@ -212,6 +236,7 @@ impl Payer {
                     value: U256::ZERO,
                     nonce: newest.nonce,
                     fees,
+                    blobs,
                 },
             )
             .await

@@ -52,12 +52,13 @@ use tokio::sync::watch;
 mod in_flight;
 mod paid;
 mod requests;
+mod root_carrier;
 mod roots;
 
 use std::collections::HashMap;
 
 use self::in_flight::InFlight;
-use super::node::{Fees, NodeError, SentTransaction, TransactionTerms};
+use super::node::{BlobTerms, Fees, NodeError, SentTransaction, TransactionTerms};
 use super::vault::{chain_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 use super::venue_chain::acting_under;
 use super::{act_as_leader, pause_or_stop, LeaderEpoch, VaultChain};
@@ -375,7 +376,7 @@ impl Payer {
     ) -> Result<(), PayError> {
         let calldata = batch_calldata(vault, &payable);
         let reserved = GAS_RESERVED_PER_WITHDRAWAL.saturating_mul(payable.len() as u64);
-        let sent = self.send_call(vault, calldata.clone(), (fees, reserved)).await?;
+        let sent = self.send_call(vault, calldata.clone(), (fees, reserved), None).await?;
         let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();
         tracing::info!(
             chain_id = vault.chain_id,
@@ -403,10 +404,16 @@ impl Payer {
         vault: &VaultChain,
         calldata: Vec<u8>,
         (fees, reserved_gas): ((u128, u128), u64),
+        blobs: Option<BlobTerms>,
     ) -> Result<SentTransaction, PayError> {
         let gas_limit = vault
             .node
-            .estimate_gas_as_sent(self.key.address(), (vault.node.vault(), &calldata, U256::ZERO), fees)
+            .estimate_gas_as_sent(
+                self.key.address(),
+                (vault.node.vault(), &calldata, U256::ZERO),
+                fees,
+                blobs.as_ref(),
+            )
             .await?
             .saturating_add(reserved_gas);
         let (max_fee_per_gas, max_priority_fee_per_gas) = fees;
@@ -426,6 +433,7 @@ impl Payer {
                     value: U256::ZERO,
                     nonce,
                     fees,
+                    blobs,
                 },
             )
             .await?)

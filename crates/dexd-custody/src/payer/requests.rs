@@ -58,7 +58,7 @@ impl Payer {
         }
         let fees = vault.node.fee_estimate().await?;
         let calldata = serve_calldata(&payable);
-        let sent = match self.send_call(vault, calldata.clone(), (fees, 0)).await {
+        let sent = match self.send_call(vault, calldata.clone(), (fees, 0), None).await {
             Ok(sent) => sent,
             Err(PayError::Node(NodeError::Reverted { message, .. })) => {
                 tracing::error!(

@@ -22,11 +22,10 @@
 use std::time::Instant;
 
 use alloy::eips::{BlockId, BlockNumberOrTag};
-use alloy::primitives::{FixedBytes, U256};
-use alloy::sol_types::SolCall;
 use dexd_core::{Command, LiabilityRootRecord, RootOrigin, RootStanding, VaultFreeze};
 
 use super::in_flight::{FlightPurpose, InFlight};
+use super::root_carrier::{root_call, RootCall};
 use super::{submit, PayError, Payer};
 use crate::liabilities::TreeAtPosition;
 use crate::node::{NodeError, RootLog};
@@ -235,17 +234,47 @@ impl Payer {
         let journal_sequence = vault.chain.durable_position().sequence;
         let tree = tree_at(vault, journal_sequence).await?;
         let listed = listed_tokens(vault, &tree).await?;
-        let (tokens, totals) = tree.commit_arguments(|token| listed.contains(token));
-        let calldata = DexdVaultV2::commitRootCall {
-            root: FixedBytes(tree.root()),
-            journalSequence: journal_sequence,
-            depositCount_: U256::from(tree.deposit_count),
-            tokens,
-            totals,
-        }
-        .abi_encode();
+        let arguments = tree.commit_arguments(|token| listed.contains(token));
+        let previous_record = vault.read_engine(|engine| {
+            engine
+                .custody()
+                .liabilities()
+                .newest_venue_root()
+                .map(|root| (root.root, root.journal_sequence))
+        });
+        let previous = match previous_record {
+            Some((root, sequence)) => Some((root, tree_at(vault, sequence).await?)),
+            None => None,
+        };
+        let epoch: u64 = vault
+            .node
+            .view(vault.node.vault(), DexdVaultV2::rootCountCall {}, BlockId::latest())
+            .await?
+            .saturating_to();
+        let call = match root_call(vault, tree.clone(), arguments, previous, epoch).await {
+            Ok(call) => call,
+            Err(PayError::Node(NodeError::Refused(message))) => {
+                tracing::error!(
+                    chain_id = vault.chain_id,
+                    journal_sequence,
+                    message,
+                    "no liability root sent"
+                );
+                self.roots.not_before =
+                    Some(Instant::now() + std::time::Duration::from_millis(vault.config.root_interval_ms));
+                return Ok(RootsPoll::Continue);
+            }
+            Err(error) => return Err(error),
+        };
+        let RootCall {
+            calldata,
+            blobs,
+            data_bytes,
+            accounts_listed,
+        } = call;
+        let blob_count = blobs.as_ref().map_or(0, |blobs| blobs.sidecar.blobs.len());
         let fees = vault.node.fee_estimate().await?;
-        let sent = match self.send_call(vault, calldata.clone(), (fees, 0)).await {
+        let sent = match self.send_call(vault, calldata.clone(), (fees, 0), blobs.clone()).await {
             Ok(sent) => sent,
             Err(PayError::Node(NodeError::Reverted { message, .. })) => {
                 // The vault holds less than the venue owes, a foreign root stands ahead of the
@@ -269,7 +298,11 @@ impl Payer {
             journal_sequence,
             deposit_count = tree.deposit_count,
             leaves = tree.leaves.len(),
-            "liability root sent to the vault"
+            epoch,
+            data_bytes,
+            accounts_listed,
+            blob_count,
+            "liability root sent to the vault, with its data"
         );
         self.roots.sent = Some(SentRoot {
             root: tree.root(),
@@ -278,7 +311,11 @@ impl Payer {
             sent_at: Instant::now(),
         });
         self.roots.withdrawals_turn_owed = true;
-        self.in_flight = Some(InFlight::new(sent, Vec::new(), calldata).for_purpose(FlightPurpose::Root));
+        self.in_flight = Some(
+            InFlight::new(sent, Vec::new(), calldata)
+                .for_purpose(FlightPurpose::Root)
+                .with_blobs(blobs),
+        );
         Ok(RootsPoll::Sent)
     }
 

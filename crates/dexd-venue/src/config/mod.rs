@@ -13,7 +13,7 @@ use dexd_core::{
 use serde::Deserialize;
 
 use dexd_crypto::parse_address;
-pub use dexd_custody::config::{Confirmations, OperatorKeySource, VaultConfig};
+pub use dexd_custody::config::{Confirmations, OperatorKeySource, RootDataCarrier, VaultConfig};
 pub use dexd_store::backend::{JournalBackend, PostgresBackend};
 
 /// The configuration compiled into the binary.

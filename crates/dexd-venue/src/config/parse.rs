@@ -65,6 +65,8 @@ struct RawCustody {
     replace_after_ms: Option<u64>,
     root_interval_ms: Option<u64>,
     keep_roots: Option<u64>,
+    root_data: Option<String>,
+    snapshot_interval_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -368,6 +370,32 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
     }
     let (withdrawal_validity_ms, withdrawal_expiry_margin_ms) =
         check_withdrawal_timing(raw.withdrawal_validity_ms, raw.withdrawal_expiry_margin_ms, line)?;
+    let root_interval_ms = bounded(raw.root_interval_ms, 120_000, "root_interval_ms", 86_400_000, line)?;
+    let root_data = match raw.root_data.as_deref() {
+        None | Some("blobs") => RootDataCarrier::Blobs,
+        Some("calldata") => RootDataCarrier::Calldata,
+        Some(_) => {
+            return Err(at(
+                line,
+                "root_data must be \"blobs\" (EIP-4844 blobs, where the chain takes them) or \"calldata\"".into(),
+            ))
+        }
+    };
+    let snapshot_interval_ms = bounded(
+        raw.snapshot_interval_ms,
+        7 * 86_400_000,
+        "snapshot_interval_ms",
+        MAX_SNAPSHOT_INTERVAL_MS,
+        line,
+    )?;
+    if snapshot_interval_ms < root_interval_ms.saturating_mul(2) {
+        return Err(at(
+            line,
+            "snapshot_interval_ms must be at least twice root_interval_ms (a full set of accounts passes through \
+             the roots' data in half the snapshot interval)"
+                .into(),
+        ));
+    }
     Ok(VaultConfig {
         rpc_url,
         vault,
@@ -387,10 +415,16 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
             MAX_CUSTODY_WAIT_MS,
             line,
         )?,
-        root_interval_ms: bounded(raw.root_interval_ms, 120_000, "root_interval_ms", 86_400_000, line)?,
+        root_interval_ms,
         keep_roots: bounded(raw.keep_roots, 16, "keep_roots", MAX_KEEP_ROOTS, line)? as usize,
+        root_data,
+        snapshot_interval_ms,
     })
 }
+
+/// The most a snapshot interval may be: a full set must pass through the roots' data well
+/// inside the ~18 days beacon nodes keep blobs, so that an exit finds all of it.
+pub const MAX_SNAPSHOT_INTERVAL_MS: u64 = 14 * 86_400_000;
 
 /// A setting between 1 and `max`, `default` when absent.
 fn bounded(value: Option<u64>, default: u64, name: &str, max: u64, line: usize) -> Result<u64, ConfigError> {

@@ -151,12 +151,13 @@ async fn a_forged_root_is_vetoed_by_an_auditor_as_guardian_and_the_venue_goes_on
     let newest = vault_root(&venue, planted_epoch - 1).await;
     let mut tokens = view(&venue.chain, DexdVaultV2::depositedTokensCall {}).await;
     tokens.sort();
-    let plant = DexdVaultV2::commitRootCall {
+    let plant = DexdVaultV2::commitRootWithDataCall {
         root: FixedBytes([0x66; 32]),
         journalSequence: newest.journalSequence,
         depositCount_: U256::from(newest.depositCount),
         totals: vec![U256::ZERO; tokens.len()],
         tokens,
+        data: crate::common::vault_calls::TEST_ROOT_DATA.to_vec().into(),
     };
     send(&venue.chain, &venue.chain.operator, plant.abi_encode()).await;
     let vetoed_line = auditor

@@ -57,13 +57,17 @@ async fn operator_transactions(venue: &VaultVenue) -> (usize, usize) {
                 continue;
             }
             // Only payments: the operator also commits a liability root every second.
-            let commit_root = format!(
-                "0x{}",
-                alloy::hex::encode(
-                    <dexd_custody::vault::DexdVaultV2::commitRootCall as alloy::sol_types::SolCall>::SELECTOR
-                )
-            );
-            if transaction["input"].as_str().unwrap().starts_with(&commit_root) {
+            use alloy::sol_types::SolCall;
+            use dexd_custody::vault::DexdVaultV2;
+            let input = transaction["input"].as_str().unwrap();
+            let commits = [
+                DexdVaultV2::commitRootCall::SELECTOR,
+                DexdVaultV2::commitRootWithDataCall::SELECTOR,
+            ];
+            if commits
+                .iter()
+                .any(|selector| input.starts_with(&format!("0x{}", alloy::hex::encode(selector))))
+            {
                 continue;
             }
             mined += 1;

@@ -60,19 +60,24 @@ pub fn commit_call(tree: &LiabilityTree, sequence: u64, totals: &[(ChainAddress,
     commit_covering(tree, sequence, 0, totals)
 }
 
-/// A `commitRoot` of `tree` covering the vault's first `deposit_count` deposits.
+/// What the tests' roots give as their data: roots committed by hand carry calldata (the vault
+/// refuses a root without data), whose content only the payer's and the auditor's tests read.
+pub const TEST_ROOT_DATA: &[u8] = b"a test's root data";
+
+/// A `commitRootWithData` of `tree` covering the vault's first `deposit_count` deposits.
 pub fn commit_covering(
     tree: &LiabilityTree,
     sequence: u64,
     deposit_count: u64,
     totals: &[(ChainAddress, u128)],
 ) -> Vec<u8> {
-    DexdVaultV2::commitRootCall {
+    DexdVaultV2::commitRootWithDataCall {
         root: FixedBytes(tree.root()),
         journalSequence: sequence,
         depositCount_: U256::from(deposit_count),
         tokens: totals.iter().map(|(token, _)| *token).collect(),
         totals: totals.iter().map(|(_, total)| U256::from(*total)).collect(),
+        data: TEST_ROOT_DATA.to_vec().into(),
     }
     .abi_encode()
 }

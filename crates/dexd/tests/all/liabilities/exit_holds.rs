@@ -201,12 +201,13 @@ async fn a_root_planted_with_the_operator_key_stops_withdrawals_until_vetoed_and
     let tokens = view(&venue, DexdVaultV2::depositedTokensCall {}).await;
     let mut tokens = tokens.clone();
     tokens.sort();
-    let plant = DexdVaultV2::commitRootCall {
+    let plant = DexdVaultV2::commitRootWithDataCall {
         root: FixedBytes([0x66; 32]),
         journalSequence: u64::MAX,
         depositCount_: deposit_count,
         totals: vec![U256::ZERO; tokens.len()],
         tokens,
+        data: crate::common::vault_calls::TEST_ROOT_DATA.to_vec().into(),
     };
     send(&venue, &venue.chain.operator, plant.abi_encode()).await;
     venue

@@ -47,13 +47,38 @@ async fn roots_are_refused_unless_the_operator_sends_sorted_covered_forward_tota
     let twice = [(low, 0), (low, 0)];
     let error = refusal(&chain, &chain.operator, commit_call(&tree, 5, &twice)).await;
     assert!(matches!(error, VaultError::TokensNotSorted(_)), "{error:?}");
-    let mut mismatched = DexdVaultV2::commitRootCall::abi_decode(&commit_call(&tree, 5, &covered)).unwrap();
+    let mut mismatched = DexdVaultV2::commitRootWithDataCall::abi_decode(&commit_call(&tree, 5, &covered)).unwrap();
     mismatched.totals.push(U256::ZERO);
     let error = refusal(&chain, &chain.operator, mismatched.abi_encode()).await;
     assert!(matches!(error, VaultError::LengthMismatch(_)), "{error:?}");
 
+    // A root without its data is refused: `commitRoot` without blobs, or empty calldata.
+    let mut without_blobs = DexdVaultV2::commitRootWithDataCall::abi_decode(&commit_call(&tree, 5, &covered)).unwrap();
+    let error = refusal(
+        &chain,
+        &chain.operator,
+        DexdVaultV2::commitRootCall {
+            root: without_blobs.root,
+            journalSequence: without_blobs.journalSequence,
+            depositCount_: without_blobs.depositCount_,
+            tokens: without_blobs.tokens.clone(),
+            totals: without_blobs.totals.clone(),
+        }
+        .abi_encode(),
+    )
+    .await;
+    assert!(matches!(error, VaultError::RootDataMissing(_)), "{error:?}");
+    without_blobs.data = Default::default();
+    let error = refusal(&chain, &chain.operator, without_blobs.abi_encode()).await;
+    assert!(matches!(error, VaultError::RootDataMissing(_)), "{error:?}");
+
     send(&chain, &chain.operator, commit_call(&tree, 5, &covered)).await;
     assert_eq!(view(&chain, DexdVaultV2::rootCountCall {}).await, U256::from(1));
+    // The vault keeps the hash of the data the root came with.
+    assert_eq!(
+        view(&chain, DexdVaultV2::rootDataCall { epoch: U256::ZERO }).await,
+        alloy::primitives::keccak256(common::vault_calls::TEST_ROOT_DATA)
+    );
     let stored = view(&chain, DexdVaultV2::liabilityRootCall { epoch: U256::ZERO }).await;
     assert_eq!(stored.root.0, tree.root());
     assert_eq!(stored.journalSequence, 5);

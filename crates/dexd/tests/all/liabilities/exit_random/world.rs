@@ -91,6 +91,7 @@ impl World {
                 max_priority_fee_per_gas: 1_000_000_000,
                 gas_limit: 3_000_000,
             },
+            blobs: None,
         };
         let sent = node.send(from, terms).await.unwrap();
         let receipt = node
@@ -371,12 +372,13 @@ impl<'w> Venue<'w> {
             .collect();
         let tree = std::sync::Arc::new(TreeAtPosition::build(position, &self.engine, &tokens, None));
         let (tokens, totals) = tree.commit_arguments(|_| true);
-        let call = DexdVaultV2::commitRootCall {
+        let call = DexdVaultV2::commitRootWithDataCall {
             root: FixedBytes(tree.root()),
             journalSequence: position,
             depositCount_: U256::from(tree.deposit_count),
             tokens,
             totals,
+            data: crate::common::vault_calls::TEST_ROOT_DATA.to_vec().into(),
         };
         let receipt = self
             .world
@@ -452,12 +454,13 @@ impl<'w> Venue<'w> {
         };
         let mut tokens = self.world.tokens.to_vec();
         tokens.sort();
-        let call = DexdVaultV2::commitRootCall {
+        let call = DexdVaultV2::commitRootWithDataCall {
             root: FixedBytes(fake.root()),
             journalSequence: position,
             depositCount_: U256::from(deposits),
             totals: vec![U256::ZERO; tokens.len()],
             tokens,
+            data: crate::common::vault_calls::TEST_ROOT_DATA.to_vec().into(),
         };
         let epoch = self.engine.custody().liabilities().roots_recorded();
         let receipt = self
