@@ -1,5 +1,7 @@
 //! `dexd exit`: an account's way out of a frozen vault (version 2) without the venue. It takes
-//! the account's leaves of the vault's exit root from a saved proof (`GET
+//! the account's leaves of the vault's exit root from the chain alone by default (the data every
+//! root carries, in blobs read from a beacon node or in calldata, rebuilt into the exit root's
+//! tree: `dexd_custody::liabilities::chain_data`), or from a saved proof (`GET
 //! /account/liabilityProof`'s answer), from an auditor's directory (`dexd audit --dir`), or asks
 //! a venue still there for them; checks each leaf
 //! against the root the vault itself uses; sends the vault's `exit` for each, and the all-zero
@@ -19,9 +21,10 @@ use alloy::primitives::{Address as ChainAddress, FixedBytes, TxKind, U256};
 use alloy::sol_types::SolCall;
 use clap::Args;
 use dexd_core::Address;
-use dexd_crypto::liability_tree::{verify, LiabilityLeaf};
+use dexd_crypto::liability_tree::{verify, LiabilityLeaf, LiabilityTree};
 use dexd_crypto::{checksummed, parse_address};
 use dexd_custody::deploy;
+use dexd_custody::liabilities::chain_data::ChainData;
 use dexd_custody::node::{Node, NodeError};
 use dexd_custody::vault::{chain_address, venue_address, DexdVaultV2};
 use serde_json::{json, Value};
@@ -45,6 +48,11 @@ pub struct Exit {
     /// The chain's JSON-RPC URL.
     #[arg(long)]
     rpc_url: String,
+    /// A beacon node's URL, for the roots' data carried in blobs when the leaves come from the
+    /// chain (the default: no proof, venue or audit directory given). Default: the RPC URL
+    /// (a devnet's anvil serves both).
+    #[arg(long)]
+    beacon_url: Option<String>,
     /// The vault.
     #[arg(long)]
     vault: String,
@@ -200,15 +208,61 @@ async fn leaves_from_audit_dir(
         .collect())
 }
 
+/// The account's leaves of the root of `epoch`, from the tree rebuilt out of the roots' data on
+/// the chain (checked against the root the vault holds before any leaf is used).
+async fn leaves_from_chain(
+    node: &Node,
+    beacon_url: &str,
+    account: Address,
+    epoch: u64,
+) -> Result<Vec<ExitLeaf>, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let threads = std::thread::available_parallelism().map_or(1, |threads| threads.get());
+    let rebuilt = ChainData::new(node, Some(beacon_url), EXIT_LOG_RANGE_BLOCKS)
+        .rebuild(epoch, threads)
+        .await
+        .map_err(|error| {
+            format!("the exit root (epoch {epoch}) could not be rebuilt from the chain's data: {error}")
+        })?;
+    eprintln!(
+        "dexd exit: the exit root (epoch {epoch}) rebuilt from the data of roots {:?}: {} leaves",
+        rebuilt.epochs,
+        rebuilt.leaves.len()
+    );
+    let tree = LiabilityTree::build(&rebuilt.leaves, threads);
+    rebuilt
+        .leaves
+        .iter()
+        .enumerate()
+        .filter(|(_, leaf)| leaf.account == account)
+        .map(|(index, leaf)| {
+            Ok(ExitLeaf {
+                symbol: checksummed(&leaf.token),
+                leaf: *leaf,
+                proof: tree
+                    .proof(index)
+                    .ok_or_else(|| format!("no proof of leaf {index} of the rebuilt tree"))?,
+            })
+        })
+        .collect()
+}
+
+/// The most blocks one `eth_getLogs` of `dexd exit` asks for (it reads a root's event in the
+/// blocks of one second).
+const EXIT_LOG_RANGE_BLOCKS: u64 = 2_000;
+
 /// What to exit with: the leaves (checked against the exit root) and the all-zero exits.
 struct Plan {
     leaves: Vec<ExitLeaf>,
     /// Tokens the vault lets the account leave without a leaf, with what it deposited of each
     /// and has not been paid.
     without_leaf: Vec<(ChainAddress, u128)>,
+    /// Why the leaves could not be had from the chain, when they could not.
+    leaves_unavailable: Option<String>,
 }
 
 async fn plan(arguments: &Exit, node: &Node, account: Address, exit_epoch: Option<u64>) -> Result<Plan, String> {
+    let mut leaves_unavailable = None;
     let leaves = match (&arguments.proof, &arguments.venue, exit_epoch) {
         (_, _, None) => Vec::new(),
         (Some(path), _, Some(_)) => {
@@ -224,7 +278,18 @@ async fn plan(arguments: &Exit, node: &Node, account: Address, exit_epoch: Optio
         }
         (None, None, Some(epoch)) => match &arguments.audit_dir {
             Some(directory) => leaves_from_audit_dir(directory, node, account, epoch).await?,
-            None => Vec::new(),
+            None => {
+                // Without the leaves, what the vault lets the account take back without one is
+                // still sent; the failure is reported and the exit counts as failed.
+                let beacon_url = arguments.beacon_url.as_deref().unwrap_or(&arguments.rpc_url);
+                match leaves_from_chain(node, beacon_url, account, epoch).await {
+                    Ok(leaves) => leaves,
+                    Err(error) => {
+                        leaves_unavailable = Some(error);
+                        Vec::new()
+                    }
+                }
+            }
         },
     };
     let mut without_leaf = Vec::new();
@@ -239,7 +304,11 @@ async fn plan(arguments: &Exit, node: &Node, account: Address, exit_epoch: Optio
             without_leaf.push((token, deposited.saturating_sub(paid).saturating_to()));
         }
     }
-    Ok(Plan { leaves, without_leaf })
+    Ok(Plan {
+        leaves,
+        without_leaf,
+        leaves_unavailable,
+    })
 }
 
 const NOT_FROZEN: &str = "the vault is not frozen: exits open once it is (add --freeze to freeze it, which \
@@ -312,6 +381,9 @@ async fn exit(arguments: Exit) -> Result<Value, String> {
     let exit_root = exit_root(&node).await?;
     let plan = plan(&arguments, &node, account, exit_root.map(|(epoch, _)| epoch)).await?;
     let mut results = Vec::new();
+    if let Some(reason) = &plan.leaves_unavailable {
+        results.push(json!({"kind": "leaves", "sent": false, "reason": reason}));
+    }
     for exit in &plan.leaves {
         if !exit_root.is_some_and(|(_, root)| verify(&root, &exit.leaf, &exit.proof)) {
             results.push(json!({"symbol": exit.symbol, "sent": false,

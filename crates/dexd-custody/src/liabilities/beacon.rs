@@ -54,28 +54,7 @@ pub async fn root_data_from_beacon(
     recorded: &[B256],
 ) -> Result<Vec<u8>, BeaconError> {
     let url = format!("{}/eth/v1/beacon/blobs/{block_id}", beacon_url.trim_end_matches('/'));
-    let mut answer = client
-        .get(&url)
-        .timeout(std::time::Duration::from_millis(BEACON_TIMEOUT_MS))
-        .send()
-        .await
-        .map_err(|error| BeaconError::Unavailable(error.without_url().to_string()))?;
-    if !answer.status().is_success() {
-        return Err(BeaconError::Unavailable(format!("status {}", answer.status())));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = answer
-        .chunk()
-        .await
-        .map_err(|error| BeaconError::Unavailable(error.without_url().to_string()))?
-    {
-        if body.len() + chunk.len() > MAX_BEACON_ANSWER_BYTES {
-            return Err(BeaconError::Malformed(format!(
-                "more than {MAX_BEACON_ANSWER_BYTES} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
+    let body = get_bounded(client, &url).await?;
     let mut blobs = blobs_of_answer(&body)?;
     drop(body);
     let mut hashes: Vec<B256> = blobs
@@ -101,6 +80,50 @@ pub async fn root_data_from_beacon(
         return Err(BeaconError::Blobs(RootBlobsError::Count { recorded: 0, given: 0 }));
     }
     decode_checked(&blobs).map_err(BeaconError::Blobs)
+}
+
+/// The beacon chain's clock, `(genesis time, seconds per slot)`, when the node serves its
+/// genesis and its spec (`None` otherwise: anvil serves no spec, and knows its blocks by number).
+pub async fn slot_clock(client: &alloy_reqwest::Client, beacon_url: &str) -> Option<(u64, u64)> {
+    let base = beacon_url.trim_end_matches('/');
+    let number = |value: &Value| value.as_str().and_then(|text| text.parse::<u64>().ok());
+    let genesis: Value = serde_json::from_slice(
+        &get_bounded(client, &format!("{base}/eth/v1/beacon/genesis"))
+            .await
+            .ok()?,
+    )
+    .ok()?;
+    let spec: Value =
+        serde_json::from_slice(&get_bounded(client, &format!("{base}/eth/v1/config/spec")).await.ok()?).ok()?;
+    let seconds_per_slot = number(&spec["data"]["SECONDS_PER_SLOT"]).filter(|seconds| *seconds > 0)?;
+    Some((number(&genesis["data"]["genesis_time"])?, seconds_per_slot))
+}
+
+/// The body of a GET, refused past [`MAX_BEACON_ANSWER_BYTES`].
+async fn get_bounded(client: &alloy_reqwest::Client, url: &str) -> Result<Vec<u8>, BeaconError> {
+    let mut answer = client
+        .get(url)
+        .timeout(std::time::Duration::from_millis(BEACON_TIMEOUT_MS))
+        .send()
+        .await
+        .map_err(|error| BeaconError::Unavailable(error.without_url().to_string()))?;
+    if !answer.status().is_success() {
+        return Err(BeaconError::Unavailable(format!("status {}", answer.status())));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
+        .await
+        .map_err(|error| BeaconError::Unavailable(error.without_url().to_string()))?
+    {
+        if body.len() + chunk.len() > MAX_BEACON_ANSWER_BYTES {
+            return Err(BeaconError::Malformed(format!(
+                "more than {MAX_BEACON_ANSWER_BYTES} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// The blobs of a `GET /eth/v1/beacon/blobs` answer: `{"data": ["0x<blob>", ...]}`.

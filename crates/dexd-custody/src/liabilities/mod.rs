@@ -10,6 +10,7 @@
 //! journal get the same tree for the same position. It reads nothing from the chain.
 
 pub mod beacon;
+pub mod chain_data;
 pub mod root_blobs;
 pub mod root_data;
 pub mod tree_file;

@@ -399,12 +399,44 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The part of the address space a run of roots' data covers: their ranges, merged.
+#[derive(Debug, Default, Clone)]
+pub struct Coverage {
+    /// The ranges so far, merged, sorted.
+    covered: Vec<(Address, Address)>,
+}
+
+impl Coverage {
+    /// Adds a range.
+    pub fn cover(&mut self, range: AccountRange) {
+        self.covered.push((range.first, range.last));
+        self.covered.sort_unstable();
+        let mut merged: Vec<(Address, Address)> = Vec::with_capacity(self.covered.len());
+        for (first, last) in self.covered.drain(..) {
+            match merged.last_mut() {
+                Some((_, merged_last)) if adjacent_or_overlapping(merged_last, &first) => {
+                    if last > *merged_last {
+                        *merged_last = last;
+                    }
+                }
+                _ => merged.push((first, last)),
+            }
+        }
+        self.covered = merged;
+    }
+
+    /// Whether the ranges cover every address.
+    pub fn is_complete(&self) -> bool {
+        self.covered.first() == Some(&(AccountRange::WHOLE.first, AccountRange::WHOLE.last))
+    }
+}
+
 /// A tree rebuilt from the data of a run of roots, oldest first.
 #[derive(Debug, Default)]
 pub struct Rebuild {
     accounts: BTreeMap<Address, Vec<LiabilityLeaf>>,
-    /// The ranges applied so far, merged, sorted.
-    covered: Vec<(Address, Address)>,
+    /// The ranges applied so far.
+    covered: Coverage,
     /// The newest data applied: its root, sequence and deposit count.
     newest: Option<([u8; 32], u64, u64)>,
 }
@@ -471,31 +503,14 @@ impl Rebuild {
                 self.accounts.insert(listed.account, listed.leaves.clone());
             }
         }
-        self.cover(data.range);
+        self.covered.cover(data.range);
         self.newest = Some((data.root, data.journal_sequence, data.deposit_count));
         Ok(())
     }
 
-    fn cover(&mut self, range: AccountRange) {
-        self.covered.push((range.first, range.last));
-        self.covered.sort_unstable();
-        let mut merged: Vec<(Address, Address)> = Vec::with_capacity(self.covered.len());
-        for (first, last) in self.covered.drain(..) {
-            match merged.last_mut() {
-                Some((_, merged_last)) if adjacent_or_overlapping(merged_last, &first) => {
-                    if last > *merged_last {
-                        *merged_last = last;
-                    }
-                }
-                _ => merged.push((first, last)),
-            }
-        }
-        self.covered = merged;
-    }
-
     /// Whether the ranges applied cover every address.
     pub fn is_complete(&self) -> bool {
-        self.covered.first() == Some(&(AccountRange::WHOLE.first, AccountRange::WHOLE.last))
+        self.covered.is_complete()
     }
 
     /// The leaves rebuilt, by account then token, once complete and checked against the newest

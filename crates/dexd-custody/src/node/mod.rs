@@ -604,6 +604,20 @@ impl Node {
         .await
     }
 
+    /// A mined or waiting transaction's input and the versioned hashes of the blobs it carried
+    /// (none for a transaction without blobs); `None` when the node does not know it.
+    pub async fn transaction_payload(&self, hash: B256) -> Result<Option<(Bytes, Vec<B256>)>, NodeError> {
+        use alloy::consensus::Transaction as _;
+        let Some(transaction) = self.provider.get_transaction_by_hash(hash).await? else {
+            return Ok(None);
+        };
+        let hashes = transaction
+            .blob_versioned_hashes()
+            .map(|hashes| hashes.to_vec())
+            .unwrap_or_default();
+        Ok(Some((transaction.input().clone(), hashes)))
+    }
+
     /// Whether the node knows a transaction at all (mined or waiting in its pool).
     pub async fn knows_transaction(&self, hash: B256) -> Result<bool, NodeError> {
         Ok(self.provider.get_transaction_by_hash(hash).await?.is_some())

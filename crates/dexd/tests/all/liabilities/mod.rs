@@ -1,5 +1,6 @@
 //! Liability roots and the exit: the trees, proofs, roots on the vault and everyone's exit.
 
+mod exit_from_chain;
 mod exit_holds;
 mod exit_random;
 mod liability_tree;
