@@ -235,6 +235,7 @@ fn audit_options(base_url: &str, directory: &std::path::Path, once: bool) -> Aud
         directory: directory.to_path_buf(),
         chain: None,
         guardian_key_env: None,
+        beacon_url: None,
         once,
         confirmations: 0,
         poll_interval_ms: 20,

@@ -3,8 +3,10 @@
 //!
 //! - deposits (the first of an account and token, and a later one; ERC-20 and native), and a
 //!   withdrawal: version 2 also counts them per account and token;
-//! - `commitRoot` for trees of 10, 10,000 and 1,000,000 leaves (three tokens): the root is one
-//!   word whatever the tree, so its gas must not grow with the accounts;
+//! - `commitRoot` for trees of 10, 10,000 and 1,000,000 leaves (three tokens), each with its data
+//!   (1 % of the accounts changed since the previous root, and one slice of 2,520) in blobs, and
+//!   the same as `commitRootWithData` in calldata: the root is one word whatever the tree, so the
+//!   execution gas of the blob form must not grow with the accounts;
 //! - `exit` with the proof of a leaf in each of those trees (a proof is log2 of the leaves), and
 //!   the all-zero exit of a deposit no root covers;
 //! - contract version 5's calls: `requestWithdrawal`, `serveRequest` and `serveRequests` of 10,
@@ -22,7 +24,9 @@ use alloy::sol_types::SolCall;
 use dexd_crypto::liability_tree::{LiabilityLeaf, LiabilityTree};
 use dexd_crypto::{PrivateKey, SigningDomain};
 use dexd_custody::deploy::{self, RootTerms};
-use dexd_custody::node::{Node, Receipt};
+use dexd_custody::liabilities::root_blobs;
+use dexd_custody::liabilities::root_data::{slice_range, RootData};
+use dexd_custody::node::{BlobTerms, Fees, Node, Receipt, TransactionTerms};
 use dexd_custody::vault::{venue_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 
 #[path = "common/anvil.rs"]
@@ -34,6 +38,58 @@ async fn call(node: &Node, from: &PrivateKeySigner, to: ChainAddress, input: Vec
     deploy::send_and_wait(node, from, TxKind::Call(to), input, value)
         .await
         .unwrap()
+}
+
+/// A root committed by hand, with a byte of calldata as its data (what the vault's other calls
+/// are measured after).
+fn commit_with_data(root: [u8; 32], sequence: u64, deposit_count: u64, tokens: Vec<ChainAddress>) -> Vec<u8> {
+    DexdVaultV2::commitRootWithDataCall {
+        root: FixedBytes(root),
+        journalSequence: sequence,
+        depositCount_: U256::from(deposit_count),
+        totals: vec![U256::ZERO; tokens.len()],
+        tokens,
+        data: vec![1u8].into(),
+    }
+    .abi_encode()
+}
+
+/// Sends `input` to `to` as an EIP-4844 transaction carrying `sidecar`; its receipt.
+async fn call_with_blobs(
+    node: &Node,
+    from: &PrivateKeySigner,
+    to: ChainAddress,
+    input: Vec<u8>,
+    sidecar: alloy::eips::eip4844::BlobTransactionSidecar,
+) -> Receipt {
+    let blobs = BlobTerms {
+        sidecar: std::sync::Arc::new(sidecar),
+        max_fee_per_blob_gas: node.blob_base_fee().await.unwrap().saturating_mul(2).max(1),
+    };
+    let fees = node.fee_estimate().await.unwrap();
+    let gas_limit = node
+        .estimate_gas_as_sent(from.address(), (to, &input, U256::ZERO), fees, Some(&blobs))
+        .await
+        .unwrap();
+    let terms = TransactionTerms {
+        to: TxKind::Call(to),
+        input,
+        value: U256::ZERO,
+        nonce: node.pending_nonce(from.address()).await.unwrap(),
+        fees: Fees {
+            max_fee_per_gas: fees.0,
+            max_priority_fee_per_gas: fees.1,
+            gas_limit,
+        },
+        blobs: Some(blobs),
+    };
+    let sent = node.send(from, terms).await.unwrap();
+    let receipt = node
+        .wait_for_receipt(sent.hash, Duration::from_millis(5), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(receipt.succeeded);
+    receipt
 }
 
 /// Gas of the deposits and a withdrawal on one vault: (first ERC-20 of the vault, later ERC-20,
@@ -185,17 +241,49 @@ async fn main() {
             debited_withdrawals: 500_000,
         };
         let tree = LiabilityTree::build(&leaves, 2);
+        // The previous root: 1 % of the accounts held one unit less.
+        let mut previous = leaves.clone();
+        for leaf in previous.iter_mut().step_by(100) {
+            leaf.balance -= 1;
+        }
+        let previous_root = LiabilityTree::build(&previous, 2).root();
+        let data = RootData::for_root(
+            (sequence, 4, tree.root()),
+            &leaves,
+            Some((&previous, previous_root)),
+            slice_range(sequence, 2_520),
+        );
+        let encoded = data.encode();
+        let sidecar = root_blobs::sidecar_of(&encoded).unwrap();
+        let blob_count = sidecar.blobs.len();
         let totals: Vec<U256> = tokens.iter().map(|_| U256::ZERO).collect();
         let commit = DexdVaultV2::commitRootCall {
             root: FixedBytes(tree.root()),
             journalSequence: sequence,
             depositCount_: U256::from(4),
             tokens: tokens.clone(),
-            totals,
+            totals: totals.clone(),
         }
         .abi_encode();
-        let gas = call(&node_two, &operator, vault, commit, U256::ZERO).await.gas_used;
-        println!("commitRoot, {leaves_count} leaves, 3 tokens: {gas} gas");
+        let gas = call_with_blobs(&node_two, &operator, vault, commit, sidecar)
+            .await
+            .gas_used;
+        let with_data = DexdVaultV2::commitRootWithDataCall {
+            root: FixedBytes(tree.root()),
+            journalSequence: sequence,
+            depositCount_: U256::from(4),
+            tokens: tokens.clone(),
+            totals,
+            data: encoded.clone().into(),
+        }
+        .abi_encode();
+        let calldata_gas = call(&node_two, &operator, vault, with_data, U256::ZERO).await.gas_used;
+        println!(
+            "commitRoot, {leaves_count} leaves, 3 tokens, {} accounts listed ({} bytes): in {blob_count} blobs \
+             {gas} gas; in calldata {calldata_gas} gas",
+            data.accounts.len(),
+            encoded.len()
+        );
         exits.push((leaves_count, leaves[0], tree.proof(0).unwrap()));
     }
     // Exits against the newest root only: each tree's exit is measured on a vault of its own.
@@ -214,14 +302,7 @@ async fn main() {
         let root = proof.iter().fold(leaf.hash(), |node, sibling| {
             dexd_crypto::liability_tree::hash_pair(&node, sibling)
         });
-        let commit = DexdVaultV2::commitRootCall {
-            root: FixedBytes(root),
-            journalSequence: 1,
-            depositCount_: U256::from(4),
-            tokens: listed.clone(),
-            totals: vec![U256::ZERO; 2],
-        }
-        .abi_encode();
+        let commit = commit_with_data(root, 1, 4, listed.clone());
         call(&node, &operator, fresh.address, commit, U256::ZERO).await;
         node.raw_request("evm_increaseTime", serde_json::json!([terms.max_root_age_s + 1]))
             .await
@@ -359,16 +440,7 @@ async fn version_five_gas(
     println!("withdrawBatch of 10: {paid} gas; of 10 with one skipped: {skipped} gas");
 
     // Vetoes: the newest root's, after one vetoed root and after a hundred.
-    let commit = |sequence: u64| {
-        DexdVaultV2::commitRootCall {
-            root: FixedBytes([sequence as u8; 32]),
-            journalSequence: sequence,
-            depositCount_: U256::ZERO,
-            tokens: vec![usdc],
-            totals: vec![U256::ZERO],
-        }
-        .abi_encode()
-    };
+    let commit = |sequence: u64| commit_with_data([sequence as u8; 32], sequence, 0, vec![usdc]);
     call(&node, operator, vault, commit(1), U256::ZERO).await;
     let mut veto_gas = Vec::new();
     for epoch in 1..=101u64 {
@@ -413,14 +485,7 @@ async fn all_zero_exit_gas(
         .unwrap();
     let node = Node::connect(&anvil.endpoint(), fresh.address, chain_id, Duration::from_secs(30)).unwrap();
     deploy::list_tokens(&node, deployer, &[usdc]).await.unwrap();
-    let commit = DexdVaultV2::commitRootCall {
-        root: FixedBytes([1; 32]),
-        journalSequence: 1,
-        depositCount_: U256::ZERO,
-        tokens: vec![],
-        totals: vec![],
-    }
-    .abi_encode();
+    let commit = commit_with_data([1; 32], 1, 0, vec![]);
     call(&node, operator, fresh.address, commit, U256::ZERO).await;
     deploy::mint(&node, deployer, usdc, late.address(), U256::from(1_000_000u64))
         .await

@@ -31,6 +31,10 @@ pub struct Audit {
     /// The vault (version 2).
     #[arg(long, requires = "rpc_url")]
     vault: Option<String>,
+    /// A beacon node's URL, for the roots' data carried in blobs (default: the RPC URL, as a
+    /// devnet's anvil serves both).
+    #[arg(long, requires = "rpc_url")]
+    beacon_url: Option<String>,
     /// The environment variable holding the vault guardian's key: vetoes a root that does not
     /// match, or that it has not verified by half its challenge period.
     #[arg(long, requires = "rpc_url")]
@@ -79,6 +83,7 @@ pub fn run_audit(arguments: Audit) -> ExitCode {
         directory: arguments.dir,
         chain,
         guardian_key_env: arguments.guardian_key_env,
+        beacon_url: arguments.beacon_url,
         once: arguments.once,
         confirmations: arguments.confirmations,
         poll_interval_ms: arguments.poll_interval_ms.max(10),

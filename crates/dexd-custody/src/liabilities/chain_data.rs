@@ -34,8 +34,12 @@ pub enum ChainDataError {
     Beacon(BeaconError),
     /// The root's data is in blobs and no beacon node was given.
     NoBeacon,
-    /// The vault has no such root, or its data is not where the vault says.
+    /// The vault has no such root, or the node does not show its event or transaction (it may
+    /// lag).
     Missing(String),
+    /// The root's transaction carries no data a reader can find: no blobs, and not a
+    /// `commitRootWithData` of the operator's (a root sent through another contract).
+    Unreadable(String),
     /// The data the chain recorded is not a root's data, or not this root's.
     Data(RootDataError),
     /// The data is not the root's: another root, position or deposit count.
@@ -50,7 +54,7 @@ impl std::fmt::Display for ChainDataError {
             ChainDataError::Node(error) => write!(formatter, "{error}"),
             ChainDataError::Beacon(error) => write!(formatter, "{error}"),
             ChainDataError::NoBeacon => write!(formatter, "the root's data is in blobs: a beacon node URL is needed"),
-            ChainDataError::Missing(what) => write!(formatter, "{what}"),
+            ChainDataError::Missing(what) | ChainDataError::Unreadable(what) => write!(formatter, "{what}"),
             ChainDataError::Data(error) => write!(formatter, "{error}"),
             ChainDataError::NotTheRoot(what) => write!(formatter, "the data recorded is not the root's: {what}"),
             ChainDataError::Rebuild(error) => write!(formatter, "{error}"),
@@ -139,7 +143,7 @@ impl<'node> ChainData<'node> {
             .ok_or_else(|| ChainDataError::Missing(format!("the node has no transaction of root {epoch}")))?;
         let bytes = if blob_hashes.is_empty() {
             let call = DexdVaultV2::commitRootWithDataCall::abi_decode(&input).map_err(|_| {
-                ChainDataError::Missing(format!(
+                ChainDataError::Unreadable(format!(
                     "root {epoch}'s transaction carries no blobs and is not commitRootWithData (a root sent through \
                      another contract cannot be read)"
                 ))
@@ -162,7 +166,7 @@ impl<'node> ChainData<'node> {
         let data = RootData::decode(&bytes).map_err(ChainDataError::Data)?;
         if data.root != stored.root.0
             || data.journal_sequence != stored.journalSequence
-            || U256::from(data.deposit_count) != stored.depositCount
+            || data.deposit_count != stored.depositCount
         {
             return Err(ChainDataError::NotTheRoot(format!(
                 "root {epoch}'s data names another root, journal position or deposit count"
@@ -203,19 +207,29 @@ impl<'node> ChainData<'node> {
         ))
     }
 
-    /// The newest epoch before `before` whose root is `root`: the root a data's changes are
-    /// against.
-    async fn epoch_of_root(&self, root: [u8; 32], before: u64) -> Result<u64, ChainDataError> {
+    /// The data of the newest epoch before `before` whose root is `root` and whose data reads
+    /// (the root a data's changes are against): the same root may stand at several epochs (a
+    /// quiet venue commits it again, a stolen key may copy it with bad data), and any of them
+    /// with good data serves, as their trees are the same.
+    async fn data_of_root(&mut self, root: [u8; 32], before: u64) -> Result<(u64, RootData), ChainDataError> {
         let oldest = before.saturating_sub(MAX_ROOTS_WALKED);
+        let mut last_error = None;
         for epoch in (oldest..before).rev() {
-            if self.node.liability_root(epoch, BlockId::latest()).await?.root.0 == root {
-                return Ok(epoch);
+            if self.node.liability_root(epoch, BlockId::latest()).await?.root.0 != root {
+                continue;
+            }
+            match self.root_data(epoch).await {
+                Ok(data) => return Ok((epoch, data)),
+                Err(ChainDataError::Node(error)) => return Err(ChainDataError::Node(error)),
+                Err(error) => last_error = Some(error),
             }
         }
-        Err(ChainDataError::Missing(format!(
-            "no root 0x{} before epoch {before}: the data's previous root is not in the vault",
-            alloy::hex::encode(root)
-        )))
+        Err(last_error.unwrap_or_else(|| {
+            ChainDataError::Missing(format!(
+                "no root 0x{} before epoch {before}: the data's previous root is not in the vault",
+                alloy::hex::encode(root)
+            ))
+        }))
     }
 
     /// The tree of the vault's root of `epoch`, rebuilt from the chain: the data of that root
@@ -235,8 +249,7 @@ impl<'node> ChainData<'node> {
                     "the data of {MAX_ROOTS_WALKED} roots does not cover every address"
                 )));
             }
-            let previous = self.epoch_of_root(newest.previous_root, *newest_epoch).await?;
-            let data = self.root_data(previous).await?;
+            let (previous, data) = self.data_of_root(newest.previous_root, *newest_epoch).await?;
             coverage.cover(data.range);
             run.push((previous, data));
         }

@@ -7,7 +7,7 @@
 //! It neither sends the transaction nor fetches the blobs (the payer and `dexd exit` do).
 
 use alloy::eips::eip4844::builder::{SidecarBuilder, SidecarCoder, SimpleCoder};
-use alloy::eips::eip4844::env_settings::EnvKzgSettings;
+use alloy::eips::eip4844::c_kzg::{self, KzgSettings};
 use alloy::eips::eip4844::{
     kzg_to_versioned_hash, AsCkzg, Blob, BlobTransactionSidecar, BYTES_PER_BLOB, FIELD_ELEMENTS_PER_BLOB,
 };
@@ -71,6 +71,12 @@ pub fn blobs_needed(data_bytes: usize) -> usize {
     (data_bytes.div_ceil(31) + 1).div_ceil(FIELD_ELEMENTS_PER_BLOB as usize)
 }
 
+/// Ethereum's trusted setup, loaded once, without the precomputed tables that only cell proofs
+/// (EIP-7594) use: alloy's default loads them too, which takes seconds before the first blob.
+pub fn kzg_settings() -> &'static KzgSettings {
+    c_kzg::ethereum_kzg_settings(0)
+}
+
 /// The sidecar carrying `data`: its blobs, their commitments and proofs.
 pub fn sidecar_of(data: &[u8]) -> Result<BlobTransactionSidecar, RootBlobsError> {
     let needed = blobs_needed(data.len());
@@ -78,7 +84,7 @@ pub fn sidecar_of(data: &[u8]) -> Result<BlobTransactionSidecar, RootBlobsError>
         return Err(RootBlobsError::TooManyBlobs(needed));
     }
     SidecarBuilder::<SimpleCoder>::from_slice(data)
-        .build_4844()
+        .build_4844_with_settings(kzg_settings())
         .map_err(|error| RootBlobsError::Kzg(error.to_string()))
 }
 
@@ -86,8 +92,7 @@ pub fn sidecar_of(data: &[u8]) -> Result<BlobTransactionSidecar, RootBlobsError>
 pub fn versioned_hash_of(blob: &Blob) -> Result<B256, RootBlobsError> {
     // The blob as c-kzg's type, without a copy: 128 KiB copies on the stack overflow a
     // thread's stack in debug builds.
-    let commitment = EnvKzgSettings::Default
-        .get()
+    let commitment = kzg_settings()
         .blob_to_kzg_commitment(blob.as_ckzg())
         .map_err(|error| RootBlobsError::Kzg(error.to_string()))?;
     Ok(kzg_to_versioned_hash(commitment.as_slice()))

@@ -162,6 +162,9 @@ impl RootData {
         previous: Option<(&[LiabilityLeaf], [u8; 32])>,
         range: AccountRange,
     ) -> RootData {
+        // The root of an empty tree is all zeros, which the encoding reads as "no previous
+        // root": data after it lists the whole space, as a first root's does.
+        let previous = previous.filter(|(_, root)| *root != [0; 32]);
         let range = if previous.is_none() { AccountRange::WHOLE } else { range };
         let now = by_account(leaves);
         let before = previous.map(|(leaves, _)| by_account(leaves)).unwrap_or_default();

@@ -209,3 +209,24 @@ fn every_other_encoding_is_refused() {
         Err(RootDataError::TooLong(_))
     ));
 }
+
+/// Regression: a venue's first root is often of an empty tree, whose root is all zeros, which
+/// the encoding reads as "no previous root". The data after it listed one slice and named zeros
+/// as its previous: no reader could tell it from a first root, and the auditor found it wrong.
+/// It lists the whole space now, and rebuilds alone.
+#[test]
+fn data_after_an_empty_trees_root_lists_every_account() {
+    assert_eq!(root_of(&[]), [0; 32], "the empty tree's root is zeros");
+    let leaves = sorted(vec![leaf(address(0x10, 1), 1, 5), leaf(address(0xf0, 2), 1, 6)]);
+    let data = RootData::for_root(
+        (2, 1, root_of(&leaves)),
+        &leaves,
+        Some((&[], [0; 32])),
+        slice_range(1, 8),
+    );
+    assert_eq!(data.range, AccountRange::WHOLE);
+    assert_eq!(data.previous_root, [0; 32]);
+    let mut rebuild = Rebuild::default();
+    rebuild.apply(&data).unwrap();
+    assert_eq!(rebuild.finish(1).unwrap().1, root_of(&leaves));
+}

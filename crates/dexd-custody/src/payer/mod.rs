@@ -130,6 +130,11 @@ type Candidate = (WithdrawalKey, PendingWithdrawal, bool);
 
 /// Runs the payer until `stop`.
 pub async fn run(vault: Arc<VaultChain>, key: PrivateKeySigner, mut stop: watch::Receiver<bool>) {
+    // The trusted setup takes seconds to load: loaded now, on a thread of its own, so that the
+    // first root (and the withdrawals waiting for it) does not wait for it.
+    if vault.config.root_data == crate::config::RootDataCarrier::Blobs && vault.root_terms().is_some() {
+        tokio::task::spawn_blocking(crate::liabilities::root_blobs::kzg_settings);
+    }
     let mut payer = Payer {
         key,
         operator_checked: false,

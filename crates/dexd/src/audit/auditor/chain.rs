@@ -10,6 +10,8 @@ use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_core::{ChainDeposit, ChainWithdrawalRequest, WithdrawalKey};
+use dexd_custody::liabilities::chain_data::{ChainData, ChainDataError, MAX_ROOTS_WALKED};
+use dexd_custody::liabilities::root_data::RootData;
 use dexd_custody::node::{Node, NodeError, RootLog};
 use dexd_custody::vault::{chain_address, DexdVaultV2};
 use std::time::Duration;
@@ -56,6 +58,8 @@ pub struct VaultRequest {
 /// The vault of an audited chain.
 pub struct AuditedVault {
     node: Node,
+    /// The beacon node the roots' blobs are read from.
+    beacon_url: String,
     confirmations: u64,
     guardian: Option<PrivateKeySigner>,
     /// The vault's challenge period, in seconds.
@@ -65,7 +69,7 @@ pub struct AuditedVault {
 impl AuditedVault {
     /// Connects to the vault `vault` through `rpc_url`, checking the node's chain id.
     pub async fn connect(
-        rpc_url: &str,
+        (rpc_url, beacon_url): (&str, &str),
         vault: dexd_core::Address,
         chain_id: u64,
         confirmations: u64,
@@ -79,6 +83,7 @@ impl AuditedVault {
             .map_err(|error| format!("the vault (version 2) at {vault}: {error}"))?;
         Ok(AuditedVault {
             node,
+            beacon_url: beacon_url.to_string(),
             confirmations,
             guardian,
             challenge_period_s,
@@ -135,6 +140,34 @@ impl AuditedVault {
         self.node
             .find_root_committed_event(root.epoch, root.committed_at_s, (0, head), MAX_LOG_RANGE_BLOCKS)
             .await
+    }
+
+    /// The data of the root of `epoch`, read from the chain and checked against the hash the
+    /// vault recorded and the root itself ([`ChainData::root_data`]).
+    pub async fn root_data(&self, epoch: u64) -> Result<RootData, ChainDataError> {
+        ChainData::new(&self.node, Some(&self.beacon_url), MAX_LOG_RANGE_BLOCKS)
+            .root_data(epoch)
+            .await
+    }
+
+    /// The roots before epoch `before` whose root is `root`, newest first, as the vault holds
+    /// them at `block` (at most [`MAX_ROOTS_WALKED`] epochs back).
+    pub async fn epochs_of_root(&self, root: [u8; 32], before: u64, block: u64) -> Result<Vec<VaultRoot>, NodeError> {
+        let mut found = Vec::new();
+        for epoch in (before.saturating_sub(MAX_ROOTS_WALKED)..before).rev() {
+            let stored = self.node.liability_root(epoch, BlockId::number(block)).await?;
+            if stored.root.0 == root {
+                found.push(VaultRoot {
+                    epoch,
+                    root: stored.root.0,
+                    journal_sequence: stored.journalSequence,
+                    deposit_count: stored.depositCount,
+                    committed_at_s: stored.committedAt.to(),
+                    vetoed: stored.vetoed,
+                });
+            }
+        }
+        Ok(found)
     }
 
     /// Vetoes the root of `epoch` with the guardian's key; the veto's transaction hash.

@@ -209,6 +209,24 @@ impl AuditCopy {
     pub fn keep_tree(&self, tree: &TreeAtPosition) -> Result<PathBuf, String> {
         tree_file::write(&self.trees(), tree).map_err(|error| error.to_string())
     }
+
+    /// Archives a root's data as checked (its encoding, docs/root-data.md), so that it can be
+    /// read after beacon nodes prune the blobs that carried it; the file's path.
+    pub fn keep_root_data(&self, epoch: u64, root: &[u8; 32], encoded: &[u8]) -> Result<PathBuf, String> {
+        let folder = root_data_directory(&self.directory, self.chain_id);
+        std::fs::create_dir_all(&folder).map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
+        let path = folder.join(format!("{epoch:010}-{}.dxrd", alloy::hex::encode(root)));
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, encoded)
+            .and_then(|()| std::fs::rename(&partial, &path))
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// The folder of an auditor's archive of the roots' data of a chain.
+pub fn root_data_directory(directory: &Path, chain_id: u64) -> PathBuf {
+    directory.join("root-data").join(format!("chain-{chain_id}"))
 }
 
 fn progress_path(directory: &Path, chain_id: u64) -> PathBuf {

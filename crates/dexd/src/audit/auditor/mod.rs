@@ -20,6 +20,7 @@ mod chain_checks;
 pub(crate) mod checks;
 pub(crate) mod copy;
 mod requests;
+mod root_data_check;
 mod roots;
 mod serve;
 pub(crate) mod source;
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 use dexd_core::{Command, Engine};
 use dexd_crypto::{hex_prefixed, RequestMessages};
+use dexd_custody::liabilities::TreeAtPosition;
 use dexd_store::JournalEntry;
 
 use self::chain::AuditedVault;
@@ -62,6 +64,8 @@ pub struct AuditOptions {
     pub chain: Option<(String, dexd_core::Address)>,
     /// The environment variable holding the vault guardian's key, to veto with.
     pub guardian_key_env: Option<String>,
+    /// The beacon node the roots' blobs are read from (`None`: the chain's RPC URL).
+    pub beacon_url: Option<String>,
     /// Stop at the journal's end (exit status: whether every check held).
     pub once: bool,
     /// Blocks on top of a root's before it is checked.
@@ -104,6 +108,9 @@ struct Auditor {
     first_request_to_check: u64,
     /// The roots warned of as not verified a quarter into their challenge period (each once).
     warned_unverified: std::collections::BTreeSet<u64>,
+    /// The newest root found good, with its tree: the one the next root's data most likely
+    /// lists its changes against.
+    last_good_tree: std::sync::Mutex<Option<Arc<TreeAtPosition>>>,
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -114,6 +121,7 @@ struct AuditMetrics {
     commands: metrics::Counter,
     roots_ok: metrics::Counter,
     roots_mismatched: metrics::Counter,
+    roots_data_mismatched: metrics::Counter,
     roots_unavailable: metrics::Counter,
     roots_unverified: metrics::Counter,
     roots_unverified_warnings: metrics::Counter,
@@ -163,6 +171,7 @@ impl AuditMetrics {
             commands: telemetry.counter("dexd_audit_commands_checked_total", &[]),
             roots_ok: root("ok"),
             roots_mismatched: root("mismatch"),
+            roots_data_mismatched: root("data-mismatch"),
             roots_unavailable: root("unavailable"),
             roots_unverified: root("unverified"),
             roots_unverified_warnings: telemetry.counter("dexd_audit_roots_unverified_warnings_total", &[]),
@@ -201,7 +210,17 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
                     .map_err(|error| format!("--guardian-key-env: {error}"))?,
                 ),
             };
-            Some(AuditedVault::connect(rpc_url, *vault, options.chain_id, options.confirmations, guardian).await?)
+            let beacon_url = options.beacon_url.clone().unwrap_or_else(|| rpc_url.clone());
+            Some(
+                AuditedVault::connect(
+                    (rpc_url, &beacon_url),
+                    *vault,
+                    options.chain_id,
+                    options.confirmations,
+                    guardian,
+                )
+                .await?,
+            )
         }
     };
     let source = JournalSource::new(&options.venue, &options.mirrors, options.chain_id)?;
@@ -233,6 +252,7 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         batch_claims: BatchClaims::default(),
         first_request_to_check: 0,
         warned_unverified: std::collections::BTreeSet::new(),
+        last_good_tree: std::sync::Mutex::new(None),
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await

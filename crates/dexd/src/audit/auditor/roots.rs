@@ -6,6 +6,8 @@
 //! veto of a bad or unverified root, tried again until its period ends if it fails. It reads the
 //! journal through nothing but the auditor's own copy.
 
+use std::sync::Arc;
+
 use dexd_crypto::hex_prefixed;
 use dexd_custody::liabilities::TreeAtPosition;
 use dexd_custody::vault::chain_address;
@@ -125,6 +127,7 @@ impl Auditor {
         let word = match verdict {
             "ok" => "ok",
             "mismatch" => "MISMATCH",
+            "data-mismatch" => "DATA-MISMATCH",
             "unverified" => "UNVERIFIED",
             _ => "UNAVAILABLE",
         };
@@ -155,6 +158,7 @@ impl Auditor {
         match verdict {
             "ok" => self.metrics.roots_ok.increment(1),
             "mismatch" => self.metrics.roots_mismatched.increment(1),
+            "data-mismatch" => self.metrics.roots_data_mismatched.increment(1),
             "unverified" => self.metrics.roots_unverified.increment(1),
             _ => self.metrics.roots_unavailable.increment(1),
         }
@@ -168,6 +172,21 @@ impl Auditor {
         })
     }
 
+    /// The tree of the replay at journal position `position` (at most the auditor's).
+    pub(super) fn replay_tree(&self, position: u64) -> Result<TreeAtPosition, String> {
+        let engine = if position == self.position() {
+            None
+        } else {
+            Some(self.copy.engine_at(position)?)
+        };
+        let engine = engine.as_ref().unwrap_or(&self.engine);
+        let tokens: Vec<Option<dexd_core::Address>> = engine
+            .description()
+            .map(|description| description.assets.iter().map(|asset| asset.token).collect())
+            .unwrap_or_default();
+        Ok(TreeAtPosition::build(position, engine, &tokens, None))
+    }
+
     /// The tree of the auditor's replay at a root's position, against the vault's root, deposit
     /// count and totals; kept in the directory when it matches.
     async fn compare_root(&self, root: &VaultRoot, confirmed: u64) -> Result<(&'static str, String), String> {
@@ -178,19 +197,7 @@ impl Auditor {
             .map_err(|error| format!("the root's event: {error}"))?
             .ok_or_else(|| format!("the vault's root {} has no RootCommitted event", root.epoch))?;
         let position = root.journal_sequence;
-        let tree = tokio::task::block_in_place(|| -> Result<TreeAtPosition, String> {
-            let engine = if position == self.position() {
-                None
-            } else {
-                Some(self.copy.engine_at(position)?)
-            };
-            let engine = engine.as_ref().unwrap_or(&self.engine);
-            let tokens: Vec<Option<dexd_core::Address>> = engine
-                .description()
-                .map(|description| description.assets.iter().map(|asset| asset.token).collect())
-                .unwrap_or_default();
-            Ok(TreeAtPosition::build(position, engine, &tokens, None))
-        })?;
+        let tree = Arc::new(tokio::task::block_in_place(|| self.replay_tree(position))?);
         let (tokens, totals) = tree.commit_arguments(|token| event.tokens.contains(&chain_address(token)));
         let mut differences = Vec::new();
         if tree.root() != root.root {
@@ -212,7 +219,11 @@ impl Auditor {
         if !differences.is_empty() {
             return Ok(("mismatch", differences.join("; ")));
         }
+        if let Some(what) = self.check_root_data(root, &tree, confirmed).await? {
+            return Ok(("data-mismatch", what));
+        }
         tokio::task::block_in_place(|| self.copy.keep_tree(&tree))?;
+        *self.last_good_tree.lock().expect("the tree's lock is never poisoned") = Some(Arc::clone(&tree));
         Ok((
             "ok",
             format!(

@@ -27,10 +27,10 @@ use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_custody::vault::DexdVaultV2;
 use serde_json::json;
 
-const GUARDIAN_KEY_ENV: &str = "DEXD_TEST_GUARDIAN_KEY";
+pub(super) const GUARDIAN_KEY_ENV: &str = "DEXD_TEST_GUARDIAN_KEY";
 
 /// The vault's root of `epoch`.
-async fn vault_root(venue: &VaultVenue, epoch: u64) -> DexdVaultV2::LiabilityRoot {
+pub(super) async fn vault_root(venue: &VaultVenue, epoch: u64) -> DexdVaultV2::LiabilityRoot {
     view(
         &venue.chain,
         DexdVaultV2::liabilityRootCall {
@@ -40,7 +40,7 @@ async fn vault_root(venue: &VaultVenue, epoch: u64) -> DexdVaultV2::LiabilityRoo
     .await
 }
 
-async fn root_count(venue: &VaultVenue) -> u64 {
+pub(super) async fn root_count(venue: &VaultVenue) -> u64 {
     view(&venue.chain, DexdVaultV2::rootCountCall {}).await.saturating_to()
 }
 
@@ -63,7 +63,7 @@ fn strings(arguments: &[String]) -> Vec<&str> {
 /// Starts `dexd audit` on `venue`'s vault as the guardian whose key is `guardian_key`, reading
 /// the journal from `journal_url` (the venue, or something in front of it), with `more`
 /// arguments.
-fn start_guardian(
+pub(super) fn start_guardian(
     venue: &VaultVenue,
     journal_url: &str,
     directory: &std::path::Path,

@@ -105,9 +105,14 @@ impl BinaryServer {
                 _ => {}
             }
         };
-        // Keep reading the log so that the server never blocks on a full pipe.
+        // Keep reading the log so that the server never blocks on a full pipe; echoed to the
+        // test's output with DEXD_TEST_ECHO_LOG=1, to see what a failing test's server did.
+        let echo = std::env::var("DEXD_TEST_ECHO_LOG").is_ok_and(|value| value == "1");
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
+                if echo {
+                    eprintln!("[dexd] {line}");
+                }
                 if let Some(log) = &log {
                     let mut log = log.lock().unwrap();
                     log.push_str(&line);

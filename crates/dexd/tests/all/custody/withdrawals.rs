@@ -310,6 +310,15 @@ async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
     let [alice, bob] = [0, 1].map(|index| venue.chain.users[index].clone());
     venue.fund(&alice, None, ETH_UNIT, "ETH", "1").await;
     venue.fund(&bob, None, ETH_UNIT, "ETH", "1").await;
+    // The first root on a fresh node waits seconds more than the next (anvil loads its KZG
+    // setup at its first blob transaction): the short expiry below is measured from a venue
+    // whose roots already come every second.
+    venue
+        .eventually("the venue's first root recorded", || async {
+            let (_, custody) = venue.get("/account/custody", &[]).await;
+            custody["roots"]["newestVenueRoot"].is_u64()
+        })
+        .await;
     // A short expiry (the withdrawal wait is a 1 s root interval, the vault's 2 s challenge
     // period and the 1 s margin), so that the request expires (and its nonce is forgotten) once
     // paid.

@@ -1,0 +1,154 @@
+//! `dexd audit` checks each root's data from the chain alone: a root committed with the
+//! operator's key whose tree is the venue's own (so every other check passes) but whose data
+//! would not rebuild it (an account listed that the tree does not hold) is vetoed as `DATA-MISMATCH` by the guardian;
+//! the venue's honest roots around it are found good, and their data archived.
+
+use crate::common;
+
+use std::time::Duration;
+
+use alloy::primitives::TxKind;
+use alloy::sol_types::SolCall;
+use common::chain::{BackgroundMiner, USDC_UNIT};
+use common::vault_venue::{key_of, VaultVenue};
+use dexd_crypto::liability_tree::LiabilityLeaf;
+use dexd_custody::deploy;
+use dexd_custody::liabilities::chain_data::ChainData;
+use dexd_custody::liabilities::root_data::ListedAccount;
+use dexd_custody::vault::DexdVaultV2;
+
+use super::audit_vault::{root_count, start_guardian, vault_root};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
+    const CHALLENGE_PERIOD_S: u64 = 30;
+    let (venue, _alice) = VaultVenue::start_with_alice_funded(CHALLENGE_PERIOD_S).await;
+    let bob = venue.chain.users[1].clone();
+    venue
+        .fund(&bob, Some(venue.chain.usdc), 250 * USDC_UNIT, "USDC", "250")
+        .await;
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    let directory = tempfile::tempdir().unwrap();
+    let auditor = start_guardian(
+        &venue,
+        &venue.client().base_url,
+        directory.path(),
+        &key_of(&venue.chain.guardian),
+        &[],
+    );
+    // A root of the venue's with both accounts in its tree, checked good.
+    let newest_epoch = loop {
+        let epoch = root_count(&venue).await.max(1) - 1;
+        let line = auditor
+            .wait_for_line("a root checked", Duration::from_secs(60), |line| {
+                line.starts_with(&format!("root {epoch} "))
+            })
+            .await;
+        assert!(line.contains(" ok "), "{line}");
+        if line.ends_with("leaves 2") || line.ends_with("leaves 3") {
+            break epoch;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+
+    // The stolen key copies the newest root (its root, position, deposit count and totals: the
+    // replay agrees with all of it) with data that leaves out one account. A root of the venue's
+    // may come first (each is at a later position): then the copy is of that one.
+    let mut reader = ChainData::new(&venue.chain.node, Some(&venue.chain.anvil.endpoint()), 10_000);
+    let mut attempts = 0;
+    let planted_epoch = loop {
+        let copied_epoch = root_count(&venue).await - 1;
+        let mut data = reader.root_data(copied_epoch).await.unwrap();
+        // An account the tree does not hold, listed with a balance: a rebuild from this data
+        // would owe it, and the root would not come out.
+        let stranger = dexd_core::Address::from_bytes([0xfe; 20]);
+        assert!(data.accounts.iter().all(|listed| listed.account < stranger), "{data:?}");
+        data.accounts.push(ListedAccount {
+            account: stranger,
+            leaves: vec![LiabilityLeaf {
+                account: stranger,
+                token: dexd_custody::vault::venue_address(&venue.chain.usdc),
+                balance: USDC_UNIT,
+                credited_deposits: 0,
+                debited_withdrawals: 0,
+            }],
+        });
+        let stored = vault_root(&venue, copied_epoch).await;
+        let head = venue.chain.node.head().await.unwrap();
+        let event = venue
+            .chain
+            .node
+            .find_root_committed_event(copied_epoch, stored.committedAt.to(), (0, head), 10_000)
+            .await
+            .unwrap()
+            .unwrap();
+        let plant = DexdVaultV2::commitRootWithDataCall {
+            root: stored.root,
+            journalSequence: stored.journalSequence,
+            depositCount_: alloy::primitives::U256::from(stored.depositCount),
+            tokens: event.tokens,
+            totals: event.totals,
+            data: data.encode().into(),
+        };
+        match deploy::send_and_wait(
+            &venue.chain.node,
+            &venue.chain.operator,
+            TxKind::Call(venue.chain.vault),
+            plant.abi_encode(),
+            alloy::primitives::U256::ZERO,
+        )
+        .await
+        {
+            Ok(receipt) if receipt.succeeded => break root_count(&venue).await - 1,
+            outcome => {
+                attempts += 1;
+                assert!(attempts < 10, "the copy was never taken: {outcome:?}");
+            }
+        }
+    };
+    assert_eq!(
+        vault_root(&venue, planted_epoch).await.root,
+        vault_root(&venue, planted_epoch - 1).await.root
+    );
+    let line = auditor
+        .wait_for_line("the copied root judged", Duration::from_secs(60), |line| {
+            line.starts_with(&format!("root {planted_epoch} "))
+        })
+        .await;
+    assert!(
+        line.starts_with(&format!("root {planted_epoch} DATA-MISMATCH vetoed 0x")),
+        "{line}"
+    );
+    assert!(line.contains("0 missing, 1 not to be listed"), "{line}");
+    assert!(
+        vault_root(&venue, planted_epoch).await.vetoed,
+        "the veto is in the vault"
+    );
+
+    // The venue's next root, whose data may name the same root value as its previous, is good.
+    let next = planted_epoch + 1;
+    let line = auditor
+        .wait_for_line("the next root judged", Duration::from_secs(60), |line| {
+            line.starts_with(&format!("root {next} "))
+        })
+        .await;
+    assert!(line.starts_with(&format!("root {next} ok ")), "{line}");
+    assert!(!vault_root(&venue, next).await.vetoed);
+    // Every root found good has its data archived, in the encoding the chain carried.
+    let archive = directory
+        .path()
+        .join("root-data")
+        .join(format!("chain-{}", venue.chain.chain_id));
+    let archived: Vec<String> = std::fs::read_dir(&archive)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let original = reader.root_data(newest_epoch).await.unwrap();
+    let name = format!("{newest_epoch:010}-{}.dxrd", alloy::hex::encode(original.root));
+    assert!(archived.len() as u64 > newest_epoch, "{archived:?}");
+    assert!(archived.contains(&name), "{archived:?}");
+    assert_eq!(std::fs::read(archive.join(&name)).unwrap(), original.encode());
+    assert!(!archived
+        .iter()
+        .any(|file| file.starts_with(&format!("{planted_epoch:010}-"))));
+}
