@@ -46,7 +46,8 @@ pub struct VaultConfig {
     /// At least how many of the newest roots of the venue's keep their tree files (besides every
     /// root that can still become the exit root), so that their proofs and leaves are served.
     pub keep_roots: usize,
-    /// Where each root's data goes: in blobs, or in the root's calldata on a chain without them.
+    /// Where each root's data goes (`data`): in blobs, or in the root's calldata on a chain
+    /// without them.
     pub root_data: RootDataCarrier,
     /// The longest a full set of the tree's accounts takes to pass through the roots' data: the
     /// address space is cut into slices, one slice a root, so that every account is listed at
@@ -54,11 +55,11 @@ pub struct VaultConfig {
     pub snapshot_interval_ms: u64,
 }
 
-/// Where a root's data goes (`root_data = "blobs"` or `"calldata"`).
+/// Where a root's data goes (`data = "blobs"` or `"calldata"` in the custody section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RootDataCarrier {
-    /// In EIP-4844 blobs of the root's transaction (`commitRoot`): a cent a blob, kept by beacon
-    /// nodes about 18 days.
+    /// In EIP-4844 blobs of the root's transaction (`commitRoot`): about a cent a blob, kept by
+    /// beacon nodes about 18 days.
     Blobs,
     /// In the root's calldata (`commitRootWithData`), on a chain that takes no blobs: kept for
     /// good, at calldata's price.

@@ -1,5 +1,5 @@
 //! Blobs from a beacon node (`GET /eth/v1/beacon/blobs/{block_id}`, the beacon API's way since
-//! the Fusaka upgrade): the blobs of one block, of which those whose versioned hashes the chain
+//! the Fusaka upgrade, or `/eth/v1/beacon/blob_sidecars/{block_id}` where a node serves only that): the blobs of one block, of which those whose versioned hashes the chain
 //! recorded for a root are picked, in that order, and checked ([`super::root_blobs`]). The node
 //! is trusted for nothing: it can withhold a blob, never alter one.
 //!
@@ -53,8 +53,17 @@ pub async fn root_data_from_beacon(
     block_id: &str,
     recorded: &[B256],
 ) -> Result<Vec<u8>, BeaconError> {
-    let url = format!("{}/eth/v1/beacon/blobs/{block_id}", beacon_url.trim_end_matches('/'));
-    let body = get_bounded(client, &url).await?;
+    let base = beacon_url.trim_end_matches('/');
+    // `/blobs` since the Fusaka upgrade; `/blob_sidecars` where a node still serves only that.
+    let body = match get_bounded(client, &format!("{base}/eth/v1/beacon/blobs/{block_id}")).await {
+        Ok(body) => body,
+        Err(BeaconError::Unavailable(first)) => {
+            get_bounded(client, &format!("{base}/eth/v1/beacon/blob_sidecars/{block_id}"))
+                .await
+                .map_err(|second| BeaconError::Unavailable(format!("{first}; blob_sidecars: {second}")))?
+        }
+        Err(other) => return Err(other),
+    };
     let mut blobs = blobs_of_answer(&body)?;
     drop(body);
     let mut hashes: Vec<B256> = blobs
@@ -126,7 +135,8 @@ async fn get_bounded(client: &alloy_reqwest::Client, url: &str) -> Result<Vec<u8
     Ok(body)
 }
 
-/// The blobs of a `GET /eth/v1/beacon/blobs` answer: `{"data": ["0x<blob>", ...]}`.
+/// The blobs of a `GET /eth/v1/beacon/blobs` answer, `{"data": ["0x<blob>", ...]}`, or of a
+/// `blob_sidecars` answer, `{"data": [{"blob": "0x<blob>", ...}, ...]}`.
 fn blobs_of_answer(body: &[u8]) -> Result<Vec<Blob>, BeaconError> {
     let answer: Value = serde_json::from_slice(body).map_err(|error| BeaconError::Malformed(error.to_string()))?;
     let items = answer["data"]
@@ -136,6 +146,7 @@ fn blobs_of_answer(body: &[u8]) -> Result<Vec<Blob>, BeaconError> {
     for (item, blob) in items.iter().zip(blobs.iter_mut()) {
         let text = item
             .as_str()
+            .or_else(|| item["blob"].as_str())
             .ok_or_else(|| BeaconError::Malformed("a blob that is not a string".to_string()))?;
         let digits = text.strip_prefix("0x").unwrap_or(text);
         if digits.len() != 2 * BYTES_PER_BLOB {

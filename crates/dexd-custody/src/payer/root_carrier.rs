@@ -1,6 +1,6 @@
 //! What a root's transaction carries besides the root: its data (docs/root-data.md), the leaves
 //! changed since the venue's previous root and one slice of the address space, in blobs
-//! (`commitRoot`) or in calldata (`commitRootWithData`), as the chain's `root_data` says.
+//! (`commitRoot`) or in calldata (`commitRootWithData`), as the chain's `data` setting says.
 //!
 //! It builds the call and the blobs; it neither sends them nor decides when a root is due
 //! (`roots.rs` does).

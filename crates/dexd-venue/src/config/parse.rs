@@ -65,7 +65,9 @@ struct RawCustody {
     replace_after_ms: Option<u64>,
     root_interval_ms: Option<u64>,
     keep_roots: Option<u64>,
-    root_data: Option<String>,
+    /// Where each root's data goes: `data = "blobs"` (the default) or `"calldata"` (contract
+    /// version 5's name for it).
+    data: Option<String>,
     snapshot_interval_ms: Option<u64>,
 }
 
@@ -371,15 +373,14 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
     let (withdrawal_validity_ms, withdrawal_expiry_margin_ms) =
         check_withdrawal_timing(raw.withdrawal_validity_ms, raw.withdrawal_expiry_margin_ms, line)?;
     let root_interval_ms = bounded(raw.root_interval_ms, 120_000, "root_interval_ms", 86_400_000, line)?;
-    let root_data = match raw.root_data.as_deref() {
+    let root_data = match raw.data.as_deref() {
         None | Some("blobs") => RootDataCarrier::Blobs,
         Some("calldata") => RootDataCarrier::Calldata,
-        Some(_) => {
-            return Err(at(
-                line,
-                "root_data must be \"blobs\" (EIP-4844 blobs, where the chain takes them) or \"calldata\"".into(),
-            ))
-        }
+        Some(_) => return Err(at(
+            line,
+            "data must be \"blobs\" (each root's data in EIP-4844 blobs, where the chain takes them) or \"calldata\""
+                .into(),
+        )),
     };
     let snapshot_interval_ms = bounded(
         raw.snapshot_interval_ms,

@@ -179,6 +179,49 @@ fn confirmations_are_a_depth_or_finality() {
 }
 
 #[test]
+fn a_roots_data_goes_in_blobs_or_calldata_and_a_full_set_passes_within_the_snapshot_interval() {
+    for (settings, expected) in [
+        ("", Some((RootDataCarrier::Blobs, 604_800_000, 2_520))),
+        (
+            "data = \"calldata\"\n",
+            Some((RootDataCarrier::Calldata, 604_800_000, 2_520)),
+        ),
+        (
+            "data = \"blobs\"\nroot_interval_ms = 1000\nsnapshot_interval_ms = 8000\n",
+            Some((RootDataCarrier::Blobs, 8_000, 4)),
+        ),
+        (
+            "snapshot_interval_ms = 240000\n",
+            Some((RootDataCarrier::Blobs, 240_000, 1)),
+        ),
+        ("data = \"sidecar\"\n", None),
+        ("snapshot_interval_ms = 239999\n", None),
+        ("snapshot_interval_ms = 1209600001\n", None),
+        ("snapshot_interval_ms = 0\n", None),
+    ] {
+        let parsed = Config::parse(&vault_config_text("http://127.0.0.1:8545", settings));
+        match expected {
+            Some((carrier, interval_ms, slices)) => {
+                let parsed = parsed.unwrap();
+                let vault = parsed.chains[0].vault().unwrap();
+                assert_eq!(
+                    (vault.root_data, vault.snapshot_interval_ms, vault.snapshot_slices()),
+                    (carrier, interval_ms, slices),
+                    "{settings}"
+                );
+            }
+            None => {
+                let message = parsed.unwrap_err().message;
+                assert!(
+                    message.contains("data must be") || message.contains("snapshot_interval_ms must be"),
+                    "{settings}: {message}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn the_journal_is_sqlite_by_default_or_postgres_with_its_url_node_and_lease() {
     assert_eq!(Config::embedded_default().journal, JournalBackend::Sqlite);
     let with = |sections: &str| Config::parse(&format!("{DEFAULT_CONFIG_TOML}\n{sections}"));

@@ -172,6 +172,5 @@ async fn every_account_exits_from_blobs_alone_after_the_venue_and_its_data_are_g
 
 #[tokio::test]
 async fn every_account_exits_from_calldata_alone_with_the_space_in_four_slices() {
-    every_account_exits_from_the_chain_alone(Some("root_data = \"calldata\"\nsnapshot_interval_ms = 8000"), Some(4))
-        .await;
+    every_account_exits_from_the_chain_alone(Some("data = \"calldata\"\nsnapshot_interval_ms = 8000"), Some(4)).await;
 }

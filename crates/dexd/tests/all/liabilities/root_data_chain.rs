@@ -82,3 +82,53 @@ async fn a_beacon_answer_past_its_bound_is_refused() {
         "{refused:?}"
     );
 }
+
+/// A beacon node that serves only the older `blob_sidecars` endpoint (404 on `/blobs`) still
+/// gives the data; the blob is checked the same way.
+#[tokio::test]
+async fn a_beacon_node_with_only_blob_sidecars_still_gives_the_data() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let data: Vec<u8> = (0..5_000u32).map(|index| (index % 13) as u8).collect();
+    let sidecar = dexd_custody::liabilities::root_blobs::sidecar_of(&data).unwrap();
+    let hashes: Vec<_> = sidecar.versioned_hashes().collect();
+    let answer = serde_json::json!({"data": [{"index": "0", "blob": format!("0x{}", alloy::hex::encode(sidecar.blobs[0].as_slice()))}]}).to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let beacon = format!("http://{}", listener.local_addr().unwrap());
+    let paths = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = paths.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0u8; 8192];
+            let read = socket.read(&mut request).await.unwrap();
+            let line = String::from_utf8_lossy(&request[..read])
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let path = line.split(' ').nth(1).unwrap_or("").to_string();
+            seen.lock().unwrap().push(path.clone());
+            let response = if path.contains("/blob_sidecars/") {
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+            } else {
+                "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string()
+            };
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fetched = root_data_from_beacon(&alloy_reqwest::Client::new(), &beacon, "7", &hashes)
+        .await
+        .unwrap();
+    assert_eq!(fetched, data);
+    assert_eq!(
+        *paths.lock().unwrap(),
+        vec![
+            "/eth/v1/beacon/blobs/7".to_string(),
+            "/eth/v1/beacon/blob_sidecars/7".to_string()
+        ]
+    );
+}
