@@ -55,6 +55,11 @@ pub struct VaultConfig {
     pub snapshot_interval_ms: u64,
 }
 
+/// The most a snapshot interval may be: a full set must pass through the roots' data well
+/// inside the ~18 days beacon nodes keep blobs, so that an exit finds all of it. An auditor
+/// holds every venue to it, whatever the venue's own setting.
+pub const MAX_SNAPSHOT_INTERVAL_MS: u64 = 14 * 86_400_000;
+
 /// Where a root's data goes (`data = "blobs"` or `"calldata"` in the custody section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RootDataCarrier {

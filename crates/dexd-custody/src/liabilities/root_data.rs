@@ -434,6 +434,52 @@ impl Coverage {
     }
 }
 
+/// The ranges of a run of roots' data by their commit time, kept for `window_s`: whether every
+/// address was listed in that window (what an exit reading back that far needs), once the run
+/// has lasted that long.
+#[derive(Debug, Clone)]
+pub struct RangeWindow {
+    window_s: u64,
+    /// The first root's time.
+    first_s: Option<u64>,
+    /// The ranges within the window, oldest first.
+    ranges: std::collections::VecDeque<(u64, AccountRange)>,
+}
+
+impl RangeWindow {
+    /// An empty window of `window_s` seconds.
+    pub fn new(window_s: u64) -> RangeWindow {
+        RangeWindow {
+            window_s,
+            first_s: None,
+            ranges: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Adds a root's range, committed at `committed_at_s` (not earlier than the last one's), and
+    /// forgets the ranges older than the window. `false` when the run has lasted the window and
+    /// its ranges in it do not cover every address.
+    pub fn add(&mut self, committed_at_s: u64, range: AccountRange) -> bool {
+        let first_s = *self.first_s.get_or_insert(committed_at_s);
+        self.ranges.push_back((committed_at_s, range));
+        while self
+            .ranges
+            .front()
+            .is_some_and(|(at_s, _)| at_s.saturating_add(self.window_s) < committed_at_s)
+        {
+            self.ranges.pop_front();
+        }
+        if committed_at_s.saturating_sub(first_s) < self.window_s {
+            return true;
+        }
+        let mut coverage = Coverage::default();
+        for (_, range) in &self.ranges {
+            coverage.cover(*range);
+        }
+        coverage.is_complete()
+    }
+}
+
 /// A tree rebuilt from the data of a run of roots, oldest first.
 #[derive(Debug, Default)]
 pub struct Rebuild {

@@ -230,3 +230,26 @@ fn data_after_an_empty_trees_root_lists_every_account() {
     rebuild.apply(&data).unwrap();
     assert_eq!(rebuild.finish(1).unwrap().1, root_of(&leaves));
 }
+
+#[test]
+fn a_window_of_ranges_holds_a_full_set_only_if_every_slice_came_within_it() {
+    // Four slices, a root every 10 s, a window of 50 s: a cycle fits.
+    let mut window = RangeWindow::new(50);
+    assert!(window.add(0, AccountRange::WHOLE), "a first root lists everything");
+    for epoch in 1..20u64 {
+        assert!(window.add(epoch * 10, slice_range(epoch, 4)), "epoch {epoch}");
+    }
+    // A venue that names slice 1 again and again: once the window no longer holds the others,
+    // the full set is missing.
+    let mut stuck = RangeWindow::new(50);
+    assert!(stuck.add(0, AccountRange::WHOLE));
+    let verdicts: Vec<bool> = (1..10u64)
+        .map(|epoch| stuck.add(epoch * 10, slice_range(1, 4)))
+        .collect();
+    assert_eq!(verdicts, vec![true, true, true, true, true, false, false, false, false]);
+    // Before the run has lasted the window nothing is judged (an auditor that just started).
+    let mut young = RangeWindow::new(50);
+    assert!(young.add(100, slice_range(1, 4)));
+    assert!(young.add(140, slice_range(1, 4)));
+    assert!(!young.add(150, slice_range(1, 4)));
+}

@@ -386,7 +386,7 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
         raw.snapshot_interval_ms,
         7 * 86_400_000,
         "snapshot_interval_ms",
-        MAX_SNAPSHOT_INTERVAL_MS,
+        dexd_custody::config::MAX_SNAPSHOT_INTERVAL_MS,
         line,
     )?;
     if snapshot_interval_ms < root_interval_ms.saturating_mul(2) {
@@ -422,10 +422,6 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
         snapshot_interval_ms,
     })
 }
-
-/// The most a snapshot interval may be: a full set must pass through the roots' data well
-/// inside the ~18 days beacon nodes keep blobs, so that an exit finds all of it.
-pub const MAX_SNAPSHOT_INTERVAL_MS: u64 = 14 * 86_400_000;
 
 /// A setting between 1 and `max`, `default` when absent.
 fn bounded(value: Option<u64>, default: u64, name: &str, max: u64, line: usize) -> Result<u64, ConfigError> {

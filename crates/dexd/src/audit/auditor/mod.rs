@@ -35,6 +35,8 @@ use std::time::Duration;
 
 use dexd_core::{Command, Engine};
 use dexd_crypto::{hex_prefixed, RequestMessages};
+use dexd_custody::config::MAX_SNAPSHOT_INTERVAL_MS;
+use dexd_custody::liabilities::root_data::RangeWindow;
 use dexd_custody::liabilities::TreeAtPosition;
 use dexd_store::JournalEntry;
 
@@ -111,6 +113,9 @@ struct Auditor {
     /// The newest root found good, with its tree: the one the next root's data most likely
     /// lists its changes against.
     last_good_tree: std::sync::Mutex<Option<Arc<TreeAtPosition>>>,
+    /// The ranges of the roots' data found good in this run, over the longest snapshot
+    /// interval a venue may have: every address must be listed in it.
+    range_window: std::sync::Mutex<RangeWindow>,
 }
 
 /// The auditor's metrics (`--metrics-listen`).
@@ -253,6 +258,7 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         first_request_to_check: 0,
         warned_unverified: std::collections::BTreeSet::new(),
         last_good_tree: std::sync::Mutex::new(None),
+        range_window: std::sync::Mutex::new(RangeWindow::new(MAX_SNAPSHOT_INTERVAL_MS / 1_000)),
     };
     tracing::info!(chain_id = auditor.options.chain_id, position, "the auditor resumes");
     auditor.run().await

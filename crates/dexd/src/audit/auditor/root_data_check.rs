@@ -3,8 +3,10 @@
 //! root: every account whose leaves changed since the root it names as its previous (an earlier
 //! root the auditor found good), and every account of the range it names, each with all its
 //! leaves, and nothing else. Data that is missing from the transaction, malformed or other is a
-//! `DATA-MISMATCH`, vetoed as the guardian: an exit from the chain alone would fail on it. Data
-//! checked is archived in the auditor's directory, so that it outlives the blobs.
+//! `DATA-MISMATCH`, vetoed as the guardian: an exit from the chain alone would fail on it; so is
+//! a root after which the data of the last 14 days (the longest snapshot interval) does not list
+//! every address, judged once this run has seen 14 days of roots. Data checked is archived in
+//! the auditor's directory, so that it outlives the blobs.
 //!
 //! It does not decide whether a root's tree matches the replay (`roots.rs` does, first), and a
 //! node or beacon node that does not answer leaves the root unverified, never mismatched.
@@ -12,6 +14,7 @@
 use std::sync::Arc;
 
 use dexd_crypto::liability_tree::LiabilityLeaf;
+use dexd_custody::config::MAX_SNAPSHOT_INTERVAL_MS;
 use dexd_custody::liabilities::chain_data::ChainDataError;
 use dexd_custody::liabilities::root_data::RootData;
 use dexd_custody::liabilities::TreeAtPosition;
@@ -77,6 +80,18 @@ impl Auditor {
         });
         if expected != data {
             return Ok(Some(describe_difference(&expected, &data)));
+        }
+        let full_set_listed = self
+            .range_window
+            .lock()
+            .expect("the window's lock is never poisoned")
+            .add(root.committed_at_s, data.range);
+        if !full_set_listed {
+            return Ok(Some(format!(
+                "the roots' data of the last {} days does not list every account: an exit reading back that far \
+                 would not find them all",
+                MAX_SNAPSHOT_INTERVAL_MS / 86_400_000
+            )));
         }
         tokio::task::block_in_place(|| self.copy.keep_root_data(root.epoch, &root.root, &data.encode()))?;
         Ok(None)
