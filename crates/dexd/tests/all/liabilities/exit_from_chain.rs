@@ -170,6 +170,8 @@ async fn every_account_exits_from_blobs_alone_after_the_venue_and_its_data_are_g
     every_account_exits_from_the_chain_alone(None, None).await;
 }
 
+/// Calldata, as on a chain without blobs. (On the node itself: the vault is built for Cancun,
+/// whose opcodes it uses, and an anvil at Shanghai, before blobs, refuses to run it.)
 #[tokio::test]
 async fn every_account_exits_from_calldata_alone_with_the_space_in_four_slices() {
     every_account_exits_from_the_chain_alone(Some("data = \"calldata\"\nsnapshot_interval_ms = 8000"), Some(4)).await;
