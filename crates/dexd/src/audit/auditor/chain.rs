@@ -38,6 +38,20 @@ pub struct VaultRoot {
     pub vetoed: bool,
 }
 
+impl VaultRoot {
+    /// The root of `epoch` as the vault stores it.
+    fn of(epoch: u64, stored: DexdVaultV2::LiabilityRoot) -> VaultRoot {
+        VaultRoot {
+            epoch,
+            root: stored.root.0,
+            journal_sequence: stored.journalSequence,
+            deposit_count: stored.depositCount,
+            committed_at_s: stored.committedAt.to(),
+            vetoed: stored.vetoed,
+        }
+    }
+}
+
 /// A withdrawal requested on chain, as the vault holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VaultRequest {
@@ -122,15 +136,7 @@ impl AuditedVault {
         let count: u64 = count.saturating_to();
         let mut roots = Vec::new();
         for epoch in from..count {
-            let stored = self.node.liability_root(epoch, at).await?;
-            roots.push(VaultRoot {
-                epoch,
-                root: stored.root.0,
-                journal_sequence: stored.journalSequence,
-                deposit_count: stored.depositCount,
-                committed_at_s: stored.committedAt.to(),
-                vetoed: stored.vetoed,
-            });
+            roots.push(VaultRoot::of(epoch, self.node.liability_root(epoch, at).await?));
         }
         Ok(roots)
     }
@@ -157,14 +163,7 @@ impl AuditedVault {
         for epoch in (before.saturating_sub(MAX_ROOTS_WALKED)..before).rev() {
             let stored = self.node.liability_root(epoch, BlockId::number(block)).await?;
             if stored.root.0 == root {
-                found.push(VaultRoot {
-                    epoch,
-                    root: stored.root.0,
-                    journal_sequence: stored.journalSequence,
-                    deposit_count: stored.depositCount,
-                    committed_at_s: stored.committedAt.to(),
-                    vetoed: stored.vetoed,
-                });
+                found.push(VaultRoot::of(epoch, stored));
             }
         }
         Ok(found)

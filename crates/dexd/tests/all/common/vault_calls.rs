@@ -40,6 +40,11 @@ pub async fn view<Call: SolCall>(chain: &TestChain, call: Call) -> Call::Return 
     chain.node.view(chain.vault, call, BlockId::latest()).await.unwrap()
 }
 
+/// What `owner` holds of `token` in its own wallet, now.
+pub async fn token_balance(chain: &TestChain, token: ChainAddress, owner: ChainAddress) -> U256 {
+    chain.node.balance(Some(token), owner, BlockId::latest()).await.unwrap()
+}
+
 pub fn leaf(
     account: &PrivateKeySigner,
     token: ChainAddress,

@@ -7,35 +7,16 @@
 
 use crate::common;
 
-use alloy::eips::BlockId;
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
-use alloy::sol_types::SolCall;
 use common::chain::{TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
+use common::vault_calls::{token_balance, view};
 use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_custody::vault::DexdVaultV2;
 use serde_json::json;
 
 /// The venue's fee account, where every fee is credited.
 const FEE_ACCOUNT: &str = "0x000000000000000000000000000000000000fee1";
-
-async fn view<Call: SolCall>(venue: &VaultVenue, call: Call) -> Call::Return {
-    venue
-        .chain
-        .node
-        .view(venue.chain.vault, call, BlockId::latest())
-        .await
-        .unwrap()
-}
-
-async fn wallet(venue: &VaultVenue, token: ChainAddress, owner: ChainAddress) -> U256 {
-    venue
-        .chain
-        .node
-        .balance(Some(token), owner, BlockId::latest())
-        .await
-        .unwrap()
-}
 
 /// A decimal amount of an asset of `decimals` places, in smallest units.
 fn units(amount: &str, decimals: u32) -> U256 {
@@ -121,22 +102,25 @@ async fn every_account_exits_from_the_chain_alone(custody_settings: Option<&str>
     // Two roots more: the second was built after everything above was acknowledged. The venue
     // dies the moment it is in the vault, before anyone asked for a proof of it.
     // With slices, more roots than slices: the walk back then stops before the first root.
-    let count: u64 = view(&venue, DexdVaultV2::rootCountCall {}).await.saturating_to();
+    let count: u64 = view(&venue.chain, DexdVaultV2::rootCountCall {}).await.saturating_to();
     let wanted = (count + 2).max(slices.map_or(0, |slices| slices + 3));
     venue
         .eventually("two more roots", || async {
-            view(&venue, DexdVaultV2::rootCountCall {}).await >= U256::from(wanted)
+            view(&venue.chain, DexdVaultV2::rootCountCall {}).await >= U256::from(wanted)
         })
         .await;
     venue.kill();
-    let roots_at_exit: u64 = view(&venue, DexdVaultV2::rootCountCall {}).await.saturating_to();
+    let roots_at_exit: u64 = view(&venue.chain, DexdVaultV2::rootCountCall {}).await.saturating_to();
     venue.remove_data();
 
     venue.chain.advance_time(TEST_ROOT_TERMS.max_root_age_s + 1).await;
     let (usdc, wbtc) = (venue.chain.usdc, venue.chain.wbtc);
     for (index, (account, signer)) in accounts.iter().enumerate() {
         let holder: ChainAddress = account.parse().unwrap();
-        let before = (wallet(&venue, usdc, holder).await, wallet(&venue, wbtc, holder).await);
+        let before = (
+            token_balance(&venue.chain, usdc, holder).await,
+            token_balance(&venue.chain, wbtc, holder).await,
+        );
         let mut arguments = vec!["--account", account.as_str()];
         if index == 0 {
             arguments.push("--freeze");
@@ -153,7 +137,10 @@ async fn every_account_exits_from_the_chain_alone(custody_settings: Option<&str>
                 assert_eq!(*epochs.last().unwrap() + 1, roots_at_exit, "{error}");
             }
         }
-        let after = (wallet(&venue, usdc, holder).await, wallet(&venue, wbtc, holder).await);
+        let after = (
+            token_balance(&venue.chain, usdc, holder).await,
+            token_balance(&venue.chain, wbtc, holder).await,
+        );
         assert_eq!(
             (after.0 - before.0, after.1 - before.1),
             owed[index],

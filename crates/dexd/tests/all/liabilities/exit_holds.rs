@@ -13,10 +13,10 @@ use crate::common;
 
 use std::time::Duration;
 
-use alloy::eips::BlockId;
-use alloy::primitives::{Address as ChainAddress, FixedBytes, TxKind, U256};
+use alloy::primitives::{FixedBytes, TxKind, U256};
 use alloy::sol_types::SolCall;
 use common::chain::{TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
+use common::vault_calls::{token_balance, view};
 use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_custody::deploy;
 use dexd_custody::vault::DexdVaultV2;
@@ -32,24 +32,6 @@ async fn send(venue: &VaultVenue, from: &alloy::signers::local::PrivateKeySigner
     )
     .await
     .unwrap();
-}
-
-async fn view<Call: SolCall>(venue: &VaultVenue, call: Call) -> Call::Return {
-    venue
-        .chain
-        .node
-        .view(venue.chain.vault, call, BlockId::latest())
-        .await
-        .unwrap()
-}
-
-async fn wallet(venue: &VaultVenue, token: ChainAddress, owner: ChainAddress) -> U256 {
-    venue
-        .chain
-        .node
-        .balance(Some(token), owner, BlockId::latest())
-        .await
-        .unwrap()
 }
 
 /// A withdrawal's journal position, from `X-Dexd-Sequence`, and its answer.
@@ -133,7 +115,7 @@ async fn a_trader_paid_for_a_token_sold_after_a_root_cannot_exit_the_token_again
         .await;
     venue.chain.advance_time(TEST_ROOT_TERMS.max_root_age_s + 1).await;
     send(&venue, &carol, DexdVaultV2::freezeCall {}.abi_encode()).await;
-    let exit_epoch: u64 = view(&venue, DexdVaultV2::exitEpochCall {}).await.saturating_to();
+    let exit_epoch: u64 = view(&venue.chain, DexdVaultV2::exitEpochCall {}).await.saturating_to();
 
     // Alice's proof of the old root no longer passes; the exit root has her WBTC sold and her
     // proceeds debited and paid, so nothing of either is owed to her.
@@ -148,21 +130,21 @@ async fn a_trader_paid_for_a_token_sold_after_a_root_cannot_exit_the_token_again
     let venue_url = venue.client().base_url.clone();
     let (paid, output, error) = venue.dexd_exit(&["--venue", &venue_url], &alice);
     assert!(!paid, "Alice is owed nothing: {output} {error}");
-    let wbtc_before = wallet(&venue, venue.chain.wbtc, bob.address()).await;
+    let wbtc_before = token_balance(&venue.chain, venue.chain.wbtc, bob.address()).await;
     let (paid, output, error) = venue.dexd_exit(&["--venue", &venue_url], &bob);
     assert!(paid, "{output} {error}");
-    let bob_wbtc = wallet(&venue, venue.chain.wbtc, bob.address()).await - wbtc_before;
+    let bob_wbtc = token_balance(&venue.chain, venue.chain.wbtc, bob.address()).await - wbtc_before;
     assert_eq!(
         bob_wbtc,
         U256::from(WBTC_UNIT - WBTC_UNIT * 2 / 1_000),
         "the 1 WBTC Bob bought, less his 0.2 % fee"
     );
     // Carol's deposit came after every root: it leaves with no proof at all.
-    let usdc_before = wallet(&venue, venue.chain.usdc, carol.address()).await;
+    let usdc_before = token_balance(&venue.chain, venue.chain.usdc, carol.address()).await;
     let (paid, output, error) = venue.dexd_exit(&[], &carol);
     assert!(paid, "{output} {error}");
     assert_eq!(
-        wallet(&venue, venue.chain.usdc, carol.address()).await - usdc_before,
+        token_balance(&venue.chain, venue.chain.usdc, carol.address()).await - usdc_before,
         U256::from(25 * USDC_UNIT)
     );
     // What is left in the vault is exactly what the exit root still owes the fee account (60
@@ -196,9 +178,9 @@ async fn a_root_planted_with_the_operator_key_stops_withdrawals_until_vetoed_and
         .await;
     // The stolen key's root: the tokens the vault asks for, Mallory owed everything, at the last
     // journal position there is, so that the venue's next roots are refused behind it.
-    let planted_epoch: u64 = view(&venue, DexdVaultV2::rootCountCall {}).await.saturating_to();
-    let deposit_count = view(&venue, DexdVaultV2::depositCountCall {}).await;
-    let tokens = view(&venue, DexdVaultV2::depositedTokensCall {}).await;
+    let planted_epoch: u64 = view(&venue.chain, DexdVaultV2::rootCountCall {}).await.saturating_to();
+    let deposit_count = view(&venue.chain, DexdVaultV2::depositCountCall {}).await;
+    let tokens = view(&venue.chain, DexdVaultV2::depositedTokensCall {}).await;
     let mut tokens = tokens.clone();
     tokens.sort();
     let plant = DexdVaultV2::commitRootWithDataCall {
@@ -380,7 +362,7 @@ async fn a_root_committed_before_a_crash_is_recorded_from_its_event_found_by_its
     // confirmations.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let count: u64 = view(&venue, DexdVaultV2::rootCountCall {}).await.saturating_to();
+        let count: u64 = view(&venue.chain, DexdVaultV2::rootCountCall {}).await.saturating_to();
         let recorded = custody(&venue).await["roots"]["newestVenueRoot"].clone();
         if count > 0 && recorded.is_null() {
             break;
