@@ -94,6 +94,13 @@ impl Roots {
         self.sent = None;
     }
 
+    /// A root could not be sent: the next is tried an interval from now, never sooner (every
+    /// poll would otherwise build and send it again).
+    fn wait_an_interval(&mut self, vault: &VaultChain) -> RootsPoll {
+        self.not_before = Some(Instant::now() + std::time::Duration::from_millis(vault.config.root_interval_ms));
+        RootsPoll::Continue
+    }
+
     /// The root in flight was mined in `block`.
     pub(super) fn mined_in(&mut self, block: u64) {
         if let Some(sent) = self.sent.as_mut() {
@@ -260,9 +267,7 @@ impl Payer {
                     message,
                     "no liability root sent"
                 );
-                self.roots.not_before =
-                    Some(Instant::now() + std::time::Duration::from_millis(vault.config.root_interval_ms));
-                return Ok(RootsPoll::Continue);
+                return Ok(self.roots.wait_an_interval(vault));
             }
             Err(error) => return Err(error),
         };
@@ -286,9 +291,7 @@ impl Payer {
                     message,
                     "the vault refuses the liability root"
                 );
-                self.roots.not_before =
-                    Some(Instant::now() + std::time::Duration::from_millis(vault.config.root_interval_ms));
-                return Ok(RootsPoll::Continue);
+                return Ok(self.roots.wait_an_interval(vault));
             }
             Err(error) => return Err(error),
         };

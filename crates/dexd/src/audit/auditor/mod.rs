@@ -19,6 +19,7 @@ pub(crate) mod chain;
 mod chain_checks;
 pub(crate) mod checks;
 pub(crate) mod copy;
+mod metrics;
 mod requests;
 mod root_data_check;
 mod roots;
@@ -43,11 +44,11 @@ use dexd_store::JournalEntry;
 use self::chain::AuditedVault;
 use self::checks::{check_lines, BatchClaims, LineCheck};
 use self::copy::{AuditCopy, SNAPSHOT_EVERY_COMMANDS};
+use self::metrics::{serve_metrics, AuditMetrics};
 use self::source::{JournalSource, SourceError};
 use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
 use crate::audit::page::link_batch_hashes;
 use crate::audit::segments::{segment_of, segment_positions, SegmentFiles};
-use dexd_venue::telemetry::Telemetry;
 
 /// How long the auditor waits for a page before it checks the roots' deadlines (and goes on
 /// waiting for the same page): a venue that trickles its pages never holds off a veto by more.
@@ -116,75 +117,6 @@ struct Auditor {
     /// The ranges of the roots' data found good in this run, over the longest snapshot
     /// interval a venue may have: every address must be listed in it.
     range_window: std::sync::Mutex<RangeWindow>,
-}
-
-/// The auditor's metrics (`--metrics-listen`).
-struct AuditMetrics {
-    telemetry: Arc<Telemetry>,
-    position: metrics::Gauge,
-    lag: metrics::Gauge,
-    commands: metrics::Counter,
-    roots_ok: metrics::Counter,
-    roots_mismatched: metrics::Counter,
-    roots_data_mismatched: metrics::Counter,
-    roots_unavailable: metrics::Counter,
-    roots_unverified: metrics::Counter,
-    roots_unverified_warnings: metrics::Counter,
-    veto_failures: metrics::Counter,
-    failures: metrics::Gauge,
-}
-
-impl AuditMetrics {
-    fn new() -> AuditMetrics {
-        let telemetry = Telemetry::new();
-        telemetry.describe(
-            "dexd_audit_position",
-            None,
-            "The last journal position the auditor checked.",
-        );
-        telemetry.describe(
-            "dexd_audit_lag_commands",
-            None,
-            "How far the auditor is behind the venue's journal, in commands.",
-        );
-        telemetry.describe(
-            "dexd_audit_commands_checked_total",
-            None,
-            "Commands checked since the start.",
-        );
-        telemetry.describe("dexd_audit_roots_checked_total", None, "Roots checked, by verdict.");
-        telemetry.describe(
-            "dexd_audit_roots_unverified_warnings_total",
-            None,
-            "Roots not verified a quarter into their challenge period.",
-        );
-        telemetry.describe(
-            "dexd_audit_veto_failures_total",
-            None,
-            "Vetoes that failed and were tried again.",
-        );
-        telemetry.describe(
-            "dexd_audit_failures",
-            None,
-            "1 once a command of the journal failed a check (the auditor stops there).",
-        );
-        let root =
-            |verdict: &str| telemetry.counter("dexd_audit_roots_checked_total", &[("verdict", verdict.to_string())]);
-        AuditMetrics {
-            position: telemetry.gauge("dexd_audit_position", &[]),
-            lag: telemetry.gauge("dexd_audit_lag_commands", &[]),
-            commands: telemetry.counter("dexd_audit_commands_checked_total", &[]),
-            roots_ok: root("ok"),
-            roots_mismatched: root("mismatch"),
-            roots_data_mismatched: root("data-mismatch"),
-            roots_unavailable: root("unavailable"),
-            roots_unverified: root("unverified"),
-            roots_unverified_warnings: telemetry.counter("dexd_audit_roots_unverified_warnings_total", &[]),
-            veto_failures: telemetry.counter("dexd_audit_veto_failures_total", &[]),
-            failures: telemetry.gauge("dexd_audit_failures", &[]),
-            telemetry,
-        }
-    }
 }
 
 /// Prints one output line at once (standard output may be a pipe).
@@ -685,24 +617,4 @@ fn parse_page(text: &str, threads: usize) -> Vec<Result<JournalLine, String>> {
     };
     link_batch_hashes(&mut parsed);
     parsed
-}
-
-/// Serves the auditor's `/metrics` on `address`.
-async fn serve_metrics(address: SocketAddr, telemetry: Arc<Telemetry>) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|error| format!("--metrics-listen {address}: {error}"))?;
-    let router = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let telemetry = Arc::clone(&telemetry);
-            async move { telemetry.render(|_| {}) }
-        }),
-    );
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router).await {
-            tracing::warn!(%error, "the metrics server stopped");
-        }
-    });
-    Ok(())
 }
