@@ -52,7 +52,7 @@ impl Auditor {
                     format!("the journal fails a check at {failed}, before the root's position"),
                 ))
             } else if root.journal_sequence <= self.position() {
-                match self.compare_root(&root, confirmed).await {
+                match self.compare_root(&root, (confirmed, chain_time_s)).await {
                     Ok(verdict) => Some(verdict),
                     // The root's event not found yet (a lagging node): unverified for now.
                     Err(what) => {
@@ -189,7 +189,11 @@ impl Auditor {
 
     /// The tree of the auditor's replay at a root's position, against the vault's root, deposit
     /// count and totals; kept in the directory when it matches.
-    async fn compare_root(&self, root: &VaultRoot, confirmed: u64) -> Result<(&'static str, String), String> {
+    async fn compare_root(
+        &self,
+        root: &VaultRoot,
+        (confirmed, chain_time_s): (u64, u64),
+    ) -> Result<(&'static str, String), String> {
         let vault = self.vault.as_ref().expect("roots are checked on a vault chain");
         let event = vault
             .root_event(root, confirmed)
@@ -219,15 +223,24 @@ impl Auditor {
         if !differences.is_empty() {
             return Ok(("mismatch", differences.join("; ")));
         }
-        if let Some(what) = self.check_root_data(root, &tree, confirmed).await? {
-            return Ok(("data-mismatch", what));
-        }
+        let challenge_period_s = self.vault.as_ref().map_or(0, |vault| vault.challenge_period_s);
+        let data_note = match self.check_root_data(root, &tree, confirmed).await {
+            Ok(Some(what)) => return Ok(("data-mismatch", what)),
+            Ok(None) => String::new(),
+            // Past its challenge period nothing can be vetoed any more: an auditor catching up
+            // on roots whose blobs beacon nodes have dropped (after ~18 days) records the tree
+            // it checked and says the data was not, instead of waiting on it for good.
+            Err(what) if chain_time_s >= root.committed_at_s.saturating_add(challenge_period_s) => {
+                format!(" (its data not checked: {what})")
+            }
+            Err(what) => return Err(what),
+        };
         tokio::task::block_in_place(|| self.copy.keep_tree(&tree))?;
         *self.last_good_tree.lock().expect("the tree's lock is never poisoned") = Some(Arc::clone(&tree));
         Ok((
             "ok",
             format!(
-                "journalSequence {position} root {} leaves {}",
+                "journalSequence {position} root {} leaves {}{data_note}",
                 hex_prefixed(&root.root),
                 tree.leaves.len()
             ),

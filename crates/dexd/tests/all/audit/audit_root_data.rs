@@ -1,7 +1,9 @@
 //! `dexd audit` checks each root's data from the chain alone: a root committed with the
 //! operator's key whose tree is the venue's own (so every other check passes) but whose data
 //! would not rebuild it (an account listed that the tree does not hold) is vetoed as `DATA-MISMATCH` by the guardian;
-//! the venue's honest roots around it are found good, and their data archived.
+//! the venue's honest roots around it are found good, and their data archived. An auditor whose
+//! beacon node has nothing (blobs dropped, or the node gone) waits on a root's data while it can
+//! still be vetoed, then records the tree it checked and says the data was not checked.
 
 use crate::common;
 
@@ -17,7 +19,8 @@ use dexd_custody::liabilities::chain_data::ChainData;
 use dexd_custody::liabilities::root_data::ListedAccount;
 use dexd_custody::vault::DexdVaultV2;
 
-use super::audit_vault::{root_count, start_guardian, vault_root};
+use super::audit_vault::{root_count, start_guardian, vault_arguments, vault_root};
+use common::auditor::RunningAuditor;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
@@ -151,4 +154,40 @@ async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
     assert!(!archived
         .iter()
         .any(|file| file.starts_with(&format!("{planted_epoch:010}-"))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_no_beacon_node_serves_is_noted_once_no_veto_can_come() {
+    // A challenge period of 2 s (the test terms); blocks keep coming so that it passes.
+    let (venue, _alice) = VaultVenue::start_with_alice_funded(2).await;
+    let _miner = BackgroundMiner::start(venue.chain.node.clone());
+    let directory = tempfile::tempdir().unwrap();
+    let mut arguments = vault_arguments(&venue);
+    // Nothing listens there: every blob is missing.
+    arguments.extend(["--beacon-url".into(), "http://127.0.0.1:9".into()]);
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    let auditor = RunningAuditor::start(
+        &venue.client().base_url,
+        venue.chain.chain_id,
+        directory.path(),
+        &arguments,
+        &[],
+    );
+    let line = auditor
+        .wait_for_line("root 0 decided", Duration::from_secs(60), |line| {
+            line.starts_with("root 0 ")
+        })
+        .await;
+    assert!(line.starts_with("root 0 ok journalSequence "), "{line}");
+    assert!(
+        line.contains("(its data not checked: the root's data could not be read"),
+        "{line}"
+    );
+    assert!(!vault_root(&venue, 0).await.vetoed);
+    // Nothing was archived that was not checked.
+    let archive = directory
+        .path()
+        .join("root-data")
+        .join(format!("chain-{}", venue.chain.chain_id));
+    assert!(!archive.exists() || std::fs::read_dir(&archive).unwrap().next().is_none());
 }

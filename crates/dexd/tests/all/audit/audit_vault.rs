@@ -45,7 +45,7 @@ pub(super) async fn root_count(venue: &VaultVenue) -> u64 {
 }
 
 /// The auditor's arguments for the venue's vault, checking roots with one confirmation.
-fn vault_arguments(venue: &VaultVenue) -> Vec<String> {
+pub(super) fn vault_arguments(venue: &VaultVenue) -> Vec<String> {
     vec![
         "--rpc-url".into(),
         venue.chain.anvil.endpoint(),
