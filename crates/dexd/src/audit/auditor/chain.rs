@@ -10,7 +10,7 @@ use alloy::primitives::{Address as ChainAddress, TxKind, B256, U256};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolCall;
 use dexd_core::{ChainDeposit, ChainWithdrawalRequest, WithdrawalKey};
-use dexd_custody::liabilities::chain_data::{ChainData, ChainDataError, MAX_ROOTS_WALKED};
+use dexd_custody::liabilities::chain_data::{ChainData, ChainDataError};
 use dexd_custody::liabilities::root_data::RootData;
 use dexd_custody::node::{Node, NodeError, RootLog};
 use dexd_custody::vault::{chain_address, DexdVaultV2};
@@ -156,17 +156,12 @@ impl AuditedVault {
             .await
     }
 
-    /// The roots before epoch `before` whose root is `root`, newest first, as the vault holds
-    /// them at `block` (at most [`MAX_ROOTS_WALKED`] epochs back).
-    pub async fn epochs_of_root(&self, root: [u8; 32], before: u64, block: u64) -> Result<Vec<VaultRoot>, NodeError> {
-        let mut found = Vec::new();
-        for epoch in (before.saturating_sub(MAX_ROOTS_WALKED)..before).rev() {
-            let stored = self.node.liability_root(epoch, BlockId::number(block)).await?;
-            if stored.root.0 == root {
-                found.push(VaultRoot::of(epoch, stored));
-            }
-        }
-        Ok(found)
+    /// The root of `epoch` as the vault holds it at `block`.
+    pub async fn root_at(&self, epoch: u64, block: u64) -> Result<VaultRoot, NodeError> {
+        Ok(VaultRoot::of(
+            epoch,
+            self.node.liability_root(epoch, BlockId::number(block)).await?,
+        ))
     }
 
     /// Vetoes the root of `epoch` with the guardian's key; the veto's transaction hash.

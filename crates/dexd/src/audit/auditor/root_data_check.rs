@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use dexd_crypto::liability_tree::LiabilityLeaf;
 use dexd_custody::config::MAX_SNAPSHOT_INTERVAL_MS;
-use dexd_custody::liabilities::chain_data::ChainDataError;
+use dexd_custody::liabilities::chain_data::{ChainDataError, MAX_ROOTS_WALKED};
 use dexd_custody::liabilities::root_data::RootData;
 use dexd_custody::liabilities::TreeAtPosition;
 
@@ -46,15 +46,17 @@ impl Auditor {
             // whose tree the replay makes at its position is the tree the changes are against,
             // found good or not (a root the auditor could not verify in time was vetoed, yet
             // the venue may have named it before the veto).
-            let found = vault
-                .epochs_of_root(data.previous_root, root.epoch, confirmed)
-                .await
-                .map_err(|error| format!("the root's previous root: {error}"))?;
+            // Newest first, and no further than the first that serves: the root named is almost
+            // always the one just before.
             let mut previous_tree = None;
-            for candidate in found
-                .into_iter()
-                .filter(|candidate| candidate.journal_sequence <= root.journal_sequence)
-            {
+            for epoch in (root.epoch.saturating_sub(MAX_ROOTS_WALKED)..root.epoch).rev() {
+                let candidate = vault
+                    .root_at(epoch, confirmed)
+                    .await
+                    .map_err(|error| format!("the root's previous root: {error}"))?;
+                if candidate.root != data.previous_root || candidate.journal_sequence > root.journal_sequence {
+                    continue;
+                }
                 let tree = self.tree_of(&candidate)?;
                 if tree.root() == candidate.root {
                     previous_tree = Some(tree);
