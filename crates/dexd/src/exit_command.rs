@@ -218,7 +218,7 @@ async fn leaves_from_chain(
 ) -> Result<Vec<ExitLeaf>, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let threads = std::thread::available_parallelism().map_or(1, |threads| threads.get());
-    let rebuilt = ChainData::new(node, Some(beacon_url), EXIT_LOG_RANGE_BLOCKS)
+    let rebuilt = ChainData::new(node.clone(), Some(beacon_url), EXIT_LOG_RANGE_BLOCKS)
         .rebuild(epoch, threads)
         .await
         .map_err(|error| {

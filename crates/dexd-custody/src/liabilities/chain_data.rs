@@ -82,9 +82,10 @@ pub struct RebuiltRoot {
     pub epochs: Vec<u64>,
 }
 
-/// Reads roots' data from a vault's node and a beacon node.
-pub struct ChainData<'node> {
-    node: &'node Node,
+/// Reads roots' data from a vault's node and a beacon node; keeps its HTTP client and the beacon
+/// chain's clock between reads.
+pub struct ChainData {
+    node: Node,
     beacon: Option<Beacon>,
     max_log_range_blocks: u64,
 }
@@ -96,9 +97,9 @@ struct Beacon {
     clock: Option<Option<(u64, u64)>>,
 }
 
-impl<'node> ChainData<'node> {
+impl ChainData {
     /// A reader of `node`'s vault; blobs from the beacon node at `beacon_url` when given.
-    pub fn new(node: &'node Node, beacon_url: Option<&str>, max_log_range_blocks: u64) -> ChainData<'node> {
+    pub fn new(node: Node, beacon_url: Option<&str>, max_log_range_blocks: u64) -> ChainData {
         ChainData {
             node,
             beacon: beacon_url.map(|url| Beacon {

@@ -72,8 +72,9 @@ pub struct VaultRequest {
 /// The vault of an audited chain.
 pub struct AuditedVault {
     node: Node,
-    /// The beacon node the roots' blobs are read from.
-    beacon_url: String,
+    /// The roots' data, read from the node and the beacon node (one client and one beacon
+    /// clock for every root).
+    root_data: tokio::sync::Mutex<ChainData>,
     confirmations: u64,
     guardian: Option<PrivateKeySigner>,
     /// The vault's challenge period, in seconds.
@@ -95,9 +96,11 @@ impl AuditedVault {
             .view(node.vault(), DexdVaultV2::challengePeriodCall {}, BlockId::latest())
             .await
             .map_err(|error| format!("the vault (version 2) at {vault}: {error}"))?;
+        let root_data = ChainData::new(node.clone(), Some(beacon_url), MAX_LOG_RANGE_BLOCKS);
         Ok(AuditedVault {
+            root_data: tokio::sync::Mutex::new(root_data),
             node,
-            beacon_url: beacon_url.to_string(),
+
             confirmations,
             guardian,
             challenge_period_s,
@@ -151,9 +154,7 @@ impl AuditedVault {
     /// The data of the root of `epoch`, read from the chain and checked against the hash the
     /// vault recorded and the root itself ([`ChainData::root_data`]).
     pub async fn root_data(&self, epoch: u64) -> Result<RootData, ChainDataError> {
-        ChainData::new(&self.node, Some(&self.beacon_url), MAX_LOG_RANGE_BLOCKS)
-            .root_data(epoch)
-            .await
+        self.root_data.lock().await.root_data(epoch).await
     }
 
     /// The root of `epoch` as the vault holds it at `block`.
