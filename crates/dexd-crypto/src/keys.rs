@@ -145,6 +145,12 @@ pub fn is_contract_canonical_signature(signature: &[u8; 65]) -> bool {
 
 /// Recovers the address that made a 65-byte `r ‖ s ‖ v` signature over `digest`.
 pub fn recover_signer(digest: [u8; 32], signature: &[u8; 65]) -> Option<Address> {
+    recover_public_key(digest, signature).map(|public_key| address_of_public_key(&public_key))
+}
+
+/// The public key a 65-byte `r ‖ s ‖ v` signature over `digest` recovers to (the key
+/// [`recover_signer`]'s address is of).
+pub fn recover_public_key(digest: [u8; 32], signature: &[u8; 65]) -> Option<PublicKey> {
     let v = signature[64];
     let recovery = match v {
         27 | 28 => i32::from(v - 27),
@@ -153,6 +159,5 @@ pub fn recover_signer(digest: [u8; 32], signature: &[u8; 65]) -> Option<Address>
     };
     let recovery_id = RecoveryId::try_from(recovery).ok()?;
     let signature = RecoverableSignature::from_compact(&signature[..64], recovery_id).ok()?;
-    let public_key = SECP256K1.recover_ecdsa(Message::from_digest(digest), &signature).ok()?;
-    Some(address_of_public_key(&public_key))
+    SECP256K1.recover_ecdsa(Message::from_digest(digest), &signature).ok()
 }

@@ -19,6 +19,9 @@ use dexd_core::{
 use dexd_crypto::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, RequestMessages};
 use dexd_store::codec::{decode_command, encode_command};
 use dexd_store::{Authorization, BatchPlace};
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// The format's version, sent in [`JOURNAL_FORMAT_HEADER`].
@@ -348,8 +351,9 @@ pub enum LineAuthorization {
         primary_type: String,
         /// Who must have signed.
         signer: Address,
-        /// The signed message.
-        message: Box<Value>,
+        /// The signed message, as the line's text has it (compared byte for byte with the
+        /// message the command makes, as the venue renders it).
+        message: Box<str>,
         /// The nonce and expiry the engine's claim uses (for a vault withdrawal, its id and
         /// expiry).
         nonce: [u8; 32],
@@ -518,8 +522,9 @@ pub struct CommandLine {
     pub time_ms: u64,
     /// The command, decoded from `encoded`.
     pub command: Command,
-    /// The command as the line renders it (to compare with the decoded command's rendering).
-    pub command_json: Value,
+    /// The command as the line's text has it (compared byte for byte with the decoded
+    /// command's rendering: the venue writes each line as `serde_json` writes its value).
+    pub command_text: Box<str>,
     /// What authorizes it.
     pub authorization: LineAuthorization,
 }
@@ -563,54 +568,98 @@ impl CommandLine {
     }
 }
 
+/// A line's fields as its text has them, the command and the signed message kept as their
+/// exact text: nothing is parsed into a JSON value (what reading a journal spent most on).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LineText<'a> {
+    sequence: Option<u64>,
+    #[serde(borrow)]
+    state_hash: Option<Cow<'a, str>>,
+    time: Option<u64>,
+    #[serde(borrow)]
+    command: Option<&'a RawValue>,
+    #[serde(borrow)]
+    encoded: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    authorization: Option<AuthorizationText<'a>>,
+}
+
+/// A line's `authorization`, as [`LineText`] reads it.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AuthorizationText<'a> {
+    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    primary_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    signer: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    nonce: Option<Cow<'a, str>>,
+    expiry: Option<u64>,
+    #[serde(borrow)]
+    signature: Option<Cow<'a, str>>,
+    client_signed: Option<bool>,
+    #[serde(borrow)]
+    batch: Option<BatchText<'a>>,
+    approved_at_block: Option<u64>,
+}
+
+/// A line's `batch`, as [`LineText`] reads it.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchText<'a> {
+    index: Option<u64>,
+    #[serde(borrow)]
+    order_hashes: Option<Vec<Cow<'a, str>>>,
+    claims_nonce: Option<bool>,
+}
+
 /// Parses one line. An error names what is wrong with it.
 pub fn parse_line(text: &str) -> Result<JournalLine, String> {
-    let mut value: Value = serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))?;
-    let sequence = value.get("sequence").and_then(Value::as_u64).ok_or("no sequence")?;
-    if let Some(hash) = value.get("stateHash") {
-        let state_hash = hash
-            .as_str()
-            .and_then(parse_hex_bytes::<32>)
-            .ok_or("a state hash that is not 0x + 64 hex digits")?;
+    let line: LineText<'_> = serde_json::from_str(text).map_err(|error| format!("not a journal line: {error}"))?;
+    let sequence = line.sequence.ok_or("no sequence")?;
+    if let Some(hash) = line.state_hash {
+        let state_hash = parse_hex_bytes::<32>(&hash).ok_or("a state hash that is not 0x + 64 hex digits")?;
         return Ok(JournalLine::StateHash { sequence, state_hash });
     }
-    let time_ms = value.get("time").and_then(Value::as_u64).ok_or("no time")?;
-    let encoded = value
-        .get("encoded")
-        .and_then(Value::as_str)
+    let time_ms = line.time.ok_or("no time")?;
+    let encoded = line
+        .encoded
+        .as_deref()
         .and_then(|text| text.strip_prefix("0x"))
         .and_then(|digits| hex::decode(digits).ok())
         .ok_or("no encoded command")?;
     let command = decode_command(&encoded).map_err(|error| format!("the encoded command: {error}"))?;
-    let command_json = value.get_mut("command").map(Value::take).ok_or("no command")?;
-    let authorization = parse_authorization(value.get_mut("authorization").ok_or("no authorization")?)?;
+    let command_text = line.command.ok_or("no command")?.get().into();
+    let authorization = parse_authorization(line.authorization.ok_or("no authorization")?)?;
     Ok(JournalLine::Command(Box::new(CommandLine {
         sequence,
         time_ms,
         command,
-        command_json,
+        command_text,
         authorization,
     })))
 }
 
 /// A line's `batch`: the order's index, the batch's order hashes, and whether it claims the
 /// nonce.
-fn parse_batch(value: &Value) -> Result<(BatchPlace, bool), String> {
-    let index = value
-        .get("index")
-        .and_then(Value::as_u64)
+fn parse_batch(batch: BatchText<'_>) -> Result<(BatchPlace, bool), String> {
+    let index = batch
+        .index
         .and_then(|index| u8::try_from(index).ok())
         .ok_or("a batch without its index")?;
     // A line without `orderHashes` takes them from an earlier line of its batch
     // (`page::link_batch_hashes`); until then they are empty.
-    let order_hashes: Vec<[u8; 32]> = match value.get("orderHashes") {
+    let order_hashes: Vec<[u8; 32]> = match batch.order_hashes {
         None => Vec::new(),
         Some(hashes) => {
             let hashes: Vec<[u8; 32]> = hashes
-                .as_array()
-                .ok_or("a batch's order hashes that are not a list")?
                 .iter()
-                .map(|hash| hash.as_str().and_then(parse_hex_bytes::<32>))
+                .map(|hash| parse_hex_bytes::<32>(hash))
                 .collect::<Option<_>>()
                 .ok_or("a batch's order hash that is not 0x + 64 hex digits")?;
             if hashes.is_empty()
@@ -622,10 +671,7 @@ fn parse_batch(value: &Value) -> Result<(BatchPlace, bool), String> {
             hashes
         }
     };
-    let claims_nonce = value
-        .get("claimsNonce")
-        .and_then(Value::as_bool)
-        .ok_or("a batch without claimsNonce")?;
+    let claims_nonce = batch.claims_nonce.ok_or("a batch without claimsNonce")?;
     Ok((
         BatchPlace {
             index,
@@ -635,33 +681,30 @@ fn parse_batch(value: &Value) -> Result<(BatchPlace, bool), String> {
     ))
 }
 
-fn parse_authorization(value: &mut Value) -> Result<LineAuthorization, String> {
-    // The message is taken out first (not copied), then the rest read.
-    let message = value.get_mut("message").map(Value::take);
-    let value = &*value;
-    let text = |name: &str| {
+fn parse_authorization(authorization: AuthorizationText<'_>) -> Result<LineAuthorization, String> {
+    let text = |value: &Option<Cow<'_, str>>, name: &str| {
         value
-            .get(name)
-            .and_then(Value::as_str)
+            .as_deref()
+            .map(str::to_string)
             .ok_or(format!("authorization without {name}"))
     };
-    match value.get("kind").and_then(Value::as_str) {
+    match authorization.kind.as_deref() {
         Some("eip712") => Ok(LineAuthorization::Eip712 {
-            primary_type: text("primaryType")?.to_string(),
-            signer: parse_address(text("signer")?).map_err(|_| "a bad signer")?,
-            message: Box::new(message.ok_or("authorization without message")?),
-            nonce: parse_hex_bytes::<32>(text("nonce")?).ok_or("a bad nonce")?,
-            expiry_ms: value.get("expiry").and_then(Value::as_u64).ok_or("a bad expiry")?,
-            signature: parse_hex_bytes::<65>(text("signature")?).ok_or("a bad signature")?,
-            client_signed: value
-                .get("clientSigned")
-                .and_then(Value::as_bool)
+            primary_type: text(&authorization.primary_type, "primaryType")?,
+            signer: parse_address(&text(&authorization.signer, "signer")?).map_err(|_| "a bad signer")?,
+            message: authorization
+                .message
+                .ok_or("authorization without message")?
+                .get()
+                .into(),
+            nonce: parse_hex_bytes::<32>(&text(&authorization.nonce, "nonce")?).ok_or("a bad nonce")?,
+            expiry_ms: authorization.expiry.ok_or("a bad expiry")?,
+            signature: parse_hex_bytes::<65>(&text(&authorization.signature, "signature")?).ok_or("a bad signature")?,
+            client_signed: authorization
+                .client_signed
                 .ok_or("authorization without clientSigned")?,
-            batch: value.get("batch").map(parse_batch).transpose()?,
-            approved_at_block: match value.get("approvedAtBlock") {
-                None => None,
-                Some(block) => Some(block.as_u64().ok_or("a bad approvedAtBlock")?),
-            },
+            batch: authorization.batch.map(parse_batch).transpose()?,
+            approved_at_block: authorization.approved_at_block,
         }),
         Some("vaultDeposit") => Ok(LineAuthorization::VaultDeposit),
         Some("accountTransaction") => Ok(LineAuthorization::AccountTransaction),

@@ -106,6 +106,9 @@ struct Auditor {
     served_segments: Option<Arc<SegmentFiles>>,
     /// The orders of batches signed once, followed line by line.
     batch_claims: BatchClaims,
+    /// The public keys of the signers seen so far, so that their signatures are checked in
+    /// batches (at most `dexd_crypto::MAX_SIGNER_KEYS`).
+    signer_keys: dexd_crypto::SignerKeys,
     /// The oldest withdrawal requested on chain not yet seen served (this run's; a restart
     /// reads them again from 0).
     first_request_to_check: u64,
@@ -187,6 +190,7 @@ pub async fn run(options: AuditOptions) -> Result<bool, String> {
         prefetched: None,
         served_segments,
         batch_claims: BatchClaims::default(),
+        signer_keys: dexd_crypto::SignerKeys::new(),
         first_request_to_check: 0,
         warned_unverified: std::collections::BTreeSet::new(),
         last_good_tree: std::sync::Mutex::new(None),
@@ -454,7 +458,11 @@ impl Auditor {
                 "no configuration to check it under".into(),
             )));
         };
-        let checks = tokio::task::block_in_place(|| check_lines(&commands, messages, self.threads));
+        let (checks, learnt) =
+            tokio::task::block_in_place(|| check_lines(&commands, messages, self.threads, &self.signer_keys));
+        for (signer, key) in learnt {
+            self.signer_keys.insert(signer, key);
+        }
         self.replay(segment, &checks, journaled).await
     }
 

@@ -18,15 +18,14 @@ pub use crate::audit::format::MAX_JOURNAL_PAGE_BYTES;
 /// The body of `response`, read a chunk at a time and given up past `max_bytes` (a page is at
 /// most that: a larger one is not obtained, and never held whole in memory), as UTF-8.
 async fn read_bounded(mut response: alloy_reqwest::Response, max_bytes: usize) -> Result<String, SourceError> {
-    if response
-        .content_length()
-        .is_some_and(|length| length > max_bytes as u64)
-    {
+    let length = response.content_length();
+    if length.is_some_and(|length| length > max_bytes as u64) {
         return Err(SourceError::TooLarge(format!(
             "the page is over the {max_bytes} bytes a page may have"
         )));
     }
-    let mut body = Vec::new();
+    // Sized once when the length is given (a segment's is): no copies as it grows.
+    let mut body = Vec::with_capacity(length.map_or(0, |length| length as usize));
     while let Some(chunk) = response
         .chunk()
         .await
