@@ -2,7 +2,8 @@
 //!
 //! The crate serves the running venue of `dexd_venue` (each chain's writer, journal and
 //! projector, and the configuration) over HTTP: the API ([`api`]) with its streams and OpenAPI
-//! document, the public audit log and its auditor ([`audit`]), the cluster's view of itself
+//! document, the public audit log (its format and auditor are `dexd_audit`'s, re-exported as
+//! [`audit`]), the cluster's view of itself
 //! (`cluster`) and the demo market ([`demo`]); the binary adds the operator's commands. Keys
 //! and signatures are `dexd_crypto`'s, the journal and history `dexd_store`'s, custody on chain
 //! `dexd_custody`'s. It does not match orders or move money itself: the engine of `dexd_core`
@@ -11,7 +12,8 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
-pub mod audit;
+/// The public journal's format and `dexd audit` (the `dexd-audit` crate).
+pub use dexd_audit as audit;
 pub(crate) mod cluster;
 pub mod demo;
 pub mod log_output;

@@ -46,9 +46,9 @@ use self::checks::{check_lines, BatchClaims, LineCheck};
 use self::copy::{AuditCopy, SNAPSHOT_EVERY_COMMANDS};
 use self::metrics::{serve_metrics, AuditMetrics};
 use self::source::{JournalSource, SourceError};
-use crate::audit::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
-use crate::audit::page::link_batch_hashes;
-use crate::audit::segments::{segment_of, segment_positions, SegmentFiles};
+use crate::format::{parse_line, CommandLine, JournalLine, MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL};
+use crate::page::link_batch_hashes;
+use crate::segments::{segment_of, segment_positions, SegmentFiles};
 
 /// How long the auditor waits for a page before it checks the roots' deadlines (and goes on
 /// waiting for the same page): a venue that trickles its pages never holds off a veto by more.

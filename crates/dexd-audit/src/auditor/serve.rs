@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::audit::segments::{segment_positions, segment_response, SegmentFiles};
+use crate::segments::{segment_positions, segment_response, SegmentFiles};
 
 /// Starts serving `files` (chain `chain_id`'s checked segments) on `address`.
 pub async fn serve_segments(address: SocketAddr, chain_id: u64, files: Arc<SegmentFiles>) -> Result<(), String> {

@@ -11,7 +11,7 @@ use dexd_core::Command;
 
 use super::checks::LineCheck;
 use super::Auditor;
-use crate::audit::format::CommandLine;
+use crate::format::CommandLine;
 
 impl Auditor {
     /// The checks of a segment that need the chain, by journal position: credits against the

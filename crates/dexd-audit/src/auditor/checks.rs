@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use dexd_core::{Address, Command};
 use dexd_crypto::{all_signed, recover_signer, BatchItem, RequestMessages, SignerKey, SignerKeys};
 
-use crate::audit::format::{render_command, CommandLine, LineAuthorization};
+use crate::format::{render_command, CommandLine, LineAuthorization};
 
 /// What a line's own checks found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,10 +217,7 @@ pub fn check_configuration_line(line: &CommandLine) -> LineCheck {
     let Command::Configure(configuration) = &line.command else {
         return LineCheck::Fails("not a configuration".into());
     };
-    if !written_as(
-        &crate::audit::format::render_configuration(configuration),
-        &line.command_text,
-    ) {
+    if !written_as(&crate::format::render_configuration(configuration), &line.command_text) {
         return LineCheck::Fails("the command's fields differ from its encoded bytes".into());
     }
     if line.authorization != LineAuthorization::System {

@@ -7,13 +7,13 @@
 
 use std::time::Duration;
 
-use crate::audit::format::{JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION};
-use crate::audit::segments::{segment_of, segment_positions};
+use crate::format::{JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION};
+use crate::segments::{segment_of, segment_positions};
 
 /// How long one page may take to arrive.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub use crate::audit::format::MAX_JOURNAL_PAGE_BYTES;
+pub use crate::format::MAX_JOURNAL_PAGE_BYTES;
 
 /// The body of `response`, read a chunk at a time and given up past `max_bytes` (a page is at
 /// most that: a larger one is not obtained, and never held whole in memory), as UTF-8.
