@@ -10,8 +10,10 @@ use axum::http::StatusCode;
 use dexd_core::{Address, OrderId, MAX_SIGNED_REQUEST_LIFETIME_MS};
 
 use super::error::{signature_expired, ApiError};
+use super::params::CredentialFields;
+#[cfg(doc)]
 use super::params::Params;
-use dexd_crypto::{hex_prefixed, parse_address, parse_hex_bytes, recover_signer, AddressCache, PrivateKey};
+use dexd_crypto::{hex_prefixed, recover_signer, AddressCache, PrivateKey};
 use dexd_store::Authorization;
 
 /// How far ahead of the request's arrival the venue's signature for a `privateKey` request
@@ -20,9 +22,6 @@ use dexd_store::Authorization;
 /// before its arrival (the leader's clock) to 7.5 s after: a writer's queue may hold it that
 /// long, and nothing older than that is ever applied.
 pub const VENUE_SIGNED_EXPIRY_AHEAD_MS: u64 = 2_500;
-
-/// The parameters of a client-signed request, besides the operation's own.
-pub const SIGNED_REQUEST_FIELDS: [&str; 4] = ["account", "nonce", "expiry", "signature"];
 
 /// Who a request acts for, and the agent acting for it, if one is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,67 +80,47 @@ pub enum Credential {
 }
 
 impl Credential {
-    /// Reads the credential. A transfer names its account in `from`, so for it `account` may be
-    /// left out (`account_fallback`); when both are given they must agree, which the handler
-    /// checks.
-    pub fn from_params(params: &Params, account_fallback: Option<&str>, now_ms: u64) -> Result<Credential, ApiError> {
-        let signed_fields_given: Vec<&str> = SIGNED_REQUEST_FIELDS
-            .into_iter()
-            .filter(|name| params.contains(name))
-            .collect();
-        if params.contains("privateKey") {
-            // With a key, `account` names the account an agent's key acts for.
-            if let Some(name) = signed_fields_given.iter().find(|name| **name != "account") {
-                return Err(ApiError::invalid(
-                    name,
-                    "give either privateKey, or account, nonce, expiry and signature; not both",
-                ));
-            }
-            return params.private_key().map(Credential::Key);
-        }
-        if signed_fields_given.is_empty() {
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHENTICATED",
-                "this operation needs privateKey, or account, nonce, expiry and a signature",
-            )
-            .on("privateKey"));
-        }
-        Credential::signed_from_params(params, account_fallback, now_ms)
+    /// The credential the request's fields give ([`Params::credential`]), its expiry compared
+    /// with `now_ms` after every check of form, so that a malformed request is refused as
+    /// malformed.
+    ///
+    /// With it comes who acts: for a key, its account, or with `account` given and another
+    /// address, the account the key acts for as its agent (the approval is the engine's to
+    /// check); for a client's signature, the account it claims (whether an agent signed is learnt
+    /// from the signature, in [`Credential::authorize_actor`]).
+    pub fn from_fields(
+        fields: CredentialFields,
+        now_ms: u64,
+        addresses: &AddressCache,
+    ) -> Result<(Credential, Actor), ApiError> {
+        let (credential, acting_for) = Credential::checked(fields, now_ms)?;
+        let actor = credential.actor(acting_for, addresses);
+        Ok((credential, actor))
     }
 
-    fn signed_from_params(
-        params: &Params,
-        account_fallback: Option<&str>,
-        now_ms: u64,
-    ) -> Result<Credential, ApiError> {
-        let account_text = match params.text("account")? {
-            Some(text) => text,
-            None => account_fallback.ok_or_else(|| ApiError::missing("account"))?,
-        };
-        let account = parse_address(account_text).map_err(|_| {
-            ApiError::invalid(
-                "account",
-                "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
-            )
-        })?;
-        let nonce = params.uint256("nonce")?.ok_or_else(|| ApiError::missing("nonce"))?;
-        let expiry_ms = params.integer("expiry")?.ok_or_else(|| ApiError::missing("expiry"))?;
-        let signature = parse_hex_bytes::<65>(params.required_text("signature")?)
-            .ok_or_else(|| ApiError::invalid("signature", "must be 0x + 130 hex digits (r ‖ s ‖ v)"))?;
-        // After every check of form: a malformed request is refused as malformed.
-        if expiry_ms <= now_ms {
-            return Err(signature_expired());
+    fn checked(fields: CredentialFields, now_ms: u64) -> Result<(Credential, Option<Address>), ApiError> {
+        match fields {
+            CredentialFields::Key { key, acting_for } => Ok((Credential::Key(key), acting_for)),
+            CredentialFields::Signed {
+                account,
+                nonce,
+                expiry_ms,
+                signature,
+            } => {
+                if expiry_ms <= now_ms {
+                    return Err(signature_expired());
+                }
+                let credential = Credential::Signed {
+                    account,
+                    nonce,
+                    expiry_ms,
+                    signature,
+                    lifetime_ms: expiry_ms - now_ms,
+                    max_lifetime_ms: MAX_SIGNED_REQUEST_LIFETIME_MS,
+                };
+                Ok((credential, None))
+            }
         }
-        let lifetime_ms = expiry_ms - now_ms;
-        Ok(Credential::Signed {
-            account,
-            nonce,
-            expiry_ms,
-            signature,
-            lifetime_ms,
-            max_lifetime_ms: MAX_SIGNED_REQUEST_LIFETIME_MS,
-        })
     }
 
     /// The credential of a withdrawal, whose signature may live a week: a vault withdrawal is
@@ -153,35 +132,18 @@ impl Credential {
         self
     }
 
-    /// Who acts: for a key, its account, or with `account` given and another address, the
-    /// account the key acts for as its agent (the approval is the engine's to check); for a
-    /// client's signature, the account it claims (whether an agent signed is learnt from the
-    /// signature, in [`Credential::authorize_actor`]).
-    pub fn actor(&self, params: &Params, addresses: &AddressCache) -> Result<Actor, ApiError> {
+    /// Who acts ([`Credential::from_fields`]).
+    fn actor(&self, acting_for: Option<Address>, addresses: &AddressCache) -> Actor {
         let signer = self.account(addresses);
-        match self {
-            Credential::Key(_) => match params.text("account")? {
-                None => Ok(Actor {
-                    account: signer,
-                    agent: None,
-                }),
-                Some(text) => {
-                    let account = parse_address(text).map_err(|_| {
-                        ApiError::invalid(
-                            "account",
-                            "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
-                        )
-                    })?;
-                    Ok(Actor {
-                        account,
-                        agent: (account != signer).then_some(signer),
-                    })
-                }
+        match (self, acting_for) {
+            (Credential::Key(_), Some(account)) => Actor {
+                account,
+                agent: (account != signer).then_some(signer),
             },
-            Credential::Signed { .. } => Ok(Actor {
+            _ => Actor {
                 account: signer,
                 agent: None,
-            }),
+            },
         }
     }
 

@@ -43,8 +43,8 @@ pub async fn forward_if_not_leading(
     if headers.contains_key(FORWARDED_HEADER) {
         return None;
     }
-    let chain_id = params.text("chainId").ok().flatten()?.parse::<u64>().ok()?;
-    let chain = app.venue.chain(chain_id)?;
+    let chain = params.chain(&app.venue).ok()?;
+    let chain_id = chain.config.chain_id;
     if chain.is_leading() {
         return None;
     }

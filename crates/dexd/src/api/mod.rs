@@ -316,7 +316,9 @@ fn add_operation(
 /// signature is checked (or made) on its own, so a batch of 50 costs what 50 requests do, over
 /// HTTP as over the stream.
 pub(crate) fn charge_batch_items(app: &AppState, client: std::net::IpAddr, params: &Params) -> Result<(), ApiError> {
-    let items = params.list_length("orders").max(params.list_length("cancels"));
+    let items = params
+        .list_length(&operations::BATCH_ORDER_ITEMS)
+        .max(params.list_length(&operations::BATCH_CANCEL_ITEMS));
     let more = u32::try_from(items.saturating_sub(1)).unwrap_or(u32::MAX);
     app.rate_limits
         .check_ip_more(client, more)
@@ -340,13 +342,7 @@ async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Par
         .ok()
         .and_then(|text| text.parse().ok())
         .ok_or_else(|| ApiError::invalid("X-Dexd-Min-Sequence", "must be a journal position, decimal digits"))?;
-    let Some(chain) = params
-        .text("chainId")
-        .ok()
-        .flatten()
-        .and_then(|text| text.parse::<u64>().ok())
-        .and_then(|chain_id| app.venue.chain(chain_id))
-    else {
+    let Ok(chain) = params.chain(&app.venue) else {
         return Ok(());
     };
     if chain.projected_sequence() >= minimum {

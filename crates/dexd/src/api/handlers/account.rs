@@ -7,8 +7,9 @@ use axum::http::StatusCode;
 use dexd_core::{AssetIndex, PairIndex};
 use serde_json::{json, Value};
 
-use super::{address_param, chain_of, signing_domain, Answer};
+use super::{signing_domain, Answer};
 use crate::api::error::ApiError;
+use crate::api::operations::ACCOUNT;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
@@ -20,7 +21,7 @@ use dexd_venue::Chain;
 
 /// GET /account/assetsInfo
 pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
+    let chain = params.chain(&app.venue)?;
     let assets: Vec<Value> = chain
         .config
         .assets
@@ -96,7 +97,7 @@ pub(super) fn custody_object(app: &AppState, chain: &Chain) -> Value {
 /// GET /account/reserves: per asset, what the vault holds on chain against what the venue owes
 /// (`dexd_custody::reserves`); on a ledger chain only what it owes.
 pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
+    let chain = params.chain(&app.venue)?;
     let (assets, block_number, read_at_ms) = match app.custody.chain(chain.config.chain_id) {
         None => (chain.read_engine(ledger_reserves), None, dexd_store::now_ms()),
         Some(vault) => {
@@ -136,8 +137,8 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /account/assetBalances
 pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
     let balances: Vec<Value> = chain.read_engine(|engine| {
         (0..chain.config.assets.len())
             .map(|index| {
@@ -152,8 +153,8 @@ pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /account/rateLimits: the account's write budget (all chains share it) and its open
 /// orders on the chain against the limit.
 pub async fn rate_limits(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
     let budget = app.rate_limits.write_budget(&account);
     let open_orders = chain.read_engine(|engine| engine.open_order_count(&account));
     Ok(json!({
@@ -167,7 +168,7 @@ pub async fn rate_limits(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /account/assetPairs
 pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
+    let chain = params.chain(&app.venue)?;
     let fee =
         |rate: dexd_core::FeeRate| dexd_core::decimal::format_scaled_units(u128::from(rate.parts_per_million()), 6);
     let pairs: Vec<Value> = chain
@@ -215,8 +216,8 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /account/tradableAmounts
 pub async fn tradable_amounts(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
     let tradable: Vec<Value> = chain.read_engine(|engine| {
         chain
             .config
@@ -242,7 +243,7 @@ pub async fn tradable_amounts(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /account/eip712
 pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
+    let chain = params.chain(&app.venue)?;
     let mut description = dexd_crypto::request_types_json(signing_domain(&chain));
     description["chainId"] = json!(chain.config.chain_id.to_string());
     let vault_chain = chain.config.vault().is_some();

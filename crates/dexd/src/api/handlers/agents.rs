@@ -9,10 +9,9 @@ use dexd_crypto::checksummed;
 use dexd_store::now_ms;
 use serde_json::{json, Value};
 
-use super::{
-    address_param, chain_of, own_account_write, own_signature, signing_domain, spend_write_budget, write_error, Answer,
-};
+use super::{own_account_write, own_signature, signing_domain, spend_write_budget, write_error, Answer};
 use crate::api::error::ApiError;
+use crate::api::operations::{ACCOUNT, AGENT_NAME, AGENT_VALID_UNTIL, APPROVED_AGENT, REVOKED_AGENT};
 use crate::api::params::Params;
 use crate::api::AppState;
 
@@ -29,15 +28,9 @@ fn agent_object(grant: &AgentGrant) -> Value {
 /// POST /account/approveAgent
 pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
     let (chain, credential, account) = own_account_write(&app, &params)?;
-    let agent = address_param(&params, "agent")?;
-    let name = params.required_text("name")?.to_string();
-    if !dexd_core::agents::is_valid_agent_name(&name) {
-        return Err(ApiError::invalid(
-            "name",
-            "must be 1 to 32 of the characters A-Z a-z 0-9 . _ -",
-        ));
-    }
-    let valid_until_ms = params.integer("validUntil")?;
+    let agent = params.require(&APPROVED_AGENT)?;
+    let name = params.require(&AGENT_NAME)?;
+    let valid_until_ms = params.read(&AGENT_VALID_UNTIL)?;
     if valid_until_ms.is_some_and(|until| until <= now_ms()) {
         return Err(crate::api::error::valid_until_passed());
     }
@@ -72,7 +65,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
 /// POST /account/revokeAgent
 pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
     let (chain, credential, account) = own_account_write(&app, &params)?;
-    let agent = address_param(&params, "agent")?;
+    let agent = params.require(&REVOKED_AGENT)?;
     let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.revoke_agent(&account, &agent, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &account)?;
@@ -89,8 +82,8 @@ pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /account/agents
 pub async fn agents(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
     let grants = chain.read_engine(|engine| engine.agents_of(&account, now_ms()));
     let agents: Vec<Value> = grants.iter().map(agent_object).collect();
     Ok(json!({

@@ -10,10 +10,11 @@ use dexd_core::{Command, Event, NewOrder, OrderId, PairIndex, Quantity, Rejectio
 use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
 use serde_json::json;
 
-use super::order::{open_order_of, order_id_param, order_not_open, sign_order, trades_of};
-use super::{account_write, history, pair_param, signing_domain, spend_write_budget, write_error, Answer};
+use super::order::{open_order_of, order_not_open, sign_order, trades_of};
+use super::{account_write, history, signing_domain, spend_write_budget, write_error, Answer};
 use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
+use crate::api::operations::{AMENDED_AMOUNT, AMENDED_ORDER_ID, AMENDED_PRICE, ORDER_OF_PAIR};
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
@@ -31,19 +32,19 @@ struct AmendTerms {
 }
 
 fn amend_terms(chain: &Chain, params: &Params) -> Result<AmendTerms, ApiError> {
-    let pair_index = pair_param(chain, params, "symbol")?;
-    let order_id = order_id_param(params)?;
+    let pair_index = params.require_pair(chain, &ORDER_OF_PAIR)?;
+    let order_id = params.require(&AMENDED_ORDER_ID)?;
     let pair = chain.config.pair_config(pair_index);
     let price = params
-        .decimal("price")?
+        .read(&AMENDED_PRICE)?
         .map(|price| pair.spec.price_from_decimal(price))
         .transpose()
-        .map_err(|error| ApiError::from_pair_value("price", error))?;
+        .map_err(|error| ApiError::from_pair_value(AMENDED_PRICE.field.name, error))?;
     let quantity = params
-        .decimal("amount")?
+        .read(&AMENDED_AMOUNT)?
         .map(|amount| pair.spec.quantity_from_decimal(amount))
         .transpose()
-        .map_err(|error| ApiError::from_pair_value("amount", error))?;
+        .map_err(|error| ApiError::from_pair_value(AMENDED_AMOUNT.field.name, error))?;
     if price.is_none() && quantity.is_none() {
         return Err(ApiError::new(
             axum::http::StatusCode::BAD_REQUEST,

@@ -20,20 +20,17 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::liabilities::root_object;
-use super::{bounded, chain_of, history, store_error};
+use super::{history, store_error};
 use crate::api::error::ApiError;
 use crate::api::fair_share::{FairGate, FairGateLimits, FairPermit, Refusal};
+use crate::api::operations::{JOURNAL_FROM, JOURNAL_LIMIT, JOURNAL_SEGMENT, ROOTS_FROM, ROOTS_LIMIT};
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::audit::format::{
-    JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION, MAX_JOURNAL_PAGE_BYTES,
-    MAX_JOURNAL_PAGE_COMMANDS, STATE_HASH_INTERVAL,
+    JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION, MAX_JOURNAL_PAGE_BYTES, STATE_HASH_INTERVAL,
 };
 use crate::audit::page::PageWriter;
 use crate::audit::segments::{segment_positions, segment_response, OpenSegment, SegmentFiles, SEGMENT_POSITIONS};
-
-/// The most roots one `/audit/roots` page lists (and its default).
-pub const MAX_AUDIT_ROOTS_PAGE: usize = 1_000;
 
 /// The journal's readers per chain: pages and segment builds at once; more wait their address's
 /// turn (`api::fair_share`). Two, on a machine whose other cores belong to the writer.
@@ -90,16 +87,16 @@ async fn enter(served: &ServedJournal, params: &Params) -> Result<FairPermit, Ap
 
 /// GET /audit/journal
 pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Response, ApiError> {
-    let chain = chain_of(&app.venue, &params)?;
+    let chain = params.chain(&app.venue)?;
     let served = app
         .journals
         .chains
         .get(&chain.config.chain_id)
         .ok_or_else(ApiError::internal)?;
     // A segment is read whole: with `segment`, `from` and `limit` are checked but not used.
-    let from = params.integer("from")?;
-    let limit = bounded(&params, "limit", MAX_JOURNAL_PAGE_COMMANDS, MAX_JOURNAL_PAGE_COMMANDS)?;
-    if let Some(segment) = params.integer("segment")? {
+    let from = params.read(&JOURNAL_FROM)?;
+    let limit = params.count(&JOURNAL_LIMIT)?;
+    if let Some(segment) = params.read(&JOURNAL_SEGMENT)? {
         return journal_segment(&chain, served, &params, segment).await;
     }
     let from = match from {
@@ -252,12 +249,12 @@ fn render_page(chain: &dexd_venue::Chain, from: u64, limit: u64) -> Result<(Vec<
 }
 
 /// GET /audit/roots: the roots from epoch `from` (default the first), oldest first, at most
-/// `limit` (default and maximum [`MAX_AUDIT_ROOTS_PAGE`]); `next` is the epoch to ask from for
+/// `limit` (default and maximum [`crate::api::operations::MAX_AUDIT_ROOTS_PAGE`]); `next` is the epoch to ask from for
 /// the rest, or null.
 pub async fn audit_roots(app: Arc<AppState>, params: Params) -> Result<Value, ApiError> {
-    let chain = chain_of(&app.venue, &params)?;
-    let from = params.integer("from")?.unwrap_or(0);
-    let limit = bounded(&params, "limit", MAX_AUDIT_ROOTS_PAGE, MAX_AUDIT_ROOTS_PAGE)?;
+    let chain = params.chain(&app.venue)?;
+    let from = params.read(&ROOTS_FROM)?.unwrap_or(0);
+    let limit = params.count(&ROOTS_LIMIT)?;
     let reader = history(&chain).await?;
     let (roots, next) = reader.liability_roots_from(from, limit).map_err(store_error)?;
     let chain_id = chain.config.chain_id;

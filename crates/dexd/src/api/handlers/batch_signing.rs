@@ -11,15 +11,19 @@
 
 use std::sync::Arc;
 
-use dexd_core::{Command, NewOrder, OrderId, OrderType};
+use dexd_core::{Command, Decimal, NewOrder, OrderId, OrderType};
 use dexd_crypto::eip712::{order_struct_hash, OrderMessage};
 use dexd_store::{now_ms, Authorization, BatchPlace};
 use serde_json::{json, Value};
 
 use super::order::{default_time_in_force, order_terms, PlacedKey, Placement};
-use super::{pair_param, signing_domain, spend_write_budget};
-use crate::api::credential::{Actor, Credential, SIGNED_REQUEST_FIELDS};
+use super::{signing_domain, spend_write_budget};
+use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
+use crate::api::operations::{
+    Field, Typed, AMOUNT, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE, OCO_GROUP, ORDER_PAIR, ORDER_TYPE,
+    POST_ONLY, TIME_IN_FORCE, TRIGGER_CONDITION, TRIGGER_PRICE,
+};
 use crate::api::params::Params;
 use crate::api::AppState;
 use dexd_venue::Chain;
@@ -62,7 +66,7 @@ pub(super) fn sign_once(
     let mut covered: Vec<(usize, ReadItem)> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         if client_signed {
-            if let Some(name) = SIGNED_REQUEST_FIELDS.into_iter().find(|name| item.contains(name)) {
+            if let Some(name) = item.signed_fields_given().next() {
                 return Err(ApiError::invalid(
                     name,
                     "an order of a batch signed once carries no credential: account, nonce, expiry and signature \
@@ -161,16 +165,18 @@ fn refused_item_message(
     account: dexd_core::Address,
     (nonce, expiry_ms): ([u8; 32], u64),
 ) -> Result<OrderMessage, ApiError> {
-    let pair = chain.config.pair_config(pair_param(chain, item, "symbol")?);
-    let text = |name: &str| -> Result<String, ApiError> { Ok(item.text(name)?.unwrap_or_default().to_string()) };
-    let canonical = |name: &str| -> Result<String, ApiError> {
-        Ok(item
-            .decimal(name)?
-            .map(|decimal| decimal.to_string())
-            .unwrap_or_default())
+    let pair = chain.config.pair_config(item.require_pair(chain, &ORDER_PAIR)?);
+    // The texts as the client gave them, which its signature covers.
+    let text =
+        |field: &Field| -> Result<String, ApiError> { Ok(item.text(field.name)?.unwrap_or_default().to_string()) };
+    let canonical = |field: &Typed<Decimal>| -> Result<String, ApiError> {
+        Ok(item.read(field)?.map(|decimal| decimal.to_string()).unwrap_or_default())
     };
-    let order_type = text("type")?;
-    let time_in_force = match (item.text("timeInForce")?, OrderType::from_wire_name(&order_type)) {
+    let order_type = text(&ORDER_TYPE.field)?;
+    let time_in_force = match (
+        item.text(TIME_IN_FORCE.field.name)?,
+        OrderType::from_wire_name(&order_type),
+    ) {
         (Some(chosen), _) => chosen.to_string(),
         (None, Some(order_type)) => default_time_in_force(order_type).wire_name().to_string(),
         (None, None) => String::new(),
@@ -178,19 +184,19 @@ fn refused_item_message(
     Ok(OrderMessage {
         account,
         symbol: pair.symbol.clone(),
-        direction: text("direction")?,
+        direction: text(&DIRECTION.field)?,
         order_type,
         time_in_force,
-        post_only: item.bool("postOnly")?.unwrap_or(false),
-        price: canonical("price")?,
-        amount: canonical("amount")?,
-        client_order_id: text("clientOrderId")?,
+        post_only: item.read(&POST_ONLY)?.unwrap_or(false),
+        price: canonical(&LIMIT_PRICE)?,
+        amount: canonical(&AMOUNT)?,
+        client_order_id: text(&CLIENT_ORDER_ID.field)?,
         nonce,
         expiry_ms,
-        trigger_price: canonical("triggerPrice")?,
-        trigger_condition: text("triggerCondition")?,
-        oco_group: text("ocoGroup")?,
-        expires_at_ms: item.integer("expiresAt")?.unwrap_or(0),
+        trigger_price: canonical(&TRIGGER_PRICE)?,
+        trigger_condition: text(&TRIGGER_CONDITION.field)?,
+        oco_group: text(&OCO_GROUP.field)?,
+        expires_at_ms: item.read(&EXPIRES_AT)?.unwrap_or(0),
         without_conditions: false,
     })
 }

@@ -21,8 +21,9 @@ use dexd_custody::liabilities::tree_file::TreeFile;
 use dexd_custody::vault::{chain_address, DexdVaultV2};
 use serde_json::{json, Value};
 
-use super::{address_param, chain_of, history, page_request, store_error, Answer};
+use super::{history, store_error, Answer};
 use crate::api::error::ApiError;
+use crate::api::operations::{ACCOUNT, LEAVES_EPOCH, PROOF_EPOCH};
 use crate::api::params::Params;
 use crate::api::AppState;
 use dexd_venue::liabilities::TreeFileLookup;
@@ -46,7 +47,7 @@ fn hex32(bytes: &[u8; 32]) -> String {
 
 /// The root of `epoch`, or the newest of the venue's not vetoed when no epoch is asked for.
 async fn root_asked(chain: &Chain, params: &Params) -> Result<RecordedRoot, ApiError> {
-    match params.integer("epoch")? {
+    match params.read(&PROOF_EPOCH)? {
         Some(epoch) => {
             let kept = chain.read_engine(|engine| engine.custody().liabilities().root(epoch).cloned());
             let root = match kept {
@@ -116,8 +117,8 @@ fn leaf_fields(chain: &Chain, leaf: &LiabilityLeaf) -> serde_json::Map<String, V
 /// GET /account/liabilityProof: the account's leaves in a committed root of the venue's (the
 /// newest not vetoed, or `epoch`), each with its proof and the vault's `exit` call for it.
 pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
     let root = root_asked(&chain, &params).await?;
     let file = tree_file(&chain, &root).await?;
     let proven = tokio::task::spawn_blocking(move || file.leaves_of(&account))
@@ -206,8 +207,8 @@ fn root_identity(record: &dexd_core::LiabilityRootRecord) -> serde_json::Map<Str
 
 /// GET /account/liabilityRoots: the committed roots, newest first.
 pub async fn liability_roots(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let request = page_request(&params)?;
+    let chain = params.chain(&app.venue)?;
+    let request = params.page()?;
     let page = history(&chain).await?.liability_roots(request).map_err(store_error)?;
     Ok(json!({
         "chainId": chain.config.chain_id.to_string(),
@@ -219,8 +220,8 @@ pub async fn liability_roots(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /account/liabilityLeaves: every leaf of a committed root, one JSON object per line, by
 /// account, read from the tree's file a chunk at a time.
 pub async fn liability_leaves(app: Arc<AppState>, params: Params) -> Result<Response, ApiError> {
-    let chain = chain_of(&app.venue, &params)?;
-    let epoch = params.integer("epoch")?.ok_or_else(|| ApiError::missing("epoch"))?;
+    let chain = params.chain(&app.venue)?;
+    let epoch = params.require(&LEAVES_EPOCH)?;
     let root = history(&chain)
         .await?
         .liability_root(epoch)
@@ -261,7 +262,7 @@ pub async fn liability_leaves(app: Arc<AppState>, params: Params) -> Result<Resp
 /// terms, the newest roots of the venue's, what withdrawals are payable through, a foreign root
 /// that stops them, the freeze, and the node's state.
 pub async fn custody(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
+    let chain = params.chain(&app.venue)?;
     let custody = super::account::custody_object(&app, &chain);
     let vault = app.custody.chain(chain.config.chain_id);
     let terms = vault.and_then(|vault| vault.root_terms());

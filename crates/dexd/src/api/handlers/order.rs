@@ -5,24 +5,24 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use dexd_core::{
-    Address, Command, Direction, Event, NewOrder, OrderConditions, OrderId, OrderStatus, OrderType, PairIndex,
-    TimeInForce, Trigger, TriggerCondition, DIRECTION_NAMES, MAX_OCO_GROUP_CHARS, ORDER_TYPE_NAMES,
-    TIME_IN_FORCE_NAMES, TRIGGER_CONDITION_NAMES,
+    Address, CandleInterval, Command, Decimal, Direction, Event, NewOrder, OrderConditions, OrderId, OrderStatus,
+    OrderType, PairIndex, TimeInForce, Trigger, TriggerCondition,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{
-    account_write, address_param, bounded, candle_interval_param, chain_of, client_order_id, history,
-    optional_pair_param, page_request, pair_param, signing_domain, spend_write_budget, store_error, time_range, word,
-    write_error, Answer, DEFAULT_BOOK_DEPTH, DEFAULT_CANDLE_LIMIT, MAX_BOOK_DEPTH, MAX_CANDLE_LIMIT,
-};
+use super::{account_write, history, signing_domain, spend_write_budget, store_error, write_error, Answer};
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
+use crate::api::operations::{
+    ACCOUNT, AMOUNT, BOOK_DEPTH, CANDLE_INTERVAL, CANDLE_LIMIT, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE,
+    OCO_GROUP, ORDER_ID, ORDER_OF_PAIR, ORDER_PAIR, ORDER_TYPE, PAIR, POST_ONLY, SYMBOL_FILTER, TIME_IN_FORCE,
+    TRADE_PAIR_FILTER, TRIGGER_CONDITION, TRIGGER_PRICE,
+};
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
-use dexd_crypto::{checksummed, parse_hex_bytes};
+use dexd_crypto::checksummed;
 use dexd_store::StoredOrder;
 use dexd_store::{now_ms, WriteError};
 
@@ -141,21 +141,28 @@ pub(super) fn sign_placement(
 pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOrder, ApiError> {
     // Every check of form (400) comes before the pair's rules (422), so that a malformed
     // request is always refused as malformed, whichever of its values breaks a rule too.
-    let pair_index = pair_param(chain, params, "symbol")?;
+    let pair_index = params.require_pair(chain, &ORDER_PAIR)?;
     let pair = chain.config.pair_config(pair_index);
-    let order_type =
-        word(params, "type", ORDER_TYPE_NAMES, OrderType::from_wire_name)?.ok_or_else(|| ApiError::missing("type"))?;
-    let direction = word(params, "direction", DIRECTION_NAMES, Direction::from_wire_name)?
-        .ok_or_else(|| ApiError::missing("direction"))?;
-    let price = params.decimal("price")?;
-    let amount = params.required_decimal("amount")?;
-    let time_in_force = match word(params, "timeInForce", TIME_IN_FORCE_NAMES, TimeInForce::from_wire_name)? {
-        Some(chosen) => chosen,
-        None => default_time_in_force(order_type),
-    };
-    let client_order_id = client_order_id(params)?;
-    let post_only = params.bool("postOnly")?.unwrap_or(false);
-    let (trigger, conditions) = order_conditions(params, &pair.spec)?;
+    let order_type = params.require(&ORDER_TYPE)?;
+    let direction = params.require(&DIRECTION)?;
+    let price = params.read(&LIMIT_PRICE)?;
+    let amount = params.require(&AMOUNT)?;
+    let time_in_force = params
+        .read(&TIME_IN_FORCE)?
+        .unwrap_or_else(|| default_time_in_force(order_type));
+    let client_order_id = params.read(&CLIENT_ORDER_ID)?;
+    let post_only = params.read(&POST_ONLY)?.unwrap_or(false);
+    // A malformed number (zero, too many decimals) is refused here; one off the tick later.
+    let trigger_price = params
+        .read(&TRIGGER_PRICE)?
+        .map(|price| trigger_price_on_tick(&pair.spec, price))
+        .transpose()?;
+    let (trigger, conditions) = order_conditions(
+        trigger_price,
+        params.read(&TRIGGER_CONDITION)?,
+        params.read(&OCO_GROUP)?,
+        params.read(&EXPIRES_AT)?,
+    )?;
     let price = match (order_type, price) {
         (OrderType::Limit, None) => return Err(ApiError::missing("price")),
         (OrderType::Market, Some(_)) => return Err(ApiError::invalid("price", "must be left out for market orders")),
@@ -202,6 +209,21 @@ pub(super) fn default_time_in_force(order_type: OrderType) -> TimeInForce {
     }
 }
 
+/// A trigger's price on the pair's tick: a malformed number is refused at once (400); one off
+/// the tick (422) comes back apart, to be judged after every check of form.
+fn trigger_price_on_tick(
+    spec: &dexd_core::PairSpec,
+    price: Decimal,
+) -> Result<Result<dexd_core::Price, ApiError>, ApiError> {
+    match spec.price_from_decimal(price) {
+        Ok(price) => Ok(Ok(price)),
+        Err(error @ dexd_core::PairValueError::NotOnTick) => {
+            Ok(Err(ApiError::from_pair_value(TRIGGER_PRICE.field.name, error)))
+        }
+        Err(error) => Err(ApiError::from_pair_value(TRIGGER_PRICE.field.name, error)),
+    }
+}
+
 /// An order's conditions as its parameters give them (contract version 4): a trigger (both
 /// fields or neither, the price on the tick), a group's name, an expiry. Whether they fit the
 /// book (a trigger already met, a group's other order, an expiry too near) is the engine's.
@@ -210,8 +232,10 @@ pub(super) fn default_time_in_force(order_type: OrderType) -> TimeInForce {
 /// check of form.
 #[allow(clippy::type_complexity)]
 fn order_conditions(
-    params: &Params,
-    spec: &dexd_core::PairSpec,
+    trigger_price: Option<Result<dexd_core::Price, ApiError>>,
+    condition: Option<TriggerCondition>,
+    oco_group: Option<String>,
+    expires_at_ms: Option<u64>,
 ) -> Result<
     (
         Option<(Result<dexd_core::Price, ApiError>, TriggerCondition)>,
@@ -219,21 +243,6 @@ fn order_conditions(
     ),
     ApiError,
 > {
-    // A malformed number (zero, too many decimals) is refused here; one off the tick later.
-    let trigger_price = match params.decimal("triggerPrice")? {
-        None => None,
-        Some(price) => Some(match spec.price_from_decimal(price) {
-            Ok(price) => Ok(price),
-            Err(error @ dexd_core::PairValueError::NotOnTick) => Err(ApiError::from_pair_value("triggerPrice", error)),
-            Err(error) => return Err(ApiError::from_pair_value("triggerPrice", error)),
-        }),
-    };
-    let condition = word(
-        params,
-        "triggerCondition",
-        TRIGGER_CONDITION_NAMES,
-        TriggerCondition::from_wire_name,
-    )?;
     let trigger = match (trigger_price, condition) {
         (None, None) => None,
         // The contract calls one of the pair without the other malformed, not missing.
@@ -246,32 +255,6 @@ fn order_conditions(
         (None, Some(_)) => return Err(ApiError::invalid("triggerPrice", "is required with triggerCondition")),
         (Some(price), Some(condition)) => Some((price, condition)),
     };
-    let oco_group = match params.text("ocoGroup")? {
-        None => None,
-        Some(name) => {
-            let valid = !name.is_empty()
-                && name.chars().count() <= MAX_OCO_GROUP_CHARS
-                && name
-                    .bytes()
-                    .all(|byte| byte.is_ascii_alphanumeric() || b"._:-".contains(&byte));
-            if !valid {
-                return Err(ApiError::invalid(
-                    "ocoGroup",
-                    format!("must be 1 to {MAX_OCO_GROUP_CHARS} of A-Z a-z 0-9 . _ : -"),
-                ));
-            }
-            Some(name.to_string())
-        }
-    };
-    // 0 is no expiry, as in the signed message. Too near or too far is the engine's to judge
-    // at the time it applies the order (422); beyond 13 digits (the year 2286) is malformed.
-    let expires_at_ms = params.integer("expiresAt")?.filter(|expires_at_ms| *expires_at_ms != 0);
-    if expires_at_ms.is_some_and(|expires_at_ms| expires_at_ms > MAX_EXPIRES_AT_MS) {
-        return Err(ApiError::invalid(
-            "expiresAt",
-            "must be ms since the epoch, at most 13 digits",
-        ));
-    }
     let conditions = OrderConditions {
         trigger: None,
         oco_group,
@@ -280,10 +263,6 @@ fn order_conditions(
     };
     Ok((trigger, conditions))
 }
-
-/// The largest `expiresAt` taken (13 digits: the year 2286); the engine refuses one more than
-/// 366 days ahead of the time it applies the order.
-const MAX_EXPIRES_AT_MS: u64 = 9_999_999_999_999;
 
 /// The answer to a placement, written out while the chain's configuration it borrows from is at
 /// hand, straight from the typed objects: the busiest answer builds no JSON value.
@@ -328,12 +307,6 @@ pub(super) fn trades_of<'a>(chain: &'a Chain, events: &'a [Event]) -> Vec<render
         .collect()
 }
 
-pub(super) fn order_id_param(params: &Params) -> Result<OrderId, ApiError> {
-    parse_hex_bytes::<32>(params.required_text("orderId")?)
-        .map(OrderId::from_bytes)
-        .ok_or_else(|| ApiError::invalid("orderId", "must be 0x + 64 hex digits"))
-}
-
 pub(super) fn order_not_open() -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
@@ -366,8 +339,8 @@ pub(super) fn open_order_of(
 pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
-    let pair_index = pair_param(&chain, &params, "symbol")?;
-    let order_id = order_id_param(&params)?;
+    let pair_index = params.require_pair(&chain, &ORDER_OF_PAIR)?;
+    let order_id = params.require(&ORDER_ID)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&chain.messages.cancel(&account, pair_index, &order_id, signed))
     })?;
@@ -396,10 +369,10 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
 }
 
 async fn order_list(app: Arc<AppState>, params: Params, status: OrderStatus) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
-    let pair = optional_pair_param(&chain, &params, "symbol")?;
-    let request = page_request(&params)?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
+    let pair = params.pair(&chain, &SYMBOL_FILTER)?;
+    let request = params.page()?;
     let page = history(&chain)
         .await?
         .orders(&account, status, pair, request)
@@ -433,9 +406,9 @@ pub async fn cancelled_orders(app: Arc<AppState>, params: Params) -> Answer {
 }
 
 async fn order_book(app: Arc<AppState>, params: Params, direction: Direction) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let pair_index = pair_param(&chain, &params, "pair")?;
-    let depth = bounded(&params, "depth", DEFAULT_BOOK_DEPTH, MAX_BOOK_DEPTH)?;
+    let chain = params.chain(&app.venue)?;
+    let pair_index = params.require_pair(&chain, &PAIR)?;
+    let depth = params.count(&BOOK_DEPTH)?;
     let pair = chain.config.pair_config(pair_index);
     let (levels, sequence) = chain
         .read_engine(|engine| engine.book_levels(pair_index, direction, depth))
@@ -466,11 +439,11 @@ pub async fn sell_order_book(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /order/tradesOHCL
 pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let pair_index = pair_param(&chain, &params, "pair")?;
-    let interval = candle_interval_param(&params)?;
-    let (start_ms, end_ms) = time_range(&params)?;
-    let limit = bounded(&params, "limit", DEFAULT_CANDLE_LIMIT, MAX_CANDLE_LIMIT)?;
+    let chain = params.chain(&app.venue)?;
+    let pair_index = params.require_pair(&chain, &PAIR)?;
+    let interval = params.read(&CANDLE_INTERVAL)?.unwrap_or(CandleInterval::OneMinute);
+    let (start_ms, end_ms) = params.time_range()?;
+    let limit = params.count(&CANDLE_LIMIT)?;
     let pair = chain.config.pair_config(pair_index);
     let candles = chain.read_engine(|engine| engine.candles(pair_index, interval, start_ms, end_ms, limit));
     let candles: Vec<Value> = candles
@@ -487,9 +460,9 @@ pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /order/tradeHistories
 pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let pair_index = pair_param(&chain, &params, "pair")?;
-    let request = page_request(&params)?;
+    let chain = params.chain(&app.venue)?;
+    let pair_index = params.require_pair(&chain, &PAIR)?;
+    let request = params.page()?;
     let page = history(&chain)
         .await?
         .trades(pair_index, request)
@@ -509,10 +482,10 @@ pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /order/accountTrades (extension): the account's own fills, newest first.
 pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
-    let pair = optional_pair_param(&chain, &params, "pair")?;
-    let request = page_request(&params)?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
+    let pair = params.pair(&chain, &TRADE_PAIR_FILTER)?;
+    let request = params.page()?;
     let page = history(&chain)
         .await?
         .account_trades(&account, pair, request)
@@ -532,9 +505,9 @@ pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /order/openPositions
 pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let pair_index = pair_param(&chain, &params, "pair")?;
-    let account = address_param(&params, "account")?;
+    let chain = params.chain(&app.venue)?;
+    let pair_index = params.require_pair(&chain, &PAIR)?;
+    let account = params.require(&ACCOUNT)?;
     let pair = chain.config.pair_config(pair_index);
     let spec = &pair.spec;
     let (position, mark, base_balance, quote_balance) = chain.read_engine(|engine| {
@@ -576,8 +549,8 @@ pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
 
 /// GET /order/orderDetail
 pub async fn order_detail(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let order_id = order_id_param(&params)?;
+    let chain = params.chain(&app.venue)?;
+    let order_id = params.require(&ORDER_ID)?;
     let stored = history(&chain)
         .await?
         .order(&order_id)

@@ -12,11 +12,11 @@ use dexd_core::{
 use serde_json::{json, Value};
 
 use super::{
-    address_param, chain_of, history, own_signature, page_request, refuse_signing_agent, signing_domain,
-    spend_write_budget, store_error, write_error, Answer,
+    history, own_signature, refuse_signing_agent, signing_domain, spend_write_budget, store_error, write_error, Answer,
 };
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
+use crate::api::operations::{ACCOUNT, ASSET, FROM, QUANTITY};
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
@@ -38,11 +38,11 @@ struct TransferTerms {
 }
 
 fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiError> {
-    let chain = chain_of(&app.venue, params)?;
-    let from = address_param(params, "from")?;
-    let credential = Credential::from_params(params, params.text("from")?, now_ms())?;
+    let chain = params.chain(&app.venue)?;
+    let from = params.require(&FROM)?;
+    let (credential, actor) = Credential::from_fields(params.credential(Some(from))?, now_ms(), &app.addresses)?;
     // An agent's key naming the account it acts for: agents never move funds.
-    credential.actor(params, &app.addresses)?.require_own_key()?;
+    actor.require_own_key()?;
     let signer = credential.account(&app.addresses);
     if from != signer {
         let message = match credential {
@@ -51,10 +51,10 @@ fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiE
         };
         return Err(ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_MISMATCH", message).on("from"));
     }
-    let asset = asset_param(&chain, params)?;
+    let asset = params.asset(&chain, &ASSET)?;
     let decimals = chain.config.asset_config(asset).decimals;
     let units = params
-        .required_decimal("quantity")?
+        .require(&QUANTITY)?
         .to_scaled_units(decimals)
         .map_err(|error| match error {
             DecimalError::TooPrecise => {
@@ -343,24 +343,6 @@ fn error_too_large(field: &str) -> ApiError {
     crate::api::error::unprocessable("AMOUNT_TOO_LARGE", format!("{field} is larger than the venue accepts")).on(field)
 }
 
-fn asset_param(chain: &Chain, params: &Params) -> Result<AssetIndex, ApiError> {
-    let symbol = params.required_text("symbol")?;
-    if symbol.len() > dexd_venue::config::MAX_SYMBOL_LENGTH
-        || !symbol
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
-    {
-        return Err(ApiError::invalid("symbol", "must be an asset symbol such as USDC"));
-    }
-    chain.config.asset(symbol).ok_or_else(|| {
-        ApiError::not_found(
-            "UNKNOWN_ASSET",
-            format!("{} is not an asset of this chain", symbol.to_ascii_uppercase()),
-        )
-        .on("symbol")
-    })
-}
-
 /// The built-in ledger mode has no real chain transaction: the id is a keccak-256 hash over
 /// the transfer's terms and a random salt, shaped like a transaction hash and unique.
 fn transaction_hash(chain: &Chain, account: &Address, asset: AssetIndex, units: u128, kind: TransferKind) -> [u8; 32] {
@@ -386,9 +368,9 @@ pub async fn withdraw(app: Arc<AppState>, params: Params) -> Answer {
 }
 
 async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind) -> Answer {
-    let chain = chain_of(&app.venue, &params)?;
-    let account = address_param(&params, "account")?;
-    let request = page_request(&params)?;
+    let chain = params.chain(&app.venue)?;
+    let account = params.require(&ACCOUNT)?;
+    let request = params.page()?;
     let page = history(&chain)
         .await?
         .transfers(&account, kind, request)

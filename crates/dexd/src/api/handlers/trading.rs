@@ -9,29 +9,24 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use dexd_core::{
-    Address, Command, Event, NewOrder, OrderStatus, PairIndex, SwitchSetting, MAX_CANCEL_ALL_AFTER_MS,
-    MIN_CANCEL_ALL_AFTER_MS,
-};
-use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
+use dexd_core::{Address, Command, Event, NewOrder, OrderStatus, PairIndex, SwitchSetting};
+use dexd_store::{Authorization, StoredOrder, WriteError};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::order::{open_order_of, order_id_param, order_not_open, order_terms, placed_order, sign_placement};
-use super::{
-    account_write, chain_of, history, optional_pair_param, pair_param, signing_domain, spend_write_budget, write_error,
-    Answer,
-};
+use super::order::{open_order_of, order_not_open, order_terms, placed_order, sign_placement};
+use super::{account_write, credential_of, history, signing_domain, spend_write_budget, write_error, Answer};
 use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
-use crate::api::operations::{self, Field};
+use crate::api::operations::{
+    ItemList, Typed, BATCH_CANCEL_ITEMS, BATCH_ORDER_ITEMS, CANCEL_ALL_PAIR, MAX_BATCH_ITEMS, ORDER_ID, ORDER_OF_PAIR,
+    ORDER_PAIR, PRIVATE_KEY, SIGNATURE, SIGNER, SWITCH_TIMEOUT,
+};
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::AppState;
 use dexd_venue::Chain;
 
-/// The most orders (or cancels) one batch may hold.
-pub const MAX_BATCH_ITEMS: usize = 50;
 // One signature covers at most a batch's items, and the journal keeps a place among that many.
 const _: () = assert!(
     dexd_crypto::MAX_ORDERS_PER_BATCH_SIGNATURE == MAX_BATCH_ITEMS
@@ -51,16 +46,13 @@ impl BatchCredential {
     fn from_params(app: &AppState, params: &Params, signs_once: bool) -> Result<BatchCredential, ApiError> {
         // Any signed field at the top makes a batch of orders one signed once: the others are
         // then required (a missing one is named).
-        let signed_at_top = crate::api::credential::SIGNED_REQUEST_FIELDS
-            .into_iter()
-            .any(|name| params.contains(name));
-        if signs_once && !params.contains("privateKey") && signed_at_top {
-            let credential = Credential::from_params(params, None, now_ms())?;
-            let actor = credential.actor(params, &app.addresses)?;
+        let signed_at_top = params.signed_fields_given().next().is_some();
+        if signs_once && !params.contains(PRIVATE_KEY.field.name) && signed_at_top {
+            let (credential, actor) = credential_of(app, params)?;
             return Ok(BatchCredential::SignedOnce(credential, actor));
         }
-        if !params.contains("privateKey") {
-            if params.contains("account") {
+        if !params.contains(PRIVATE_KEY.field.name) {
+            if params.contains(SIGNER.field.name) {
                 return Err(ApiError::invalid(
                     "account",
                     "goes in each item of a signed batch, or at the top with nonce, expiry and signature for a batch \
@@ -69,8 +61,7 @@ impl BatchCredential {
             }
             return Ok(BatchCredential::ItemSigned);
         }
-        let credential = Credential::from_params(params, None, now_ms())?;
-        let actor = credential.actor(params, &app.addresses)?;
+        let (credential, actor) = credential_of(app, params)?;
         Ok(BatchCredential::Key(credential, actor))
     }
 
@@ -82,7 +73,7 @@ impl BatchCredential {
                 Ok((ItemCredential::Shared(credential), *actor))
             }
             BatchCredential::ItemSigned => {
-                if !item.contains("signature") {
+                if !item.contains(SIGNATURE.field.name) {
                     return Err(ApiError::new(
                         axum::http::StatusCode::UNAUTHORIZED,
                         "UNAUTHENTICATED",
@@ -90,8 +81,7 @@ impl BatchCredential {
                     )
                     .on("privateKey"));
                 }
-                let credential = Credential::from_params(item, None, now_ms())?;
-                let actor = credential.actor(item, &app.addresses)?;
+                let (credential, actor) = credential_of(app, item)?;
                 Ok((ItemCredential::Own(credential), actor))
             }
         }
@@ -112,14 +102,15 @@ impl ItemCredential<'_> {
     }
 }
 
-/// The items of a batch, each checked for unknown fields against `item_fields`.
-fn batch_items(params: &Params, list: &str, item_fields: &[Field]) -> Result<Vec<Params>, ApiError> {
-    let items = params
-        .items(list, MAX_BATCH_ITEMS)?
-        .ok_or_else(|| ApiError::missing(list))?;
+/// The items of a batch, each checked for unknown fields against the list's item fields.
+fn batch_items(params: &Params, list: &Typed<ItemList>) -> Result<Vec<Params>, ApiError> {
+    let name = list.field.name;
+    let items = params.items(list)?.ok_or_else(|| ApiError::missing(name))?;
+    let crate::api::operations::Kind::Items { fields, .. } = list.field.kind else {
+        return Err(ApiError::internal());
+    };
     for (index, item) in items.iter().enumerate() {
-        item.check_fields(item_fields)
-            .map_err(|error| error.within(list, index))?;
+        item.check_fields(fields).map_err(|error| error.within(name, index))?;
     }
     Ok(items)
 }
@@ -142,7 +133,8 @@ fn refuse_malformed_items(
             return Err(error.within(list, index));
         }
         if signed_items {
-            if let Some(error) = malformed(Credential::from_params(item, None, now_ms()).map(drop)) {
+            // The credential's form only: its expiry (401) is not a malformed request.
+            if let Some(error) = malformed(item.credential(None).map(drop)) {
                 return Err(error.within(list, index));
             }
         }
@@ -155,7 +147,9 @@ fn refuse_malformed_items(
 fn one_pair(chain: &Chain, items: &[Params], list: &str) -> Result<PairIndex, ApiError> {
     let mut pair = None;
     for (index, item) in items.iter().enumerate() {
-        let this = pair_param(chain, item, "symbol").map_err(|error| error.within(list, index))?;
+        let this = item
+            .require_pair(chain, &ORDER_PAIR)
+            .map_err(|error| error.within(list, index))?;
         match pair {
             None => pair = Some(this),
             Some(first) if first != this => {
@@ -248,10 +242,10 @@ fn batch_order_terms<'a>(
 /// POST /order/batchOrders
 pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawValue>, ApiError> {
     params.refuse_nulls()?;
-    const LIST: &str = "orders";
-    let chain = chain_of(&app.venue, &params)?;
+    const LIST: &str = BATCH_ORDER_ITEMS.field.name;
+    let chain = params.chain(&app.venue)?;
     let batch_credential = BatchCredential::from_params(&app, &params, true)?;
-    let items = batch_items(&params, LIST, operations::BATCH_ORDER_ITEM_FIELDS)?;
+    let items = batch_items(&params, &BATCH_ORDER_ITEMS)?;
     one_pair(&chain, &items, LIST)?;
     let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
     refuse_malformed_items(&items, LIST, signed_items, |item| {
@@ -355,14 +349,14 @@ fn each_item_signed(
 /// POST /order/batchCancel
 pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    const LIST: &str = "cancels";
-    let chain = chain_of(&app.venue, &params)?;
+    const LIST: &str = BATCH_CANCEL_ITEMS.field.name;
+    let chain = params.chain(&app.venue)?;
     let batch_credential = BatchCredential::from_params(&app, &params, false)?;
-    let items = batch_items(&params, LIST, operations::BATCH_CANCEL_ITEM_FIELDS)?;
+    let items = batch_items(&params, &BATCH_CANCEL_ITEMS)?;
     let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
     refuse_malformed_items(&items, LIST, signed_items, |item| {
-        pair_param(&chain, item, "symbol")?;
-        order_id_param(item).map(drop)
+        item.require_pair(&chain, &ORDER_OF_PAIR)?;
+        item.require(&ORDER_ID).map(drop)
     })?;
     let reader = history(&chain).await?;
     let mut results: Vec<Option<Value>> = Vec::with_capacity(items.len());
@@ -427,8 +421,8 @@ fn prepare_cancel(
     item: &Params,
 ) -> Result<(Command, Option<Authorization>, StoredOrder), ApiError> {
     // The terms first: a malformed cancel refuses the batch even when its signature is bad.
-    let pair_index = pair_param(chain, item, "symbol")?;
-    let order_id = order_id_param(item)?;
+    let pair_index = item.require_pair(chain, &ORDER_OF_PAIR)?;
+    let order_id = item.require(&ORDER_ID)?;
     let (credential, mut actor) = batch_credential.for_item(app, item)?;
     let account = actor.account;
     let authorization = credential
@@ -458,7 +452,7 @@ pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
     let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
-    let pair = optional_pair_param(&chain, &params, "symbol")?;
+    let pair = params.pair(&chain, &CANCEL_ALL_PAIR)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&chain.messages.cancel_all(&account, pair, signed))
     })?;
@@ -499,15 +493,7 @@ pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
     let (chain, credential, mut actor) = account_write(&app, &params)?;
     let account = actor.account;
-    let timeout_ms = params
-        .integer("timeoutMs")?
-        .ok_or_else(|| ApiError::missing("timeoutMs"))?;
-    if timeout_ms != 0 && !(MIN_CANCEL_ALL_AFTER_MS..=MAX_CANCEL_ALL_AFTER_MS).contains(&timeout_ms) {
-        return Err(ApiError::invalid(
-            "timeoutMs",
-            format!("must be 0 (off) or {MIN_CANCEL_ALL_AFTER_MS} to {MAX_CANCEL_ALL_AFTER_MS} ms"),
-        ));
-    }
+    let timeout_ms = params.require(&SWITCH_TIMEOUT)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&chain.messages.cancel_all_after(&account, timeout_ms, signed))
     })?;

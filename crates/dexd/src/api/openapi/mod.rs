@@ -6,8 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::api::credential::SIGNED_REQUEST_FIELDS;
 use crate::api::operations::{self, Kind, Operation};
+use crate::api::operations::{MAX_EXPIRES_AT_MS, SIGNED_REQUEST_FIELDS};
 use dexd_venue::config::Config;
 
 mod other_paths;
@@ -166,10 +166,6 @@ impl DecimalRules {
         conditions
     }
 }
-
-/// The largest `expiresAt` the document admits (13 digits, the year 2286); the venue refuses
-/// one more than 366 days ahead (422) anyway.
-const MAX_EXPIRES_AT_MS: u64 = 9_999_999_999_999;
 
 /// A pattern matching `symbol` in any case (`ETH/USDC` → `^[Ee][Tt][Hh]/[Uu][Ss][Dd][Cc]$`).
 fn case_insensitive(symbol: &str) -> String {
@@ -640,7 +636,7 @@ fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
     match kind {
         Kind::ChainId => json!({"type": "string", "pattern": "^[0-9]{1,19}$"}),
         Kind::Integer | Kind::Milliseconds => json!({"type": "integer", "minimum": 0, "maximum": MAX_U64}),
-        Kind::Count { max } => json!({"type": "integer", "minimum": 1, "maximum": max}),
+        Kind::Count { max, default } => json!({"type": "integer", "minimum": 1, "maximum": max, "default": default}),
         Kind::Cursor => json!({"type": "string", "pattern": "^[0-9]{1,19}$"}),
         Kind::Address => json!({
             "type": "string",

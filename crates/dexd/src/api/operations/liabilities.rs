@@ -3,31 +3,23 @@
 //! every leaf of a root, and the chain's custody as its payer and committer see it. No
 //! behaviour.
 
-use super::{field, Field, Kind, Operation, Tag, ACCOUNT, CHAIN_ID, CURSOR, END_TIME, LIMIT, START_TIME};
+use super::{whole_number, Field, Operation, Tag, Typed, ACCOUNT, CHAIN_ID, CURSOR, END_TIME, LIMIT, START_TIME};
 
 /// The name of the leaves' response: JSON lines, one leaf each, not a JSON document.
 pub const LIABILITY_LEAF_LINES: &str = "LiabilityLeafLine";
 
-const LEAVES_FIELDS: &[Field] = &[
-    CHAIN_ID,
-    field(
-        "epoch",
-        true,
-        Kind::Integer,
-        "The root's epoch, from 0 (see liabilityRoots).",
-    ),
-];
+/// The root whose leaves are read.
+pub(crate) const LEAVES_EPOCH: Typed<u64> =
+    whole_number("epoch", true, "The root's epoch, from 0 (see liabilityRoots).");
+const LEAVES_FIELDS: &[Field] = &[CHAIN_ID.field, LEAVES_EPOCH.field];
 
-const PROOF_FIELDS: &[Field] = &[
-    CHAIN_ID,
-    ACCOUNT,
-    field(
-        "epoch",
-        false,
-        Kind::Integer,
-        "The root's epoch (default: the newest root of the venue's that is not vetoed).",
-    ),
-];
+/// The root a proof is of, when one is named.
+pub(crate) const PROOF_EPOCH: Typed<u64> = whole_number(
+    "epoch",
+    false,
+    "The root's epoch (default: the newest root of the venue's that is not vetoed).",
+);
+const PROOF_FIELDS: &[Field] = &[CHAIN_ID.field, ACCOUNT.field, PROOF_EPOCH.field];
 
 /// An account's leaves and proofs in a committed root.
 pub const LIABILITY_PROOF: Operation = Operation {
@@ -49,7 +41,13 @@ pub const LIABILITY_ROOTS: Operation = Operation {
     paths: &["/account/liabilityRoots"],
     summary:
         "The liability roots the vault committed, newest first, each with its journal position and totals per token.",
-    fields: &[CHAIN_ID, LIMIT, CURSOR, START_TIME, END_TIME],
+    fields: &[
+        CHAIN_ID.field,
+        LIMIT.field,
+        CURSOR.field,
+        START_TIME.field,
+        END_TIME.field,
+    ],
     response_schema: "LiabilityRootsResponse",
     error_statuses: &[400, 404, 503],
 };
@@ -74,7 +72,7 @@ pub const CUSTODY: Operation = Operation {
     is_post: false,
     paths: &["/account/custody"],
     summary: "The chain's custody as its payer and committer see it: the vault, its root terms, the newest roots of the venue's, a foreign root (one the venue did not make) that stops withdrawals, the freeze, and the node's state.",
-    fields: &[CHAIN_ID],
+    fields: &[CHAIN_ID.field],
     response_schema: "CustodyResponse",
     error_statuses: &[400, 404, 503],
 };

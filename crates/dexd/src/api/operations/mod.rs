@@ -5,76 +5,6 @@
 //! The handlers check incoming parameters against it (unknown ones are refused) and the OpenAPI
 //! document is generated from it, so the two cannot drift apart. It holds no behaviour.
 
-/// How a parameter is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A chain id: decimal digits (a JSON integer is accepted too).
-    ChainId,
-    /// `0x` + 40 hex digits.
-    Address,
-    /// An asset symbol.
-    Asset,
-    /// A pair, `BASE/QUOTE`.
-    Pair,
-    /// A decimal string.
-    Decimal,
-    /// `true` / `false`.
-    Bool,
-    /// A whole number (fits in 64 bits).
-    Integer,
-    /// A count from 1 to `max` (a page's length, a book's depth).
-    Count {
-        /// The largest accepted.
-        max: u64,
-    },
-    /// A time in ms since the epoch.
-    Milliseconds,
-    /// A list cursor: the `nextCursor` of a previous page (1 to 19 digits).
-    Cursor,
-    /// Free text within documented limits.
-    Text,
-    /// `0x` + 64 hex digits, a secp256k1 secret key.
-    PrivateKey,
-    /// `0x` + 64 hex digits, an order id.
-    OrderId,
-    /// A uint256 in decimal digits.
-    Uint256,
-    /// `0x` + 130 hex digits, a 65-byte signature.
-    Signature,
-    /// One of a fixed list.
-    Choice(&'static [&'static str]),
-    /// The dead man's switch's timeout: 0, or 5,000 to 86,400,000 ms (digits or a JSON integer).
-    SwitchTimeout,
-    /// An agent's name: 1 to 32 of `A-Z a-z 0-9 . _ -`.
-    AgentName,
-    /// A one-cancels-other group's name: 1 to 36 of `A-Z a-z 0-9 . _ : -`.
-    GroupName,
-    /// An order's expiry: ms since the epoch, at most 13 digits (0: none); digits or a JSON
-    /// integer.
-    ExpiresAt,
-    /// A list of 1 to `max` objects, each with `fields` (a batch's items): a JSON array, or in
-    /// form data a string holding one.
-    Items {
-        /// Each item's fields.
-        fields: &'static [Field],
-        /// The most items.
-        max: usize,
-    },
-}
-
-/// One parameter of an operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
-    /// The parameter's name.
-    pub name: &'static str,
-    /// Whether it must be given.
-    pub required: bool,
-    /// How it is written.
-    pub kind: Kind,
-    /// What it means.
-    pub description: &'static str,
-}
-
 /// The group an operation is listed under (the OpenAPI tag): the seed's three, and the
 /// extensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +35,7 @@ impl Tag {
 /// signer, nonce, expiry and signature of a client's own signature).
 macro_rules! account_write_fields {
     ($($field:expr),* $(,)?) => {
-        &[$($field,)* CHAIN_ID, PRIVATE_KEY, SIGNER, NONCE, EXPIRY, SIGNATURE]
+        &[$($field,)* CHAIN_ID.field, PRIVATE_KEY.field, SIGNER.field, NONCE.field, EXPIRY.field, SIGNATURE.field]
     };
 }
 
@@ -113,37 +43,51 @@ macro_rules! account_write_fields {
 macro_rules! order_fields {
     ($($more:expr),* $(,)?) => {
         &[
-            ORDER_PAIR,
-            ORDER_TYPE,
-            DIRECTION,
-            LIMIT_PRICE,
-            AMOUNT,
-            TIME_IN_FORCE,
-            POST_ONLY,
-            CLIENT_ORDER_ID,
-            $crate::api::operations::TRIGGER_PRICE,
-            $crate::api::operations::TRIGGER_CONDITION,
-            $crate::api::operations::OCO_GROUP,
-            $crate::api::operations::EXPIRES_AT,
+            $crate::api::operations::ORDER_PAIR.field,
+            $crate::api::operations::ORDER_TYPE.field,
+            $crate::api::operations::DIRECTION.field,
+            $crate::api::operations::LIMIT_PRICE.field,
+            $crate::api::operations::AMOUNT.field,
+            $crate::api::operations::TIME_IN_FORCE.field,
+            $crate::api::operations::POST_ONLY.field,
+            $crate::api::operations::CLIENT_ORDER_ID.field,
+            $crate::api::operations::TRIGGER_PRICE.field,
+            $crate::api::operations::TRIGGER_CONDITION.field,
+            $crate::api::operations::OCO_GROUP.field,
+            $crate::api::operations::EXPIRES_AT.field,
             $($more,)*
         ]
     };
 }
 
 mod audit;
+mod field;
 mod liabilities;
 mod order_terms;
 mod trading;
 
-use dexd_core::CANDLE_INTERVAL_NAMES;
+use dexd_core::CandleInterval;
+use dexd_store::MAX_PAGE_LIMIT;
+
+pub(crate) use self::field::{
+    address, agent_name, asset, chain_id, choice, count, cursor, decimal, expires_at, flag, group_name, items, label,
+    milliseconds, order_id, pair, private_key, signature, switch_timeout, uint256, whole_number,
+};
+pub use self::field::{Field, ItemList, Kind, Typed, WireWord};
 
 pub(crate) use self::order_terms::*;
 
-pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS};
+pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS, MAX_AUDIT_ROOTS_PAGE};
+pub(crate) use self::audit::{JOURNAL_FROM, JOURNAL_LIMIT, JOURNAL_SEGMENT, ROOTS_FROM, ROOTS_LIMIT};
 pub use self::liabilities::{CUSTODY, LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
+pub(crate) use self::liabilities::{LEAVES_EPOCH, PROOF_EPOCH};
 pub use self::trading::{
     AGENTS, AMEND_ORDER, APPROVE_AGENT, BATCH_CANCEL, BATCH_CANCEL_ITEM_FIELDS, BATCH_ORDERS, BATCH_ORDER_ITEM_FIELDS,
-    CANCEL_ALL, CANCEL_ALL_AFTER, REVOKE_AGENT,
+    CANCEL_ALL, CANCEL_ALL_AFTER, MAX_BATCH_ITEMS, REVOKE_AGENT,
+};
+pub(crate) use self::trading::{
+    AGENT_NAME, AGENT_VALID_UNTIL, AMENDED_AMOUNT, AMENDED_ORDER_ID, AMENDED_PRICE, APPROVED_AGENT, BATCH_CANCEL_ITEMS,
+    BATCH_ORDER_ITEMS, CANCEL_ALL_PAIR, REVOKED_AGENT, SWITCH_TIMEOUT,
 };
 
 /// One operation of the contract.
@@ -167,167 +111,150 @@ pub struct Operation {
     pub error_statuses: &'static [u16],
 }
 
-pub(crate) const fn field(name: &'static str, required: bool, kind: Kind, description: &'static str) -> Field {
-    Field {
-        name,
-        required,
-        kind,
-        description,
-    }
-}
-
-pub(crate) const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain, as decimal digits (\"1\").");
-pub(crate) const PRIVATE_KEY: Field = field(
-    "privateKey",
-    false,
-    Kind::PrivateKey,
+pub(crate) const CHAIN_ID: Typed<u64> = chain_id("The chain, as decimal digits (\"1\").");
+pub(crate) const PRIVATE_KEY: Typed<dexd_crypto::PrivateKey> = private_key(
     "The account's secp256k1 secret key, 0x + 64 hex digits; the venue signs with it for this request only and \
      never stores or logs it. Required unless the request carries account, nonce, expiry and signature instead.",
 );
-pub(crate) const SIGNER: Field = field(
+pub(crate) const SIGNER: Typed<dexd_core::Address> = address(
     "account",
     false,
-    Kind::Address,
     "The account the request acts for, 0x + 40 hex digits. Signed requests: the signing account (for deposit and \
      withdraw it defaults to from); a signature by an agent the account approved acts for it. With privateKey: \
      left out, the key's own account; another account, the key acts as that account's agent (orders only: \
      AGENT_NOT_ALLOWED for funds and agents).",
 );
-pub(crate) const NONCE: Field = field(
+pub(crate) const NONCE: Typed<[u8; 32]> = uint256(
     "nonce",
-    false,
-    Kind::Uint256,
     "Signed requests: any uint256 in decimal digits, used once per account while the request is live.",
 );
-pub(crate) const EXPIRY: Field = field(
+pub(crate) const EXPIRY: Typed<u64> = milliseconds(
     "expiry",
     false,
-    Kind::Milliseconds,
     "Signed requests: ms since the epoch after which the signature is void; at most one hour ahead.",
 );
-pub(crate) const SIGNATURE: Field = field(
+pub(crate) const SIGNATURE: Typed<[u8; 65]> = signature(
     "signature",
-    false,
-    Kind::Signature,
     "Signed requests: the account's EIP-712 signature (0x + 130 hex, r ‖ s ‖ v) over the request's typed data \
      (GET /account/eip712).",
 );
-pub(crate) const ACCOUNT: Field = field(
+/// The parameters of a client-signed request, besides the operation's own.
+pub const SIGNED_REQUEST_FIELDS: [&str; 4] = [
+    SIGNER.field.name,
+    NONCE.field.name,
+    EXPIRY.field.name,
+    SIGNATURE.field.name,
+];
+
+pub(crate) const ACCOUNT: Typed<dexd_core::Address> = address(
     "account",
     true,
-    Kind::Address,
     "The account, 0x + 40 hex digits (EIP-55 checksum if mixed case).",
 );
-const PAIR: Field = field("pair", true, Kind::Pair, "The pair, BASE/QUOTE, case-insensitive.");
-const SYMBOL_FILTER: Field = field("symbol", false, Kind::Pair, "Only orders on this pair.");
-pub(crate) const LIMIT: Field = field(
+pub(crate) const PAIR: Typed<dexd_core::PairIndex> = pair("pair", true, "The pair, BASE/QUOTE, case-insensitive.");
+pub(crate) const SYMBOL_FILTER: Typed<dexd_core::PairIndex> = pair("symbol", false, "Only orders on this pair.");
+pub(crate) const LIMIT: Typed<usize> = count(
     "limit",
-    false,
-    Kind::Count { max: 1_000 },
+    MAX_PAGE_LIMIT as u64,
+    DEFAULT_PAGE_LIMIT,
     "Records per page: 1 to 1000, default 100.",
 );
-pub(crate) const CURSOR: Field = field(
-    "cursor",
-    false,
-    Kind::Cursor,
-    "The nextCursor of the previous page (opaque; digits today).",
-);
-pub(crate) const START_TIME: Field = field(
+pub(crate) const CURSOR: Typed<u64> = cursor("The nextCursor of the previous page (opaque; digits today).");
+pub(crate) const START_TIME: Typed<u64> = milliseconds(
     "startTime",
     false,
-    Kind::Milliseconds,
     "Only records at or after this time (ms, inclusive).",
 );
-pub(crate) const END_TIME: Field = field(
-    "endTime",
-    false,
-    Kind::Milliseconds,
-    "Only records at or before this time (ms, inclusive).",
-);
-const FROM: Field = field(
-    "from",
-    true,
-    Kind::Address,
-    "The account; must be the address of privateKey.",
-);
-const ASSET: Field = field("symbol", true, Kind::Asset, "The asset symbol, case-insensitive.");
-const QUANTITY: Field = field(
+pub(crate) const END_TIME: Typed<u64> =
+    milliseconds("endTime", false, "Only records at or before this time (ms, inclusive).");
+pub(crate) const FROM: Typed<dexd_core::Address> =
+    address("from", true, "The account; must be the address of privateKey.");
+pub(crate) const ASSET: Typed<dexd_core::AssetIndex> = asset("symbol", "The asset symbol, case-insensitive.");
+pub(crate) const QUANTITY: Typed<dexd_core::Decimal> = decimal(
     "quantity",
     true,
-    Kind::Decimal,
     "How much, as a decimal string; positive, at most the asset's decimals.",
 );
-
-// An order's terms, the same in `addOrder`, a batch's orders and (where they apply) an amend.
-pub(crate) const ORDER_PAIR: Field = field(
-    "symbol",
-    true,
-    Kind::Pair,
-    "The pair, BASE/QUOTE (every order of a batch is on one pair).",
+/// An order's pair when it is named to find the order.
+pub(crate) const ORDER_OF_PAIR: Typed<dexd_core::PairIndex> = pair("symbol", true, "The order's pair.");
+/// An order, by its id.
+pub(crate) const ORDER_ID: Typed<dexd_core::OrderId> = order_id("orderId", "The order id.");
+/// A book page's depth.
+pub(crate) const BOOK_DEPTH: Typed<usize> = count(
+    "depth",
+    MAX_BOOK_DEPTH as u64,
+    DEFAULT_BOOK_DEPTH,
+    "Levels: 1 to 1000, default 50.",
 );
+/// A candle's length.
+pub(crate) const CANDLE_INTERVAL: Typed<CandleInterval> = choice("interval", false, "Candle length, default 1m.");
+/// How many candles.
+pub(crate) const CANDLE_LIMIT: Typed<usize> = count(
+    "limit",
+    MAX_CANDLE_LIMIT as u64,
+    DEFAULT_CANDLE_LIMIT,
+    "Candles: 1 to 1000, default 500.",
+);
+/// Only an account's trades on this pair.
+pub(crate) const TRADE_PAIR_FILTER: Typed<dexd_core::PairIndex> = pair("pair", false, "Only trades on this pair.");
 
-pub(crate) const ADD_ORDER_FIELDS: &[Field] = order_fields![CHAIN_ID, PRIVATE_KEY, SIGNER, NONCE, EXPIRY, SIGNATURE];
+/// The deepest book page.
+pub const MAX_BOOK_DEPTH: usize = 1_000;
+/// A book page's depth when none is asked.
+pub const DEFAULT_BOOK_DEPTH: u64 = 50;
+/// A page's length when none is asked.
+pub const DEFAULT_PAGE_LIMIT: u64 = 100;
+/// A candle list's length when none is asked.
+pub const DEFAULT_CANDLE_LIMIT: u64 = 500;
+/// The longest candle list.
+pub const MAX_CANDLE_LIMIT: usize = 1_000;
 
-pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = account_write_fields![
-    field("symbol", true, Kind::Pair, "The order's pair."),
-    field("orderId", true, Kind::OrderId, "The order id."),
+pub(crate) const ADD_ORDER_FIELDS: &[Field] = order_fields![
+    CHAIN_ID.field,
+    PRIVATE_KEY.field,
+    SIGNER.field,
+    NONCE.field,
+    EXPIRY.field,
+    SIGNATURE.field
 ];
 
-const ORDER_LIST_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, SYMBOL_FILTER, LIMIT, CURSOR, START_TIME, END_TIME];
-const BOOK_FIELDS: &[Field] = &[
-    CHAIN_ID,
-    PAIR,
-    field(
-        "depth",
-        false,
-        Kind::Count { max: 1_000 },
-        "Levels: 1 to 1000, default 50.",
-    ),
-];
+pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = account_write_fields![ORDER_OF_PAIR.field, ORDER_ID.field];
+
+/// A page of a list: its length, where it starts and the time range.
+macro_rules! page_fields {
+    ($($field:expr),* $(,)?) => {
+        &[$($field,)* LIMIT.field, CURSOR.field, START_TIME.field, END_TIME.field]
+    };
+}
+
+const ORDER_LIST_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field, SYMBOL_FILTER.field];
+const BOOK_FIELDS: &[Field] = &[CHAIN_ID.field, PAIR.field, BOOK_DEPTH.field];
 const OHLC_FIELDS: &[Field] = &[
-    CHAIN_ID,
-    PAIR,
-    field(
-        "interval",
-        false,
-        Kind::Choice(CANDLE_INTERVAL_NAMES),
-        "Candle length, default 1m.",
-    ),
-    START_TIME,
-    END_TIME,
-    field(
-        "limit",
-        false,
-        Kind::Count { max: 1_000 },
-        "Candles: 1 to 1000, default 500.",
-    ),
+    CHAIN_ID.field,
+    PAIR.field,
+    CANDLE_INTERVAL.field,
+    START_TIME.field,
+    END_TIME.field,
+    CANDLE_LIMIT.field,
 ];
-const TRADE_HISTORY_FIELDS: &[Field] = &[CHAIN_ID, PAIR, LIMIT, CURSOR, START_TIME, END_TIME];
-const ACCOUNT_TRADE_FIELDS: &[Field] = &[
-    CHAIN_ID,
-    ACCOUNT,
-    field("pair", false, Kind::Pair, "Only trades on this pair."),
-    LIMIT,
-    CURSOR,
-    START_TIME,
-    END_TIME,
-];
-const POSITION_FIELDS: &[Field] = &[CHAIN_ID, PAIR, ACCOUNT];
+const TRADE_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, PAIR.field];
+const ACCOUNT_TRADE_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field, TRADE_PAIR_FILTER.field];
+const POSITION_FIELDS: &[Field] = &[CHAIN_ID.field, PAIR.field, ACCOUNT.field];
 const TRANSFER_FIELDS: &[Field] = &[
-    FROM,
-    ASSET,
-    QUANTITY,
-    PRIVATE_KEY,
-    CHAIN_ID,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
+    FROM.field,
+    ASSET.field,
+    QUANTITY.field,
+    PRIVATE_KEY.field,
+    CHAIN_ID.field,
+    SIGNER.field,
+    NONCE.field,
+    EXPIRY.field,
+    SIGNATURE.field,
 ];
-const TRANSFER_HISTORY_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT, LIMIT, CURSOR, START_TIME, END_TIME];
-const CHAIN_FIELDS: &[Field] = &[CHAIN_ID];
-pub(crate) const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID, ACCOUNT];
-const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID, field("orderId", true, Kind::OrderId, "The order id.")];
+const TRANSFER_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field];
+const CHAIN_FIELDS: &[Field] = &[CHAIN_ID.field];
+pub(crate) const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID.field, ACCOUNT.field];
+const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID.field, ORDER_ID.field];
 
 pub(crate) const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503, 504];
 /// A read's errors; 503 when the history cannot catch up in time, or a position named with

@@ -1,111 +1,117 @@
 //! The trading extensions' rows of the table (contract version 3): batches, cancel all, amend,
 //! the dead man's switch and agents, with their batch items' fields. No behaviour.
 
+use dexd_core::{Address, Decimal, PairIndex};
+
 use super::{
-    field, Field, Kind, Operation, Tag, ACCOUNT, AMOUNT, CHAIN_ID, CLIENT_ORDER_ID, DIRECTION, EXPIRY, LIMIT_PRICE,
-    NONCE, ORDER_PAIR, ORDER_TYPE, POST_ONLY, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER, TIME_IN_FORCE, WRITE_ERRORS,
+    address, agent_name, decimal, items, milliseconds, pair, switch_timeout, Field, ItemList, Operation, Tag, Typed,
+    ACCOUNT, CHAIN_ID, EXPIRY, NONCE, ORDER_ID, ORDER_OF_PAIR, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER,
+    WRITE_ERRORS,
 };
 
 /// The fields of one order of a batch: an add order's, without the chain and the key.
-pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = order_fields![SIGNER, NONCE, EXPIRY, SIGNATURE];
+pub const BATCH_ORDER_ITEM_FIELDS: &[Field] = order_fields![SIGNER.field, NONCE.field, EXPIRY.field, SIGNATURE.field];
 
 /// The fields of one cancel of a batch.
 pub const BATCH_CANCEL_ITEM_FIELDS: &[Field] = &[
-    field("symbol", true, Kind::Pair, "The order's pair."),
-    field("orderId", true, Kind::OrderId, "The order id."),
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
+    ORDER_OF_PAIR.field,
+    ORDER_ID.field,
+    SIGNER.field,
+    NONCE.field,
+    EXPIRY.field,
+    SIGNATURE.field,
 ];
 
-const BATCH_ORDERS_FIELDS: &[Field] = &[
-    field(
-        "orders",
-        true,
-        Kind::Items {
-            fields: BATCH_ORDER_ITEM_FIELDS,
-            max: 50,
-        },
-        "1 to 50 orders of one pair, placed in this order. With privateKey, or with one signature of the \
+/// The most orders or cancels in one batch.
+pub const MAX_BATCH_ITEMS: usize = 50;
+
+/// A batch's orders.
+pub(crate) const BATCH_ORDER_ITEMS: Typed<ItemList> = items(
+    "orders",
+    BATCH_ORDER_ITEM_FIELDS,
+    MAX_BATCH_ITEMS,
+    "1 to 50 orders of one pair, placed in this order. With privateKey, or with one signature of the \
          whole batch (account, nonce, expiry and signature at the top: an OrderBatch), the items carry no \
          credential; otherwise each item carries its own account, nonce, expiry and signature (an Order).",
-    ),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
-    NONCE,
-    EXPIRY,
-    SIGNATURE,
+);
+
+const BATCH_ORDERS_FIELDS: &[Field] = &[
+    BATCH_ORDER_ITEMS.field,
+    CHAIN_ID.field,
+    PRIVATE_KEY.field,
+    SIGNER.field,
+    NONCE.field,
+    EXPIRY.field,
+    SIGNATURE.field,
 ];
+
+/// A batch's cancels.
+pub(crate) const BATCH_CANCEL_ITEMS: Typed<ItemList> = items(
+    "cancels",
+    BATCH_CANCEL_ITEM_FIELDS,
+    MAX_BATCH_ITEMS,
+    "1 to 50 cancels. With privateKey the items carry no credential; without it each item carries its own \
+     account, nonce, expiry and signature (a CancelOrder).",
+);
 
 const BATCH_CANCEL_FIELDS: &[Field] = &[
-    field(
-        "cancels",
-        true,
-        Kind::Items {
-            fields: BATCH_CANCEL_ITEM_FIELDS,
-            max: 50,
-        },
-        "1 to 50 cancels. With privateKey the items carry no credential; without it each item carries its own \
-         account, nonce, expiry and signature (a CancelOrder).",
-    ),
-    CHAIN_ID,
-    PRIVATE_KEY,
-    SIGNER,
+    BATCH_CANCEL_ITEMS.field,
+    CHAIN_ID.field,
+    PRIVATE_KEY.field,
+    SIGNER.field,
 ];
 
-const CANCEL_ALL_FIELDS: &[Field] = account_write_fields![field(
-    "symbol",
+/// Cancel all's pair, when it names one.
+pub(crate) const CANCEL_ALL_PAIR: Typed<PairIndex> =
+    pair("symbol", false, "Only this pair's orders; every pair's when left out.");
+const CANCEL_ALL_FIELDS: &[Field] = account_write_fields![CANCEL_ALL_PAIR.field];
+
+/// The order an amend replaces.
+pub(crate) const AMENDED_ORDER_ID: Typed<dexd_core::OrderId> = super::order_id("orderId", "The open order to replace.");
+/// An amend's new price.
+pub(crate) const AMENDED_PRICE: Typed<Decimal> = decimal(
+    "price",
     false,
-    Kind::Pair,
-    "Only this pair's orders; every pair's when left out.",
-),];
-
+    "The new limit price, on the pair's tick; the old one's when left out.",
+);
+/// An amend's new amount.
+pub(crate) const AMENDED_AMOUNT: Typed<Decimal> = decimal(
+    "amount",
+    false,
+    "The new order's whole amount of base, on the pair's step; when left out, what the old order has left \
+     to fill. At least one of price and amount.",
+);
 const AMEND_ORDER_FIELDS: &[Field] = account_write_fields![
-    field("symbol", true, Kind::Pair, "The order's pair."),
-    field("orderId", true, Kind::OrderId, "The open order to replace."),
-    field(
-        "price",
-        false,
-        Kind::Decimal,
-        "The new limit price, on the pair's tick; the old one's when left out.",
-    ),
-    field(
-        "amount",
-        false,
-        Kind::Decimal,
-        "The new order's whole amount of base, on the pair's step; when left out, what the old order has left \
-         to fill. At least one of price and amount.",
-    ),
+    ORDER_OF_PAIR.field,
+    AMENDED_ORDER_ID.field,
+    AMENDED_PRICE.field,
+    AMENDED_AMOUNT.field,
 ];
 
-const CANCEL_ALL_AFTER_FIELDS: &[Field] = account_write_fields![field(
+/// The dead man's switch's timeout.
+pub(crate) const SWITCH_TIMEOUT: Typed<u64> = switch_timeout(
     "timeoutMs",
-    true,
-    Kind::SwitchTimeout,
     "0 turns the switch off; 5000 to 86400000 arms it: unless set again within this many ms, every open \
-         order of the account on the chain is cancelled.",
-),];
+     order of the account on the chain is cancelled.",
+);
+const CANCEL_ALL_AFTER_FIELDS: &[Field] = account_write_fields![SWITCH_TIMEOUT.field];
 
-const APPROVE_AGENT_FIELDS: &[Field] = account_write_fields![
-    field("agent", true, Kind::Address, "The agent's address (the bot's key's)."),
-    field(
-        "name",
-        true,
-        Kind::AgentName,
-        "The agent's name, 1 to 32 of A-Z a-z 0-9 . _ -.",
-    ),
-    field(
-        "validUntil",
-        false,
-        Kind::Milliseconds,
-        "When the approval ends, ms since the epoch; until revoked when left out.",
-    ),
-];
+/// The agent an approval names.
+pub(crate) const APPROVED_AGENT: Typed<Address> = address("agent", true, "The agent's address (the bot's key's).");
+/// The agent's name.
+pub(crate) const AGENT_NAME: Typed<String> = agent_name("name", "The agent's name, 1 to 32 of A-Z a-z 0-9 . _ -.");
+/// When the approval ends.
+pub(crate) const AGENT_VALID_UNTIL: Typed<u64> = milliseconds(
+    "validUntil",
+    false,
+    "When the approval ends, ms since the epoch; until revoked when left out.",
+);
+const APPROVE_AGENT_FIELDS: &[Field] =
+    account_write_fields![APPROVED_AGENT.field, AGENT_NAME.field, AGENT_VALID_UNTIL.field];
 
-const REVOKE_AGENT_FIELDS: &[Field] =
-    account_write_fields![field("agent", true, Kind::Address, "The agent to revoke."),];
+/// The agent a revocation names.
+pub(crate) const REVOKED_AGENT: Typed<Address> = address("agent", true, "The agent to revoke.");
+const REVOKE_AGENT_FIELDS: &[Field] = account_write_fields![REVOKED_AGENT.field];
 
 /// Batch add.
 pub const BATCH_ORDERS: Operation = Operation {
@@ -191,7 +197,7 @@ pub const AGENTS: Operation = Operation {
     is_post: false,
     paths: &["/account/agents"],
     summary: "The agents the account approved that have not ended.",
-    fields: &[CHAIN_ID, ACCOUNT],
+    fields: &[CHAIN_ID.field, ACCOUNT.field],
     response_schema: "AgentsResponse",
     error_statuses: READ_ERRORS,
 };

@@ -5,12 +5,11 @@
 //!
 //! It holds no state: the connection keeps its subscriptions, the hub delivers.
 
-use dexd_core::{Address, CandleInterval, PairIndex, CANDLE_INTERVAL_NAMES};
+use dexd_core::{Address, CandleInterval, PairIndex};
 use serde_json::{json, Map, Value};
 
 use crate::api::error::ApiError;
-use crate::api::handlers::{address_param, bounded, candle_interval_param, chain_of, pair_param};
-use crate::api::operations::{field, Field, Kind, Operation};
+use crate::api::operations::{address, chain_id, choice, count, pair, whole_number, Field, Operation, Typed};
 use crate::api::params::Params;
 use dexd_crypto::checksummed;
 use dexd_venue::Venue;
@@ -212,16 +211,16 @@ pub enum ClientMessage {
     },
 }
 
-const CHAIN_ID: Field = field("chainId", true, Kind::ChainId, "The chain.");
-const PAIR: Field = field("pair", true, Kind::Pair, "The pair.");
-const ACCOUNT: Field = field("account", true, Kind::Address, "The account.");
-const DEPTH: Field = field("depth", false, Kind::Integer, "Levels per side.");
-const INTERVAL: Field = Field {
-    name: "interval",
-    required: false,
-    kind: Kind::Choice(CANDLE_INTERVAL_NAMES),
-    description: "The candle interval.",
-};
+const CHAIN_ID: Field = chain_id("The chain.").field;
+const PAIR: Typed<PairIndex> = pair("pair", true, "The pair.");
+const ACCOUNT: Typed<Address> = address("account", true, "The account.");
+const DEPTH: Typed<usize> = count(
+    "depth",
+    MAX_STREAM_BOOK_DEPTH as u64,
+    DEFAULT_STREAM_BOOK_DEPTH as u64,
+    "Levels per side.",
+);
+const INTERVAL: Typed<CandleInterval> = choice("interval", false, "The candle interval.");
 
 const fn channel_operation(id: &'static str, fields: &'static [Field]) -> Operation {
     Operation {
@@ -237,20 +236,19 @@ const fn channel_operation(id: &'static str, fields: &'static [Field]) -> Operat
 }
 
 /// Each channel's parameters, checked like an operation's (unknown ones are refused).
-const BOOK_CHANNEL: Operation = channel_operation("book", &[CHAIN_ID, PAIR, DEPTH]);
-const BBO_CHANNEL: Operation = channel_operation("bbo", &[CHAIN_ID, PAIR]);
-const LEVELS: Field = field("levels", true, Kind::Integer, "Levels of each side: 5, 10 or 20.");
-const INTERVAL_MS: Field = field(
+const BOOK_CHANNEL: Operation = channel_operation("book", &[CHAIN_ID, PAIR.field, DEPTH.field]);
+const BBO_CHANNEL: Operation = channel_operation("bbo", &[CHAIN_ID, PAIR.field]);
+const LEVELS: Typed<u64> = whole_number("levels", true, "Levels of each side: 5, 10 or 20.");
+const INTERVAL_MS: Typed<u64> = whole_number(
     "intervalMs",
     false,
-    Kind::Integer,
     "At most one message per this many ms: 100 or 1000 (default).",
 );
-const DEPTH_CHANNEL: Operation = channel_operation("depth", &[CHAIN_ID, PAIR, LEVELS, INTERVAL_MS]);
-const TRADES_CHANNEL: Operation = channel_operation("trades", &[CHAIN_ID, PAIR]);
-const CANDLES_CHANNEL: Operation = channel_operation("candles", &[CHAIN_ID, PAIR, INTERVAL]);
-const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT]);
-const BALANCES_CHANNEL: Operation = channel_operation("balances", &[CHAIN_ID, ACCOUNT]);
+const DEPTH_CHANNEL: Operation = channel_operation("depth", &[CHAIN_ID, PAIR.field, LEVELS.field, INTERVAL_MS.field]);
+const TRADES_CHANNEL: Operation = channel_operation("trades", &[CHAIN_ID, PAIR.field]);
+const CANDLES_CHANNEL: Operation = channel_operation("candles", &[CHAIN_ID, PAIR.field, INTERVAL.field]);
+const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT.field]);
+const BALANCES_CHANNEL: Operation = channel_operation("balances", &[CHAIN_ID, ACCOUNT.field]);
 
 /// The `id` of a message, as JSON text: a string, a number or null, short.
 fn client_id(object: &Map<String, Value>) -> Result<String, ApiError> {
@@ -342,13 +340,13 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
     };
     let params = Params::from_json_object(object)?;
     params.check_allowed(operation)?;
-    let chain = chain_of(venue, &params)?;
+    let chain = params.chain(venue)?;
     let chain_id = chain.config.chain_id;
     let mut depth = DEFAULT_STREAM_BOOK_DEPTH;
     let key = match channel {
         "book" => {
-            let pair = pair_param(&chain, &params, "pair")?;
-            depth = bounded(&params, "depth", DEFAULT_STREAM_BOOK_DEPTH, MAX_STREAM_BOOK_DEPTH)?;
+            let pair = params.require_pair(&chain, &PAIR)?;
+            depth = params.count(&DEPTH)?;
             if depth < MIN_STREAM_BOOK_DEPTH {
                 return Err(ApiError::invalid(
                     "depth",
@@ -362,14 +360,14 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
         }
         "bbo" => ChannelKey::Bbo {
             chain_id,
-            pair: pair_param(&chain, &params, "pair")?,
+            pair: params.require_pair(&chain, &PAIR)?,
         },
         "depth" => {
-            let pair = pair_param(&chain, &params, "pair")?;
-            let levels = one_of(&params, "levels", &DEPTH_CHANNEL_LEVELS, None)?;
+            let pair = params.require_pair(&chain, &PAIR)?;
+            let levels = one_of(&LEVELS, params.read(&LEVELS)?, &DEPTH_CHANNEL_LEVELS, None)?;
             let interval_ms = one_of(
-                &params,
-                "intervalMs",
+                &INTERVAL_MS,
+                params.read(&INTERVAL_MS)?,
                 &DEPTH_CHANNEL_INTERVALS_MS,
                 Some(DEFAULT_DEPTH_CHANNEL_INTERVAL_MS),
             )?;
@@ -382,11 +380,11 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
         }
         "trades" => ChannelKey::Trades {
             chain_id,
-            pair: pair_param(&chain, &params, "pair")?,
+            pair: params.require_pair(&chain, &PAIR)?,
         },
         "candles" => {
-            let pair = pair_param(&chain, &params, "pair")?;
-            let interval = candle_interval_param(&params)?;
+            let pair = params.require_pair(&chain, &PAIR)?;
+            let interval = params.read(&INTERVAL)?.unwrap_or(CandleInterval::OneMinute);
             ChannelKey::Candles {
                 chain_id,
                 pair,
@@ -395,20 +393,21 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
         }
         "orders" => ChannelKey::Orders {
             chain_id,
-            account: address_param(&params, "account")?,
+            account: params.require(&ACCOUNT)?,
         },
         _ => ChannelKey::Balances {
             chain_id,
-            account: address_param(&params, "account")?,
+            account: params.require(&ACCOUNT)?,
         },
     };
     Ok((key, depth))
 }
 
-/// An integer parameter that must be one of `allowed` (`default` when absent, required when
-/// there is none).
-fn one_of(params: &Params, name: &str, allowed: &[u16], default: Option<u16>) -> Result<u16, ApiError> {
-    let value = match (params.integer(name)?, default) {
+/// An integer parameter's `value` that must be one of `allowed` (`default` when absent, required
+/// when there is none).
+fn one_of(field: &Typed<u64>, value: Option<u64>, allowed: &[u16], default: Option<u16>) -> Result<u16, ApiError> {
+    let name = field.field.name;
+    let value = match (value, default) {
         (Some(value), _) => value,
         (None, Some(default)) => return Ok(default),
         (None, None) => return Err(ApiError::missing(name)),

@@ -96,7 +96,7 @@ fn kind_bad_values(field: &Field) -> Vec<(Value, Expected)> {
             cases.push((json!("18446744073709551616"), invalid()));
             cases.push((json!(1.5), invalid()));
             cases.push((json!(-1), invalid()));
-            if let Kind::Count { max } = field.kind {
+            if let Kind::Count { max, .. } = field.kind {
                 cases.push((json!("0"), invalid()));
                 cases.push((json!((max + 1).to_string()), invalid()));
             }

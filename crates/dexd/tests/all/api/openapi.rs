@@ -363,8 +363,11 @@ async fn operations_are_grouped_named_as_methods_bounded_and_linked() {
     };
     assert_eq!(
         parameter("/order/buyOrderbooks", "depth"),
-        json!({"type": "integer", "minimum": 1, "maximum": 1000})
+        json!({"type": "integer", "minimum": 1, "maximum": 1000, "default": 50})
     );
+    // A count's default is the one the server takes when the field is left out.
+    assert_eq!(parameter("/order/tradesOHCL", "limit")["default"], 500);
+    assert_eq!(parameter("/order/openOrders", "limit")["default"], 100);
     assert_eq!(parameter("/order/openOrders", "limit")["minimum"], 1);
     assert_eq!(parameter("/order/openOrders", "chainId")["pattern"], "^[0-9]{1,19}$");
     // Links: from a new order to its detail and cancel, from transfers to their histories.

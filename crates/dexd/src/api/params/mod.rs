@@ -1,0 +1,724 @@
+//! Request parameters: one shape for a query string, a JSON object or form data
+//! (`arrival`), and every read of them, typed by the field the operation table declares
+//! ([`Params::read`]): a field's kind decides how it is parsed, which error answers it and
+//! which type the handler gets, so no handler reads a parameter by its name.
+//!
+//! Strings held here are erased when the parameters are dropped, because one of them may be a
+//! private key. This module does not know which operation is running: the caller passes the
+//! operation's field list. It checks form (400) and what the chain's configuration names (an
+//! unknown chain, pair or asset); the rules of a pair or an account are the handlers' and the
+//! engine's.
+
+mod arrival;
+
+use std::sync::Arc;
+
+use dexd_core::{
+    Address, AssetIndex, Decimal, OrderId, PairIndex, MAX_CANCEL_ALL_AFTER_MS, MAX_OCO_GROUP_CHARS,
+    MIN_CANCEL_ALL_AFTER_MS,
+};
+use zeroize::Zeroize;
+
+use super::error::ApiError;
+use super::operations::{
+    Field, ItemList, Kind, Operation, Typed, WireWord, CHAIN_ID, CURSOR, END_TIME, EXPIRY, LIMIT,
+    MAX_CLIENT_ORDER_ID_LENGTH, MAX_EXPIRES_AT_MS, NONCE, SIGNATURE, SIGNED_REQUEST_FIELDS, SIGNER, START_TIME,
+};
+use axum::http::StatusCode;
+use dexd_crypto::{parse_address, parse_hex_bytes, PrivateKey};
+use dexd_store::PageRequest;
+use dexd_venue::{Chain, Venue};
+
+/// One parameter's value as it arrived.
+#[derive(Debug)]
+enum Value {
+    Text(String),
+    Bool(bool),
+    Number(String),
+    /// A JSON array (a batch's items, read by [`Params::items`]).
+    List(Vec<serde_json::Value>),
+    /// A JSON object, which no parameter takes.
+    Structured,
+}
+
+/// Every parameter of one request, in arrival order.
+pub struct Params {
+    entries: Vec<(String, Value)>,
+    /// The fields a JSON body gave as `null`, which the operations of the seed read as absent.
+    null_fields: Vec<String>,
+    /// Who asks, for the reads that share by client address or answer conditionally.
+    reader: Reader,
+}
+
+/// What a read knows of its request besides its parameters.
+#[derive(Debug, Clone, Default)]
+pub struct Reader {
+    /// The client's address (see `api::ClientIp`); unspecified in process.
+    pub client: Option<std::net::IpAddr>,
+    /// The `If-None-Match` header, when given and readable.
+    pub if_none_match: Option<String>,
+}
+
+impl Drop for Params {
+    fn drop(&mut self) {
+        for (_, value) in &mut self.entries {
+            match value {
+                Value::Text(text) => text.zeroize(),
+                Value::List(items) => items.iter_mut().for_each(erase_strings),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Params {
+    /// The parameters with what is known of the reader.
+    pub fn with_reader(mut self, reader: Reader) -> Params {
+        self.reader = reader;
+        self
+    }
+
+    /// What is known of the reader.
+    pub fn reader(&self) -> &Reader {
+        &self.reader
+    }
+
+    /// Refuses any parameter the operation does not take.
+    pub fn check_allowed(&self, operation: &Operation) -> Result<(), ApiError> {
+        self.check_fields(operation.fields)
+    }
+
+    /// Refuses any parameter not among `fields` (an operation's, or a batch item's).
+    pub fn check_fields(&self, fields: &[Field]) -> Result<(), ApiError> {
+        for (name, _) in &self.entries {
+            if !fields.iter().any(|field| field.name == name) {
+                let allowed: Vec<&str> = fields.iter().map(|field| field.name).collect();
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "UNKNOWN_PARAMETER",
+                    format!(
+                        "{name} is not a parameter of this operation; it takes {}",
+                        allowed.join(", ")
+                    ),
+                )
+                .on(name));
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.entries
+            .iter()
+            .find(|(existing, _)| existing == name)
+            .map(|(_, value)| value)
+    }
+
+    /// Whether a parameter was given at all (an empty string counts; JSON null does not).
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The text of a whole number given as a string or a JSON integer (its digits not yet
+    /// checked); `None` when absent.
+    fn whole_number_text(&self, name: &str) -> Result<Option<std::borrow::Cow<'_, str>>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Text(text)) => Ok(Some(std::borrow::Cow::Borrowed(text.as_str()))),
+            Some(Value::Number(text)) => integral_digits(text)
+                .map(|digits| Some(std::borrow::Cow::Owned(digits)))
+                .ok_or_else(|| ApiError::invalid(name, "must be a whole number")),
+            Some(_) => Err(ApiError::invalid(name, "must be a whole number")),
+        }
+    }
+
+    /// A uint256 in decimal digits, as a string or a JSON integer; big-endian bytes.
+    fn uint256(&self, name: &str) -> Result<Option<[u8; 32]>, ApiError> {
+        let Some(digits) = self.whole_number_text(name)? else {
+            return Ok(None);
+        };
+        let digits = digits.as_ref();
+        // Most JSON libraries lose the digits of a number beyond 64 bits: a larger value comes as
+        // a string of digits, as the document says.
+        if matches!(self.get(name), Some(Value::Number(_))) && digits.parse::<u64>().is_err() {
+            return Err(ApiError::invalid(
+                name,
+                "as a JSON number must be at most 2^64 - 1; send larger values as a string of digits",
+            ));
+        }
+        dexd_crypto::parse_uint256(digits)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(name, "must be a uint256 in decimal digits (0 to 2^256 - 1)"))
+    }
+
+    /// A string parameter, if present; other JSON types are refused.
+    ///
+    /// (The text as given is what a client's signature covers: a batch item refused for a rule
+    /// is answered with it.)
+    pub(crate) fn text(&self, name: &str) -> Result<Option<&str>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Text(text)) if text.is_empty() => Err(ApiError::invalid(name, "must not be empty")),
+            Some(Value::Text(text)) => Ok(Some(text)),
+            Some(_) => Err(ApiError::invalid(name, "must be a string")),
+        }
+    }
+
+    /// A required string parameter.
+    fn required_text(&self, name: &str) -> Result<&str, ApiError> {
+        self.text(name)?.ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// A decimal given as a string; a JSON number is refused because floats lose precision.
+    fn decimal(&self, name: &str) -> Result<Option<Decimal>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Text(text)) => Decimal::parse(text).map(Some).map_err(|error| {
+                ApiError::invalid_number(name, format!("{error}; send a decimal string such as \"1.5\""))
+            }),
+            Some(Value::Number(_)) => Err(ApiError::invalid_number(
+                name,
+                "must be a string such as \"1.5\", not a JSON number",
+            )),
+            Some(_) => Err(ApiError::invalid_number(
+                name,
+                "must be a decimal string such as \"1.5\"",
+            )),
+        }
+    }
+
+    /// A boolean: JSON `true`/`false` or the strings `"true"`/`"false"`.
+    fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(flag)) => Ok(Some(*flag)),
+            Some(Value::Text(text)) if text == "true" => Ok(Some(true)),
+            Some(Value::Text(text)) if text == "false" => Ok(Some(false)),
+            Some(_) => Err(ApiError::invalid(name, "must be true or false")),
+        }
+    }
+
+    /// A non-negative integer: a string of decimal digits or a JSON integer.
+    fn integer(&self, name: &str) -> Result<Option<u64>, ApiError> {
+        let Some(digits) = self.whole_number_text(name)? else {
+            return Ok(None);
+        };
+        let digits = digits.as_ref();
+        if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Err(ApiError::invalid(name, "must be a whole number of decimal digits"));
+        }
+        digits
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::invalid(name, "is too large"))
+    }
+
+    /// How many items a list parameter holds (a JSON array, or in form data a string holding
+    /// one); 0 when it is absent or not a list. Nothing is checked: [`Self::items`] does that.
+    pub fn list_length(&self, field: &Typed<ItemList>) -> usize {
+        match self.get(field.field.name) {
+            Some(Value::List(items)) => items.len(),
+            Some(Value::Text(text)) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Array(items)) => items.len(),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    /// A list of 1 to `max` objects (a batch's items), each read as parameters of its own: a JSON
+    /// array, or in form data a string holding one. `None` when absent.
+    pub fn items(&self, field: &Typed<ItemList>) -> Result<Option<Vec<Params>>, ApiError> {
+        let Kind::Items { max, .. } = field.field.kind else {
+            return Err(wrong_kind(&field.field));
+        };
+        self.item_list(field.field.name, max)
+    }
+
+    fn item_list(&self, name: &str, max: usize) -> Result<Option<Vec<Params>>, ApiError> {
+        let shape = || ApiError::invalid(name, format!("must be an array of 1 to {max} objects"));
+        let parsed;
+        let items = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::List(items)) => items,
+            Some(Value::Text(text)) => {
+                parsed = match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(serde_json::Value::Array(items)) => items,
+                    _ => return Err(shape()),
+                };
+                &parsed
+            }
+            Some(_) => return Err(shape()),
+        };
+        if items.is_empty() || items.len() > max {
+            return Err(ApiError::invalid(
+                name,
+                format!("must hold 1 to {max} items; it holds {}", items.len()),
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                serde_json::Value::Object(object) => {
+                    // An item's null is refused rather than read as absent: a batch's item says
+                    // each of its fields or leaves it out.
+                    if let Some((field, _)) = object.iter().find(|(_, value)| value.is_null()) {
+                        return Err(
+                            ApiError::invalid(field, "must not be null; leave it out instead").within(name, index)
+                        );
+                    }
+                    Params::from_json_object(object.clone()).map_err(|error| error.within(name, index))
+                }
+                _ => Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_PARAMETER",
+                    "each item must be a JSON object",
+                )
+                .within(name, index)),
+            })
+            .collect::<Result<Vec<Params>, ApiError>>()
+            .map(Some)
+    }
+
+    /// 400 for a field given as JSON `null`: the trading extensions take a field or its absence,
+    /// never a null (the seed's operations read a null as absent, as they always did).
+    pub fn refuse_nulls(&self) -> Result<(), ApiError> {
+        match self.null_fields.first() {
+            Some(name) => Err(ApiError::invalid(name, "must not be null; leave it out instead")),
+            None => Ok(()),
+        }
+    }
+
+    /// The `privateKey`: 401 `UNAUTHENTICATED` when absent, 401 `INVALID_PRIVATE_KEY` when it is
+    /// not a valid key. The error never repeats the value.
+    fn private_key(&self) -> Result<PrivateKey, ApiError> {
+        let unauthenticated = || {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "this operation needs privateKey",
+            )
+            .on("privateKey")
+        };
+        let invalid = || {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "INVALID_PRIVATE_KEY",
+                "privateKey must be 0x + 64 hex digits forming a valid secp256k1 secret key",
+            )
+            .on("privateKey")
+        };
+        match self.get("privateKey") {
+            None => Err(unauthenticated()),
+            Some(Value::Text(text)) if text.is_empty() => Err(unauthenticated()),
+            Some(Value::Text(text)) => PrivateKey::parse(text).map_err(|_| invalid()),
+            Some(_) => Err(invalid()),
+        }
+    }
+}
+
+/// A type a field's kind is read as: [`Params::read`] takes a [`Typed`] field of it, and the
+/// operation table's constructors fix which kinds each type serves.
+pub trait FromParam: Sized {
+    /// The field's value, `None` when it is left out.
+    fn from_param(params: &Params, field: &Field) -> Result<Option<Self>, ApiError>;
+}
+
+impl Params {
+    /// A field, read as its kind says: `None` when it is left out.
+    pub fn read<T: FromParam>(&self, field: &Typed<T>) -> Result<Option<T>, ApiError> {
+        T::from_param(self, &field.field)
+    }
+
+    /// A field that must be given: 400 `MISSING_PARAMETER` when it is not.
+    pub fn require<T: FromParam>(&self, field: &Typed<T>) -> Result<T, ApiError> {
+        self.read(field)?.ok_or_else(|| ApiError::missing(field.field.name))
+    }
+
+    /// A count, its kind's default when it is left out.
+    pub fn count(&self, field: &Typed<usize>) -> Result<usize, ApiError> {
+        let Kind::Count { default, .. } = field.field.kind else {
+            return Err(wrong_kind(&field.field));
+        };
+        Ok(self.read(field)?.unwrap_or(default as usize))
+    }
+
+    /// The request's chain (`chainId`): 404 `UNKNOWN_CHAIN` when the venue has none of that id.
+    pub fn chain(&self, venue: &Venue) -> Result<Arc<Chain>, ApiError> {
+        let chain_id = self.require(&CHAIN_ID)?;
+        venue.chain(chain_id).ok_or_else(|| {
+            ApiError::not_found("UNKNOWN_CHAIN", format!("chain {chain_id} is not configured")).on(CHAIN_ID.field.name)
+        })
+    }
+
+    /// A pair of `chain`: 404 `UNKNOWN_PAIR` when it has none of that name; `None` when left out.
+    pub fn pair(&self, chain: &Chain, field: &Typed<PairIndex>) -> Result<Option<PairIndex>, ApiError> {
+        let name = field.field.name;
+        self.text(name)?.map(|text| pair_of(chain, name, text)).transpose()
+    }
+
+    /// A pair of `chain` that must be given.
+    pub fn require_pair(&self, chain: &Chain, field: &Typed<PairIndex>) -> Result<PairIndex, ApiError> {
+        self.pair(chain, field)?
+            .ok_or_else(|| ApiError::missing(field.field.name))
+    }
+
+    /// An asset of `chain`, which must be given: 404 `UNKNOWN_ASSET` when it has none of that
+    /// symbol.
+    pub fn asset(&self, chain: &Chain, field: &Typed<AssetIndex>) -> Result<AssetIndex, ApiError> {
+        let name = field.field.name;
+        let symbol = self.required_text(name)?;
+        if !is_symbol(symbol) {
+            return Err(ApiError::invalid(name, "must be an asset symbol such as USDC"));
+        }
+        chain.config.asset(symbol).ok_or_else(|| {
+            ApiError::not_found(
+                "UNKNOWN_ASSET",
+                format!("{} is not an asset of this chain", symbol.to_ascii_uppercase()),
+            )
+            .on(name)
+        })
+    }
+
+    /// A list's page: `limit`, `cursor`, `startTime` and `endTime`.
+    pub fn page(&self) -> Result<PageRequest, ApiError> {
+        let limit = self.count(&LIMIT)?;
+        let cursor = self.read(&CURSOR)?;
+        let (start_ms, end_ms) = self.time_range()?;
+        Ok(PageRequest {
+            limit,
+            cursor,
+            start_ms,
+            end_ms,
+        })
+    }
+
+    /// `startTime` and `endTime`, every time when left out. A start after the end is an empty
+    /// range (an empty list), not an error: every pair of times the document allows is a request
+    /// the server answers.
+    pub fn time_range(&self) -> Result<(u64, u64), ApiError> {
+        let start = self.read(&START_TIME)?.unwrap_or(0);
+        let end = self.read(&END_TIME)?.unwrap_or(u64::MAX);
+        Ok((start, end))
+    }
+
+    /// Which of the signed request's fields (`account`, `nonce`, `expiry`, `signature`) are
+    /// given.
+    pub fn signed_fields_given(&self) -> impl Iterator<Item = &'static str> + '_ {
+        SIGNED_REQUEST_FIELDS.into_iter().filter(|name| self.contains(name))
+    }
+
+    /// The request's credential as its fields give it, checked for form: the `privateKey`, or the
+    /// `account`, `nonce`, `expiry` and `signature` of the client's own signature. A transfer
+    /// names its account in `from`, so for it `account` may be left out (`account_fallback`).
+    /// 401 `UNAUTHENTICATED` when it carries neither.
+    pub fn credential(&self, account_fallback: Option<Address>) -> Result<CredentialFields, ApiError> {
+        if self.contains("privateKey") {
+            // With a key, `account` names the account an agent's key acts for.
+            if let Some(name) = self.signed_fields_given().find(|name| *name != SIGNER.field.name) {
+                return Err(ApiError::invalid(
+                    name,
+                    "give either privateKey, or account, nonce, expiry and signature; not both",
+                ));
+            }
+            let key = self.private_key()?;
+            return Ok(CredentialFields::Key {
+                key,
+                acting_for: self.read(&SIGNER)?,
+            });
+        }
+        if self.signed_fields_given().next().is_none() {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "this operation needs privateKey, or account, nonce, expiry and a signature",
+            )
+            .on("privateKey"));
+        }
+        let account = match self.read(&SIGNER)? {
+            Some(account) => account,
+            None => account_fallback.ok_or_else(|| ApiError::missing(SIGNER.field.name))?,
+        };
+        Ok(CredentialFields::Signed {
+            account,
+            nonce: self.require(&NONCE)?,
+            expiry_ms: self.require(&EXPIRY)?,
+            signature: self.require(&SIGNATURE)?,
+        })
+    }
+}
+
+/// A request's credential as its fields give it, before its signature is checked or its
+/// expiry compared with the time (`api::credential::Credential::from_fields`).
+pub enum CredentialFields {
+    /// The account's key.
+    Key {
+        /// The key.
+        key: PrivateKey,
+        /// The account it acts for as an agent (`account` beside `privateKey`), when one is named.
+        acting_for: Option<Address>,
+    },
+    /// The client's own signature and what it signed.
+    Signed {
+        /// The account that claims to have signed.
+        account: Address,
+        /// The signed nonce.
+        nonce: [u8; 32],
+        /// The signed expiry, in ms since the epoch.
+        expiry_ms: u64,
+        /// The 65-byte `r ‖ s ‖ v` signature.
+        signature: [u8; 65],
+    },
+}
+
+/// A field read as a type its kind is not (a table built wrongly): an internal error, logged.
+fn wrong_kind(field: &Field) -> ApiError {
+    tracing::error!(field = field.name, kind = ?field.kind, "a field was read as a type its kind is not");
+    ApiError::internal()
+}
+
+/// Whether `text` is written as an asset symbol is: 1 to 16 of `A-Z a-z 0-9 . -`.
+fn is_symbol(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= dexd_venue::config::MAX_SYMBOL_LENGTH
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
+}
+
+/// The pair `text` names on `chain`.
+fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError> {
+    let well_formed = text
+        .split_once('/')
+        .is_some_and(|(base, quote)| is_symbol(base) && is_symbol(quote));
+    if !well_formed {
+        return Err(ApiError::invalid(name, "must be a pair such as ETH/USDC"));
+    }
+    chain.config.pair(text).ok_or_else(|| {
+        ApiError::not_found(
+            "UNKNOWN_PAIR",
+            format!("{} is not a pair of this chain", text.to_ascii_uppercase()),
+        )
+        .on(name)
+    })
+}
+
+/// 1 to `max_chars` of `A-Z a-z 0-9` and `punctuation`.
+fn is_name(text: &str, max_chars: usize, punctuation: &[u8]) -> bool {
+    !text.is_empty()
+        && text.chars().count() <= max_chars
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || punctuation.contains(&byte))
+}
+
+impl FromParam for u64 {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<u64>, ApiError> {
+        let name = field.name;
+        match field.kind {
+            Kind::ChainId | Kind::Integer | Kind::Milliseconds => params.integer(name),
+            Kind::Cursor => match params.text(name)? {
+                None => Ok(None),
+                // Cursors this service gives are row numbers and sequences, under 10^19.
+                Some(text) if text.len() <= 19 && text.bytes().all(|byte| byte.is_ascii_digit()) => text
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| ApiError::invalid(name, "is not a cursor this service gave")),
+                Some(_) => Err(ApiError::invalid(name, "is not a cursor this service gave")),
+            },
+            Kind::SwitchTimeout => match params.integer(name)? {
+                Some(timeout_ms)
+                    if timeout_ms != 0
+                        && !(MIN_CANCEL_ALL_AFTER_MS..=MAX_CANCEL_ALL_AFTER_MS).contains(&timeout_ms) =>
+                {
+                    Err(ApiError::invalid(
+                        name,
+                        format!("must be 0 (off) or {MIN_CANCEL_ALL_AFTER_MS} to {MAX_CANCEL_ALL_AFTER_MS} ms"),
+                    ))
+                }
+                timeout_ms => Ok(timeout_ms),
+            },
+            // 0 is no expiry, as in the signed message. Too near or too far is the engine's to
+            // judge at the time it applies the order (422); beyond 13 digits is malformed.
+            Kind::ExpiresAt => match params.integer(name)?.filter(|expires_at_ms| *expires_at_ms != 0) {
+                Some(expires_at_ms) if expires_at_ms > MAX_EXPIRES_AT_MS => {
+                    Err(ApiError::invalid(name, "must be ms since the epoch, at most 13 digits"))
+                }
+                expires_at_ms => Ok(expires_at_ms),
+            },
+            _ => Err(wrong_kind(field)),
+        }
+    }
+}
+
+impl FromParam for usize {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<usize>, ApiError> {
+        let Kind::Count { max, .. } = field.kind else {
+            return Err(wrong_kind(field));
+        };
+        match params.integer(field.name)? {
+            None => Ok(None),
+            Some(value) if (1..=max).contains(&value) => Ok(Some(value as usize)),
+            Some(_) => Err(ApiError::invalid(field.name, format!("must be between 1 and {max}"))),
+        }
+    }
+}
+
+impl FromParam for String {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<String>, ApiError> {
+        let (max_chars, punctuation, refusal) = match field.kind {
+            Kind::Text => (MAX_CLIENT_ORDER_ID_LENGTH, b"._:-".as_slice(), "of A-Z a-z 0-9 . _ : -"),
+            Kind::GroupName => (MAX_OCO_GROUP_CHARS, b"._:-".as_slice(), "of A-Z a-z 0-9 . _ : -"),
+            Kind::AgentName => (
+                dexd_core::agents::MAX_AGENT_NAME_CHARACTERS,
+                b"._-".as_slice(),
+                "of the characters A-Z a-z 0-9 . _ -",
+            ),
+            _ => return Err(wrong_kind(field)),
+        };
+        let Some(text) = params.text(field.name)? else {
+            return Ok(None);
+        };
+        if !is_name(text, max_chars, punctuation) {
+            return Err(ApiError::invalid(
+                field.name,
+                format!("must be 1 to {max_chars} {refusal}"),
+            ));
+        }
+        Ok(Some(text.to_string()))
+    }
+}
+
+impl FromParam for Decimal {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<Decimal>, ApiError> {
+        params.decimal(field.name)
+    }
+}
+
+impl FromParam for bool {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<bool>, ApiError> {
+        params.bool(field.name)
+    }
+}
+
+impl FromParam for Address {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<Address>, ApiError> {
+        let Some(text) = params.text(field.name)? else {
+            return Ok(None);
+        };
+        parse_address(text).map(Some).map_err(|_| {
+            ApiError::invalid(
+                field.name,
+                "must be 0x + 40 hex digits, with a valid EIP-55 checksum if mixed case",
+            )
+        })
+    }
+}
+
+impl FromParam for OrderId {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<OrderId>, ApiError> {
+        let Some(text) = params.text(field.name)? else {
+            return Ok(None);
+        };
+        parse_hex_bytes::<32>(text)
+            .map(|bytes| Some(OrderId::from_bytes(bytes)))
+            .ok_or_else(|| ApiError::invalid(field.name, "must be 0x + 64 hex digits"))
+    }
+}
+
+impl FromParam for [u8; 32] {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<[u8; 32]>, ApiError> {
+        params.uint256(field.name)
+    }
+}
+
+impl FromParam for [u8; 65] {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<[u8; 65]>, ApiError> {
+        let Some(text) = params.text(field.name)? else {
+            return Ok(None);
+        };
+        parse_hex_bytes::<65>(text)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(field.name, "must be 0x + 130 hex digits (r ‖ s ‖ v)"))
+    }
+}
+
+impl<T: WireWord> FromParam for T {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<T>, ApiError> {
+        let Some(text) = params.text(field.name)? else {
+            return Ok(None);
+        };
+        T::from_word(text)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(field.name, format!("must be one of {}", T::NAMES.join(", "))))
+    }
+}
+
+/// Erases every string inside a JSON value (a batch item may carry a key where none belongs).
+fn erase_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => text.zeroize(),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(erase_strings),
+        serde_json::Value::Object(object) => object.values_mut().for_each(erase_strings),
+        _ => {}
+    }
+}
+
+/// The decimal digits of a JSON number that is a whole number, whatever its form: JSON (and JSON
+/// Schema's `integer`) counts `22976.0` and `2.5e3` as the integers 22976 and 2500. `None` for a
+/// number with a fraction, a sign, or an exponent beyond what any parameter could hold.
+fn integral_digits(number: &str) -> Option<String> {
+    if number.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Some(number.to_string());
+    }
+    let (mantissa, exponent) = match number.find(['e', 'E']) {
+        Some(index) => (&number[..index], number[index + 1..].parse::<i32>().ok()?),
+        None => (number, 0),
+    };
+    if !(-100..=100).contains(&exponent) {
+        return None;
+    }
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    let point = i64::try_from(whole.len()).ok()? + i64::from(exponent);
+    let point = usize::try_from(point.max(0)).ok()?;
+    let (integer, rest) = if point >= digits.len() {
+        (format!("{digits}{}", "0".repeat(point - digits.len())), "")
+    } else {
+        (digits[..point].to_string(), &digits[point..])
+    };
+    if !rest.bytes().all(|byte| byte == b'0') {
+        return None;
+    }
+    let trimmed = integer.trim_start_matches('0');
+    Some(if trimmed.is_empty() {
+        "0".to_string()
+    } else {
+        trimmed.to_string()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::integral_digits;
+
+    #[test]
+    fn json_numbers_that_are_whole_are_integers() {
+        assert_eq!(integral_digits("22976").as_deref(), Some("22976"));
+        assert_eq!(integral_digits("22976.0").as_deref(), Some("22976"));
+        assert_eq!(integral_digits("510509.000").as_deref(), Some("510509"));
+        assert_eq!(integral_digits("2.5e3").as_deref(), Some("2500"));
+        assert_eq!(integral_digits("1E2").as_deref(), Some("100"));
+        assert_eq!(integral_digits("0.0").as_deref(), Some("0"));
+        assert_eq!(integral_digits("1.5"), None);
+        assert_eq!(integral_digits("1.5e0"), None);
+        assert_eq!(integral_digits("-1"), None);
+        assert_eq!(integral_digits("-1.0"), None);
+        assert_eq!(integral_digits("1e-1"), None);
+        assert_eq!(integral_digits("1e400"), None);
+    }
+}
