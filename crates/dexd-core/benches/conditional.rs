@@ -11,10 +11,10 @@
 
 use criterion::{BatchSize, Criterion, Throughput};
 use dexd_core::{
-    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, FeeRate,
-    NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest, Trigger,
+    AssetIndex, Command, Direction, Engine, EngineLimits, NewOrder, OrderId, Price, TimeInForce, Trigger,
     TriggerCondition,
 };
+use dexd_testing::{account, deposit, Market, SplitMix};
 
 const ACCOUNTS: u64 = 1_000;
 const RESTING_ORDERS: u64 = 10_000;
@@ -23,92 +23,27 @@ const MEASURED_COMMANDS: usize = 50_000;
 const MID_PRICE_TICKS: u64 = 250_000;
 const FIRED_AT_ONCE: u64 = 1_000;
 
-/// A small deterministic generator (SplitMix64), so both books see the same stream.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut value = self.0;
-        value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        value ^ (value >> 31)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
-
-fn account(index: u64) -> Address {
-    let mut bytes = [0u8; 20];
-    bytes[12..].copy_from_slice(&(index + 1).to_be_bytes());
-    Address::from_bytes(bytes)
-}
-
-/// An id as unpredictable as a digest where the engine's hash reads it (its last eight bytes).
-fn order_id(number: u64) -> OrderId {
-    let mut bytes = [0x5au8; 32];
-    bytes[..8].copy_from_slice(&number.to_be_bytes());
-    bytes[24..].copy_from_slice(&SplitMix(number).next().to_be_bytes());
-    OrderId::from_bytes(bytes)
-}
-
 fn new_engine() -> Engine {
-    let mut engine = Engine::new(EngineConfig {
-        assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
-        pairs: vec![PairDefinition {
-            base: AssetIndex(0),
-            quote: AssetIndex(1),
-            tick_size: Decimal::parse("0.01").unwrap(),
-            step_size: Decimal::parse("0.0001").unwrap(),
-            min_amount: Decimal::parse("0.0001").unwrap(),
-            min_notional: Decimal::ZERO,
-            maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
-            taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
-            fee_raise: None,
-        }],
-        fee_account: Address::from_bytes([0xfe; 20]),
-        custody: dexd_core::CustodyMode::Ledger,
+    let mut engine = Market {
         limits: EngineLimits {
             max_open_orders_per_account: 1_000,
             ..EngineLimits::default()
         },
-    })
-    .unwrap();
+        ..Market::eth_usdc()
+    }
+    .engine();
     let mut events = Vec::new();
     for trader in 0..ACCOUNTS {
         for asset in 0..2u16 {
-            let request = TransferRequest {
-                transfer_id: [0; 32],
-                account: account(trader),
-                asset: AssetIndex(asset),
-                amount: Amount::from_units(10u128.pow(30)),
-            };
-            engine.execute(Command::Deposit(request), 0, &mut events).unwrap();
+            let command = deposit(account(trader), AssetIndex(asset), 10u128.pow(30));
+            engine.execute(command, 0, &mut events).unwrap();
         }
     }
     engine
 }
 
 fn order(number: u64, trader: u64, direction: Direction, price_ticks: Option<u64>, lots: u64) -> NewOrder {
-    NewOrder {
-        order_id: order_id(number),
-        client_order_id: None,
-        account: account(trader),
-        pair: PairIndex(0),
-        order_type: if price_ticks.is_some() {
-            OrderType::Limit
-        } else {
-            OrderType::Market
-        },
-        direction,
-        time_in_force: TimeInForce::GoodTillCancelled,
-        post_only: false,
-        price: price_ticks.and_then(Price::from_ticks),
-        quantity: Quantity::from_lots(lots),
-        conditions: None,
-    }
+    dexd_testing::order(number, account(trader), direction, price_ticks, lots)
 }
 
 fn side(random: &mut SplitMix) -> Direction {

@@ -13,10 +13,8 @@
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use dexd_core::{
-    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, FeeRate,
-    NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest,
-};
+use dexd_core::{Address, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, Price, TimeInForce};
+use dexd_testing::{account, deposit, order, order_id, Market, SplitMix};
 use hdrhistogram::Histogram;
 
 const ACCOUNTS: u64 = 200;
@@ -24,64 +22,8 @@ const WARM_UP_ORDERS: u64 = 1_000;
 const MEASURED_COMMANDS: usize = 200_000;
 const MID_PRICE_TICKS: u64 = 100_000;
 
-/// A small deterministic generator, so every run sees the same stream.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
-
-/// Uniform bytes derived from a number, as real addresses and order ids (keccak outputs) are.
-fn digest_bytes<const N: usize>(number: u64, domain: u64) -> [u8; N] {
-    let mut random = SplitMix(number.wrapping_mul(0x9e37_79b9).wrapping_add(domain));
-    let mut bytes = [0u8; N];
-    for chunk in bytes.chunks_mut(8) {
-        let word = random.next().to_be_bytes();
-        chunk.copy_from_slice(&word[..chunk.len()]);
-    }
-    bytes
-}
-
-fn account(index: u64) -> Address {
-    Address::from_bytes(digest_bytes(index, 1))
-}
-
-fn order_id(number: u64) -> OrderId {
-    let mut bytes: [u8; 32] = digest_bytes(number, 2);
-    // The lobster comparison needs the number back: keep it in the first eight bytes.
-    bytes[..8].copy_from_slice(&number.to_be_bytes());
-    OrderId::from_bytes(bytes)
-}
-
 fn new_engine() -> Engine {
-    Engine::new(EngineConfig {
-        assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
-        pairs: vec![PairDefinition {
-            base: AssetIndex(0),
-            quote: AssetIndex(1),
-            tick_size: Decimal::parse("0.01").unwrap(),
-            step_size: Decimal::parse("0.0001").unwrap(),
-            min_amount: Decimal::parse("0.0001").unwrap(),
-            min_notional: Decimal::ZERO,
-            maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
-            taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
-            fee_raise: None,
-        }],
-        fee_account: Address::from_bytes([0xfe; 20]),
-        custody: dexd_core::CustodyMode::Ledger,
-        limits: EngineLimits::default(),
-    })
-    .unwrap()
+    Market::eth_usdc().engine()
 }
 
 fn limit_order(
@@ -93,17 +35,8 @@ fn limit_order(
     time_in_force: TimeInForce,
 ) -> Command {
     Command::PlaceOrder(NewOrder {
-        order_id: order_id(number),
-        client_order_id: None,
-        account: account(trader),
-        pair: PairIndex(0),
-        order_type: OrderType::Limit,
-        direction,
         time_in_force,
-        post_only: false,
-        price: Price::from_ticks(price_ticks),
-        quantity: Quantity::from_lots(lots),
-        conditions: Default::default(),
+        ..order(number, account(trader), direction, Some(price_ticks), lots)
     })
 }
 
@@ -114,14 +47,8 @@ fn prepare() -> (Engine, Vec<Command>) {
     let mut events = Vec::new();
     for trader in 0..ACCOUNTS {
         for asset in 0..2u16 {
-            let amount = Amount::from_units(10u128.pow(30));
-            let request = TransferRequest {
-                transfer_id: [0; 32],
-                account: account(trader),
-                asset: AssetIndex(asset),
-                amount,
-            };
-            engine.execute(Command::Deposit(request), 0, &mut events).unwrap();
+            let command = deposit(account(trader), AssetIndex(asset), 10u128.pow(30));
+            engine.execute(command, 0, &mut events).unwrap();
         }
     }
     let mut random = SplitMix(42);

@@ -7,9 +7,9 @@ use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Quantity};
 use crate::order::{
-    CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger, TriggerCondition,
+    CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, TimeInForce, Trigger, TriggerCondition,
 };
-use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
 use crate::transfer::TransferRequest;
 
 const PAIR: PairIndex = PairIndex(0);
@@ -79,23 +79,7 @@ impl Market {
         id[..4].copy_from_slice(&self.next_id.to_be_bytes());
         // The engine hashes an id by its last eight bytes, as a digest's are.
         id[28..].copy_from_slice(&self.next_id.to_be_bytes());
-        NewOrder {
-            order_id: OrderId::from_bytes(id),
-            client_order_id: None,
-            account,
-            pair: PAIR,
-            order_type: if price.is_some() {
-                OrderType::Limit
-            } else {
-                OrderType::Market
-            },
-            direction,
-            time_in_force: TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
-            quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
-            conditions: None,
-        }
+        order_of_decimals(spec, OrderId::from_bytes(id), account, direction, (price, amount))
     }
 
     pub(crate) fn trigger(&self, price: &str, condition: TriggerCondition) -> Option<Trigger> {

@@ -8,7 +8,7 @@ use crate::events::Rejection;
 use crate::money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 use crate::order::{Direction, NewOrder, OrderType, TimeInForce};
 use crate::pair::{AssetSpec, PairDefinition};
-use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
 use crate::transfer::TransferRequest;
 
 const ALICE: Address = Address::from_bytes([0xa1; 20]);

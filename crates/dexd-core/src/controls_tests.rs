@@ -4,8 +4,8 @@ use crate::agents::AgentGrant;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits, SwitchSetting};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, OrderId, PairIndex};
-use crate::order::{Direction, NewOrder, OrderStatus, OrderType, TimeInForce};
-use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::order::{Direction, NewOrder, OrderStatus};
+use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
 use crate::transfer::TransferRequest;
 
 const PAIR: PairIndex = PairIndex(0);
@@ -66,17 +66,14 @@ impl Venue {
         self.next_id += 1;
         let spec = self.engine.pair_spec(PAIR).unwrap();
         NewOrder {
-            order_id: OrderId::from_bytes([self.next_id; 32]),
             client_order_id: Some(format!("quote-{}", self.next_id)),
-            account,
-            pair: PAIR,
-            order_type: OrderType::Limit,
-            direction,
-            time_in_force: TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: Some(spec.price_from_decimal(decimal(price)).unwrap()),
-            quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
-            conditions: Default::default(),
+            ..order_of_decimals(
+                spec,
+                OrderId::from_bytes([self.next_id; 32]),
+                account,
+                direction,
+                (Some(price), amount),
+            )
         }
     }
 

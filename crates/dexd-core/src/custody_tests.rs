@@ -6,7 +6,7 @@ use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::liabilities::LiabilityToken;
 use crate::money::{Address, Amount, AssetIndex};
-use crate::test_support::{eth_and_usdc, execute_checked, ETH, USDC};
+use crate::testing::{eth_and_usdc, execute_checked, ETH, USDC};
 use crate::transfer::{
     ChainDeposit, ChainDepositSubmission, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal,
     WithdrawalKey,

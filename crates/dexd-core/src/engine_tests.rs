@@ -4,8 +4,8 @@ use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::ledger::Balance;
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
-use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, OrderType, TimeInForce};
-use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, TimeInForce};
+use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
 use crate::transfer::TransferRequest;
 
 const PAIR: PairIndex = PairIndex(0);
@@ -65,23 +65,13 @@ impl Venue {
     fn order(&mut self, account: Address, direction: Direction, price: Option<&str>, amount: &str) -> NewOrder {
         self.next_id += 1;
         let spec = self.engine.pair_spec(PAIR).unwrap();
-        NewOrder {
-            order_id: OrderId::from_bytes([self.next_id; 32]),
-            client_order_id: None,
+        order_of_decimals(
+            spec,
+            OrderId::from_bytes([self.next_id; 32]),
             account,
-            pair: PAIR,
-            order_type: if price.is_some() {
-                OrderType::Limit
-            } else {
-                OrderType::Market
-            },
             direction,
-            time_in_force: TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
-            quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
-            conditions: Default::default(),
-        }
+            (price, amount),
+        )
     }
 
     fn place(&mut self, order: NewOrder) -> Result<Placed, Rejection> {

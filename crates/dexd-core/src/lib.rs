@@ -46,8 +46,8 @@ mod engine_tests;
 mod requests_tests;
 #[cfg(test)]
 mod roots_tests;
-#[cfg(test)]
-mod test_support;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;

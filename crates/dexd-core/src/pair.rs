@@ -341,7 +341,7 @@ fn exact_product_in_units(tick: Decimal, step: Decimal, decimals: u32) -> Result
 mod tests {
     use super::*;
 
-    use crate::test_support::{decimal, eth_and_usdc, eth_usdc_definition};
+    use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition};
 
     fn eth_usdc() -> PairSpec {
         PairSpec::new(&eth_usdc_definition(), &eth_and_usdc()).unwrap()

@@ -11,7 +11,7 @@ use crate::events::{Event, Rejection};
 use crate::liabilities::RootStanding;
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderStatus, OrderType, TimeInForce};
-use crate::test_support::{eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
 use crate::transfer::{
     chain_request_withdrawal_id, ChainDeposit, ChainWithdrawalRequest, TransferRequest, TransferStatus,
     VaultWithdrawal, WithdrawalKey,

@@ -10,7 +10,7 @@ use crate::events::{Event, Rejection};
 use crate::liabilities::{LiabilityToken, RootOrigin, RootStanding, VaultFreeze, WithdrawalWait};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::order::{Direction, NewOrder, OrderType, TimeInForce};
-use crate::test_support::{eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
 use crate::transfer::{ChainDeposit, TransferRequest, VaultWithdrawal, WithdrawalKey};
 
 const ALICE: Address = Address::from_bytes([0xa1; 20]);

@@ -5,42 +5,29 @@
 //! restored from a state, each to the same events and state hash.
 
 use dexd_core::{
-    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, Event,
-    FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, TimeInForce, TransferRequest,
-    Trigger, TriggerCondition,
+    Address, AssetIndex, Command, Direction, Engine, EngineConfig, EngineLimits, Event, NewOrder, OrderId, Price,
+    TimeInForce, Trigger, TriggerCondition,
 };
 use proptest::prelude::*;
 
-const PAIR: PairIndex = PairIndex(0);
-const FEES: Address = Address::from_bytes([0xfe; 20]);
+use dexd_testing::{Market, PAIR};
+
 const TRADERS: usize = 3;
 const START_MS: u64 = 1_000_000;
 
 fn trader(index: usize) -> Address {
-    Address::from_bytes([index as u8 + 1; 20])
+    dexd_testing::account(index as u64)
 }
 
 fn engine_config() -> EngineConfig {
-    EngineConfig {
-        assets: vec![AssetSpec { decimals: 2 }, AssetSpec { decimals: 2 }],
-        pairs: vec![PairDefinition {
-            base: AssetIndex(0),
-            quote: AssetIndex(1),
-            tick_size: Decimal::parse("1").unwrap(),
-            step_size: Decimal::parse("1").unwrap(),
-            min_amount: Decimal::ZERO,
-            min_notional: Decimal::ZERO,
-            maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
-            taker_fee: FeeRate::from_parts_per_million(2_500).unwrap(),
-            fee_raise: None,
-        }],
-        fee_account: FEES,
-        custody: dexd_core::CustodyMode::Ledger,
+    Market {
         limits: EngineLimits {
             max_open_orders_per_account: 40,
             ..EngineLimits::default()
         },
+        ..Market::whole_units()
     }
+    .config()
 }
 
 #[derive(Clone, Debug)]
@@ -119,12 +106,7 @@ impl Harness {
         };
         for index in 0..TRADERS {
             for asset in 0..2 {
-                harness.run(Command::Deposit(TransferRequest {
-                    transfer_id: [0; 32],
-                    account: trader(index),
-                    asset: AssetIndex(asset),
-                    amount: Amount::from_units(100_000),
-                }));
+                harness.run(dexd_testing::deposit(trader(index), AssetIndex(asset), 100_000));
             }
         }
         harness
@@ -163,26 +145,14 @@ impl Harness {
 
     fn order(&mut self, account: usize, buy: bool, price: u64, lots: u64) -> NewOrder {
         self.next_id += 1;
-        let mut id = [0u8; 32];
-        id[..8].copy_from_slice(&self.next_id.to_be_bytes());
-        id[24..].copy_from_slice(&self.next_id.to_be_bytes());
-        NewOrder {
-            order_id: OrderId::from_bytes(id),
-            client_order_id: None,
-            account: trader(account),
-            pair: PAIR,
-            order_type: if price == 0 {
-                OrderType::Market
-            } else {
-                OrderType::Limit
-            },
-            direction: if buy { Direction::Buy } else { Direction::Sell },
-            time_in_force: TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: Price::from_ticks(price),
-            quantity: Quantity::from_lots(lots),
-            conditions: None,
-        }
+        let direction = if buy { Direction::Buy } else { Direction::Sell };
+        dexd_testing::order(
+            self.next_id,
+            trader(account),
+            direction,
+            (price != 0).then_some(price),
+            lots,
+        )
     }
 
     fn place(&mut self, order: NewOrder) {

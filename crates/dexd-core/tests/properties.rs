@@ -5,16 +5,13 @@
 use std::collections::HashMap;
 
 use dexd_core::{
-    Address, Amount, AssetIndex, AssetSpec, Command, Decimal, Direction, Engine, EngineConfig, EngineLimits, Event,
-    FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, Price, Quantity, Rejection, TimeInForce,
-    TransferRequest,
+    Address, Amount, AssetIndex, Command, Direction, Engine, EngineConfig, EngineLimits, Event, NewOrder, OrderId,
+    OrderType, Price, Quantity, Rejection, TimeInForce, TransferRequest,
 };
 use proptest::prelude::*;
 
-const BASE: AssetIndex = AssetIndex(0);
-const QUOTE: AssetIndex = AssetIndex(1);
-const PAIR: PairIndex = PairIndex(0);
-const FEES: Address = Address::from_bytes([0xfe; 20]);
+use dexd_testing::{Market, BASE, FEE_ACCOUNT as FEES, PAIR, QUOTE};
+
 const TRADERS: usize = 4;
 /// Base units per lot and quote units per tick × lot, as the pair below makes them.
 const STEP_UNITS: u128 = 100;
@@ -23,7 +20,7 @@ const MAKER_FEE_PPM: u128 = 1_000;
 const TAKER_FEE_PPM: u128 = 2_500;
 
 fn trader(index: usize) -> Address {
-    Address::from_bytes([index as u8 + 1; 20])
+    dexd_testing::account(index as u64)
 }
 
 fn new_engine() -> Engine {
@@ -31,26 +28,15 @@ fn new_engine() -> Engine {
 }
 
 fn engine_config() -> EngineConfig {
-    EngineConfig {
-        assets: vec![AssetSpec { decimals: 2 }, AssetSpec { decimals: 2 }],
-        pairs: vec![PairDefinition {
-            base: BASE,
-            quote: QUOTE,
-            tick_size: Decimal::parse("1").unwrap(),
-            step_size: Decimal::parse("1").unwrap(),
-            min_amount: Decimal::ZERO,
-            min_notional: Decimal::ZERO,
-            maker_fee: FeeRate::from_parts_per_million(MAKER_FEE_PPM as u32).unwrap(),
-            taker_fee: FeeRate::from_parts_per_million(TAKER_FEE_PPM as u32).unwrap(),
-            fee_raise: None,
-        }],
-        fee_account: FEES,
-        custody: dexd_core::CustodyMode::Ledger,
+    Market {
+        fees_ppm: [MAKER_FEE_PPM as u32, TAKER_FEE_PPM as u32],
         limits: EngineLimits {
             max_open_orders_per_account: 30,
             ..EngineLimits::default()
         },
+        ..Market::whole_units()
     }
+    .config()
 }
 
 #[derive(Clone, Debug)]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 mod workload;
 
-use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
+use dexd_core::{Address, AssetIndex, Command, Event, OrderId, OrderStatus};
 use dexd_venue::config::Config;
 use dexd_venue::Chain;
 use hdrhistogram::Histogram;
@@ -156,13 +156,8 @@ fn main() {
             let chain = venue.chain(1).unwrap();
             for trader in 0..ACCOUNTS {
                 for asset in 0..2u16 {
-                    let request = TransferRequest {
-                        transfer_id: [0; 32],
-                        account: account(trader),
-                        asset: AssetIndex(asset),
-                        amount: Amount::from_units(10u128.pow(30)),
-                    };
-                    chain.submit(Command::Deposit(request), None).await.unwrap();
+                    let command = dexd_testing::deposit(account(trader), AssetIndex(asset), 10u128.pow(30));
+                    chain.submit(command, None).await.unwrap();
                 }
             }
             let stop = Arc::new(AtomicBool::new(false));

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 mod workload;
 
-use dexd_core::{Address, Amount, AssetIndex, Command, Event, OrderId, OrderStatus, TransferRequest};
+use dexd_core::{Address, AssetIndex, Command, Event, OrderId, OrderStatus};
 use dexd_venue::config::Config;
 use dexd_venue::Chain;
 use rand::rngs::StdRng;
@@ -33,12 +33,7 @@ fn address(index: u64) -> Address {
 }
 
 fn deposit(account: Address, asset: u16, units: u128) -> Command {
-    Command::Deposit(TransferRequest {
-        transfer_id: [0; 32],
-        account,
-        asset: AssetIndex(asset),
-        amount: Amount::from_units(units),
-    })
+    dexd_testing::deposit(account, AssetIndex(asset), units)
 }
 
 fn setting(name: &str, default: u64) -> u64 {

@@ -1,0 +1,307 @@
+//! Fixtures the engine's tests and benchmarks share, and the crates above it through
+//! `dexd-testing`: a market to trade on ([`Market`], the ETH/USDC pair of the unit tests),
+//! account addresses and order ids shaped like real ones, plain orders, a deposit, a small
+//! deterministic generator ([`SplitMix`]) so that a stream of commands is the same on every
+//! run, and the checked way to run a command.
+//!
+//! Test and benchmark code only: built for this crate's tests, and for other targets only with
+//! the `testing` feature, which only `dexd-testing` (a dev-dependency) turns on, so nothing of
+//! the venue is built with it. It builds commands and holds no state.
+
+use crate::{
+    Address, Amount, AssetIndex, AssetSpec, Command, CustodyMode, Decimal, Direction, Engine, EngineConfig,
+    EngineLimits, Event, FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, PairSpec, Price, Quantity,
+    Rejection, TimeInForce, TransferRequest,
+};
+
+/// ETH, the unit tests' base asset.
+pub const ETH: AssetIndex = AssetIndex(0);
+/// USDC, the unit tests' quote asset.
+pub const USDC: AssetIndex = AssetIndex(1);
+
+/// ETH (18 decimals) and USDC (6 decimals), in that order.
+pub fn eth_and_usdc() -> Vec<AssetSpec> {
+    vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }]
+}
+
+/// A decimal written in a test.
+///
+/// # Panics
+///
+/// When `text` is not a decimal.
+pub fn decimal(text: &str) -> Decimal {
+    Decimal::parse(text).unwrap()
+}
+
+/// ETH/USDC with tick 0.01, step 0.0001, minimum 0.001 ETH and 1 USDC, fees 0.1 % / 0.2 %.
+pub fn eth_usdc_definition() -> PairDefinition {
+    PairDefinition {
+        base: ETH,
+        quote: USDC,
+        tick_size: decimal("0.01"),
+        step_size: decimal("0.0001"),
+        min_amount: decimal("0.001"),
+        min_notional: decimal("1"),
+        maker_fee: FeeRate::from_parts_per_million(1_000).unwrap(),
+        taker_fee: FeeRate::from_parts_per_million(2_000).unwrap(),
+        fee_raise: None,
+    }
+}
+
+/// Runs a command at `time_ms` and checks what every command must keep: a rejection emits
+/// nothing and changes nothing (the state hash is the same), and every invariant holds after.
+pub fn execute_checked(engine: &mut Engine, command: Command, time_ms: u64) -> Result<Vec<Event>, Rejection> {
+    let before = engine.state_hash();
+    let mut events = Vec::new();
+    let result = engine.execute(command, time_ms, &mut events);
+    if result.is_err() {
+        assert!(events.is_empty(), "a rejection emits no events");
+        assert_eq!(before, engine.state_hash(), "a rejection changes nothing");
+    }
+    engine.check_invariants().unwrap();
+    result.map(|()| events)
+}
+
+/// A plain good-till-cancelled order on [`PAIR`] with `order_id`, its price and amount written as
+/// decimals on `spec`: a limit at `price`, or a market order when it is `None`.
+///
+/// # Panics
+///
+/// When the price or amount is not on the pair's tick or step (a test written wrongly).
+pub fn order_of_decimals(
+    spec: &PairSpec,
+    order_id: OrderId,
+    account: Address,
+    direction: Direction,
+    (price, amount): (Option<&str>, &str),
+) -> NewOrder {
+    NewOrder {
+        order_id,
+        client_order_id: None,
+        account,
+        pair: PAIR,
+        order_type: if price.is_some() {
+            OrderType::Limit
+        } else {
+            OrderType::Market
+        },
+        direction,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
+        quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
+        conditions: None,
+    }
+}
+
+/// The base asset of a [`Market`]'s one pair.
+pub const BASE: AssetIndex = AssetIndex(0);
+/// The quote asset of a [`Market`]'s one pair.
+pub const QUOTE: AssetIndex = AssetIndex(1);
+/// A [`Market`]'s one pair.
+pub const PAIR: PairIndex = PairIndex(0);
+/// The account fees are paid to.
+pub const FEE_ACCOUNT: Address = Address::from_bytes([0xfe; 20]);
+
+/// A chain of two assets and one pair between them, base first: what the engine's tests and
+/// benchmarks trade on. Build one from [`Market::eth_usdc`] or [`Market::whole_units`] and
+/// change what a test needs (`Market { limits, ..Market::eth_usdc() }`).
+#[derive(Debug, Clone)]
+pub struct Market {
+    /// The base's and the quote's decimals.
+    pub decimals: [u32; 2],
+    /// The price step, in quote per base.
+    pub tick_size: &'static str,
+    /// The amount step, in base.
+    pub step_size: &'static str,
+    /// The smallest amount, in base.
+    pub min_amount: &'static str,
+    /// The smallest notional, in quote.
+    pub min_notional: &'static str,
+    /// The maker's and the taker's fee, in parts per million.
+    pub fees_ppm: [u32; 2],
+    /// Who holds the funds.
+    pub custody: CustodyMode,
+    /// The engine's limits.
+    pub limits: EngineLimits,
+}
+
+impl Market {
+    /// ETH (18 decimals) against USDC (6): tick 0.01, step 0.0001, no notional minimum, fees
+    /// 0.1 % / 0.2 %, the ledger, the default limits.
+    pub fn eth_usdc() -> Market {
+        Market {
+            decimals: [18, 6],
+            tick_size: "0.01",
+            step_size: "0.0001",
+            min_amount: "0.0001",
+            min_notional: "0",
+            fees_ppm: [1_000, 2_000],
+            custody: CustodyMode::Ledger,
+            limits: EngineLimits::default(),
+        }
+    }
+
+    /// Two assets of 2 decimals where a tick and a lot are one unit and nothing has a minimum,
+    /// so that a property test's numbers are the engine's: fees 0.1 % / 0.25 %.
+    pub fn whole_units() -> Market {
+        Market {
+            decimals: [2, 2],
+            tick_size: "1",
+            step_size: "1",
+            min_amount: "0",
+            min_notional: "0",
+            fees_ppm: [1_000, 2_500],
+            custody: CustodyMode::Ledger,
+            limits: EngineLimits::default(),
+        }
+    }
+
+    /// The engine's configuration.
+    ///
+    /// # Panics
+    ///
+    /// When a size or fee is not one the engine takes (a fixture written wrongly).
+    pub fn config(&self) -> EngineConfig {
+        let decimal = |text: &str| Decimal::parse(text).expect("a fixture's decimal");
+        let fee = |parts_per_million: u32| FeeRate::from_parts_per_million(parts_per_million).expect("a fixture's fee");
+        EngineConfig {
+            assets: self.decimals.map(|decimals| AssetSpec { decimals }).to_vec(),
+            pairs: vec![PairDefinition {
+                base: BASE,
+                quote: QUOTE,
+                tick_size: decimal(self.tick_size),
+                step_size: decimal(self.step_size),
+                min_amount: decimal(self.min_amount),
+                min_notional: decimal(self.min_notional),
+                maker_fee: fee(self.fees_ppm[0]),
+                taker_fee: fee(self.fees_ppm[1]),
+                fee_raise: None,
+            }],
+            fee_account: FEE_ACCOUNT,
+            custody: self.custody,
+            limits: self.limits,
+        }
+    }
+
+    /// A new engine on this market.
+    ///
+    /// # Panics
+    ///
+    /// When the engine refuses the configuration (a fixture written wrongly).
+    pub fn engine(&self) -> Engine {
+        Engine::new(self.config()).expect("a fixture's configuration")
+    }
+}
+
+/// A small deterministic generator (SplitMix64): the same seed gives the same stream on every
+/// run and machine. Not for anything but tests.
+#[derive(Debug, Clone)]
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    /// The next 64 bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut value = self.0;
+        value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        value ^ (value >> 31)
+    }
+
+    /// A number below `bound` (which must not be 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound
+    }
+}
+
+/// Uniform bytes derived from a number, as real addresses and order ids (keccak outputs) are,
+/// distinct for each `domain`.
+pub fn digest_bytes<const N: usize>(number: u64, domain: u64) -> [u8; N] {
+    let mut random = SplitMix(number.wrapping_mul(0x9e37_79b9).wrapping_add(domain));
+    let mut bytes = [0u8; N];
+    for chunk in bytes.chunks_mut(8) {
+        let word = random.next_u64().to_be_bytes();
+        chunk.copy_from_slice(&word[..chunk.len()]);
+    }
+    bytes
+}
+
+/// The account of trader `index`: an address as uniform as a real one.
+pub fn account(index: u64) -> Address {
+    Address::from_bytes(digest_bytes(index, 1))
+}
+
+/// Order `number`'s id: uniform like a digest, with the number in its first eight bytes (so a
+/// comparison with another book can find it back).
+pub fn order_id(number: u64) -> OrderId {
+    let mut bytes: [u8; 32] = digest_bytes(number, 2);
+    bytes[..8].copy_from_slice(&number.to_be_bytes());
+    OrderId::from_bytes(bytes)
+}
+
+/// A plain good-till-cancelled order on [`PAIR`]: a limit at `price_ticks`, or a market order
+/// when it is `None`; no conditions, no client id.
+pub fn order(number: u64, account: Address, direction: Direction, price_ticks: Option<u64>, lots: u64) -> NewOrder {
+    NewOrder {
+        order_id: order_id(number),
+        client_order_id: None,
+        account,
+        pair: PAIR,
+        order_type: if price_ticks.is_some() {
+            OrderType::Limit
+        } else {
+            OrderType::Market
+        },
+        direction,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: price_ticks.and_then(Price::from_ticks),
+        quantity: Quantity::from_lots(lots),
+        conditions: None,
+    }
+}
+
+/// A ledger deposit of `units` of `asset` to `account`.
+pub fn deposit(account: Address, asset: AssetIndex, units: u128) -> Command {
+    Command::Deposit(TransferRequest {
+        transfer_id: [0; 32],
+        account,
+        asset,
+        amount: Amount::from_units(units),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_markets_are_ones_the_engine_takes() {
+        Market::eth_usdc().engine();
+        Market::whole_units().engine();
+    }
+
+    #[test]
+    fn accounts_and_ids_are_distinct_and_keep_their_number() {
+        assert_ne!(account(1), account(2));
+        assert_ne!(order_id(1), order_id(2));
+        assert_eq!(order_id(7).as_bytes()[..8], 7u64.to_be_bytes());
+        let mut first = SplitMix(3);
+        let mut second = SplitMix(3);
+        assert_eq!(first.next_u64(), second.next_u64());
+        assert!(first.below(10) < 10);
+    }
+
+    #[test]
+    fn a_funded_account_places_a_limit_order() {
+        let mut engine = Market::eth_usdc().engine();
+        let mut events = Vec::new();
+        engine
+            .execute(deposit(account(0), QUOTE, 10u128.pow(12)), 1, &mut events)
+            .unwrap();
+        let buy = order(1, account(0), Direction::Buy, Some(100_000), 10_000);
+        engine.execute(Command::PlaceOrder(buy), 2, &mut events).unwrap();
+        assert!(engine.open_order(&order_id(1)).is_some());
+    }
+}
