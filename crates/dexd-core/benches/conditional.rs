@@ -9,12 +9,18 @@
 //!
 //! `cargo bench -p dexd-core --bench conditional`
 
+/// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks and
+/// integration tests cannot turn on its own `testing` feature.
+#[allow(dead_code)]
+#[path = "../src/testing.rs"]
+mod testing;
+
 use criterion::{BatchSize, Criterion, Throughput};
 use dexd_core::{
     AssetIndex, Command, Direction, Engine, EngineLimits, NewOrder, OrderId, Price, TimeInForce, Trigger,
     TriggerCondition,
 };
-use dexd_testing::{account, deposit, Market, SplitMix};
+use testing::{account, deposit, Market, SplitMix};
 
 const ACCOUNTS: u64 = 1_000;
 const RESTING_ORDERS: u64 = 10_000;
@@ -43,7 +49,7 @@ fn new_engine() -> Engine {
 }
 
 fn order(number: u64, trader: u64, direction: Direction, price_ticks: Option<u64>, lots: u64) -> NewOrder {
-    dexd_testing::order(number, account(trader), direction, price_ticks, lots)
+    testing::order(number, account(trader), direction, price_ticks, lots)
 }
 
 fn side(random: &mut SplitMix) -> Direction {

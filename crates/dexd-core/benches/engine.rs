@@ -10,12 +10,18 @@
 //! dexd also moves balances and locks, takes fees, folds candles and positions, and emits full
 //! order records per change.
 
+/// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks and
+/// integration tests cannot turn on its own `testing` feature.
+#[allow(dead_code)]
+#[path = "../src/testing.rs"]
+mod testing;
+
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use dexd_core::{Address, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, Price, TimeInForce};
-use dexd_testing::{account, deposit, order, order_id, Market, SplitMix};
 use hdrhistogram::Histogram;
+use testing::{account, deposit, order, order_id, Market, SplitMix};
 
 const ACCOUNTS: u64 = 200;
 const WARM_UP_ORDERS: u64 = 1_000;

@@ -12,6 +12,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The fixtures of `testing` name the engine `dexd_core`, inside this crate as outside it.
+extern crate self as dexd_core;
+
 pub mod agents;
 pub mod book;
 pub mod configuration;
@@ -48,6 +51,8 @@ mod requests_tests;
 mod roots_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(test)]
+mod testing_tests;
 
 pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;

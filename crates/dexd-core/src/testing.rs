@@ -1,14 +1,17 @@
 //! Fixtures the engine's tests and benchmarks share, and the crates above it through
-//! `dexd-testing`: a market to trade on ([`Market`], the ETH/USDC pair of the unit tests),
+//! the `testing` feature: a market to trade on ([`Market`], the ETH/USDC pair of the unit tests),
 //! account addresses and order ids shaped like real ones, plain orders, a deposit, a small
 //! deterministic generator ([`SplitMix`]) so that a stream of commands is the same on every
 //! run, and the checked way to run a command.
 //!
-//! Test and benchmark code only: built for this crate's tests, and for other targets only with
-//! the `testing` feature, which only `dexd-testing` (a dev-dependency) turns on, so nothing of
-//! the venue is built with it. It builds commands and holds no state.
+//! Test and benchmark code only: built for this crate's unit tests; its own property tests and
+//! benchmarks include this file (`#[path]`), since a crate's dev targets cannot turn on its own
+//! features; other crates' tests and benchmarks take it with the `testing` feature, which only
+//! dev-dependencies turn on, so nothing of the venue is built with it. It names the engine as
+//! `dexd_core` (the crate calls itself so too), so that it compiles the same in each of those
+//! places. It builds commands and holds no state.
 
-use crate::{
+use dexd_core::{
     Address, Amount, AssetIndex, AssetSpec, Command, CustodyMode, Decimal, Direction, Engine, EngineConfig,
     EngineLimits, Event, FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, PairSpec, Price, Quantity,
     Rejection, TimeInForce, TransferRequest,
@@ -270,38 +273,4 @@ pub fn deposit(account: Address, asset: AssetIndex, units: u128) -> Command {
         asset,
         amount: Amount::from_units(units),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_markets_are_ones_the_engine_takes() {
-        Market::eth_usdc().engine();
-        Market::whole_units().engine();
-    }
-
-    #[test]
-    fn accounts_and_ids_are_distinct_and_keep_their_number() {
-        assert_ne!(account(1), account(2));
-        assert_ne!(order_id(1), order_id(2));
-        assert_eq!(order_id(7).as_bytes()[..8], 7u64.to_be_bytes());
-        let mut first = SplitMix(3);
-        let mut second = SplitMix(3);
-        assert_eq!(first.next_u64(), second.next_u64());
-        assert!(first.below(10) < 10);
-    }
-
-    #[test]
-    fn a_funded_account_places_a_limit_order() {
-        let mut engine = Market::eth_usdc().engine();
-        let mut events = Vec::new();
-        engine
-            .execute(deposit(account(0), QUOTE, 10u128.pow(12)), 1, &mut events)
-            .unwrap();
-        let buy = order(1, account(0), Direction::Buy, Some(100_000), 10_000);
-        engine.execute(Command::PlaceOrder(buy), 2, &mut events).unwrap();
-        assert!(engine.open_order(&order_id(1)).is_some());
-    }
 }

@@ -4,19 +4,25 @@
 //! and a group's shared lock is exactly its shares), then replayed from the accepted commands and
 //! restored from a state, each to the same events and state hash.
 
+/// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks and
+/// integration tests cannot turn on its own `testing` feature.
+#[allow(dead_code)]
+#[path = "../src/testing.rs"]
+mod testing;
+
 use dexd_core::{
     Address, AssetIndex, Command, Direction, Engine, EngineConfig, EngineLimits, Event, NewOrder, OrderId, Price,
     TimeInForce, Trigger, TriggerCondition,
 };
 use proptest::prelude::*;
 
-use dexd_testing::{Market, PAIR};
+use testing::{Market, PAIR};
 
 const TRADERS: usize = 3;
 const START_MS: u64 = 1_000_000;
 
 fn trader(index: usize) -> Address {
-    dexd_testing::account(index as u64)
+    testing::account(index as u64)
 }
 
 fn engine_config() -> EngineConfig {
@@ -106,7 +112,7 @@ impl Harness {
         };
         for index in 0..TRADERS {
             for asset in 0..2 {
-                harness.run(dexd_testing::deposit(trader(index), AssetIndex(asset), 100_000));
+                harness.run(testing::deposit(trader(index), AssetIndex(asset), 100_000));
             }
         }
         harness
@@ -146,7 +152,7 @@ impl Harness {
     fn order(&mut self, account: usize, buy: bool, price: u64, lots: u64) -> NewOrder {
         self.next_id += 1;
         let direction = if buy { Direction::Buy } else { Direction::Sell };
-        dexd_testing::order(
+        testing::order(
             self.next_id,
             trader(account),
             direction,

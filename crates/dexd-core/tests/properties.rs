@@ -2,6 +2,12 @@
 //! the engine's own invariants and against a naive reference matcher written here from the
 //! contract's rules, so that a wrong fill, a wrong fee or a lost unit shows up as a failure.
 
+/// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks and
+/// integration tests cannot turn on its own `testing` feature.
+#[allow(dead_code)]
+#[path = "../src/testing.rs"]
+mod testing;
+
 use std::collections::HashMap;
 
 use dexd_core::{
@@ -10,7 +16,7 @@ use dexd_core::{
 };
 use proptest::prelude::*;
 
-use dexd_testing::{Market, BASE, FEE_ACCOUNT as FEES, PAIR, QUOTE};
+use testing::{Market, BASE, FEE_ACCOUNT as FEES, PAIR, QUOTE};
 
 const TRADERS: usize = 4;
 /// Base units per lot and quote units per tick × lot, as the pair below makes them.
@@ -20,7 +26,7 @@ const MAKER_FEE_PPM: u128 = 1_000;
 const TAKER_FEE_PPM: u128 = 2_500;
 
 fn trader(index: usize) -> Address {
-    dexd_testing::account(index as u64)
+    testing::account(index as u64)
 }
 
 fn new_engine() -> Engine {

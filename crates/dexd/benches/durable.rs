@@ -156,7 +156,7 @@ fn main() {
             let chain = venue.chain(1).unwrap();
             for trader in 0..ACCOUNTS {
                 for asset in 0..2u16 {
-                    let command = dexd_testing::deposit(account(trader), AssetIndex(asset), 10u128.pow(30));
+                    let command = dexd_core::testing::deposit(account(trader), AssetIndex(asset), 10u128.pow(30));
                     chain.submit(command, None).await.unwrap();
                 }
             }

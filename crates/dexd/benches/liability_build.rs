@@ -33,7 +33,7 @@ fn address(index: u64) -> Address {
 }
 
 fn deposit(account: Address, asset: u16, units: u128) -> Command {
-    dexd_testing::deposit(account, AssetIndex(asset), units)
+    dexd_core::testing::deposit(account, AssetIndex(asset), units)
 }
 
 fn setting(name: &str, default: u64) -> u64 {
