@@ -150,7 +150,7 @@ fn start_in_background(
             telemetry,
             connections,
             demo,
-            journals: api::handlers::audit::ServedJournals::new(&venue),
+            journals: api::served_journals::ServedJournals::new(&venue),
         });
         let router = api::router(Arc::clone(&app));
         let _ = started.set(Started {

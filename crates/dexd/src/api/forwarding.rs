@@ -21,7 +21,7 @@ use axum::response::Response;
 
 use super::error::ApiError;
 use super::params::Params;
-use super::AppState;
+use super::state::AppState;
 
 /// The header a forwarded request carries.
 pub const FORWARDED_HEADER: &str = "x-dexd-forwarded";

@@ -13,30 +13,13 @@ use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tokio::sync::Semaphore;
 
 use super::error::ApiError;
-use super::AppState;
+use super::state::{AppState, ConnectionGauge};
 use dexd_venue::telemetry::Telemetry;
 
 /// The content type of the Prometheus text exposition format.
 pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// The server's HTTP connection limit, to report how much of it is in use.
-#[derive(Clone)]
-pub struct ConnectionGauge {
-    /// The semaphore the accept loop takes a permit of per connection.
-    pub semaphore: Arc<Semaphore>,
-    /// Its number of permits (`[limits] max_connections`).
-    pub capacity: usize,
-}
-
-impl ConnectionGauge {
-    /// Connections open now.
-    pub fn open(&self) -> usize {
-        self.capacity.saturating_sub(self.semaphore.available_permits())
-    }
-}
 
 /// 503 with a Retry-After of one second: the venue is still starting.
 fn starting() -> Response {
@@ -94,7 +77,7 @@ pub fn starting_router(
             get(|| async {
                 (
                     [(CONTENT_TYPE, HeaderValue::from_static("text/markdown; charset=utf-8"))],
-                    super::STREAM_PROTOCOL_DOCUMENT,
+                    super::page::STREAM_PROTOCOL_DOCUMENT,
                 )
             }),
         )

@@ -21,6 +21,10 @@ use rust_embed::RustEmbed;
 
 use super::error::ApiError;
 
+/// The stream protocol's description (docs/streams.md), served at `/docs/streams.md` so that
+/// the OpenAPI document's link to it works wherever the server runs.
+pub const STREAM_PROTOCOL_DOCUMENT: &str = include_str!("../../../../docs/streams.md");
+
 #[derive(RustEmbed)]
 #[folder = "page/"]
 struct PageFiles;

@@ -1,7 +1,7 @@
 //! Which function answers each operation of the table: the router is built from [`ROUTES`], so
 //! an operation is routed, checked for unknown parameters and documented from one entry.
 //!
-//! It holds no logic: the handlers answer, [`super::router`] reads the body or the query and
+//! It holds no logic: the handlers answer, [`super::router()`] reads the body or the query and
 //! checks the parameters against the operation before calling them.
 
 use std::future::Future;
@@ -14,7 +14,8 @@ use axum::Json;
 use super::error::ApiError;
 use super::operations::{self, Operation};
 use super::params::Params;
-use super::{handlers, observability, openapi, AppState};
+use super::state::AppState;
+use super::{handlers, observability, openapi};
 
 /// A handler's answer, already turned into a response.
 pub type Answered = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send>>;

@@ -21,7 +21,7 @@ use super::walk::{PairWalk, Quote, Second};
 use crate::api::error::ApiError;
 use crate::api::handlers;
 use crate::api::params::Params;
-use crate::api::AppState;
+use crate::api::state::AppState;
 
 /// How often the walk moves and the maker looks at its quotes.
 pub const DEMO_SECOND_MS: u64 = 1_000;

@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 use self::accounts::DemoAccount;
 use self::market::{PairMarket, Takers, TopUp};
 use self::walk::{as_number, pair_seed, reference_value_usd, PairGrid, PairWalk, TAKERS_PER_CHAIN};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_venue::config::{ChainConfig, Config, Custody, JournalBackend, PairConfig};
 
 pub use self::market::{DEMO_SECOND_MS, MAKER_SWITCH_TIMEOUT_MS, STEP_ASIDE_QUEUE_DEPTH};

@@ -12,7 +12,7 @@ use crate::api::error::ApiError;
 use crate::api::operations::ACCOUNT;
 use crate::api::params::Params;
 use crate::api::render;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_crypto::checksummed;
 use dexd_custody::config::Confirmations;
 use dexd_custody::node::NodeError;

@@ -13,7 +13,7 @@ use super::{own_account_write, own_signature, signing_domain, spend_write_budget
 use crate::api::error::ApiError;
 use crate::api::operations::{ACCOUNT, AGENT_NAME, AGENT_VALID_UNTIL, APPROVED_AGENT, REVOKED_AGENT};
 use crate::api::params::Params;
-use crate::api::AppState;
+use crate::api::state::AppState;
 
 /// An agent as the answers write it.
 fn agent_object(grant: &AgentGrant) -> Value {

@@ -17,7 +17,7 @@ use crate::api::error::ApiError;
 use crate::api::operations::{AMENDED_AMOUNT, AMENDED_ORDER_ID, AMENDED_PRICE, ORDER_OF_PAIR};
 use crate::api::params::Params;
 use crate::api::render;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_venue::Chain;
 
 /// How many times an amend whose old order filled while it was prepared is prepared again.

@@ -1,15 +1,14 @@
 //! The public audit log: `GET /audit/journal`, the chain's journal as JSON lines in the format
-//! of [`crate::audit::format`], and `GET /audit/roots`, the liability roots the vault committed
+//! of [`dexd_audit::format`], and `GET /audit/roots`, the liability roots the vault committed
 //! with where their leaves are, a page at a time.
 //!
 //! A finished segment of the journal (`segment=N`) is rendered once into a file
-//! ([`crate::audit::segments`]) and served from it, the same bytes with the same strong `ETag`
+//! ([`dexd_audit::segments`]) and served from it, the same bytes with the same strong `ETag`
 //! for every reader; the unfinished tail is read a page at a time (`from`, `limit`). Both are
 //! read off the async runtime through the chain's [`FairGate`]: a few at a time, and when
 //! readers wait, one client address at a time in turn, so that nobody's flood keeps a guardian's
 //! read from coming.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -22,56 +21,16 @@ use serde_json::{json, Value};
 use super::liabilities::root_object;
 use super::{history, store_error};
 use crate::api::error::ApiError;
-use crate::api::fair_share::{FairGate, FairGateLimits, FairPermit, Refusal};
+use crate::api::fair_share::{FairPermit, Refusal};
 use crate::api::operations::{JOURNAL_FROM, JOURNAL_LIMIT, JOURNAL_SEGMENT, ROOTS_FROM, ROOTS_LIMIT};
 use crate::api::params::Params;
-use crate::api::AppState;
-use crate::audit::format::{
+use crate::api::served_journals::ServedJournal;
+use crate::api::state::AppState;
+use dexd_audit::format::{
     JOURNAL_END_HEADER, JOURNAL_FORMAT_HEADER, JOURNAL_FORMAT_VERSION, MAX_JOURNAL_PAGE_BYTES, STATE_HASH_INTERVAL,
 };
-use crate::audit::page::PageWriter;
-use crate::audit::segments::{segment_positions, segment_response, OpenSegment, SegmentFiles, SEGMENT_POSITIONS};
-
-/// The journal's readers per chain: pages and segment builds at once; more wait their address's
-/// turn (`api::fair_share`). Two, on a machine whose other cores belong to the writer.
-pub const JOURNAL_READER_LIMITS: FairGateLimits = FairGateLimits {
-    capacity: 2,
-    max_waiting_per_address: 4,
-    max_waiting_addresses: 4_096,
-    max_wait_ms: 30_000,
-};
-
-/// One chain's public journal as served: its segment files, the lock that lets one request
-/// build a segment at a time, and the gate of its readers.
-pub struct ServedJournal {
-    segments: Arc<SegmentFiles>,
-    building: tokio::sync::Mutex<()>,
-    readers: Arc<FairGate>,
-}
-
-/// Every chain's [`ServedJournal`].
-pub struct ServedJournals {
-    chains: HashMap<u64, ServedJournal>,
-}
-
-impl ServedJournals {
-    /// The journals of the venue's chains, their segments kept under each chain's data folder.
-    pub fn new(venue: &dexd_venue::Venue) -> ServedJournals {
-        let chains = venue
-            .chains()
-            .map(|chain| {
-                let chain_id = chain.config.chain_id;
-                let served = ServedJournal {
-                    segments: Arc::new(SegmentFiles::new(chain.data_dir(), chain_id)),
-                    building: tokio::sync::Mutex::new(()),
-                    readers: FairGate::new(JOURNAL_READER_LIMITS),
-                };
-                (chain_id, served)
-            })
-            .collect();
-        ServedJournals { chains }
-    }
-}
+use dexd_audit::page::PageWriter;
+use dexd_audit::segments::{segment_positions, segment_response, OpenSegment, SegmentFiles, SEGMENT_POSITIONS};
 
 /// A reader's slot, or why none came.
 async fn enter(served: &ServedJournal, params: &Params) -> Result<FairPermit, ApiError> {

@@ -25,7 +25,7 @@ use crate::api::operations::{
     POST_ONLY, TIME_IN_FORCE, TRIGGER_CONDITION, TRIGGER_PRICE,
 };
 use crate::api::params::Params;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_venue::Chain;
 
 /// The orders of a batch signed once, ready for the writer, and the result of each item the

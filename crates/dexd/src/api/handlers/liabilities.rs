@@ -25,7 +25,7 @@ use super::{history, store_error, Answer};
 use crate::api::error::ApiError;
 use crate::api::operations::{ACCOUNT, LEAVES_EPOCH, PROOF_EPOCH};
 use crate::api::params::Params;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_venue::liabilities::TreeFileLookup;
 use dexd_venue::Chain;
 

@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use super::credential::{Actor, Credential};
 use super::error::ApiError;
 use super::params::Params;
-use super::AppState;
+use super::state::AppState;
 use dexd_crypto::SigningDomain;
 use dexd_store::StoreError;
 use dexd_store::WriteError;

@@ -21,7 +21,7 @@ use crate::api::operations::{
 };
 use crate::api::params::Params;
 use crate::api::render;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_crypto::checksummed;
 use dexd_store::StoredOrder;
 use dexd_store::{now_ms, WriteError};

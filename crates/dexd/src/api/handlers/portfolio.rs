@@ -19,7 +19,7 @@ use crate::api::error::ApiError;
 use crate::api::operations::{ACCOUNT, ASSET, FROM, QUANTITY};
 use crate::api::params::Params;
 use crate::api::render;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_crypto::checksummed;
 use dexd_custody::deposit::DepositError;
 use dexd_custody::vault::WithdrawalTerms;

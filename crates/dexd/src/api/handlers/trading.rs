@@ -24,7 +24,7 @@ use crate::api::operations::{
 };
 use crate::api::params::Params;
 use crate::api::render;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use dexd_venue::Chain;
 
 // One signature covers at most a batch's items, and the journal keeps a place among that many.

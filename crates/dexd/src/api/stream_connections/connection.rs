@@ -15,12 +15,12 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 
-use super::hub::HubRequest;
 use super::orders::{OrderRequest, StreamOrders};
-use super::outbox::{Outbound, Outbox};
-use super::protocol::{self, ChannelKey, ClientMessage, SubscribeRequest};
-use super::Streams;
 use crate::api::error::ApiError;
+use crate::api::streams::hub::HubRequest;
+use crate::api::streams::outbox::{Outbound, Outbox};
+use crate::api::streams::protocol::{self, ChannelKey, ClientMessage, SubscribeRequest};
+use crate::api::streams::Streams;
 use dexd_venue::Venue;
 
 /// Subscriptions one connection may hold.
@@ -51,7 +51,7 @@ pub const WRITE_TIMEOUT_MS: u64 = 10_000;
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// Serves one upgraded connection until it ends.
-pub async fn serve(socket: WebSocket, app: Arc<crate::api::AppState>, peer: IpAddr) {
+pub async fn serve(socket: WebSocket, app: Arc<crate::api::state::AppState>, peer: IpAddr) {
     let (venue, streams) = (Arc::clone(&app.venue), Arc::clone(&app.streams));
     let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let (max_messages, max_bytes) = streams.queue_limits;

@@ -14,12 +14,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::outbox::Outbox;
-use super::protocol::{self, OrderFields};
 use crate::api::error::{too_many_requests, ApiError};
+use crate::api::handlers;
 use crate::api::operations::{self, Operation};
 use crate::api::params::Params;
-use crate::api::{handlers, AppState};
+use crate::api::state::AppState;
+use crate::api::streams::outbox::Outbox;
+use crate::api::streams::protocol::{self, OrderFields};
 
 /// The orders of one connection that may wait for the ones before them; one more is refused
 /// with `RATE_LIMITED`.
@@ -98,7 +99,7 @@ async fn run(app: Arc<AppState>, request: OrderRequest, peer: IpAddr) -> Result<
         .map_err(|wait| too_many_requests("this address is sending requests faster than allowed", wait))?;
     let params = Params::from_json_object(request.fields.0)?;
     params.check_allowed(operation)?;
-    crate::api::charge_batch_items(&app, peer, &params)?;
+    app.charge_batch_items(peer, &params)?;
     match request.action.as_str() {
         "add" => {
             let answer = handlers::add_order(app, params).await?;

@@ -5,17 +5,14 @@
 //! - `protocol`: client messages read and checked like REST parameters; server messages.
 //! - `hub`: one task per chain, between the chain's publications and the subscriptions.
 //! - `outbox`: a connection's bounded queue; a slow client is told and closed.
-//! - [`connection`]: the socket, its reader and writer, pings and limits.
 //! - `book`: book changes and the checksum.
-//! - `orders`: orders sent over the stream, run as their REST operations.
 //!
-//! This module owns the connection limits per client address and the graceful stop of every
+//! A client's connection (its socket, and orders sent over it) is `api::stream_connections`'s,
+//! above this module: the streams know no handler and no `AppState`. This module owns the connection limits per client address and the graceful stop of every
 //! connection; the chains' writers know nothing of it.
 
 pub(crate) mod book;
-pub mod connection;
 pub(crate) mod hub;
-pub(crate) mod orders;
 pub(crate) mod outbox;
 pub(crate) mod protocol;
 

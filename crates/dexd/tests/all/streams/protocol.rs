@@ -214,7 +214,7 @@ async fn bad_messages_get_an_error_event_and_the_connection_stays_open() {
         (Some("unsubscribed"), Some("u"))
     );
     // Too many subscriptions on one connection: balances of one account after another.
-    let limit = dexd::api::streams::connection::MAX_SUBSCRIPTIONS_PER_CONNECTION;
+    let limit = dexd::api::stream_connections::connection::MAX_SUBSCRIPTIONS_PER_CONNECTION;
     for index in 0..limit {
         let account = format!("0x{:040x}", index + 1);
         let answer = client
@@ -231,7 +231,8 @@ async fn bad_messages_get_an_error_event_and_the_connection_stays_open() {
         (Some("TOO_MANY_SUBSCRIPTIONS"), Some("over"))
     );
     // A frame over the limit closes the connection (1009).
-    let oversized = json!({"op": "ping", "id": "x".repeat(dexd::api::streams::connection::MAX_INBOUND_MESSAGE_BYTES)});
+    let oversized =
+        json!({"op": "ping", "id": "x".repeat(dexd::api::stream_connections::connection::MAX_INBOUND_MESSAGE_BYTES)});
     client.send(oversized).await;
     assert!(
         client.next_within(Duration::from_secs(5)).await.is_none(),
@@ -239,7 +240,7 @@ async fn bad_messages_get_an_error_event_and_the_connection_stays_open() {
     );
     // A flood of messages closes it (1008).
     let mut flooding = StreamClient::connect(&server.base_url).await;
-    for _ in 0..dexd::api::streams::connection::MAX_INBOUND_MESSAGES_PER_SECOND * 3 {
+    for _ in 0..dexd::api::stream_connections::connection::MAX_INBOUND_MESSAGES_PER_SECOND * 3 {
         if futures_util::SinkExt::send(
             &mut flooding.socket,
             tokio_tungstenite::tungstenite::Message::Text(json!({"op": "ping"}).to_string().into()),
@@ -256,7 +257,7 @@ async fn bad_messages_get_an_error_event_and_the_connection_stays_open() {
         pongs += 1;
     }
     assert!(
-        pongs <= dexd::api::streams::connection::MAX_INBOUND_MESSAGES_PER_SECOND as usize + 5,
+        pongs <= dexd::api::stream_connections::connection::MAX_INBOUND_MESSAGES_PER_SECOND as usize + 5,
         "{pongs} pongs before the close"
     );
     // The server still serves others.
