@@ -310,42 +310,9 @@ impl Watcher {
                     continue;
                 }
             };
-            let Ok(deposit_id) = u64::try_from(log.deposit_id) else {
-                return Err(WatchError::Halt(format!(
-                    "deposit number {} does not fit 64 bits",
-                    log.deposit_id
-                )));
-            };
-            if deposit_id < next {
-                continue;
-            }
-            if deposit_id > next {
-                return Err(WatchError::Halt(format!(
-                    "the vault's deposit {next} is missing: the logs jump to {deposit_id} in block {} (was start_block \
-                     set after the vault's first deposit?)",
-                    log.block_number
-                )));
-            }
-            next += 1;
-            last_credit_block = Some(log.block_number);
-            commands.push(Command::CreditChainDeposit(ChainDeposit {
-                deposit_id,
-                account: venue_address(&log.account),
-                token: venue_address(&log.token),
-                asset: vault.asset_of_token(&log.token),
-                amount: u128::try_from(log.amount).ok().map(Amount::from_units),
-                tx_hash: log.tx_hash.0,
-                log_index: log.log_index,
-                block_number: log.block_number,
-                block_hash: log.block_hash.0,
-            }));
-            if vault.asset_of_token(&log.token).is_none() || log.amount > U256::from(u128::MAX) {
-                tracing::warn!(
-                    chain_id = vault.chain_id,
-                    deposit_id,
-                    token = %log.token,
-                    "a vault deposit of a token this chain does not list, or too large, is recorded and not credited"
-                );
+            if let Some(command) = credit_deposit(vault, log, &mut next)? {
+                last_credit_block = Some(log.block_number);
+                commands.push(command);
             }
         }
         let scan_due = self
@@ -360,15 +327,7 @@ impl Watcher {
                 block_hash: to_hash.0,
             });
         }
-        for chunk in commands.chunks(MAX_CREDITS_PER_SUBMISSION) {
-            let mut queued = Vec::with_capacity(chunk.len());
-            for command in chunk {
-                queued.push(vault.enqueue(command.clone())?);
-            }
-            for write in queued {
-                write.await?;
-            }
-        }
+        submit_in_chunks(vault, &commands).await?;
         if !commands.is_empty() {
             self.journaled_scan = Some(to);
         }
@@ -405,6 +364,62 @@ impl Watcher {
         }
         Ok(())
     }
+}
+
+/// The credit of a deposit event, if it is the vault's next (`next`, then advanced); `None` for
+/// one credited before. A gap in the vault's numbers halts the watcher. A deposit of a token the
+/// chain does not list, or too large, is recorded and not credited.
+fn credit_deposit(vault: &VaultChain, log: &DepositLog, next: &mut u64) -> Result<Option<Command>, WatchError> {
+    let Ok(deposit_id) = u64::try_from(log.deposit_id) else {
+        return Err(WatchError::Halt(format!(
+            "deposit number {} does not fit 64 bits",
+            log.deposit_id
+        )));
+    };
+    if deposit_id < *next {
+        return Ok(None);
+    }
+    if deposit_id > *next {
+        return Err(WatchError::Halt(format!(
+            "the vault's deposit {next} is missing: the logs jump to {deposit_id} in block {} (was start_block \
+             set after the vault's first deposit?)",
+            log.block_number
+        )));
+    }
+    *next += 1;
+    if vault.asset_of_token(&log.token).is_none() || log.amount > U256::from(u128::MAX) {
+        tracing::warn!(
+            chain_id = vault.chain_id,
+            deposit_id,
+            token = %log.token,
+            "a vault deposit of a token this chain does not list, or too large, is recorded and not credited"
+        );
+    }
+    Ok(Some(Command::CreditChainDeposit(ChainDeposit {
+        deposit_id,
+        account: venue_address(&log.account),
+        token: venue_address(&log.token),
+        asset: vault.asset_of_token(&log.token),
+        amount: u128::try_from(log.amount).ok().map(Amount::from_units),
+        tx_hash: log.tx_hash.0,
+        log_index: log.log_index,
+        block_number: log.block_number,
+        block_hash: log.block_hash.0,
+    })))
+}
+
+/// Journals `commands` in order, at most [`MAX_CREDITS_PER_SUBMISSION`] queued at a time.
+async fn submit_in_chunks(vault: &VaultChain, commands: &[Command]) -> Result<(), WatchError> {
+    for chunk in commands.chunks(MAX_CREDITS_PER_SUBMISSION) {
+        let mut queued = Vec::with_capacity(chunk.len());
+        for command in chunk {
+            queued.push(vault.enqueue(command.clone())?);
+        }
+        for write in queued {
+            write.await?;
+        }
+    }
+    Ok(())
 }
 
 /// One of the vault's events the watcher journals.

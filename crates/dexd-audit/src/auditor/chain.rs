@@ -167,11 +167,17 @@ impl AuditedVault {
 
     /// Vetoes the root of `epoch` with the guardian's key; the veto's transaction hash.
     pub async fn veto(&self, epoch: u64) -> Result<B256, String> {
-        let guardian = self.guardian.as_ref().ok_or("no guardian key")?;
         let input = DexdVaultV2::vetoCall {
             epoch: U256::from(epoch),
         }
         .abi_encode();
+        self.send_as_guardian(input, "veto").await
+    }
+
+    /// Sends a call to the vault with the guardian's key and waits for it to be mined (at most
+    /// `VETO_TIMEOUT`); its transaction hash, or why it did not succeed (`what` names it).
+    async fn send_as_guardian(&self, input: Vec<u8>, what: &str) -> Result<B256, String> {
+        let guardian = self.guardian.as_ref().ok_or("no guardian key")?;
         let sent = self
             .node
             .send_estimated(guardian, TxKind::Call(self.node.vault()), input, U256::ZERO)
@@ -183,7 +189,7 @@ impl AuditedVault {
             .await
             .map_err(|error| error.to_string())?;
         if !receipt.succeeded {
-            return Err(format!("the veto {} reverted", sent.hash));
+            return Err(format!("the {what} {} reverted", sent.hash));
         }
         Ok(sent.hash)
     }
@@ -276,22 +282,8 @@ impl AuditedVault {
     /// Freezes the vault with the guardian's key (anyone may, once a request is unserved past
     /// its deadline); the transaction's hash.
     pub async fn freeze(&self) -> Result<B256, String> {
-        let guardian = self.guardian.as_ref().ok_or("no guardian key")?;
-        let input = DexdVaultV2::freezeCall {}.abi_encode();
-        let sent = self
-            .node
-            .send_estimated(guardian, TxKind::Call(self.node.vault()), input, U256::ZERO)
+        self.send_as_guardian(DexdVaultV2::freezeCall {}.abi_encode(), "freeze")
             .await
-            .map_err(|error| error.to_string())?;
-        let receipt = self
-            .node
-            .wait_for_receipt(sent.hash, Duration::from_millis(200), VETO_TIMEOUT)
-            .await
-            .map_err(|error| error.to_string())?;
-        if !receipt.succeeded {
-            return Err(format!("the freeze {} reverted", sent.hash));
-        }
-        Ok(sent.hash)
     }
 
     /// What differs between a journaled request and the vault's request and event of its

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use dexd_core::Command;
 
+use super::chain::AuditedVault;
 use super::checks::LineCheck;
 use super::Auditor;
 use crate::format::CommandLine;
@@ -26,27 +27,7 @@ impl Auditor {
         let Some(vault) = &self.vault else {
             return Ok(failures);
         };
-        let unavailable = |error: dexd_custody::node::NodeError| format!("the chain's node: {error}");
-        // A node behind the blocks the journal names has not seen their events yet: that is
-        // its lag, not the venue's fault, and the checks wait for it.
-        let newest_block = commands
-            .iter()
-            .filter_map(|line| match &line.command {
-                Command::CreditChainDeposit(deposit) => Some(deposit.block_number),
-                Command::RecordWithdrawalRequest(request) => Some(request.block_number),
-                Command::RecordLiabilityRoot(record) => Some(record.block_number),
-                Command::ConfirmWithdrawals { block_number, .. } => Some(*block_number),
-                _ => None,
-            })
-            .max();
-        if let Some(block) = newest_block {
-            let head = vault.head().await.map_err(unavailable)?;
-            if head < block {
-                return Err(format!(
-                    "the chain's node is at block {head}, behind block {block} the journal names"
-                ));
-            }
-        }
+        node_has_the_blocks(vault, commands).await?;
         let credits: Vec<(u64, &dexd_core::ChainDeposit)> = commands
             .iter()
             .filter_map(|line| match &line.command {
@@ -68,43 +49,7 @@ impl Auditor {
             if let Some(what) = fact_differs.map_err(unavailable)? {
                 failures.entry(line.sequence).or_insert(what);
             }
-            let (keys, paid_expected) = match &line.command {
-                Command::ConfirmWithdrawals { withdrawals, .. } => (withdrawals.clone(), true),
-                Command::FailWithdrawal(key) => (vec![*key], false),
-                _ => continue,
-            };
-            // A request made on chain is checked against the vault's serving of it in the
-            // replay, where the amount the engine debited is known.
-            let keys: Vec<dexd_core::WithdrawalKey> = keys
-                .into_iter()
-                .filter(|key| !dexd_core::is_chain_request_withdrawal_id(&key.withdrawal_id))
-                .collect();
-            if keys.is_empty() {
-                continue;
-            }
-            if let Command::ConfirmWithdrawals {
-                tx_hash, block_number, ..
-            } = &line.command
-            {
-                if !vault
-                    .not_paid_by(&keys, *tx_hash, *block_number)
-                    .await
-                    .map_err(unavailable)?
-                    .is_empty()
-                {
-                    failures
-                        .entry(line.sequence)
-                        .or_insert("a withdrawal confirmed as paid by a transaction that did not pay it".into());
-                }
-                continue;
-            }
-            let paid = vault.paid(&keys).await.map_err(unavailable)?;
-            if paid.iter().any(|paid| *paid != paid_expected) {
-                let what = if paid_expected {
-                    "a withdrawal confirmed as paid that the vault has not paid"
-                } else {
-                    "a withdrawal the vault paid, failed and credited back"
-                };
+            if let Some(what) = payment_differs(vault, &line.command).await? {
                 failures.entry(line.sequence).or_insert(what.to_string());
             }
         }
@@ -159,4 +104,72 @@ impl Auditor {
         }
         Ok(None)
     }
+}
+
+/// A node error, as the reason a check was not obtained.
+fn unavailable(error: dexd_custody::node::NodeError) -> String {
+    format!("the chain's node: {error}")
+}
+
+/// A node behind the blocks the journal names has not seen their events yet: that is its lag,
+/// not the venue's fault, and the checks wait for it (an error: not obtained).
+async fn node_has_the_blocks(vault: &AuditedVault, commands: &[&CommandLine]) -> Result<(), String> {
+    let newest_block = commands
+        .iter()
+        .filter_map(|line| match &line.command {
+            Command::CreditChainDeposit(deposit) => Some(deposit.block_number),
+            Command::RecordWithdrawalRequest(request) => Some(request.block_number),
+            Command::RecordLiabilityRoot(record) => Some(record.block_number),
+            Command::ConfirmWithdrawals { block_number, .. } => Some(*block_number),
+            _ => None,
+        })
+        .max();
+    if let Some(block) = newest_block {
+        let head = vault.head().await.map_err(unavailable)?;
+        if head < block {
+            return Err(format!(
+                "the chain's node is at block {head}, behind block {block} the journal names"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// For a confirmed or failed withdrawal made through the API: what the vault's payments say
+/// against it, in words, if they differ. A request made on chain is checked against the vault's
+/// serving of it in the replay, where the amount the engine debited is known.
+async fn payment_differs(vault: &AuditedVault, command: &Command) -> Result<Option<&'static str>, String> {
+    let (keys, paid_expected) = match command {
+        Command::ConfirmWithdrawals { withdrawals, .. } => (withdrawals.clone(), true),
+        Command::FailWithdrawal(key) => (vec![*key], false),
+        _ => return Ok(None),
+    };
+    let keys: Vec<dexd_core::WithdrawalKey> = keys
+        .into_iter()
+        .filter(|key| !dexd_core::is_chain_request_withdrawal_id(&key.withdrawal_id))
+        .collect();
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    if let Command::ConfirmWithdrawals {
+        tx_hash, block_number, ..
+    } = command
+    {
+        let unpaid = vault
+            .not_paid_by(&keys, *tx_hash, *block_number)
+            .await
+            .map_err(unavailable)?;
+        return Ok(
+            (!unpaid.is_empty()).then_some("a withdrawal confirmed as paid by a transaction that did not pay it")
+        );
+    }
+    let paid = vault.paid(&keys).await.map_err(unavailable)?;
+    if paid.iter().any(|paid| *paid != paid_expected) {
+        return Ok(Some(if paid_expected {
+            "a withdrawal confirmed as paid that the vault has not paid"
+        } else {
+            "a withdrawal the vault paid, failed and credited back"
+        }));
+    }
+    Ok(None)
 }

@@ -487,18 +487,8 @@ impl Auditor {
         for line in segment {
             match line {
                 JournalLine::StateHash { sequence, state_hash } => {
-                    if *sequence != self.position() {
-                        return Ok(Err(Stop::Fail(*sequence, "a state hash out of place".into())));
-                    }
-                    if self.engine.state_hash() != *state_hash {
-                        return Ok(Err(Stop::Fail(
-                            *sequence,
-                            format!(
-                                "the state hash differs: the venue's {}, the replay's {}",
-                                hex_prefixed(state_hash),
-                                hex_prefixed(&self.engine.state_hash())
-                            ),
-                        )));
+                    if let Err(stop) = self.check_state_hash(*sequence, state_hash) {
+                        return Ok(Err(stop));
                     }
                     pending_hash = None;
                 }
@@ -524,44 +514,75 @@ impl Auditor {
                     if let Some(what) = chain_failures.get(&line.sequence) {
                         return Ok(Err(Stop::Fail(line.sequence, what.clone())));
                     }
-                    if let Err(what) = self.batch_claims.follow(&line.authorization) {
-                        return Ok(Err(Stop::Fail(line.sequence, what)));
+                    if let Err(stop) = self.apply_line(line, journaled).await? {
+                        return Ok(Err(stop));
                     }
-                    match self.requests_served_unlike_the_replay(&line.command).await {
-                        Ok(None) => {}
-                        Ok(Some(what)) => return Ok(Err(Stop::Fail(line.sequence, what))),
-                        Err(what) => return Ok(Err(Stop::NotObtained(what))),
-                    }
-                    let authorization = line.journal_authorization();
-                    let claim = authorization.as_ref().map(dexd_store::Authorization::claim);
-                    let mut events = Vec::new();
-                    if let Err(rejection) =
-                        self.engine
-                            .execute_signed(line.command.clone(), claim, line.time_ms, &mut events)
-                    {
-                        return Ok(Err(Stop::Fail(
-                            line.sequence,
-                            format!("the engine refuses it ({rejection:?}): the venue could not have applied it"),
-                        )));
-                    }
-                    if let Command::Configure(configuration) = &line.command {
-                        self.messages = Some(
-                            RequestMessages::new(configuration)
-                                .map_err(|error| format!("the journal's configuration: {error:?}"))?,
-                        );
-                    }
-                    journaled.push(JournalEntry {
-                        sequence: line.sequence,
-                        time_ms: line.time_ms,
-                        command: dexd_store::codec::encode_command(&line.command),
-                        authorization,
-                    });
                     if line.sequence.is_multiple_of(STATE_HASH_INTERVAL) {
                         pending_hash = Some(line.sequence);
                     }
                 }
             }
         }
+        Ok(Ok(()))
+    }
+
+    /// A state hash line: at the replay's position, and equal to the replay's.
+    fn check_state_hash(&self, sequence: u64, state_hash: &[u8; 32]) -> Result<(), Stop> {
+        if sequence != self.position() {
+            return Err(Stop::Fail(sequence, "a state hash out of place".into()));
+        }
+        if self.engine.state_hash() != *state_hash {
+            return Err(Stop::Fail(
+                sequence,
+                format!(
+                    "the state hash differs: the venue's {}, the replay's {}",
+                    hex_prefixed(state_hash),
+                    hex_prefixed(&self.engine.state_hash())
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies a checked command line to the replay (its batch's claims followed, a request made
+    /// on chain checked against the vault's serving) and keeps it for the copy's journal.
+    async fn apply_line(
+        &mut self,
+        line: &CommandLine,
+        journaled: &mut Vec<JournalEntry>,
+    ) -> Result<Result<(), Stop>, String> {
+        if let Err(what) = self.batch_claims.follow(&line.authorization) {
+            return Ok(Err(Stop::Fail(line.sequence, what)));
+        }
+        match self.requests_served_unlike_the_replay(&line.command).await {
+            Ok(None) => {}
+            Ok(Some(what)) => return Ok(Err(Stop::Fail(line.sequence, what))),
+            Err(what) => return Ok(Err(Stop::NotObtained(what))),
+        }
+        let authorization = line.journal_authorization();
+        let claim = authorization.as_ref().map(dexd_store::Authorization::claim);
+        let mut events = Vec::new();
+        if let Err(rejection) = self
+            .engine
+            .execute_signed(line.command.clone(), claim, line.time_ms, &mut events)
+        {
+            return Ok(Err(Stop::Fail(
+                line.sequence,
+                format!("the engine refuses it ({rejection:?}): the venue could not have applied it"),
+            )));
+        }
+        if let Command::Configure(configuration) = &line.command {
+            self.messages = Some(
+                RequestMessages::new(configuration)
+                    .map_err(|error| format!("the journal's configuration: {error:?}"))?,
+            );
+        }
+        journaled.push(JournalEntry {
+            sequence: line.sequence,
+            time_ms: line.time_ms,
+            command: dexd_store::codec::encode_command(&line.command),
+            authorization,
+        });
         Ok(Ok(()))
     }
 

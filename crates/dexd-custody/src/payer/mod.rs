@@ -251,6 +251,35 @@ impl Payer {
         if signed.is_empty() {
             return Ok(());
         }
+        let mut payable = self
+            .settle_or_keep_payable(vault, signed, (head, confirmed_block), confirmed_time_ms)
+            .await?;
+        // A withdrawal set aside before goes alone.
+        if let Some(position) = payable.iter().position(|(key, _)| self.set_aside.contains_key(key)) {
+            payable = vec![payable.swap_remove(position)];
+        }
+        if payable.is_empty() {
+            return Ok(());
+        }
+        let fees = vault.node.fee_estimate().await?;
+        let payable = self.payable_now(vault, payable, fees).await?;
+        if payable.is_empty() {
+            return Ok(());
+        }
+        self.send_batch(vault, payable, fees).await
+    }
+
+    /// Of the withdrawals signed through the API: those the vault paid already are confirmed,
+    /// those expired by the confirmed block failed unless paid there; the rest, when a root
+    /// covers them, come back to be paid now. A node error about one withdrawal holds up that
+    /// one only.
+    async fn settle_or_keep_payable(
+        &mut self,
+        vault: &VaultChain,
+        signed: Vec<Candidate>,
+        (head, confirmed_block): (u64, u64),
+        confirmed_time_ms: u64,
+    ) -> Result<Vec<(WithdrawalKey, PendingWithdrawal)>, PayError> {
         let ids: Vec<(ChainAddress, U256)> = signed
             .iter()
             .map(|(key, _, _)| (chain_address(&key.account), withdrawal_id(key)))
@@ -280,19 +309,7 @@ impl Payer {
                 Err(error) => return Err(error),
             }
         }
-        // A withdrawal set aside before goes alone.
-        if let Some(position) = payable.iter().position(|(key, _)| self.set_aside.contains_key(key)) {
-            payable = vec![payable.swap_remove(position)];
-        }
-        if payable.is_empty() {
-            return Ok(());
-        }
-        let fees = vault.node.fee_estimate().await?;
-        let payable = self.payable_now(vault, payable, fees).await?;
-        if payable.is_empty() {
-            return Ok(());
-        }
-        self.send_batch(vault, payable, fees).await
+        Ok(payable)
     }
 
     /// Sets a withdrawal aside after a failure: left out for [`SET_ASIDE_MS`], doubled by each

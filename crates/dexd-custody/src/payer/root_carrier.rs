@@ -7,13 +7,14 @@
 
 use std::sync::Arc;
 
+use alloy::eips::eip4844::BlobTransactionSidecar;
 use alloy::primitives::{FixedBytes, U256};
 use alloy::sol_types::SolCall;
 
 use super::PayError;
 use crate::config::RootDataCarrier;
 use crate::liabilities::root_blobs::{self, MAX_BLOBS_PER_ROOT};
-use crate::liabilities::root_data::{slice_range, RootData};
+use crate::liabilities::root_data::{slice_range, AccountRange, RootData};
 use crate::liabilities::TreeAtPosition;
 use crate::node::{BlobTerms, NodeError};
 use crate::vault::DexdVaultV2;
@@ -33,20 +34,23 @@ pub(super) struct RootCall {
 /// tree.
 pub(super) type PreviousRoot = Option<([u8; 32], Arc<TreeAtPosition>)>;
 
-/// The call committing `tree`'s root as the vault's root of `epoch`, with its data: the
-/// accounts whose leaves differ from `previous`'s and slice `epoch mod n` of the `n` slices
-/// the snapshot interval asks for (the whole space when there is no previous root).
-pub(super) async fn root_call(
-    vault: &VaultChain,
+/// A root's data, built: the tree it is of, the encoded data, its blobs' sidecar when blobs
+/// carry it, and how many accounts it lists.
+struct BuiltData {
     tree: Arc<TreeAtPosition>,
-    (tokens, totals): (Vec<alloy::primitives::Address>, Vec<U256>),
+    encoded: Vec<u8>,
+    sidecar: Option<BlobTransactionSidecar>,
+    accounts_listed: usize,
+}
+
+/// Lists, encodes and (for blobs) commits to a root's data. Listing a million accounts, encoding
+/// them and computing the blobs' KZG commitments take seconds of CPU: off the runtime's threads.
+async fn build_data(
+    tree: Arc<TreeAtPosition>,
     previous: PreviousRoot,
-    epoch: u64,
-) -> Result<RootCall, PayError> {
-    let carrier = vault.config.root_data;
-    let range = slice_range(epoch, vault.config.snapshot_slices());
-    // Listing a million accounts, encoding them and computing the blobs' KZG commitments take
-    // seconds of CPU: off the runtime's threads.
+    range: AccountRange,
+    carrier: RootDataCarrier,
+) -> Result<BuiltData, PayError> {
     let built = tokio::task::spawn_blocking(move || {
         let data = RootData::for_root(
             (tree.journal_sequence, tree.deposit_count, tree.root()),
@@ -76,6 +80,31 @@ pub(super) async fn root_call(
              the previous root; a shorter root_interval_ms lists fewer"
         )))
     })?;
+    Ok(BuiltData {
+        tree,
+        encoded,
+        sidecar,
+        accounts_listed,
+    })
+}
+
+/// The call committing `tree`'s root as the vault's root of `epoch`, with its data: the
+/// accounts whose leaves differ from `previous`'s and slice `epoch mod n` of the `n` slices
+/// the snapshot interval asks for (the whole space when there is no previous root).
+pub(super) async fn root_call(
+    vault: &VaultChain,
+    tree: Arc<TreeAtPosition>,
+    (tokens, totals): (Vec<alloy::primitives::Address>, Vec<U256>),
+    previous: PreviousRoot,
+    epoch: u64,
+) -> Result<RootCall, PayError> {
+    let range = slice_range(epoch, vault.config.snapshot_slices());
+    let BuiltData {
+        tree,
+        encoded,
+        sidecar,
+        accounts_listed,
+    } = build_data(tree, previous, range, vault.config.root_data).await?;
     let root = FixedBytes(tree.root());
     let journal_sequence = tree.journal_sequence;
     let deposit_count = U256::from(tree.deposit_count);

@@ -240,26 +240,8 @@ impl Payer {
     async fn commit_root(&mut self, vault: &VaultChain) -> Result<RootsPoll, PayError> {
         let journal_sequence = vault.chain.durable_position().sequence;
         let tree = tree_at(vault, journal_sequence).await?;
-        let listed = listed_tokens(vault, &tree).await?;
-        let arguments = tree.commit_arguments(|token| listed.contains(token));
-        let previous_record = vault.read_engine(|engine| {
-            engine
-                .custody()
-                .liabilities()
-                .newest_venue_root()
-                .map(|root| (root.root, root.journal_sequence))
-        });
-        let previous = match previous_record {
-            Some((root, sequence)) => Some((root, tree_at(vault, sequence).await?)),
-            None => None,
-        };
-        let epoch: u64 = vault
-            .node
-            .view(vault.node.vault(), DexdVaultV2::rootCountCall {}, BlockId::latest())
-            .await?
-            .saturating_to();
-        let call = match root_call(vault, tree.clone(), arguments, previous, epoch).await {
-            Ok(call) => call,
+        let (call, epoch) = match root_call_of(vault, &tree).await {
+            Ok(built) => built,
             Err(PayError::Node(NodeError::Refused(message))) => {
                 tracing::error!(
                     chain_id = vault.chain_id,
@@ -554,6 +536,31 @@ async fn venue_tree_matching(
         && tokens == event.tokens
         && totals == event.totals;
     Ok(matches.then_some(tree))
+}
+
+/// The call that commits `tree`'s root, with its data and the change since the venue's newest
+/// root, and the epoch it takes.
+async fn root_call_of(vault: &VaultChain, tree: &std::sync::Arc<TreeAtPosition>) -> Result<(RootCall, u64), PayError> {
+    let listed = listed_tokens(vault, tree).await?;
+    let arguments = tree.commit_arguments(|token| listed.contains(token));
+    let previous_record = vault.read_engine(|engine| {
+        engine
+            .custody()
+            .liabilities()
+            .newest_venue_root()
+            .map(|root| (root.root, root.journal_sequence))
+    });
+    let previous = match previous_record {
+        Some((root, sequence)) => Some((root, tree_at(vault, sequence).await?)),
+        None => None,
+    };
+    let epoch: u64 = vault
+        .node
+        .view(vault.node.vault(), DexdVaultV2::rootCountCall {}, BlockId::latest())
+        .await?
+        .saturating_to();
+    let call = root_call(vault, std::sync::Arc::clone(tree), arguments, previous, epoch).await?;
+    Ok((call, epoch))
 }
 
 async fn tree_at(vault: &VaultChain, journal_sequence: u64) -> Result<std::sync::Arc<TreeAtPosition>, PayError> {

@@ -21,8 +21,8 @@ use super::{signing_domain, spend_write_budget};
 use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
 use crate::api::operations::{
-    Field, Typed, AMOUNT, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE, OCO_GROUP, ORDER_PAIR, ORDER_TYPE,
-    POST_ONLY, TIME_IN_FORCE, TRIGGER_CONDITION, TRIGGER_PRICE,
+    Field, Typed, AMOUNT, BATCH_ORDER_ITEMS, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE, OCO_GROUP,
+    ORDER_PAIR, ORDER_TYPE, POST_ONLY, TIME_IN_FORCE, TRIGGER_CONDITION, TRIGGER_PRICE,
 };
 use crate::api::params::Params;
 use crate::api::state::AppState;
@@ -59,36 +59,8 @@ pub(super) fn sign_once(
     credential: Credential,
     mut actor: Actor,
 ) -> Result<SignedOnce, ApiError> {
-    const LIST: &str = "orders";
     let client_signed = matches!(credential, Credential::Signed { .. });
-    let mut refusals: Vec<Option<Value>> = Vec::with_capacity(items.len());
-    // The items the signature covers, each with its index in the request.
-    let mut covered: Vec<(usize, ReadItem)> = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        if client_signed {
-            if let Some(name) = item.signed_fields_given().next() {
-                return Err(ApiError::invalid(
-                    name,
-                    "an order of a batch signed once carries no credential: account, nonce, expiry and signature \
-                     go at the top, once",
-                )
-                .within(LIST, index));
-            }
-        }
-        match order_terms(chain, item, actor.account) {
-            Ok(terms) => {
-                refusals.push(None);
-                covered.push((index, ReadItem::Order(Box::new(terms))));
-            }
-            Err(error) if error.status == axum::http::StatusCode::BAD_REQUEST => return Err(error.within(LIST, index)),
-            Err(error) => {
-                refusals.push(Some(json!({"error": error.object()})));
-                if client_signed {
-                    covered.push((index, ReadItem::Refused(error)));
-                }
-            }
-        }
-    }
+    let (refusals, covered) = read_items(chain, items, actor.account, client_signed)?;
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
     if !client_signed {
@@ -120,8 +92,61 @@ pub(super) fn sign_once(
     if client_signed {
         spend_write_budget(app, &actor.account)?;
     }
-    let order_hashes: Arc<[[u8; 32]]> = hashes.into();
-    let placements = covered
+    let placements = placements_of(covered, hashes.into(), domain, (&authorization, actor));
+    Ok(SignedOnce { refusals, placements })
+}
+
+/// The name of a batch's list of orders, which item errors name.
+const LIST: &str = BATCH_ORDER_ITEMS.field.name;
+
+/// Each item's refusal (`None` where it reads as an order) and the items the signature covers,
+/// with their indexes: a malformed item (a 400) refuses the batch.
+#[allow(clippy::type_complexity)]
+fn read_items(
+    chain: &Chain,
+    items: &[Params],
+    account: dexd_core::Address,
+    client_signed: bool,
+) -> Result<(Vec<Option<Value>>, Vec<(usize, ReadItem)>), ApiError> {
+    let mut refusals: Vec<Option<Value>> = Vec::with_capacity(items.len());
+    let mut covered: Vec<(usize, ReadItem)> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        if client_signed {
+            if let Some(name) = item.signed_fields_given().next() {
+                return Err(ApiError::invalid(
+                    name,
+                    "an order of a batch signed once carries no credential: account, nonce, expiry and signature \
+                     go at the top, once",
+                )
+                .within(LIST, index));
+            }
+        }
+        match order_terms(chain, item, account) {
+            Ok(terms) => {
+                refusals.push(None);
+                covered.push((index, ReadItem::Order(Box::new(terms))));
+            }
+            Err(error) if error.status == axum::http::StatusCode::BAD_REQUEST => return Err(error.within(LIST, index)),
+            Err(error) => {
+                refusals.push(Some(json!({"error": error.object()})));
+                if client_signed {
+                    covered.push((index, ReadItem::Refused(error)));
+                }
+            }
+        }
+    }
+    Ok((refusals, covered))
+}
+
+/// The covered orders placed, each with its id (the digest of its struct hash), its place in
+/// the batch and the batch's one authorization; the refused items are left out.
+fn placements_of(
+    covered: Vec<(usize, ReadItem)>,
+    order_hashes: Arc<[[u8; 32]]>,
+    domain: &dexd_crypto::SigningDomain,
+    (authorization, actor): (&Authorization, Actor),
+) -> Vec<Placement> {
+    covered
         .into_iter()
         .enumerate()
         .filter_map(|(place, (_, read))| match read {
@@ -138,8 +163,8 @@ pub(super) fn sign_once(
             Placement {
                 key: PlacedKey {
                     order_id: terms.order_id,
-                    nonce,
-                    expiry_ms,
+                    nonce: authorization.nonce,
+                    expiry_ms: authorization.expiry_ms,
                     signature: authorization.signature,
                     batch: Some(batch.clone()),
                 },
@@ -152,8 +177,7 @@ pub(super) fn sign_once(
                 command: actor.command(Command::PlaceOrder(terms)),
             }
         })
-        .collect();
-    Ok(SignedOnce { refusals, placements })
+        .collect()
 }
 
 /// The `Order` a client signed for an item the venue refuses for a pair's rule, from the
