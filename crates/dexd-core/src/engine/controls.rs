@@ -71,9 +71,78 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        let old = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let waiting = self.check_amend(account, order_id, &replacement, (amount_from_remaining, keeps_price))?;
+        let old = self.open_order(&order_id).expect("checked: the order is open");
         let pair = old.terms.pair;
         let pair_position = usize::from(pair.0);
+        let location = self.order_locations.get(&order_id).map(|(_, key)| *key);
+        let slot = match location {
+            Some(key) => self.pairs[pair_position].book.account_slot(key),
+            None => self.pairs[pair_position]
+                .triggers
+                .slot(&order_id)
+                .expect("the order waits"),
+        };
+        let spec = self.pairs[pair_position].spec.clone();
+        let old_paid = paid_asset(&spec, old.terms.direction);
+        let old_locked = old.locked;
+        let old_client_order_id = old.terms.client_order_id.clone();
+        // Give up what the old order holds, reversibly, and check the replacement against that.
+        self.ledger.unlock(slot, old_paid, old_locked);
+        if let Some(client_order_id) = &old_client_order_id {
+            if let Some(ids) = self.client_order_ids.get_mut(&account) {
+                ids.remove(client_order_id);
+            }
+        }
+        let prepared = if waiting {
+            self.prepare_waiting(&spec, &replacement, 1)
+        } else {
+            self.prepare_placement(&spec, &replacement, 1)
+        };
+        let (taker_slot, required) = match prepared {
+            Ok(prepared) => prepared,
+            Err(rejection) => {
+                self.ledger
+                    .lock(slot, old_paid, old_locked)
+                    .expect("invariant: what was just unlocked can be locked again");
+                if let Some(client_order_id) = old_client_order_id {
+                    self.client_order_ids
+                        .entry(account)
+                        .or_default()
+                        .insert(client_order_id, order_id);
+                }
+                return Err(rejection);
+            }
+        };
+        // Every check has passed: the old order leaves its book (its lock is released already),
+        // then the replacement applies as a placement does.
+        self.touched_balances.clear();
+        let cancelled = self.remove_amended(&spec, (order_id, pair_position, location), slot, now_ms);
+        events.push(Event::OrderUpdated(cancelled));
+        self.touch_balance(slot, old_paid);
+        if waiting {
+            self.apply_waiting(&spec, replacement, taker_slot, required, now_ms, events);
+        } else {
+            let printed = self.apply_placement(&spec, replacement, taker_slot, required, None, now_ms, events);
+            self.fire_met_triggers(pair, printed, now_ms, events);
+        }
+        self.push_balance_events(events);
+        Ok(())
+    }
+
+    /// Every check of an amend that needs no change: the old order is open and the account's,
+    /// the replacement keeps what it must (the unsigned terms bound to the old order), the old
+    /// order is in no group, and a waiting order's trigger is not met already. Whether the old
+    /// order waits for its trigger.
+    fn check_amend(
+        &self,
+        account: Address,
+        order_id: OrderId,
+        replacement: &NewOrder,
+        (amount_from_remaining, keeps_price): (Option<Quantity>, bool),
+    ) -> Result<bool, Rejection> {
+        let old = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
+        let pair = old.terms.pair;
         if old.terms.account != account {
             return Err(Rejection::NotOwner);
         }
@@ -117,7 +186,7 @@ impl Engine {
         }
         let waiting = old.status == OrderStatus::Untriggered;
         if waiting {
-            let last_price = self.pairs[pair_position].last_price;
+            let last_price = self.pairs[usize::from(pair.0)].last_price;
             let met = new_conditions
                 .trigger
                 .is_some_and(|trigger| last_price.is_some_and(|price| trigger.is_met_by(price)));
@@ -125,53 +194,23 @@ impl Engine {
                 return Err(Rejection::TriggerAlreadyMet);
             }
         }
-        let location = self.order_locations.get(&order_id).map(|(_, key)| *key);
-        let slot = match location {
-            Some(key) => self.pairs[pair_position].book.account_slot(key),
-            None => self.pairs[pair_position]
-                .triggers
-                .slot(&order_id)
-                .expect("the order waits"),
-        };
-        let spec = self.pairs[pair_position].spec.clone();
-        let old_paid = paid_asset(&spec, old.terms.direction);
-        let old_locked = old.locked;
-        let old_client_order_id = old.terms.client_order_id.clone();
-        // Give up what the old order holds, reversibly, and check the replacement against that.
-        self.ledger.unlock(slot, old_paid, old_locked);
-        if let Some(client_order_id) = &old_client_order_id {
-            if let Some(ids) = self.client_order_ids.get_mut(&account) {
-                ids.remove(client_order_id);
-            }
-        }
-        let prepared = if waiting {
-            self.prepare_waiting(&spec, &replacement, 1)
-        } else {
-            self.prepare_placement(&spec, &replacement, 1)
-        };
-        let (taker_slot, required) = match prepared {
-            Ok(prepared) => prepared,
-            Err(rejection) => {
-                self.ledger
-                    .lock(slot, old_paid, old_locked)
-                    .expect("invariant: what was just unlocked can be locked again");
-                if let Some(client_order_id) = old_client_order_id {
-                    self.client_order_ids
-                        .entry(account)
-                        .or_default()
-                        .insert(client_order_id, order_id);
-                }
-                return Err(rejection);
-            }
-        };
-        // Every check has passed: the old order leaves its book (its lock is released already),
-        // then the replacement applies as a placement does.
-        self.touched_balances.clear();
-        let cancelled = match location {
+        Ok(waiting)
+    }
+
+    /// Takes the amended order out of its book or its trigger book, cancelled (its lock was
+    /// released already).
+    fn remove_amended(
+        &mut self,
+        spec: &crate::pair::PairSpec,
+        (order_id, pair_position, location): (OrderId, usize, Option<crate::book::SlotKey>),
+        slot: crate::ledger::AccountSlot,
+        now_ms: u64,
+    ) -> crate::order::OrderRecord {
+        match location {
             Some(key) => {
                 let mut record = self.pairs[pair_position].book.remove(key);
                 record.locked = crate::money::Amount::ZERO;
-                self.close_resting_order(&spec, record, slot, CancelReason::Requested, now_ms)
+                self.close_resting_order(spec, record, slot, CancelReason::Requested, now_ms)
             }
             None => {
                 let (mut record, _) = self.pairs[pair_position]
@@ -180,23 +219,13 @@ impl Engine {
                     .expect("the order waits");
                 self.waiting_orders.remove(&order_id);
                 record.locked = crate::money::Amount::ZERO;
-                self.forget_open_order(&spec, &record, slot, true);
+                self.forget_open_order(spec, &record, slot, true);
                 record.status = OrderStatus::Cancelled;
                 record.cancel_reason = Some(CancelReason::Requested);
                 record.updated_at_ms = now_ms;
                 record
             }
-        };
-        events.push(Event::OrderUpdated(cancelled));
-        self.touch_balance(slot, old_paid);
-        if waiting {
-            self.apply_waiting(&spec, replacement, taker_slot, required, now_ms, events);
-        } else {
-            let printed = self.apply_placement(&spec, replacement, taker_slot, required, None, now_ms, events);
-            self.fire_met_triggers(pair, printed, now_ms, events);
         }
-        self.push_balance_events(events);
-        Ok(())
     }
 
     /// Fires the account's switch armed for `trigger_at_ms`, if it still is and its time came.
