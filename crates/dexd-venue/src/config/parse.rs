@@ -338,31 +338,8 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
     let vault_text = required(raw.vault, "vault")?;
     let vault =
         parse_address(&vault_text).map_err(|_| at(line, format!("vault {vault_text:?} is not a valid address")))?;
-    let operator_key = match (raw.operator_key_file, raw.operator_key_env) {
-        (Some(file), None) => OperatorKeySource::File(PathBuf::from(file)),
-        (None, Some(variable)) => OperatorKeySource::Environment(variable),
-        _ => {
-            return Err(at(
-                line,
-                "custody mode \"vault\" needs exactly one of operator_key_file and operator_key_env (the key \
-                 itself never goes into the configuration)"
-                    .into(),
-            ))
-        }
-    };
-    let confirmations = match raw.confirmations {
-        None => Confirmations::Blocks(12),
-        Some(RawConfirmations::Blocks(blocks)) if (1..=10_000).contains(&blocks) => {
-            Confirmations::Blocks(blocks.unsigned_abs())
-        }
-        Some(RawConfirmations::Rule(rule)) if rule == "finalized" => Confirmations::Finalized,
-        Some(_) => {
-            return Err(at(
-                line,
-                "confirmations must be a number of blocks between 1 and 10000, or \"finalized\"".into(),
-            ))
-        }
-    };
+    let operator_key = check_operator_key(raw.operator_key_file, raw.operator_key_env, line)?;
+    let confirmations = check_confirmations(raw.confirmations, line)?;
     let max_withdrawals_per_transaction = raw.max_withdrawals_per_transaction.unwrap_or(50);
     if !(1..=500).contains(&max_withdrawals_per_transaction) {
         return Err(at(
@@ -373,15 +350,7 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
     let (withdrawal_validity_ms, withdrawal_expiry_margin_ms) =
         check_withdrawal_timing(raw.withdrawal_validity_ms, raw.withdrawal_expiry_margin_ms, line)?;
     let root_interval_ms = bounded(raw.root_interval_ms, 120_000, "root_interval_ms", 86_400_000, line)?;
-    let root_data = match raw.data.as_deref() {
-        None | Some("blobs") => RootDataCarrier::Blobs,
-        Some("calldata") => RootDataCarrier::Calldata,
-        Some(_) => return Err(at(
-            line,
-            "data must be \"blobs\" (each root's data in EIP-4844 blobs, where the chain takes them) or \"calldata\""
-                .into(),
-        )),
-    };
+    let root_data = check_root_data(raw.data.as_deref(), line)?;
     let snapshot_interval_ms = bounded(
         raw.snapshot_interval_ms,
         7 * 86_400_000,
@@ -421,6 +390,52 @@ fn check_vault(raw: RawCustody, line: usize) -> Result<VaultConfig, ConfigError>
         root_data,
         snapshot_interval_ms,
     })
+}
+
+/// Where the operator's key is read from: a file or an environment variable, exactly one.
+fn check_operator_key(
+    file: Option<String>,
+    variable: Option<String>,
+    line: usize,
+) -> Result<OperatorKeySource, ConfigError> {
+    match (file, variable) {
+        (Some(file), None) => Ok(OperatorKeySource::File(PathBuf::from(file))),
+        (None, Some(variable)) => Ok(OperatorKeySource::Environment(variable)),
+        _ => Err(at(
+            line,
+            "custody mode \"vault\" needs exactly one of operator_key_file and operator_key_env (the key \
+                 itself never goes into the configuration)"
+                .into(),
+        )),
+    }
+}
+
+/// How many confirmations a chain event waits for: 12 blocks unless set, or the finalized head.
+fn check_confirmations(raw: Option<RawConfirmations>, line: usize) -> Result<Confirmations, ConfigError> {
+    match raw {
+        None => Ok(Confirmations::Blocks(12)),
+        Some(RawConfirmations::Blocks(blocks)) if (1..=10_000).contains(&blocks) => {
+            Ok(Confirmations::Blocks(blocks.unsigned_abs()))
+        }
+        Some(RawConfirmations::Rule(rule)) if rule == "finalized" => Ok(Confirmations::Finalized),
+        Some(_) => Err(at(
+            line,
+            "confirmations must be a number of blocks between 1 and 10000, or \"finalized\"".into(),
+        )),
+    }
+}
+
+/// What carries a root's data: blobs unless set.
+fn check_root_data(data: Option<&str>, line: usize) -> Result<RootDataCarrier, ConfigError> {
+    match data {
+        None | Some("blobs") => Ok(RootDataCarrier::Blobs),
+        Some("calldata") => Ok(RootDataCarrier::Calldata),
+        Some(_) => Err(at(
+            line,
+            "data must be \"blobs\" (each root's data in EIP-4844 blobs, where the chain takes them) or \"calldata\""
+                .into(),
+        )),
+    }
 }
 
 /// A setting between 1 and `max`, `default` when absent.
