@@ -181,18 +181,7 @@ impl Custody {
             .checked_add(debit)
             .ok_or(Rejection::AmountTooLarge)?;
         if debit != Amount::ZERO {
-            if !self.liabilities.debit_fits(&request.account, asset, debit) {
-                return Err(Rejection::AmountTooLarge);
-            }
-            let balance = ledger
-                .withdraw(&request.account, asset, debit)
-                .expect("invariant: the engine debits at most what is available");
-            self.liabilities.count_debit(&request.account, asset, debit);
-            events.push(Event::BalanceUpdated {
-                account: request.account,
-                asset,
-                balance,
-            });
+            self.debit_request(ledger, (&request.account, asset, debit), events)?;
         }
         self.pending_withdrawal_units[index] = pending_total;
         self.next_chain_request_id += 1;
@@ -227,6 +216,29 @@ impl Custody {
             replaced.is_none(),
             "invariant: a request's key is its own (ids in its range are refused to signed withdrawals)"
         );
+        Ok(())
+    }
+
+    /// Debits what a request made on chain takes from the account, counted against its
+    /// liabilities: refused (changing nothing) when the liabilities cannot count it.
+    fn debit_request(
+        &mut self,
+        ledger: &mut Ledger,
+        (account, asset, debit): (&Address, AssetIndex, Amount),
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        if !self.liabilities.debit_fits(account, asset, debit) {
+            return Err(Rejection::AmountTooLarge);
+        }
+        let balance = ledger
+            .withdraw(account, asset, debit)
+            .expect("invariant: the engine debits at most what is available");
+        self.liabilities.count_debit(account, asset, debit);
+        events.push(Event::BalanceUpdated {
+            account: *account,
+            asset,
+            balance,
+        });
         Ok(())
     }
 

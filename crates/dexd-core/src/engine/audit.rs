@@ -170,6 +170,36 @@ impl Engine {
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut expected_locks: FxHashMap<(Address, AssetIndex), u128> = FxHashMap::default();
         let mut expected_counts: FxHashMap<Address, u32> = FxHashMap::default();
+        self.check_resting_orders(&mut expected_locks, &mut expected_counts)?;
+        self.check_waiting_orders(&mut expected_locks, &mut expected_counts)?;
+        self.check_groups_and_expiries()?;
+        for (address, balances) in self.ledger.accounts_sorted() {
+            for (index, balance) in balances.iter().enumerate() {
+                let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));
+                let expected = expected_locks.get(&(*address, asset)).copied().unwrap_or(0);
+                if balance.locked.units() != expected {
+                    return Err(format!(
+                        "{address} locks {} of asset {index}, its orders {expected}",
+                        balance.locked.units()
+                    ));
+                }
+            }
+        }
+        self.check_open_order_lists(&expected_counts)?;
+        self.custody.check_invariants()?;
+        if self.custody.mode() == CustodyMode::Vault {
+            self.custody.liabilities().check_against(&self.ledger)?;
+        }
+        self.ledger.check_conservation()
+    }
+
+    /// Every resting order: its book well formed, its lock what its remainder needs, open, and
+    /// in the order index; what it locks and counts added to the accounts' expected figures.
+    fn check_resting_orders(
+        &self,
+        expected_locks: &mut FxHashMap<(Address, AssetIndex), u128>,
+        expected_counts: &mut FxHashMap<Address, u32>,
+    ) -> Result<(), String> {
         let mut resting = 0usize;
         for (index, state) in self.pairs.iter().enumerate() {
             state.book.check_structure()?;
@@ -197,6 +227,17 @@ impl Engine {
         if resting != self.order_locations.len() {
             return Err("the order index holds orders that no book does".to_string());
         }
+        Ok(())
+    }
+
+    /// Every untriggered order: its trigger book well formed, its lock its share of its group's,
+    /// untriggered and unfilled, in the waiting index and nowhere else; what it locks and counts
+    /// added to the accounts' expected figures.
+    fn check_waiting_orders(
+        &self,
+        expected_locks: &mut FxHashMap<(Address, AssetIndex), u128>,
+        expected_counts: &mut FxHashMap<Address, u32>,
+    ) -> Result<(), String> {
         let mut waiting = 0usize;
         for (index, state) in self.pairs.iter().enumerate() {
             state.triggers.check_structure()?;
@@ -233,25 +274,7 @@ impl Engine {
         {
             return Err("an order id both rests and waits".to_string());
         }
-        self.check_groups_and_expiries()?;
-        for (address, balances) in self.ledger.accounts_sorted() {
-            for (index, balance) in balances.iter().enumerate() {
-                let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));
-                let expected = expected_locks.get(&(*address, asset)).copied().unwrap_or(0);
-                if balance.locked.units() != expected {
-                    return Err(format!(
-                        "{address} locks {} of asset {index}, its orders {expected}",
-                        balance.locked.units()
-                    ));
-                }
-            }
-        }
-        self.check_open_order_lists(&expected_counts)?;
-        self.custody.check_invariants()?;
-        if self.custody.mode() == CustodyMode::Vault {
-            self.custody.liabilities().check_against(&self.ledger)?;
-        }
-        self.ledger.check_conservation()
+        Ok(())
     }
 
     /// Each account's list of open orders holds exactly its resting orders (`expected_counts`
