@@ -400,6 +400,19 @@ impl Engine {
         self.next_trade_id += 1;
         self.record_market_data(&trade, buyer, seller);
         events.push(Event::TradeExecuted(trade));
+        self.after_maker_filled(spec, (pair_position, &fill), now_ms, events);
+    }
+
+    /// The maker after its fill: its group's other order cancelled, and the maker closed when
+    /// it has filled whole.
+    #[inline]
+    fn after_maker_filled(
+        &mut self,
+        spec: &PairSpec,
+        (pair_position, fill): (usize, &PlannedFill),
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
         let maker = self.pairs[pair_position].book.get(fill.key);
         if maker.terms.conditions().oco_group.is_some() {
             let maker = maker.clone();
