@@ -234,15 +234,7 @@ async fn read(
             }
             _ = shutdown.changed() => return held.chains,
             _ = &mut writer_done => {
-                // The server ended the connection (a slow consumer, a write that failed): read
-                // and drop what the client still sends until it closes too, so that closing the
-                // socket does not reset it and destroy the error and the close before the client
-                // has read them.
-                let draining = async { while let Some(Ok(_)) = inbound.next().await {} };
-                tokio::select! {
-                    _ = tokio::time::timeout(Duration::from_millis(CLOSE_LINGER_MS), draining) => {}
-                    _ = shutdown.changed() => {}
-                }
+                linger(&mut inbound, &mut shutdown).await;
                 return held.chains;
             }
         };
@@ -282,6 +274,21 @@ async fn read(
                 outbox.push(protocol::error("null", &error, None));
             }
         }
+    }
+}
+
+/// After the server ended the connection (a slow consumer, a write that failed): reads and
+/// drops what the client still sends until it closes too, at most [`CLOSE_LINGER_MS`], so that
+/// closing the socket does not reset it and destroy the error and the close before the client
+/// has read them.
+async fn linger(
+    inbound: &mut futures_util::stream::SplitStream<WebSocket>,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) {
+    let draining = async { while let Some(Ok(_)) = inbound.next().await {} };
+    tokio::select! {
+        _ = tokio::time::timeout(Duration::from_millis(CLOSE_LINGER_MS), draining) => {}
+        _ = shutdown.changed() => {}
     }
 }
 

@@ -5,6 +5,8 @@
 use super::*;
 
 impl Hub {
+    /// A subscription: acknowledged first (nothing more if the outbox is full), then in its
+    /// channel's group.
     pub(super) fn subscribe(&mut self, outbox: Arc<Outbox>, request: SubscribeRequest) {
         let key = request.key;
         let mut fields = key.parameters(&self.venue);
@@ -26,10 +28,16 @@ impl Hub {
             snapshot_sequence: None,
         });
         self.by_key.insert((connection_id, key), index);
+        self.join_group(index, key, request.depth);
+    }
+
+    /// Puts a new subscription in its channel's group and starts it: its snapshot, or the wait
+    /// for one.
+    fn join_group(&mut self, index: usize, key: ChannelKey, depth: usize) {
         match key {
             ChannelKey::Book { pair, .. } => {
                 self.books
-                    .entry((pair, request.depth))
+                    .entry((pair, depth))
                     .or_insert(BookGroup {
                         members: Vec::new(),
                         awaiting: Vec::new(),
