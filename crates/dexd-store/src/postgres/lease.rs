@@ -138,79 +138,18 @@ impl LeaseKeeper {
     /// Starts renewing `lease` (taken for `lease_ms`) on `connection`; `on_lost` runs once if
     /// the lease is lost.
     pub fn start(
-        mut connection: super::Connection,
+        connection: super::Connection,
         lease: Lease,
         lease_ms: u64,
         on_lost: std::sync::Arc<dyn Fn() + Send + Sync>,
     ) -> LeaseKeeper {
-        use std::sync::atomic::Ordering;
-        use std::time::{Duration, Instant};
         let leading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let (stop, stopped) = std::sync::mpsc::sync_channel::<()>(1);
         let thread = {
             let leading = std::sync::Arc::clone(&leading);
             std::thread::Builder::new()
                 .name(format!("lease-{}", lease.chain_id))
-                .spawn(move || {
-                    let lease_length = Duration::from_millis(lease_ms);
-                    let leading_since = Instant::now();
-                    let mut leads_until = leading_since + lease_length;
-                    loop {
-                        match stopped.recv_timeout(lease_length / 3) {
-                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                                give_up(&mut connection, &lease);
-                                return;
-                            }
-                        }
-                        let sent = Instant::now();
-                        // A lost connection is made again (the database restarted or failed
-                        // over): the renewal checks the epoch, so it succeeds only if the lease
-                        // is still this node's.
-                        match connection.client().and_then(|client| renew(client, &lease, lease_ms)) {
-                            Ok(true) => {
-                                leads_until = sent + lease_length;
-                                if leading_since.elapsed() >= lease_length * HANDOVER_AFTER_LEASES {
-                                    if let Some(preferred) = preferred_elsewhere(&mut connection, &lease, lease_ms) {
-                                        tracing::info!(
-                                            chain_id = lease.chain_id,
-                                            epoch = lease.epoch,
-                                            to = %preferred,
-                                            "handing the chain over to its preferred leader, to spread the chains"
-                                        );
-                                        leading.store(false, Ordering::Release);
-                                        on_lost();
-                                        give_up(&mut connection, &lease);
-                                        return;
-                                    }
-                                }
-                            }
-                            Ok(false) => {
-                                tracing::error!(
-                                    chain_id = lease.chain_id,
-                                    epoch = lease.epoch,
-                                    "the chain's lease passed to another node: this node no longer leads it"
-                                );
-                                leading.store(false, Ordering::Release);
-                                on_lost();
-                                return;
-                            }
-                            Err(error) => {
-                                tracing::warn!(chain_id = lease.chain_id, %error, "cannot renew the chain's lease")
-                            }
-                        }
-                        if Instant::now() >= leads_until {
-                            tracing::error!(
-                                chain_id = lease.chain_id,
-                                epoch = lease.epoch,
-                                "the chain's lease ran out unrenewed: this node no longer leads it"
-                            );
-                            leading.store(false, Ordering::Release);
-                            on_lost();
-                            return;
-                        }
-                    }
-                })
+                .spawn(move || renew_until_lost(connection, &lease, lease_ms, (&leading, on_lost.as_ref()), &stopped))
                 .expect("the lease thread starts")
         };
         LeaseKeeper {
@@ -223,6 +162,79 @@ impl LeaseKeeper {
     /// Whether the node still leads the chain, as far as it knows.
     pub fn is_leading(&self) -> bool {
         self.leading.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// The lease thread: renews the lease every third of its length until asked to stop (it then
+/// gives the lease up), until another node holds it, or until it runs out unrenewed; after
+/// [`HANDOVER_AFTER_LEASES`] leases it hands the chain to its preferred leader. `leading` goes
+/// false and `on_lost` runs once when the lease is lost.
+fn renew_until_lost(
+    mut connection: super::Connection,
+    lease: &Lease,
+    lease_ms: u64,
+    (leading, on_lost): (&std::sync::atomic::AtomicBool, &(dyn Fn() + Send + Sync)),
+    stopped: &std::sync::mpsc::Receiver<()>,
+) {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let lease_length = Duration::from_millis(lease_ms);
+    let leading_since = Instant::now();
+    let mut leads_until = leading_since + lease_length;
+    loop {
+        match stopped.recv_timeout(lease_length / 3) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                give_up(&mut connection, lease);
+                return;
+            }
+        }
+        let sent = Instant::now();
+        // A lost connection is made again (the database restarted or failed
+        // over): the renewal checks the epoch, so it succeeds only if the lease
+        // is still this node's.
+        match connection.client().and_then(|client| renew(client, lease, lease_ms)) {
+            Ok(true) => {
+                leads_until = sent + lease_length;
+                if leading_since.elapsed() >= lease_length * HANDOVER_AFTER_LEASES {
+                    if let Some(preferred) = preferred_elsewhere(&mut connection, lease, lease_ms) {
+                        tracing::info!(
+                            chain_id = lease.chain_id,
+                            epoch = lease.epoch,
+                            to = %preferred,
+                            "handing the chain over to its preferred leader, to spread the chains"
+                        );
+                        leading.store(false, Ordering::Release);
+                        on_lost();
+                        give_up(&mut connection, lease);
+                        return;
+                    }
+                }
+            }
+            Ok(false) => {
+                tracing::error!(
+                    chain_id = lease.chain_id,
+                    epoch = lease.epoch,
+                    "the chain's lease passed to another node: this node no longer leads it"
+                );
+                leading.store(false, Ordering::Release);
+                on_lost();
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(chain_id = lease.chain_id, %error, "cannot renew the chain's lease")
+            }
+        }
+        if Instant::now() >= leads_until {
+            tracing::error!(
+                chain_id = lease.chain_id,
+                epoch = lease.epoch,
+                "the chain's lease ran out unrenewed: this node no longer leads it"
+            );
+            leading.store(false, Ordering::Release);
+            on_lost();
+            return;
+        }
     }
 }
 
