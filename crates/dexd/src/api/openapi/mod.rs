@@ -326,62 +326,11 @@ enum BodyContent {
 /// `oneOf`): `AddOrderWithKey` and `AddOrderSigned`, `AddOrderFormWithKey` and
 /// `AddOrderFormSigned`, and so on. An alias path refers to its operation's schemas.
 fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: BodyContent) -> Vec<(String, Value)> {
-    let is_signed_field = |name: &str| SIGNED_REQUEST_FIELDS.contains(&name);
     let has_credential = operation.fields.iter().any(|field| field.name == "privateKey");
-    let is_batch = has_items(operation);
     // A batch of orders may carry one signature of all its orders at the top (contract
     // version 4): its signed fields are then among the operation's top-level fields.
-    let signs_once = is_batch && operation.fields.iter().any(|field| field.name == "signature");
-    let form = |credential: Credential| {
-        let fields: Vec<&operations::Field> = operation
-            .fields
-            .iter()
-            .filter(|field| {
-                // With a key, `account` names the account an agent's key acts for; a batch
-                // signed item by item carries its accounts in its items.
-                !has_credential
-                    || match credential {
-                        Credential::Key => !is_signed_field(field.name) || field.name == "account",
-                        Credential::Signed if is_batch => field.name != "privateKey" && !is_signed_field(field.name),
-                        Credential::Signed | Credential::SignedOnce => field.name != "privateKey",
-                    }
-            })
-            .collect();
-        let properties: Map<String, Value> = fields
-            .iter()
-            .map(|field| {
-                let mut schema = field_schema(field.kind, field.description, rules, content);
-                if let Kind::Items { .. } = field.kind {
-                    items_for_credential(&mut schema, !matches!(credential, Credential::Signed));
-                }
-                (field.name.to_string(), schema)
-            })
-            .collect();
-        let is_transfer = operation.fields.iter().any(|field| field.name == "from");
-        let required: Vec<&str> = fields
-            .iter()
-            .filter(|field| {
-                field.required
-                    || (has_credential && matches!(credential, Credential::Key) && field.name == "privateKey")
-                    || (has_credential
-                        && !matches!(credential, Credential::Key)
-                        && is_signed_field(field.name)
-                        && !(is_transfer && field.name == "account"))
-            })
-            .map(|field| field.name)
-            .collect();
-        let mut schema =
-            json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
-        let mut conditions = rules.conditions(operation.fields);
-        if operation.id == "amendOrder" {
-            // An amend changes the price, the amount or both.
-            conditions.push(json!({"anyOf": [{"required": ["price"]}, {"required": ["amount"]}]}));
-        }
-        if !conditions.is_empty() {
-            schema["allOf"] = Value::Array(conditions);
-        }
-        schema
-    };
+    let signs_once = has_items(operation) && operation.fields.iter().any(|field| field.name == "signature");
+    let form = |credential: Credential| credential_body_schema(operation, rules, content, credential);
     let mut stem = operation.id[..1].to_uppercase() + &operation.id[1..];
     if let BodyContent::Form = content {
         stem.push_str("Form");
@@ -414,6 +363,67 @@ fn request_body_schemas(operation: &Operation, rules: &DecimalRules, content: Bo
         schemas.push((name, once));
     }
     schemas
+}
+
+/// A state change's body schema with one credential: the fields it takes with that
+/// credential, which of them are required, and the conditions between them.
+fn credential_body_schema(
+    operation: &Operation,
+    rules: &DecimalRules,
+    content: BodyContent,
+    credential: Credential,
+) -> Value {
+    let is_signed_field = |name: &str| SIGNED_REQUEST_FIELDS.contains(&name);
+    let has_credential = operation.fields.iter().any(|field| field.name == "privateKey");
+    let is_batch = has_items(operation);
+    let fields: Vec<&operations::Field> = operation
+        .fields
+        .iter()
+        .filter(|field| {
+            // With a key, `account` names the account an agent's key acts for; a batch
+            // signed item by item carries its accounts in its items.
+            !has_credential
+                || match credential {
+                    Credential::Key => !is_signed_field(field.name) || field.name == "account",
+                    Credential::Signed if is_batch => field.name != "privateKey" && !is_signed_field(field.name),
+                    Credential::Signed | Credential::SignedOnce => field.name != "privateKey",
+                }
+        })
+        .collect();
+    let properties: Map<String, Value> = fields
+        .iter()
+        .map(|field| {
+            let mut schema = field_schema(field.kind, field.description, rules, content);
+            if let Kind::Items { .. } = field.kind {
+                items_for_credential(&mut schema, !matches!(credential, Credential::Signed));
+            }
+            (field.name.to_string(), schema)
+        })
+        .collect();
+    let is_transfer = operation.fields.iter().any(|field| field.name == "from");
+    let required: Vec<&str> = fields
+        .iter()
+        .filter(|field| {
+            field.required
+                || (has_credential && matches!(credential, Credential::Key) && field.name == "privateKey")
+                || (has_credential
+                    && !matches!(credential, Credential::Key)
+                    && is_signed_field(field.name)
+                    && !(is_transfer && field.name == "account"))
+        })
+        .map(|field| field.name)
+        .collect();
+    let mut schema =
+        json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required});
+    let mut conditions = rules.conditions(operation.fields);
+    if operation.id == "amendOrder" {
+        // An amend changes the price, the amount or both.
+        conditions.push(json!({"anyOf": [{"required": ["price"]}, {"required": ["amount"]}]}));
+    }
+    if !conditions.is_empty() {
+        schema["allOf"] = Value::Array(conditions);
+    }
+    schema
 }
 
 /// Which credential a request body schema describes.
