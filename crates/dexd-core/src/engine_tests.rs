@@ -628,3 +628,39 @@ fn a_venue_signed_command_is_applied_once_and_only_within_its_window() {
     run(&mut venue, venue_claim(1, 0)).unwrap();
     assert_eq!(venue.balance(ALICE, USDC).available, usdc(98 * USDC_UNIT));
 }
+
+/// The state hash of a fixed story, as the public journal publishes it: balances, a book with
+/// time priority, a trade's candle and positions, a waiting trigger order. Auditors compare
+/// these hashes with their replay's, so a change of what the hash covers or of its order breaks
+/// every published journal: this pins it (the value was computed before the state hash was
+/// split into named parts, and after).
+#[test]
+fn the_state_hash_of_a_fixed_story_is_the_published_one() {
+    let mut venue = Venue::new();
+    venue.deposit(ALICE, USDC, 10_000 * USDC_UNIT);
+    venue.deposit(BOB, ETH, 5 * ETH_UNIT);
+    venue.limit(ALICE, Direction::Buy, "2000", "1");
+    venue.limit(ALICE, Direction::Buy, "1990", "0.5");
+    venue.limit(BOB, Direction::Sell, "2000", "0.25");
+    let mut stop = venue.order(BOB, Direction::Sell, Some("1900"), "0.1");
+    stop.conditions = Some(Box::new(crate::order::OrderConditions {
+        trigger: Some(crate::order::Trigger {
+            price: venue
+                .engine
+                .pair_spec(PAIR)
+                .unwrap()
+                .price_from_decimal(crate::testing::decimal("1950"))
+                .unwrap(),
+            condition: crate::order::TriggerCondition::Below,
+        }),
+        ..Default::default()
+    }));
+    venue.place(stop).unwrap();
+    let hash: String = venue
+        .engine
+        .state_hash()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(hash, "f994f2321ea78e84624788cdb6a60a65971cc32ec5bbfb99f190936f948944e7");
+}

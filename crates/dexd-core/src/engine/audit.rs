@@ -90,33 +90,7 @@ impl Engine {
             hasher.update(self.ledger.net_deposits(asset).units().to_be_bytes());
         }
         for state in &self.pairs {
-            hasher.update(state.last_price.map_or(0, Price::ticks).to_be_bytes());
-            for record in state.book.orders_in_priority() {
-                hash_order(&mut hasher, record);
-            }
-            // Only when some wait, so that a state without conditional orders hashes as it did
-            // before they existed (the journals' published state hashes stay checkable).
-            if !state.triggers.is_empty() {
-                hasher.update(b"untriggered");
-                hasher.update((state.triggers.len() as u64).to_be_bytes());
-                for record in state.triggers.orders_by_sequence() {
-                    hash_order(&mut hasher, record);
-                }
-            }
-            for candle in state.candles.all() {
-                for value in [
-                    candle.open_time_ms,
-                    candle.open.ticks(),
-                    candle.high.ticks(),
-                    candle.low.ticks(),
-                    candle.close.ticks(),
-                    candle.trades,
-                ] {
-                    hasher.update(value.to_be_bytes());
-                }
-                hasher.update(candle.volume.units().to_be_bytes());
-                hasher.update(candle.quote_volume.units().to_be_bytes());
-            }
+            hash_pair_state(&mut hasher, state);
         }
         let mut positions: Vec<(Address, &Vec<Position>)> = self
             .positions
@@ -139,6 +113,20 @@ impl Engine {
             hasher.update(batch.applied.to_be_bytes());
         }
         self.custody.hash_into(&mut hasher);
+        self.hash_agents_and_switches(&mut hasher);
+        for (address, positions) in positions {
+            hasher.update(address.as_bytes());
+            for position in positions {
+                hasher.update(position.net_base.to_be_bytes());
+                hasher.update(position.open_cost_quote.to_be_bytes());
+                hasher.update(position.realized_pnl_quote.to_be_bytes());
+            }
+        }
+        hasher.finalize()
+    }
+
+    /// The agents and the dead man's switches, for the state hash.
+    fn hash_agents_and_switches(&self, hasher: &mut StateHasher) {
         for (account, grant) in self.agents.all() {
             hasher.update(account.as_bytes());
             hasher.update(grant.agent.as_bytes());
@@ -151,15 +139,6 @@ impl Engine {
             hasher.update(account.as_bytes());
             hasher.update(trigger_at_ms.to_be_bytes());
         }
-        for (address, positions) in positions {
-            hasher.update(address.as_bytes());
-            for position in positions {
-                hasher.update(position.net_base.to_be_bytes());
-                hasher.update(position.open_cost_quote.to_be_bytes());
-                hasher.update(position.realized_pnl_quote.to_be_bytes());
-            }
-        }
-        hasher.finalize()
     }
 
     /// Checks every invariant of the whole state; slow, for tests and audits:
@@ -369,6 +348,38 @@ impl Engine {
             return Err("the expiry index disagrees with the open orders".to_string());
         }
         Ok(())
+    }
+}
+
+/// A pair's part of the state hash: its last price, its book in time priority, its waiting
+/// orders (only when some wait), its candles.
+fn hash_pair_state(hasher: &mut StateHasher, state: &super::PairState) {
+    hasher.update(state.last_price.map_or(0, Price::ticks).to_be_bytes());
+    for record in state.book.orders_in_priority() {
+        hash_order(hasher, record);
+    }
+    // Only when some wait, so that a state without conditional orders hashes as it did
+    // before they existed (the journals' published state hashes stay checkable).
+    if !state.triggers.is_empty() {
+        hasher.update(b"untriggered");
+        hasher.update((state.triggers.len() as u64).to_be_bytes());
+        for record in state.triggers.orders_by_sequence() {
+            hash_order(hasher, record);
+        }
+    }
+    for candle in state.candles.all() {
+        for value in [
+            candle.open_time_ms,
+            candle.open.ticks(),
+            candle.high.ticks(),
+            candle.low.ticks(),
+            candle.close.ticks(),
+            candle.trades,
+        ] {
+            hasher.update(value.to_be_bytes());
+        }
+        hasher.update(candle.volume.units().to_be_bytes());
+        hasher.update(candle.quote_volume.units().to_be_bytes());
     }
 }
 
