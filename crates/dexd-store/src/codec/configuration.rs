@@ -110,43 +110,8 @@ pub(crate) fn get_configuration(
         fee_notice_ms: dexd_core::DEFAULT_FEE_NOTICE_MS,
         venue_signed_window_ms: 0,
     };
-    let asset_count = usize::from(reader.u16()?);
-    let mut assets = Vec::with_capacity(asset_count.min(MAX_LISTED));
-    let mut specs = Vec::with_capacity(asset_count.min(MAX_LISTED));
-    for _ in 0..asset_count {
-        let symbol = reader.text()?.ok_or(CodecError("an asset without a symbol"))?;
-        let token = reader.optional(|reader| Ok(Address::from_bytes(reader.array()?)))?;
-        assets.push(AssetDescription { symbol, token });
-        specs.push(AssetSpec {
-            decimals: reader.u32()?,
-        });
-    }
-    let pair_count = usize::from(reader.u16()?);
-    let mut pairs = Vec::with_capacity(pair_count.min(MAX_LISTED));
-    for _ in 0..pair_count {
-        let base = AssetIndex(reader.u16()?);
-        let quote = AssetIndex(reader.u16()?);
-        let mut decimal = || -> Result<Decimal, CodecError> {
-            let mantissa = reader.u128()?;
-            Decimal::from_parts(mantissa, reader.u32()?).map_err(|_| CodecError("bad decimal"))
-        };
-        let (tick_size, step_size, min_amount, min_notional) = (decimal()?, decimal()?, decimal()?, decimal()?);
-        let mut fee = || -> Result<FeeRate, CodecError> {
-            FeeRate::from_parts_per_million(reader.u32()?).ok_or(CodecError("bad fee rate"))
-        };
-        let (maker_fee, taker_fee) = (fee()?, fee()?);
-        pairs.push(PairDefinition {
-            base,
-            quote,
-            tick_size,
-            step_size,
-            min_amount,
-            min_notional,
-            maker_fee,
-            taker_fee,
-            fee_raise: None,
-        });
-    }
+    let (assets, specs) = get_assets(reader)?;
+    let mut pairs = get_pairs(reader)?;
     let mut limits = limits;
     if fields >= ConfigurationFields::WithFeeNotice {
         limits.fee_notice_ms = reader.u64()?;
@@ -181,6 +146,53 @@ pub(crate) fn get_configuration(
             limits,
         },
     })
+}
+
+/// A configuration's assets: each one's symbol and token, and its decimals.
+fn get_assets(reader: &mut Reader) -> Result<(Vec<AssetDescription>, Vec<AssetSpec>), CodecError> {
+    let asset_count = usize::from(reader.u16()?);
+    let mut assets = Vec::with_capacity(asset_count.min(MAX_LISTED));
+    let mut specs = Vec::with_capacity(asset_count.min(MAX_LISTED));
+    for _ in 0..asset_count {
+        let symbol = reader.text()?.ok_or(CodecError("an asset without a symbol"))?;
+        let token = reader.optional(|reader| Ok(Address::from_bytes(reader.array()?)))?;
+        assets.push(AssetDescription { symbol, token });
+        specs.push(AssetSpec {
+            decimals: reader.u32()?,
+        });
+    }
+    Ok((assets, specs))
+}
+
+/// A configuration's pairs, without fee raises (read after them, in newer configurations).
+fn get_pairs(reader: &mut Reader) -> Result<Vec<PairDefinition>, CodecError> {
+    let pair_count = usize::from(reader.u16()?);
+    let mut pairs = Vec::with_capacity(pair_count.min(MAX_LISTED));
+    for _ in 0..pair_count {
+        let base = AssetIndex(reader.u16()?);
+        let quote = AssetIndex(reader.u16()?);
+        let mut decimal = || -> Result<Decimal, CodecError> {
+            let mantissa = reader.u128()?;
+            Decimal::from_parts(mantissa, reader.u32()?).map_err(|_| CodecError("bad decimal"))
+        };
+        let (tick_size, step_size, min_amount, min_notional) = (decimal()?, decimal()?, decimal()?, decimal()?);
+        let mut fee = || -> Result<FeeRate, CodecError> {
+            FeeRate::from_parts_per_million(reader.u32()?).ok_or(CodecError("bad fee rate"))
+        };
+        let (maker_fee, taker_fee) = (fee()?, fee()?);
+        pairs.push(PairDefinition {
+            base,
+            quote,
+            tick_size,
+            step_size,
+            min_amount,
+            min_notional,
+            maker_fee,
+            taker_fee,
+            fee_raise: None,
+        });
+    }
+    Ok(pairs)
 }
 
 #[cfg(test)]

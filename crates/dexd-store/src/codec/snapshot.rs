@@ -353,21 +353,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         Ok((Address::from_bytes(reader.array()?), get_list(reader, 32, get_balance)?))
     })?;
     let net_deposits = get_list(&mut reader, 16, |reader| Ok(Amount::from_units(reader.u128()?)))?;
-    let pairs = get_list(&mut reader, 8 + 1 + 8 * 8, |reader| {
-        let book_sequence = reader.u64()?;
-        let last_price =
-            reader.optional(|reader| Price::from_ticks(reader.u64()?).ok_or(CodecError("a zero price")))?;
-        let mut candles: [Vec<Candle>; 8] = Default::default();
-        for series in &mut candles {
-            *series = get_list(reader, 80, get_candle)?;
-        }
-        Ok(PairSnapshot {
-            book_sequence,
-            last_price,
-            orders: Vec::new(),
-            candles,
-        })
-    })?;
+    let pairs = get_list(&mut reader, 8 + 1 + 8 * 8, get_pair_snapshot)?;
     let positions = get_list(&mut reader, 4 + 8, |reader| {
         Ok((reader.u32()?, get_list(reader, 48, get_position)?))
     })?;
@@ -379,29 +365,9 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
             Address::from_bytes(reader.array()?),
         ))
     })?;
-    let batch_nonces = get_list(&mut reader, 20 + 32 + 32 + 8, |reader| {
-        Ok((
-            Address::from_bytes(reader.array()?),
-            Nonce::from_bytes(reader.array()?),
-            LiveBatch {
-                identity: reader.array()?,
-                applied: reader.u64()?,
-            },
-        ))
-    })?;
+    let batch_nonces = get_list(&mut reader, 20 + 32 + 32 + 8, get_batch_nonce)?;
     let custody = get_custody(&mut reader)?;
-    let agents = get_list(&mut reader, 20 + 20 + 1 + 1 + 8, |reader| {
-        let account = Address::from_bytes(reader.array()?);
-        Ok((
-            account,
-            AgentGrant {
-                agent: Address::from_bytes(reader.array()?),
-                name: reader.text()?.ok_or(CodecError("an agent without a name"))?,
-                valid_until_ms: reader.optional(|reader| reader.u64())?,
-                approved_at_ms: reader.u64()?,
-            },
-        ))
-    })?;
+    let agents = get_list(&mut reader, 20 + 20 + 1 + 1 + 8, get_agent)?;
     let switches = get_list(&mut reader, 20 + 8, |reader| {
         Ok((Address::from_bytes(reader.array()?), reader.u64()?))
     })?;
@@ -425,6 +391,49 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         switches,
         configuration,
     })
+}
+
+/// A pair's part of the state: its book's sequence, its last price, its candles (its orders
+/// follow in its section).
+fn get_pair_snapshot(reader: &mut Reader) -> Result<PairSnapshot, CodecError> {
+    let book_sequence = reader.u64()?;
+    let last_price = reader.optional(|reader| Price::from_ticks(reader.u64()?).ok_or(CodecError("a zero price")))?;
+    let mut candles: [Vec<Candle>; 8] = Default::default();
+    for series in &mut candles {
+        *series = get_list(reader, 80, get_candle)?;
+    }
+    Ok(PairSnapshot {
+        book_sequence,
+        last_price,
+        orders: Vec::new(),
+        candles,
+    })
+}
+
+/// A live batch nonce: its account, its nonce, and the batch it names.
+fn get_batch_nonce(reader: &mut Reader) -> Result<(Address, Nonce, LiveBatch), CodecError> {
+    Ok((
+        Address::from_bytes(reader.array()?),
+        Nonce::from_bytes(reader.array()?),
+        LiveBatch {
+            identity: reader.array()?,
+            applied: reader.u64()?,
+        },
+    ))
+}
+
+/// An account's agent.
+fn get_agent(reader: &mut Reader) -> Result<(Address, AgentGrant), CodecError> {
+    let account = Address::from_bytes(reader.array()?);
+    Ok((
+        account,
+        AgentGrant {
+            agent: Address::from_bytes(reader.array()?),
+            name: reader.text()?.ok_or(CodecError("an agent without a name"))?,
+            valid_until_ms: reader.optional(|reader| reader.u64())?,
+            approved_at_ms: reader.u64()?,
+        },
+    ))
 }
 
 /// A section's header: the length of its orders in bytes and their count, checked against
