@@ -167,6 +167,11 @@ impl LiabilityTrees {
             ));
         }
         let tree = TreeAtPosition::build(journal_sequence, &replayed.engine, &self.tokens, previous);
+        assert_eq!(
+            (tree.journal_sequence, replayed.engine.journal_sequence()),
+            (journal_sequence, journal_sequence),
+            "invariant: a tree is the state of exactly the position asked for"
+        );
         // Every tree is written: the one a root is committed from is served once it is recorded,
         // and one the keeper asked for is why it was built.
         tree_file::write(&self.directory(), &tree)

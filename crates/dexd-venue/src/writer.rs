@@ -533,6 +533,14 @@ fn apply_batch(
             Err(rejection) => replies.push((request.reply, Err(WriteError::Rejected(rejection)))),
         }
     }
+    assert!(
+        journal.len() == projections.len()
+            && journal.windows(2).all(|pair| pair[1].sequence == pair[0].sequence + 1)
+            && journal
+                .last()
+                .is_none_or(|last| last.sequence + 1 == state.next_sequence),
+        "invariant: a batch journals consecutive positions, each projected once, ending at the writer's"
+    );
     state
         .engine_position
         .applied_sequence

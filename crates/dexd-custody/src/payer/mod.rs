@@ -396,6 +396,16 @@ impl Payer {
         payable: Vec<(WithdrawalKey, PendingWithdrawal)>,
         fees: (u128, u128),
     ) -> Result<(), PayError> {
+        assert!(
+            (1..=vault.config.max_withdrawals_per_transaction).contains(&payable.len())
+                && payable
+                    .iter()
+                    .map(|(key, _)| key)
+                    .collect::<std::collections::HashSet<_>>()
+                    .len()
+                    == payable.len(),
+            "invariant: a batch pays 1 to max_withdrawals_per_transaction withdrawals, each once"
+        );
         let calldata = batch_calldata(vault, &payable);
         let reserved = GAS_RESERVED_PER_WITHDRAWAL.saturating_mul(payable.len() as u64);
         let sent = self.send_call(vault, calldata.clone(), (fees, reserved), None).await?;
