@@ -229,13 +229,7 @@ fn main() {
         group.bench_function(name, |bencher| {
             bencher.iter_batched(
                 || (warm.clone(), stream.clone(), Vec::with_capacity(64)),
-                |(mut engine, stream, mut events)| {
-                    for command in stream {
-                        events.clear();
-                        let _ = engine.execute(command, 0, &mut events);
-                    }
-                    engine
-                },
+                |(engine, stream, mut events)| testing::run_stream(engine, stream, &mut events),
                 BatchSize::LargeInput,
             )
         });

@@ -10,7 +10,6 @@ use crate::order::{
     CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, TimeInForce, Trigger, TriggerCondition,
 };
 use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
-use crate::transfer::TransferRequest;
 
 const PAIR: PairIndex = PairIndex(0);
 const ALICE: Address = Address::from_bytes([0xa1; 20]);
@@ -57,13 +56,7 @@ impl Market {
     }
 
     fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {
-        self.run(Command::Deposit(TransferRequest {
-            transfer_id: [0; 32],
-            account,
-            asset,
-            amount: Amount::from_units(units),
-        }))
-        .unwrap();
+        self.run(crate::testing::deposit(account, asset, units)).unwrap();
     }
 
     pub(crate) fn order(

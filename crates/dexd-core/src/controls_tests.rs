@@ -44,14 +44,7 @@ impl Venue {
         };
         for account in [ALICE, BOB] {
             for (asset, units) in [(ETH, 10 * 10u128.pow(18)), (USDC, 100_000 * 10u128.pow(6))] {
-                venue
-                    .run(Command::Deposit(TransferRequest {
-                        transfer_id: [0; 32],
-                        account,
-                        asset,
-                        amount: Amount::from_units(units),
-                    }))
-                    .unwrap();
+                venue.run(crate::testing::deposit(account, asset, units)).unwrap();
             }
         }
         venue

@@ -53,13 +53,7 @@ impl Venue {
     }
 
     fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {
-        self.run(Command::Deposit(TransferRequest {
-            transfer_id: [0; 32],
-            account,
-            asset,
-            amount: Amount::from_units(units),
-        }))
-        .unwrap();
+        self.run(crate::testing::deposit(account, asset, units)).unwrap();
     }
 
     fn order(&mut self, account: Address, direction: Direction, price: Option<&str>, amount: &str) -> NewOrder {
