@@ -180,6 +180,15 @@ impl TestChain {
 }
 
 impl TestChain {
+    /// Lists `token` on the vault and mints `amount` of it to `to`: a test's own token, ready to
+    /// deposit.
+    pub async fn list_and_mint(&self, token: ChainAddress, to: ChainAddress, amount: U256) {
+        deploy::list_tokens(&self.node, &self.deployer, &[token]).await.unwrap();
+        deploy::mint(&self.node, &self.deployer, token, to, amount)
+            .await
+            .unwrap();
+    }
+
     /// The devnet description of this chain, for dexd's configuration writer.
     pub fn devnet(&self, rpc_url: &str) -> dexd_custody::devnet::Devnet {
         dexd_custody::devnet::Devnet {

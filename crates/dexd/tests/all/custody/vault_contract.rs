@@ -101,18 +101,9 @@ async fn deposits_emit_numbered_events_for_what_arrived() {
     let fee_token = deploy::deploy_fee_on_transfer_token(&chain.node, &chain.deployer)
         .await
         .unwrap();
-    deploy::list_tokens(&chain.node, &chain.deployer, &[fee_token.address])
-        .await
-        .unwrap();
-    deploy::mint(
-        &chain.node,
-        &chain.deployer,
-        fee_token.address,
-        alice.address(),
-        U256::from(1_000u64),
-    )
-    .await
-    .unwrap();
+    chain
+        .list_and_mint(fee_token.address, alice.address(), U256::from(1_000u64))
+        .await;
     deploy::deposit_from_wallet(&chain.node, alice, Some(fee_token.address), U256::from(1_000u64))
         .await
         .unwrap();
@@ -435,18 +426,9 @@ async fn a_token_that_reenters_the_vault_during_a_transfer_is_stopped() {
     let token = deploy::deploy_reentrant_token(&chain.node, &chain.deployer)
         .await
         .unwrap();
-    deploy::list_tokens(&chain.node, &chain.deployer, &[token.address])
-        .await
-        .unwrap();
-    deploy::mint(
-        &chain.node,
-        &chain.deployer,
-        token.address,
-        alice.address(),
-        U256::from(1_000u64),
-    )
-    .await
-    .unwrap();
+    chain
+        .list_and_mint(token.address, alice.address(), U256::from(1_000u64))
+        .await;
     deploy::deposit_from_wallet(&chain.node, alice, Some(token.address), U256::from(500u64))
         .await
         .unwrap();
