@@ -16,7 +16,7 @@ const FEES: Address = Address::from_bytes([0xfe; 20]);
 const USDC_UNIT: u128 = 1_000_000;
 const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
 
-/// The ETH/USDC market of `test_support`, in ledger custody.
+/// The ETH/USDC market of `testing`, in ledger custody.
 fn engine_with_limits(limits: EngineLimits) -> Engine {
     Engine::new(EngineConfig {
         assets: eth_and_usdc(),
