@@ -73,6 +73,23 @@ pub fn order_of_decimals(
     direction: Direction,
     (price, amount): (Option<&str>, &str),
 ) -> NewOrder {
+    plain_order(
+        order_id,
+        account,
+        direction,
+        price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
+        spec.quantity_from_decimal(decimal(amount)).unwrap(),
+    )
+}
+
+/// A good-till-cancelled order on [`PAIR`], a limit at `price` or a market order without one.
+fn plain_order(
+    order_id: OrderId,
+    account: Address,
+    direction: Direction,
+    price: Option<Price>,
+    quantity: Quantity,
+) -> NewOrder {
     NewOrder {
         order_id,
         client_order_id: None,
@@ -86,8 +103,8 @@ pub fn order_of_decimals(
         direction,
         time_in_force: TimeInForce::GoodTillCancelled,
         post_only: false,
-        price: price.map(|text| spec.price_from_decimal(decimal(text)).unwrap()),
-        quantity: spec.quantity_from_decimal(decimal(amount)).unwrap(),
+        price,
+        quantity,
         conditions: None,
     }
 }
@@ -241,23 +258,13 @@ pub fn order_id(number: u64) -> OrderId {
 /// A plain good-till-cancelled order on [`PAIR`]: a limit at `price_ticks`, or a market order
 /// when it is `None`; no conditions, no client id.
 pub fn order(number: u64, account: Address, direction: Direction, price_ticks: Option<u64>, lots: u64) -> NewOrder {
-    NewOrder {
-        order_id: order_id(number),
-        client_order_id: None,
+    plain_order(
+        order_id(number),
         account,
-        pair: PAIR,
-        order_type: if price_ticks.is_some() {
-            OrderType::Limit
-        } else {
-            OrderType::Market
-        },
         direction,
-        time_in_force: TimeInForce::GoodTillCancelled,
-        post_only: false,
-        price: price_ticks.and_then(Price::from_ticks),
-        quantity: Quantity::from_lots(lots),
-        conditions: None,
-    }
+        price_ticks.and_then(Price::from_ticks),
+        Quantity::from_lots(lots),
+    )
 }
 
 /// A ledger deposit of `units` of `asset` to `account`.
