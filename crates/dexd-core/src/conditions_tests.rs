@@ -9,7 +9,9 @@ use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Quantity};
 use crate::order::{
     CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, TimeInForce, Trigger, TriggerCondition,
 };
-use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
+use crate::testing::{
+    amend, decimal, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC,
+};
 
 const PAIR: PairIndex = PairIndex(0);
 const ALICE: Address = Address::from_bytes([0xa1; 20]);
@@ -383,15 +385,7 @@ fn an_untriggered_order_is_cancelled_by_cancel_all_and_amended_keeping_its_trigg
     market.place(stop.clone()).unwrap();
     let mut replacement = market.order(ALICE, Direction::Sell, Some("2350"), "2");
     replacement.conditions = stop.conditions.clone();
-    let events = market
-        .run(Command::AmendOrder {
-            account: ALICE,
-            order_id: stop.order_id,
-            replacement: replacement.clone(),
-            amount_from_remaining: None,
-            keeps_price: false,
-        })
-        .unwrap();
+    let events = market.run(amend(stop.order_id, replacement.clone())).unwrap();
     assert_eq!(updates_of(&events, stop.order_id)[0].status, OrderStatus::Cancelled);
     let amended = market.open(&replacement).unwrap();
     assert_eq!(amended.status, OrderStatus::Untriggered);
@@ -420,13 +414,7 @@ fn an_amend_cannot_move_the_trigger_it_keeps() {
     replacement.conditions = stop.conditions.clone();
     replacement.conditions_mut().trigger = market.trigger("2450", TriggerCondition::Below);
     assert!(matches!(
-        market.run(Command::AmendOrder {
-            account: ALICE,
-            order_id: stop.order_id,
-            replacement,
-            amount_from_remaining: None,
-            keeps_price: false,
-        }),
+        market.run(amend(stop.order_id, replacement)),
         Err(Rejection::InvalidOrder(_))
     ));
     assert_eq!(market.open(&stop).unwrap().status, OrderStatus::Untriggered);

@@ -4,8 +4,8 @@ use crate::agents::AgentGrant;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits, SwitchSetting};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, OrderId, PairIndex};
-use crate::order::{Direction, NewOrder, OrderStatus};
-use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
+use crate::order::{Amend, Direction, NewOrder, OrderStatus};
+use crate::testing::{amend, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
 use crate::transfer::TransferRequest;
 
 const PAIR: PairIndex = PairIndex(0);
@@ -134,15 +134,7 @@ fn amend_replaces_the_order_in_one_step_and_keeps_its_client_order_id() {
     let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
     let mut replacement = venue.order(ALICE, Direction::Buy, "2001", "2");
     replacement.client_order_id = old.client_order_id.clone();
-    let events = venue
-        .run(Command::AmendOrder {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: replacement.clone(),
-            amount_from_remaining: None,
-            keeps_price: false,
-        })
-        .unwrap();
+    let events = venue.run(amend(old.order_id, replacement.clone())).unwrap();
     assert_eq!(cancelled_ids(&events), vec![old.order_id]);
     let new = venue.engine.open_order(&replacement.order_id).unwrap();
     assert_eq!(new.terms.client_order_id, old.client_order_id);
@@ -164,13 +156,7 @@ fn a_refused_amend_leaves_the_old_order_as_it_was() {
     // Far more than Alice's 100,000 USDC, even with the old order's 2,000 released.
     let mut too_big = venue.order(ALICE, Direction::Buy, "2000", "60");
     too_big.client_order_id = old.client_order_id.clone();
-    let refused = venue.run(Command::AmendOrder {
-        account: ALICE,
-        order_id: old.order_id,
-        replacement: too_big,
-        amount_from_remaining: None,
-        keeps_price: false,
-    });
+    let refused = venue.run(amend(old.order_id, too_big));
     assert_eq!(refused, Err(Rejection::InsufficientBalance));
     assert_eq!(venue.engine.state_hash(), hash_before);
     // The client order id is still the old order's: a new order cannot take it.
@@ -183,15 +169,7 @@ fn a_refused_amend_leaves_the_old_order_as_it_was() {
     // Amending the money the old order already holds is fine: 2,000 released, 2,000 relocked.
     let mut same_money = venue.order(ALICE, Direction::Buy, "1000", "2");
     same_money.client_order_id = old.client_order_id.clone();
-    venue
-        .run(Command::AmendOrder {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: same_money,
-            amount_from_remaining: None,
-            keeps_price: false,
-        })
-        .unwrap();
+    venue.run(amend(old.order_id, same_money)).unwrap();
 }
 
 #[test]
@@ -201,25 +179,13 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
     let mut replacement = venue.order(BOB, Direction::Buy, "2001", "1");
     replacement.client_order_id = old.client_order_id.clone();
     assert_eq!(
-        venue.run(Command::AmendOrder {
-            account: BOB,
-            order_id: old.order_id,
-            replacement: replacement.clone(),
-            amount_from_remaining: None,
-            keeps_price: false,
-        }),
+        venue.run(amend(old.order_id, replacement.clone())),
         Err(Rejection::NotOwner)
     );
     let mut other_direction = venue.order(ALICE, Direction::Sell, "2001", "1");
     other_direction.client_order_id = old.client_order_id.clone();
     assert!(matches!(
-        venue.run(Command::AmendOrder {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: other_direction,
-            amount_from_remaining: None,
-            keeps_price: false,
-        }),
+        venue.run(amend(old.order_id, other_direction)),
         Err(Rejection::InvalidOrder(_))
     ));
     // Bob's sell fills Alice's order: it is no longer open.
@@ -227,16 +193,7 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
     venue.run(Command::PlaceOrder(taker)).unwrap();
     let mut late = venue.order(ALICE, Direction::Buy, "2001", "1");
     late.client_order_id = old.client_order_id.clone();
-    assert_eq!(
-        venue.run(Command::AmendOrder {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: late,
-            amount_from_remaining: None,
-            keeps_price: false,
-        }),
-        Err(Rejection::OrderNotFound)
-    );
+    assert_eq!(venue.run(amend(old.order_id, late)), Err(Rejection::OrderNotFound));
 }
 
 /// What the client of an amend did not sign is bound to the old order: a journaled amend whose
@@ -249,38 +206,38 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
     let mut gouged = venue.order(ALICE, Direction::Buy, "2100", "1");
     gouged.client_order_id = old.client_order_id.clone();
     assert!(matches!(
-        venue.run(Command::AmendOrder {
+        venue.run(Command::AmendOrder(Amend {
             account: ALICE,
             order_id: old.order_id,
             replacement: gouged,
             amount_from_remaining: None,
             keeps_price: true,
-        }),
+        })),
         Err(Rejection::InvalidOrder(_))
     ));
     let mut doubled = venue.order(ALICE, Direction::Buy, "2000", "2");
     doubled.client_order_id = old.client_order_id.clone();
     assert!(matches!(
-        venue.run(Command::AmendOrder {
+        venue.run(Command::AmendOrder(Amend {
             account: ALICE,
             order_id: old.order_id,
             replacement: doubled,
             amount_from_remaining: Some(old.quantity),
             keeps_price: true,
-        }),
+        })),
         Err(Rejection::InvalidOrder(_))
     ));
     // Kept as said, it applies.
     let mut kept = venue.order(ALICE, Direction::Buy, "2000", "1");
     kept.client_order_id = old.client_order_id.clone();
     venue
-        .run(Command::AmendOrder {
+        .run(Command::AmendOrder(Amend {
             account: ALICE,
             order_id: old.order_id,
             replacement: kept,
             amount_from_remaining: Some(old.quantity),
             keeps_price: true,
-        })
+        }))
         .unwrap();
 }
 
@@ -292,15 +249,7 @@ fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
     venue.rest(ALICE, Direction::Buy, "1998", "0.1");
     let mut replacement = venue.order(ALICE, Direction::Buy, "1997", "0.1");
     replacement.client_order_id = old.client_order_id.clone();
-    venue
-        .run(Command::AmendOrder {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement,
-            amount_from_remaining: None,
-            keeps_price: false,
-        })
-        .unwrap();
+    venue.run(amend(old.order_id, replacement)).unwrap();
     assert_eq!(venue.engine.open_order_count(&ALICE), 3);
 }
 
@@ -541,25 +490,25 @@ fn an_amend_that_kept_the_remaining_amount_is_refused_once_the_order_filled_sinc
     replacement.quantity = remaining_read;
     // Selling 1 again would sell the filled 0.4 twice.
     assert_eq!(
-        venue.run(Command::AmendOrder {
+        venue.run(Command::AmendOrder(Amend {
             account: ALICE,
             order_id: old.order_id,
             replacement: replacement.clone(),
             amount_from_remaining: Some(remaining_read),
             keeps_price: false,
-        }),
+        })),
         Err(Rejection::OrderChanged)
     );
     let remaining_now = venue.engine.open_order(&old.order_id).unwrap().remaining();
     replacement.quantity = remaining_now;
     venue
-        .run(Command::AmendOrder {
+        .run(Command::AmendOrder(Amend {
             account: ALICE,
             order_id: old.order_id,
             replacement,
             amount_from_remaining: Some(remaining_now),
             keeps_price: false,
-        })
+        }))
         .unwrap();
     assert_eq!(
         venue.engine.balance(&ALICE, ETH).locked,

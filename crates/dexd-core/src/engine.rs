@@ -33,7 +33,7 @@ use crate::liabilities::{LiabilityEntry, LiabilityRootRecord, RootStanding, Vaul
 use crate::market_data::{Candle, CandleInterval, CandleSeries, Position};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::{NonceClaim, NonceRegistry, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS};
-use crate::order::{Direction, NewOrder, OrderRecord};
+use crate::order::{Amend, Direction, NewOrder, OrderRecord};
 use crate::pair::{AssetSpec, PairSpec, PairSpecError};
 use crate::switches::CancelAllAfterSwitches;
 use crate::transfer::{
@@ -140,22 +140,7 @@ pub enum Command {
     },
     /// Cancel an open order and place its replacement in one step; if the replacement is
     /// refused, the old order stays as it was.
-    AmendOrder {
-        /// Who asks.
-        account: Address,
-        /// The order replaced.
-        order_id: OrderId,
-        /// The new order: same account, pair, direction, type, time in force, post-only flag and
-        /// client order id as the old one, a new id, the new price and amount.
-        replacement: NewOrder,
-        /// When the client left the amount out, the old order's remaining amount the
-        /// replacement's was taken from: the amend is refused (`OrderChanged`) if the old order
-        /// has filled since, so that nothing filled is sold again.
-        amount_from_remaining: Option<Quantity>,
-        /// Whether the client left the price out (it signed `""`), so that the replacement
-        /// kept the old order's price: the signed message is rebuilt from the command.
-        keeps_price: bool,
-    },
+    AmendOrder(Amend),
     /// Arm the account's dead man's switch, or disarm it.
     SetCancelAllAfter {
         /// Whose switch.
@@ -223,7 +208,7 @@ impl Command {
             Command::PlaceOrder(order) => Some(order.account),
             Command::CancelOrder { account, .. }
             | Command::CancelAll { account, .. }
-            | Command::AmendOrder { account, .. }
+            | Command::AmendOrder(Amend { account, .. })
             | Command::SetCancelAllAfter { account, .. }
             | Command::ApproveAgent { account, .. }
             | Command::RevokeAgent { account, .. } => Some(*account),
@@ -288,7 +273,7 @@ impl Command {
     fn needs_a_live_vault(&self) -> bool {
         match self {
             Command::PlaceOrder(_)
-            | Command::AmendOrder { .. }
+            | Command::AmendOrder(_)
             | Command::SubmitChainDeposit(_)
             | Command::RequestWithdrawal(_) => true,
             Command::ByAgent { command, .. } => command.needs_a_live_vault(),
@@ -609,20 +594,7 @@ impl Engine {
             Command::CancelAll { account, pair } => {
                 self.cancel_all((account, pair), crate::order::CancelReason::Requested, now_ms, events)
             }
-            Command::AmendOrder {
-                account,
-                order_id,
-                replacement,
-                amount_from_remaining,
-                keeps_price,
-            } => self.amend_order(
-                account,
-                order_id,
-                replacement,
-                (amount_from_remaining, keeps_price),
-                now_ms,
-                events,
-            ),
+            Command::AmendOrder(amend) => self.amend_order(amend, now_ms, events),
             Command::SetCancelAllAfter { account, setting } => {
                 let trigger_at_ms = match setting {
                     SwitchSetting::Off => None,

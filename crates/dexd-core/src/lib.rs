@@ -79,8 +79,8 @@ pub use nonces::{
     MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS,
 };
 pub use order::{
-    CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce, Trigger,
-    TriggerCondition, MAX_EXPIRY_AHEAD_MS, MAX_OCO_GROUP_CHARS, MIN_EXPIRY_AHEAD_MS,
+    Amend, CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce,
+    Trigger, TriggerCondition, MAX_EXPIRY_AHEAD_MS, MAX_OCO_GROUP_CHARS, MIN_EXPIRY_AHEAD_MS,
 };
 pub use pair::{AssetSpec, FeeRaise, PairDefinition, PairSpec, PairSpecError, PairValueError};
 pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};

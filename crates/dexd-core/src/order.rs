@@ -183,6 +183,27 @@ pub struct NewOrder {
     pub conditions: Option<Box<OrderConditions>>,
 }
 
+/// An open order replaced by a new one in one step (`Command::AmendOrder`): the old order is
+/// cancelled and the replacement placed, or, if the replacement is refused, the old order stays
+/// as it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Amend {
+    /// Who asks.
+    pub account: Address,
+    /// The order replaced.
+    pub order_id: OrderId,
+    /// The new order: same account, pair, direction, type, time in force, post-only flag and
+    /// client order id as the old one, a new id, the new price and amount.
+    pub replacement: NewOrder,
+    /// When the client left the amount out, the old order's remaining amount the
+    /// replacement's was taken from: the amend is refused (`OrderChanged`) if the old order
+    /// has filled since, so that nothing filled is sold again.
+    pub amount_from_remaining: Option<Quantity>,
+    /// Whether the client left the price out (it signed `""`), so that the replacement
+    /// kept the old order's price: the signed message is rebuilt from the command.
+    pub keeps_price: bool,
+}
+
 /// What an order without conditions has.
 static NO_CONDITIONS: OrderConditions = OrderConditions {
     trigger: None,

@@ -12,7 +12,7 @@
 //! places. It builds commands and holds no state.
 
 use dexd_core::{
-    Address, Amount, AssetIndex, AssetSpec, Command, CustodyMode, Decimal, Direction, Engine, EngineConfig,
+    Address, Amend, Amount, AssetIndex, AssetSpec, Command, CustodyMode, Decimal, Direction, Engine, EngineConfig,
     EngineLimits, Event, FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, PairSpec, Price, Quantity,
     Rejection, TimeInForce, TransferRequest,
 };
@@ -285,4 +285,16 @@ pub fn run_stream(mut engine: Engine, stream: Vec<Command>, events: &mut Vec<Eve
         let _ = engine.execute(command, 0, events);
     }
     engine
+}
+
+/// An amend of `order_id` into `replacement`, asked by the replacement's account, with the price
+/// and amount the replacement gives (nothing left out, so nothing taken from the old order).
+pub fn amend(order_id: OrderId, replacement: NewOrder) -> Command {
+    Command::AmendOrder(Amend {
+        account: replacement.account,
+        order_id,
+        replacement,
+        amount_from_remaining: None,
+        keeps_price: false,
+    })
 }

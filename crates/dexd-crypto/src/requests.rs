@@ -397,25 +397,20 @@ impl RequestMessages {
                 *account,
                 None,
             ),
-            Command::AmendOrder {
-                account,
-                order_id,
-                replacement,
-                amount_from_remaining,
-                keeps_price,
-            } if self.has_pair(replacement.pair) => {
+            Command::AmendOrder(amend) if self.has_pair(amend.replacement.pair) => {
+                let replacement = &amend.replacement;
                 let message = if client_signed {
                     SignedMessage::Other(self.amend(
-                        account,
-                        order_id,
+                        &amend.account,
+                        &amend.order_id,
                         replacement,
-                        (!keeps_price, amount_from_remaining.is_none()),
+                        (!amend.keeps_price, amend.amount_from_remaining.is_none()),
                         signed,
                     ))
                 } else {
                     SignedMessage::Order(Box::new(self.order(replacement, nonce, expiry_ms)))
                 };
-                own(message, *account, Some(replacement.order_id))
+                own(message, amend.account, Some(replacement.order_id))
             }
             Command::SetCancelAllAfter { account, setting } => {
                 let timeout_ms = match setting {

@@ -144,23 +144,17 @@ pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
             "account": checksummed(account),
             "symbol": pair.map(pair_symbol),
         }),
-        Command::AmendOrder {
-            account,
-            order_id,
-            replacement,
-            amount_from_remaining,
-            keeps_price,
-        } => {
-            let spec = messages.pair_spec(replacement.pair);
+        Command::AmendOrder(amend) => {
+            let spec = messages.pair_spec(amend.replacement.pair);
             json!({
                 "type": "amendOrder",
-                "account": checksummed(account),
-                "orderId": order_id.to_string(),
-                "replacement": Value::Object(order_fields(replacement, messages)),
-                "amountFromRemaining": amount_from_remaining.map(|quantity| {
+                "account": checksummed(&amend.account),
+                "orderId": amend.order_id.to_string(),
+                "replacement": Value::Object(order_fields(&amend.replacement, messages)),
+                "amountFromRemaining": amend.amount_from_remaining.map(|quantity| {
                     messages.asset_amount(spec.base(), spec.base_amount(quantity).units())
                 }),
-                "keepsPrice": keeps_price,
+                "keepsPrice": amend.keeps_price,
             })
         }
         Command::SetCancelAllAfter { account, setting } => {
@@ -549,10 +543,10 @@ impl CommandLine {
         };
         let order_id = match &self.command {
             Command::PlaceOrder(order) => Some(order.order_id),
-            Command::AmendOrder { replacement, .. } => Some(replacement.order_id),
+            Command::AmendOrder(amend) => Some(amend.replacement.order_id),
             Command::ByAgent { command, .. } => match command.as_ref() {
                 Command::PlaceOrder(order) => Some(order.order_id),
-                Command::AmendOrder { replacement, .. } => Some(replacement.order_id),
+                Command::AmendOrder(amend) => Some(amend.replacement.order_id),
                 _ => None,
             },
             _ => None,

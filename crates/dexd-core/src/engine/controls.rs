@@ -6,8 +6,8 @@
 use super::Engine;
 use crate::agents::AgentGrant;
 use crate::events::{Event, Rejection};
-use crate::money::{Address, OrderId, PairIndex, Quantity};
-use crate::order::{CancelReason, NewOrder, OrderStatus};
+use crate::money::{Address, OrderId, PairIndex};
+use crate::order::{Amend, CancelReason, OrderStatus};
 use crate::switches::CancelAllAfterSwitches;
 
 use super::matching::paid_asset;
@@ -62,16 +62,14 @@ impl Engine {
     /// changed. What the client did not sign is bound to the old order: the trigger always, the
     /// price when it was kept (`keeps_price`), and the amount when it was the remaining one
     /// (`amount_from_remaining`), so that a journaled amend cannot carry terms nobody asked for.
-    pub(super) fn amend_order(
-        &mut self,
-        account: Address,
-        order_id: OrderId,
-        replacement: NewOrder,
-        (amount_from_remaining, keeps_price): (Option<Quantity>, bool),
-        now_ms: u64,
-        events: &mut Vec<Event>,
-    ) -> Result<(), Rejection> {
-        let waiting = self.check_amend(account, order_id, &replacement, (amount_from_remaining, keeps_price))?;
+    pub(super) fn amend_order(&mut self, amend: Amend, now_ms: u64, events: &mut Vec<Event>) -> Result<(), Rejection> {
+        let waiting = self.check_amend(&amend)?;
+        let Amend {
+            account,
+            order_id,
+            replacement,
+            ..
+        } = amend;
         let old = self.open_order(&order_id).expect("checked: the order is open");
         let pair = old.terms.pair;
         let pair_position = usize::from(pair.0);
@@ -134,13 +132,14 @@ impl Engine {
     /// the replacement keeps what it must (the unsigned terms bound to the old order), the old
     /// order is in no group, and a waiting order's trigger is not met already. Whether the old
     /// order waits for its trigger.
-    fn check_amend(
-        &self,
-        account: Address,
-        order_id: OrderId,
-        replacement: &NewOrder,
-        (amount_from_remaining, keeps_price): (Option<Quantity>, bool),
-    ) -> Result<bool, Rejection> {
+    fn check_amend(&self, amend: &Amend) -> Result<bool, Rejection> {
+        let Amend {
+            account,
+            order_id,
+            ref replacement,
+            amount_from_remaining,
+            keeps_price,
+        } = *amend;
         let old = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
         let pair = old.terms.pair;
         if old.terms.account != account {
@@ -257,7 +256,7 @@ impl Engine {
             Command::PlaceOrder(_)
                 | Command::CancelOrder { .. }
                 | Command::CancelAll { .. }
-                | Command::AmendOrder { .. }
+                | Command::AmendOrder(_)
                 | Command::SetCancelAllAfter { .. }
         );
         let account = command.account().ok_or(Rejection::AgentNotAllowed)?;

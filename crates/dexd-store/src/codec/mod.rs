@@ -413,7 +413,7 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.bytes(&request.block_hash);
         }
         Command::CancelAll { .. }
-        | Command::AmendOrder { .. }
+        | Command::AmendOrder(_)
         | Command::SetCancelAllAfter { .. }
         | Command::FireCancelAllAfter { .. }
         | Command::ApproveAgent { .. }

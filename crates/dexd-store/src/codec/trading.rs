@@ -5,7 +5,7 @@
 //! built from), 24 (without whether it kept the price), 14 (the switch as a trigger time rather
 //! than the timeout the account signed).
 
-use dexd_core::{AgentGrant, Command, OrderId, PairIndex, Quantity, SwitchSetting};
+use dexd_core::{AgentGrant, Amend, Command, OrderId, PairIndex, Quantity, SwitchSetting};
 
 use super::{get_command, get_new_order, put_command, put_new_order, CodecError, Reader, Writer};
 use dexd_core::Address;
@@ -29,19 +29,15 @@ pub(super) fn put_trading_command(writer: &mut Writer, command: &Command) {
             writer.bytes(account.as_bytes());
             writer.optional(*pair, |writer, pair| writer.u16(pair.0));
         }
-        Command::AmendOrder {
-            account,
-            order_id,
-            replacement,
-            amount_from_remaining,
-            keeps_price,
-        } => {
+        Command::AmendOrder(amend) => {
             writer.u8(AMEND_KEEPING_PRICE_TAG);
-            writer.bytes(account.as_bytes());
-            writer.bytes(order_id.as_bytes());
-            put_new_order(writer, replacement);
-            writer.optional(*amount_from_remaining, |writer, quantity| writer.u64(quantity.lots()));
-            writer.u8(u8::from(*keeps_price));
+            writer.bytes(amend.account.as_bytes());
+            writer.bytes(amend.order_id.as_bytes());
+            put_new_order(writer, &amend.replacement);
+            writer.optional(amend.amount_from_remaining, |writer, quantity| {
+                writer.u64(quantity.lots())
+            });
+            writer.u8(u8::from(amend.keeps_price));
         }
         Command::SetCancelAllAfter { account, setting } => {
             writer.u8(SWITCH_TAG);
@@ -89,20 +85,20 @@ pub(super) fn get_trading_command(tag: u8, reader: &mut Reader) -> Result<Comman
             account,
             pair: reader.optional(|reader| Ok(PairIndex(reader.u16()?)))?,
         },
-        13 => Command::AmendOrder {
+        13 => Command::AmendOrder(Amend {
             account,
             order_id: OrderId::from_bytes(reader.array()?),
             replacement: get_new_order(reader)?,
             amount_from_remaining: None,
             keeps_price: false,
-        },
-        AMEND_TAG | AMEND_KEEPING_PRICE_TAG => Command::AmendOrder {
+        }),
+        AMEND_TAG | AMEND_KEEPING_PRICE_TAG => Command::AmendOrder(Amend {
             account,
             order_id: OrderId::from_bytes(reader.array()?),
             replacement: get_new_order(reader)?,
             amount_from_remaining: reader.optional(|reader| Ok(Quantity::from_lots(reader.u64()?)))?,
             keeps_price: tag == AMEND_KEEPING_PRICE_TAG && reader.flag()?,
-        },
+        }),
         14 => Command::SetCancelAllAfter {
             account,
             setting: reader
@@ -159,7 +155,7 @@ mod tests {
     use super::super::{decode_command, encode_command};
     use dexd_core::Address;
     use dexd_core::{
-        AgentGrant, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity, SwitchSetting,
+        AgentGrant, Amend, Command, Direction, NewOrder, OrderId, OrderType, PairIndex, Price, Quantity, SwitchSetting,
         TimeInForce,
     };
 
@@ -220,20 +216,20 @@ mod tests {
                 account,
                 pair: Some(PairIndex(2)),
             },
-            Command::AmendOrder {
+            Command::AmendOrder(Amend {
                 account,
                 order_id: OrderId::from_bytes([4; 32]),
                 replacement: replacement.clone(),
                 amount_from_remaining: None,
                 keeps_price: true,
-            },
-            Command::AmendOrder {
+            }),
+            Command::AmendOrder(Amend {
                 account,
                 order_id: OrderId::from_bytes([4; 32]),
                 replacement: replacement.clone(),
                 amount_from_remaining: Some(Quantity::from_lots(3)),
                 keeps_price: false,
-            },
+            }),
             Command::SetCancelAllAfter {
                 account,
                 setting: SwitchSetting::AtMs(99),

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use dexd_core::{Command, Event, NewOrder, OrderId, PairIndex, Quantity, Rejection};
+use dexd_core::{Amend, Command, Event, NewOrder, OrderId, PairIndex, Quantity, Rejection};
 use dexd_store::{now_ms, Authorization, StoredOrder, WriteError};
 use serde_json::json;
 
@@ -124,13 +124,13 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
         let (replacement, authorization) =
             authorized_replacement(&chain, &credential, &mut actor, &terms, replacement)?;
         let new_id = replacement.order_id;
-        let command = actor.command(Command::AmendOrder {
+        let command = actor.command(Command::AmendOrder(Amend {
             account,
             order_id: terms.order_id,
             replacement,
             amount_from_remaining: terms.quantity.is_none().then_some(remaining),
             keeps_price: terms.price.is_none(),
-        });
+        }));
         match crate::api::written::submit(&chain, command, Some(authorization.clone())).await {
             Ok(events) => return amended(&chain, &events, old, new_id, authorization),
             Err(WriteError::Rejected(Rejection::OrderChanged)) if attempt < AMEND_ATTEMPTS => continue,
