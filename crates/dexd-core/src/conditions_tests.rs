@@ -3,81 +3,42 @@
 //! each refuses with nothing changed. Every command runs through `execute_checked`, so every
 //! invariant (the groups' shares included) is checked after each.
 
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::engine::{Command, Engine, EngineLimits};
 use crate::events::{Event, Rejection};
-use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Quantity};
+use crate::money::{Amount, OrderId, Quantity};
 use crate::order::{
     CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, TimeInForce, Trigger, TriggerCondition,
 };
-use crate::testing::{
-    amend, decimal, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC,
-};
+use crate::testing::{amend, decimal, scenario_config, Venue, ALICE, BOB, CAROL, ETH, ETH_UNIT, PAIR, USDC, USDC_UNIT};
 
-const PAIR: PairIndex = PairIndex(0);
-const ALICE: Address = Address::from_bytes([0xa1; 20]);
-const BOB: Address = Address::from_bytes([0xb0; 20]);
-const CAROL: Address = Address::from_bytes([0xc0; 20]);
-const FEES: Address = Address::from_bytes([0xfe; 20]);
-const USDC_UNIT: u128 = 1_000_000;
-const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
-
-pub(crate) struct Market {
-    pub(crate) engine: Engine,
-    next_id: u32,
-    pub(crate) time_ms: u64,
+/// ETH/USDC in ledger custody where Alice, Bob and Carol hold 100 ETH and 1,000,000 USDC each.
+fn market() -> Venue {
+    let mut market = Venue::new(
+        scenario_config(EngineLimits {
+            max_open_orders_per_account: 20_000,
+            ..EngineLimits::default()
+        }),
+        1_000_000,
+    );
+    for account in [ALICE, BOB, CAROL] {
+        market.deposit(account, ETH, 100 * ETH_UNIT);
+        market.deposit(account, USDC, 1_000_000 * USDC_UNIT);
+    }
+    market
 }
 
-impl Market {
-    pub(crate) fn new() -> Market {
-        let engine = Engine::new(EngineConfig {
-            assets: eth_and_usdc(),
-            pairs: vec![eth_usdc_definition()],
-            fee_account: FEES,
-            custody: crate::custody::CustodyMode::Ledger,
-            limits: EngineLimits {
-                max_open_orders_per_account: 20_000,
-                ..EngineLimits::default()
-            },
-        })
-        .unwrap();
-        let mut market = Market {
-            engine,
-            next_id: 0,
-            time_ms: 1_000_000,
-        };
-        for account in [ALICE, BOB, CAROL] {
-            market.deposit(account, ETH, 100 * ETH_UNIT);
-            market.deposit(account, USDC, 1_000_000 * USDC_UNIT);
-        }
-        market
-    }
+/// What the trigger tests ask of a venue beyond placing orders.
+trait Triggers {
+    /// A trigger at `price` (a decimal).
+    fn trigger(&self, price: &str, condition: TriggerCondition) -> Option<Trigger>;
+    /// Prints a trade at `price` between Carol (resting) and Bob.
+    fn print(&mut self, price: &str) -> Vec<Event>;
+    /// The order's record while it is open.
+    fn open(&self, order: &NewOrder) -> Option<OrderRecord>;
+}
 
-    pub(crate) fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
-        self.time_ms += 1;
-        execute_checked(&mut self.engine, command, self.time_ms)
-    }
-
-    fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {
-        self.run(crate::testing::deposit(account, asset, units)).unwrap();
-    }
-
-    pub(crate) fn order(
-        &mut self,
-        account: Address,
-        direction: Direction,
-        price: Option<&str>,
-        amount: &str,
-    ) -> NewOrder {
-        self.next_id += 1;
-        let spec = self.engine.pair_spec(PAIR).unwrap();
-        let mut id = [0u8; 32];
-        id[..4].copy_from_slice(&self.next_id.to_be_bytes());
-        // The engine hashes an id by its last eight bytes, as a digest's are.
-        id[28..].copy_from_slice(&self.next_id.to_be_bytes());
-        order_of_decimals(spec, OrderId::from_bytes(id), account, direction, (price, amount))
-    }
-
-    pub(crate) fn trigger(&self, price: &str, condition: TriggerCondition) -> Option<Trigger> {
+impl Triggers for Venue {
+    fn trigger(&self, price: &str, condition: TriggerCondition) -> Option<Trigger> {
         let spec = self.engine.pair_spec(PAIR).unwrap();
         Some(Trigger {
             price: spec.price_from_decimal(decimal(price)).unwrap(),
@@ -85,12 +46,7 @@ impl Market {
         })
     }
 
-    fn place(&mut self, order: NewOrder) -> Result<Vec<Event>, Rejection> {
-        self.run(Command::PlaceOrder(order))
-    }
-
-    /// Prints a trade at `price` between Carol (resting) and Bob.
-    pub(crate) fn print(&mut self, price: &str) -> Vec<Event> {
+    fn print(&mut self, price: &str) -> Vec<Event> {
         let resting = self.order(CAROL, Direction::Sell, Some(price), "0.01");
         self.place(resting).unwrap();
         let taking = self.order(BOB, Direction::Buy, Some(price), "0.01");
@@ -126,7 +82,7 @@ fn fired_order(events: &[Event]) -> Vec<OrderId> {
 
 #[test]
 fn a_stop_waits_locked_and_fires_in_the_matching_that_prints_its_price() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let before = market.engine.balance(&ALICE, ETH);
     let mut stop = market.order(ALICE, Direction::Sell, None, "1");
@@ -160,7 +116,7 @@ fn a_stop_waits_locked_and_fires_in_the_matching_that_prints_its_price() {
 
 #[test]
 fn a_trigger_already_met_or_malformed_is_refused_and_changes_nothing() {
-    let mut market = Market::new();
+    let mut market = market();
     // With no trade yet, no trigger is met.
     let mut early = market.order(ALICE, Direction::Sell, Some("2000"), "1");
     early.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
@@ -186,7 +142,7 @@ fn a_trigger_already_met_or_malformed_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_cascade_fires_in_trigger_price_order_and_never_twice() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     // Bids at 2390, 2380, 2370 for the stops to sell into.
     for price in ["2390", "2380", "2370"] {
@@ -211,7 +167,7 @@ fn a_cascade_fires_in_trigger_price_order_and_never_twice() {
 
 #[test]
 fn a_trigger_placed_after_a_trade_is_not_fired_by_it() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
     stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
@@ -222,7 +178,7 @@ fn a_trigger_placed_after_a_trade_is_not_fired_by_it() {
 
 #[test]
 fn a_fired_fill_or_kill_that_cannot_fill_is_cancelled_as_unfilled_and_unlocked() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "5");
     stop.time_in_force = TimeInForce::FillOrKill;
@@ -237,7 +193,7 @@ fn a_fired_fill_or_kill_that_cannot_fill_is_cancelled_as_unfilled_and_unlocked()
 
 #[test]
 fn an_oco_pair_shares_one_lock_and_a_fill_cancels_the_stop() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "2");
     take_profit.conditions_mut().oco_group = Some("exit-1".into());
@@ -274,7 +230,7 @@ fn an_oco_pair_shares_one_lock_and_a_fill_cancels_the_stop() {
 
 #[test]
 fn an_oco_stop_that_fires_cancels_the_take_profit_and_a_cancel_gives_the_lock_back() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
     take_profit.conditions_mut().oco_group = Some("exit-2".into());
@@ -315,7 +271,7 @@ fn an_oco_stop_that_fires_cancels_the_take_profit_and_a_cancel_gives_the_lock_ba
 
 #[test]
 fn hostile_groups_are_refused_with_nothing_changed() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut first = market.order(ALICE, Direction::Sell, Some("2600"), "1");
     first.conditions_mut().oco_group = Some("g".into());
@@ -346,7 +302,7 @@ fn hostile_groups_are_refused_with_nothing_changed() {
 
 #[test]
 fn an_order_expires_once_by_a_journaled_command_and_not_before() {
-    let mut market = Market::new();
+    let mut market = market();
     let now = market.time_ms;
     let mut too_soon = market.order(ALICE, Direction::Sell, Some("2600"), "1");
     too_soon.conditions_mut().expires_at_ms = Some(now + 4_000);
@@ -378,7 +334,7 @@ fn an_order_expires_once_by_a_journaled_command_and_not_before() {
 
 #[test]
 fn an_untriggered_order_is_cancelled_by_cancel_all_and_amended_keeping_its_trigger() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
     stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
@@ -405,7 +361,7 @@ fn an_untriggered_order_is_cancelled_by_cancel_all_and_amended_keeping_its_trigg
 
 #[test]
 fn an_amend_cannot_move_the_trigger_it_keeps() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2300"), "1");
     stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
@@ -422,7 +378,7 @@ fn an_amend_cannot_move_the_trigger_it_keeps() {
 
 #[test]
 fn a_state_with_conditional_orders_restores_to_the_same_hash() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut take_profit = market.order(ALICE, Direction::Sell, Some("2600"), "3");
     take_profit.conditions_mut().oco_group = Some("exit".into());
@@ -433,14 +389,7 @@ fn a_state_with_conditional_orders_restores_to_the_same_hash() {
     market.place(take_profit).unwrap();
     market.place(stop).unwrap();
     let state = market.engine.state();
-    let config = EngineConfig {
-        assets: eth_and_usdc(),
-        pairs: vec![eth_usdc_definition()],
-        fee_account: FEES,
-        custody: crate::custody::CustodyMode::Ledger,
-        limits: EngineLimits::default(),
-    };
-    let restored = Engine::from_state(config, &state).unwrap();
+    let restored = Engine::from_state(scenario_config(EngineLimits::default()), &state).unwrap();
     assert_eq!(restored.state_hash(), market.engine.state_hash());
     restored.check_invariants().unwrap();
     assert_eq!(restored.due_expiries(u64::MAX, 10).len(), 1);
@@ -451,7 +400,7 @@ fn a_state_with_conditional_orders_restores_to_the_same_hash() {
 /// nothing (it cancelled a resting order that the filling taker's plan was about to fill).
 #[test]
 fn a_fired_order_that_fills_does_not_cancel_a_later_order_of_its_groups_name() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2450"), "1");
     stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
@@ -479,7 +428,7 @@ fn a_fired_order_that_fills_does_not_cancel_a_later_order_of_its_groups_name() {
 /// its price when it fires.
 #[test]
 fn a_fired_order_that_rests_keeps_its_sequence_and_queues_behind_earlier_orders() {
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let mut stop = market.order(ALICE, Direction::Sell, Some("2390"), "1");
     stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
@@ -507,7 +456,7 @@ fn a_fired_order_that_rests_keeps_its_sequence_and_queues_behind_earlier_orders(
 #[test]
 fn a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
     use crate::engine::MAX_TRIGGERS_FIRED_PER_COMMAND;
-    let mut market = Market::new();
+    let mut market = market();
     market.print("2500");
     let bid = market.order(CAROL, Direction::Buy, Some("2000"), "50");
     market.place(bid).unwrap();

@@ -4,77 +4,28 @@ use crate::agents::AgentGrant;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits, SwitchSetting};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, OrderId, PairIndex};
-use crate::order::{Amend, Direction, NewOrder, OrderStatus};
-use crate::testing::{amend, eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
+use crate::order::{Amend, Direction, OrderStatus};
+use crate::testing::{amend, scenario_config, Venue, ALICE, BOB, ETH, ETH_UNIT, PAIR, USDC, USDC_UNIT};
 use crate::transfer::TransferRequest;
 
-const PAIR: PairIndex = PairIndex(0);
-const ALICE: Address = Address::from_bytes([0xa1; 20]);
-const BOB: Address = Address::from_bytes([0xb0; 20]);
 const BOT: Address = Address::from_bytes([0xb7; 20]);
-const FEES: Address = Address::from_bytes([0xfe; 20]);
 
 /// ETH/USDC in ledger custody, three open orders per account at most.
 fn config() -> EngineConfig {
-    EngineConfig {
-        assets: eth_and_usdc(),
-        pairs: vec![eth_usdc_definition()],
-        fee_account: FEES,
-        custody: crate::custody::CustodyMode::Ledger,
-        limits: EngineLimits {
-            max_open_orders_per_account: 3,
-            ..EngineLimits::default()
-        },
-    }
+    scenario_config(EngineLimits {
+        max_open_orders_per_account: 3,
+        ..EngineLimits::default()
+    })
 }
 
-struct Venue {
-    engine: Engine,
-    next_id: u8,
-    time_ms: u64,
-}
-
-impl Venue {
-    fn new() -> Venue {
-        let engine = Engine::new(config()).unwrap();
-        let mut venue = Venue {
-            engine,
-            next_id: 0,
-            time_ms: 1_000,
-        };
-        for account in [ALICE, BOB] {
-            for (asset, units) in [(ETH, 10 * 10u128.pow(18)), (USDC, 100_000 * 10u128.pow(6))] {
-                venue.run(crate::testing::deposit(account, asset, units)).unwrap();
-            }
-        }
-        venue
+/// The venue of [`config`]; Alice and Bob hold 10 ETH and 100,000 USDC each.
+fn venue() -> Venue {
+    let mut venue = Venue::new(config(), 1_000);
+    for account in [ALICE, BOB] {
+        venue.deposit(account, ETH, 10 * ETH_UNIT);
+        venue.deposit(account, USDC, 100_000 * USDC_UNIT);
     }
-
-    fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
-        self.time_ms += 1;
-        execute_checked(&mut self.engine, command, self.time_ms)
-    }
-
-    fn order(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> NewOrder {
-        self.next_id += 1;
-        let spec = self.engine.pair_spec(PAIR).unwrap();
-        NewOrder {
-            client_order_id: Some(format!("quote-{}", self.next_id)),
-            ..order_of_decimals(
-                spec,
-                OrderId::from_bytes([self.next_id; 32]),
-                account,
-                direction,
-                (Some(price), amount),
-            )
-        }
-    }
-
-    fn rest(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> NewOrder {
-        let order = self.order(account, direction, price, amount);
-        self.run(Command::PlaceOrder(order.clone())).unwrap();
-        order
-    }
+    venue
 }
 
 fn cancelled_ids(events: &[Event]) -> Vec<OrderId> {
@@ -89,7 +40,7 @@ fn cancelled_ids(events: &[Event]) -> Vec<OrderId> {
 
 #[test]
 fn cancel_all_cancels_every_open_order_of_the_account_and_releases_every_lock() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let first = venue.rest(ALICE, Direction::Buy, "2000", "1");
     let second = venue.rest(ALICE, Direction::Sell, "2100", "0.5");
     let bobs = venue.rest(BOB, Direction::Buy, "1999", "1");
@@ -130,9 +81,9 @@ fn cancel_all_cancels_every_open_order_of_the_account_and_releases_every_lock() 
 
 #[test]
 fn amend_replaces_the_order_in_one_step_and_keeps_its_client_order_id() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
-    let mut replacement = venue.order(ALICE, Direction::Buy, "2001", "2");
+    let mut replacement = venue.quote(ALICE, Direction::Buy, "2001", "2");
     replacement.client_order_id = old.client_order_id.clone();
     let events = venue.run(amend(old.order_id, replacement.clone())).unwrap();
     assert_eq!(cancelled_ids(&events), vec![old.order_id]);
@@ -150,48 +101,48 @@ fn amend_replaces_the_order_in_one_step_and_keeps_its_client_order_id() {
 
 #[test]
 fn a_refused_amend_leaves_the_old_order_as_it_was() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
     let hash_before = venue.engine.state_hash();
     // Far more than Alice's 100,000 USDC, even with the old order's 2,000 released.
-    let mut too_big = venue.order(ALICE, Direction::Buy, "2000", "60");
+    let mut too_big = venue.quote(ALICE, Direction::Buy, "2000", "60");
     too_big.client_order_id = old.client_order_id.clone();
     let refused = venue.run(amend(old.order_id, too_big));
     assert_eq!(refused, Err(Rejection::InsufficientBalance));
     assert_eq!(venue.engine.state_hash(), hash_before);
     // The client order id is still the old order's: a new order cannot take it.
-    let mut clash = venue.order(ALICE, Direction::Buy, "1990", "0.1");
+    let mut clash = venue.quote(ALICE, Direction::Buy, "1990", "0.1");
     clash.client_order_id = old.client_order_id.clone();
     assert_eq!(
         venue.run(Command::PlaceOrder(clash)),
         Err(Rejection::DuplicateClientOrderId)
     );
     // Amending the money the old order already holds is fine: 2,000 released, 2,000 relocked.
-    let mut same_money = venue.order(ALICE, Direction::Buy, "1000", "2");
+    let mut same_money = venue.quote(ALICE, Direction::Buy, "1000", "2");
     same_money.client_order_id = old.client_order_id.clone();
     venue.run(amend(old.order_id, same_money)).unwrap();
 }
 
 #[test]
 fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
-    let mut replacement = venue.order(BOB, Direction::Buy, "2001", "1");
+    let mut replacement = venue.quote(BOB, Direction::Buy, "2001", "1");
     replacement.client_order_id = old.client_order_id.clone();
     assert_eq!(
         venue.run(amend(old.order_id, replacement.clone())),
         Err(Rejection::NotOwner)
     );
-    let mut other_direction = venue.order(ALICE, Direction::Sell, "2001", "1");
+    let mut other_direction = venue.quote(ALICE, Direction::Sell, "2001", "1");
     other_direction.client_order_id = old.client_order_id.clone();
     assert!(matches!(
         venue.run(amend(old.order_id, other_direction)),
         Err(Rejection::InvalidOrder(_))
     ));
     // Bob's sell fills Alice's order: it is no longer open.
-    let taker = venue.order(BOB, Direction::Sell, "2000", "1");
+    let taker = venue.quote(BOB, Direction::Sell, "2000", "1");
     venue.run(Command::PlaceOrder(taker)).unwrap();
-    let mut late = venue.order(ALICE, Direction::Buy, "2001", "1");
+    let mut late = venue.quote(ALICE, Direction::Buy, "2001", "1");
     late.client_order_id = old.client_order_id.clone();
     assert_eq!(venue.run(amend(old.order_id, late)), Err(Rejection::OrderNotFound));
 }
@@ -201,9 +152,9 @@ fn amend_refuses_another_accounts_order_a_closed_one_and_changed_terms() {
 /// is refused (the auditor replays the engine, so such a line is a `FAIL`).
 #[test]
 fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let old = venue.rest(ALICE, Direction::Buy, "2000", "1");
-    let mut gouged = venue.order(ALICE, Direction::Buy, "2100", "1");
+    let mut gouged = venue.quote(ALICE, Direction::Buy, "2100", "1");
     gouged.client_order_id = old.client_order_id.clone();
     assert!(matches!(
         venue.run(Command::AmendOrder(Amend {
@@ -215,7 +166,7 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
         })),
         Err(Rejection::InvalidOrder(_))
     ));
-    let mut doubled = venue.order(ALICE, Direction::Buy, "2000", "2");
+    let mut doubled = venue.quote(ALICE, Direction::Buy, "2000", "2");
     doubled.client_order_id = old.client_order_id.clone();
     assert!(matches!(
         venue.run(Command::AmendOrder(Amend {
@@ -228,7 +179,7 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
         Err(Rejection::InvalidOrder(_))
     ));
     // Kept as said, it applies.
-    let mut kept = venue.order(ALICE, Direction::Buy, "2000", "1");
+    let mut kept = venue.quote(ALICE, Direction::Buy, "2000", "1");
     kept.client_order_id = old.client_order_id.clone();
     venue
         .run(Command::AmendOrder(Amend {
@@ -243,11 +194,11 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
 
 #[test]
 fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let old = venue.rest(ALICE, Direction::Buy, "2000", "0.1");
     venue.rest(ALICE, Direction::Buy, "1999", "0.1");
     venue.rest(ALICE, Direction::Buy, "1998", "0.1");
-    let mut replacement = venue.order(ALICE, Direction::Buy, "1997", "0.1");
+    let mut replacement = venue.quote(ALICE, Direction::Buy, "1997", "0.1");
     replacement.client_order_id = old.client_order_id.clone();
     venue.run(amend(old.order_id, replacement)).unwrap();
     assert_eq!(venue.engine.open_order_count(&ALICE), 3);
@@ -255,7 +206,7 @@ fn amend_at_the_open_order_limit_does_not_count_the_old_order_twice() {
 
 #[test]
 fn the_switch_fires_once_at_its_time_and_a_later_setting_replaces_it() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let order = venue.rest(ALICE, Direction::Buy, "2000", "1");
     let trigger = venue.time_ms + 10_000;
     venue
@@ -318,8 +269,8 @@ fn the_switch_fires_once_at_its_time_and_a_later_setting_replaces_it() {
 
 #[test]
 fn an_agent_trades_for_the_account_that_approved_it_and_never_moves_funds() {
-    let mut venue = Venue::new();
-    let order = venue.order(ALICE, Direction::Buy, "2000", "1");
+    let mut venue = venue();
+    let order = venue.quote(ALICE, Direction::Buy, "2000", "1");
     let by_bot = |command: Command| Command::ByAgent {
         agent: BOT,
         command: Box::new(command),
@@ -365,13 +316,13 @@ fn an_agent_trades_for_the_account_that_approved_it_and_never_moves_funds() {
     };
     assert_eq!(venue.run(by_bot(approve)), Err(Rejection::AgentNotAllowed));
     // Bob never approved the bot.
-    let bobs = venue.order(BOB, Direction::Sell, "2100", "1");
+    let bobs = venue.quote(BOB, Direction::Sell, "2100", "1");
     assert_eq!(
         venue.run(by_bot(Command::PlaceOrder(bobs))),
         Err(Rejection::AgentNotAllowed)
     );
     // Past its end, then revoked.
-    let late = venue.order(ALICE, Direction::Buy, "1990", "0.1");
+    let late = venue.quote(ALICE, Direction::Buy, "1990", "0.1");
     venue.time_ms = until;
     assert_eq!(
         venue.run(by_bot(Command::PlaceOrder(late.clone()))),
@@ -394,7 +345,7 @@ fn an_agent_trades_for_the_account_that_approved_it_and_never_moves_funds() {
 
 #[test]
 fn agents_and_switches_survive_a_restore_from_state() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue
         .run(Command::ApproveAgent {
             account: ALICE,
@@ -422,7 +373,7 @@ fn agents_and_switches_survive_a_restore_from_state() {
 
 #[test]
 fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     const STRANGER: Address = Address::from_bytes([0x5e; 20]);
     let claim = crate::nonces::NonceClaim {
         nonce: crate::nonces::Nonce::from_bytes([1; 32]),
@@ -479,13 +430,13 @@ fn an_address_with_nothing_on_the_chain_holds_no_nonce_switch_or_agent() {
 
 #[test]
 fn an_amend_that_kept_the_remaining_amount_is_refused_once_the_order_filled_since() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     let old = venue.rest(ALICE, Direction::Sell, "2000", "1");
     // The venue read 1 ETH left to sell; then Bob's buy fills 0.4 of it.
     let remaining_read = venue.engine.open_order(&old.order_id).unwrap().remaining();
-    let taker = venue.order(BOB, Direction::Buy, "2000", "0.4");
+    let taker = venue.quote(BOB, Direction::Buy, "2000", "0.4");
     venue.run(Command::PlaceOrder(taker)).unwrap();
-    let mut replacement = venue.order(ALICE, Direction::Sell, "2010", "1");
+    let mut replacement = venue.quote(ALICE, Direction::Sell, "2010", "1");
     replacement.client_order_id = old.client_order_id.clone();
     replacement.quantity = remaining_read;
     // Selling 1 again would sell the filled 0.4 twice.

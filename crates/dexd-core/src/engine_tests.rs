@@ -1,82 +1,46 @@
 //! Scenario tests of the engine's rules, one small story each.
 
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::engine::{Command, Engine, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::ledger::Balance;
-use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
+use crate::money::{Address, Amount, AssetIndex, OrderId, Price, Quantity};
 use crate::order::{CancelReason, Direction, NewOrder, OrderRecord, OrderStatus, TimeInForce};
-use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, order_of_decimals, ETH, USDC};
+use crate::testing::{
+    scenario_config, Venue, ALICE, BOB, CAROL, ETH, ETH_UNIT, FEE_ACCOUNT as FEES, PAIR, USDC, USDC_UNIT,
+};
 use crate::transfer::TransferRequest;
-
-const PAIR: PairIndex = PairIndex(0);
-const ALICE: Address = Address::from_bytes([0xa1; 20]);
-const BOB: Address = Address::from_bytes([0xb0; 20]);
-const CAROL: Address = Address::from_bytes([0xc0; 20]);
-const FEES: Address = Address::from_bytes([0xfe; 20]);
-const USDC_UNIT: u128 = 1_000_000;
-const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
 
 /// The ETH/USDC market of `testing`, in ledger custody.
 fn engine_with_limits(limits: EngineLimits) -> Engine {
-    Engine::new(EngineConfig {
-        assets: eth_and_usdc(),
-        pairs: vec![eth_usdc_definition()],
-        fee_account: FEES,
-        custody: crate::custody::CustodyMode::Ledger,
-        limits,
-    })
-    .unwrap()
+    Engine::new(scenario_config(limits)).unwrap()
 }
 
 fn engine() -> Engine {
     engine_with_limits(EngineLimits::default())
 }
 
-struct Venue {
-    engine: Engine,
-    next_id: u8,
-    time_ms: u64,
+/// A venue on [`engine`] where nobody holds anything yet.
+fn venue() -> Venue {
+    Venue::new(scenario_config(EngineLimits::default()), 1_000)
 }
 
-impl Venue {
-    fn new() -> Venue {
-        Venue {
-            engine: engine(),
-            next_id: 0,
-            time_ms: 1_000,
-        }
-    }
+/// Placing as these tests read it: the outcome of one placement.
+trait Placing {
+    fn placed(&mut self, order: NewOrder) -> Result<Placed, Rejection>;
+    fn limit(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> Placed;
+    fn balance(&self, account: Address, asset: AssetIndex) -> Balance;
+}
 
-    fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
-        self.time_ms += 1;
-        execute_checked(&mut self.engine, command, self.time_ms)
-    }
-
-    fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {
-        self.run(crate::testing::deposit(account, asset, units)).unwrap();
-    }
-
-    fn order(&mut self, account: Address, direction: Direction, price: Option<&str>, amount: &str) -> NewOrder {
-        self.next_id += 1;
-        let spec = self.engine.pair_spec(PAIR).unwrap();
-        order_of_decimals(
-            spec,
-            OrderId::from_bytes([self.next_id; 32]),
-            account,
-            direction,
-            (price, amount),
-        )
-    }
-
-    fn place(&mut self, order: NewOrder) -> Result<Placed, Rejection> {
+impl Placing for Venue {
+    fn placed(&mut self, order: NewOrder) -> Result<Placed, Rejection> {
         let order_id = order.order_id;
-        let events = self.run(Command::PlaceOrder(order))?;
+        let events = self.place(order)?;
         Ok(Placed::from_events(order_id, events))
     }
 
     fn limit(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> Placed {
         let order = self.order(account, direction, Some(price), amount);
-        self.place(order).unwrap()
+        self.placed(order).unwrap()
     }
 
     fn balance(&self, account: Address, asset: AssetIndex) -> Balance {
@@ -130,7 +94,7 @@ fn usdc(units: u128) -> Amount {
 
 #[test]
 fn a_resting_buy_locks_price_times_amount_of_quote() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 10_000 * USDC_UNIT);
     let placed = venue.limit(ALICE, Direction::Buy, "2500.5", "1.5");
     assert_eq!(placed.order.status, OrderStatus::Open);
@@ -146,7 +110,7 @@ fn a_resting_buy_locks_price_times_amount_of_quote() {
 
 #[test]
 fn a_crossing_sell_fills_at_the_makers_price_with_fees_from_what_each_receives() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 10_000 * USDC_UNIT);
     venue.deposit(BOB, ETH, 2 * ETH_UNIT);
     let bid = venue.limit(ALICE, Direction::Buy, "2500", "1");
@@ -179,7 +143,7 @@ fn a_crossing_sell_fills_at_the_makers_price_with_fees_from_what_each_receives()
 
 #[test]
 fn better_prices_fill_first_then_older_orders() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, 10 * ETH_UNIT);
     venue.deposit(CAROL, ETH, 10 * ETH_UNIT);
     venue.deposit(BOB, USDC, 100_000 * USDC_UNIT);
@@ -213,7 +177,7 @@ fn better_prices_fill_first_then_older_orders() {
 
 #[test]
 fn a_taker_buy_filling_below_its_limit_releases_the_difference() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, ETH_UNIT);
     venue.deposit(BOB, USDC, 1_000 * USDC_UNIT);
     venue.limit(ALICE, Direction::Sell, "90", "1");
@@ -233,13 +197,13 @@ fn a_taker_buy_filling_below_its_limit_releases_the_difference() {
 
 #[test]
 fn ioc_cancels_its_remainder_and_releases_its_lock() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, ETH_UNIT);
     venue.deposit(BOB, USDC, 1_000 * USDC_UNIT);
     venue.limit(ALICE, Direction::Sell, "100", "1");
     let mut order = venue.order(BOB, Direction::Buy, Some("100"), "3");
     order.time_in_force = TimeInForce::ImmediateOrCancel;
-    let placed = venue.place(order).unwrap();
+    let placed = venue.placed(order).unwrap();
     assert_eq!(placed.order.status, OrderStatus::Cancelled);
     assert_eq!(placed.order.cancel_reason, Some(CancelReason::UnfilledRemainder));
     assert_eq!(placed.order.filled, Quantity::from_lots(10_000));
@@ -255,46 +219,46 @@ fn ioc_cancels_its_remainder_and_releases_its_lock() {
 
 #[test]
 fn fok_fills_whole_or_is_rejected_without_change() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, 2 * ETH_UNIT);
     venue.deposit(BOB, USDC, 1_000 * USDC_UNIT);
     venue.limit(ALICE, Direction::Sell, "100", "1");
     venue.limit(ALICE, Direction::Sell, "102", "1");
     let mut too_much = venue.order(BOB, Direction::Buy, Some("101"), "1.5");
     too_much.time_in_force = TimeInForce::FillOrKill;
-    assert_eq!(venue.place(too_much).err(), Some(Rejection::FillOrKillNotFillable));
+    assert_eq!(venue.placed(too_much).err(), Some(Rejection::FillOrKillNotFillable));
     let mut fillable = venue.order(BOB, Direction::Buy, Some("102"), "1.5");
     fillable.time_in_force = TimeInForce::FillOrKill;
-    let placed = venue.place(fillable).unwrap();
+    let placed = venue.placed(fillable).unwrap();
     assert_eq!(placed.order.status, OrderStatus::Filled);
     assert_eq!(placed.trades.len(), 2);
 }
 
 #[test]
 fn post_only_is_rejected_when_it_would_take_and_rests_otherwise() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, ETH_UNIT);
     venue.deposit(BOB, USDC, 1_000 * USDC_UNIT);
     venue.limit(ALICE, Direction::Sell, "100", "1");
     let mut taking = venue.order(BOB, Direction::Buy, Some("100"), "1");
     taking.post_only = true;
-    assert_eq!(venue.place(taking).err(), Some(Rejection::PostOnlyWouldTake));
+    assert_eq!(venue.placed(taking).err(), Some(Rejection::PostOnlyWouldTake));
     let mut making = venue.order(BOB, Direction::Buy, Some("99.99"), "1");
     making.post_only = true;
-    assert_eq!(venue.place(making).unwrap().order.status, OrderStatus::Open);
+    assert_eq!(venue.placed(making).unwrap().order.status, OrderStatus::Open);
 }
 
 #[test]
 fn market_orders_walk_the_book_and_need_liquidity() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(BOB, USDC, 1_000 * USDC_UNIT);
     let market = venue.order(BOB, Direction::Buy, None, "1");
-    assert_eq!(venue.place(market).err(), Some(Rejection::NoLiquidity));
+    assert_eq!(venue.placed(market).err(), Some(Rejection::NoLiquidity));
     venue.deposit(ALICE, ETH, 2 * ETH_UNIT);
     venue.limit(ALICE, Direction::Sell, "100", "0.5");
     venue.limit(ALICE, Direction::Sell, "200", "0.5");
     let market = venue.order(BOB, Direction::Buy, None, "2");
-    let placed = venue.place(market).unwrap();
+    let placed = venue.placed(market).unwrap();
     assert_eq!(placed.order.filled, Quantity::from_lots(10_000));
     assert_eq!(placed.order.cost, usdc(150 * USDC_UNIT));
     assert_eq!(placed.order.status, OrderStatus::Cancelled);
@@ -308,12 +272,12 @@ fn market_orders_walk_the_book_and_need_liquidity() {
     // A market buy whose walk costs more than the available quote is refused.
     venue.limit(ALICE, Direction::Sell, "2000", "1");
     let market = venue.order(BOB, Direction::Buy, None, "1");
-    assert_eq!(venue.place(market).err(), Some(Rejection::InsufficientBalance));
+    assert_eq!(venue.placed(market).err(), Some(Rejection::InsufficientBalance));
 }
 
 #[test]
 fn an_incoming_order_cancels_its_own_resting_orders_instead_of_filling_them() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, 2 * ETH_UNIT);
     venue.deposit(ALICE, USDC, 1_000 * USDC_UNIT);
     venue.deposit(CAROL, ETH, ETH_UNIT);
@@ -328,12 +292,12 @@ fn an_incoming_order_cancels_its_own_resting_orders_instead_of_filling_them() {
     // An account alone on the other side finds no liquidity for a market order.
     venue.limit(ALICE, Direction::Sell, "100", "0.5");
     let market = venue.order(ALICE, Direction::Buy, None, "0.5");
-    assert_eq!(venue.place(market).err(), Some(Rejection::NoLiquidity));
+    assert_eq!(venue.placed(market).err(), Some(Rejection::NoLiquidity));
 }
 
 #[test]
 fn cancel_releases_the_lock_and_only_the_owner_may_cancel() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 1_000 * USDC_UNIT);
     let bid = venue.limit(ALICE, Direction::Buy, "100", "1");
     let order_id = bid.order.terms.order_id;
@@ -357,28 +321,28 @@ fn cancel_releases_the_lock_and_only_the_owner_may_cancel() {
 
 #[test]
 fn orders_below_the_pair_minimums_are_rejected() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 1_000 * USDC_UNIT);
     let tiny = venue.order(ALICE, Direction::Buy, Some("100"), "0.0009");
-    assert_eq!(venue.place(tiny).err(), Some(Rejection::BelowMinAmount));
+    assert_eq!(venue.placed(tiny).err(), Some(Rejection::BelowMinAmount));
     let cheap = venue.order(ALICE, Direction::Buy, Some("0.01"), "1");
-    assert_eq!(venue.place(cheap).err(), Some(Rejection::BelowMinNotional));
+    assert_eq!(venue.placed(cheap).err(), Some(Rejection::BelowMinNotional));
     let too_costly = venue.order(ALICE, Direction::Buy, Some("100"), "100");
-    assert_eq!(venue.place(too_costly).err(), Some(Rejection::InsufficientBalance));
+    assert_eq!(venue.placed(too_costly).err(), Some(Rejection::InsufficientBalance));
 }
 
 #[test]
 fn client_order_ids_are_unique_among_open_orders_only() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 1_000 * USDC_UNIT);
     let mut first = venue.order(ALICE, Direction::Buy, Some("100"), "1");
     first.client_order_id = Some("bot-42".to_string());
     let first_id = first.order_id;
-    venue.place(first).unwrap();
+    venue.placed(first).unwrap();
     let mut second = venue.order(ALICE, Direction::Buy, Some("100"), "1");
     second.client_order_id = Some("bot-42".to_string());
     assert_eq!(
-        venue.place(second.clone()).err(),
+        venue.placed(second.clone()).err(),
         Some(Rejection::DuplicateClientOrderId)
     );
     venue
@@ -388,12 +352,12 @@ fn client_order_ids_are_unique_among_open_orders_only() {
             pair: None,
         })
         .unwrap();
-    assert_eq!(venue.place(second).unwrap().order.status, OrderStatus::Open);
+    assert_eq!(venue.placed(second).unwrap().order.status, OrderStatus::Open);
 }
 
 #[test]
 fn the_open_order_limit_is_enforced() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.engine = engine_with_limits(EngineLimits {
         max_open_orders_per_account: 2,
         ..EngineLimits::default()
@@ -402,12 +366,12 @@ fn the_open_order_limit_is_enforced() {
     venue.limit(ALICE, Direction::Buy, "100", "1");
     venue.limit(ALICE, Direction::Buy, "101", "1");
     let third = venue.order(ALICE, Direction::Buy, Some("102"), "1");
-    assert_eq!(venue.place(third).err(), Some(Rejection::TooManyOpenOrders));
+    assert_eq!(venue.placed(third).err(), Some(Rejection::TooManyOpenOrders));
 }
 
 #[test]
 fn withdrawals_need_available_funds_and_deposits_must_fit() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
     venue.limit(ALICE, Direction::Buy, "60", "1");
     assert_eq!(
@@ -427,7 +391,7 @@ fn withdrawals_need_available_funds_and_deposits_must_fit() {
 
 #[test]
 fn eighteen_decimal_assets_work_over_their_realistic_range() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     // A billion ETH is more than will ever exist.
     venue.deposit(ALICE, ETH, 1_000_000_000 * ETH_UNIT);
     venue.deposit(BOB, USDC, 10u128.pow(15) * USDC_UNIT);
@@ -439,7 +403,7 @@ fn eighteen_decimal_assets_work_over_their_realistic_range() {
 
 #[test]
 fn tradable_amounts_walk_the_asks_of_other_accounts() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, 3 * ETH_UNIT);
     venue.deposit(BOB, USDC, 250 * USDC_UNIT);
     venue.deposit(BOB, ETH, ETH_UNIT);
@@ -455,7 +419,7 @@ fn tradable_amounts_walk_the_asks_of_other_accounts() {
 
 #[test]
 fn positions_follow_fills_with_average_cost() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, ETH, 10 * ETH_UNIT);
     venue.deposit(BOB, USDC, 10_000 * USDC_UNIT);
     venue.limit(ALICE, Direction::Sell, "100", "1");
@@ -473,7 +437,7 @@ fn positions_follow_fills_with_average_cost() {
 #[test]
 fn the_same_commands_at_the_same_times_give_the_same_state() {
     let build = || {
-        let mut venue = Venue::new();
+        let mut venue = venue();
         venue.deposit(ALICE, ETH, 5 * ETH_UNIT);
         venue.deposit(BOB, USDC, 5_000 * USDC_UNIT);
         venue.limit(ALICE, Direction::Sell, "100", "2");
@@ -510,7 +474,7 @@ fn time_never_runs_backwards_inside_the_engine() {
 
 #[test]
 fn a_signed_command_uses_its_nonce_once_and_a_refused_one_leaves_it_free() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
     let claim = |expiry_ms| crate::NonceClaim {
         nonce: crate::Nonce::from_bytes([9; 32]),
@@ -570,7 +534,7 @@ fn a_venue_signed_command_is_applied_once_and_only_within_its_window() {
         }
         result
     };
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 100 * USDC_UNIT);
     venue.time_ms = 1_000_000;
     let now = venue.time_ms;
@@ -612,7 +576,7 @@ fn a_venue_signed_command_is_applied_once_and_only_within_its_window() {
     assert_eq!(venue.balance(ALICE, USDC).available, usdc(98 * USDC_UNIT));
 
     // A journal from before the rule (a window of 0): venue-signed commands claimed nothing.
-    let mut venue = Venue::new();
+    let mut venue = self::venue();
     venue.engine = engine_with_limits(EngineLimits {
         venue_signed_window_ms: 0,
         ..EngineLimits::default()
@@ -630,13 +594,27 @@ fn a_venue_signed_command_is_applied_once_and_only_within_its_window() {
 /// split into named parts, and after).
 #[test]
 fn the_state_hash_of_a_fixed_story_is_the_published_one() {
-    let mut venue = Venue::new();
+    let mut venue = venue();
     venue.deposit(ALICE, USDC, 10_000 * USDC_UNIT);
     venue.deposit(BOB, ETH, 5 * ETH_UNIT);
-    venue.limit(ALICE, Direction::Buy, "2000", "1");
-    venue.limit(ALICE, Direction::Buy, "1990", "0.5");
-    venue.limit(BOB, Direction::Sell, "2000", "0.25");
-    let mut stop = venue.order(BOB, Direction::Sell, Some("1900"), "0.1");
+    // The story's order ids are 1, 2, 3 and 4 in every byte, as when it was published.
+    let mut number = 0u8;
+    let mut story_order = |venue: &mut Venue, account, direction, price, amount| {
+        number += 1;
+        NewOrder {
+            order_id: OrderId::from_bytes([number; 32]),
+            ..venue.order(account, direction, Some(price), amount)
+        }
+    };
+    for (account, direction, price, amount) in [
+        (ALICE, Direction::Buy, "2000", "1"),
+        (ALICE, Direction::Buy, "1990", "0.5"),
+        (BOB, Direction::Sell, "2000", "0.25"),
+    ] {
+        let order = story_order(&mut venue, account, direction, price, amount);
+        venue.placed(order).unwrap();
+    }
+    let mut stop = story_order(&mut venue, BOB, Direction::Sell, "1900", "0.1");
     stop.conditions = Some(Box::new(crate::order::OrderConditions {
         trigger: Some(crate::order::Trigger {
             price: venue
@@ -649,7 +627,7 @@ fn the_state_hash_of_a_fixed_story_is_the_published_one() {
         }),
         ..Default::default()
     }));
-    venue.place(stop).unwrap();
+    venue.placed(stop).unwrap();
     let hash: String = venue
         .engine
         .state_hash()

@@ -2,14 +2,15 @@
 //! the `testing` feature: a market to trade on ([`Market`], the ETH/USDC pair of the unit tests),
 //! account addresses and order ids shaped like real ones, plain orders, a deposit, a small
 //! deterministic generator ([`SplitMix`]) so that a stream of commands is the same on every
-//! run, and the checked way to run a command.
+//! run, the checked way to run a command, and a [`Venue`] that runs a scenario's commands one
+//! millisecond apart.
 //!
 //! Test and benchmark code only: built for this crate's unit tests; its own property tests and
 //! benchmarks include this file (`#[path]`), since a crate's dev targets cannot turn on its own
 //! features; other crates' tests and benchmarks take it with the `testing` feature, which only
 //! dev-dependencies turn on, so nothing of the venue is built with it. It names the engine as
 //! `dexd_core` (the crate calls itself so too), so that it compiles the same in each of those
-//! places. It builds commands and holds no state.
+//! places.
 
 use dexd_core::{
     Address, Amend, Amount, AssetIndex, AssetSpec, Command, CustodyMode, Decimal, Direction, Engine, EngineConfig,
@@ -21,6 +22,17 @@ use dexd_core::{
 pub const ETH: AssetIndex = AssetIndex(0);
 /// USDC, the unit tests' quote asset.
 pub const USDC: AssetIndex = AssetIndex(1);
+
+/// One whole USDC in units.
+pub const USDC_UNIT: u128 = 1_000_000;
+/// One whole ETH in units.
+pub const ETH_UNIT: u128 = 1_000_000_000_000_000_000;
+/// The scenario tests' traders.
+pub const ALICE: Address = Address::from_bytes([0xa1; 20]);
+/// A second trader.
+pub const BOB: Address = Address::from_bytes([0xb0; 20]);
+/// A third trader.
+pub const CAROL: Address = Address::from_bytes([0xc0; 20]);
 
 /// ETH (18 decimals) and USDC (6 decimals), in that order.
 pub fn eth_and_usdc() -> Vec<AssetSpec> {
@@ -44,6 +56,17 @@ pub fn eth_usdc_definition() -> PairDefinition {
         ..Market::eth_usdc()
     };
     market.config().pairs.remove(0)
+}
+
+/// The scenario tests' engine: [`eth_usdc_definition`] in ledger custody under `limits`.
+pub fn scenario_config(limits: EngineLimits) -> EngineConfig {
+    EngineConfig {
+        assets: eth_and_usdc(),
+        pairs: vec![eth_usdc_definition()],
+        fee_account: FEE_ACCOUNT,
+        custody: CustodyMode::Ledger,
+        limits,
+    }
 }
 
 /// Runs a command at `time_ms` and checks what every command must keep: a rejection emits
@@ -297,4 +320,70 @@ pub fn amend(order_id: OrderId, replacement: NewOrder) -> Command {
         amount_from_remaining: None,
         keeps_price: false,
     })
+}
+
+/// An engine driven as a scenario test drives it: each command one millisecond after the last,
+/// every one run checked ([`execute_checked`]), its orders numbered as they are made.
+pub struct Venue {
+    /// The engine, to read.
+    pub engine: Engine,
+    /// The time the last command ran at.
+    pub time_ms: u64,
+    next_order_number: u32,
+}
+
+impl Venue {
+    /// A venue of `config` whose first command runs just after `start_ms`.
+    pub fn new(config: EngineConfig, start_ms: u64) -> Venue {
+        Venue {
+            engine: Engine::new(config).expect("a valid configuration"),
+            time_ms: start_ms,
+            next_order_number: 0,
+        }
+    }
+
+    /// Runs `command` a millisecond after the last one.
+    pub fn run(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
+        self.time_ms += 1;
+        execute_checked(&mut self.engine, command, self.time_ms)
+    }
+
+    /// Deposits `units` of `asset` to `account` on the ledger.
+    pub fn deposit(&mut self, account: Address, asset: AssetIndex, units: u128) {
+        self.run(deposit(account, asset, units))
+            .expect("a ledger deposit applies");
+    }
+
+    /// The next order on [`PAIR`], given in decimals: a limit at `price`, or a market order.
+    pub fn order(&mut self, account: Address, direction: Direction, price: Option<&str>, amount: &str) -> NewOrder {
+        self.next_order_number += 1;
+        let number = self.next_order_number.to_be_bytes();
+        let mut id = [0u8; 32];
+        id[..4].copy_from_slice(&number);
+        // The engine hashes an id by its last eight bytes, as a digest's are.
+        id[28..].copy_from_slice(&number);
+        let spec = self.engine.pair_spec(PAIR).expect("the venue trades PAIR");
+        order_of_decimals(spec, OrderId::from_bytes(id), account, direction, (price, amount))
+    }
+
+    /// The next limit order, labelled with a client order id of its own (`quote-N`).
+    pub fn quote(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> NewOrder {
+        let order = self.order(account, direction, Some(price), amount);
+        NewOrder {
+            client_order_id: Some(format!("quote-{}", self.next_order_number)),
+            ..order
+        }
+    }
+
+    /// Places `order`.
+    pub fn place(&mut self, order: NewOrder) -> Result<Vec<Event>, Rejection> {
+        self.run(Command::PlaceOrder(order))
+    }
+
+    /// Places the next quote, which must be taken: it rests or fills.
+    pub fn rest(&mut self, account: Address, direction: Direction, price: &str, amount: &str) -> NewOrder {
+        let order = self.quote(account, direction, price, amount);
+        self.place(order.clone()).expect("the quote is taken");
+        order
+    }
 }
