@@ -5,7 +5,7 @@ use crate::engine::{Command, Engine, EngineConfig, EngineLimits, SwitchSetting};
 use crate::events::{Event, Rejection};
 use crate::money::{Address, Amount, OrderId, PairIndex};
 use crate::order::{Amend, Direction, OrderStatus};
-use crate::testing::{amend, scenario_config, Venue, ALICE, BOB, ETH, ETH_UNIT, PAIR, USDC, USDC_UNIT};
+use crate::testing::{amend, amend_of, scenario_config, Venue, ALICE, BOB, ETH, ETH_UNIT, PAIR, USDC, USDC_UNIT};
 use crate::transfer::TransferRequest;
 
 const BOT: Address = Address::from_bytes([0xb7; 20]);
@@ -158,11 +158,8 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
     gouged.client_order_id = old.client_order_id.clone();
     assert!(matches!(
         venue.run(Command::AmendOrder(Amend {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: gouged,
-            amount_from_remaining: None,
             keeps_price: true,
+            ..amend_of(old.order_id, gouged)
         })),
         Err(Rejection::InvalidOrder(_))
     ));
@@ -170,11 +167,9 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
     doubled.client_order_id = old.client_order_id.clone();
     assert!(matches!(
         venue.run(Command::AmendOrder(Amend {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: doubled,
             amount_from_remaining: Some(old.quantity),
             keeps_price: true,
+            ..amend_of(old.order_id, doubled)
         })),
         Err(Rejection::InvalidOrder(_))
     ));
@@ -183,11 +178,9 @@ fn an_amend_cannot_change_the_price_or_amount_it_says_it_kept() {
     kept.client_order_id = old.client_order_id.clone();
     venue
         .run(Command::AmendOrder(Amend {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: kept,
             amount_from_remaining: Some(old.quantity),
             keeps_price: true,
+            ..amend_of(old.order_id, kept)
         }))
         .unwrap();
 }
@@ -442,11 +435,8 @@ fn an_amend_that_kept_the_remaining_amount_is_refused_once_the_order_filled_sinc
     // Selling 1 again would sell the filled 0.4 twice.
     assert_eq!(
         venue.run(Command::AmendOrder(Amend {
-            account: ALICE,
-            order_id: old.order_id,
-            replacement: replacement.clone(),
             amount_from_remaining: Some(remaining_read),
-            keeps_price: false,
+            ..amend_of(old.order_id, replacement.clone())
         })),
         Err(Rejection::OrderChanged)
     );

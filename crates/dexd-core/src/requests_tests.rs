@@ -9,9 +9,9 @@ use crate::custody_tests::root_record;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::liabilities::RootStanding;
-use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
-use crate::order::{CancelReason, Direction, NewOrder, OrderStatus, OrderType, TimeInForce};
-use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::money::{Address, Amount, AssetIndex, OrderId, Price, Quantity};
+use crate::order::{CancelReason, Direction, OrderStatus};
+use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, plain_order, ETH, USDC};
 use crate::transfer::{
     chain_request_withdrawal_id, ChainDeposit, ChainWithdrawalRequest, TransferRequest, TransferStatus,
     VaultWithdrawal, WithdrawalKey,
@@ -67,20 +67,15 @@ impl Venue {
     }
 
     fn buy(&mut self, id: u8, ticks: u64, lots: u64) {
-        self.run(Command::PlaceOrder(NewOrder {
-            order_id: OrderId::from_bytes([id; 32]),
-            client_order_id: None,
-            account: ALICE,
-            pair: PairIndex(0),
-            order_type: OrderType::Limit,
-            direction: Direction::Buy,
-            time_in_force: TimeInForce::GoodTillCancelled,
-            post_only: false,
-            price: Price::from_ticks(ticks),
-            quantity: Quantity::from_lots(lots),
-            conditions: Default::default(),
-        }))
-        .unwrap();
+        let order_id = OrderId::from_bytes([id; 32]);
+        let order = plain_order(
+            order_id,
+            ALICE,
+            Direction::Buy,
+            Price::from_ticks(ticks),
+            Quantity::from_lots(lots),
+        );
+        self.run(Command::PlaceOrder(order)).unwrap();
     }
 
     fn available(&self, account: Address, asset: AssetIndex) -> u128 {

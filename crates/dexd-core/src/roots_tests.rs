@@ -8,9 +8,9 @@ use crate::custody_tests::root_record;
 use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
 use crate::events::{Event, Rejection};
 use crate::liabilities::{LiabilityToken, RootOrigin, RootStanding, VaultFreeze, WithdrawalWait};
-use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
-use crate::order::{Direction, NewOrder, OrderType, TimeInForce};
-use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::money::{Address, Amount, AssetIndex, OrderId, Price, Quantity};
+use crate::order::Direction;
+use crate::testing::{eth_and_usdc, eth_usdc_definition, execute_checked, plain_order, ETH, USDC};
 use crate::transfer::{ChainDeposit, TransferRequest, VaultWithdrawal, WithdrawalKey};
 
 const ALICE: Address = Address::from_bytes([0xa1; 20]);
@@ -244,19 +244,13 @@ fn a_frozen_vault_takes_no_order_deposit_or_withdrawal_and_pays_nothing() {
     let first = venue.withdraw(1, 100);
     venue.root(0, first, RootOrigin::Venue);
     venue.settle(0, RootStanding::Final).unwrap();
-    let order = NewOrder {
-        order_id: OrderId::from_bytes([7; 32]),
-        client_order_id: None,
-        account: ALICE,
-        pair: PairIndex(0),
-        order_type: OrderType::Limit,
-        direction: Direction::Buy,
-        time_in_force: TimeInForce::GoodTillCancelled,
-        post_only: false,
-        price: Price::from_ticks(100),
-        quantity: Quantity::from_lots(10_000),
-        conditions: Default::default(),
-    };
+    let order = plain_order(
+        OrderId::from_bytes([7; 32]),
+        ALICE,
+        Direction::Buy,
+        Price::from_ticks(100),
+        Quantity::from_lots(10_000),
+    );
     venue.run(Command::PlaceOrder(order.clone())).unwrap();
     let events = venue
         .run(Command::RecordVaultFreeze(VaultFreeze { exit_epoch: Some(0) }))

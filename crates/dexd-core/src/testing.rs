@@ -106,7 +106,7 @@ pub fn order_of_decimals(
 }
 
 /// A good-till-cancelled order on [`PAIR`], a limit at `price` or a market order without one.
-fn plain_order(
+pub fn plain_order(
     order_id: OrderId,
     account: Address,
     direction: Direction,
@@ -313,13 +313,18 @@ pub fn run_stream(mut engine: Engine, stream: Vec<Command>, events: &mut Vec<Eve
 /// An amend of `order_id` into `replacement`, asked by the replacement's account, with the price
 /// and amount the replacement gives (nothing left out, so nothing taken from the old order).
 pub fn amend(order_id: OrderId, replacement: NewOrder) -> Command {
-    Command::AmendOrder(Amend {
+    Command::AmendOrder(amend_of(order_id, replacement))
+}
+
+/// The [`Amend`] of [`amend`], for a test to change what it kept of the old order.
+pub fn amend_of(order_id: OrderId, replacement: NewOrder) -> Amend {
+    Amend {
         account: replacement.account,
         order_id,
         replacement,
         amount_from_remaining: None,
         keeps_price: false,
-    })
+    }
 }
 
 /// An engine driven as a scenario test drives it: each command one millisecond after the last,

@@ -530,64 +530,49 @@ fn a_history_ahead_of_its_journal_is_refused() {
 
 #[test]
 fn authorizations_round_trip_and_legacy_ones_still_read() {
+    // A client's signature of its own nonce, `byte` in every byte of its fields.
+    let signed = |byte: u8| Authorization {
+        order_id: None,
+        nonce: [byte; 32],
+        expiry_ms: u64::from(byte),
+        signature: [byte; 65],
+        client_signed: true,
+        batch: None,
+        claims_batch_nonce: false,
+        approved_at_block: None,
+    };
+    let batch = |index, hashes: &[[u8; 32]]| {
+        Some(crate::BatchPlace {
+            index,
+            order_hashes: hashes.to_vec().into(),
+        })
+    };
     for authorization in [
         Authorization {
             order_id: Some(OrderId::from_bytes([1; 32])),
-            nonce: [2; 32],
-            expiry_ms: 3,
-            signature: [4; 65],
-            client_signed: true,
-            batch: None,
-            claims_batch_nonce: false,
-            approved_at_block: None,
+            ..signed(2)
         },
         Authorization {
-            order_id: None,
-            nonce: [5; 32],
             expiry_ms: u64::MAX,
-            signature: [6; 65],
-            client_signed: true,
-            batch: None,
-            claims_batch_nonce: false,
-            approved_at_block: None,
+            ..signed(5)
         },
         // A withdrawal a contract account approved, with the block the vault was asked at.
         Authorization {
-            order_id: None,
-            nonce: [7; 32],
-            expiry_ms: 8,
-            signature: [9; 65],
-            client_signed: true,
-            batch: None,
-            claims_batch_nonce: false,
             approved_at_block: Some(123_456),
+            ..signed(7)
         },
         // An order of a batch signed once, claiming the batch's nonce and not.
         Authorization {
             order_id: Some(OrderId::from_bytes([9; 32])),
-            nonce: [10; 32],
-            expiry_ms: 11,
-            signature: [12; 65],
-            client_signed: true,
-            batch: Some(crate::BatchPlace {
-                index: 2,
-                order_hashes: vec![[13; 32], [14; 32], [15; 32]].into(),
-            }),
+            batch: batch(2, &[[13; 32], [14; 32], [15; 32]]),
             claims_batch_nonce: true,
-            approved_at_block: None,
+            ..signed(10)
         },
         Authorization {
             order_id: Some(OrderId::from_bytes([16; 32])),
-            nonce: [17; 32],
-            expiry_ms: 18,
-            signature: [19; 65],
             client_signed: false,
-            batch: Some(crate::BatchPlace {
-                index: 0,
-                order_hashes: vec![[20; 32]].into(),
-            }),
-            claims_batch_nonce: false,
-            approved_at_block: None,
+            batch: batch(0, &[[20; 32]]),
+            ..signed(17)
         },
     ] {
         let encoded = encode_authorization(&Some(authorization.clone()));
@@ -595,17 +580,9 @@ fn authorizations_round_trip_and_legacy_ones_still_read() {
     }
     // A batch place whose index is past its orders, or cut short, does not read.
     let mut bad_index = encode_authorization(&Some(Authorization {
-        order_id: None,
-        nonce: [0; 32],
-        expiry_ms: 0,
-        signature: [0; 65],
-        client_signed: true,
-        batch: Some(crate::BatchPlace {
-            index: 0,
-            order_hashes: vec![[1; 32]].into(),
-        }),
+        batch: batch(0, &[[1; 32]]),
         claims_batch_nonce: true,
-        approved_at_block: None,
+        ..signed(0)
     }))
     .unwrap();
     let place_at = bad_index.len() - 34;

@@ -102,12 +102,7 @@ impl Custody {
         if uncovered {
             return Err(Rejection::WithdrawalNotCovered);
         }
-        for key in keys {
-            let pending = self.withdrawals.get_mut(key).expect("checked above");
-            pending.status = TransferStatus::Sent;
-            pending.tx_hash = Some(tx_hash);
-            events.push(Event::TransferApplied(withdrawal_transfer(key, pending, None, now_ms)));
-        }
+        self.set_withdrawals_status(keys, (TransferStatus::Sent, Some(tx_hash)), now_ms, events);
         Ok(())
     }
 
@@ -130,13 +125,25 @@ impl Custody {
             return Err(Rejection::TransferNotPending);
         }
         let _ = tx_hash;
+        self.set_withdrawals_status(keys, (TransferStatus::Pending, None), now_ms, events);
+        Ok(())
+    }
+
+    /// Sets each of `keys` (checked to be pending withdrawals) to `status`, paid by `tx_hash`,
+    /// and tells its account.
+    fn set_withdrawals_status(
+        &mut self,
+        keys: &[WithdrawalKey],
+        (status, tx_hash): (TransferStatus, Option<[u8; 32]>),
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) {
         for key in keys {
-            let pending = self.withdrawals.get_mut(key).expect("checked above");
-            pending.status = TransferStatus::Pending;
-            pending.tx_hash = None;
+            let pending = self.withdrawals.get_mut(key).expect("checked: a pending withdrawal");
+            pending.status = status;
+            pending.tx_hash = tx_hash;
             events.push(Event::TransferApplied(withdrawal_transfer(key, pending, None, now_ms)));
         }
-        Ok(())
     }
 
     /// Records a withdrawal an account asked for on chain, in the vault's order of requests,
