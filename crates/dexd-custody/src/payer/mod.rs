@@ -57,7 +57,7 @@ mod roots;
 
 use std::collections::HashMap;
 
-use self::in_flight::InFlight;
+use self::in_flight::{FlightPurpose, InFlight};
 use super::node::{BlobTerms, Fees, NodeError, SentTransaction, TransactionTerms};
 use super::vault::{chain_address, DexdVault, DexdVaultV2, WithdrawalTerms};
 use super::venue_chain::acting_under;
@@ -409,15 +409,29 @@ impl Payer {
         let calldata = batch_calldata(vault, &payable);
         let reserved = GAS_RESERVED_PER_WITHDRAWAL.saturating_mul(payable.len() as u64);
         let sent = self.send_call(vault, calldata.clone(), (fees, reserved), None).await?;
+        self.journal_sent(vault, sent, (&payable, calldata), FlightPurpose::Withdrawals)
+            .await
+    }
+
+    /// Follows `sent`, which pays `payable` with `calldata`, as the transaction in flight, and
+    /// journals its withdrawals as sent.
+    async fn journal_sent(
+        &mut self,
+        vault: &VaultChain,
+        sent: SentTransaction,
+        (payable, calldata): (&[(WithdrawalKey, PendingWithdrawal)], Vec<u8>),
+        purpose: FlightPurpose,
+    ) -> Result<(), PayError> {
         let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();
         tracing::info!(
             chain_id = vault.chain_id,
             tx_hash = %sent.hash,
             nonce = sent.nonce,
             withdrawals = keys.len(),
+            ?purpose,
             "withdrawals sent to the vault"
         );
-        self.in_flight = Some(InFlight::new(sent, keys.clone(), calldata));
+        self.in_flight = Some(InFlight::new(sent, keys.clone(), calldata).for_purpose(purpose));
         submit(
             vault,
             Command::MarkWithdrawalsSent {

@@ -12,10 +12,10 @@
 use alloy::eips::BlockId;
 use alloy::primitives::U256;
 use alloy::sol_types::SolCall;
-use dexd_core::{Command, PendingWithdrawal, WithdrawalKey};
+use dexd_core::{PendingWithdrawal, WithdrawalKey};
 
-use super::in_flight::{FlightPurpose, InFlight};
-use super::{submit, Candidate, PayError, Payer};
+use super::in_flight::FlightPurpose;
+use super::{Candidate, PayError, Payer};
 use crate::node::NodeError;
 use crate::vault::DexdVaultV2;
 use crate::VaultChain;
@@ -74,23 +74,8 @@ impl Payer {
             }
             Err(error) => return Err(error),
         };
-        let keys: Vec<WithdrawalKey> = payable.iter().map(|(key, _)| *key).collect();
-        tracing::info!(
-            chain_id = vault.chain_id,
-            tx_hash = %sent.hash,
-            nonce = sent.nonce,
-            requests = keys.len(),
-            "withdrawals requested on chain sent to the vault to be served"
-        );
-        self.in_flight = Some(InFlight::new(sent, keys.clone(), calldata).for_purpose(FlightPurpose::Requests));
-        submit(
-            vault,
-            Command::MarkWithdrawalsSent {
-                tx_hash: sent.hash.0,
-                withdrawals: keys,
-            },
-        )
-        .await?;
+        self.journal_sent(vault, sent, (&payable, calldata), FlightPurpose::Requests)
+            .await?;
         Ok(true)
     }
 }
