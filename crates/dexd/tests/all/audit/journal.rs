@@ -6,9 +6,9 @@
 
 use crate::common;
 
-use std::process::Stdio;
 use std::sync::Arc;
 
+use common::auditor::RunningAuditor;
 use common::signer::{eip712, now_ms, Signer};
 use common::{TestServer, Trader};
 use serde_json::{json, Value};
@@ -721,34 +721,11 @@ async fn an_auditor_killed_mid_way_resumes_without_checking_twice() {
     let (_, end) = journal_lines(&server).await;
     let directory = tempfile::tempdir().unwrap();
     // Following, 500 commands a page: killed once it has checked some.
-    let mut follower = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args([
-            "audit",
-            "--venue",
-            &server.base_url,
-            "--chain-id",
-            "1",
-            "--poll-interval-ms",
-            "20",
-            "--page-commands",
-            "500",
-            "--dir",
-        ])
-        .arg(directory.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut follower = RunningAuditor::start(&server.base_url, 1, directory.path(), &["--page-commands", "500"], &[]);
     let copy_path = directory.path().join("chain-1.sqlite3");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        let checked = dexd_store::JournalReader::open(directory.path(), 1)
-            .ok()
-            .and_then(|reader| {
-                let mut reader: Box<dyn dexd_store::JournalRead> = Box::new(reader);
-                reader.last_sequence().ok()
-            })
-            .unwrap_or(0);
+        let checked = follower.checked_through();
         if copy_path.exists() && checked > 0 && checked < end {
             break;
         }
@@ -756,8 +733,7 @@ async fn an_auditor_killed_mid_way_resumes_without_checking_twice() {
         assert!(std::time::Instant::now() < deadline, "the auditor checked nothing");
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
-    follower.kill().unwrap();
-    follower.wait().unwrap();
+    follower.kill();
     let (held, output, errors) = audit_once(&server.base_url, directory.path()).await;
     assert!(held, "{output}\n{errors}");
     // Each deposit counted once, across the two runs.

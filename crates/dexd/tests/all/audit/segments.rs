@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::journal::audit_once_with as audit_once;
+use common::auditor::RunningAuditor;
 use common::{TestServer, Trader};
 use serde_json::{json, Value};
 
@@ -219,21 +220,8 @@ async fn an_auditor_reads_a_segment_the_venue_withholds_from_another_auditors_co
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     // Its --once run has ended; a follower keeps serving (`--once` serves until it stops): a
     // second run of the same directory serves what it checked.
-    let mut server_of_first = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexd"))
-        .args([
-            "audit",
-            "--venue",
-            &server.base_url,
-            "--chain-id",
-            "1",
-            "--poll-interval-ms",
-            "50",
-        ])
-        .args(["--serve", &serve_address.to_string(), "--dir"])
-        .arg(first.path())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let serve_at = serve_address.to_string();
+    let mut server_of_first = RunningAuditor::start(&server.base_url, 1, first.path(), &["--serve", &serve_at], &[]);
     let mirror = format!("http://{serve_address}");
     let reqwest = reqwest::Client::new();
     let served = loop {
@@ -262,7 +250,7 @@ async fn an_auditor_reads_a_segment_the_venue_withholds_from_another_auditors_co
     let copy = dexd_store::JournalReader::open(second.path(), 1).unwrap();
     let mut copy: Box<dyn dexd_store::JournalRead> = Box::new(copy);
     assert!(copy.last_sequence().unwrap() > 10_000);
-    server_of_first.kill().await.unwrap();
+    server_of_first.kill();
 }
 
 /// A proxy of the venue at `venue` that answers 503 to any read of positions up to 10,000.
