@@ -248,21 +248,18 @@ impl PairMarket {
     async fn take(&self, order: &super::walk::TakerOrder) -> Result<(), ApiError> {
         let taker = &self.takers.accounts[order.taker % self.takers.accounts.len()];
         let grid = self.walk.grid();
-        let placed = call(
-            &self.app,
-            handlers::add_order,
-            json!({
-                "chainId": self.chain_id.to_string(),
-                "symbol": self.symbol,
-                "type": OrderType::Limit.wire_name(),
-                "timeInForce": TimeInForce::ImmediateOrCancel.wire_name(),
-                "direction": order.direction.wire_name(),
-                "price": grid.price_text(order.limit_price_ticks),
-                "amount": grid.amount_text(order.amount_steps),
-                "privateKey": taker.key_text(),
-            }),
-        )
-        .await;
+        let placed = self
+            .place(
+                taker,
+                json!({
+                    "type": OrderType::Limit.wire_name(),
+                    "timeInForce": TimeInForce::ImmediateOrCancel.wire_name(),
+                    "direction": order.direction.wire_name(),
+                    "price": grid.price_text(order.limit_price_ticks),
+                    "amount": grid.amount_text(order.amount_steps),
+                }),
+            )
+            .await;
         match placed {
             Ok(_) if order.direction == Direction::Buy && order.delay_ms.is_multiple_of(STOP_EVERY_NTH_BUY) => {
                 self.place_stop(order).await;
@@ -284,25 +281,36 @@ impl PairMarket {
         let taker = &self.takers.accounts[order.taker % self.takers.accounts.len()];
         let grid = self.walk.grid();
         let trigger_ticks = order.limit_price_ticks - order.limit_price_ticks / 100;
-        let placed = call(
-            &self.app,
-            handlers::add_order,
-            json!({
-                "chainId": self.chain_id.to_string(),
-                "symbol": self.symbol,
-                "type": OrderType::Market.wire_name(),
-                "direction": Direction::Sell.wire_name(),
-                "amount": grid.amount_text(order.amount_steps),
-                "triggerPrice": grid.price_text(trigger_ticks),
-                "triggerCondition": TriggerCondition::Below.wire_name(),
-                "expiresAt": dexd_store::now_ms() + DEMO_STOP_LIFETIME_MS,
-                "privateKey": taker.key_text(),
-            }),
-        )
-        .await;
+        let placed = self
+            .place(
+                taker,
+                json!({
+                    "type": OrderType::Market.wire_name(),
+                    "direction": Direction::Sell.wire_name(),
+                    "amount": grid.amount_text(order.amount_steps),
+                    "triggerPrice": grid.price_text(trigger_ticks),
+                    "triggerCondition": TriggerCondition::Below.wire_name(),
+                    "expiresAt": dexd_store::now_ms() + DEMO_STOP_LIFETIME_MS,
+                }),
+            )
+            .await;
         if let Err(error) = placed {
             tracing::debug!(chain_id = self.chain_id, pair = %self.symbol, code = error.code, "a demo stop was not placed");
         }
+    }
+
+    /// Places an order of `taker` on this pair: `terms` are the order's own fields (its type,
+    /// direction, amount…); the chain, the pair and the taker's key are added here.
+    async fn place(&self, taker: &DemoAccount, terms: Value) -> Result<(), ApiError> {
+        let Value::Object(mut fields) = terms else {
+            return Err(ApiError::internal());
+        };
+        fields.insert("chainId".into(), self.chain_id.to_string().into());
+        fields.insert("symbol".into(), self.symbol.clone().into());
+        fields.insert("privateKey".into(), taker.key_text().into());
+        call(&self.app, handlers::add_order, Value::Object(fields))
+            .await
+            .map(drop)
     }
 }
 

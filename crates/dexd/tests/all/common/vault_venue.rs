@@ -281,6 +281,20 @@ impl VaultVenue {
         self.wait_for_available(account, symbol, amount).await;
     }
 
+    /// The exit tests' opening: `seller` deposits 1 WBTC and `buyer` 60,000 USDC, both credited.
+    pub async fn fund_a_wbtc_seller_and_a_usdc_buyer(&self, seller: &PrivateKeySigner, buyer: &PrivateKeySigner) {
+        self.fund(seller, Some(self.chain.wbtc), super::chain::WBTC_UNIT, "WBTC", "1")
+            .await;
+        self.fund(
+            buyer,
+            Some(self.chain.usdc),
+            60_000 * super::chain::USDC_UNIT,
+            "USDC",
+            "60000",
+        )
+        .await;
+    }
+
     /// The account's USDC in its own wallet, on chain.
     pub async fn usdc_in_wallet(&self, account: &PrivateKeySigner) -> U256 {
         self.chain

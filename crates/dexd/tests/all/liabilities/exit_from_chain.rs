@@ -9,7 +9,7 @@ use crate::common;
 
 use alloy::primitives::{Address as ChainAddress, U256};
 use alloy::signers::local::PrivateKeySigner;
-use common::chain::{TEST_ROOT_TERMS, USDC_UNIT, WBTC_UNIT};
+use common::chain::{TEST_ROOT_TERMS, USDC_UNIT};
 use common::vault_calls::{token_balance, view};
 use common::vault_venue::{address_of, key_of, VaultVenue};
 use dexd_custody::vault::DexdVaultV2;
@@ -58,10 +58,7 @@ async fn every_account_exits_from_the_chain_alone(custody_settings: Option<&str>
         venue.restart_with_custody_setting(settings);
     }
     let [alice, bob, carol] = [0, 1, 2].map(|index| venue.chain.users[index].clone());
-    venue.fund(&alice, Some(venue.chain.wbtc), WBTC_UNIT, "WBTC", "1").await;
-    venue
-        .fund(&bob, Some(venue.chain.usdc), 60_000 * USDC_UNIT, "USDC", "60000")
-        .await;
+    venue.fund_a_wbtc_seller_and_a_usdc_buyer(&alice, &bob).await;
     venue
         .fund(&carol, Some(venue.chain.usdc), 500 * USDC_UNIT, "USDC", "500")
         .await;

@@ -65,10 +65,7 @@ async fn custody(venue: &VaultVenue) -> Value {
 async fn a_trader_paid_for_a_token_sold_after_a_root_cannot_exit_the_token_again() {
     let mut venue = VaultVenue::start().await;
     let [alice, bob, carol] = [0, 1, 2].map(|index| venue.chain.users[index].clone());
-    venue.fund(&alice, Some(venue.chain.wbtc), WBTC_UNIT, "WBTC", "1").await;
-    venue
-        .fund(&bob, Some(venue.chain.usdc), 60_000 * USDC_UNIT, "USDC", "60000")
-        .await;
+    venue.fund_a_wbtc_seller_and_a_usdc_buyer(&alice, &bob).await;
     // A root with Alice's 1 WBTC in it, final.
     venue
         .eventually("a final root of both deposits", || async {
