@@ -14,7 +14,7 @@ import {
   amendOrder, cancelAll, openAmendDialog, renderAgents, revokeAgent, setSwitch, startSession, type Session,
 } from "./controls";
 import { canonical, multiply, toUnits } from "./decimal";
-import { dateTime, element, fill, row } from "./dom";
+import { button, dateTime, element, fill, row } from "./dom";
 import { depositFromWallet, injectedWallet, keySigner, requestFromWallet, walletSigner } from "./signing";
 import { showLiabilities } from "./liabilities";
 
@@ -299,16 +299,11 @@ export class Account {
     fill(
       "open-orders",
       orders.map((order) => {
-        const cancel = document.createElement("button");
-        cancel.type = "button";
-        cancel.textContent = "Cancel";
-        cancel.setAttribute("aria-label", `Cancel ${order.direction} ${order.amount} ${order.symbol} at ${order.price ?? "market"}`);
-        cancel.addEventListener("click", () => void this.cancel(order, cancel));
-        const edit = document.createElement("button");
-        edit.type = "button";
-        edit.textContent = "Edit";
-        edit.setAttribute("aria-label", `Edit ${order.direction} ${order.amount} ${order.symbol} at ${order.price ?? "market"}`);
-        edit.addEventListener("click", () => openAmendDialog(order, (price, amount) => this.amend(order, price, amount)));
+        const described = `${order.direction} ${order.amount} ${order.symbol} at ${order.price ?? "market"}`;
+        const cancel = button("Cancel", `Cancel ${described}`, (pressed) => void this.cancel(order, pressed));
+        const edit = button("Edit", `Edit ${described}`, () =>
+          openAmendDialog(order, (price, amount) => this.amend(order, price, amount)),
+        );
         const actions = document.createElement("span");
         actions.className = "row-actions";
         actions.append(edit, cancel);

@@ -7,7 +7,7 @@
 import { generatePrivateKey } from "viem/accounts";
 import { reader, writer, type Agent, type Order, type Signer, type Venue } from "./api";
 import { canonical } from "./decimal";
-import { dateTime, element, fill, row } from "./dom";
+import { button, dateTime, element, fill, row } from "./dom";
 import { agentSigner } from "./signing";
 
 /** How long a session key is approved for. */
@@ -70,12 +70,8 @@ export async function renderAgents(venue: Venue, account: string, revoke: (agent
   fill(
     "agents",
     agents.map((agent) => {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.textContent = "Revoke";
-      button.setAttribute("aria-label", `Revoke the agent ${agent.name} (${agent.agent})`);
-      button.addEventListener("click", () => revoke(agent, button));
-      return row([agent.name, agent.agent, agent.validUntil === null ? "until revoked" : dateTime(agent.validUntil), button], {
+      const revokeButton = button("Revoke", `Revoke the agent ${agent.name} (${agent.agent})`, (pressed) => revoke(agent, pressed));
+      return row([agent.name, agent.agent, agent.validUntil === null ? "until revoked" : dateTime(agent.validUntil), revokeButton], {
         "data-agent": agent.agent,
       });
     }),

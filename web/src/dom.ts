@@ -36,6 +36,16 @@ export function fill(tableId: string, rows: HTMLTableRowElement[], empty: string
   }
 }
 
+/** A button labelled `text` for sight and `label` for a screen reader, calling `onClick` with itself. */
+export function button(text: string, label: string, onClick: (button: HTMLButtonElement) => void): HTMLButtonElement {
+  const made = document.createElement("button");
+  made.type = "button";
+  made.textContent = text;
+  made.setAttribute("aria-label", label);
+  made.addEventListener("click", () => onClick(made));
+  return made;
+}
+
 export function time(ms: number): string {
   return new Date(ms).toLocaleTimeString([], { hour12: false });
 }

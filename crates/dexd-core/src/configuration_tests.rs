@@ -1,43 +1,19 @@
 //! Scenario tests of `Command::Configure`: the journal's first command replaces the engine's
 //! configuration; a later one only adds, and carries the whole state over.
 
-use crate::configuration::{AssetDescription, ChainConfiguration, ChainDescription};
-use crate::custody::CustodyMode;
-use crate::engine::{Command, Engine, EngineConfig, EngineLimits};
+use crate::configuration::{AssetDescription, ChainConfiguration};
+use crate::engine::{Command, Engine};
 use crate::events::Rejection;
 use crate::money::{Address, Amount, AssetIndex, FeeRate, OrderId, PairIndex, Price, Quantity};
 use crate::order::{Direction, NewOrder, OrderType, TimeInForce};
 use crate::pair::{AssetSpec, PairDefinition};
-use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition, execute_checked, ETH, USDC};
+use crate::testing::{decimal, eth_usdc_chain, eth_usdc_definition, execute_checked, ETH, USDC};
 use crate::transfer::TransferRequest;
 
 const ALICE: Address = Address::from_bytes([0xa1; 20]);
-const FEES: Address = Address::from_bytes([0xfe; 20]);
 
 fn configuration() -> ChainConfiguration {
-    ChainConfiguration {
-        description: ChainDescription {
-            chain_id: 31337,
-            venue_contract: Address::from_bytes([0x55; 20]),
-            assets: vec![
-                AssetDescription {
-                    symbol: "ETH".into(),
-                    token: None,
-                },
-                AssetDescription {
-                    symbol: "USDC".into(),
-                    token: Some(Address::from_bytes([0x0c; 20])),
-                },
-            ],
-        },
-        engine: EngineConfig {
-            assets: eth_and_usdc(),
-            pairs: vec![eth_usdc_definition()],
-            fee_account: FEES,
-            custody: CustodyMode::Ledger,
-            limits: EngineLimits::default(),
-        },
-    }
+    eth_usdc_chain(31337)
 }
 
 /// The configuration with WBTC (8 decimals) and WBTC/USDC added, and ETH/USDC's fees changed.

@@ -13,9 +13,9 @@
 //! places.
 
 use dexd_core::{
-    Address, Amend, Amount, AssetIndex, AssetSpec, Command, CustodyMode, Decimal, Direction, Engine, EngineConfig,
-    EngineLimits, Event, FeeRate, NewOrder, OrderId, OrderType, PairDefinition, PairIndex, PairSpec, Price, Quantity,
-    Rejection, TimeInForce, TransferRequest,
+    Address, Amend, Amount, AssetDescription, AssetIndex, AssetSpec, ChainConfiguration, ChainDescription, Command,
+    CustodyMode, Decimal, Direction, Engine, EngineConfig, EngineLimits, Event, FeeRate, NewOrder, OrderId, OrderType,
+    PairDefinition, PairIndex, PairSpec, Price, Quantity, Rejection, TimeInForce, TransferRequest,
 };
 
 /// ETH, the unit tests' base asset.
@@ -66,6 +66,28 @@ pub fn scenario_config(limits: EngineLimits) -> EngineConfig {
         fee_account: FEE_ACCOUNT,
         custody: CustodyMode::Ledger,
         limits,
+    }
+}
+
+/// A chain of [`scenario_config`] as `Command::Configure` carries it: native ETH, and USDC at
+/// a token address of `0x0c` bytes.
+pub fn eth_usdc_chain(chain_id: u64) -> ChainConfiguration {
+    ChainConfiguration {
+        description: ChainDescription {
+            chain_id,
+            venue_contract: Address::from_bytes([0x55; 20]),
+            assets: vec![
+                AssetDescription {
+                    symbol: "ETH".into(),
+                    token: None,
+                },
+                AssetDescription {
+                    symbol: "USDC".into(),
+                    token: Some(Address::from_bytes([0x0c; 20])),
+                },
+            ],
+        },
+        engine: scenario_config(EngineLimits::default()),
     }
 }
 
@@ -188,10 +210,8 @@ impl Market {
             tick_size: "1",
             step_size: "1",
             min_amount: "0",
-            min_notional: "0",
             fees_ppm: [1_000, 2_500],
-            custody: CustodyMode::Ledger,
-            limits: EngineLimits::default(),
+            ..Market::eth_usdc()
         }
     }
 

@@ -198,50 +198,17 @@ fn get_pairs(reader: &mut Reader) -> Result<Vec<PairDefinition>, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::super::{decode_command, encode_command};
-    use dexd_core::{
-        Address, AssetDescription, AssetIndex, AssetSpec, ChainConfiguration, ChainDescription, Command, CustodyMode,
-        Decimal, EngineConfig, EngineLimits, FeeRaise, FeeRate, PairDefinition,
-    };
+    use dexd_core::{Command, CustodyMode, FeeRaise, FeeRate};
 
     #[test]
     fn a_configuration_round_trips_and_a_damaged_one_is_an_error() {
-        let configuration = ChainConfiguration {
-            description: ChainDescription {
-                chain_id: 8453,
-                venue_contract: Address::from_bytes([9; 20]),
-                assets: vec![
-                    AssetDescription {
-                        symbol: "ETH".into(),
-                        token: None,
-                    },
-                    AssetDescription {
-                        symbol: "USDC".into(),
-                        token: Some(Address::from_bytes([7; 20])),
-                    },
-                ],
-            },
-            engine: EngineConfig {
-                assets: vec![AssetSpec { decimals: 18 }, AssetSpec { decimals: 6 }],
-                pairs: vec![PairDefinition {
-                    base: AssetIndex(0),
-                    quote: AssetIndex(1),
-                    tick_size: Decimal::parse("0.01").unwrap(),
-                    step_size: Decimal::parse("0.0001").unwrap(),
-                    min_amount: Decimal::parse("0.001").unwrap(),
-                    min_notional: Decimal::parse("5").unwrap(),
-                    maker_fee: FeeRate::from_parts_per_million(100).unwrap(),
-                    taker_fee: FeeRate::from_parts_per_million(250).unwrap(),
-                    fee_raise: Some(FeeRaise {
-                        maker_fee: FeeRate::from_parts_per_million(200).unwrap(),
-                        taker_fee: FeeRate::from_parts_per_million(500).unwrap(),
-                        effective_at_ms: 1_800_000_000_000,
-                    }),
-                }],
-                fee_account: Address::from_bytes([3; 20]),
-                custody: CustodyMode::Vault,
-                limits: EngineLimits::default(),
-            },
-        };
+        let mut configuration = dexd_core::testing::eth_usdc_chain(8453);
+        configuration.engine.custody = CustodyMode::Vault;
+        configuration.engine.pairs[0].fee_raise = Some(FeeRaise {
+            maker_fee: FeeRate::from_parts_per_million(200).unwrap(),
+            taker_fee: FeeRate::from_parts_per_million(500).unwrap(),
+            effective_at_ms: 1_800_000_000_000,
+        });
         let command = Command::Configure(Box::new(configuration));
         let bytes = encode_command(&command);
         assert_eq!(decode_command(&bytes).unwrap(), command);
