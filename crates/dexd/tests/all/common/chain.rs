@@ -189,6 +189,31 @@ impl TestChain {
             .unwrap();
     }
 
+    /// Deposits `units` of `token` (native when `None`) from `from`'s wallet into the vault.
+    pub async fn deposit(
+        &self,
+        from: &PrivateKeySigner,
+        token: Option<ChainAddress>,
+        units: u128,
+    ) -> dexd_custody::node::Receipt {
+        deploy::deposit_from_wallet(&self.node, from, token, U256::from(units))
+            .await
+            .unwrap()
+    }
+
+    /// A test's own token, listed: `minted` units given to `owner`, `deposited` of them in the
+    /// vault.
+    pub async fn list_mint_and_deposit(
+        &self,
+        token: ChainAddress,
+        owner: &PrivateKeySigner,
+        minted: u128,
+        deposited: u128,
+    ) {
+        self.list_and_mint(token, owner.address(), U256::from(minted)).await;
+        self.deposit(owner, Some(token), deposited).await;
+    }
+
     /// The devnet description of this chain, for dexd's configuration writer.
     pub fn devnet(&self, rpc_url: &str) -> dexd_custody::devnet::Devnet {
         dexd_custody::devnet::Devnet {

@@ -101,9 +101,7 @@ pub fn exit_call(leaves: &[LiabilityLeaf], tree: &LiabilityTree, index: usize) -
 }
 
 pub async fn deposit_usdc(chain: &TestChain, account: &PrivateKeySigner, units: u128) {
-    deploy::deposit_from_wallet(&chain.node, account, Some(chain.usdc), U256::from(units))
-        .await
-        .unwrap();
+    chain.deposit(account, Some(chain.usdc), units).await;
 }
 
 /// Pays a USDC withdrawal of `units` to `account` through the operator, signed by the account.

@@ -39,12 +39,23 @@ fn key_of(signer: &PrivateKeySigner) -> PrivateKey {
     PrivateKey::parse(&format!("0x{}", alloy::hex::encode(signer.to_bytes()))).unwrap()
 }
 
-/// A withdrawal of `amount` units of `token` for `account`, signed by `signer`'s key with dexd's
-/// EIP-712 code.
+/// A withdrawal of `amount` units of `token` for `account`, signed by its own key with dexd's
+/// EIP-712 code, valid far into the future.
 fn signed_withdrawal(
     chain: &TestChain,
     account: &PrivateKeySigner,
-    signer: &PrivateKeySigner,
+    token: Option<ChainAddress>,
+    amount: u128,
+    id: u8,
+) -> (WithdrawalTerms, [u8; 65]) {
+    signed_withdrawal_by(chain, (account, account), token, amount, id, far_future_ms())
+}
+
+/// A withdrawal of `amount` units of `token` for `account`, signed by `signer`'s key, void
+/// after `expiry_ms`.
+fn signed_withdrawal_by(
+    chain: &TestChain,
+    (account, signer): (&PrivateKeySigner, &PrivateKeySigner),
     token: Option<ChainAddress>,
     amount: u128,
     id: u8,
@@ -91,22 +102,15 @@ async fn deposits_emit_numbered_events_for_what_arrived() {
     let chain = TestChain::start().await;
     let alice = &chain.users[0];
     let bob = &chain.users[1];
-    let usdc_receipt = deploy::deposit_from_wallet(&chain.node, alice, Some(chain.usdc), U256::from(250 * USDC_UNIT))
-        .await
-        .unwrap();
-    let native_receipt = deploy::deposit_from_wallet(&chain.node, bob, None, U256::from(2 * ETH_UNIT))
-        .await
-        .unwrap();
+    let usdc_receipt = chain.deposit(alice, Some(chain.usdc), 250 * USDC_UNIT).await;
+    let native_receipt = chain.deposit(bob, None, 2 * ETH_UNIT).await;
     // A token that burns 1 % of every transfer: the vault credits what it received.
     let fee_token = deploy::deploy_fee_on_transfer_token(&chain.node, &chain.deployer)
         .await
         .unwrap();
     chain
-        .list_and_mint(fee_token.address, alice.address(), U256::from(1_000u64))
+        .list_mint_and_deposit(fee_token.address, alice, 1_000, 1_000)
         .await;
-    deploy::deposit_from_wallet(&chain.node, alice, Some(fee_token.address), U256::from(1_000u64))
-        .await
-        .unwrap();
     let logs = chain
         .node
         .deposit_logs(0, chain.node.head().await.unwrap())
@@ -162,21 +166,9 @@ async fn deposits_emit_numbered_events_for_what_arrived() {
 async fn a_withdrawal_with_the_accounts_authorization_pays_the_account_once() {
     let chain = TestChain::start().await;
     let alice = &chain.users[0];
-    deploy::deposit_from_wallet(&chain.node, alice, Some(chain.usdc), U256::from(500 * USDC_UNIT))
-        .await
-        .unwrap();
-    deploy::deposit_from_wallet(&chain.node, alice, None, U256::from(3 * ETH_UNIT))
-        .await
-        .unwrap();
-    let (terms, signature) = signed_withdrawal(
-        &chain,
-        alice,
-        alice,
-        Some(chain.usdc),
-        200 * USDC_UNIT,
-        1,
-        far_future_ms(),
-    );
+    chain.deposit(alice, Some(chain.usdc), 500 * USDC_UNIT).await;
+    chain.deposit(alice, None, 3 * ETH_UNIT).await;
+    let (terms, signature) = signed_withdrawal(&chain, alice, Some(chain.usdc), 200 * USDC_UNIT, 1);
     // dexd's digest is the contract's digest.
     let digest_call = DexdVault::withdrawalDigestCall {
         account: alice.address(),
@@ -240,16 +232,8 @@ async fn a_withdrawal_with_the_accounts_authorization_pays_the_account_once() {
         .balance(None, alice.address(), BlockId::latest())
         .await
         .unwrap();
-    let (native, native_signature) = signed_withdrawal(&chain, alice, alice, None, ETH_UNIT, 2, far_future_ms());
-    let (usdc, usdc_signature) = signed_withdrawal(
-        &chain,
-        alice,
-        alice,
-        Some(chain.usdc),
-        50 * USDC_UNIT,
-        3,
-        far_future_ms(),
-    );
+    let (native, native_signature) = signed_withdrawal(&chain, alice, None, ETH_UNIT, 2);
+    let (usdc, usdc_signature) = signed_withdrawal(&chain, alice, Some(chain.usdc), 50 * USDC_UNIT, 3);
     let batch = DexdVault::withdrawBatchCall {
         withdrawals: vec![
             native.call_argument(&native_signature),
@@ -285,12 +269,8 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
     let chain = TestChain::start().await;
     let alice = &chain.users[0];
     let mallory = &chain.users[1];
-    deploy::deposit_from_wallet(&chain.node, alice, Some(chain.usdc), U256::from(500 * USDC_UNIT))
-        .await
-        .unwrap();
-    deploy::deposit_from_wallet(&chain.node, mallory, Some(chain.wbtc), U256::from(WBTC_UNIT))
-        .await
-        .unwrap();
+    chain.deposit(alice, Some(chain.usdc), 500 * USDC_UNIT).await;
+    chain.deposit(mallory, Some(chain.wbtc), WBTC_UNIT).await;
     let operator = chain.operator.address();
     let call = |terms: &WithdrawalTerms, signature: &[u8; 65]| {
         DexdVault::withdrawCall {
@@ -298,15 +278,7 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
         }
         .abi_encode()
     };
-    let (good, good_signature) = signed_withdrawal(
-        &chain,
-        alice,
-        alice,
-        Some(chain.usdc),
-        100 * USDC_UNIT,
-        7,
-        far_future_ms(),
-    );
+    let (good, good_signature) = signed_withdrawal(&chain, alice, Some(chain.usdc), 100 * USDC_UNIT, 7);
     // Not the operator: even with a good authorization, and even the account itself.
     for caller in [alice.address(), mallory.address(), chain.deployer.address()] {
         assert!(matches!(
@@ -315,10 +287,9 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
         ));
     }
     // Another account's signature over Alice's withdrawal.
-    let (forged, forged_signature) = signed_withdrawal(
+    let (forged, forged_signature) = signed_withdrawal_by(
         &chain,
-        alice,
-        mallory,
+        (alice, mallory),
         Some(chain.usdc),
         100 * USDC_UNIT,
         8,
@@ -361,10 +332,9 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
     // Expired: the block's time (ms) is past the expiry.
     let head = chain.node.head().await.unwrap();
     let (_, timestamp) = chain.node.block(head).await.unwrap().unwrap();
-    let (expired, expired_signature) = signed_withdrawal(
+    let (expired, expired_signature) = signed_withdrawal_by(
         &chain,
-        alice,
-        alice,
+        (alice, alice),
         Some(chain.usdc),
         USDC_UNIT,
         10,
@@ -426,12 +396,7 @@ async fn a_token_that_reenters_the_vault_during_a_transfer_is_stopped() {
     let token = deploy::deploy_reentrant_token(&chain.node, &chain.deployer)
         .await
         .unwrap();
-    chain
-        .list_and_mint(token.address, alice.address(), U256::from(1_000u64))
-        .await;
-    deploy::deposit_from_wallet(&chain.node, alice, Some(token.address), U256::from(500u64))
-        .await
-        .unwrap();
+    chain.list_mint_and_deposit(token.address, alice, 1_000, 500).await;
     // Armed: every transfer now calls the vault's depositNative from inside the transfer.
     let arm = ReentrantToken::armCall {
         target_: chain.vault,
@@ -459,7 +424,7 @@ async fn a_token_that_reenters_the_vault_during_a_transfer_is_stopped() {
         vault_revert(&chain, alice.address(), deposit, U256::ZERO).await,
         DexdVault::DexdVaultErrors::ReentrancyGuardReentrantCall(_)
     ));
-    let (terms, signature) = signed_withdrawal(&chain, alice, alice, Some(token.address), 100, 1, far_future_ms());
+    let (terms, signature) = signed_withdrawal(&chain, alice, Some(token.address), 100, 1);
     let withdrawal = DexdVault::withdrawCall {
         withdrawal: terms.call_argument(&signature),
     }
@@ -478,9 +443,7 @@ async fn a_token_that_reenters_the_vault_during_a_transfer_is_stopped() {
 async fn a_paused_vault_takes_no_deposit_but_pays_and_only_the_owner_governs_it() {
     let chain = TestChain::start().await;
     let alice = &chain.users[0];
-    deploy::deposit_from_wallet(&chain.node, alice, Some(chain.usdc), U256::from(100 * USDC_UNIT))
-        .await
-        .unwrap();
+    chain.deposit(alice, Some(chain.usdc), 100 * USDC_UNIT).await;
     // Only the owner pauses, unpauses, replaces the operator; nobody renounces ownership.
     for input in [
         DexdVault::pauseCall {}.abi_encode(),
@@ -536,15 +499,7 @@ async fn a_paused_vault_takes_no_deposit_but_pays_and_only_the_owner_governs_it(
         DexdVault::DexdVaultErrors::EnforcedPause(_)
     ));
     // Withdrawals go on while deposits are paused.
-    let (terms, signature) = signed_withdrawal(
-        &chain,
-        alice,
-        alice,
-        Some(chain.usdc),
-        40 * USDC_UNIT,
-        1,
-        far_future_ms(),
-    );
+    let (terms, signature) = signed_withdrawal(&chain, alice, Some(chain.usdc), 40 * USDC_UNIT, 1);
     assert!(withdraw(&chain, &terms, &signature).await.succeeded);
     // The owner replaces the operator: the old one can no longer pay.
     let new_operator = &chain.users[3];
@@ -561,8 +516,7 @@ async fn a_paused_vault_takes_no_deposit_but_pays_and_only_the_owner_governs_it(
     .await
     .unwrap();
     assert_eq!(chain.node.operator().await.unwrap(), new_operator.address());
-    let (next, next_signature) =
-        signed_withdrawal(&chain, alice, alice, Some(chain.usdc), USDC_UNIT, 2, far_future_ms());
+    let (next, next_signature) = signed_withdrawal(&chain, alice, Some(chain.usdc), USDC_UNIT, 2);
     let input = DexdVault::withdrawCall {
         withdrawal: next.call_argument(&next_signature),
     }
