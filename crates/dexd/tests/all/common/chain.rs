@@ -214,6 +214,20 @@ impl TestChain {
         self.deposit(owner, Some(token), deposited).await;
     }
 
+    /// Sends `input` to the vault from the operator's key and waits for its receipt (a revert
+    /// is a receipt too; a node error fails the test).
+    pub async fn call_vault_as_operator(&self, input: Vec<u8>) -> dexd_custody::node::Receipt {
+        deploy::send_and_wait(
+            &self.node,
+            &self.operator,
+            alloy::primitives::TxKind::Call(self.vault),
+            input,
+            U256::ZERO,
+        )
+        .await
+        .unwrap()
+    }
+
     /// The devnet description of this chain, for dexd's configuration writer.
     pub fn devnet(&self, rpc_url: &str) -> dexd_custody::devnet::Devnet {
         dexd_custody::devnet::Devnet {

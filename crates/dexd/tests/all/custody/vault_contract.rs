@@ -82,15 +82,7 @@ async fn withdraw(chain: &TestChain, terms: &WithdrawalTerms, signature: &[u8; 6
         withdrawal: terms.call_argument(signature),
     }
     .abi_encode();
-    deploy::send_and_wait(
-        &chain.node,
-        &chain.operator,
-        TxKind::Call(chain.vault),
-        input,
-        U256::ZERO,
-    )
-    .await
-    .unwrap()
+    chain.call_vault_as_operator(input).await
 }
 
 async fn token_balance(chain: &TestChain, token: ChainAddress, owner: ChainAddress) -> U256 {
@@ -241,15 +233,7 @@ async fn a_withdrawal_with_the_accounts_authorization_pays_the_account_once() {
         ],
     }
     .abi_encode();
-    deploy::send_and_wait(
-        &chain.node,
-        &chain.operator,
-        TxKind::Call(chain.vault),
-        batch,
-        U256::ZERO,
-    )
-    .await
-    .unwrap();
+    chain.call_vault_as_operator(batch).await;
     let native_after = chain
         .node
         .balance(None, alice.address(), BlockId::latest())
@@ -353,15 +337,7 @@ async fn the_vault_refuses_every_withdrawal_it_was_not_authorised_to_pay() {
         ],
     }
     .abi_encode();
-    let receipt = deploy::send_and_wait(
-        &chain.node,
-        &chain.operator,
-        TxKind::Call(chain.vault),
-        batch,
-        U256::ZERO,
-    )
-    .await
-    .unwrap();
+    let receipt = chain.call_vault_as_operator(batch).await;
     assert!(receipt.succeeded);
     assert_eq!(
         chain.vault_balance(Some(chain.usdc)).await,
