@@ -7,7 +7,7 @@ use dexd_crypto::RequestMessages;
 use dexd_store::Authorization;
 use serde_json::Value;
 
-use super::format::{command_line_with, state_hash_line, JournalLine, LineAuthorization};
+use super::format::{command_line_with, state_hash_line, JournalLine, LineAuthorization, SignedLine};
 use dexd_core::Command;
 
 /// Writes a page (or a segment) of the journal: its lines in order, each followed by a newline,
@@ -89,11 +89,11 @@ pub fn link_batch_hashes(lines: &mut [Result<JournalLine, String>]) {
         let Ok(JournalLine::Command(command)) = line else {
             continue;
         };
-        let LineAuthorization::Eip712 {
+        let LineAuthorization::Eip712(SignedLine {
             signature,
             batch: Some((place, _)),
             ..
-        } = &mut command.authorization
+        }) = &mut command.authorization
         else {
             continue;
         };

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use dexd_core::{Address, Command};
 use dexd_crypto::{all_signed, recover_signer, BatchItem, RequestMessages, SignerKey, SignerKeys};
 
-use crate::format::{render_command, CommandLine, LineAuthorization};
+use crate::format::{render_command, CommandLine, LineAuthorization, SignedLine};
 
 /// What a line's own checks found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +50,7 @@ fn expected_kind(command: &Command) -> &'static str {
 
 fn kind_name(authorization: &LineAuthorization) -> &'static str {
     match authorization {
-        LineAuthorization::Eip712 { .. } => "eip712",
+        LineAuthorization::Eip712(_) => "eip712",
         LineAuthorization::VaultDeposit => "vaultDeposit",
         LineAuthorization::AccountTransaction => "accountTransaction",
         LineAuthorization::System => "system",
@@ -109,29 +109,25 @@ fn check_before_signature(line: &CommandLine, messages: &RequestMessages) -> Res
             "a command that needs authorization {expected} carries {given}"
         )));
     }
-    let LineAuthorization::Eip712 {
-        primary_type,
-        signer,
-        message,
-        nonce,
-        expiry_ms,
-        signature,
-        client_signed,
-        batch,
-        approved_at_block,
-    } = &line.authorization
-    else {
+    let LineAuthorization::Eip712(line_signed) = &line.authorization else {
         return Err(LineCheck::Holds);
     };
     let fails = |what: String| Err(LineCheck::Fails(what));
-    let Some(signed) = messages.signed_command(&line.command, *client_signed, (*nonce, *expiry_ms)) else {
+    let Some(signed) = messages.signed_command(
+        &line.command,
+        line_signed.client_signed,
+        (line_signed.nonce, line_signed.expiry_ms),
+    ) else {
         return fails("an account's command whose signed message cannot be rebuilt".into());
     };
-    let signed_type = match batch {
+    let signed_type = match line_signed.batch {
         Some(_) => dexd_crypto::ORDER_BATCH_TYPE.name,
         None => signed.message.primary_type(),
     };
-    if signed_type != primary_type || signed.signer != *signer || !written_as(&signed.message.message_json(), message) {
+    if signed_type != line_signed.primary_type
+        || signed.signer != line_signed.signer
+        || !written_as(&signed.message.message_json(), &line_signed.message)
+    {
         return fails("the signed message differs from the command's".into());
     }
     let order_digest = signed.message.digest(messages.domain());
@@ -144,7 +140,7 @@ fn check_before_signature(line: &CommandLine, messages: &RequestMessages) -> Res
     }
     // An order of a batch signed once: its own struct hash is the batch's at its index, and the
     // signature is over the batch.
-    let digest = match (batch, &signed.message) {
+    let digest = match (&line_signed.batch, &signed.message) {
         (None, _) => order_digest,
         (Some((place, _)), dexd_crypto::SignedMessage::Order(order)) => {
             let proof = dexd_crypto::BatchProof {
@@ -154,18 +150,21 @@ fn check_before_signature(line: &CommandLine, messages: &RequestMessages) -> Res
             if !proof.holds(order) {
                 return fails("the order is not its batch's order at its index".into());
             }
-            messages
-                .domain()
-                .order_batch_digest(&order.account, &place.order_hashes, *nonce, *expiry_ms)
+            messages.domain().order_batch_digest(
+                &order.account,
+                &place.order_hashes,
+                line_signed.nonce,
+                line_signed.expiry_ms,
+            )
         }
         (Some(_), _) => return fails("a batch signed once that is not of an order".into()),
     };
     Ok(PendingSignature {
         digest,
-        signature: *signature,
+        signature: line_signed.signature,
         signer: signed.signer,
-        contract_may_approve: matches!(line.command, Command::RequestWithdrawal(_)) && *client_signed,
-        approved_at_block: *approved_at_block,
+        contract_may_approve: matches!(line.command, Command::RequestWithdrawal(_)) && line_signed.client_signed,
+        approved_at_block: line_signed.approved_at_block,
     })
 }
 
@@ -186,12 +185,12 @@ impl BatchClaims {
     pub fn follow(&mut self, authorization: &LineAuthorization) -> Result<(), String> {
         let started = std::mem::replace(&mut self.started, true);
         let member = match authorization {
-            LineAuthorization::Eip712 {
+            LineAuthorization::Eip712(SignedLine {
                 batch: Some((_, claims_nonce)),
                 client_signed: true,
                 signature,
                 ..
-            } => Some((*signature, *claims_nonce)),
+            }) => Some((*signature, *claims_nonce)),
             _ => None,
         };
         match member {

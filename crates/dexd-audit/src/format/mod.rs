@@ -335,6 +335,34 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
     })
 }
 
+/// An account's (or its agent's) EIP-712 signature of a command, as its line gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedLine {
+    /// The message's primary type.
+    pub primary_type: String,
+    /// Who must have signed.
+    pub signer: Address,
+    /// The signed message, as the line's text has it (compared byte for byte with the
+    /// message the command makes, as the venue renders it).
+    pub message: Box<str>,
+    /// The nonce and expiry the engine's claim uses (for a vault withdrawal, its id and
+    /// expiry).
+    pub nonce: [u8; 32],
+    /// In ms since the epoch.
+    pub expiry_ms: u64,
+    /// The 65-byte signature.
+    pub signature: [u8; 65],
+    /// Whether the client signed (its nonce is claimed), or the venue with the account's key.
+    pub client_signed: bool,
+    /// For an order of a batch signed once (primary type `OrderBatch`, the message being the
+    /// order's own): its place in the batch, and whether its command claims the batch's
+    /// nonce (`batch` in the line: `{"index", "orderHashes", "claimsNonce"}`).
+    pub batch: Option<(BatchPlace, bool)>,
+    /// For a withdrawal a contract account approved (ERC-1271): the block the venue asked
+    /// the vault at (`approvedAtBlock`), where the auditor asks too.
+    pub approved_at_block: Option<u64>,
+}
+
 /// What authorizes a command, as its line says (`authorization.kind`).
 // Most lines are signed (the large variant); boxing it would add an allocation to nearly every
 // line for the few that are not.
@@ -342,31 +370,7 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineAuthorization {
     /// An account's (or its agent's) EIP-712 signature.
-    Eip712 {
-        /// The message's primary type.
-        primary_type: String,
-        /// Who must have signed.
-        signer: Address,
-        /// The signed message, as the line's text has it (compared byte for byte with the
-        /// message the command makes, as the venue renders it).
-        message: Box<str>,
-        /// The nonce and expiry the engine's claim uses (for a vault withdrawal, its id and
-        /// expiry).
-        nonce: [u8; 32],
-        /// In ms since the epoch.
-        expiry_ms: u64,
-        /// The 65-byte signature.
-        signature: [u8; 65],
-        /// Whether the client signed (its nonce is claimed), or the venue with the account's key.
-        client_signed: bool,
-        /// For an order of a batch signed once (primary type `OrderBatch`, the message being the
-        /// order's own): its place in the batch, and whether its command claims the batch's
-        /// nonce (`batch` in the line: `{"index", "orderHashes", "claimsNonce"}`).
-        batch: Option<(BatchPlace, bool)>,
-        /// For a withdrawal a contract account approved (ERC-1271): the block the venue asked
-        /// the vault at (`approvedAtBlock`), where the auditor asks too.
-        approved_at_block: Option<u64>,
-    },
+    Eip712(SignedLine),
     /// The vault's `Deposited` event a credit records.
     VaultDeposit,
     /// A deposit transaction the venue sent with the account's key.
@@ -529,16 +533,7 @@ impl CommandLine {
     /// The authorization the journal holds for it (what a copy of the journal stores and its
     /// replay claims a nonce from).
     pub fn journal_authorization(&self) -> Option<Authorization> {
-        let LineAuthorization::Eip712 {
-            nonce,
-            expiry_ms,
-            signature,
-            client_signed,
-            batch,
-            approved_at_block,
-            ..
-        } = &self.authorization
-        else {
+        let LineAuthorization::Eip712(signed) = &self.authorization else {
             return None;
         };
         let order_id = match &self.command {
@@ -553,13 +548,13 @@ impl CommandLine {
         };
         Some(Authorization {
             order_id,
-            nonce: *nonce,
-            expiry_ms: *expiry_ms,
-            signature: *signature,
-            client_signed: *client_signed,
-            batch: batch.as_ref().map(|(place, _)| place.clone()),
-            claims_batch_nonce: batch.as_ref().is_some_and(|(_, claims)| *claims),
-            approved_at_block: *approved_at_block,
+            nonce: signed.nonce,
+            expiry_ms: signed.expiry_ms,
+            signature: signed.signature,
+            client_signed: signed.client_signed,
+            batch: signed.batch.as_ref().map(|(place, _)| place.clone()),
+            claims_batch_nonce: signed.batch.as_ref().is_some_and(|(_, claims)| *claims),
+            approved_at_block: signed.approved_at_block,
         })
     }
 }

@@ -9,7 +9,7 @@ use dexd_store::codec::decode_command;
 use dexd_store::BatchPlace;
 use serde_json::value::RawValue;
 
-use super::{CommandLine, JournalLine, LineAuthorization};
+use super::{CommandLine, JournalLine, LineAuthorization, SignedLine};
 
 /// A line's fields as its text has them, the command and the signed message kept as their
 /// exact text: nothing is parsed into a JSON value (what reading a journal spent most on).
@@ -132,7 +132,7 @@ fn parse_authorization(authorization: AuthorizationText<'_>) -> Result<LineAutho
             .ok_or(format!("authorization without {name}"))
     };
     match authorization.kind.as_deref() {
-        Some("eip712") => Ok(LineAuthorization::Eip712 {
+        Some("eip712") => Ok(LineAuthorization::Eip712(SignedLine {
             primary_type: text(&authorization.primary_type, "primaryType")?,
             signer: parse_address(&text(&authorization.signer, "signer")?).map_err(|_| "a bad signer")?,
             message: authorization
@@ -148,7 +148,7 @@ fn parse_authorization(authorization: AuthorizationText<'_>) -> Result<LineAutho
                 .ok_or("authorization without clientSigned")?,
             batch: authorization.batch.map(parse_batch).transpose()?,
             approved_at_block: authorization.approved_at_block,
-        }),
+        })),
         Some("vaultDeposit") => Ok(LineAuthorization::VaultDeposit),
         Some("accountTransaction") => Ok(LineAuthorization::AccountTransaction),
         Some("system") => Ok(LineAuthorization::System),

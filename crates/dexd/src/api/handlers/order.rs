@@ -248,18 +248,23 @@ fn order_conditions(
         // The contract calls one of the pair without the other malformed, not missing.
         (Some(_), None) => {
             return Err(ApiError::invalid(
-                "triggerCondition",
+                TRIGGER_CONDITION.field.name,
                 "is required with triggerPrice: above or below",
             ))
         }
-        (None, Some(_)) => return Err(ApiError::invalid("triggerPrice", "is required with triggerCondition")),
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                TRIGGER_PRICE.field.name,
+                "is required with triggerCondition",
+            ))
+        }
         (Some(price), Some(condition)) => Some((price, condition)),
     };
+    // The trigger is set once its price is known to be on the tick.
     let conditions = OrderConditions {
-        trigger: None,
         oco_group,
         expires_at_ms,
-        signed_without_conditions: false,
+        ..OrderConditions::default()
     };
     Ok((trigger, conditions))
 }
