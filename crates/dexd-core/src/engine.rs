@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 use crate::agents::{AgentGrant, AgentRegistry};
 use crate::book::{LevelView, OrderBook, SlotKey};
 use crate::configuration::{check_engine_change, ChainConfiguration, ChainDescription, ConfigurationRefused};
-use crate::custody::Custody;
+use crate::custody::{Custody, WithdrawalMark};
 use crate::events::{Event, Rejection};
 use crate::ledger::{AccountSlot, Balance, Ledger};
 use crate::liabilities::{LiabilityEntry, LiabilityRootRecord, RootStanding, VaultFreeze};
@@ -574,7 +574,7 @@ impl Engine {
                 custody.request_withdrawal(ledger, withdrawal, sequence, now_ms, events)
             }
             Command::MarkWithdrawalsSent { tx_hash, withdrawals } => {
-                custody.mark_withdrawals_sent(tx_hash, &withdrawals, now_ms, events)
+                custody.mark_withdrawals((tx_hash, WithdrawalMark::Sent), &withdrawals, now_ms, events)
             }
             Command::ConfirmWithdrawals {
                 tx_hash,
@@ -582,7 +582,7 @@ impl Engine {
                 withdrawals,
             } => custody.confirm_withdrawals(tx_hash, block_number, &withdrawals, now_ms, events),
             Command::MarkWithdrawalsUnpaid { tx_hash, withdrawals } => {
-                custody.mark_withdrawals_unpaid(tx_hash, &withdrawals, now_ms, events)
+                custody.mark_withdrawals((tx_hash, WithdrawalMark::Unpaid), &withdrawals, now_ms, events)
             }
             Command::FailWithdrawal(key) => custody.fail_withdrawal(ledger, key, now_ms, events),
             Command::RecordWithdrawalRequest(request) => {

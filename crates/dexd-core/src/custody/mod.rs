@@ -22,6 +22,7 @@
 
 mod deposits;
 mod withdrawals;
+pub(crate) use withdrawals::WithdrawalMark;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -4,6 +4,16 @@
 
 use super::*;
 
+/// What the payer's transaction did for the withdrawals it was meant to pay (`MarkWithdrawalsSent`
+/// and `MarkWithdrawalsUnpaid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WithdrawalMark {
+    /// Broadcast: the withdrawals wait for it to be mined.
+    Sent,
+    /// Mined, and it paid none of them: they are pending again.
+    Unpaid,
+}
+
 impl Custody {
     /// Debits a vault withdrawal at journal position `sequence` and keeps it, with the
     /// account's signature, for the payer.
@@ -78,54 +88,48 @@ impl Custody {
         Ok(())
     }
 
-    /// Records that `tx_hash` was broadcast to pay these withdrawals (a replacement at the same
-    /// nonce records its new hash the same way). A withdrawal is sent only once a final root of
-    /// the venue's covers its debit (`Liabilities::payable_through`): the rule the payer
-    /// follows is the engine's, so a journal that pays early does not replay, and the auditor
-    /// says so. A replacement of one already sent is not held to it again (the root that
-    /// covered it stays final).
-    pub(crate) fn mark_withdrawals_sent(
+    /// Records what became of the transaction `tx_hash` meant to pay these withdrawals.
+    ///
+    /// `Sent`: it was broadcast (a replacement at the same nonce records its new hash the same
+    /// way). A withdrawal is sent only once a final root of the venue's covers its debit
+    /// (`Liabilities::payable_through`): the rule the payer follows is the engine's, so a journal
+    /// that pays early does not replay, and the auditor says so. A replacement of one already
+    /// sent is not held to it again (the root that covered it stays final).
+    ///
+    /// `Unpaid`: it was mined and paid none of them (the vault skipped them, or it reverted):
+    /// each is pending again, its transaction forgotten, until the payer sends it again.
+    pub(crate) fn mark_withdrawals(
         &mut self,
-        tx_hash: [u8; 32],
+        (tx_hash, mark): ([u8; 32], WithdrawalMark),
         keys: &[WithdrawalKey],
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        self.require(CustodyMode::Vault)?;
         self.check_all_pending(keys)?;
-        let payable_through = self.liabilities.payable_through();
-        let uncovered = keys.iter().any(|key| {
-            let pending = &self.withdrawals[key];
-            pending.status == TransferStatus::Pending
-                && payable_through.is_none_or(|through| pending.debited_at_sequence > through)
-        });
-        if uncovered {
-            return Err(Rejection::WithdrawalNotCovered);
-        }
-        self.set_withdrawals_status(keys, (TransferStatus::Sent, Some(tx_hash)), now_ms, events);
-        Ok(())
-    }
-
-    /// Records that the mined transaction `tx_hash`, meant to pay these withdrawals, paid none
-    /// of them (the vault skipped them, or it reverted): each is pending again, its transaction
-    /// forgotten, until the payer sends it again.
-    pub(crate) fn mark_withdrawals_unpaid(
-        &mut self,
-        tx_hash: [u8; 32],
-        keys: &[WithdrawalKey],
-        now_ms: u64,
-        events: &mut Vec<Event>,
-    ) -> Result<(), Rejection> {
-        self.require(CustodyMode::Vault)?;
-        self.check_all_pending(keys)?;
-        if keys
-            .iter()
-            .any(|key| self.withdrawals[key].status != TransferStatus::Sent)
-        {
-            return Err(Rejection::TransferNotPending);
-        }
-        let _ = tx_hash;
-        self.set_withdrawals_status(keys, (TransferStatus::Pending, None), now_ms, events);
+        let status = match mark {
+            WithdrawalMark::Sent => {
+                let payable_through = self.liabilities.payable_through();
+                let uncovered = keys.iter().any(|key| {
+                    let pending = &self.withdrawals[key];
+                    pending.status == TransferStatus::Pending
+                        && payable_through.is_none_or(|through| pending.debited_at_sequence > through)
+                });
+                if uncovered {
+                    return Err(Rejection::WithdrawalNotCovered);
+                }
+                (TransferStatus::Sent, Some(tx_hash))
+            }
+            WithdrawalMark::Unpaid => {
+                if keys
+                    .iter()
+                    .any(|key| self.withdrawals[key].status != TransferStatus::Sent)
+                {
+                    return Err(Rejection::TransferNotPending);
+                }
+                (TransferStatus::Pending, None)
+            }
+        };
+        self.set_withdrawals_status(keys, status, now_ms, events);
         Ok(())
     }
 
@@ -259,7 +263,6 @@ impl Custody {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        self.require(CustodyMode::Vault)?;
         self.check_all_pending(keys)?;
         for key in keys {
             let mut paid = self.remove_withdrawal(key);
@@ -285,7 +288,6 @@ impl Custody {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
-        self.require(CustodyMode::Vault)?;
         self.check_all_pending(&[key])?;
         if self.withdrawals[&key].origin != WithdrawalOrigin::Signed {
             return Err(Rejection::TransferNotPending);
@@ -306,7 +308,10 @@ impl Custody {
         Ok(())
     }
 
+    /// Whether the venue is in vault custody and every one of `keys` (at least one) is a
+    /// pending withdrawal: what every mark of the payer's needs.
     fn check_all_pending(&self, keys: &[WithdrawalKey]) -> Result<(), Rejection> {
+        self.require(CustodyMode::Vault)?;
         if keys.is_empty() || keys.iter().any(|key| !self.withdrawals.contains_key(key)) {
             return Err(Rejection::TransferNotPending);
         }
