@@ -191,6 +191,15 @@ impl VaultChain {
         update(&mut self.status.write());
     }
 
+    /// Reads `block`'s time and holds the venue's clock at or past it, before a command about
+    /// an event of that block is journaled (a block the node does not have changes nothing).
+    pub async fn note_block_time(&self, block: u64) -> Result<(), NodeError> {
+        if let Some((_, time_s)) = self.node.block(block).await? {
+            self.chain.note_chain_time_ms(time_s.saturating_mul(1_000));
+        }
+        Ok(())
+    }
+
     /// The newest confirmed block, given the head: `None` while no block is confirmed yet.
     pub async fn confirmed_head(&self, head: u64) -> Result<Option<u64>, NodeError> {
         match self.config.confirmations {

@@ -87,6 +87,11 @@ pub trait VenueChain: Send + Sync {
     /// The liability tree at `journal_sequence` (durable: at most the journal's end), built
     /// off the writer's path from the journal, or kept from an earlier ask.
     fn liability_tree(&self, journal_sequence: u64) -> TreeFuture;
+
+    /// Tells the venue's clock a block time custody read (ms since the Unix epoch): every
+    /// command journaled after this call is stamped at or after it, so that a chain event is
+    /// never journaled earlier than its block.
+    fn note_chain_time_ms(&self, block_time_ms: u64);
 }
 
 /// Enqueues a command (see [`VenueChain::enqueue`]) under the leadership the current custody

@@ -212,7 +212,7 @@ impl Watcher {
         let mut scanned_any = false;
         while from <= confirmed_head {
             let to = confirmed_head.min(from.saturating_add(self.range_blocks - 1));
-            let Some((hash_before, _)) = node.block(to).await? else {
+            let Some((hash_before, to_time_s)) = node.block(to).await? else {
                 return Ok(());
             };
             let logs = match chain_logs(node, from, to).await {
@@ -234,6 +234,8 @@ impl Watcher {
                 Some((hash_after, _)) if hash_after == hash_before => {}
                 _ => return Ok(()),
             }
+            // What the range's events are journaled at is never earlier than their blocks.
+            vault.chain.note_chain_time_ms(to_time_s.saturating_mul(1_000));
             self.credit(vault, &logs, to, hash_before).await?;
             self.scanned = Some((to, hash_before));
             self.rescan_scanned_block = false;

@@ -32,6 +32,10 @@ impl VenueChain for Chain {
         Ok(Box::pin(queued.outcome()))
     }
 
+    fn note_chain_time_ms(&self, block_time_ms: u64) {
+        self.clock.note_chain_time_ms(block_time_ms);
+    }
+
     fn liability_tree(&self, journal_sequence: u64) -> TreeFuture {
         let trees = Arc::clone(&self.liability_trees);
         Box::pin(async move { trees.at(journal_sequence).await })

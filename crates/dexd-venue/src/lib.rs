@@ -26,6 +26,7 @@ mod start;
 pub mod state_hashes;
 pub mod switches;
 pub mod telemetry;
+pub mod venue_clock;
 mod writer;
 
 use std::collections::HashMap;
@@ -85,6 +86,8 @@ pub struct Chain {
     next_read_token: AtomicU64,
     /// What the chain's snapshots have done.
     pub snapshots: Arc<SnapshotStatus>,
+    /// The time the writer stamps on commands, held at or past the chain's newest block time.
+    pub clock: Arc<venue_clock::VenueClock>,
     /// The snapshot thread, until the chain stops.
     snapshotter: parking_lot::Mutex<Option<Snapshotter>>,
     /// The state hashes of the public journal, known so far.

@@ -142,6 +142,7 @@ impl Chain {
         let leader_epoch = Arc::new(AtomicU64::new(writer::NOT_LEADING));
         let leads_alone = matches!(leadership, dexd_store::backend::Leadership::Always);
         writer::wake_the_writer_when_the_lease_is_lost(&mut leadership, &writer);
+        let clock = Arc::new(crate::venue_clock::VenueClock::default());
         let writer_state = WriterState {
             chain_id,
             engine: Arc::clone(&engine),
@@ -159,6 +160,7 @@ impl Chain {
             needs_rebuild: false,
             snapshots,
             metrics: WriterMetrics::of_chain(telemetry, chain_id),
+            clock: Arc::clone(&clock),
         };
         writer::start_writer_thread(queue, writer_state, threads.projector);
         if leads_alone {
@@ -178,6 +180,7 @@ impl Chain {
             publications: parking_lot::Mutex::new(Some(publications)),
             next_read_token: AtomicU64::new(1),
             snapshots: snapshot_status,
+            clock,
             snapshotter: parking_lot::Mutex::new(threads.snapshotter),
             state_hashes: threads.state_hashes,
             state_hash_keeper: parking_lot::Mutex::new(Some(threads.state_hash_keeper)),

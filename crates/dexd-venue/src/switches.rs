@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dexd_core::Command;
-use dexd_store::now_ms;
 
 use super::{Chain, Venue};
 
@@ -70,7 +69,7 @@ async fn run(chain: Arc<Chain>) {
 /// Fires up to [`MAX_SWITCHES_FIRED_PER_POLL`] due switches, oldest trigger first, and waits for
 /// their outcomes; returns how many were due.
 async fn fire_due_round(chain: &Chain) -> usize {
-    let due = chain.read_engine(|engine| engine.switches().due(now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
+    let due = chain.read_engine(|engine| engine.switches().due(chain.clock.now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
     let count = due.len();
     let mut queued = Vec::with_capacity(count);
     for (account, trigger_at_ms) in due {
@@ -103,7 +102,7 @@ async fn fire_due_round(chain: &Chain) -> usize {
 /// Cancels up to [`MAX_SWITCHES_FIRED_PER_POLL`] open orders whose expiry has come, earliest
 /// first, and waits for their outcomes; returns how many were due.
 async fn expire_due_round(chain: &Chain) -> usize {
-    let due = chain.read_engine(|engine| engine.due_expiries(now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
+    let due = chain.read_engine(|engine| engine.due_expiries(chain.clock.now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
     let count = due.len();
     let mut queued = Vec::with_capacity(count);
     for order_id in due {

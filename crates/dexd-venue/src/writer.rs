@@ -20,7 +20,7 @@ use super::publication::{Publisher, StreamRead};
 use crate::batch_nonce::BatchNonce;
 use dexd_store::backend::Leadership;
 use dexd_store::codec;
-use dexd_store::{now_ms, Authorization, Events, Journal, JournalEntry, Projection, WriteError};
+use dexd_store::{Authorization, Events, Journal, JournalEntry, Projection, WriteError};
 
 /// How many queued commands the writer takes into one journal transaction.
 pub const MAX_WRITE_BATCH: usize = 1_024;
@@ -116,6 +116,8 @@ pub(crate) struct WriterState {
     /// The chain's configuration: journaled as the journal's first command, and again whenever
     /// the journal's differs, as soon as the writer leads.
     pub(crate) configuration: dexd_core::ChainConfiguration,
+    /// The venue's clock, shared with the chain's custody (which holds it at the chain's time).
+    pub(crate) clock: Arc<crate::venue_clock::VenueClock>,
 }
 
 /// Where the engine's state stands, changed only by the writer and only under the engine's write
@@ -258,7 +260,7 @@ fn journal_the_configuration(state: &mut WriterState) {
     }
     // One time for the announcement and the command: a raise announced at one millisecond and
     // applied at the next would be refused as short of its notice.
-    let at_ms = now_ms();
+    let at_ms = state.clock.now_ms();
     let announced = state
         .engine
         .read()
@@ -500,7 +502,7 @@ fn apply_batch(
                 continue;
             }
         };
-        let time_ms = request.at_ms.unwrap_or_else(now_ms);
+        let time_ms = request.at_ms.unwrap_or_else(|| state.clock.now_ms());
         let encoded = codec::encode_command(&request.command);
         let mut events = Vec::new();
         let result = engine.execute_signed(request.command, claim, time_ms, &mut events);

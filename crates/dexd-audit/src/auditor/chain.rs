@@ -117,6 +117,15 @@ impl AuditedVault {
         self.node.head().await
     }
 
+    /// A block's time in ms since the Unix epoch; `None` when the node does not have it.
+    pub async fn block_time_ms(&self, block: u64) -> Result<Option<u64>, NodeError> {
+        Ok(self
+            .node
+            .block(block)
+            .await?
+            .map(|(_, time_s)| time_s.saturating_mul(1_000)))
+    }
+
     /// The newest block with the confirmations on top, and its time in seconds.
     pub async fn confirmed_block(&self) -> Result<(u64, u64), NodeError> {
         let head = self.node.head().await?;

@@ -2,8 +2,8 @@
 //! vault credits against the vault's events, recorded requests and root facts against the vault,
 //! a confirmation against the `Withdrawn` event of the transaction it names, a failure against
 //! the vault's showing it unpaid, a contract account's approval at the block the venue asked,
-//! and a request's serving against what the replay debited. It decides no verdict on roots
-//! (`roots`) and reads no journal.
+//! a request's serving against what the replay debited, and every chain event's line against
+//! its block's time. It decides no verdict on roots (`roots`) and reads no journal.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +28,9 @@ impl Auditor {
             return Ok(failures);
         };
         node_has_the_blocks(vault, commands).await?;
+        for (sequence, what) in journaled_before_their_blocks(vault, commands).await? {
+            failures.entry(sequence).or_insert(what);
+        }
         let credits: Vec<(u64, &dexd_core::ChainDeposit)> = commands
             .iter()
             .filter_map(|line| match &line.command {
@@ -111,19 +114,60 @@ fn unavailable(error: dexd_custody::node::NodeError) -> String {
     format!("the chain's node: {error}")
 }
 
+/// The block a chain event's line names: the block its event is in (a deposit, a request made
+/// on chain, a root, a payment's confirmation).
+fn event_block(command: &Command) -> Option<u64> {
+    match command {
+        Command::CreditChainDeposit(deposit) => Some(deposit.block_number),
+        Command::RecordWithdrawalRequest(request) => Some(request.block_number),
+        Command::RecordLiabilityRoot(record) => Some(record.block_number),
+        Command::ConfirmWithdrawals { block_number, .. } => Some(*block_number),
+        _ => None,
+    }
+}
+
+/// Lines of chain events journaled before the time of the block their event is in, by
+/// position, in words: a venue cannot have seen an event before its block existed, so such a
+/// line was written with a clock set back, or made up. Each block's time is read once a page.
+async fn journaled_before_their_blocks(
+    vault: &AuditedVault,
+    commands: &[&CommandLine],
+) -> Result<Vec<(u64, String)>, String> {
+    let mut block_times_ms: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut early = Vec::new();
+    for line in commands {
+        let Some(block) = event_block(&line.command) else {
+            continue;
+        };
+        let block_time_ms = match block_times_ms.get(&block) {
+            Some(time_ms) => *time_ms,
+            None => {
+                let Some(time_ms) = vault.block_time_ms(block).await.map_err(unavailable)? else {
+                    return Err(format!(
+                        "the chain's node does not have block {block} the journal names"
+                    ));
+                };
+                block_times_ms.insert(block, time_ms);
+                time_ms
+            }
+        };
+        if line.time_ms < block_time_ms {
+            early.push((
+                line.sequence,
+                format!(
+                    "a chain event journaled at {} ms, before its block {block}'s time {block_time_ms} ms",
+                    line.time_ms
+                ),
+            ));
+        }
+    }
+    Ok(early)
+}
+
 /// A node behind the blocks the journal names has not seen their events yet: that is its lag,
 /// not the venue's fault, and the checks wait for it (an error: not obtained).
 async fn node_has_the_blocks(vault: &AuditedVault, commands: &[&CommandLine]) -> Result<(), String> {
-    let newest_block = commands
-        .iter()
-        .filter_map(|line| match &line.command {
-            Command::CreditChainDeposit(deposit) => Some(deposit.block_number),
-            Command::RecordWithdrawalRequest(request) => Some(request.block_number),
-            Command::RecordLiabilityRoot(record) => Some(record.block_number),
-            Command::ConfirmWithdrawals { block_number, .. } => Some(*block_number),
-            _ => None,
-        })
-        .max();
+    let newest_block = commands.iter().filter_map(|line| event_block(&line.command)).max();
     if let Some(block) = newest_block {
         let head = vault.head().await.map_err(unavailable)?;
         if head < block {

@@ -173,6 +173,7 @@ impl Payer {
             })
             .collect();
         if !paid.is_empty() {
+            vault.note_block_time(receipt.block_number).await?;
             submit(
                 vault,
                 Command::ConfirmWithdrawals {

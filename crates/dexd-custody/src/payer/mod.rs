@@ -241,6 +241,8 @@ impl Payer {
             Some((_, timestamp)) => timestamp.saturating_mul(1_000),
             None => return Ok(()),
         };
+        // A payment confirmed is in a block at or before this one: journaled no earlier.
+        vault.chain.note_chain_time_ms(confirmed_time_ms);
         // Requests made on chain first: their deadlines can freeze the vault.
         let (requests, signed): (Vec<Candidate>, Vec<Candidate>) = batch
             .into_iter()

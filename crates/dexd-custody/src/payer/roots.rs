@@ -152,6 +152,8 @@ impl Payer {
         let Some((_, time_s)) = vault.node.block(confirmed_block).await? else {
             return Ok(RootsPoll::Continue);
         };
+        // A root recorded or settled is in a block at or before this one: journaled no earlier.
+        vault.chain.note_chain_time_ms(time_s.saturating_mul(1_000));
         let confirmed = Confirmed {
             head,
             block: confirmed_block,

@@ -12,7 +12,9 @@
 //! - a contract account's approval that lapses after its withdrawal is no failure (checked at
 //!   the block the venue asked).
 //! - with three guardians, the one that runs an auditor, reading the venue only through a proxy
-//!   that trickles every answer, vetoes the root it could never verify.
+//!   that trickles every answer, vetoes the root it could never verify;
+//! - on a chain whose blocks run ahead of the wall clock, the venue journals a deposit no earlier
+//!   than its block, and a credit dated before its block is a failure.
 
 use crate::common;
 
@@ -659,5 +661,92 @@ async fn one_guardian_of_three_vetoes_a_root_it_reads_only_through_a_slow_proxy(
         transaction["from"].as_str().unwrap().to_lowercase(),
         format!("{:#x}", third.address()),
         "the third guardian vetoed"
+    );
+}
+
+/// A chain whose blocks run an hour ahead of the wall clock (a devnet that warps its time): the
+/// venue journals its deposit no earlier than the deposit's block, as its clock follows the
+/// chain's; a journal whose credit is dated before its block (what a venue with its clock set
+/// back, or one that made the deposit up, would serve) is a `FAIL` at that line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_event_journaled_before_its_block_is_a_failure() {
+    let venue = VaultVenue::start_with_challenge_period(TEST_ROOT_TERMS.challenge_period_s).await;
+    venue.chain.advance_time(3_600).await;
+    let alice = venue.chain.users[0].clone();
+    venue
+        .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
+        .await;
+    let base_url = venue.client().base_url;
+    let response = reqwest::get(format!(
+        "{base_url}/audit/journal?chainId={}&from=1",
+        venue.chain.chain_id
+    ))
+    .await
+    .unwrap();
+    let end: u64 = response.headers()["x-dexd-journal-end"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut lines: Vec<String> = response.text().await.unwrap().lines().map(str::to_string).collect();
+    let parsed = |line: &str| match dexd::audit::format::parse_line(line).unwrap() {
+        dexd::audit::format::JournalLine::Command(command) => Some(*command),
+        dexd::audit::format::JournalLine::StateHash { .. } => None,
+    };
+    let dexd_core::Command::Configure(configuration) = parsed(&lines[0]).unwrap().command else {
+        panic!("the journal starts with its configuration")
+    };
+    let messages = dexd_crypto::RequestMessages::new(&configuration).unwrap();
+    let credit = lines
+        .iter()
+        .position(|line| {
+            parsed(line).is_some_and(|line| matches!(line.command, dexd_core::Command::CreditChainDeposit(_)))
+        })
+        .expect("alice's credit");
+    let mut line = parsed(&lines[credit]).unwrap();
+    let dexd_core::Command::CreditChainDeposit(deposit) = &line.command else {
+        unreachable!()
+    };
+    let (_, block_time_s) = venue.chain.node.block(deposit.block_number).await.unwrap().unwrap();
+    let block_time_ms = block_time_s * 1_000;
+    assert!(
+        block_time_ms > dexd_store::now_ms() + 3_000_000,
+        "the chain runs ahead of the wall clock"
+    );
+    assert!(
+        line.time_ms >= block_time_ms,
+        "the honest venue journals the credit at {} ms, not before its block's {block_time_ms} ms",
+        line.time_ms
+    );
+    // Dated a minute before its block.
+    line.time_ms = block_time_ms - 60_000;
+    lines[credit] = dexd::audit::format::command_line(
+        line.sequence,
+        line.time_ms,
+        &line.command,
+        line.journal_authorization().as_ref(),
+        &messages,
+    )
+    .to_string();
+    let forged = super::journal::serve_journal(lines, end).await;
+    let directory = tempfile::tempdir().unwrap();
+    let auditor = RunningAuditor::start(
+        &forged,
+        venue.chain.chain_id,
+        directory.path(),
+        &strings(&vault_arguments(&venue)),
+        &[],
+    );
+    let failure = auditor
+        .wait_for_line("the early credit reported", Duration::from_secs(60), |line| {
+            line.starts_with("FAIL ")
+        })
+        .await;
+    assert_eq!(
+        failure,
+        format!(
+            "FAIL {} a chain event journaled at {} ms, before its block {}'s time {block_time_ms} ms",
+            line.sequence, line.time_ms, deposit.block_number
+        )
     );
 }
