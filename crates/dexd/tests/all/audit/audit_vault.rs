@@ -514,76 +514,116 @@ async fn a_withdrawal_confirmed_by_a_transaction_that_did_not_pay_it_is_a_failur
         .await;
     assert_eq!(status, 200, "{body}");
     venue.wait_for_every_withdrawal_confirmed(&alice).await;
-    let base_url = venue.client().base_url;
-    let response = reqwest::get(format!(
-        "{base_url}/audit/journal?chainId={}&from=1",
-        venue.chain.chain_id
-    ))
-    .await
-    .unwrap();
-    let end: u64 = response.headers()["x-dexd-journal-end"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let mut lines: Vec<String> = response.text().await.unwrap().lines().map(str::to_string).collect();
-    let parsed = |line: &str| match dexd::audit::format::parse_line(line).unwrap() {
-        dexd::audit::format::JournalLine::Command(command) => Some(*command),
-        dexd::audit::format::JournalLine::StateHash { .. } => None,
-    };
-    let dexd_core::Command::Configure(configuration) = parsed(&lines[0]).unwrap().command else {
-        panic!("the journal starts with its configuration")
-    };
-    let messages = dexd_crypto::RequestMessages::new(&configuration).unwrap();
+    let mut journal = ServedJournal::read(&venue).await;
     // The deposit's transaction, named as the payment's instead.
-    let deposit_tx = lines
-        .iter()
-        .filter_map(|line| parsed(line))
+    let deposit_tx = journal
+        .commands()
         .find_map(|line| match line.command {
             dexd_core::Command::CreditChainDeposit(deposit) => Some(deposit.tx_hash),
             _ => None,
         })
         .expect("alice's deposit");
-    let confirmation = lines
-        .iter()
-        .position(|line| {
-            parsed(line).is_some_and(|line| matches!(line.command, dexd_core::Command::ConfirmWithdrawals { .. }))
-        })
+    let mut line = journal
+        .command_where(|command| matches!(command, dexd_core::Command::ConfirmWithdrawals { .. }))
         .expect("the withdrawal's confirmation");
-    let mut line = parsed(&lines[confirmation]).unwrap();
     let dexd_core::Command::ConfirmWithdrawals { tx_hash, .. } = &mut line.command else {
         unreachable!()
     };
     *tx_hash = deposit_tx;
-    lines[confirmation] = dexd::audit::format::command_line(
-        line.sequence,
-        line.time_ms,
-        &line.command,
-        line.journal_authorization().as_ref(),
-        &messages,
-    )
-    .to_string();
-    let forged = super::journal::serve_journal(lines, end).await;
-    let directory = tempfile::tempdir().unwrap();
-    let auditor = RunningAuditor::start(
-        &forged,
-        venue.chain.chain_id,
-        directory.path(),
-        &strings(&vault_arguments(&venue)),
-        &[],
-    );
-    let failure = auditor
-        .wait_for_line("the forged confirmation reported", Duration::from_secs(60), |line| {
-            line.starts_with("FAIL ")
-        })
-        .await;
+    journal.replace(&line);
     assert_eq!(
-        failure,
+        journal.first_failure(&venue).await,
         format!(
             "FAIL {} a withdrawal confirmed as paid by a transaction that did not pay it",
             line.sequence
         )
     );
+}
+
+/// A venue's journal as `/audit/journal` serves it, to forge and serve again.
+struct ServedJournal {
+    lines: Vec<String>,
+    end: u64,
+    messages: dexd_crypto::RequestMessages,
+}
+
+impl ServedJournal {
+    /// The venue's whole journal.
+    async fn read(venue: &VaultVenue) -> ServedJournal {
+        let base_url = venue.client().base_url;
+        let response = reqwest::get(format!(
+            "{base_url}/audit/journal?chainId={}&from=1",
+            venue.chain.chain_id
+        ))
+        .await
+        .unwrap();
+        let end: u64 = response.headers()["x-dexd-journal-end"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let lines: Vec<String> = response.text().await.unwrap().lines().map(str::to_string).collect();
+        let Some(dexd_core::Command::Configure(configuration)) = parsed(&lines[0]).map(|line| line.command) else {
+            panic!("the journal starts with its configuration")
+        };
+        let messages = dexd_crypto::RequestMessages::new(&configuration).unwrap();
+        ServedJournal { lines, end, messages }
+    }
+
+    /// Its command lines, parsed.
+    fn commands(&self) -> impl Iterator<Item = dexd::audit::format::CommandLine> + '_ {
+        self.lines.iter().filter_map(|line| parsed(line))
+    }
+
+    /// The first command line whose command `wanted` accepts.
+    fn command_where(&self, wanted: impl Fn(&dexd_core::Command) -> bool) -> Option<dexd::audit::format::CommandLine> {
+        self.commands().find(|line| wanted(&line.command))
+    }
+
+    /// Puts `line` in place of the line at its position, rendered as a venue that changed it
+    /// would serve it: its fields and bytes agree, its signature is the original one.
+    fn replace(&mut self, line: &dexd::audit::format::CommandLine) {
+        let position = self
+            .lines
+            .iter()
+            .position(|served| parsed(served).is_some_and(|served| served.sequence == line.sequence))
+            .expect("the line's position is served");
+        self.lines[position] = dexd::audit::format::command_line(
+            line.sequence,
+            line.time_ms,
+            &line.command,
+            line.journal_authorization().as_ref(),
+            &self.messages,
+        )
+        .to_string();
+    }
+
+    /// Serves the journal as it now is to an auditor of `venue`'s chain and vault: the first
+    /// `FAIL` line it prints.
+    async fn first_failure(self, venue: &VaultVenue) -> String {
+        let forged = super::journal::serve_journal(self.lines, self.end).await;
+        let directory = tempfile::tempdir().unwrap();
+        let auditor = RunningAuditor::start(
+            &forged,
+            venue.chain.chain_id,
+            directory.path(),
+            &strings(&vault_arguments(venue)),
+            &[],
+        );
+        auditor
+            .wait_for_line("the forged line reported", Duration::from_secs(60), |line| {
+                line.starts_with("FAIL ")
+            })
+            .await
+    }
+}
+
+/// A served line's command, or `None` for a state hash's line.
+fn parsed(line: &str) -> Option<dexd::audit::format::CommandLine> {
+    match dexd::audit::format::parse_line(line).unwrap() {
+        dexd::audit::format::JournalLine::Command(command) => Some(*command),
+        dexd::audit::format::JournalLine::StateHash { .. } => None,
+    }
 }
 
 /// Serves `upstream` at a local address, answering a byte every 200 ms: a venue that keeps its
@@ -676,38 +716,15 @@ async fn a_chain_event_journaled_before_its_block_is_a_failure() {
     venue
         .fund(&alice, Some(venue.chain.usdc), 100 * USDC_UNIT, "USDC", "100")
         .await;
-    let base_url = venue.client().base_url;
-    let response = reqwest::get(format!(
-        "{base_url}/audit/journal?chainId={}&from=1",
-        venue.chain.chain_id
-    ))
-    .await
-    .unwrap();
-    let end: u64 = response.headers()["x-dexd-journal-end"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let mut lines: Vec<String> = response.text().await.unwrap().lines().map(str::to_string).collect();
-    let parsed = |line: &str| match dexd::audit::format::parse_line(line).unwrap() {
-        dexd::audit::format::JournalLine::Command(command) => Some(*command),
-        dexd::audit::format::JournalLine::StateHash { .. } => None,
-    };
-    let dexd_core::Command::Configure(configuration) = parsed(&lines[0]).unwrap().command else {
-        panic!("the journal starts with its configuration")
-    };
-    let messages = dexd_crypto::RequestMessages::new(&configuration).unwrap();
-    let credit = lines
-        .iter()
-        .position(|line| {
-            parsed(line).is_some_and(|line| matches!(line.command, dexd_core::Command::CreditChainDeposit(_)))
-        })
+    let mut journal = ServedJournal::read(&venue).await;
+    let mut line = journal
+        .command_where(|command| matches!(command, dexd_core::Command::CreditChainDeposit(_)))
         .expect("alice's credit");
-    let mut line = parsed(&lines[credit]).unwrap();
     let dexd_core::Command::CreditChainDeposit(deposit) = &line.command else {
         unreachable!()
     };
-    let (_, block_time_s) = venue.chain.node.block(deposit.block_number).await.unwrap().unwrap();
+    let block_number = deposit.block_number;
+    let (_, block_time_s) = venue.chain.node.block(block_number).await.unwrap().unwrap();
     let block_time_ms = block_time_s * 1_000;
     assert!(
         block_time_ms > dexd_store::now_ms() + 3_000_000,
@@ -720,33 +737,12 @@ async fn a_chain_event_journaled_before_its_block_is_a_failure() {
     );
     // Dated a minute before its block.
     line.time_ms = block_time_ms - 60_000;
-    lines[credit] = dexd::audit::format::command_line(
-        line.sequence,
-        line.time_ms,
-        &line.command,
-        line.journal_authorization().as_ref(),
-        &messages,
-    )
-    .to_string();
-    let forged = super::journal::serve_journal(lines, end).await;
-    let directory = tempfile::tempdir().unwrap();
-    let auditor = RunningAuditor::start(
-        &forged,
-        venue.chain.chain_id,
-        directory.path(),
-        &strings(&vault_arguments(&venue)),
-        &[],
-    );
-    let failure = auditor
-        .wait_for_line("the early credit reported", Duration::from_secs(60), |line| {
-            line.starts_with("FAIL ")
-        })
-        .await;
+    journal.replace(&line);
     assert_eq!(
-        failure,
+        journal.first_failure(&venue).await,
         format!(
-            "FAIL {} a chain event journaled at {} ms, before its block {}'s time {block_time_ms} ms",
-            line.sequence, line.time_ms, deposit.block_number
+            "FAIL {} a chain event journaled at {} ms, before its block {block_number}'s time {block_time_ms} ms",
+            line.sequence, line.time_ms
         )
     );
 }
