@@ -95,6 +95,29 @@ pub enum WithdrawalOrigin {
 }
 
 impl WithdrawalOrigin {
+    /// Its canonical bytes, which the state hash and the snapshot both write: a tag (0 signed,
+    /// 1 asked for on chain), then a request's number, amount asked and deadline, big-endian,
+    /// and its token's 20 bytes.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        match self {
+            WithdrawalOrigin::Signed => vec![0],
+            WithdrawalOrigin::Requested {
+                request_id,
+                requested,
+                deadline_ms,
+                token,
+            } => {
+                let mut bytes = Vec::with_capacity(53);
+                bytes.push(1);
+                bytes.extend_from_slice(&request_id.to_be_bytes());
+                bytes.extend_from_slice(&requested.units().to_be_bytes());
+                bytes.extend_from_slice(&deadline_ms.to_be_bytes());
+                bytes.extend_from_slice(token.as_bytes());
+                bytes
+            }
+        }
+    }
+
     /// The request's number, for a withdrawal asked for on chain.
     pub fn request_id(&self) -> Option<u64> {
         match self {
@@ -412,21 +435,7 @@ impl Custody {
             hasher.update(pending.created_at_ms.to_be_bytes());
             hasher.update(pending.request_number.to_be_bytes());
             hasher.update(pending.debited_at_sequence.to_be_bytes());
-            match pending.origin {
-                WithdrawalOrigin::Signed => hasher.update([0]),
-                WithdrawalOrigin::Requested {
-                    request_id,
-                    requested,
-                    deadline_ms,
-                    token,
-                } => {
-                    hasher.update([1]);
-                    hasher.update(request_id.to_be_bytes());
-                    hasher.update(requested.units().to_be_bytes());
-                    hasher.update(deadline_ms.to_be_bytes());
-                    hasher.update(token.as_bytes());
-                }
-            }
+            hasher.update(pending.origin.canonical_bytes());
         }
         hasher.update(self.next_chain_request_id.to_be_bytes());
         self.liabilities.hash_into(hasher);

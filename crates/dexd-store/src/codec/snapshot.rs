@@ -127,29 +127,11 @@ fn put_custody(writer: &mut Writer, custody: &CustodyState) {
         writer.u64(pending.created_at_ms);
         writer.u64(pending.request_number);
         writer.u64(pending.debited_at_sequence);
-        put_withdrawal_origin(writer, &pending.origin);
+        writer.bytes(&pending.origin.canonical_bytes());
     });
     writer.u64(custody.next_chain_request_id);
     super::liabilities::put_liabilities(writer, &custody.liabilities);
     put_list(writer, &custody.used_withdrawal_ids, |writer, mark| writer.u128(*mark));
-}
-
-fn put_withdrawal_origin(writer: &mut Writer, origin: &WithdrawalOrigin) {
-    match origin {
-        WithdrawalOrigin::Signed => writer.u8(0),
-        WithdrawalOrigin::Requested {
-            request_id,
-            requested,
-            deadline_ms,
-            token,
-        } => {
-            writer.u8(1);
-            writer.u64(*request_id);
-            writer.u128(requested.units());
-            writer.u64(*deadline_ms);
-            writer.bytes(token.as_bytes());
-        }
-    }
 }
 
 fn get_withdrawal_origin(reader: &mut Reader) -> Result<WithdrawalOrigin, CodecError> {
