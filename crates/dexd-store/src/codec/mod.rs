@@ -63,6 +63,31 @@ impl Writer {
     pub(crate) fn bytes(&mut self, value: &[u8]) {
         self.0.extend_from_slice(value);
     }
+    /// A vault event's number, account, token and the asset the token is (if the chain lists
+    /// it), as a deposit's credit and a recorded request both begin.
+    pub(crate) fn vault_event_subject(
+        &mut self,
+        number: u64,
+        (account, token): (&Address, &Address),
+        asset: Option<AssetIndex>,
+    ) {
+        self.u64(number);
+        self.bytes(account.as_bytes());
+        self.bytes(token.as_bytes());
+        self.optional(asset, |writer, asset| writer.u16(asset.0));
+    }
+    /// Where a log is on chain: its transaction, its index, its block's number and hash.
+    pub(crate) fn log_position(
+        &mut self,
+        tx_hash: &[u8; 32],
+        log_index: u64,
+        (block_number, block_hash): (u64, &[u8; 32]),
+    ) {
+        self.bytes(tx_hash);
+        self.u64(log_index);
+        self.u64(block_number);
+        self.bytes(block_hash);
+    }
     pub(crate) fn optional<T>(&mut self, value: Option<T>, put: impl FnOnce(&mut Writer, T)) {
         match value {
             None => self.u8(0),
@@ -347,15 +372,13 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         }
         Command::CreditChainDeposit(deposit) => {
             writer.u8(CREDIT_DEPOSIT_TAG);
-            writer.u64(deposit.deposit_id);
-            writer.bytes(deposit.account.as_bytes());
-            writer.bytes(deposit.token.as_bytes());
-            writer.optional(deposit.asset, |writer, asset| writer.u16(asset.0));
+            writer.vault_event_subject(deposit.deposit_id, (&deposit.account, &deposit.token), deposit.asset);
             writer.optional(deposit.amount, |writer, amount| writer.u128(amount.units()));
-            writer.bytes(&deposit.tx_hash);
-            writer.u64(deposit.log_index);
-            writer.u64(deposit.block_number);
-            writer.bytes(&deposit.block_hash);
+            writer.log_position(
+                &deposit.tx_hash,
+                deposit.log_index,
+                (deposit.block_number, &deposit.block_hash),
+            );
         }
         Command::FailChainDeposit { tx_hash } => {
             writer.u8(6);
@@ -401,16 +424,14 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         }
         Command::RecordWithdrawalRequest(request) => {
             writer.u8(WITHDRAWAL_REQUEST_TAG);
-            writer.u64(request.request_id);
-            writer.bytes(request.account.as_bytes());
-            writer.bytes(request.token.as_bytes());
-            writer.optional(request.asset, |writer, asset| writer.u16(asset.0));
+            writer.vault_event_subject(request.request_id, (&request.account, &request.token), request.asset);
             writer.u128(request.amount.units());
             writer.u64(request.deadline_ms);
-            writer.bytes(&request.tx_hash);
-            writer.u64(request.log_index);
-            writer.u64(request.block_number);
-            writer.bytes(&request.block_hash);
+            writer.log_position(
+                &request.tx_hash,
+                request.log_index,
+                (request.block_number, &request.block_hash),
+            );
         }
         Command::CancelAll { .. }
         | Command::AmendOrder(_)

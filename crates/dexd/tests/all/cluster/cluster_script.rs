@@ -85,14 +85,7 @@ async fn scripts_cluster_starts_a_primary_a_standby_and_three_nodes_that_spread_
         "the chains spread over the nodes",
         Duration::from_secs(60),
         async || {
-            let cluster: Value = http
-                .get(format!("{}/cluster", url_of(2)))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
+            let cluster = common::cluster::view(&url_of(2)).await?;
             let alive = cluster["nodes"]
                 .as_array()?
                 .iter()

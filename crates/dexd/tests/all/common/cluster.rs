@@ -48,17 +48,23 @@ pub async fn balances_at(base_url: &str, account: &str, min_sequence: &str) -> s
         .unwrap()
 }
 
+/// The cluster as the node at `base_url` sees it (`GET /cluster`); `None` while the node does
+/// not answer (it is starting, or was killed).
+pub async fn view(base_url: &str) -> Option<serde_json::Value> {
+    reqwest::get(format!("{base_url}/cluster"))
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()
+}
+
 /// The node that leads `chain_id` as the node at `base_url` sees it (`GET /cluster`), once one
 /// other than `not` does; waits up to `within`.
 pub async fn leader_other_than(base_url: &str, chain_id: u64, not: Option<&str>, within: Duration) -> String {
     let started = Instant::now();
     loop {
-        let answer: serde_json::Value = reqwest::get(format!("{base_url}/cluster"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let answer = view(base_url).await.expect("the node answers");
         let leader = answer["chains"]
             .as_array()
             .unwrap()
