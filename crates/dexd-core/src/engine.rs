@@ -15,6 +15,7 @@ mod forced_withdrawals;
 mod matching;
 mod queries;
 mod state;
+mod subaccount_transfers;
 
 pub use self::conditions::MAX_TRIGGERS_FIRED_PER_COMMAND;
 pub use self::state::{EngineState, PairSnapshot, RestoreError};
@@ -35,6 +36,7 @@ use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quant
 use crate::nonces::{NonceClaim, NonceRegistry, MAX_SIGNED_REQUEST_LIFETIME_MS, MAX_SIGNED_WITHDRAWAL_LIFETIME_MS};
 use crate::order::{Amend, Direction, NewOrder, OrderRecord};
 use crate::pair::{AssetSpec, PairSpec, PairSpecError};
+use crate::subaccounts::{SubaccountRegistry, SubaccountTransferRequest};
 use crate::switches::CancelAllAfterSwitches;
 use crate::transfer::{
     ChainDeposit, ChainDepositSubmission, ChainWithdrawalRequest, TransferKind, TransferRequest, VaultWithdrawal,
@@ -180,6 +182,9 @@ pub enum Command {
         /// What it asks for the account.
         command: Box<Command>,
     },
+    /// Move available funds between two subaccounts of one owner (contract version 5): the
+    /// owner's own request, never an agent's.
+    TransferBetweenSubaccounts(SubaccountTransferRequest),
     /// The chain's configuration: the journal's first command, and again at every change. As
     /// the first command it replaces whatever the engine was built with; later, it may only
     /// add assets and pairs and change fees, minimums and limits
@@ -214,6 +219,7 @@ impl Command {
             | Command::RevokeAgent { account, .. } => Some(*account),
             Command::ByAgent { command, .. } => command.account(),
             Command::Deposit(request) | Command::Withdraw(request) => Some(request.account),
+            Command::TransferBetweenSubaccounts(request) => Some(request.owner),
             Command::RequestWithdrawal(withdrawal) => Some(withdrawal.request.account),
             Command::SubmitChainDeposit(_)
             | Command::CreditChainDeposit(_)
@@ -276,6 +282,9 @@ impl Command {
             | Command::AmendOrder(_)
             | Command::SubmitChainDeposit(_)
             | Command::RequestWithdrawal(_) => true,
+            // Funds moving inside an owner's leaf change nothing the vault backs; the owner may
+            // gather them in number 0 to leave through the exit.
+            Command::TransferBetweenSubaccounts(_) => false,
             Command::ByAgent { command, .. } => command.needs_a_live_vault(),
             Command::CancelOrder { .. }
             | Command::Deposit(_)
@@ -412,6 +421,7 @@ pub struct Engine {
     custody: Custody,
     agents: AgentRegistry,
     switches: CancelAllAfterSwitches,
+    subaccounts: SubaccountRegistry,
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
@@ -463,6 +473,7 @@ impl Engine {
             custody: Custody::new(config.custody, asset_count, config.limits.max_pending_transfers),
             agents: AgentRegistry::default(),
             switches: CancelAllAfterSwitches::default(),
+            subaccounts: SubaccountRegistry::default(),
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
@@ -632,6 +643,7 @@ impl Engine {
                 }
             }
             Command::ByAgent { agent, command } => self.by_agent(agent, *command, now_ms, events),
+            Command::TransferBetweenSubaccounts(request) => self.transfer_between_subaccounts(request, now_ms, events),
             Command::Configure(configuration) => self.configure(*configuration, now_ms),
         }
     }

@@ -10,6 +10,7 @@ use crate::liabilities::{LiabilityRootRecord, RootStanding, VaultFreeze};
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
 use crate::nonces::NonceRejection;
 use crate::order::{Direction, OrderRecord};
+use crate::subaccounts::SubaccountTransfer;
 use crate::transfer::Transfer;
 
 /// One execution between a resting (maker) order and an incoming (taker) order.
@@ -74,6 +75,8 @@ pub enum Event {
     },
     /// The vault froze: the chain takes no more orders, deposits or withdrawals.
     VaultFrozen(VaultFreeze),
+    /// Funds moved between two subaccounts of one owner.
+    SubaccountTransferred(SubaccountTransfer),
 }
 
 /// Why a command was refused. A refused command changed nothing.
@@ -164,6 +167,17 @@ pub enum Rejection {
     /// The account has nothing on the chain (no deposit ever): it cannot hold signed nonces, a
     /// dead man's switch or agents.
     UnknownAccount,
+    /// A transfer between subaccounts whose terms are malformed (a number out of range, the
+    /// same subaccount twice, a zero amount, a bad `clientTransferId`).
+    InvalidTransfer(&'static str),
+    /// The same transfer (owner, `clientTransferId` and terms) was applied already: nothing
+    /// moved again, and the first result is the answer.
+    TransferAlreadyApplied,
+    /// The owner used this `clientTransferId` for another transfer.
+    TransferIdReused,
+    /// The owner has [`crate::subaccounts::MAX_REMEMBERED_TRANSFERS_PER_OWNER`] transfers
+    /// remembered.
+    TooManyTransfers,
     /// A configuration that is not valid, or a change to the journal's that does more than add
     /// assets and pairs and change fees, minimums and limits.
     ConfigurationRefused,

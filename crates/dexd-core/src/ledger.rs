@@ -266,6 +266,29 @@ impl Ledger {
             .expect("invariant: a balance is at most the asset's deposits");
     }
 
+    /// Moves `amount` of `from`'s available balance to `to`'s available balance (a transfer
+    /// between subaccounts): the asset's total is unchanged. Refused, changing nothing, when
+    /// `from` has less available.
+    pub fn move_available(
+        &mut self,
+        from: AccountSlot,
+        to: AccountSlot,
+        asset: AssetIndex,
+        amount: Amount,
+    ) -> Result<(), LedgerError> {
+        let source = self.balance_mut(from, asset);
+        source.available = source
+            .available
+            .checked_sub(amount)
+            .ok_or(LedgerError::InsufficientBalance)?;
+        let target = self.balance_mut(to, asset);
+        target.available = target
+            .available
+            .checked_add(amount)
+            .expect("invariant: a balance is at most the asset's deposits");
+        Ok(())
+    }
+
     /// Checks conservation: for every asset the sum of all totals equals net deposits.
     pub fn check_conservation(&self) -> Result<(), String> {
         let mut sums = vec![0u128; self.asset_count];

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use crate::ledger::Ledger;
+use crate::ledger::{Balance, Ledger};
 use crate::money::{Address, Amount, AssetIndex};
 use crate::state_hash::StateHasher;
 
@@ -437,7 +437,29 @@ impl Liabilities {
     /// Every (account, token) with a non-zero balance or flow, or a deposit the vault took and
     /// the ledger did not credit (a zero entry, unless the pair has one anyway): in account
     /// order, then the chain's assets in order, then other tokens by address.
-    pub fn entries(&self, ledger: &Ledger) -> Vec<LiabilityEntry> {
+    ///
+    /// `leaf_of` names the account whose leaf holds an account's funds: a subaccount's owner, or
+    /// the account itself; the balances of accounts that share a leaf are added.
+    pub fn entries(&self, ledger: &Ledger, leaf_of: impl Fn(&Address) -> Address) -> Vec<LiabilityEntry> {
+        let mut folded: Vec<(Address, Vec<Amount>)> = ledger
+            .accounts_sorted()
+            .into_iter()
+            .map(|(account, balances)| (leaf_of(account), balances.iter().map(Balance::total).collect()))
+            .collect();
+        // Stable: an owner and its subaccounts end up adjacent, in one order whatever the slots.
+        folded.sort_by_key(|(leaf, _)| *leaf);
+        folded.dedup_by(|later, kept| {
+            if later.0 != kept.0 {
+                return false;
+            }
+            for (total, more) in kept.1.iter_mut().zip(&later.1) {
+                *total = total
+                    .checked_add(*more)
+                    .expect("invariant: an owner's funds are at most the asset's deposits");
+            }
+            true
+        });
+
         let mut entries = Vec::with_capacity(self.flows.len() + self.uncredited.len());
         let mut uncredited = self.uncredited.iter().peekable();
         let mut push_uncredited_before =
@@ -460,11 +482,11 @@ impl Liabilities {
                     }
                 }
             };
-        for (account, balances) in ledger.accounts_sorted() {
-            for (index, balance) in balances.iter().enumerate() {
+        for (account, totals) in &folded {
+            for (index, total) in totals.iter().enumerate() {
                 let asset = AssetIndex(u16::try_from(index).expect("assets fit u16"));
                 let flows = self.flows(account, asset);
-                let total = balance.total();
+                let total = *total;
                 let token = LiabilityToken::Asset(asset);
                 if !total.is_zero() || flows != AccountFlows::default() {
                     push_uncredited_before(&mut entries, Some((*account, token)));

@@ -30,6 +30,7 @@ pub mod nonces;
 pub mod order;
 pub mod pair;
 mod state_hash;
+pub mod subaccounts;
 pub mod switches;
 pub mod transfer;
 pub mod triggers;
@@ -49,6 +50,8 @@ mod engine_tests;
 mod requests_tests;
 #[cfg(test)]
 mod roots_tests;
+#[cfg(test)]
+mod subaccounts_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]
@@ -83,6 +86,10 @@ pub use order::{
     Trigger, TriggerCondition, MAX_EXPIRY_AHEAD_MS, MAX_OCO_GROUP_CHARS, MIN_EXPIRY_AHEAD_MS,
 };
 pub use pair::{AssetSpec, FeeRaise, PairDefinition, PairSpec, PairSpecError, PairValueError};
+pub use subaccounts::{
+    subaccount_address, SubaccountTransfer, SubaccountTransferRequest, SubaccountsState, MAX_SUBACCOUNT_NUMBER,
+    TRANSFER_ID_MEMORY_MS,
+};
 pub use switches::{MAX_CANCEL_ALL_AFTER_MS, MIN_CANCEL_ALL_AFTER_MS};
 pub use transfer::{
     chain_request_withdrawal_id, is_chain_request_withdrawal_id, ChainDeposit, ChainDepositSubmission,

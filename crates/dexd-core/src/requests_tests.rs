@@ -264,3 +264,34 @@ fn a_request_of_an_account_that_never_placed_an_order_is_recorded() {
     let pending = venue.engine.custody().pending_withdrawal(&key(BOB, 0)).unwrap();
     assert_eq!(pending.amount.units(), 50);
 }
+
+#[test]
+fn a_request_on_chain_gathers_what_the_owner_s_subaccounts_hold() {
+    use crate::subaccounts::{subaccount_address, SubaccountTransferRequest};
+    let mut venue = Venue::new();
+    venue.credit(ALICE, USDC, 1_000);
+    for (number, units) in [(2, 300), (5, 500)] {
+        venue
+            .run(Command::TransferBetweenSubaccounts(SubaccountTransferRequest {
+                owner: ALICE,
+                from_number: 0,
+                to_number: number,
+                asset: USDC,
+                amount: Amount::from_units(units),
+                client_transfer_id: format!("to-{number}"),
+            }))
+            .unwrap();
+    }
+    // Alice holds 200 herself, 300 in number 2 and 500 in number 5; she asks the vault for 600.
+    let events = venue.run(request(0, ALICE, Some(USDC), 600)).unwrap();
+    let gathered = events
+        .iter()
+        .filter(|event| matches!(event, Event::SubaccountTransferred(_)))
+        .count();
+    assert_eq!(gathered, 2, "number 2 whole, then 100 of number 5");
+    assert_eq!(venue.available(ALICE, USDC), 0);
+    assert_eq!(venue.available(subaccount_address(&ALICE, 2), USDC), 0);
+    assert_eq!(venue.available(subaccount_address(&ALICE, 5), USDC), 400);
+    let pending = venue.engine.custody().pending_withdrawal(&key(ALICE, 0)).expect("pending");
+    assert_eq!(pending.amount.units(), 600);
+}

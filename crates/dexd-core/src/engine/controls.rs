@@ -260,7 +260,7 @@ impl Engine {
                 | Command::SetCancelAllAfter { .. }
         );
         let account = command.account().ok_or(Rejection::AgentNotAllowed)?;
-        if !trades || !self.agents.allows(&account, &agent, now_ms) {
+        if !trades || !self.agent_allowed(&account, &agent, now_ms) {
             return Err(Rejection::AgentNotAllowed);
         }
         self.dispatch(command, now_ms, events)
@@ -271,9 +271,13 @@ impl Engine {
         self.agents.of_account(account, now_ms)
     }
 
-    /// Whether `agent` may trade for `account` at `now_ms`.
+    /// Whether `agent` may trade for `account` at `now_ms`: an agent the account approved, or
+    /// for a known subaccount, its owner or an agent the owner approved.
     pub fn agent_allowed(&self, account: &Address, agent: &Address, now_ms: u64) -> bool {
-        self.agents.allows(account, agent, now_ms)
+        match self.subaccounts.owner_of(account) {
+            Some((owner, _)) => owner == *agent || self.agents.allows(&owner, agent, now_ms),
+            None => self.agents.allows(account, agent, now_ms),
+        }
     }
 
     /// The chain's armed dead man's switches.

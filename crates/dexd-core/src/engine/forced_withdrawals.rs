@@ -1,6 +1,7 @@
 //! A withdrawal an account asked the vault for on chain (contract version 5): the account's
 //! orders holding the token are cancelled, newest first, until what it holds available covers
-//! what it asked (or none is left), and what it then holds, up to what it asked, is debited and
+//! what it asked (or none is left); then its subaccounts' funds are gathered into it, by number,
+//! as needed (its leaf counts them); and what it then holds, up to what it asked, is debited and
 //! handed to custody to be served.
 //!
 //! The request is a fact of the chain, entered by the watcher in the vault's order: it is never
@@ -27,6 +28,12 @@ impl Engine {
         let debit = match request.asset {
             Some(asset) if usize::from(asset.0) < self.assets.len() => {
                 self.free_for_withdrawal(request.account, (asset, request.amount), now_ms, events);
+                self.gather_from_subaccounts(
+                    (request.account, request.request_id),
+                    (asset, request.amount),
+                    now_ms,
+                    events,
+                );
                 let available = self.ledger.balance(&request.account, asset).available;
                 available.min(request.amount)
             }
@@ -40,7 +47,7 @@ impl Engine {
     /// Cancels `account`'s open orders that hold `asset` (sells of a pair's base, buys of its
     /// quote, resting or waiting for their trigger), newest first, until `wanted` of it is
     /// available or none is left (cancel reason `ForcedWithdrawal`).
-    fn free_for_withdrawal(
+    pub(super) fn free_for_withdrawal(
         &mut self,
         account: Address,
         (asset, wanted): (AssetIndex, Amount),

@@ -55,7 +55,9 @@ impl Engine {
     /// Every entry of the liability tree at this state: each (account, asset) with a non-zero
     /// balance or flow through the vault, in account then asset order.
     pub fn liability_entries(&self) -> Vec<LiabilityEntry> {
-        self.custody.liabilities().entries(&self.ledger)
+        self.custody
+            .liabilities()
+            .entries(&self.ledger, |account| self.subaccounts.leaf_account(account))
     }
 
     /// The journal position of the last command applied (0 before any).

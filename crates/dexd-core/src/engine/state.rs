@@ -17,6 +17,7 @@ use crate::money::{Address, Amount, AssetIndex, PairIndex, Price};
 use crate::nonces::{LiveBatch, LiveClaim, Nonce, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
+use crate::subaccounts::{SubaccountRegistry, SubaccountsState};
 
 /// One pair's state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +63,8 @@ pub struct EngineState {
     pub agents: Vec<(Address, AgentGrant)>,
     /// Armed dead man's switches: (account, trigger time), by account.
     pub switches: Vec<(Address, u64)>,
+    /// The known subaccounts and the remembered transfers between them.
+    pub subaccounts: SubaccountsState,
     /// The chain's configuration as last journaled (`None` before the journal's first
     /// `Configure`, or for a journal that predates them): a state that carries one is restored
     /// under it.
@@ -138,6 +141,7 @@ impl Engine {
                 .all()
                 .map(|(account, trigger)| (*account, *trigger))
                 .collect(),
+            subaccounts: self.subaccounts.state(),
             configuration: self.configuration(),
         }
     }
@@ -214,6 +218,7 @@ impl Engine {
         for (account, trigger_at_ms) in &state.switches {
             engine.switches.set(*account, Some(*trigger_at_ms));
         }
+        engine.subaccounts = SubaccountRegistry::restore(state.subaccounts.clone()).map_err(inconsistent)?;
         engine.restore_positions(&state.positions)?;
         for (index, snapshot) in state.pairs.iter().enumerate() {
             engine.restore_book(index, orders_of_pair(index))?;
