@@ -250,8 +250,24 @@ pub const WITHDRAWAL_TYPE: StructType = StructType {
     ],
 };
 
+/// The EIP-712 type of a client-signed transfer between two of the owner's subaccounts
+/// (contract version 5): `account` is the owner, the numbers 0 (the owner) to 1000.
+pub const SUBACCOUNT_TRANSFER_TYPE: StructType = StructType {
+    name: "Transfer",
+    members: &[
+        ("account", "address"),
+        ("fromSubaccount", "uint32"),
+        ("toSubaccount", "uint32"),
+        ("symbol", "string"),
+        ("quantity", "string"),
+        ("clientTransferId", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
 /// Every type a request can be signed as.
-pub const REQUEST_TYPES: [&StructType; 10] = [
+pub const REQUEST_TYPES: [&StructType; 11] = [
     &ORDER_TYPE,
     &ORDER_BATCH_TYPE,
     &CANCEL_ORDER_TYPE,
@@ -262,6 +278,7 @@ pub const REQUEST_TYPES: [&StructType; 10] = [
     &CANCEL_ALL_AFTER_TYPE,
     &APPROVE_AGENT_TYPE,
     &REVOKE_AGENT_TYPE,
+    &SUBACCOUNT_TRANSFER_TYPE,
 ];
 
 /// One member's value.

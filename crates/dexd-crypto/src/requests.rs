@@ -11,13 +11,14 @@
 use dexd_core::decimal::format_scaled_units;
 use dexd_core::{
     AgentGrant, AssetIndex, ChainConfiguration, Command, NewOrder, OrderId, PairIndex, PairSpec, PairSpecError,
-    SwitchSetting, TransferKind, VaultWithdrawal,
+    SubaccountTransferRequest, SwitchSetting, TransferKind, VaultWithdrawal,
 };
 use serde_json::Value;
 
 use crate::eip712::{
     FieldValue, OrderMessage, SigningDomain, TypedMessage, AMEND_ORDER_TYPE, APPROVE_AGENT_TYPE, CANCEL_ALL_AFTER_TYPE,
-    CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, REVOKE_AGENT_TYPE, WITHDRAWAL_TYPE, WITHDRAW_TYPE,
+    CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, REVOKE_AGENT_TYPE, SUBACCOUNT_TRANSFER_TYPE, WITHDRAWAL_TYPE,
+    WITHDRAW_TYPE,
 };
 use dexd_core::Address;
 
@@ -320,6 +321,24 @@ impl RequestMessages {
         }
     }
 
+    /// `Transfer(account, fromSubaccount, toSubaccount, symbol, quantity, clientTransferId,
+    /// nonce, expiry)`: the owner moves funds between two of its subaccounts.
+    pub fn subaccount_transfer(&self, request: &SubaccountTransferRequest, signed: ([u8; 32], u64)) -> TypedMessage {
+        TypedMessage {
+            struct_type: &SUBACCOUNT_TRANSFER_TYPE,
+            values: vec![
+                FieldValue::Address(request.owner),
+                FieldValue::uint(u64::from(request.from_number)),
+                FieldValue::uint(u64::from(request.to_number)),
+                FieldValue::Text(self.asset_symbol(request.asset).to_string()),
+                FieldValue::Text(self.asset_amount(request.asset, request.amount.units())),
+                FieldValue::Text(request.client_transfer_id.clone()),
+                FieldValue::Uint(signed.0),
+                FieldValue::uint(signed.1),
+            ],
+        }
+    }
+
     /// `RevokeAgent(account, agent, nonce, expiry)`.
     pub fn revoke_agent(&self, account: &Address, agent: &Address, signed: ([u8; 32], u64)) -> TypedMessage {
         TypedMessage {
@@ -432,6 +451,11 @@ impl RequestMessages {
             Command::RevokeAgent { account, agent } => own(
                 SignedMessage::Other(self.revoke_agent(account, agent, signed)),
                 *account,
+                None,
+            ),
+            Command::TransferBetweenSubaccounts(request) if self.has_asset(request.asset) => own(
+                SignedMessage::Other(self.subaccount_transfer(request, signed)),
+                request.owner,
                 None,
             ),
             Command::RequestWithdrawal(withdrawal) if self.has_asset(withdrawal.request.asset) => own(

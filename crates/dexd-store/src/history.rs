@@ -32,6 +32,12 @@ pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 /// root stands (challengeable, vetoed, final) beside it.
 pub(super) const HISTORY_SCHEMA_VERSION: usize = 10;
 
+/// The `kind` of a transfer between subaccounts in the transfers table (deposits and
+/// withdrawals are `TransferKind`'s 0 and 1): kept under the owner and under each subaccount
+/// it touched, its id the transfer's number in the last 8 of 32 bytes. Histories from before
+/// subaccounts hold no such row, and neither do their journals, so the schema's version stands.
+pub(crate) const SUBACCOUNT_TRANSFER_KIND: u8 = 2;
+
 /// The history's schema, created whole in a new file. Closed orders are written once, in the
 /// order they close, so rows append (their placement sequence is a column: keyed by it, rows of
 /// orders that rested a while were inserted into the middle of the table, page by page). The id

@@ -13,7 +13,7 @@ use parking_lot::RwLock;
 use rusqlite::{params, Connection, TransactionBehavior};
 
 use super::database::{leading_key, to_sql_integer, StoreError};
-use super::history::projected_sequence;
+use super::history::{projected_sequence, SUBACCOUNT_TRANSFER_KIND};
 use super::open_orders::OpenOrders;
 use super::records::{Authorization, Projection, StoredOrder, UnindexedOrderIds};
 use crate::codec;
@@ -310,6 +310,24 @@ fn insert_history_events(transaction: &rusqlite::Transaction<'_>, batch: &[Proje
             }
             Event::LiabilityRootSettled { epoch, standing } => {
                 settle_root.execute(params![to_sql_integer(*epoch), *standing as u8])?;
+            }
+            Event::SubaccountTransferred(transfer) => {
+                let mut transfer_id = [0u8; 32];
+                transfer_id[24..].copy_from_slice(&transfer.transfer_id.to_be_bytes());
+                let (from, to) = (transfer.from_address(), transfer.to_address());
+                // Under the owner (its whole list), and under each subaccount it touched.
+                let mut accounts = vec![transfer.request.owner];
+                accounts.extend([from, to].into_iter().filter(|account| *account != transfer.request.owner));
+                let record = codec::encode_subaccount_transfer(transfer);
+                for account in accounts {
+                    insert_transfer.execute(params![
+                        account.as_bytes(),
+                        SUBACCOUNT_TRANSFER_KIND,
+                        to_sql_integer(transfer.timestamp_ms),
+                        &record,
+                        &transfer_id[..]
+                    ])?;
+                }
             }
             Event::OrderUpdated(_) | Event::BalanceUpdated { .. } | Event::VaultFrozen(_) => {}
         }

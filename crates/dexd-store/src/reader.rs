@@ -8,11 +8,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dexd_core::{Address, OrderId, OrderStatus, PairIndex, RecordedRoot, RootStanding, Trade, Transfer, TransferKind};
+use dexd_core::{
+    Address, OrderId, OrderStatus, PairIndex, RecordedRoot, RootStanding, SubaccountTransfer, Trade, Transfer, TransferKind,
+};
 use parking_lot::{Mutex, RwLock};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::database::{leading_key, open_connection, to_sql_integer, StoreError};
+use super::history::SUBACCOUNT_TRANSFER_KIND;
 use super::open_orders::OpenOrders;
 use super::records::{Page, PageRequest, StoredOrder, UnindexedOrderIds};
 use crate::codec;
@@ -269,6 +272,33 @@ impl StoreReader {
         kind: TransferKind,
         request: PageRequest,
     ) -> Result<Page<Transfer>, StoreError> {
+        self.transfer_rows(account, kind as u8, request, codec::decode_transfer)
+    }
+
+    /// The transfers between subaccounts that an owner made (under the owner's address), or
+    /// that moved funds from or to one subaccount (under its address), newest first. The cursor
+    /// is a chain-wide transfer number.
+    pub fn subaccount_transfers(
+        &self,
+        account: &Address,
+        request: PageRequest,
+    ) -> Result<Page<SubaccountTransfer>, StoreError> {
+        self.transfer_rows(
+            account,
+            SUBACCOUNT_TRANSFER_KIND,
+            request,
+            codec::decode_subaccount_transfer,
+        )
+    }
+
+    /// The rows of one kind of the transfers table under `account`, newest first.
+    fn transfer_rows<T>(
+        &self,
+        account: &Address,
+        kind: u8,
+        request: PageRequest,
+        decode: fn(&[u8]) -> Result<T, codec::CodecError>,
+    ) -> Result<Page<T>, StoreError> {
         let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
@@ -279,7 +309,7 @@ impl StoreReader {
             let rows = statement.query_map(
                 params![
                     account.as_bytes(),
-                    kind as u8,
+                    kind,
                     window.start_ms,
                     window.end_ms,
                     window.before,
@@ -290,7 +320,7 @@ impl StoreReader {
             let mut items = Vec::new();
             for row in rows {
                 let (record, number) = row?;
-                items.push((codec::decode_transfer(&record)?, number as u64));
+                items.push((decode(&record)?, number as u64));
             }
             Ok(page(items, request.limit))
         })

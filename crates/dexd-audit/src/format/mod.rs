@@ -187,6 +187,15 @@ pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
             "agent": checksummed(agent),
             "command": render_command(command, messages),
         }),
+        Command::TransferBetweenSubaccounts(request) => json!({
+            "type": "transferBetweenSubaccounts",
+            "account": checksummed(&request.owner),
+            "fromSubaccount": request.from_number,
+            "toSubaccount": request.to_number,
+            "symbol": messages.asset_symbol(request.asset),
+            "quantity": messages.asset_amount(request.asset, request.amount.units()),
+            "clientTransferId": request.client_transfer_id,
+        }),
         Command::Configure(configuration) => render_configuration(configuration),
     }
 }

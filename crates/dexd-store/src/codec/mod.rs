@@ -11,6 +11,7 @@ use configuration::ConfigurationFields;
 mod liabilities;
 mod records;
 pub mod snapshot;
+mod subaccounts;
 mod trading;
 
 pub use self::authorization::{
@@ -18,6 +19,7 @@ pub use self::authorization::{
     MAX_BATCH_ORDER_HASHES,
 };
 pub use self::liabilities::{decode_root_record, encode_root_record};
+pub use self::subaccounts::{decode_subaccount_transfer, encode_subaccount_transfer};
 pub use self::records::{decode_order, decode_trade, decode_transfer, encode_order, encode_trade, encode_transfer};
 pub(crate) use self::records::{get_order, put_order};
 
@@ -443,6 +445,10 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         Command::RecordLiabilityRoot(_) | Command::SettleLiabilityRoot { .. } | Command::RecordVaultFreeze(_) => {
             liabilities::put_root_command(writer, command)
         }
+        Command::TransferBetweenSubaccounts(request) => {
+            writer.u8(subaccounts::SUBACCOUNT_TRANSFER_TAG);
+            subaccounts::put_transfer_request(writer, request);
+        }
         Command::ExpireOrder { order_id } => {
             writer.u8(EXPIRE_ORDER_TAG);
             writer.bytes(order_id.as_bytes());
@@ -532,6 +538,9 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             liabilities::get_root_command(tag, reader)?
         }
         CREDIT_DEPOSIT_TAG => Command::CreditChainDeposit(get_chain_deposit(reader, true)?),
+        subaccounts::SUBACCOUNT_TRANSFER_TAG => {
+            Command::TransferBetweenSubaccounts(subaccounts::get_transfer_request(reader)?)
+        }
         EXPIRE_ORDER_TAG => Command::ExpireOrder {
             order_id: OrderId::from_bytes(reader.array()?),
         },

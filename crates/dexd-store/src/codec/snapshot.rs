@@ -296,6 +296,7 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.u64(*trigger_at_ms);
     });
     writer.optional(state.configuration.as_ref(), super::configuration::put_configuration);
+    super::subaccounts::put_state(&mut writer, &state.subaccounts);
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
     let mut signatures = signatures.iter();
@@ -356,6 +357,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let configuration = reader.optional(|reader| {
         super::configuration::get_configuration(reader, super::configuration::ConfigurationFields::WithVenueWindow)
     })?;
+    let subaccounts = super::subaccounts::get_state(&mut reader)?;
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,
@@ -371,6 +373,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         custody,
         agents,
         switches,
+        subaccounts,
         configuration,
     })
 }

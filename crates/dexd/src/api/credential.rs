@@ -45,6 +45,19 @@ impl Actor {
         }
     }
 
+    /// The actor of a key that acts in the account's subaccount `number` (0: the account
+    /// itself): the subaccount's address is the account, and the key acts for it as its owner
+    /// or the owner's agent (the engine checks which, as for any agent).
+    pub fn in_subaccount(self, number: u32) -> Actor {
+        if number == 0 {
+            return self;
+        }
+        Actor {
+            account: dexd_core::subaccount_address(&self.account, number),
+            agent: Some(self.agent.unwrap_or(self.account)),
+        }
+    }
+
     /// 403 `AGENT_NOT_ALLOWED` when an agent acts: for what only the account's own key may do.
     pub fn require_own_key(&self) -> Result<(), ApiError> {
         match self.agent {
@@ -93,14 +106,18 @@ impl Credential {
         now_ms: u64,
         addresses: &AddressCache,
     ) -> Result<(Credential, Actor), ApiError> {
-        let (credential, acting_for) = Credential::checked(fields, now_ms)?;
-        let actor = credential.actor(acting_for, addresses);
+        let (credential, acting_for, subaccount) = Credential::checked(fields, now_ms)?;
+        let actor = credential.actor(acting_for, addresses).in_subaccount(subaccount);
         Ok((credential, actor))
     }
 
-    fn checked(fields: CredentialFields, now_ms: u64) -> Result<(Credential, Option<Address>), ApiError> {
+    fn checked(fields: CredentialFields, now_ms: u64) -> Result<(Credential, Option<Address>, u32), ApiError> {
         match fields {
-            CredentialFields::Key { key, acting_for } => Ok((Credential::Key(key), acting_for)),
+            CredentialFields::Key {
+                key,
+                acting_for,
+                subaccount,
+            } => Ok((Credential::Key(key), acting_for, subaccount)),
             CredentialFields::Signed {
                 account,
                 nonce,
@@ -118,7 +135,7 @@ impl Credential {
                     lifetime_ms: expiry_ms - now_ms,
                     max_lifetime_ms: MAX_SIGNED_REQUEST_LIFETIME_MS,
                 };
-                Ok((credential, None))
+                Ok((credential, None, 0))
             }
         }
     }

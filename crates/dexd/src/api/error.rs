@@ -229,6 +229,28 @@ impl ApiError {
             // Only custody journals roots; no client request leads here.
             // Commands of the chain and the venue, never a client's.
             Rejection::RootOutOfOrder | Rejection::ConfigurationRefused => ApiError::internal(),
+            Rejection::InvalidTransfer(message) => ApiError::new(StatusCode::BAD_REQUEST, "INVALID_PARAMETER", message),
+            // The handler answers an applied transfer with its first result before it gets here;
+            // a race that reaches it is told to look the transfer up.
+            Rejection::TransferAlreadyApplied => ApiError::new(
+                StatusCode::CONFLICT,
+                "TRANSFER_ID_REUSED",
+                "this transfer was applied already; GET /account/transfers shows it",
+            )
+            .on("clientTransferId"),
+            Rejection::TransferIdReused => ApiError::new(
+                StatusCode::CONFLICT,
+                "TRANSFER_ID_REUSED",
+                "the owner used this clientTransferId for another transfer in the last 24 hours; nothing moved",
+            )
+            .on("clientTransferId"),
+            Rejection::TooManyTransfers => unprocessable(
+                "TOO_MANY_TRANSFERS",
+                format!(
+                    "the owner made {} transfers in the last 24 hours, the most remembered at once; nothing moved",
+                    dexd_core::subaccounts::MAX_REMEMBERED_TRANSFERS_PER_OWNER
+                ),
+            ),
             Rejection::VaultFrozen => ApiError::new(
                 StatusCode::CONFLICT,
                 "VAULT_FROZEN",

@@ -231,6 +231,24 @@ pub fn transfer(chain: &ChainConfig, transfer: &Transfer) -> Value {
     })
 }
 
+/// A transfer between two subaccounts of one owner (contract version 5).
+pub fn subaccount_transfer(chain: &ChainConfig, transfer: &dexd_core::SubaccountTransfer) -> Value {
+    let request = &transfer.request;
+    json!({
+        "transferId": transfer.transfer_id.to_string(),
+        "clientTransferId": request.client_transfer_id,
+        "chainId": chain.chain_id.to_string(),
+        "account": checksummed(&request.owner),
+        "fromSubaccount": request.from_number,
+        "toSubaccount": request.to_number,
+        "from": checksummed(&transfer.from_address()),
+        "to": checksummed(&transfer.to_address()),
+        "symbol": chain.asset_config(request.asset).symbol,
+        "quantity": asset_amount(chain, request.asset, request.amount.units()),
+        "timestamp": transfer.timestamp_ms,
+    })
+}
+
 /// The contract's candle object (as in `/order/tradesOHCL`).
 pub fn candle(chain: &ChainConfig, pair: dexd_core::PairIndex, candle: &dexd_core::Candle) -> Value {
     let spec = &chain.pair_config(pair).spec;

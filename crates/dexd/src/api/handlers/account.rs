@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 
 use super::{signing_domain, Answer};
 use crate::api::error::ApiError;
-use crate::api::operations::ACCOUNT;
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::state::AppState;
@@ -138,7 +137,7 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /account/assetBalances
 pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let account = params.require(&ACCOUNT)?;
+    let account = params.account_read()?;
     let balances: Vec<Value> = chain.read_engine(|engine| {
         (0..chain.config.assets.len())
             .map(|index| {
@@ -154,8 +153,8 @@ pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {
 /// orders on the chain against the limit.
 pub async fn rate_limits(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let account = params.require(&ACCOUNT)?;
-    let budget = app.rate_limits.write_budget(&account);
+    let account = params.account_read()?;
+    let budget = app.rate_limits.write_budget(&super::budget_account(&chain, &account));
     let open_orders = chain.read_engine(|engine| engine.open_order_count(&account));
     Ok(json!({
         "writesPerSecond": budget.writes_per_second,
@@ -217,7 +216,7 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /account/tradableAmounts
 pub async fn tradable_amounts(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let account = params.require(&ACCOUNT)?;
+    let account = params.account_read()?;
     let tradable: Vec<Value> = chain.read_engine(|engine| {
         chain
             .config
@@ -265,6 +264,7 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
         "cancelAllAfter": "CancelAllAfter",
         "approveAgent": "ApproveAgent",
         "revokeAgent": "RevokeAgent",
+        "transfer": "Transfer",
     });
     description["maxLifetimeMs"] = json!(dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS);
     if vault_chain {

@@ -45,7 +45,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
     };
     let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.approve_agent(&account, &grant, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
-    spend_write_budget(&app, &account)?;
+    spend_write_budget(&app, &chain, &account)?;
     let command = Command::ApproveAgent { account, grant };
     crate::api::written::submit(&chain, command, authorization)
         .await
@@ -68,7 +68,7 @@ pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
     let agent = params.require(&REVOKED_AGENT)?;
     let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.revoke_agent(&account, &agent, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
-    spend_write_budget(&app, &account)?;
+    spend_write_budget(&app, &chain, &account)?;
     crate::api::written::submit(&chain, Command::RevokeAgent { account, agent }, authorization)
         .await
         .map_err(write_error)?;

@@ -105,7 +105,7 @@ pub async fn amend_order(app: Arc<AppState>, params: Params) -> Answer {
     if old.record.terms.price.is_none() {
         return Err(ApiError::invalid("orderId", "names a market order, which never rests"));
     }
-    spend_write_budget(&app, &account)?;
+    spend_write_budget(&app, &chain, &account)?;
     for attempt in 1..=AMEND_ATTEMPTS {
         let remaining = chain
             .read_engine(|engine| engine.open_order(&terms.order_id).map(|record| record.remaining()))

@@ -19,6 +19,7 @@ mod batch_signing;
 pub mod liabilities;
 pub mod order;
 pub mod portfolio;
+pub mod subaccounts;
 pub mod trading;
 
 use std::sync::Arc;
@@ -48,6 +49,7 @@ pub use self::order::{
     open_positions, order_detail, sell_order_book, trade_history,
 };
 pub use self::portfolio::{deposit, deposit_history, withdraw, withdraw_history};
+pub use self::subaccounts::{subaccounts, transfer as subaccount_transfer, transfers as subaccount_transfers};
 pub use self::trading::{batch_cancel, batch_orders, cancel_all, cancel_all_after};
 
 pub(super) type Answer = Result<Value, ApiError>;
@@ -132,8 +134,17 @@ pub(super) fn own_signature(
         })
 }
 
-/// Takes one state change from the account's budget.
-pub(super) fn spend_write_budget(app: &AppState, account: &Address) -> Result<(), ApiError> {
+/// The account whose write budget a write of `account` spends: a subaccount's owner (all of an
+/// owner's subaccounts share its budget), or the account itself.
+pub(super) fn budget_account(chain: &Chain, account: &Address) -> Address {
+    chain
+        .read_engine(|engine| engine.subaccount_owner(account))
+        .map_or(*account, |(owner, _)| owner)
+}
+
+/// Takes one state change from the budget of the account (of its owner, for a subaccount).
+pub(super) fn spend_write_budget(app: &AppState, chain: &Chain, account: &Address) -> Result<(), ApiError> {
+    let account = &budget_account(chain, account);
     app.rate_limits.check_account(account).map_err(|wait| {
         crate::api::error::too_many_requests("this account is making state changes faster than allowed", wait)
     })

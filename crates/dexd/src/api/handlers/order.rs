@@ -15,7 +15,7 @@ use super::{account_write, history, signing_domain, spend_write_budget, store_er
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
 use crate::api::operations::{
-    ACCOUNT, AMOUNT, BOOK_DEPTH, CANDLE_INTERVAL, CANDLE_LIMIT, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE,
+    AMOUNT, BOOK_DEPTH, CANDLE_INTERVAL, CANDLE_LIMIT, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE,
     OCO_GROUP, ORDER_ID, ORDER_OF_PAIR, ORDER_PAIR, ORDER_TYPE, PAIR, POST_ONLY, SYMBOL_FILTER, TIME_IN_FORCE,
     TRADE_PAIR_FILTER, TRIGGER_CONDITION, TRIGGER_PRICE,
 };
@@ -36,7 +36,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     // signature is checked first, or anyone could spend another account's budget.
     let holds_key = matches!(credential, Credential::Key(_));
     if holds_key {
-        spend_write_budget(&app, &terms.account)?;
+        spend_write_budget(&app, &chain, &terms.account)?;
     }
     let Placement {
         command,
@@ -46,7 +46,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     } = sign_placement(&chain, terms, &credential, actor)?;
     drop(credential);
     if !holds_key {
-        spend_write_budget(&app, &account)?;
+        spend_write_budget(&app, &chain, &account)?;
     }
     let events = crate::api::written::submit(&chain, command, Some(authorization))
         .await
@@ -349,7 +349,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&chain.messages.cancel(&account, pair_index, &order_id, signed))
     })?;
-    spend_write_budget(&app, &account)?;
+    spend_write_budget(&app, &chain, &account)?;
     let stored = open_order_of(history(&chain).await?, &account, pair_index, &order_id)?;
     let command = actor.command(Command::CancelOrder {
         account,
@@ -375,7 +375,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
 
 async fn order_list(app: Arc<AppState>, params: Params, status: OrderStatus) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let account = params.require(&ACCOUNT)?;
+    let account = params.account_read()?;
     let pair = params.pair(&chain, &SYMBOL_FILTER)?;
     let request = params.page()?;
     let page = history(&chain)
@@ -488,7 +488,7 @@ pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /order/accountTrades (extension): the account's own fills, newest first.
 pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let account = params.require(&ACCOUNT)?;
+    let account = params.account_read()?;
     let pair = params.pair(&chain, &TRADE_PAIR_FILTER)?;
     let request = params.page()?;
     let page = history(&chain)
@@ -512,7 +512,7 @@ pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
 pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
     let pair_index = params.require_pair(&chain, &PAIR)?;
-    let account = params.require(&ACCOUNT)?;
+    let account = params.account_read()?;
     let pair = chain.config.pair_config(pair_index);
     let spec = &pair.spec;
     let (position, mark, base_balance, quote_balance) = chain.read_engine(|engine| {

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
-use crate::api::operations::{ACCOUNT, ASSET, FROM, QUANTITY};
+use crate::api::operations::{ASSET, FROM, QUANTITY};
 use crate::api::params::Params;
 use crate::api::render;
 use crate::api::state::AppState;
@@ -27,17 +27,18 @@ use dexd_store::now_ms;
 
 use dexd_venue::Chain;
 
-/// What every transfer request names, checked: the chain, the account (`from`, which the
+/// What every transfer request (a deposit, a withdrawal, a transfer between subaccounts)
+/// names, checked: the chain, the account (`from`, which the
 /// credential must be), the asset and the amount in its smallest unit.
-struct TransferTerms {
-    chain: Arc<Chain>,
-    from: Address,
-    asset: AssetIndex,
-    units: u128,
-    credential: Credential,
+pub(super) struct TransferTerms {
+    pub(super) chain: Arc<Chain>,
+    pub(super) from: Address,
+    pub(super) asset: AssetIndex,
+    pub(super) units: u128,
+    pub(super) credential: Credential,
 }
 
-fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiError> {
+pub(super) fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiError> {
     let chain = params.chain(&app.venue)?;
     let from = params.require(&FROM)?;
     let (credential, actor) = Credential::from_fields(params.credential(Some(from))?, now_ms(), &app.addresses)?;
@@ -102,7 +103,7 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
     } = terms;
     let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.transfer(kind, &from, asset, units, signed));
     let authorization = own_signature(&chain, &credential, &from, digest_of)?;
-    spend_write_budget(app, &from)?;
+    spend_write_budget(app, &chain, &from)?;
     let request = TransferRequest {
         transfer_id: transaction_hash(&chain, &from, asset, units, kind),
         account: from,
@@ -145,7 +146,7 @@ async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
             ))
         }
     };
-    spend_write_budget(app, &terms.from)?;
+    spend_write_budget(app, &terms.chain, &terms.from)?;
     let signer = key.transaction_signer();
     drop(key);
     let transfer = vault
@@ -207,7 +208,7 @@ async fn vault_withdrawal(app: &AppState, mut terms: TransferTerms) -> Answer {
                 .authorize(digest, &from, signed, None)
                 .map_err(|error| refuse_signing_agent(chain, &from, &terms.credential, digest, error))?
         };
-    spend_write_budget(app, &from)?;
+    spend_write_budget(app, &chain, &from)?;
     let command = Command::RequestWithdrawal(VaultWithdrawal {
         request: TransferRequest {
             transfer_id: withdrawal_id,
@@ -369,7 +370,7 @@ pub async fn withdraw(app: Arc<AppState>, params: Params) -> Answer {
 
 async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let account = params.require(&ACCOUNT)?;
+    let account = params.account_read()?;
     let request = params.page()?;
     let page = history(&chain)
         .await?

@@ -179,11 +179,11 @@ fn item_refusal(error: ApiError, list: &str, index: usize) -> Result<Value, ApiE
 }
 
 /// Takes one state change from each account's budget, once per account of the batch.
-fn spend_budgets(app: &AppState, accounts: impl IntoIterator<Item = Address>) -> Result<(), ApiError> {
+fn spend_budgets(app: &AppState, chain: &Chain, accounts: impl IntoIterator<Item = Address>) -> Result<(), ApiError> {
     let mut spent = HashSet::new();
     for account in accounts {
         if spent.insert(account) {
-            spend_write_budget(app, &account)?;
+            spend_write_budget(app, chain, &account)?;
         }
     }
     Ok(())
@@ -342,7 +342,7 @@ fn each_item_signed(
             Err(refused) => results.push(Some(refused)),
         }
     }
-    spend_budgets(app, placements.iter().map(|placement| placement.account))?;
+    spend_budgets(app, chain, placements.iter().map(|placement| placement.account))?;
     Ok((results, placements))
 }
 
@@ -376,7 +376,7 @@ pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
         .iter()
         .map(|(_, _, stored)| stored.record.terms.account)
         .collect();
-    spend_budgets(&app, accounts)?;
+    spend_budgets(&app, &chain, accounts)?;
     let commands = cancels
         .iter()
         .map(|(command, authorization, _)| (command.clone(), authorization.clone()))
@@ -456,7 +456,7 @@ pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&chain.messages.cancel_all(&account, pair, signed))
     })?;
-    spend_write_budget(&app, &account)?;
+    spend_write_budget(&app, &chain, &account)?;
     let command = actor.command(Command::CancelAll { account, pair });
     let events = crate::api::written::submit(&chain, command, Some(authorization))
         .await
@@ -497,7 +497,7 @@ pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
         signing_domain(&chain).digest(&chain.messages.cancel_all_after(&account, timeout_ms, signed))
     })?;
-    spend_write_budget(&app, &account)?;
+    spend_write_budget(&app, &chain, &account)?;
     // The engine arms it for the time it applies the command plus the timeout, which is what
     // the account signed: the trigger follows from the journal alone.
     let setting = if timeout_ms == 0 {

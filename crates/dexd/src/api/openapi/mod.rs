@@ -557,6 +557,8 @@ fn responses(operation: &Operation) -> Value {
 }
 
 /// 0, or 5000 to 86400000, in decimal digits.
+/// A subaccount's number as digits: 0 to 1000, no leading zero.
+const SUBACCOUNT_PATTERN: &str = "^(0|[1-9][0-9]{0,2}|1000)$";
 const SWITCH_TIMEOUT_PATTERN: &str =
     "^(0|[5-9][0-9]{3}|[1-9][0-9]{4,6}|[1-7][0-9]{7}|8[0-5][0-9]{6}|86[0-3][0-9]{5}|86400000)$";
 
@@ -608,6 +610,10 @@ fn field_schema(kind: Kind, description: &str, rules: &DecimalRules, content: Bo
             {"type": "string", "pattern": SWITCH_TIMEOUT_PATTERN},
             {"type": "integer", "enum": [0]},
             {"type": "integer", "minimum": 5_000, "maximum": 86_400_000}
+        ]}),
+        (Kind::Subaccount, BodyContent::Json) => json!({"oneOf": [
+            {"type": "string", "pattern": SUBACCOUNT_PATTERN},
+            {"type": "integer", "minimum": 0, "maximum": dexd_core::MAX_SUBACCOUNT_NUMBER}
         ]}),
         (Kind::Uint256, BodyContent::Json) => {
             json!({"oneOf": [{"type": "string", "pattern": "^[0-9]{1,77}$"}, {"type": "integer", "minimum": 0, "maximum": MAX_U64}]})
@@ -666,6 +672,8 @@ fn query_schema(kind: Kind, rules: &DecimalRules) -> Value {
         Kind::AgentName => json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,32}$"}),
         Kind::GroupName => json!({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,36}$"}),
         Kind::ExpiresAt => json!({"type": "string", "pattern": "^[0-9]{1,13}$"}),
+        Kind::Subaccount => json!({"type": "integer", "minimum": 0, "maximum": dexd_core::MAX_SUBACCOUNT_NUMBER}),
+        Kind::TransferId => json!({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"}),
         Kind::Items { max, .. } => json!({
             "type": "string",
             "contentMediaType": "application/json",
@@ -683,10 +691,10 @@ fn error_responses() -> Value {
         (404, "UNKNOWN_CHAIN, UNKNOWN_PAIR, UNKNOWN_ASSET, ORDER_NOT_FOUND, ACCOUNT_NOT_FOUND, ROOT_NOT_FOUND or NOT_FOUND"),
         (405, "METHOD_NOT_ALLOWED"),
         (408, "REQUEST_TIMEOUT: the body did not arrive in time"),
-        (409, "ORDER_NOT_OPEN, DUPLICATE_CLIENT_ORDER_ID, NONCE_REUSED, ORDER_CHANGED or VAULT_FROZEN"),
+        (409, "ORDER_NOT_OPEN, DUPLICATE_CLIENT_ORDER_ID, NONCE_REUSED, ORDER_CHANGED, TRANSFER_ID_REUSED or VAULT_FROZEN"),
         (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"),
-        (422, "INSUFFICIENT_BALANCE, INVALID_TICK, INVALID_STEP, BELOW_MIN_AMOUNT, BELOW_MIN_NOTIONAL, POST_ONLY_WOULD_TAKE, FOK_NOT_FILLABLE, NO_LIQUIDITY, TOO_MANY_OPEN_ORDERS, AMOUNT_TOO_LARGE, TRIGGER_ALREADY_MET, EXPIRY_TOO_SOON, EXPIRY_TOO_FAR, OCO_GROUP_INVALID or INSUFFICIENT_FUNDS_ON_CHAIN"),
+        (422, "INSUFFICIENT_BALANCE, INVALID_TICK, INVALID_STEP, BELOW_MIN_AMOUNT, BELOW_MIN_NOTIONAL, POST_ONLY_WOULD_TAKE, FOK_NOT_FILLABLE, NO_LIQUIDITY, TOO_MANY_OPEN_ORDERS, AMOUNT_TOO_LARGE, TRIGGER_ALREADY_MET, EXPIRY_TOO_SOON, EXPIRY_TOO_FAR, OCO_GROUP_INVALID, TOO_MANY_TRANSFERS or INSUFFICIENT_FUNDS_ON_CHAIN"),
         (429, "RATE_LIMITED, with Retry-After"),
         (500, "INTERNAL"),
         (502, "CHAIN_UNAVAILABLE: a vault chain's node cannot be used now; nothing was applied"),

@@ -51,6 +51,7 @@ pub(super) fn schemas() -> Map<String, Value> {
         venue_schemas(),
         liability_schemas(),
         audit_schemas(),
+        subaccount_schemas(),
     ] {
         if let Value::Object(map) = group {
             all.extend(map);
@@ -208,6 +209,31 @@ fn extension_schemas() -> Value {
         "AgentResponse": object(json!({"chainId": string(), "account": string(), "agent": reference("Agent")})),
         "RevokeAgentResponse": object(json!({"chainId": string(), "account": string(), "agent": string(), "revoked": {"const": true}})),
         "AgentsResponse": object(json!({"chainId": string(), "account": string(), "agents": array_of("Agent")})),
+    })
+}
+
+/// The responses of the subaccount operations (contract version 5).
+fn subaccount_schemas() -> Value {
+    let number = json!({"type": "integer", "minimum": 0, "maximum": dexd_core::MAX_SUBACCOUNT_NUMBER});
+    json!({
+        "SubaccountTransfer": object(json!({
+            "transferId": {"type": "string", "pattern": "^[0-9]+$"}, "clientTransferId": string(), "chainId": string(),
+            "account": string(), "fromSubaccount": number.clone(), "toSubaccount": number.clone(),
+            "from": string(), "to": string(), "symbol": string(), "quantity": decimal(),
+            "timestamp": {"type": "integer", "minimum": 0}
+        })),
+        "SubaccountTransferResponse": object(json!({"transfer": reference("SubaccountTransfer")})),
+        "SubaccountTransferListResponse": object(json!({
+            "chainId": string(), "account": string(), "transfers": array_of("SubaccountTransfer"),
+            "nextCursor": nullable(string())
+        })),
+        "SubaccountsResponse": object(json!({
+            "chainId": string(), "account": string(),
+            "subaccounts": {"type": "array", "items": object(json!({
+                "subaccount": number, "address": string(), "openOrders": {"type": "integer", "minimum": 0},
+                "balances": array_of("Balance")
+            }))}
+        })),
     })
 }
 

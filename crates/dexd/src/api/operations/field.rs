@@ -64,6 +64,10 @@ pub enum Kind {
     /// An order's expiry: ms since the epoch, at most 13 digits (0: none); digits or a JSON
     /// integer.
     ExpiresAt,
+    /// A subaccount's number: 0 (the owner) to 1000; digits or a JSON integer.
+    Subaccount,
+    /// A transfer's `clientTransferId`: 1 to 64 of `A-Z a-z 0-9 . _ : -`, required.
+    TransferId,
     /// A list of 1 to `max` objects, each with `fields` (a batch's items): a JSON array, or in
     /// form data a string holding one.
     Items {
@@ -242,6 +246,14 @@ pub(crate) const fn group_name(name: &'static str, description: &'static str) ->
 /// An order's expiry, optional (0: none).
 pub(crate) const fn expires_at(name: &'static str, description: &'static str) -> Typed<u64> {
     typed(name, false, Kind::ExpiresAt, description)
+}
+/// A subaccount's number, 0 to 1000.
+pub(crate) const fn subaccount(name: &'static str, required: bool, description: &'static str) -> Typed<u32> {
+    typed(name, required, Kind::Subaccount, description)
+}
+/// A transfer's own id, required.
+pub(crate) const fn transfer_id(name: &'static str, description: &'static str) -> Typed<String> {
+    typed(name, true, Kind::TransferId, description)
 }
 /// A batch's items, required.
 pub(crate) const fn items(

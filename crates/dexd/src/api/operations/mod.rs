@@ -39,6 +39,14 @@ macro_rules! account_write_fields {
     };
 }
 
+/// The fields of a trading write (an order operation): an account write's, and the subaccount
+/// it acts in (contract version 5).
+macro_rules! trading_write_fields {
+    ($($field:expr),* $(,)?) => {
+        account_write_fields![$($field,)* $crate::api::operations::SUBACCOUNT.field]
+    };
+}
+
 /// An order's terms (its pair first), then `$more`: `addOrder` and a batch's orders.
 macro_rules! order_fields {
     ($($more:expr),* $(,)?) => {
@@ -64,6 +72,7 @@ mod audit;
 mod field;
 mod liabilities;
 mod order_terms;
+mod subaccounts;
 mod trading;
 
 use dexd_core::CandleInterval;
@@ -71,7 +80,8 @@ use dexd_store::MAX_PAGE_LIMIT;
 
 pub(crate) use self::field::{
     address, agent_name, asset, chain_id, choice, count, cursor, decimal, expires_at, flag, group_name, items, label,
-    milliseconds, order_id, pair, private_key, signature, switch_timeout, uint256, whole_number,
+    milliseconds, order_id, pair, private_key, signature, subaccount, switch_timeout, transfer_id, uint256,
+    whole_number,
 };
 pub use self::field::{Field, ItemList, Kind, Typed, WireWord};
 
@@ -81,6 +91,8 @@ pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS, MAX_AUDIT
 pub(crate) use self::audit::{JOURNAL_FROM, JOURNAL_LIMIT, JOURNAL_SEGMENT, ROOTS_FROM, ROOTS_LIMIT};
 pub use self::liabilities::{CUSTODY, LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
 pub(crate) use self::liabilities::{LEAVES_EPOCH, PROOF_EPOCH};
+pub use self::subaccounts::{SUBACCOUNTS, SUBACCOUNT_TRANSFER, SUBACCOUNT_TRANSFERS};
+pub(crate) use self::subaccounts::{CLIENT_TRANSFER_ID, FROM_SUBACCOUNT, TO_SUBACCOUNT};
 pub use self::trading::{
     AGENTS, AMEND_ORDER, APPROVE_AGENT, BATCH_CANCEL, BATCH_CANCEL_ITEM_FIELDS, BATCH_ORDERS, BATCH_ORDER_ITEM_FIELDS,
     CANCEL_ALL, CANCEL_ALL_AFTER, MAX_BATCH_ITEMS, REVOKE_AGENT,
@@ -145,6 +157,16 @@ pub const SIGNED_REQUEST_FIELDS: [&str; 4] = [
     EXPIRY.field.name,
     SIGNATURE.field.name,
 ];
+
+/// The subaccount an order operation or an account read is about (contract version 5).
+pub(crate) const SUBACCOUNT: Typed<u32> = subaccount(
+    "subaccount",
+    false,
+    "The subaccount, 0 (the account itself, the default) to 1000: with privateKey, the account's (or, for \
+     an agent's key, the named account's) subaccount of this number acts, at its own address \
+     (GET /account/subaccounts); reads show that subaccount. Signed requests name the subaccount's address \
+     in account instead and leave this out.",
+);
 
 pub(crate) const ACCOUNT: Typed<dexd_core::Address> = address(
     "account",
@@ -215,10 +237,11 @@ pub(crate) const ADD_ORDER_FIELDS: &[Field] = order_fields![
     SIGNER.field,
     NONCE.field,
     EXPIRY.field,
-    SIGNATURE.field
+    SIGNATURE.field,
+    SUBACCOUNT.field
 ];
 
-pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = account_write_fields![ORDER_OF_PAIR.field, ORDER_ID.field];
+pub(crate) const CANCEL_ORDER_FIELDS: &[Field] = trading_write_fields![ORDER_OF_PAIR.field, ORDER_ID.field];
 
 /// A page of a list: its length, where it starts and the time range.
 macro_rules! page_fields {
@@ -227,7 +250,7 @@ macro_rules! page_fields {
     };
 }
 
-const ORDER_LIST_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field, SYMBOL_FILTER.field];
+const ORDER_LIST_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field, SUBACCOUNT.field, SYMBOL_FILTER.field];
 const BOOK_FIELDS: &[Field] = &[CHAIN_ID.field, PAIR.field, BOOK_DEPTH.field];
 const OHLC_FIELDS: &[Field] = &[
     CHAIN_ID.field,
@@ -238,8 +261,9 @@ const OHLC_FIELDS: &[Field] = &[
     CANDLE_LIMIT.field,
 ];
 const TRADE_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, PAIR.field];
-const ACCOUNT_TRADE_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field, TRADE_PAIR_FILTER.field];
-const POSITION_FIELDS: &[Field] = &[CHAIN_ID.field, PAIR.field, ACCOUNT.field];
+const ACCOUNT_TRADE_FIELDS: &[Field] =
+    page_fields![CHAIN_ID.field, ACCOUNT.field, SUBACCOUNT.field, TRADE_PAIR_FILTER.field];
+const POSITION_FIELDS: &[Field] = &[CHAIN_ID.field, PAIR.field, ACCOUNT.field, SUBACCOUNT.field];
 const TRANSFER_FIELDS: &[Field] = &[
     FROM.field,
     ASSET.field,
@@ -251,9 +275,10 @@ const TRANSFER_FIELDS: &[Field] = &[
     EXPIRY.field,
     SIGNATURE.field,
 ];
-const TRANSFER_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field];
+const TRANSFER_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, ACCOUNT.field, SUBACCOUNT.field];
 const CHAIN_FIELDS: &[Field] = &[CHAIN_ID.field];
-pub(crate) const CHAIN_ACCOUNT_FIELDS: &[Field] = &[CHAIN_ID.field, ACCOUNT.field];
+/// An account read's: the account and, optionally, which of its subaccounts.
+pub(crate) const ACCOUNT_READ_FIELDS: &[Field] = &[CHAIN_ID.field, ACCOUNT.field, SUBACCOUNT.field];
 const ORDER_DETAIL_FIELDS: &[Field] = &[CHAIN_ID.field, ORDER_ID.field];
 
 pub(crate) const WRITE_ERRORS: &[u16] = &[400, 401, 403, 404, 409, 413, 415, 422, 429, 502, 503, 504];
@@ -444,7 +469,7 @@ pub const ASSET_BALANCES: Operation = Operation {
     is_post: false,
     paths: &["/account/assetBalances"],
     summary: "An account's balance in every asset of the chain, zeros included.",
-    fields: CHAIN_ACCOUNT_FIELDS,
+    fields: ACCOUNT_READ_FIELDS,
     response_schema: "BalancesResponse",
     error_statuses: READ_ERRORS,
 };
@@ -466,7 +491,7 @@ pub const TRADABLE_AMOUNTS: Operation = Operation {
     is_post: false,
     paths: &["/account/tradableAmounts"],
     summary: "What an account can buy and sell on each pair now.",
-    fields: CHAIN_ACCOUNT_FIELDS,
+    fields: ACCOUNT_READ_FIELDS,
     response_schema: "TradableResponse",
     error_statuses: READ_ERRORS,
 };
@@ -477,7 +502,7 @@ pub const RATE_LIMITS: Operation = Operation {
     is_post: false,
     paths: &["/account/rateLimits"],
     summary: "The account's write budget (state changes per second, how many are spent, when it is full again) and its open orders against the limit.",
-    fields: CHAIN_ACCOUNT_FIELDS,
+    fields: ACCOUNT_READ_FIELDS,
     response_schema: "RateLimitsResponse",
     error_statuses: READ_ERRORS,
 };
@@ -584,6 +609,9 @@ pub const ALL: &[Operation] = &[
     APPROVE_AGENT,
     REVOKE_AGENT,
     AGENTS,
+    SUBACCOUNT_TRANSFER,
+    SUBACCOUNT_TRANSFERS,
+    SUBACCOUNTS,
     OPEN_ORDERS,
     FILLED_ORDERS,
     CANCELLED_ORDERS,

@@ -5,7 +5,7 @@ use dexd_core::{Address, Decimal, PairIndex};
 
 use super::{
     address, agent_name, decimal, items, milliseconds, pair, switch_timeout, Field, ItemList, Operation, Tag, Typed,
-    ACCOUNT, CHAIN_ID, EXPIRY, NONCE, ORDER_ID, ORDER_OF_PAIR, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER,
+    ACCOUNT, CHAIN_ID, EXPIRY, NONCE, ORDER_ID, ORDER_OF_PAIR, PRIVATE_KEY, READ_ERRORS, SIGNATURE, SIGNER, SUBACCOUNT,
     WRITE_ERRORS,
 };
 
@@ -43,6 +43,7 @@ const BATCH_ORDERS_FIELDS: &[Field] = &[
     NONCE.field,
     EXPIRY.field,
     SIGNATURE.field,
+    SUBACCOUNT.field,
 ];
 
 /// A batch's cancels.
@@ -59,12 +60,13 @@ const BATCH_CANCEL_FIELDS: &[Field] = &[
     CHAIN_ID.field,
     PRIVATE_KEY.field,
     SIGNER.field,
+    SUBACCOUNT.field,
 ];
 
 /// Cancel all's pair, when it names one.
 pub(crate) const CANCEL_ALL_PAIR: Typed<PairIndex> =
     pair("symbol", false, "Only this pair's orders; every pair's when left out.");
-const CANCEL_ALL_FIELDS: &[Field] = account_write_fields![CANCEL_ALL_PAIR.field];
+const CANCEL_ALL_FIELDS: &[Field] = trading_write_fields![CANCEL_ALL_PAIR.field];
 
 /// The order an amend replaces.
 pub(crate) const AMENDED_ORDER_ID: Typed<dexd_core::OrderId> = super::order_id("orderId", "The open order to replace.");
@@ -81,7 +83,7 @@ pub(crate) const AMENDED_AMOUNT: Typed<Decimal> = decimal(
     "The new order's whole amount of base, on the pair's step; when left out, what the old order has left \
      to fill. At least one of price and amount.",
 );
-const AMEND_ORDER_FIELDS: &[Field] = account_write_fields![
+const AMEND_ORDER_FIELDS: &[Field] = trading_write_fields![
     ORDER_OF_PAIR.field,
     AMENDED_ORDER_ID.field,
     AMENDED_PRICE.field,
@@ -94,7 +96,7 @@ pub(crate) const SWITCH_TIMEOUT: Typed<u64> = switch_timeout(
     "0 turns the switch off; 5000 to 86400000 arms it: unless set again within this many ms, every open \
      order of the account on the chain is cancelled.",
 );
-const CANCEL_ALL_AFTER_FIELDS: &[Field] = account_write_fields![SWITCH_TIMEOUT.field];
+const CANCEL_ALL_AFTER_FIELDS: &[Field] = trading_write_fields![SWITCH_TIMEOUT.field];
 
 /// The agent an approval names.
 pub(crate) const APPROVED_AGENT: Typed<Address> = address("agent", true, "The agent's address (the bot's key's).");

@@ -25,7 +25,7 @@ use self::numbers::integral_digits;
 use super::error::ApiError;
 use super::operations::{
     Field, ItemList, Kind, Operation, Typed, WireWord, CHAIN_ID, CURSOR, END_TIME, EXPIRY, LIMIT,
-    MAX_CLIENT_ORDER_ID_LENGTH, MAX_EXPIRES_AT_MS, NONCE, SIGNATURE, SIGNED_REQUEST_FIELDS, SIGNER, START_TIME,
+    MAX_CLIENT_ORDER_ID_LENGTH, MAX_EXPIRES_AT_MS, NONCE, SIGNATURE, SIGNED_REQUEST_FIELDS, SIGNER, START_TIME, SUBACCOUNT,
 };
 use axum::http::StatusCode;
 use dexd_crypto::{parse_address, parse_hex_bytes, PrivateKey};
@@ -406,6 +406,13 @@ impl Params {
         Ok((start, end))
     }
 
+    /// The account a read is about: `account`, or with `subaccount` (1 to 1000), that
+    /// subaccount's address.
+    pub fn account_read(&self) -> Result<Address, ApiError> {
+        let account = self.require(&crate::api::operations::ACCOUNT)?;
+        Ok(dexd_core::subaccount_address(&account, self.read(&SUBACCOUNT)?.unwrap_or(0)))
+    }
+
     /// Which of the signed request's fields (`account`, `nonce`, `expiry`, `signature`) are
     /// given.
     pub fn signed_fields_given(&self) -> impl Iterator<Item = &'static str> + '_ {
@@ -429,7 +436,15 @@ impl Params {
             return Ok(CredentialFields::Key {
                 key,
                 acting_for: self.read(&SIGNER)?,
+                subaccount: self.read(&SUBACCOUNT)?.unwrap_or(0),
             });
+        }
+        if self.contains(SUBACCOUNT.field.name) {
+            return Err(ApiError::invalid(
+                SUBACCOUNT.field.name,
+                "goes with privateKey; a signed request names the subaccount's address in account (GET \
+                 /account/subaccounts) and is signed by its owner or the owner's agent",
+            ));
         }
         if self.signed_fields_given().next().is_none() {
             return Err(ApiError::new(
@@ -461,6 +476,8 @@ pub enum CredentialFields {
         key: PrivateKey,
         /// The account it acts for as an agent (`account` beside `privateKey`), when one is named.
         acting_for: Option<Address>,
+        /// The subaccount of that account (or of the key's) that acts: 0, the account itself.
+        subaccount: u32,
     },
     /// The client's own signature and what it signed.
     Signed {
@@ -555,6 +572,22 @@ impl FromParam for u64 {
     }
 }
 
+impl FromParam for u32 {
+    fn from_param(params: &Params, field: &Field) -> Result<Option<u32>, ApiError> {
+        let Kind::Subaccount = field.kind else {
+            return Err(wrong_kind(field));
+        };
+        match params.integer(field.name)? {
+            None => Ok(None),
+            Some(number) if number <= u64::from(dexd_core::MAX_SUBACCOUNT_NUMBER) => Ok(Some(number as u32)),
+            Some(_) => Err(ApiError::invalid(
+                field.name,
+                format!("must be a subaccount number, 0 (the owner) to {}", dexd_core::MAX_SUBACCOUNT_NUMBER),
+            )),
+        }
+    }
+}
+
 impl FromParam for usize {
     fn from_param(params: &Params, field: &Field) -> Result<Option<usize>, ApiError> {
         let Kind::Count { max, .. } = field.kind else {
@@ -571,7 +604,7 @@ impl FromParam for usize {
 impl FromParam for String {
     fn from_param(params: &Params, field: &Field) -> Result<Option<String>, ApiError> {
         let (max_chars, punctuation, refusal) = match field.kind {
-            Kind::Text => (MAX_CLIENT_ORDER_ID_LENGTH, b"._:-".as_slice(), "of A-Z a-z 0-9 . _ : -"),
+            Kind::Text | Kind::TransferId => (MAX_CLIENT_ORDER_ID_LENGTH, b"._:-".as_slice(), "of A-Z a-z 0-9 . _ : -"),
             Kind::GroupName => (MAX_OCO_GROUP_CHARS, b"._:-".as_slice(), "of A-Z a-z 0-9 . _ : -"),
             Kind::AgentName => (
                 dexd_core::agents::MAX_AGENT_NAME_CHARACTERS,
