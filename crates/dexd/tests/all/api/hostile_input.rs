@@ -166,7 +166,13 @@ fn kind_bad_values(field: &Field) -> Vec<(Value, Expected)> {
             cases.push((json!("0x1234"), invalid()));
             cases.push((json!(format!("0x{}", "g".repeat(64))), invalid()));
         }
-        Kind::Text => {
+        Kind::Subaccount => {
+            cases.extend(numeric_text.iter().map(|text| (json!(text), invalid())));
+            for value in [json!("1001"), json!(1001), json!(1.5), json!(-1), json!("1.0")] {
+                cases.push((value, invalid()));
+            }
+        }
+        Kind::Text | Kind::TransferId => {
             cases.push((json!("a".repeat(65)), invalid()));
             cases.push((json!("a/b"), invalid()));
         }

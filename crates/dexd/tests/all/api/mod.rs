@@ -12,5 +12,6 @@ mod operations;
 mod rate_limits;
 mod signatures;
 mod signed_requests;
+mod subaccounts;
 mod tls;
 mod trading_extensions;

@@ -309,6 +309,56 @@ async fn trade_every_way(server: &TestServer) -> u64 {
         json!({"chainId": "1", "privateKey": alice.key, "agent": agent.address}),
     )
     .await;
+    // Subaccounts: transfers both ways, and orders in a subaccount by key and by signature.
+    post_ok(
+        server,
+        "/account/transfer",
+        json!({"chainId": "1", "from": alice.address, "fromSubaccount": 0, "toSubaccount": 2, "symbol": "USDC",
+               "quantity": "100", "clientTransferId": "t-1", "privateKey": alice.key}),
+    )
+    .await;
+    let placed = post_ok(
+        server,
+        "/order/addOrder",
+        json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "900",
+               "amount": "0.1", "privateKey": alice.key, "subaccount": 2}),
+    )
+    .await;
+    post_ok(
+        server,
+        "/order/cancelOrder",
+        json!({"chainId": "1", "symbol": "ETH/USDC", "orderId": placed["order"]["orderId"], "privateKey": alice.key,
+               "subaccount": "2"}),
+    )
+    .await;
+    let (signature, _) = sign(
+        "Transfer",
+        json!({"account": carol.trader.address, "fromSubaccount": "0", "toSubaccount": "1", "symbol": "USDC",
+               "quantity": "50", "clientTransferId": "c-t-1", "nonce": "12", "expiry": expiry.to_string()}),
+    );
+    let moved = post_ok(
+        server,
+        "/account/transfer",
+        merge(
+            signed(12, signature),
+            json!({"from": carol.trader.address, "fromSubaccount": 0, "toSubaccount": 1, "symbol": "USDC",
+                   "quantity": "50", "clientTransferId": "c-t-1"}),
+        ),
+    )
+    .await;
+    let carol_first = moved["transfer"]["to"].as_str().unwrap().to_string();
+    let in_subaccount = json!({"account": carol_first, "symbol": "ETH/USDC", "orderType": "limit", "direction": "buy",
+        "timeInForce": "GTC", "postOnly": false, "price": "100", "amount": "0.1", "clientOrderId": "", "nonce": "13",
+        "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0"});
+    let (signature, _) = sign("Order", in_subaccount);
+    let placed = post_ok(
+        server,
+        "/order/addOrder",
+        json!({"chainId": "1", "account": carol_first, "nonce": "13", "expiry": expiry, "signature": signature,
+               "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100", "amount": "0.1"}),
+    )
+    .await;
+    assert_eq!(placed["order"]["account"], carol_first);
     // Withdrawals, both ways.
     post_ok(
         server,
