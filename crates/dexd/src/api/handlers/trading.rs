@@ -20,7 +20,7 @@ use crate::api::credential::{Actor, Credential};
 use crate::api::error::ApiError;
 use crate::api::operations::{
     ItemList, Typed, BATCH_CANCEL_ITEMS, BATCH_ORDER_ITEMS, CANCEL_ALL_PAIR, MAX_BATCH_ITEMS, ORDER_ID, ORDER_OF_PAIR,
-    ORDER_PAIR, PRIVATE_KEY, SIGNATURE, SIGNER, SWITCH_TIMEOUT,
+    ORDER_PAIR, PRIVATE_KEY, SIGNATURE, SIGNER, SUBACCOUNT, SWITCH_TIMEOUT,
 };
 use crate::api::params::Params;
 use crate::api::render;
@@ -52,6 +52,12 @@ impl BatchCredential {
             return Ok(BatchCredential::SignedOnce(credential, actor));
         }
         if !params.contains(PRIVATE_KEY.field.name) {
+            if params.contains(SUBACCOUNT.field.name) {
+                return Err(ApiError::invalid(
+                    SUBACCOUNT.field.name,
+                    "goes with privateKey; signed items name the subaccount's address in account",
+                ));
+            }
             if params.contains(SIGNER.field.name) {
                 return Err(ApiError::invalid(
                     "account",

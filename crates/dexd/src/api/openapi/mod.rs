@@ -385,8 +385,13 @@ fn credential_body_schema(
             !has_credential
                 || match credential {
                     Credential::Key => !is_signed_field(field.name) || field.name == "account",
-                    Credential::Signed if is_batch => field.name != "privateKey" && !is_signed_field(field.name),
-                    Credential::Signed | Credential::SignedOnce => field.name != "privateKey",
+                    // A signed request names a subaccount by its address, in `account`.
+                    Credential::Signed if is_batch => {
+                        field.name != "privateKey" && field.name != "subaccount" && !is_signed_field(field.name)
+                    }
+                    Credential::Signed | Credential::SignedOnce => {
+                        field.name != "privateKey" && field.name != "subaccount"
+                    }
                 }
         })
         .collect();

@@ -9,7 +9,9 @@ use dexd_core::{Address, CandleInterval, PairIndex};
 use serde_json::{json, Map, Value};
 
 use crate::api::error::ApiError;
-use crate::api::operations::{address, chain_id, choice, count, pair, whole_number, Field, Operation, Typed};
+use crate::api::operations::{
+    address, chain_id, choice, count, pair, subaccount, whole_number, Field, Operation, Typed,
+};
 use crate::api::params::Params;
 use dexd_crypto::checksummed;
 use dexd_venue::Venue;
@@ -79,15 +81,19 @@ pub enum ChannelKey {
     Orders {
         /// The chain.
         chain_id: u64,
-        /// The account.
+        /// The account whose changes it carries (a subaccount's own address).
         account: Address,
+        /// The owner and number the subscription named, for a subaccount (contract version 5).
+        subaccount: Option<(Address, u32)>,
     },
     /// An account's balances and transfers.
     Balances {
         /// The chain.
         chain_id: u64,
-        /// The account.
+        /// The account whose changes it carries (a subaccount's own address).
         account: Address,
+        /// The owner and number the subscription named, for a subaccount (contract version 5).
+        subaccount: Option<(Address, u32)>,
     },
 }
 
@@ -153,9 +159,20 @@ impl ChannelKey {
                 parameters.insert("levels".into(), json!(levels));
                 parameters.insert("intervalMs".into(), json!(interval_ms));
             }
-            ChannelKey::Orders { account, .. } | ChannelKey::Balances { account, .. } => {
-                parameters.insert("account".into(), json!(checksummed(account)));
+            ChannelKey::Orders {
+                account, subaccount, ..
             }
+            | ChannelKey::Balances {
+                account, subaccount, ..
+            } => match subaccount {
+                Some((owner, number)) => {
+                    parameters.insert("account".into(), json!(checksummed(owner)));
+                    parameters.insert("subaccount".into(), json!(number));
+                }
+                None => {
+                    parameters.insert("account".into(), json!(checksummed(account)));
+                }
+            },
         }
         parameters
     }
@@ -247,8 +264,9 @@ const INTERVAL_MS: Typed<u64> = whole_number(
 const DEPTH_CHANNEL: Operation = channel_operation("depth", &[CHAIN_ID, PAIR.field, LEVELS.field, INTERVAL_MS.field]);
 const TRADES_CHANNEL: Operation = channel_operation("trades", &[CHAIN_ID, PAIR.field]);
 const CANDLES_CHANNEL: Operation = channel_operation("candles", &[CHAIN_ID, PAIR.field, INTERVAL.field]);
-const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT.field]);
-const BALANCES_CHANNEL: Operation = channel_operation("balances", &[CHAIN_ID, ACCOUNT.field]);
+const SUBACCOUNT: Typed<u32> = subaccount("subaccount", false, "The account's subaccount, 0 (itself) to 1000.");
+const ORDERS_CHANNEL: Operation = channel_operation("orders", &[CHAIN_ID, ACCOUNT.field, SUBACCOUNT.field]);
+const BALANCES_CHANNEL: Operation = channel_operation("balances", &[CHAIN_ID, ACCOUNT.field, SUBACCOUNT.field]);
 
 /// The `id` of a message, as JSON text: a string, a number or null, short.
 fn client_id(object: &Map<String, Value>) -> Result<String, ApiError> {
@@ -391,16 +409,34 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
                 interval,
             }
         }
-        "orders" => ChannelKey::Orders {
-            chain_id,
-            account: params.require(&ACCOUNT)?,
-        },
-        _ => ChannelKey::Balances {
-            chain_id,
-            account: params.require(&ACCOUNT)?,
-        },
+        "orders" => {
+            let (account, subaccount) = account_of(&params)?;
+            ChannelKey::Orders {
+                chain_id,
+                account,
+                subaccount,
+            }
+        }
+        _ => {
+            let (account, subaccount) = account_of(&params)?;
+            ChannelKey::Balances {
+                chain_id,
+                account,
+                subaccount,
+            }
+        }
     };
     Ok((key, depth))
+}
+
+/// An account channel's account: `account`, or its subaccount `subaccount` (1 to 1000) with
+/// the owner and number it was named by.
+fn account_of(params: &Params) -> Result<(Address, Option<(Address, u32)>), ApiError> {
+    let owner = params.require(&ACCOUNT)?;
+    Ok(match params.read(&SUBACCOUNT)?.filter(|number| *number != 0) {
+        Some(number) => (dexd_core::subaccount_address(&owner, number), Some((owner, number))),
+        None => (owner, None),
+    })
 }
 
 /// An integer parameter's `value` that must be one of `allowed` (`default` when absent, required

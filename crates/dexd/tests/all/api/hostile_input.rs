@@ -44,6 +44,9 @@ fn valid_value(field: &Field, scene: &Scene) -> Option<String> {
         ("agent", _) => scene.bob.address.clone(),
         ("name", _) => "bot".to_string(),
         ("epoch", _) => "0".to_string(),
+        ("fromSubaccount", _) => "0".to_string(),
+        ("toSubaccount", _) => "1".to_string(),
+        ("clientTransferId", _) => "t-1".to_string(),
         _ => return None,
     };
     Some(value)

@@ -41,6 +41,9 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/account/approveAgent"),
     ("post", "/account/revokeAgent"),
     ("get", "/account/agents"),
+    ("post", "/account/transfer"),
+    ("get", "/account/transfers"),
+    ("get", "/account/subaccounts"),
     ("get", "/order/orderDetail"),
     ("get", "/account/eip712"),
     ("get", "/account/reserves"),
@@ -193,7 +196,8 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
             "triggerPrice",
             "triggerCondition",
             "ocoGroup",
-            "expiresAt"
+            "expiresAt",
+            "subaccount"
         ])
     );
     for responses in document["paths"]

@@ -401,3 +401,62 @@ async fn a_restart_brings_back_every_subaccount_balance_order_and_transfer() {
     assert_eq!(again["transfer"]["transferId"], "1");
     assert_eq!(balance_of(&server, &alice, 0, "USDC").await["total"], "600");
 }
+
+#[tokio::test]
+async fn the_account_channels_of_a_subaccount_carry_its_changes_and_name_it() {
+    use common::stream_client::StreamClient;
+    use std::time::Duration;
+    let server = TestServer::start().await;
+    let alice = Trader::new(0xa1);
+    server.deposit(&alice, "USDC", "1000").await;
+    let mut client = StreamClient::connect(&server.base_url).await;
+    for channel in ["orders", "balances"] {
+        client
+            .send(json!({"op": "subscribe", "id": channel, "channel": channel, "chainId": "1",
+                         "account": alice.address, "subaccount": 4}))
+            .await;
+    }
+    let mut snapshots = 0;
+    while snapshots < 2 {
+        let message = client.next_within(Duration::from_secs(5)).await.expect("a message");
+        if message["event"] == "snapshot" {
+            assert_eq!((message["account"].clone(), message["subaccount"].clone()), (json!(alice.address), json!(4)));
+            snapshots += 1;
+        }
+    }
+    server
+        .post_json("/account/transfer", transfer_body(&alice, 0, 4, "USDC", "10", "to-4"))
+        .await;
+    // The owner's own order is not the subaccount's: its update never reaches this stream.
+    server.limit(&alice, "buy", "100", "1").await;
+    let (status, placed) = server
+        .post_json(
+            "/order/addOrder",
+            json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "5",
+                   "amount": "1", "privateKey": alice.key, "subaccount": 4}),
+        )
+        .await;
+    assert_eq!(status, 200, "{placed}");
+    let mut seen_balance = false;
+    let mut seen_order = false;
+    while let Some(message) = client.next_within(Duration::from_millis(1_500)).await {
+        assert_eq!((message["account"].clone(), message["subaccount"].clone()), (json!(alice.address), json!(4)), "{message}");
+        match message["channel"].as_str().unwrap() {
+            "balances" => {
+                seen_balance |= message["balances"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|balance| balance["symbol"] == "USDC" && balance["total"] == "10");
+            }
+            "orders" => {
+                for order in message["orders"].as_array().unwrap() {
+                    assert_eq!(order["orderId"], placed["order"]["orderId"], "only the subaccount's orders");
+                    seen_order = true;
+                }
+            }
+            other => panic!("{other}"),
+        }
+    }
+    assert!(seen_balance && seen_order);
+}
