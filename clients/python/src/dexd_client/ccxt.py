@@ -5,6 +5,12 @@
                      "options": {"baseUrl": "http://127.0.0.1:8080", "chainId": "1"}})
     exchange.create_order("ETH/USDC", "limit", "buy", 0.5, 1500)
 
+With ``options={"subaccount": N}`` (1 to 1,000) the exchange is bound to the account's subaccount
+``N``: every order, cancel, balance, order list and trade is that subaccount's; ``transfer`` moves
+funds between the account's subaccounts (CCXT account ids are their numbers as strings, ``"0"``
+the owner), ``fetchAccounts`` lists them and ``fetchTransfers`` their transfers; deposits and
+withdrawals are always the owner's.
+
 It subclasses ``ccxt.Exchange`` (no fork of CCXT) and implements the unified methods on top of
 :class:`dexd_client.Client`, which signs orders, cancels, deposits and withdrawals as EIP-712
 typed data in this process: ``privateKey`` is never sent. Results are CCXT's unified structures
@@ -43,6 +49,8 @@ EXCEPTIONS_BY_CODE: dict[str, type[Exception]] = {
     "UNKNOWN_ASSET": ccxt.BadRequest,
     "UNKNOWN_CHAIN": ccxt.BadRequest,
     "NONCE_REUSED": ccxt.InvalidNonce,
+    "TRANSFER_ID_REUSED": ccxt.BadRequest,
+    "TOO_MANY_TRANSFERS": ccxt.RateLimitExceeded,
     "INVALID_SIGNATURE": ccxt.AuthenticationError,
     "SIGNATURE_EXPIRED": ccxt.AuthenticationError,
     "INVALID_PRIVATE_KEY": ccxt.AuthenticationError,
@@ -101,11 +109,12 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
                 "fetchOHLCV": True, "fetchOpenOrders": True, "fetchOrder": True, "fetchOrderBook": True,
                 "fetchTicker": True, "fetchTrades": True, "fetchWithdrawals": True, "withdraw": True,
                 "fetchTickers": False, "fetchPositions": False, "fetchOrders": False, "fetchTime": False,
+                "fetchAccounts": True, "transfer": True, "fetchTransfers": True,
             },
             "timeframes": {"1m": "1m", "5m": "5m", "15m": "15m", "30m": "30m", "1h": "1h", "4h": "4h",
                            "1d": "1d", "1w": "1w"},
             "urls": {"api": {"rest": "http://127.0.0.1:8080"}, "www": "https://github.com/", "doc": []},
-            "options": {"baseUrl": "http://127.0.0.1:8080", "chainId": "1"},
+            "options": {"baseUrl": "http://127.0.0.1:8080", "chainId": "1", "subaccount": 0},
         })
 
     # An agent: ``privateKey`` is a key the account ``walletAddress`` approved
@@ -127,7 +136,8 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         if self._client is None:
             # walletAddress other than the key's own: the key trades as the account's agent.
             self._client = Client(self.options["baseUrl"], self.options["chainId"],
-                                  private_key=self.privateKey or None, account=self.walletAddress or None)
+                                  private_key=self.privateKey or None, account=self.walletAddress or None,
+                                  subaccount=self._subaccount())
         return self._client
 
     def _call(self, method, *args: Any, **kwargs: Any) -> Any:
@@ -136,11 +146,21 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         except dexd_errors.DexdError as error:
             raise ccxt_exception(error) from None
 
-    def _account(self) -> str:
-        account = self.walletAddress or self.client.address
-        if not account:
+    def _subaccount(self) -> int:
+        """The subaccount the exchange is bound to (``options.subaccount``; 0, the owner)."""
+        return int(self.options.get("subaccount") or 0)
+
+    def _owner(self) -> str:
+        """The owner's address (number 0): who deposits, withdraws and transfers."""
+        owner = self.walletAddress or self.client.owner_address
+        if not owner:
             raise ccxt.AuthenticationError("dexd needs walletAddress (and privateKey to trade)")
-        return account
+        return owner
+
+    def _account(self) -> str:
+        """The address the exchange trades and reads as: its subaccount's, when bound to one."""
+        from .signing import subaccount_address
+        return subaccount_address(self._owner(), self._subaccount())
 
     def _raw(self, path: str, **params: Any) -> Any:
         return self._call(self.client._get, path, **params)
@@ -466,7 +486,7 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
 
     def _fetch_transfers(self, path: str, key: str, kind: str, code: Optional[str], since: Optional[int],
                          limit: Optional[int]) -> list:
-        answer = self._raw(path, account=self._account(), startTime=since, limit=min(limit or 100, 1000))
+        answer = self._raw(path, account=self._owner(), startTime=since, limit=min(limit or 100, 1000))
         transfers = [self._parse_transfer(item, kind) for item in answer[key]
                      if code is None or item["symbol"] == code]
         return self.filter_by_since_limit(self.sort_by(transfers, "timestamp"), since, limit)
@@ -482,7 +502,7 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
 
     def withdraw(self, code: str, amount: float, address: str, tag=None, params={}) -> dict:
         """dexd pays only the account itself: ``address`` must be the wallet address."""
-        if address.lower() != self._account().lower():
+        if address.lower() != self._owner().lower():
             raise ccxt.BadRequest("dexd withdraws only to the account's own address")
         answer = self._call(self.client.withdraw_answer, code, self.number_to_string(amount))
         return self._parse_transfer(answer["withdrawal"], "withdrawal")
@@ -491,3 +511,38 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         """A ledger-mode deposit (not a CCXT unified method; on a vault chain deposit from a wallet)."""
         answer = self._call(self.client.deposit_answer, code, self.number_to_string(amount))
         return self._parse_transfer(answer["deposit"], "deposit")
+
+    # -- subaccounts (contract version 5) -------------------------------------------------------
+
+    def fetch_accounts(self, params={}) -> list:
+        """The owner (id ``"0"``) and every subaccount that ever received funds."""
+        listed = self._raw("/account/subaccounts", account=self._owner())["subaccounts"]
+        return [{"id": str(item["subaccount"]), "type": "main" if item["subaccount"] == 0 else "subaccount",
+                 "name": item["address"], "code": None, "info": item} for item in listed]
+
+    def _parse_subaccount_transfer(self, transfer: dict) -> dict:
+        return {
+            "info": transfer, "id": transfer["transferId"], "timestamp": transfer["timestamp"],
+            "datetime": self.iso8601(transfer["timestamp"]), "currency": transfer["symbol"],
+            "amount": self.parse_number(transfer["quantity"]),
+            "fromAccount": str(transfer["fromSubaccount"]), "toAccount": str(transfer["toSubaccount"]),
+            "status": "ok",
+        }
+
+    def transfer(self, code: str, amount: float, fromAccount: str, toAccount: str, params={}) -> dict:
+        """Moves ``amount`` of ``code`` between two of the owner's subaccounts (account ids
+        ``"0"`` to ``"1000"``), at once and free. ``params={"clientTransferId": ...}`` makes a
+        retry safe: sent again, it answers the first result and moves nothing again."""
+        answer = self._call(self.client.transfer_answer, code, self.number_to_string(amount), int(fromAccount),
+                            int(toAccount), params.get("clientTransferId"))
+        return self._parse_subaccount_transfer(answer["transfer"])
+
+    def fetch_transfers(self, code: Optional[str] = None, since: Optional[int] = None,
+                        limit: Optional[int] = None, params={}) -> list:
+        """The owner's transfers between its subaccounts (``params={"subaccount": N}``: only
+        those from or to N)."""
+        answer = self._raw("/account/transfers", account=self._owner(), subaccount=params.get("subaccount"),
+                           startTime=since, limit=min(limit or 100, 1000))
+        transfers = [self._parse_subaccount_transfer(item) for item in answer["transfers"]
+                     if code is None or item["symbol"] == code]
+        return self.filter_by_since_limit(self.sort_by(transfers, "timestamp"), since, limit)

@@ -1,7 +1,9 @@
 """``Client``: dexd's REST API with typed results and every write signed locally.
 
 A client is bound to one venue (``base_url``) and one chain (``chain_id``); give it the account's
-key to trade. Writes (orders, cancels, deposits, withdrawals) are signed here with eth-account as
+key to trade, and a ``subaccount`` (1 to 1,000) to bind it to one of the account's subaccounts:
+every read, write and stream of the client is then that subaccount's, and only transfers,
+deposits and withdrawals name the owner. Writes (orders, cancels, deposits, withdrawals) are signed here with eth-account as
 the venue's EIP-712 typed data and sent with ``account``, ``nonce``, ``expiry`` and
 ``signature``: the key never leaves the process and ``privateKey`` is never sent. Errors are the
 exceptions of :mod:`dexd_client.errors`. Live streams are :meth:`Client.stream`
@@ -11,6 +13,7 @@ exceptions of :mod:`dexd_client.errors`. Live streams are :meth:`Client.stream`
 from __future__ import annotations
 
 import json
+import secrets
 from decimal import Decimal
 from typing import Any, Iterator, Optional
 
@@ -19,12 +22,14 @@ import requests
 from .errors import Unavailable, error_from_answer
 from .chain import request_withdrawal
 from .liabilities import ProofCheck, check_proof, vault_of
-from .signing import RequestSigner, canonical_decimal
+from .signing import RequestSigner, canonical_decimal, subaccount_address
 from .types import (AccountTrade, Asset, Balance, Candle, Level, Order, OrderBook, Page, Pair, Position, Trade,
                     Transfer)
 
 #: Seconds to wait for an answer.
 DEFAULT_TIMEOUT_SECONDS = 10.0
+#: The highest subaccount number (contract version 5).
+MAX_SUBACCOUNT = 1_000
 
 
 class Client:
@@ -32,25 +37,44 @@ class Client:
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", chain_id: str | int = "1",
                  private_key: Optional[str] = None, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-                 session: Optional[requests.Session] = None, account: Optional[str] = None):
-        """``account``: trade for this account with ``private_key`` as its approved agent."""
+                 session: Optional[requests.Session] = None, account: Optional[str] = None,
+                 subaccount: int = 0):
+        """``account``: trade for this account with ``private_key`` as its approved agent.
+        ``subaccount``: bind the client to the account's subaccount of this number (0, the
+        default, is the account itself)."""
+        if not 0 <= int(subaccount) <= MAX_SUBACCOUNT:
+            raise ValueError(f"subaccount is 0 (the account itself) to {MAX_SUBACCOUNT}")
         self.base_url = base_url.rstrip("/")
         self.chain_id = str(chain_id)
         self.timeout_seconds = timeout_seconds
+        self.subaccount = int(subaccount)
         self._session = session or requests.Session()
-        self._signer = RequestSigner(private_key, account=account) if private_key else None
+        # The owner's signer moves funds (transfers, deposits, withdrawals); the trading signer
+        # signs every order operation as the bound subaccount, with the same key.
+        self._owner_signer = RequestSigner(private_key, account=account) if private_key else None
+        self._signer = self._owner_signer
+        if self._owner_signer is not None and self.subaccount:
+            bound = subaccount_address(self._owner_signer.address, self.subaccount)
+            self._signer = RequestSigner(private_key, account=bound)
         self._eip712: Optional[dict] = None
         self._assets: Optional[dict[str, dict]] = None
 
     def __repr__(self) -> str:  # never the key
-        return f"Client({self.base_url!r}, chain_id={self.chain_id!r}, account={self.address!r})"
+        return (f"Client({self.base_url!r}, chain_id={self.chain_id!r}, account={self.address!r}, "
+                f"subaccount={self.subaccount})")
 
     # -- plumbing -------------------------------------------------------------------------------
 
     @property
     def address(self) -> Optional[str]:
-        """The account's address, when the client has a key."""
+        """The address the client trades and reads as (its subaccount's, when bound to one),
+        when the client has a key."""
         return self._signer.address if self._signer else None
+
+    @property
+    def owner_address(self) -> Optional[str]:
+        """The owner's address (number 0), when the client has a key."""
+        return self._owner_signer.address if self._owner_signer else None
 
     def _account(self, account: Optional[str]) -> str:
         account = account or self.address
@@ -81,11 +105,17 @@ class Client:
         return self.request("POST", path, body={"chainId": self.chain_id, **body,
                                                 **self._sign(primary_type, message)})
 
-    def _sign(self, primary_type: str, message: dict) -> dict:
-        """``account``, ``nonce``, ``expiry`` and ``signature`` of ``message``."""
-        if self._signer is None:
+    def _sign(self, primary_type: str, message: dict, as_owner: bool = False) -> dict:
+        """``account``, ``nonce``, ``expiry`` and ``signature`` of ``message``: as the bound
+        subaccount, or ``as_owner`` (funds move only by the owner)."""
+        signer = self._owner_signer if as_owner else self._signer
+        if signer is None:
             raise ValueError("this client has no key: make it with private_key to sign writes")
-        return self._signer.sign(self.eip712(), primary_type, message)
+        return signer.sign(self.eip712(), primary_type, message)
+
+    def _owner_post(self, path: str, primary_type: str, message: dict, body: dict) -> Any:
+        return self.request("POST", path, body={"chainId": self.chain_id, **body,
+                                                **self._sign(primary_type, message, as_owner=True)})
 
     def eip712(self) -> dict:
         """The chain's EIP-712 domain and request types (cached)."""
@@ -411,8 +441,8 @@ class Client:
         """:meth:`deposit`, answered as the server's JSON (``{"deposit", "balance"}``)."""
         asset = self._asset(symbol)
         message = {"symbol": asset["symbol"], "quantity": canonical_decimal(quantity)}
-        body = {"from": self.address, **message}
-        return self._signed_post("/portfolio/deposit", "Deposit", message, body)
+        body = {"from": self.owner_address, **message}
+        return self._owner_post("/portfolio/deposit", "Deposit", message, body)
 
     def withdraw(self, symbol: str, quantity: Any) -> tuple[Transfer, Balance]:
         """A withdrawal: on a vault chain signed as the vault's own ``Withdrawal``, which the
@@ -424,14 +454,48 @@ class Client:
         """:meth:`withdraw`, answered as the server's JSON (``{"withdrawal", "balance"}``)."""
         asset = self._asset(symbol)
         quantity_text = canonical_decimal(quantity)
-        body = {"from": self.address, "symbol": asset["symbol"], "quantity": quantity_text}
+        body = {"from": self.owner_address, "symbol": asset["symbol"], "quantity": quantity_text}
         if self.eip712()["primaryTypes"]["withdraw"] == "Withdrawal":
             units = int(Decimal(quantity_text).scaleb(asset["decimals"]))
             token = asset["address"] or "0x0000000000000000000000000000000000000000"
             message = {"token": token, "amount": units}
-            return self._signed_post("/portfolio/withdraw", "Withdrawal", message, body)
+            return self._owner_post("/portfolio/withdraw", "Withdrawal", message, body)
         message = {"symbol": asset["symbol"], "quantity": quantity_text}
-        return self._signed_post("/portfolio/withdraw", "Withdraw", message, body)
+        return self._owner_post("/portfolio/withdraw", "Withdraw", message, body)
+
+    # -- subaccounts (contract version 5) -------------------------------------------------------
+
+    def transfer_answer(self, symbol: str, quantity: Any, from_subaccount: int, to_subaccount: int,
+                        client_transfer_id: Optional[str] = None) -> dict:
+        """Moves available funds between two of the owner's subaccounts (0, the owner, to 1000),
+        signed by the owner; ``{"transfer"}``. Sending it again with the same
+        ``client_transfer_id`` (a fresh one is made when left out) answers the first result and
+        moves nothing again."""
+        asset = self._asset(symbol)
+        client_transfer_id = client_transfer_id or f"sdk-{secrets.token_hex(12)}"
+        message = {"fromSubaccount": int(from_subaccount), "toSubaccount": int(to_subaccount),
+                   "symbol": asset["symbol"], "quantity": canonical_decimal(quantity),
+                   "clientTransferId": client_transfer_id}
+        body = {"from": self.owner_address, **message}
+        return self._owner_post("/account/transfer", "Transfer", message, body)
+
+    def transfer(self, symbol: str, quantity: Any, from_subaccount: int, to_subaccount: int,
+                 client_transfer_id: Optional[str] = None) -> dict:
+        """:meth:`transfer_answer`: the transfer."""
+        return self.transfer_answer(symbol, quantity, from_subaccount, to_subaccount, client_transfer_id)["transfer"]
+
+    def transfers(self, subaccount: Optional[int] = None, limit: Optional[int] = None,
+                  cursor: Optional[str] = None) -> Page:
+        """The owner's transfers between its subaccounts, newest first (with ``subaccount``, only
+        those from or to it)."""
+        answer = self._get("/account/transfers", account=self._account(self.owner_address), subaccount=subaccount,
+                           limit=limit, cursor=cursor)
+        return Page(answer["transfers"], answer["nextCursor"])
+
+    def subaccounts(self) -> list[dict]:
+        """The owner (number 0) and its subaccounts that ever received funds, each with its
+        address, open orders and balances."""
+        return self._get("/account/subaccounts", account=self._account(self.owner_address))["subaccounts"]
 
     def request_withdrawal_on_chain(self, rpc_url: str, symbol: str, quantity: Any) -> int:
         """Asks the vault itself, from the account's own wallet over ``rpc_url``, for a withdrawal
@@ -466,6 +530,8 @@ class Client:
 
     def stream(self, reconnect: bool = True):
         """A live stream connection (async context manager) that reconnects, subscribes again
-        and resyncs books on its own unless ``reconnect`` is false; see :mod:`dexd_client.streams`."""
+        and resyncs books on its own unless ``reconnect`` is false; see :mod:`dexd_client.streams`.
+        Its ``orders`` and ``balances`` subscriptions default to the client's address (its
+        subaccount's, when bound to one)."""
         from .streams import Stream
-        return Stream(self.base_url, self.chain_id, reconnect=reconnect)
+        return Stream(self.base_url, self.chain_id, reconnect=reconnect, account=self.address)

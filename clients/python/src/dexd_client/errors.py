@@ -75,6 +75,7 @@ _BY_CODE: dict[str, type[DexdError]] = {
     "UNAUTHENTICATED": AuthenticationFailed,
     "DUPLICATE_CLIENT_ORDER_ID": Conflict,
     "NONCE_REUSED": Conflict,
+    "TRANSFER_ID_REUSED": Conflict,
     "RATE_LIMITED": RateLimited,
 }
 

@@ -14,8 +14,10 @@ import time
 from decimal import Decimal
 from typing import Any, Optional
 
+from eth_abi import encode as abi_encode
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_utils import keccak, to_checksum_address
 
 #: How long a signed request stays valid, well within the venue's one-hour limit.
 DEFAULT_LIFETIME_MS = 60_000
@@ -30,6 +32,14 @@ def withdrawal_lifetime_ms(eip712: dict) -> int:
     """How long a withdrawal's signature lives on the chain ``eip712`` describes."""
     lifetime = eip712.get("minWithdrawalLifetimeMs", 0) + WITHDRAWAL_LIFETIME_MS
     return min(lifetime, eip712.get("maxWithdrawalLifetimeMs", lifetime))
+
+
+def subaccount_address(owner: str, number: int) -> str:
+    """The address of ``owner``'s subaccount ``number`` (contract version 5): the last 20 bytes of
+    ``keccak256(abi.encode(owner, uint32(number)))``; number 0 is the owner itself."""
+    if number == 0:
+        return to_checksum_address(owner)
+    return to_checksum_address(keccak(abi_encode(["address", "uint32"], [to_checksum_address(owner), number]))[12:])
 
 
 def canonical_decimal(value: Any) -> str:

@@ -48,9 +48,13 @@ class Stream:
     """
 
     def __init__(self, base_url: str, chain_id: str, reconnect: bool = True,
-                 initial_backoff_s: float = INITIAL_BACKOFF_S, max_backoff_s: float = MAX_BACKOFF_S):
+                 initial_backoff_s: float = INITIAL_BACKOFF_S, max_backoff_s: float = MAX_BACKOFF_S,
+                 account: Optional[str] = None):
+        """``account``: what the ``orders`` and ``balances`` channels subscribe to when a
+        subscription names none (a client bound to a subaccount gives its address)."""
         self.url = base_url.replace("http://", "ws://").replace("https://", "wss://") + "/ws"
         self.chain_id = chain_id
+        self.account = account
         self.reconnect = reconnect
         self.initial_backoff_s = initial_backoff_s
         self.max_backoff_s = max_backoff_s
@@ -76,6 +80,8 @@ class Stream:
     async def subscribe(self, channel: str, **params: Any) -> str:
         """Subscribes; returns the request id (the subscription's messages carry it)."""
         request_id = f"r{next(self._ids)}"
+        if channel in ("orders", "balances") and "account" not in params and self.account is not None:
+            params = {**params, "account": self.account}
         self._subscriptions[request_id] = (channel, params)
         await self._send("subscribe", request_id)
         return request_id
