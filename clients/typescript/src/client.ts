@@ -6,13 +6,14 @@
  */
 
 import { ApiError } from "./errors.js";
-import type { Address, Hash } from "viem";
+import { encodeAbiParameters, getAddress, keccak256, slice, type Address, type Hash } from "viem";
+import { DexdStream, type StreamOptions } from "./stream.js";
 import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
 import { NATIVE_TOKEN, requestWithdrawal, type TransactionSender } from "./vault.js";
 import type {
   AccountTrade, Agent, Asset, Balance, BatchResult, Candle, Chain, Custody, CustodyState, Eip712, JournalLine,
   JournalPage, LiabilityLeaf, ListedWithdrawal, LiabilityProof, LiabilityRoot, ListOptions, Order, OrderBook, OrderDetail, Pair,
-  Placed, Position, RateLimits, Reserves, Tradable, Trade, Transfer,
+  Placed, Position, RateLimits, Reserves, Subaccount, SubaccountTransfer, Tradable, Trade, Transfer,
 } from "./types.js";
 
 export interface ClientOptions {
@@ -24,6 +25,12 @@ export interface ClientOptions {
   signer?: Signer;
   /** The account to act for as its approved agent (default: the signer's own). */
   account?: string;
+  /**
+   * The account's subaccount to bind the client to, 1 to 1,000 (default 0, the account itself):
+   * every read, write and stream of the client is then that subaccount's; only transfers,
+   * deposits and withdrawals are the owner's.
+   */
+  subaccount?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
 }
@@ -71,11 +78,24 @@ function refusal(status: number, answer: unknown): ApiError {
   return new ApiError(status, error.code ?? "ERROR", error.message ?? `HTTP ${status}`, error.field ?? null);
 }
 
+/** The highest subaccount number (contract version 5). */
+export const MAX_SUBACCOUNT = 1_000;
+
+/** The address of `owner`'s subaccount `number`: the last 20 bytes of
+ * `keccak256(abi.encode(owner, uint32(number)))`; number 0 is the owner itself. */
+export function subaccountAddress(owner: string, number: number): string {
+  if (number === 0) return getAddress(owner);
+  const encoded = encodeAbiParameters([{ type: "address" }, { type: "uint32" }], [getAddress(owner), number]);
+  return getAddress(slice(keccak256(encoded), 12));
+}
+
 export class DexdClient {
   readonly baseUrl: string;
   readonly chainId: string;
   private readonly signer?: Signer;
   private readonly actingFor?: string;
+  /** The subaccount the client is bound to (0: the account itself). */
+  readonly subaccount: number;
   private readonly fetcher: typeof fetch;
   private eip712Types?: Promise<Eip712>;
   private assetsAnswer?: Promise<{ assets: Asset[]; custody: Custody }>;
@@ -85,14 +105,31 @@ export class DexdClient {
     this.chainId = options.chainId;
     this.signer = options.signer;
     this.actingFor = options.account;
+    this.subaccount = options.subaccount ?? 0;
+    if (!Number.isInteger(this.subaccount) || this.subaccount < 0 || this.subaccount > MAX_SUBACCOUNT) {
+      throw new Error(`subaccount is 0 (the account itself) to ${MAX_SUBACCOUNT}`);
+    }
     // Called on its own, never as this client's method: a browser's fetch refuses any `this` but
     // the window ("Illegal invocation").
     this.fetcher = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
-  /** The account the client acts for (undefined for a client without a signer). */
+  /** The address the client trades and reads as: its subaccount's when bound to one (undefined
+   * for a client without a signer or account). */
   get address(): string | undefined {
+    const owner = this.owner;
+    return owner === undefined ? undefined : subaccountAddress(owner, this.subaccount);
+  }
+
+  /** The owner (number 0): who deposits, withdraws and transfers. */
+  get owner(): string | undefined {
     return this.actingFor ?? this.signer?.address;
+  }
+
+  /** A stream of this client's chain whose `orders` and `balances` subscriptions are the
+   * client's address (its subaccount's, when bound to one) unless they name another. */
+  stream(options: Omit<StreamOptions, "baseUrl" | "chainId" | "account"> = {}): DexdStream {
+    return new DexdStream({ ...options, baseUrl: this.baseUrl, chainId: this.chainId, account: this.address });
   }
 
   // -- plumbing ------------------------------------------------------------------------------
@@ -153,16 +190,24 @@ export class DexdClient {
     return this.request<T>("GET", path, { chainId: this.chainId, ...query });
   }
 
+  private ownerAccount(): string {
+    const owner = this.owner;
+    if (!owner) throw new Error("no account: make the client with a signer");
+    return owner;
+  }
+
   private account(account?: string): string {
     const chosen = account ?? this.address;
     if (!chosen) throw new Error("no account: give one, or make the client with a signer");
     return chosen;
   }
 
-  /** Signs `message` as `primaryType` and posts it with `body`. */
-  private async signedPost<T>(path: string, primaryType: string, message: Record<string, unknown>, body: Record<string, unknown>): Promise<T> {
+  /** Signs `message` as `primaryType` and posts it with `body`: as the client's address, or
+   * `asOwner` (funds move only by the owner). */
+  private async signedPost<T>(path: string, primaryType: string, message: Record<string, unknown>, body: Record<string, unknown>, asOwner = false): Promise<T> {
     if (!this.signer) throw new Error("this client has no signer: make it with one to write");
-    const signed = await signRequest(this.signer, this.account(), await this.eip712(), primaryType, message);
+    const account = asOwner ? this.ownerAccount() : this.account();
+    const signed = await signRequest(this.signer, account, await this.eip712(), primaryType, message);
     return this.request<T>("POST", path, {}, { chainId: this.chainId, ...body, ...signed });
   }
 
@@ -399,7 +444,7 @@ export class DexdClient {
   /** A ledger-mode deposit (on a vault chain, send tokens to the vault from a wallet instead). */
   async deposit(symbol: string, quantity: string | number): Promise<{ deposit: Transfer; balance: Balance }> {
     const message = { symbol: symbol.toUpperCase(), quantity: canonicalDecimal(quantity) };
-    return this.signedPost("/portfolio/deposit", "Deposit", message, { from: this.account(), ...message });
+    return this.signedPost("/portfolio/deposit", "Deposit", message, { from: this.ownerAccount(), ...message }, true);
   }
 
   /** A withdrawal; on a vault chain signed as the vault's own `Withdrawal`. */
@@ -407,13 +452,40 @@ export class DexdClient {
     const asset = (await this.assets()).find((item) => item.symbol === symbol.toUpperCase());
     if (!asset) throw new ApiError(404, "UNKNOWN_ASSET", `no asset ${symbol} on chain ${this.chainId}`, "symbol");
     const text = canonicalDecimal(quantity);
-    const body = { from: this.account(), symbol: asset.symbol, quantity: text };
+    const body = { from: this.ownerAccount(), symbol: asset.symbol, quantity: text };
     if ((await this.eip712()).primaryTypes.withdraw === "Withdrawal") {
       const units = unitsOf(asset, text);
       const token = asset.address ?? "0x0000000000000000000000000000000000000000";
-      return this.signedPost("/portfolio/withdraw", "Withdrawal", { token, amount: units }, body);
+      return this.signedPost("/portfolio/withdraw", "Withdrawal", { token, amount: units }, body, true);
     }
-    return this.signedPost("/portfolio/withdraw", "Withdraw", { symbol: asset.symbol, quantity: text }, body);
+    return this.signedPost("/portfolio/withdraw", "Withdraw", { symbol: asset.symbol, quantity: text }, body, true);
+  }
+
+  // -- subaccounts (contract version 5) ------------------------------------------------------
+
+  /**
+   * Moves available funds between two of the owner's subaccounts (0, the owner, to 1,000), signed
+   * by the owner. Sent again with the same `clientTransferId` (a fresh one is made when left out),
+   * it answers the first result and moves nothing again.
+   */
+  async transfer(symbol: string, quantity: string | number, fromSubaccount: number, toSubaccount: number, clientTransferId?: string): Promise<SubaccountTransfer> {
+    const message = {
+      fromSubaccount, toSubaccount, symbol: symbol.toUpperCase(), quantity: canonicalDecimal(quantity),
+      clientTransferId: clientTransferId ?? `ts-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`,
+    };
+    const body = { from: this.ownerAccount(), ...message };
+    return (await this.signedPost<{ transfer: SubaccountTransfer }>("/account/transfer", "Transfer", message, body, true)).transfer;
+  }
+
+  /** The owner's transfers between its subaccounts, newest first (with `subaccount`, only those from or to it). */
+  async transfers(subaccount?: number, list?: ListOptions): Promise<SubaccountTransfer[]> {
+    const query = { account: this.ownerAccount(), subaccount, ...listQuery(list) };
+    return (await this.get<{ transfers: SubaccountTransfer[] }>("/account/transfers", query)).transfers;
+  }
+
+  /** The owner and its subaccounts that ever received funds, with addresses, open orders and balances. */
+  async subaccounts(): Promise<Subaccount[]> {
+    return (await this.get<{ subaccounts: Subaccount[] }>("/account/subaccounts", { account: this.ownerAccount() })).subaccounts;
   }
 
   /**

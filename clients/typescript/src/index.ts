@@ -1,6 +1,8 @@
 /** dexd's TypeScript client: REST (`DexdClient`), local signing (`keySigner`, any viem account)
  * and live streams that survive (`DexdStream`). */
-export { DexdClient, type ClientOptions, type OrderTerms } from "./client.js";
+export {
+  DexdClient, MAX_SUBACCOUNT, subaccountAddress, type ClientOptions, type OrderTerms,
+} from "./client.js";
 export { ApiError } from "./errors.js";
 export { canonicalDecimal, keySigner, signBatch, signRequest, walletSigner, type SignedFields, type Signer } from "./signing.js";
 export {

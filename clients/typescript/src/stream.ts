@@ -40,6 +40,9 @@ export interface StreamOptions {
   chainId: string;
   /** The WebSocket constructor (default: the global `WebSocket`). */
   WebSocket?: WebSocketConstructor;
+  /** The account the `orders` and `balances` channels subscribe to when a subscription names
+   * none (a client bound to a subaccount gives its address). */
+  account?: string;
   /** Called with every message, after the book it belongs to was checked and applied. */
   onMessage?: (message: StreamMessage) => void;
   /** Called whenever the connection's status changes. */
@@ -155,6 +158,9 @@ export class DexdStream {
    */
   subscribe<C extends string>(channel: C, params: Record<string, unknown> = {}, handler?: StreamHandler<C>): string {
     const id = `s${this.nextId++}`;
+    if ((channel === "orders" || channel === "balances") && params.account === undefined && this.options.account !== undefined) {
+      params = { ...params, account: this.options.account };
+    }
     this.subscriptions.set(id, { channel, params, handler: handler as ((message: StreamMessage) => void) | undefined });
     this.send("subscribe", id);
     return id;

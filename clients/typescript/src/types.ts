@@ -177,9 +177,15 @@ export interface TradesMessage extends ChannelMessageBase { channel: "trades"; e
 export interface CandlesMessage extends ChannelMessageBase {
   channel: "candles"; event: "update"; pair: string; interval: string; candle: Candle;
 }
-export interface OrdersMessage extends ChannelMessageBase { channel: "orders"; event: "snapshot" | "update"; account: string; orders: Order[] }
+export interface OrdersMessage extends ChannelMessageBase {
+  channel: "orders"; event: "snapshot" | "update"; account: string; orders: Order[];
+  /** The subaccount's number, when the subscription named one. */
+  subaccount?: number;
+}
 export interface BalancesMessage extends ChannelMessageBase {
   channel: "balances"; event: "snapshot" | "update"; account: string; balances: Balance[]; transfers?: Transfer[];
+  /** The subaccount's number, when the subscription named one. */
+  subaccount?: number;
 }
 /** Each channel's messages (docs/streams.md, "Messages of a subscription"). */
 export interface ChannelMessages {
@@ -190,3 +196,21 @@ export interface ChannelMessages {
 export type SubscriptionEvent =
   | { event: "subscribed" | "unsubscribed"; id: string | number | null; channel: string }
   | { event: "error"; id: string | number | null; code: string; message: string; field: string | null };
+
+/** A transfer between two subaccounts of one owner. */
+export interface SubaccountTransfer {
+  transferId: string;
+  clientTransferId: string;
+  chainId: string;
+  account: string;
+  fromSubaccount: number;
+  toSubaccount: number;
+  from: string;
+  to: string;
+  symbol: string;
+  quantity: string;
+  timestamp: number;
+}
+
+/** One of an owner's subaccounts (number 0 is the owner). */
+export interface Subaccount { subaccount: number; address: string; openOrders: number; balances: Balance[] }

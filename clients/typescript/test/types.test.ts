@@ -107,6 +107,8 @@ const PAIRS: { client: string[]; document: string[]; left?: string[]; added?: st
   { client: ["Asset"], document: ["AssetsResponse", "assets"] },
   { client: ["Pair"], document: ["PairsResponse", "pairs"] },
   { client: ["Chain"], document: ["ChainsResponse", "chains"] },
+  { client: ["SubaccountTransfer"], document: ["SubaccountTransferResponse", "transfer"] },
+  { client: ["Subaccount"], document: ["SubaccountsResponse", "subaccounts"] },
   { client: ["Eip712"], document: ["Eip712Response"], left: ["chainId"] },
   { client: ["Placed"], document: ["AddOrderResponse"] },
   { client: ["OrderDetail"], document: ["OrderDetailResponse"] },
