@@ -1,12 +1,14 @@
 //! The account: who signs, the order form with its preview, deposits and withdrawals, and the
 //! account's views (open orders with cancel, edit and cancel all, order history, fills, balances
 //! and the vault's reserves with the account's leaves of the liability root (`liabilities.ts`),
-//! position, transfers, agents). Orders are signed by the session key
-//! when one is in use (`controls.ts`), transfers and agents always by the account's own signer. Open orders and balances are live from the stream; the
+//! position, transfers, agents), and the subaccount the page trades and views as, with the form
+//! that moves funds between subaccounts. Orders are signed by the session key when one is in use
+//! (`controls.ts`), for the subaccount picked (its address as the signed account); deposits,
+//! withdrawals, moves between subaccounts and agents always by the account's own signer. Open orders and balances are live from the stream; the
 //! histories are read again whenever the stream says something changed.
 
 import {
-  ApiError, creditedWhen, describe, reader, writer, type AccountTrade, type Balance, type BalancesMessage, type Custody,
+  ApiError, creditedWhen, describe, ownerReader, reader, subaccountAddress, writer, type AccountTrade, type Balance, type BalancesMessage, type Custody,
   type DexdStream, type Order, type OrdersMessage, type Position, type Reserve, type Signer, type SubscriptionEvent,
   type Tradable, type Transfer, type Venue,
 } from "./api";
@@ -44,6 +46,10 @@ export class Account {
   private balances = new Map<string, Balance>();
   private tradable: Tradable[] = [];
   private refreshTimer: number | undefined;
+  /** The subaccount the page trades and views as (0: the account itself). */
+  private subaccount = 0;
+  /** Each signer's signer for a subaccount: the same key, the subaccount's address. */
+  private readonly subaccountSigners = new WeakMap<Signer, Map<number, Signer>>();
 
   constructor(private readonly stream: DexdStream, private readonly callbacks: AccountCallbacks) {
     // A new root comes without a stream message: the account's leaves are looked at again now
@@ -74,13 +80,79 @@ export class Account {
       event.preventDefault();
       void this.setSwitch();
     });
+    element<HTMLInputElement>("subaccount").addEventListener("change", () => this.pickSubaccount());
+    element<HTMLFormElement>("subaccount-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.pickSubaccount();
+    });
+    element<HTMLFormElement>("move-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      void this.moveBetweenSubaccounts();
+    });
     element("connect-wallet").hidden = injectedWallet() === null;
     this.renderSigner();
   }
 
-  /** Who signs orders: the session key when one is in use, else the account's own signer. */
+  /** Who signs orders: the session key when one is in use, else the account's own signer; for
+   * the subaccount picked, the same key signing as the subaccount's address. */
   private trader(): Signer | null {
-    return this.session?.signer ?? this.signer;
+    const base = this.session?.signer ?? this.signer;
+    if (!base || !this.signer || this.subaccount === 0) return base;
+    let bySubaccount = this.subaccountSigners.get(base);
+    if (!bySubaccount) this.subaccountSigners.set(base, (bySubaccount = new Map()));
+    let signer = bySubaccount.get(this.subaccount);
+    if (!signer) {
+      signer = {
+        ...base,
+        address: subaccountAddress(this.signer.address, this.subaccount),
+        description: `${base.description}, for subaccount ${this.subaccount}`,
+      };
+      bySubaccount.set(this.subaccount, signer);
+    }
+    return signer;
+  }
+
+  /** The address the page trades and views as: the account's, or its subaccount's. */
+  private viewAddress(): string | null {
+    return this.signer ? subaccountAddress(this.signer.address, this.subaccount) : null;
+  }
+
+  private pickSubaccount(): void {
+    const input = element<HTMLInputElement>("subaccount");
+    const number = Number(input.value);
+    if (!Number.isInteger(number) || number < 0 || number > 1000) {
+      input.value = String(this.subaccount);
+      return this.callbacks.fail("A subaccount is a whole number from 0 (the account itself) to 1000.");
+    }
+    if (number === this.subaccount) return;
+    this.subaccount = number;
+    this.renderSigner();
+    this.callbacks.announce(number === 0 ? "Trading as the account itself." : `Trading as subaccount ${number}, ${this.viewAddress()}.`);
+    void this.follow();
+  }
+
+  private async moveBetweenSubaccounts(): Promise<void> {
+    const venue = this.venue;
+    const signer = this.signer;
+    if (!venue || !signer) return;
+    const from = Number(element<HTMLInputElement>("move-from").value);
+    const to = Number(element<HTMLInputElement>("move-to").value);
+    const symbol = element<HTMLSelectElement>("move-asset").value;
+    const raw = element<HTMLInputElement>("move-quantity").value.trim();
+    const quantity = canonical(raw);
+    if (!quantity) return this.callbacks.fail(`The quantity "${raw}" is not a positive decimal number.`);
+    const button = element<HTMLButtonElement>("move-button");
+    button.disabled = true;
+    try {
+      const moved = await writer(venue.chainId, signer).transfer(symbol, quantity, from, to);
+      this.callbacks.announce(`Moved ${moved.quantity} ${moved.symbol} from subaccount ${moved.fromSubaccount} to subaccount ${moved.toSubaccount}.`);
+      element<HTMLInputElement>("move-quantity").value = "";
+      await this.refresh();
+    } catch (error) {
+      this.callbacks.fail(`Move refused: ${describe(error)}`);
+    } finally {
+      button.disabled = false;
+    }
   }
 
   /** A new chain or pair: the account's subscriptions follow it. */
@@ -88,6 +160,7 @@ export class Account {
     this.venue = venue;
     const select = element<HTMLSelectElement>("transfer-asset");
     select.replaceChildren(...venue.assets.map((asset) => new Option(asset.symbol, asset.symbol)));
+    element<HTMLSelectElement>("move-asset").replaceChildren(...venue.assets.map((asset) => new Option(asset.symbol, asset.symbol)));
     this.renderVaultHelp();
     this.preview();
     await this.follow();
@@ -125,6 +198,8 @@ export class Account {
   private disconnect(): void {
     this.signer = null;
     this.session = null;
+    this.subaccount = 0;
+    element<HTMLInputElement>("subaccount").value = "0";
     for (const id of this.subscriptions) this.stream.unsubscribe(id);
     this.subscriptions = [];
     this.openOrders.clear();
@@ -144,6 +219,12 @@ export class Account {
     element("connect-wallet").hidden = signer !== null || injectedWallet() === null;
     element("disconnect").hidden = signer === null;
     element("transfer-form").hidden = signer === null;
+    element("subaccount-form").hidden = signer === null;
+    element("move-form").hidden = signer === null;
+    element("subaccount-state").textContent = signer && this.subaccount !== 0
+      ? `Orders, balances and history below are subaccount ${this.subaccount}'s (${this.viewAddress()}); ` +
+        "deposits and withdrawals stay the account's own."
+      : "Orders, balances and history below are the account's own.";
     element<HTMLButtonElement>("place-order").disabled = signer === null;
     element<HTMLButtonElement>("cancel-all").disabled = signer === null;
     element<HTMLButtonElement>("arm-switch").disabled = signer === null;
@@ -198,7 +279,7 @@ export class Account {
     const venue = this.venue;
     const signer = this.signer;
     if (!venue || !signer) return this.renderAll();
-    const name = { chainId: venue.chainId, account: signer.address };
+    const name = { chainId: venue.chainId, account: subaccountAddress(signer.address, this.subaccount) };
     this.subscriptions.push(
       this.stream.subscribe("orders", name, (message) => this.onOrders(message)),
       this.stream.subscribe("balances", name, (message) => this.onBalances(message)),
@@ -253,23 +334,29 @@ export class Account {
       await showLiabilities(venue, null, null);
       return;
     }
-    const account = signer.address;
+    const owner = signer.address;
+    const account = subaccountAddress(owner, this.subaccount);
     // Read through the browser's wallet, if there is one, whoever signs: the check only reads.
-    void showLiabilities(venue, account, injectedWallet());
+    // The liability tree counts the subaccounts in the owner's leaf.
+    void showLiabilities(venue, owner, injectedWallet());
     const list = { limit: HISTORY_ROWS };
     const pair = venue.pair.symbol;
     try {
-      const [filled, cancelled, fills, position, tradable, deposits, withdrawals] = await Promise.all([
+      const [filled, cancelled, fills, position, tradable, deposits, withdrawals, subaccounts] = await Promise.all([
         client.filledOrders(undefined, account, list),
         client.cancelledOrders(undefined, account, list),
         client.accountTrades(pair, account, list),
         client.position(pair, account),
         client.tradable(account),
-        client.deposits(account, list),
-        client.withdrawals(account, list),
+        client.deposits(owner, list),
+        client.withdrawals(owner, list),
+        ownerReader(venue.chainId, owner).subaccounts(),
         reserves,
       ]);
-      await renderAgents(venue, account, (agent, button) => void this.revoke(agent.agent, button));
+      await renderAgents(venue, owner, (agent, button) => void this.revoke(agent.agent, button));
+      element("known-subaccounts").replaceChildren(
+        ...subaccounts.map((item) => new Option(`${item.subaccount}`, `${item.subaccount}`)),
+      );
       if (signer !== this.signer || venue !== this.venue) return;
       this.renderHistory([...filled, ...cancelled].sort((a, b) => b.updatedAt - a.updatedAt).slice(0, HISTORY_ROWS));
       this.renderFills(fills);

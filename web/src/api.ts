@@ -6,17 +6,17 @@
 //! module knows nothing of the page's views.
 
 import {
-  ApiError, DexdClient, DexdStream, type Asset, type Chain, type Custody, type Pair, type Signer as ClientSigner,
-  type StreamOptions,
+  ApiError, DexdClient, DexdStream, subaccountAddress, type Asset, type Chain, type Custody, type Pair,
+  type Signer as ClientSigner, type StreamOptions,
 } from "../../clients/typescript/src/index";
 
-export { ApiError };
+export { ApiError, subaccountAddress };
 export type {
   BalancesMessage, BookMessage, DexdStream, OrdersMessage, StreamBook, StreamStatus, SubscriptionEvent, TradesMessage,
 } from "../../clients/typescript/src/index";
 export type {
   AccountTrade, Agent, Asset, Balance, Candle, Chain, Custody, Level, LiabilityProof, Order, Pair, Position,
-  ProofLeaf, Reserve, Tradable, Trade, Transfer,
+  ProofLeaf, Reserve, Subaccount, SubaccountTransfer, Tradable, Trade, Transfer,
 } from "../../clients/typescript/src/index";
 
 /** What signs for an account on the page: a wallet, a pasted key, or a session key (an agent). */
@@ -45,6 +45,11 @@ const STREAM_FIRST_BACKOFF_MS = 500;
 /** A client of `chainId` that reads only. */
 export function reader(chainId: string): DexdClient {
   return new DexdClient({ baseUrl: location.origin, chainId });
+}
+
+/** A client of `chainId` that reads `owner`'s subaccounts and transfers. */
+export function ownerReader(chainId: string, owner: string): DexdClient {
+  return new DexdClient({ baseUrl: location.origin, chainId, account: owner });
 }
 
 /** The venue's chains: the one read that names no chain (the client's chain is left empty). */

@@ -386,3 +386,45 @@ test("edit, cancel all, and a session key that trades for the account until it i
     await context.close();
   }
 });
+
+test("a subaccount: funds moved to it, an order placed and listed there, never on the account", async () => {
+  const key = "0x" + "e7".repeat(32);
+  const { page, context, sent } = await openPage(browser, dexd.url);
+  try {
+    await waitForBook(page);
+    await page.getByLabel("Or paste a private key").fill(key);
+    await page.getByRole("button", { name: "Use this key" }).click();
+    const owner = (await page.textContent("#signer-state")).match(/0x[0-9a-fA-F]{40}/)[0];
+    await page.getByLabel("Asset").selectOption("USDC");
+    await page.getByLabel("Quantity").fill("5000");
+    await page.getByRole("button", { name: "Deposit", exact: true }).click();
+    await page.getByText(/Deposit of 5000 USDC: confirmed/).waitFor();
+    await page.getByLabel("From subaccount").fill("0");
+    await page.getByLabel("To subaccount").fill("6");
+    await page.getByLabel("Token to move").selectOption("USDC");
+    await page.getByLabel("How much to move").fill("1200");
+    await page.getByRole("button", { name: "Move funds" }).click();
+    await page.getByText(/Moved 1200 USDC from subaccount 0 to subaccount 6/).waitFor();
+    await page.getByLabel("Trade and view as subaccount").fill("6");
+    await page.getByLabel("Trade and view as subaccount").dispatchEvent("change");
+    await page.getByText(/Trading as subaccount 6, 0x[0-9a-fA-F]{40}/).waitFor();
+    const sixth = (await page.textContent("#subaccount-state")).match(/0x[0-9a-fA-F]{40}/)[0];
+    assert.notEqual(sixth, owner);
+    // The balances tab is not the one shown: its row is there all the same.
+    await page.locator('#balances tr[data-symbol="USDC"]').getByText("1200").first().waitFor({ state: "attached" });
+    await page.getByLabel("Buy", { exact: true }).check();
+    await page.getByLabel("Price").fill("1000");
+    await page.getByLabel("Amount", { exact: true }).fill("1");
+    await page.getByRole("button", { name: "Place order" }).click();
+    await page.getByText(/Order open: buy 1 ETH\/USDC at 1000/).waitFor();
+    const inSixth = await dexd.get("/order/openOrders", { chainId: CHAIN, account: owner, subaccount: "6" });
+    assert.equal(inSixth.orders.length, 1);
+    assert.equal(inSixth.orders[0].account, sixth);
+    const ofOwner = await dexd.get("/order/openOrders", { chainId: CHAIN, account: owner });
+    assert.equal(ofOwner.orders.length, 0);
+    await page.waitForSelector(`#open-orders tr[data-order-id="${inSixth.orders[0].orderId}"]`);
+    assertNoKeySent(sent, key);
+  } finally {
+    await context.close();
+  }
+});
