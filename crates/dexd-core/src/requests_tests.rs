@@ -292,6 +292,10 @@ fn a_request_on_chain_gathers_what_the_owner_s_subaccounts_hold() {
     assert_eq!(venue.available(ALICE, USDC), 0);
     assert_eq!(venue.available(subaccount_address(&ALICE, 2), USDC), 0);
     assert_eq!(venue.available(subaccount_address(&ALICE, 5), USDC), 400);
-    let pending = venue.engine.custody().pending_withdrawal(&key(ALICE, 0)).expect("pending");
+    let pending = venue
+        .engine
+        .custody()
+        .pending_withdrawal(&key(ALICE, 0))
+        .expect("pending");
     assert_eq!(pending.amount.units(), 600);
 }

@@ -28,6 +28,9 @@ pub const TRANSFER_ID_MEMORY_MS: u64 = 24 * 60 * 60 * 1_000;
 /// The most transfers one owner may have remembered at once (in the last
 /// [`TRANSFER_ID_MEMORY_MS`]); one more is refused until the oldest is forgotten.
 pub const MAX_REMEMBERED_TRANSFERS_PER_OWNER: usize = 10_000;
+/// An owner's open orders over itself and all its subaccounts are at most this many times the
+/// chain's `max_open_orders_per_account` (each subaccount is held to that limit on its own).
+pub const OWNER_OPEN_ORDERS_MULTIPLE: u32 = 10;
 /// The longest `clientTransferId`, in characters (`A-Z a-z 0-9 . _ : -`).
 pub const MAX_CLIENT_TRANSFER_ID_CHARACTERS: usize = 64;
 
@@ -132,6 +135,9 @@ pub struct SubaccountRegistry {
     forgotten_at: BTreeSet<(u64, Address, String)>,
     /// How many each owner has remembered.
     remembered_per_owner: FxHashMap<Address, usize>,
+    /// The open orders of each owner's subaccounts, together (derived from the books: the
+    /// engine counts an order in when it opens and out when it closes).
+    open_orders_by_owner: FxHashMap<Address, u32>,
     next_transfer_id: u64,
 }
 
@@ -143,6 +149,7 @@ impl Default for SubaccountRegistry {
             remembered: BTreeMap::new(),
             forgotten_at: BTreeSet::new(),
             remembered_per_owner: FxHashMap::default(),
+            open_orders_by_owner: FxHashMap::default(),
             next_transfer_id: 1,
         }
     }
@@ -169,6 +176,32 @@ impl SubaccountRegistry {
             .unwrap_or_default()
     }
 
+    /// Counts an order of `account` that opened (nothing for an account that is no subaccount).
+    pub(crate) fn order_opened(&mut self, account: &Address) {
+        if let Some((owner, _)) = self.owner_of.get(account) {
+            *self.open_orders_by_owner.entry(*owner).or_default() += 1;
+        }
+    }
+
+    /// Counts out an order of `account` that closed.
+    pub(crate) fn order_closed(&mut self, account: &Address) {
+        if let Some((owner, _)) = self.owner_of.get(account) {
+            let count = self
+                .open_orders_by_owner
+                .get_mut(owner)
+                .expect("invariant: a closing order of a subaccount was counted when it opened");
+            *count -= 1;
+            if *count == 0 {
+                self.open_orders_by_owner.remove(owner);
+            }
+        }
+    }
+
+    /// The open orders of all of `owner`'s subaccounts (the owner's own left out).
+    pub fn open_orders_of_subaccounts(&self, owner: &Address) -> u32 {
+        self.open_orders_by_owner.get(owner).copied().unwrap_or(0)
+    }
+
     /// Whether no transfer was ever applied (so no subaccount is known).
     pub fn is_empty(&self) -> bool {
         self.next_transfer_id == 1 && self.by_owner.is_empty()
@@ -181,19 +214,34 @@ impl SubaccountRegistry {
 
     /// Records `owner`'s subaccount `number` (known from now on); number 0 is the owner and
     /// is not recorded.
-    pub fn register(&mut self, owner: Address, number: u32) {
+    /// Returns its address when it was not known before.
+    pub fn register(&mut self, owner: Address, number: u32) -> Option<Address> {
         if number == 0 {
-            return;
+            return None;
         }
         let address = subaccount_address(&owner, number);
         self.by_owner.entry(owner).or_default().insert(number, address);
-        self.owner_of.insert(address, (owner, number));
+        self.owner_of
+            .insert(address, (owner, number))
+            .is_none()
+            .then_some(address)
+    }
+
+    /// Counts `count` open orders more for `owner`'s subaccounts: those a subaccount already had
+    /// when it became known (funds that reached its address otherwise than by a transfer).
+    pub(crate) fn add_open_orders(&mut self, owner: Address, count: u32) {
+        if count > 0 {
+            *self.open_orders_by_owner.entry(owner).or_default() += count;
+        }
     }
 
     /// What the request's `clientTransferId` says, as of `now_ms` (an id remembered until
     /// before `now_ms` is forgotten).
     pub fn remembered(&self, request: &SubaccountTransferRequest, now_ms: u64) -> RememberedTransfer<'_> {
-        match self.remembered.get(&(request.owner, request.client_transfer_id.clone())) {
+        match self
+            .remembered
+            .get(&(request.owner, request.client_transfer_id.clone()))
+        {
             Some(applied) if applied.timestamp_ms.saturating_add(TRANSFER_ID_MEMORY_MS) > now_ms => {
                 if applied.request == *request {
                     RememberedTransfer::Applied(applied)
@@ -239,10 +287,13 @@ impl SubaccountRegistry {
         }
     }
 
-    /// Records an applied transfer: both subaccounts known, its id remembered. Returns it.
-    pub fn record(&mut self, request: SubaccountTransferRequest, now_ms: u64) -> SubaccountTransfer {
-        self.register(request.owner, request.from_number);
-        self.register(request.owner, request.to_number);
+    /// Records an applied transfer: both subaccounts known, its id remembered. Returns it, and
+    /// the addresses of subaccounts it made known.
+    pub fn record(&mut self, request: SubaccountTransferRequest, now_ms: u64) -> (SubaccountTransfer, Vec<Address>) {
+        let newly_known: Vec<Address> = [request.from_number, request.to_number]
+            .into_iter()
+            .filter_map(|number| self.register(request.owner, number))
+            .collect();
         let transfer = SubaccountTransfer {
             transfer_id: self.next_transfer_id,
             request,
@@ -250,7 +301,7 @@ impl SubaccountRegistry {
         };
         self.next_transfer_id += 1;
         self.remember(transfer.clone());
-        transfer
+        (transfer, newly_known)
     }
 
     fn remember(&mut self, transfer: SubaccountTransfer) {
@@ -361,13 +412,23 @@ mod tests {
     #[test]
     fn a_transfer_id_is_remembered_for_a_day_and_then_free_again() {
         let mut registry = SubaccountRegistry::default();
-        let first = registry.record(request("t-1", 5), 1_000);
+        let (first, newly_known) = registry.record(request("t-1", 5), 1_000);
+        assert_eq!(newly_known, vec![subaccount_address(&OWNER, 3)]);
         assert_eq!(first.transfer_id, 1);
-        assert_eq!(registry.remembered(&request("t-1", 5), 2_000), RememberedTransfer::Applied(&first));
-        assert_eq!(registry.remembered(&request("t-1", 6), 2_000), RememberedTransfer::Reused);
+        assert_eq!(
+            registry.remembered(&request("t-1", 5), 2_000),
+            RememberedTransfer::Applied(&first)
+        );
+        assert_eq!(
+            registry.remembered(&request("t-1", 6), 2_000),
+            RememberedTransfer::Reused
+        );
         assert_eq!(registry.remembered(&request("t-2", 5), 2_000), RememberedTransfer::New);
         let after_a_day = 1_000 + TRANSFER_ID_MEMORY_MS;
-        assert_eq!(registry.remembered(&request("t-1", 6), after_a_day), RememberedTransfer::New);
+        assert_eq!(
+            registry.remembered(&request("t-1", 6), after_a_day),
+            RememberedTransfer::New
+        );
         registry.forget_due(after_a_day);
         assert!(registry.state().remembered.is_empty());
         assert_eq!(registry.owner_of(&subaccount_address(&OWNER, 3)), Some((OWNER, 3)));

@@ -102,9 +102,15 @@ fn a_malformed_or_unfunded_transfer_is_refused_and_changes_nothing() {
         (transfer(0, 1, USDC, 1, "spaced id"), "an id with a space"),
         (transfer(0, 1, USDC, 1, &"x".repeat(65)), "an id of 65 characters"),
         (transfer(0, 1, AssetIndex(9), 1, "asset"), "an unknown asset"),
-        (transfer(2, 3, ETH, ETH_UNIT + 1, "more"), "more than the subaccount holds"),
+        (
+            transfer(2, 3, ETH, ETH_UNIT + 1, "more"),
+            "more than the subaccount holds",
+        ),
         (transfer(4, 0, ETH, 1, "empty"), "a subaccount that holds nothing"),
-        (transfer(0, 1, USDC, 100_000 * USDC_UNIT + 1, "all"), "more than the owner holds"),
+        (
+            transfer(0, 1, USDC, 100_000 * USDC_UNIT + 1, "all"),
+            "more than the owner holds",
+        ),
     ];
     for (command, what) in refused {
         assert!(venue.run(command).is_err(), "{what} is refused");
@@ -137,9 +143,16 @@ fn an_order_of_a_subaccount_locks_and_fills_there_never_on_the_owner() {
     let sell = venue.order(BOB, Direction::Sell, None, "1");
     venue.place(sell).unwrap();
     let bought = venue.engine.balance(&maker, ETH).total().units();
-    assert!(bought > 0 && bought <= ETH_UNIT, "the fill's base (less the fee) reaches the subaccount");
+    assert!(
+        bought > 0 && bought <= ETH_UNIT,
+        "the fill's base (less the fee) reaches the subaccount"
+    );
     assert_eq!(venue.engine.balance(&maker, USDC).locked.units(), 2_000 * USDC_UNIT);
-    assert_eq!(venue.engine.balance(&ALICE, USDC), owner_before, "the owner's balance never moves");
+    assert_eq!(
+        venue.engine.balance(&ALICE, USDC),
+        owner_before,
+        "the owner's balance never moves"
+    );
     assert_eq!(venue.engine.balance(&ALICE, ETH).total().units(), 10 * ETH_UNIT);
     assert_eq!(venue.engine.position(&ALICE, crate::testing::PAIR).net_base, 0);
     assert_ne!(venue.engine.position(&maker, crate::testing::PAIR).net_base, 0);
@@ -156,8 +169,16 @@ fn the_owner_and_its_agents_trade_for_a_subaccount_and_nobody_else_does() {
         command: Box::new(Command::PlaceOrder(order)),
     };
     let order = venue.order(sub, Direction::Sell, Some("3000"), "0.1");
-    assert_eq!(venue.run(by(BOB, order.clone())), Err(Rejection::AgentNotAllowed), "another account");
-    assert_eq!(venue.run(by(BOT, order.clone())), Err(Rejection::AgentNotAllowed), "an agent not approved");
+    assert_eq!(
+        venue.run(by(BOB, order.clone())),
+        Err(Rejection::AgentNotAllowed),
+        "another account"
+    );
+    assert_eq!(
+        venue.run(by(BOT, order.clone())),
+        Err(Rejection::AgentNotAllowed),
+        "an agent not approved"
+    );
     let never_funded = venue.order(unfunded, Direction::Sell, Some("3000"), "0.1");
     assert_eq!(
         venue.run(by(ALICE, never_funded)),
@@ -175,12 +196,18 @@ fn the_owner_and_its_agents_trade_for_a_subaccount_and_nobody_else_does() {
             },
         })
         .unwrap();
-    venue.run(by(BOT, order)).expect("the owner's agent trades for the subaccount");
+    venue
+        .run(by(BOT, order))
+        .expect("the owner's agent trades for the subaccount");
     let agent_transfer = Command::ByAgent {
         agent: BOT,
         command: Box::new(transfer(3, 0, ETH, 1, "steal")),
     };
-    assert_eq!(venue.run(agent_transfer), Err(Rejection::AgentNotAllowed), "agents never move funds");
+    assert_eq!(
+        venue.run(agent_transfer),
+        Err(Rejection::AgentNotAllowed),
+        "agents never move funds"
+    );
 }
 
 #[test]
@@ -207,4 +234,64 @@ fn the_owner_s_leaf_counts_its_subaccounts_and_a_restore_keeps_them() {
     assert_eq!(restored.state_hash(), venue.engine.state_hash());
     assert_eq!(restored.subaccounts_of(&ALICE), venue.engine.subaccounts_of(&ALICE));
     assert_eq!(restored.subaccounts_of(&ALICE).len(), 2);
+}
+
+#[test]
+fn an_owner_s_open_orders_over_all_its_subaccounts_are_bounded() {
+    // Two open orders per account: twenty for an owner over itself and its subaccounts.
+    let limits = EngineLimits {
+        max_open_orders_per_account: 2,
+        ..EngineLimits::default()
+    };
+    let mut venue = Venue::new(scenario_config(limits), 1_000);
+    venue.deposit(ALICE, USDC, 100_000 * USDC_UNIT);
+    let mut placed = Vec::new();
+    let bid = |venue: &mut Venue, number: u32| {
+        let order = venue.order(subaccount_address(&ALICE, number), Direction::Buy, Some("100"), "1");
+        let result = if number == 0 {
+            venue.place(order.clone())
+        } else {
+            // The owner signs for its subaccount.
+            venue.run(Command::ByAgent {
+                agent: ALICE,
+                command: Box::new(Command::PlaceOrder(order.clone())),
+            })
+        };
+        (result, order)
+    };
+    for number in 0..=10u32 {
+        if number > 0 {
+            venue
+                .run(transfer(0, number, USDC, 1_000 * USDC_UNIT, &format!("fund-{number}")))
+                .unwrap();
+        }
+        for _ in 0..2 {
+            let (result, order) = bid(&mut venue, number);
+            if number < 10 {
+                assert!(
+                    result.is_ok(),
+                    "order {} of subaccount {number}: {result:?}",
+                    placed.len()
+                );
+                placed.push(order);
+            } else {
+                assert_eq!(
+                    result.err(),
+                    Some(Rejection::TooManyOpenOrders),
+                    "the owner holds twenty"
+                );
+            }
+        }
+    }
+    venue
+        .run(Command::CancelOrder {
+            account: placed[5].account,
+            order_id: placed[5].order_id,
+            pair: None,
+        })
+        .unwrap();
+    assert!(bid(&mut venue, 10).0.is_ok(), "one cancelled makes room");
+    let restored = Engine::from_state(venue.engine.config().clone(), &venue.engine.state()).unwrap();
+    restored.check_invariants().unwrap();
+    assert_eq!(restored.state_hash(), venue.engine.state_hash());
 }

@@ -1,6 +1,8 @@
 //! Property tests: random command streams through the engine, checked after every step against
 //! the engine's own invariants and against a naive reference matcher written here from the
 //! contract's rules, so that a wrong fill, a wrong fee or a lost unit shows up as a failure.
+//! Two of the traders are subaccounts of two others, and transfers move funds between them:
+//! conservation and the reference's totals hold across them too.
 
 /// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks and
 /// integration tests cannot turn on its own `testing` feature.
@@ -12,13 +14,15 @@ use std::collections::HashMap;
 
 use dexd_core::{
     Address, Amount, AssetIndex, Command, Direction, Engine, EngineConfig, EngineLimits, Event, NewOrder, OrderId,
-    OrderType, Price, Quantity, Rejection, TimeInForce, TransferRequest,
+    OrderType, Price, Quantity, Rejection, SubaccountTransferRequest, TimeInForce, TransferRequest,
 };
 use proptest::prelude::*;
 
 use testing::{Market, BASE, FEE_ACCOUNT as FEES, PAIR, QUOTE};
 
-const TRADERS: usize = 4;
+const TRADERS: usize = 6;
+/// The traders that are subaccounts: (index, owner's index, number).
+const SUBACCOUNTS: [(usize, usize, u32); 2] = [(4, 0, 1), (5, 1, 1_000)];
 /// Base units per lot and quote units per tick × lot, as the pair below makes them.
 const STEP_UNITS: u128 = 100;
 const QUOTE_UNITS_PER_TICK_LOT: u128 = 100;
@@ -26,7 +30,29 @@ const MAKER_FEE_PPM: u128 = 1_000;
 const TAKER_FEE_PPM: u128 = 2_500;
 
 fn trader(index: usize) -> Address {
-    testing::account(index as u64)
+    match SUBACCOUNTS.iter().find(|(sub, _, _)| *sub == index) {
+        Some((_, owner, number)) => dexd_core::subaccount_address(&testing::account(*owner as u64), *number),
+        None => testing::account(index as u64),
+    }
+}
+
+/// The transfer of `units` of `asset` between a subaccount trader (`which`) and its owner,
+/// to the subaccount or from it.
+fn subaccount_transfer(number: usize, which: usize, to_subaccount: bool, asset: u16, units: u128) -> Command {
+    let (_, owner, sub_number) = SUBACCOUNTS[which % SUBACCOUNTS.len()];
+    let (from_number, to_number) = if to_subaccount {
+        (0, sub_number)
+    } else {
+        (sub_number, 0)
+    };
+    Command::TransferBetweenSubaccounts(SubaccountTransferRequest {
+        owner: testing::account(owner as u64),
+        from_number,
+        to_number,
+        asset: AssetIndex(asset),
+        amount: Amount::from_units(units),
+        client_transfer_id: format!("t-{number}"),
+    })
 }
 
 fn new_engine() -> Engine {
@@ -69,6 +95,13 @@ enum Operation {
         trader: usize,
         pick: usize,
     },
+    /// Between a subaccount trader and its owner.
+    Transfer {
+        which: usize,
+        to_subaccount: bool,
+        asset: u16,
+        units: u128,
+    },
 }
 
 fn operation() -> impl Strategy<Value = Operation> {
@@ -79,6 +112,9 @@ fn operation() -> impl Strategy<Value = Operation> {
             |(trader, buy, kind, post_only, price, lots)| Operation::Place { trader, buy, kind, post_only, price, lots }
         ),
         3 => (0..TRADERS, any::<usize>()).prop_map(|(trader, pick)| Operation::Cancel { trader, pick }),
+        2 => (0..SUBACCOUNTS.len(), any::<bool>(), 0..2u16, 1..100_000u128).prop_map(
+            |(which, to_subaccount, asset, units)| Operation::Transfer { which, to_subaccount, asset, units }
+        ),
     ]
 }
 
@@ -189,6 +225,8 @@ impl Reference {
 }
 
 struct Harness {
+    /// The operations run so far (each transfer gets its own id from it).
+    steps: usize,
     engine: Engine,
     reference: Reference,
     placed: Vec<OrderId>,
@@ -198,6 +236,7 @@ struct Harness {
 impl Harness {
     fn new() -> Harness {
         Harness {
+            steps: 0,
             engine: new_engine(),
             reference: Reference::default(),
             placed: Vec::new(),
@@ -207,7 +246,32 @@ impl Harness {
 
     fn step(&mut self, operation: &Operation) -> Result<(), TestCaseError> {
         self.time_ms += 7;
+        self.steps += 1;
         match operation {
+            Operation::Transfer {
+                which,
+                to_subaccount,
+                asset,
+                units,
+            } => {
+                let (sub, owner, _) = SUBACCOUNTS[which % SUBACCOUNTS.len()];
+                let (from, to) = if *to_subaccount {
+                    (trader(owner), trader(sub))
+                } else {
+                    (trader(sub), trader(owner))
+                };
+                let available = self.engine.balance(&from, AssetIndex(*asset)).available.units();
+                let command = subaccount_transfer(self.steps, *which, *to_subaccount, *asset, *units);
+                let mut events = Vec::new();
+                match self.engine.execute(command, self.time_ms, &mut events) {
+                    Ok(()) => {
+                        self.reference.debit(from, AssetIndex(*asset), *units);
+                        self.reference.credit(to, AssetIndex(*asset), *units);
+                    }
+                    Err(Rejection::InsufficientBalance) => prop_assert!(available < *units),
+                    Err(other) => return Err(fail(format!("transfer refused: {other:?}"))),
+                }
+            }
             Operation::Deposit {
                 trader: index,
                 asset,
@@ -456,6 +520,12 @@ fn command_of(number: usize, operation: &Operation) -> Command {
             order_id: OrderId::from_bytes(order_id_bytes((*pick % (number + 1)) as u64)),
             pair: None,
         },
+        Operation::Transfer {
+            which,
+            to_subaccount,
+            asset,
+            units,
+        } => subaccount_transfer(number, *which, *to_subaccount, *asset, *units),
     }
 }
 

@@ -34,7 +34,8 @@ mod tests;
 pub use eip712::{
     request_types_json, FieldValue, OrderMessage, SigningDomain, StructType, TypedMessage, AMEND_ORDER_TYPE,
     APPROVE_AGENT_TYPE, CANCEL_ALL_AFTER_TYPE, CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, DOMAIN_NAME,
-    DOMAIN_VERSION, ORDER_TYPE, REQUEST_TYPES, REVOKE_AGENT_TYPE, SUBACCOUNT_TRANSFER_TYPE, WITHDRAWAL_TYPE, WITHDRAW_TYPE,
+    DOMAIN_VERSION, ORDER_TYPE, REQUEST_TYPES, REVOKE_AGENT_TYPE, SUBACCOUNT_TRANSFER_TYPE, WITHDRAWAL_TYPE,
+    WITHDRAW_TYPE,
 };
 pub use encoding::{checksummed, hex_prefixed, parse_address, parse_hex_bytes, parse_uint256, AddressError};
 pub use keys::{

@@ -317,7 +317,11 @@ fn insert_history_events(transaction: &rusqlite::Transaction<'_>, batch: &[Proje
                 let (from, to) = (transfer.from_address(), transfer.to_address());
                 // Under the owner (its whole list), and under each subaccount it touched.
                 let mut accounts = vec![transfer.request.owner];
-                accounts.extend([from, to].into_iter().filter(|account| *account != transfer.request.owner));
+                accounts.extend(
+                    [from, to]
+                        .into_iter()
+                        .filter(|account| *account != transfer.request.owner),
+                );
                 let record = codec::encode_subaccount_transfer(transfer);
                 for account in accounts {
                     insert_transfer.execute(params![

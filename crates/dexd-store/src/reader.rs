@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dexd_core::{
-    Address, OrderId, OrderStatus, PairIndex, RecordedRoot, RootStanding, SubaccountTransfer, Trade, Transfer, TransferKind,
+    Address, OrderId, OrderStatus, PairIndex, RecordedRoot, RootStanding, SubaccountTransfer, Trade, Transfer,
+    TransferKind,
 };
 use parking_lot::{Mutex, RwLock};
 use rusqlite::{params, Connection, OptionalExtension};

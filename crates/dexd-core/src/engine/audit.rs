@@ -131,6 +131,29 @@ impl Engine {
         hasher.finalize()
     }
 
+    /// Every owner's count of its subaccounts' open orders is what their books hold, and every
+    /// known subaccount's address is its owner's and number's.
+    fn check_subaccount_counts(&self) -> Result<(), String> {
+        let state = self.subaccounts.state();
+        let mut counted: FxHashMap<Address, u32> = FxHashMap::default();
+        for (owner, number) in &state.subaccounts {
+            let address = crate::subaccounts::subaccount_address(owner, *number);
+            if self.subaccounts.owner_of(&address) != Some((*owner, *number)) {
+                return Err(format!("subaccount {number} of {owner} is not known at its address"));
+            }
+            *counted.entry(*owner).or_default() += self.open_order_count(&address);
+        }
+        for (owner, count) in counted {
+            let kept = self.subaccounts.open_orders_of_subaccounts(&owner);
+            if kept != count {
+                return Err(format!(
+                    "{owner}'s subaccounts hold {count} open orders, counted {kept}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The agents and the dead man's switches, for the state hash.
     fn hash_agents_and_switches(&self, hasher: &mut StateHasher) {
         for (account, grant) in self.agents.all() {
@@ -158,6 +181,7 @@ impl Engine {
         self.check_resting_orders(&mut expected_locks, &mut expected_counts)?;
         self.check_waiting_orders(&mut expected_locks, &mut expected_counts)?;
         self.check_groups_and_expiries()?;
+        self.check_subaccount_counts()?;
         for (address, balances) in self.ledger.accounts_sorted() {
             for (index, balance) in balances.iter().enumerate() {
                 let asset = AssetIndex(u16::try_from(index).expect("asset count fits u16"));

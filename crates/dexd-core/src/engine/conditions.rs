@@ -131,7 +131,7 @@ impl Engine {
     ) -> Result<(AccountSlot, Amount), Rejection> {
         self.check_terms(spec, order)?;
         let open = self.open_order_count(&order.account).saturating_sub(replaced);
-        if open >= self.limits.max_open_orders_per_account {
+        if open >= self.limits.max_open_orders_per_account || self.owner_at_open_order_limit(&order.account, replaced) {
             return Err(Rejection::TooManyOpenOrders);
         }
         if self.held_order_count().saturating_sub(replaced as usize) >= self.limits.max_resting_orders {
@@ -345,6 +345,7 @@ impl Engine {
         let order_id = record.terms.order_id;
         let listed = self.open_orders_by_slot[slot.index()].remove(&order_id, waiting);
         assert!(listed, "invariant: an open order is in its account's open orders");
+        self.subaccounts.order_closed(&record.terms.account);
         if let Some(client_order_id) = &record.terms.client_order_id {
             let account = record.terms.account;
             if let Some(ids) = self.client_order_ids.get_mut(&account) {

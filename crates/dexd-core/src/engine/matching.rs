@@ -269,7 +269,9 @@ impl Engine {
                 .open_order_count(&order.account)
                 .saturating_sub(self_cancels)
                 .saturating_sub(replaced);
-            if open_after_cancels >= self.limits.max_open_orders_per_account {
+            if open_after_cancels >= self.limits.max_open_orders_per_account
+                || self.owner_at_open_order_limit(&order.account, self_cancels.saturating_add(replaced))
+            {
                 return Err(Rejection::TooManyOpenOrders);
             }
             let resting_after_cancels = self.held_order_count().saturating_sub(replaced as usize);
@@ -496,7 +498,25 @@ impl Engine {
         })
     }
 
+    /// Whether the owner of `account` (a subaccount's, or the account itself) holds its limit of
+    /// open orders over itself and all its subaccounts, `leaving` of them about to close.
+    pub(super) fn owner_at_open_order_limit(&self, account: &Address, leaving: u32) -> bool {
+        let owner = self.subaccounts.leaf_account(account);
+        let in_subaccounts = self.subaccounts.open_orders_of_subaccounts(&owner);
+        if in_subaccounts == 0 && owner == *account {
+            // No subaccount of its trades: the account's own limit is the lower.
+            return false;
+        }
+        let limit = self
+            .limits
+            .max_open_orders_per_account
+            .saturating_mul(crate::subaccounts::OWNER_OPEN_ORDERS_MULTIPLE);
+        let total = self.open_order_count(&owner).saturating_add(in_subaccounts);
+        total.saturating_sub(leaving) >= limit
+    }
+
     pub(super) fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
+        self.subaccounts.order_opened(&record.terms.account);
         let index = slot.index();
         if self.open_orders_by_slot.len() <= index {
             self.open_orders_by_slot.resize_with(index + 1, Default::default);

@@ -27,10 +27,14 @@ impl Engine {
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         if request.from_number > MAX_SUBACCOUNT_NUMBER || request.to_number > MAX_SUBACCOUNT_NUMBER {
-            return Err(Rejection::InvalidTransfer("a subaccount is numbered 0 (the owner) to 1000"));
+            return Err(Rejection::InvalidTransfer(
+                "a subaccount is numbered 0 (the owner) to 1000",
+            ));
         }
         if request.from_number == request.to_number {
-            return Err(Rejection::InvalidTransfer("a transfer moves funds between two different subaccounts"));
+            return Err(Rejection::InvalidTransfer(
+                "a transfer moves funds between two different subaccounts",
+            ));
         }
         if request.amount.is_zero() {
             return Err(Rejection::InvalidTransfer("a transfer moves a positive amount"));
@@ -64,7 +68,7 @@ impl Engine {
             .expect("checked: the available balance covers the transfer");
         self.subaccounts.forget_due(now_ms);
         let asset = request.asset;
-        let transfer = self.subaccounts.record(request, now_ms);
+        let transfer = self.record_subaccount_transfer(request, now_ms);
         self.push_transfer_events(transfer, [(from_slot, asset), (to_slot, asset)], events);
         Ok(())
     }
@@ -108,9 +112,21 @@ impl Engine {
                 amount: moved,
                 client_transfer_id: format!("{}-{number}", chain_request_transfer_id(request_id)),
             };
-            let transfer = self.subaccounts.record(request, now_ms);
+            let transfer = self.record_subaccount_transfer(request, now_ms);
             self.push_transfer_events(transfer, [(from_slot, asset), (owner_slot, asset)], events);
         }
+    }
+
+    /// Records a transfer in the registry; a subaccount it makes known brings its open orders
+    /// into its owner's count.
+    fn record_subaccount_transfer(&mut self, request: SubaccountTransferRequest, now_ms: u64) -> SubaccountTransfer {
+        let owner = request.owner;
+        let (transfer, newly_known) = self.subaccounts.record(request, now_ms);
+        for address in newly_known {
+            let open = self.open_order_count(&address);
+            self.subaccounts.add_open_orders(owner, open);
+        }
+        transfer
     }
 
     fn push_transfer_events(
@@ -126,7 +142,11 @@ impl Engine {
     }
 
     /// The transfer `owner` made with `client_transfer_id`, while it is remembered.
-    pub fn remembered_subaccount_transfer(&self, request: &SubaccountTransferRequest, now_ms: u64) -> Option<SubaccountTransfer> {
+    pub fn remembered_subaccount_transfer(
+        &self,
+        request: &SubaccountTransferRequest,
+        now_ms: u64,
+    ) -> Option<SubaccountTransfer> {
         match self.subaccounts.remembered(request, now_ms) {
             RememberedTransfer::Applied(transfer) => Some(transfer.clone()),
             _ => None,

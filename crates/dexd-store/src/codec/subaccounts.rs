@@ -2,9 +2,7 @@
 //! [`SUBACCOUNT_TRANSFER_TAG`]), the transfer as the history keeps it, and the registry's part
 //! of a snapshot, field by field like the rest of the codec. This module does no IO.
 
-use dexd_core::{
-    Address, Amount, AssetIndex, SubaccountTransfer, SubaccountTransferRequest, SubaccountsState,
-};
+use dexd_core::{Address, Amount, AssetIndex, SubaccountTransfer, SubaccountTransferRequest, SubaccountsState};
 
 use super::{get_list, put_list, CodecError, Reader, Writer};
 
@@ -86,7 +84,9 @@ pub(super) fn get_state(reader: &mut Reader) -> Result<SubaccountsState, CodecEr
         return Ok(SubaccountsState::default());
     }
     Ok(SubaccountsState {
-        subaccounts: get_list(reader, 24, |reader| Ok((Address::from_bytes(reader.array()?), reader.u32()?)))?,
+        subaccounts: get_list(reader, 24, |reader| {
+            Ok((Address::from_bytes(reader.array()?), reader.u32()?))
+        })?,
         remembered: get_list(reader, MINIMUM_TRANSFER_BYTES, get_transfer)?,
         next_transfer_id: reader.u64()?,
     })
@@ -120,7 +120,10 @@ mod tests {
             request: request(),
             timestamp_ms: 1_732_000_000_000,
         };
-        assert_eq!(decode_subaccount_transfer(&encode_subaccount_transfer(&transfer)), Ok(transfer));
+        assert_eq!(
+            decode_subaccount_transfer(&encode_subaccount_transfer(&transfer)),
+            Ok(transfer)
+        );
         let bytes = encode_command(&Command::TransferBetweenSubaccounts(request()));
         for cut in 2..bytes.len() {
             assert!(decode_command(&bytes[..cut]).is_err(), "a cut at {cut} is an error");

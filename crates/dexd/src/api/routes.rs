@@ -42,8 +42,14 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::APPROVE_AGENT, answered_by!(handlers::approve_agent)),
     (&operations::REVOKE_AGENT, answered_by!(handlers::revoke_agent)),
     (&operations::AGENTS, answered_by!(handlers::agents)),
-    (&operations::SUBACCOUNT_TRANSFER, answered_by!(handlers::subaccount_transfer)),
-    (&operations::SUBACCOUNT_TRANSFERS, answered_by!(handlers::subaccount_transfers)),
+    (
+        &operations::SUBACCOUNT_TRANSFER,
+        answered_by!(handlers::subaccount_transfer),
+    ),
+    (
+        &operations::SUBACCOUNT_TRANSFERS,
+        answered_by!(handlers::subaccount_transfers),
+    ),
     (&operations::SUBACCOUNTS, answered_by!(handlers::subaccounts)),
     (&operations::DEPOSIT, answered_by!(handlers::deposit)),
     (&operations::WITHDRAW, answered_by!(handlers::withdraw)),

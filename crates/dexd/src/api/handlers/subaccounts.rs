@@ -54,7 +54,8 @@ pub async fn transfer(app: Arc<AppState>, params: Params) -> Answer {
     let authorization = own_signature(&chain, &credential, &from, digest_of)?;
     // Sent again: the first result, and nothing moves (the engine refuses it as applied, should
     // two copies race past this read).
-    let remembered = |chain: &Chain| chain.read_engine(|engine| engine.remembered_subaccount_transfer(&request, now_ms()));
+    let remembered =
+        |chain: &Chain| chain.read_engine(|engine| engine.remembered_subaccount_transfer(&request, now_ms()));
     if let Some(applied) = remembered(&chain) {
         return Ok(transfer_answer(&chain, &applied));
     }

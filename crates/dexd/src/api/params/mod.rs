@@ -25,7 +25,8 @@ use self::numbers::integral_digits;
 use super::error::ApiError;
 use super::operations::{
     Field, ItemList, Kind, Operation, Typed, WireWord, CHAIN_ID, CURSOR, END_TIME, EXPIRY, LIMIT,
-    MAX_CLIENT_ORDER_ID_LENGTH, MAX_EXPIRES_AT_MS, NONCE, SIGNATURE, SIGNED_REQUEST_FIELDS, SIGNER, START_TIME, SUBACCOUNT,
+    MAX_CLIENT_ORDER_ID_LENGTH, MAX_EXPIRES_AT_MS, NONCE, SIGNATURE, SIGNED_REQUEST_FIELDS, SIGNER, START_TIME,
+    SUBACCOUNT,
 };
 use axum::http::StatusCode;
 use dexd_crypto::{parse_address, parse_hex_bytes, PrivateKey};
@@ -410,7 +411,10 @@ impl Params {
     /// subaccount's address.
     pub fn account_read(&self) -> Result<Address, ApiError> {
         let account = self.require(&crate::api::operations::ACCOUNT)?;
-        Ok(dexd_core::subaccount_address(&account, self.read(&SUBACCOUNT)?.unwrap_or(0)))
+        Ok(dexd_core::subaccount_address(
+            &account,
+            self.read(&SUBACCOUNT)?.unwrap_or(0),
+        ))
     }
 
     /// Which of the signed request's fields (`account`, `nonce`, `expiry`, `signature`) are
@@ -582,7 +586,10 @@ impl FromParam for u32 {
             Some(number) if number <= u64::from(dexd_core::MAX_SUBACCOUNT_NUMBER) => Ok(Some(number as u32)),
             Some(_) => Err(ApiError::invalid(
                 field.name,
-                format!("must be a subaccount number, 0 (the owner) to {}", dexd_core::MAX_SUBACCOUNT_NUMBER),
+                format!(
+                    "must be a subaccount number, 0 (the owner) to {}",
+                    dexd_core::MAX_SUBACCOUNT_NUMBER
+                ),
             )),
         }
     }

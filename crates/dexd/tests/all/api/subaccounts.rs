@@ -45,7 +45,10 @@ async fn a_transfer_moves_funds_once_however_often_it_is_sent() {
     assert_eq!(status, 200, "{first}");
     let transfer = &first["transfer"];
     assert_eq!(transfer["account"], alice.address);
-    assert_eq!((transfer["fromSubaccount"].clone(), transfer["toSubaccount"].clone()), (json!(0), json!(3)));
+    assert_eq!(
+        (transfer["fromSubaccount"].clone(), transfer["toSubaccount"].clone()),
+        (json!(0), json!(3))
+    );
     assert_eq!(transfer["from"], alice.address);
     assert_eq!(transfer["quantity"], "250.5");
     let third = transfer["to"].as_str().unwrap().to_string();
@@ -63,7 +66,10 @@ async fn a_transfer_moves_funds_once_however_often_it_is_sent() {
 
     // The same id with other terms.
     let reused = server
-        .post_json("/account/transfer", transfer_body(&alice, 0, 3, "USDC", "1", "rebalance-1"))
+        .post_json(
+            "/account/transfer",
+            transfer_body(&alice, 0, 3, "USDC", "1", "rebalance-1"),
+        )
         .await;
     assert_error(&reused, 409, "TRANSFER_ID_REUSED", Some("clientTransferId"));
 
@@ -82,7 +88,10 @@ async fn a_transfer_moves_funds_once_however_often_it_is_sent() {
     }
     let listed = subaccounts_of(&server, &alice).await;
     assert_eq!(listed.len(), 2, "{listed:?}");
-    assert_eq!((listed[0]["subaccount"].clone(), listed[1]["subaccount"].clone()), (json!(0), json!(3)));
+    assert_eq!(
+        (listed[0]["subaccount"].clone(), listed[1]["subaccount"].clone()),
+        (json!(0), json!(3))
+    );
     assert_eq!(listed[1]["address"], third);
 }
 
@@ -102,14 +111,54 @@ async fn a_malformed_or_unfunded_transfer_is_refused_and_changes_nothing() {
     let mut bob_for_alice = transfer_body(&alice, 1, 0, "USDC", "1", "bob");
     bob_for_alice["privateKey"] = json!(bob.key);
     let cases = [
-        (transfer_body(&alice, 0, 0, "USDC", "1", "same"), 400, "INVALID_PARAMETER", Some("toSubaccount")),
-        (transfer_body(&alice, 0, 1001, "USDC", "1", "far"), 400, "INVALID_PARAMETER", Some("toSubaccount")),
-        (transfer_body(&alice, 1, 0, "USDC", "0", "zero"), 400, "INVALID_NUMBER", Some("quantity")),
-        (transfer_body(&alice, 1, 0, "USDC", "1.0000001", "precise"), 400, "INVALID_NUMBER", Some("quantity")),
-        (transfer_body(&alice, 1, 0, "USDC", "1", "a b"), 400, "INVALID_PARAMETER", Some("clientTransferId")),
-        (transfer_body(&alice, 1, 0, "DOGE", "1", "doge"), 404, "UNKNOWN_ASSET", Some("symbol")),
-        (transfer_body(&alice, 1, 0, "USDC", "40.000001", "more"), 422, "INSUFFICIENT_BALANCE", Some("quantity")),
-        (transfer_body(&alice, 2, 0, "USDC", "1", "empty"), 422, "INSUFFICIENT_BALANCE", Some("quantity")),
+        (
+            transfer_body(&alice, 0, 0, "USDC", "1", "same"),
+            400,
+            "INVALID_PARAMETER",
+            Some("toSubaccount"),
+        ),
+        (
+            transfer_body(&alice, 0, 1001, "USDC", "1", "far"),
+            400,
+            "INVALID_PARAMETER",
+            Some("toSubaccount"),
+        ),
+        (
+            transfer_body(&alice, 1, 0, "USDC", "0", "zero"),
+            400,
+            "INVALID_NUMBER",
+            Some("quantity"),
+        ),
+        (
+            transfer_body(&alice, 1, 0, "USDC", "1.0000001", "precise"),
+            400,
+            "INVALID_NUMBER",
+            Some("quantity"),
+        ),
+        (
+            transfer_body(&alice, 1, 0, "USDC", "1", "a b"),
+            400,
+            "INVALID_PARAMETER",
+            Some("clientTransferId"),
+        ),
+        (
+            transfer_body(&alice, 1, 0, "DOGE", "1", "doge"),
+            404,
+            "UNKNOWN_ASSET",
+            Some("symbol"),
+        ),
+        (
+            transfer_body(&alice, 1, 0, "USDC", "40.000001", "more"),
+            422,
+            "INSUFFICIENT_BALANCE",
+            Some("quantity"),
+        ),
+        (
+            transfer_body(&alice, 2, 0, "USDC", "1", "empty"),
+            422,
+            "INSUFFICIENT_BALANCE",
+            Some("quantity"),
+        ),
         (bob_for_alice, 403, "ACCOUNT_MISMATCH", Some("from")),
     ];
     for (body, status, code, field) in cases {
@@ -141,7 +190,10 @@ async fn an_order_in_a_subaccount_locks_and_fills_there_and_never_on_the_owner()
     let server = TestServer::start().await;
     let (alice, bob) = common::alice_with_dollars_and_bob_offering(&server).await;
     server
-        .post_json("/account/transfer", transfer_body(&alice, 0, 7, "USDC", "2500", "strategy-7"))
+        .post_json(
+            "/account/transfer",
+            transfer_body(&alice, 0, 7, "USDC", "2500", "strategy-7"),
+        )
         .await;
     let owner_before = server.balance(&alice, "USDC").await;
     let (status, placed) = server
@@ -155,7 +207,11 @@ async fn an_order_in_a_subaccount_locks_and_fills_there_and_never_on_the_owner()
     let seventh = placed["order"]["account"].as_str().unwrap().to_string();
     assert_ne!(seventh, alice.address);
     assert_eq!(placed["trades"].as_array().unwrap().len(), 1, "it takes Bob's offer");
-    assert_eq!(server.balance(&alice, "USDC").await, owner_before, "the owner's funds never move");
+    assert_eq!(
+        server.balance(&alice, "USDC").await,
+        owner_before,
+        "the owner's funds never move"
+    );
     assert_eq!(server.balance(&alice, "ETH").await["total"], "0");
     let in_seventh = balance_of(&server, &alice, 7, "ETH").await;
     assert_ne!(in_seventh["total"], "0", "the fill lands in the subaccount");
@@ -178,11 +234,19 @@ async fn an_order_in_a_subaccount_locks_and_fills_there_and_never_on_the_owner()
         )
         .await;
     assert_eq!(open["orders"].as_array().unwrap().len(), 1, "{open}");
-    assert!(server.account_list("/order/openOrders", &alice, "orders").await.is_empty());
+    assert!(server
+        .account_list("/order/openOrders", &alice, "orders")
+        .await
+        .is_empty());
     let (_, position) = server
         .get(
             "/order/openPositions",
-            &[("chainId", "1"), ("account", &alice.address), ("subaccount", "7"), ("pair", "ETH/USDC")],
+            &[
+                ("chainId", "1"),
+                ("account", &alice.address),
+                ("subaccount", "7"),
+                ("pair", "ETH/USDC"),
+            ],
         )
         .await;
     // Positions leave fees out: the subaccount bought 1 ETH (and holds it less the fee).
@@ -297,7 +361,10 @@ async fn the_owner_signs_for_its_subaccount_and_a_transfer_with_its_own_signatur
     assert_eq!(status, 200, "{moved}");
     let fifth = moved["transfer"]["to"].as_str().unwrap().to_string();
     // The same signed request again: the first result, its nonce not claimed twice.
-    assert_eq!(server.post_json("/account/transfer", body(&signature)).await, (200, moved.clone()));
+    assert_eq!(
+        server.post_json("/account/transfer", body(&signature)).await,
+        (200, moved.clone())
+    );
 
     // Carol signs an order whose account is her fifth subaccount; Dave cannot.
     let order = |nonce: &str| {
@@ -348,7 +415,11 @@ async fn a_restart_brings_back_every_subaccount_balance_order_and_transfer() {
             let http = reqwest::Client::new();
             let mut state = Vec::new();
             for subaccount in ["0", "1", "2"] {
-                let query = [("chainId", "1"), ("account", alice.as_str()), ("subaccount", subaccount)];
+                let query = [
+                    ("chainId", "1"),
+                    ("account", alice.as_str()),
+                    ("subaccount", subaccount),
+                ];
                 for path in ["/account/assetBalances", "/order/openOrders", "/account/transfers"] {
                     state.push(common::get_ok(&http, &base_url, path, &query).await);
                 }
@@ -362,11 +433,17 @@ async fn a_restart_brings_back_every_subaccount_balance_order_and_transfer() {
         let server = TestServer::start_in(config(), data_dir.path()).await;
         server.deposit(&alice, "USDC", "1000").await;
         server.deposit(&alice, "ETH", "3").await;
-        for (from, to, symbol, quantity, id) in
-            [(0, 1, "USDC", "400", "a"), (0, 2, "ETH", "2", "b"), (1, 2, "USDC", "50", "c"), (2, 0, "ETH", "0.5", "d")]
-        {
+        for (from, to, symbol, quantity, id) in [
+            (0, 1, "USDC", "400", "a"),
+            (0, 2, "ETH", "2", "b"),
+            (1, 2, "USDC", "50", "c"),
+            (2, 0, "ETH", "0.5", "d"),
+        ] {
             let (status, body) = server
-                .post_json("/account/transfer", transfer_body(&alice, from, to, symbol, quantity, id))
+                .post_json(
+                    "/account/transfer",
+                    transfer_body(&alice, from, to, symbol, quantity, id),
+                )
                 .await;
             assert_eq!(status, 200, "{body}");
         }
@@ -388,7 +465,14 @@ async fn a_restart_brings_back_every_subaccount_balance_order_and_transfer() {
     };
     let snapshots = std::fs::read_dir(data_dir.path())
         .unwrap()
-        .filter(|entry| entry.as_ref().unwrap().file_name().to_string_lossy().contains("snapshot"))
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("snapshot")
+        })
         .count();
     assert!(snapshots > 0, "a snapshot was written");
     let server = TestServer::start_in(config(), data_dir.path()).await;
@@ -412,15 +496,20 @@ async fn the_account_channels_of_a_subaccount_carry_its_changes_and_name_it() {
     let mut client = StreamClient::connect(&server.base_url).await;
     for channel in ["orders", "balances"] {
         client
-            .send(json!({"op": "subscribe", "id": channel, "channel": channel, "chainId": "1",
-                         "account": alice.address, "subaccount": 4}))
+            .send(
+                json!({"op": "subscribe", "id": channel, "channel": channel, "chainId": "1",
+                         "account": alice.address, "subaccount": 4}),
+            )
             .await;
     }
     let mut snapshots = 0;
     while snapshots < 2 {
         let message = client.next_within(Duration::from_secs(5)).await.expect("a message");
         if message["event"] == "snapshot" {
-            assert_eq!((message["account"].clone(), message["subaccount"].clone()), (json!(alice.address), json!(4)));
+            assert_eq!(
+                (message["account"].clone(), message["subaccount"].clone()),
+                (json!(alice.address), json!(4))
+            );
             snapshots += 1;
         }
     }
@@ -440,7 +529,11 @@ async fn the_account_channels_of_a_subaccount_carry_its_changes_and_name_it() {
     let mut seen_balance = false;
     let mut seen_order = false;
     while let Some(message) = client.next_within(Duration::from_millis(1_500)).await {
-        assert_eq!((message["account"].clone(), message["subaccount"].clone()), (json!(alice.address), json!(4)), "{message}");
+        assert_eq!(
+            (message["account"].clone(), message["subaccount"].clone()),
+            (json!(alice.address), json!(4)),
+            "{message}"
+        );
         match message["channel"].as_str().unwrap() {
             "balances" => {
                 seen_balance |= message["balances"]
@@ -451,7 +544,10 @@ async fn the_account_channels_of_a_subaccount_carry_its_changes_and_name_it() {
             }
             "orders" => {
                 for order in message["orders"].as_array().unwrap() {
-                    assert_eq!(order["orderId"], placed["order"]["orderId"], "only the subaccount's orders");
+                    assert_eq!(
+                        order["orderId"], placed["order"]["orderId"],
+                        "only the subaccount's orders"
+                    );
                     seen_order = true;
                 }
             }
