@@ -6,6 +6,10 @@
 //! open order. Run with `cargo bench -p dexd-core --bench engine`. Besides criterion's
 //! throughput figures it prints per-command latency percentiles (hdrhistogram) for dexd.
 //!
+//! `dexd_with_100k_subaccounts` runs the same stream on the same book with 100,000 subaccounts
+//! in the state (100 owners with 1,000 funded subaccounts each, contract version 5): their
+//! ledger slots, the registry and its reverse index must not slow the traders down.
+//!
 //! The comparison is not like for like in dexd's disfavour: lobster keeps only the book, while
 //! dexd also moves balances and locks, takes fees, folds candles and positions, and emits full
 //! order records per change.
@@ -19,7 +23,10 @@ mod testing;
 use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use dexd_core::{Address, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, Price, TimeInForce};
+use dexd_core::{
+    Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, Price, SubaccountTransferRequest,
+    TimeInForce,
+};
 use hdrhistogram::Histogram;
 use testing::{account, deposit, order, order_id, Market, SplitMix};
 
@@ -27,6 +34,34 @@ const ACCOUNTS: u64 = 200;
 const WARM_UP_ORDERS: u64 = 1_000;
 const MEASURED_COMMANDS: usize = 200_000;
 const MID_PRICE_TICKS: u64 = 100_000;
+/// Owners of subaccounts in the second run, each with every subaccount (1 to 1,000) funded.
+const SUBACCOUNT_OWNERS: u64 = 100;
+
+/// `warm` with 100,000 funded subaccounts beside its traders: each owner deposits, then moves
+/// funds to each of its 1,000 subaccounts.
+fn with_subaccounts(warm: &Engine) -> Engine {
+    let mut engine = warm.clone();
+    let mut events = Vec::new();
+    for owner_number in 0..SUBACCOUNT_OWNERS {
+        let owner = account(1_000_000 + owner_number);
+        engine
+            .execute(deposit(owner, AssetIndex(1), 10u128.pow(24)), 0, &mut events)
+            .unwrap();
+        for number in 1..=dexd_core::MAX_SUBACCOUNT_NUMBER {
+            events.clear();
+            let transfer = Command::TransferBetweenSubaccounts(SubaccountTransferRequest {
+                owner,
+                from_number: 0,
+                to_number: number,
+                asset: AssetIndex(1),
+                amount: Amount::from_units(10u128.pow(18)),
+                client_transfer_id: format!("fund-{number}"),
+            });
+            engine.execute(transfer, 0, &mut events).unwrap();
+        }
+    }
+    engine
+}
 
 fn new_engine() -> Engine {
     Market::eth_usdc().engine()
@@ -229,6 +264,12 @@ fn latency_report(warm: &Engine, stream: &[Command]) {
 fn main() {
     let (warm, stream) = prepare();
     latency_report(&warm, &stream);
+    let crowded = with_subaccounts(&warm);
+    println!(
+        "with {} subaccounts in the state:",
+        crowded.account_count() - warm.account_count() - SUBACCOUNT_OWNERS as usize
+    );
+    latency_report(&crowded, &stream);
     let lobster_stream: Vec<lobster::OrderType> = stream.iter().map(to_lobster).collect();
     let mut criterion = Criterion::default().configure_from_args().sample_size(20);
     let mut group = criterion.benchmark_group("engine_mixed_stream");
@@ -236,6 +277,13 @@ fn main() {
     group.bench_function("dexd", |bencher| {
         bencher.iter_batched(
             || (warm.clone(), stream.clone(), Vec::with_capacity(64)),
+            |(engine, stream, mut events)| testing::run_stream(engine, stream, &mut events),
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("dexd_with_100k_subaccounts", |bencher| {
+        bencher.iter_batched(
+            || (crowded.clone(), stream.clone(), Vec::with_capacity(64)),
             |(engine, stream, mut events)| testing::run_stream(engine, stream, &mut events),
             BatchSize::LargeInput,
         )
