@@ -64,7 +64,7 @@ pub(super) fn sign_once(
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
     if !client_signed {
-        spend_write_budget(app, &chain, &actor.account)?;
+        spend_write_budget(app, chain, &actor.account)?;
     }
     if covered.iter().all(|(_, read)| matches!(read, ReadItem::Refused(_))) {
         // Nothing to place (and with a client's signature, nothing the venue could verify it
@@ -90,7 +90,7 @@ pub(super) fn sign_once(
     let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), None)?;
     drop(credential);
     if client_signed {
-        spend_write_budget(app, &chain, &actor.account)?;
+        spend_write_budget(app, chain, &actor.account)?;
     }
     let placements = placements_of(covered, hashes.into(), domain, (&authorization, actor));
     Ok(SignedOnce { refusals, placements })

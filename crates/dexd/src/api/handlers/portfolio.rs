@@ -208,7 +208,7 @@ async fn vault_withdrawal(app: &AppState, mut terms: TransferTerms) -> Answer {
                 .authorize(digest, &from, signed, None)
                 .map_err(|error| refuse_signing_agent(chain, &from, &terms.credential, digest, error))?
         };
-    spend_write_budget(app, &chain, &from)?;
+    spend_write_budget(app, chain, &from)?;
     let command = Command::RequestWithdrawal(VaultWithdrawal {
         request: TransferRequest {
             transfer_id: withdrawal_id,

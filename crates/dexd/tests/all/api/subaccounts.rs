@@ -389,6 +389,19 @@ async fn the_owner_signs_for_its_subaccount_and_a_transfer_with_its_own_signatur
     assert_eq!(status, 200, "{placed}");
     assert_eq!(placed["order"]["orderId"], digest);
     assert_eq!(placed["order"]["account"], fifth);
+    // Funds leave from the owner only: Carol's signature of a withdrawal from her subaccount's
+    // address is refused (she may trade for it, never move its funds out).
+    let withdrawal = json!({"account": fifth, "symbol": "USDC", "quantity": "1", "nonce": "5",
+                            "expiry": expiry.to_string()});
+    let (signed_out, _) = carol.sign(&eip712, "Withdraw", withdrawal);
+    let refused = server
+        .post_json(
+            "/portfolio/withdraw",
+            json!({"chainId": "1", "from": fifth, "symbol": "USDC", "quantity": "1", "account": fifth,
+                   "nonce": "5", "expiry": expiry, "signature": signed_out}),
+        )
+        .await;
+    assert_error(&refused, 403, "AGENT_NOT_ALLOWED", Some("account"));
     // A signed request names the subaccount by its address, never by number.
     let mut by_number = request("4", &by_carol);
     by_number["subaccount"] = json!(5);

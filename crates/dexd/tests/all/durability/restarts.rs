@@ -140,6 +140,82 @@ async fn the_rebuilt_state_hash_equals_the_state_hash_before_the_stop() {
 }
 
 #[tokio::test]
+async fn subaccounts_come_back_with_the_same_state_hash_from_the_journal_and_from_a_snapshot() {
+    let owner = account(1);
+    let transfer = |to_number: u32, units: u128, id: &str| {
+        Command::TransferBetweenSubaccounts(dexd_core::SubaccountTransferRequest {
+            owner,
+            from_number: 0,
+            to_number,
+            asset: AssetIndex(1),
+            amount: Amount::from_units(units),
+            client_transfer_id: id.into(),
+        })
+    };
+    let data_dir = tempfile::tempdir().unwrap();
+    let before = {
+        let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
+        let chain = venue.chain(1).unwrap();
+        chain.submit(deposit(1, 1, 100_000_000_000, 1), None).await.unwrap();
+        chain.submit(transfer(3, 40_000_000_000, "a"), None).await.unwrap();
+        chain.submit(transfer(1_000, 1_000_000, "b"), None).await.unwrap();
+        let mut in_third = order(1, 40, Direction::Buy, "2000", "1", &venue);
+        if let Command::PlaceOrder(terms) = &mut in_third {
+            terms.account = dexd_core::subaccount_address(&owner, 3);
+        }
+        chain
+            .submit(
+                Command::ByAgent {
+                    agent: owner,
+                    command: Box::new(in_third),
+                },
+                authorization(40),
+            )
+            .await
+            .unwrap();
+        chain.state_hash()
+    };
+    // From the journal alone.
+    let hash = {
+        let venue = Venue::start(Config::embedded_default(), data_dir.path()).unwrap();
+        let chain = venue.chain(1).unwrap();
+        assert_eq!(chain.state_hash(), before);
+        // The remembered id came back: the same transfer again is refused as applied.
+        assert_eq!(
+            chain.submit(transfer(3, 40_000_000_000, "a"), None).await.unwrap_err(),
+            dexd_store::WriteError::Rejected(dexd_core::Rejection::TransferAlreadyApplied)
+        );
+        chain.state_hash()
+    };
+    assert_eq!(hash, before, "a refused transfer changes nothing");
+    // From a snapshot: taken after every command from here on, then restored with the rest.
+    let snapshots = common::snapshot_config(data_dir.path(), 1);
+    let after = {
+        let venue = Venue::start(Config::load(&snapshots).unwrap(), data_dir.path()).unwrap();
+        let chain = venue.chain(1).unwrap();
+        chain.submit(transfer(7, 5_000_000, "c"), None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        chain.state_hash()
+    };
+    let written = std::fs::read_dir(data_dir.path())
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("snapshot")
+        })
+        .count();
+    assert!(written > 0, "a snapshot was written");
+    let venue = Venue::start(Config::load(&snapshots).unwrap(), data_dir.path()).unwrap();
+    let chain = venue.chain(1).unwrap();
+    assert_eq!(chain.state_hash(), after);
+    assert_ne!(after, before);
+}
+
+#[tokio::test]
 async fn a_locked_database_answers_503_changes_nothing_and_recovers() {
     let data_dir = tempfile::tempdir().unwrap();
     let mut config = Config::embedded_default();
