@@ -11,7 +11,7 @@ use dexd_crypto::checksummed;
 use dexd_store::{now_ms, WriteError};
 use serde_json::{json, Value};
 
-use super::portfolio::{transfer_terms, TransferTerms};
+use super::portfolio::transfer_terms;
 use super::{history, own_signature, signing_domain, spend_write_budget, store_error, write_error, Answer};
 use crate::api::error::ApiError;
 use crate::api::operations::{ACCOUNT, CLIENT_TRANSFER_ID, FROM_SUBACCOUNT, TO_SUBACCOUNT};
@@ -27,13 +27,8 @@ fn transfer_answer(chain: &Chain, transfer: &SubaccountTransfer) -> Value {
 /// POST /account/transfer
 pub async fn transfer(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
-    let TransferTerms {
-        chain,
-        from,
-        asset,
-        units,
-        credential,
-    } = transfer_terms(&app, &params)?;
+    let terms = transfer_terms(&app, &params)?;
+    let (chain, from, credential): (&Chain, _, _) = (&terms.chain, terms.from, &terms.credential);
     let from_number = params.require(&FROM_SUBACCOUNT)?;
     let to_number = params.require(&TO_SUBACCOUNT)?;
     if from_number == to_number {
@@ -46,22 +41,22 @@ pub async fn transfer(app: Arc<AppState>, params: Params) -> Answer {
         owner: from,
         from_number,
         to_number,
-        asset,
-        amount: Amount::from_units(units),
+        asset: terms.asset,
+        amount: Amount::from_units(terms.units),
         client_transfer_id: params.require(&CLIENT_TRANSFER_ID)?,
     };
-    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.subaccount_transfer(&request, signed));
-    let authorization = own_signature(&chain, &credential, &from, digest_of)?;
+    let digest_of = |signed| signing_domain(chain).digest(&chain.messages.subaccount_transfer(&request, signed));
+    let authorization = own_signature(chain, credential, &from, digest_of)?;
     // Sent again: the first result, and nothing moves (the engine refuses it as applied, should
     // two copies race past this read).
     let remembered =
         |chain: &Chain| chain.read_engine(|engine| engine.remembered_subaccount_transfer(&request, now_ms()));
-    if let Some(applied) = remembered(&chain) {
-        return Ok(transfer_answer(&chain, &applied));
+    if let Some(applied) = remembered(chain) {
+        return Ok(transfer_answer(chain, &applied));
     }
-    spend_write_budget(&app, &chain, &from)?;
+    spend_write_budget(&app, chain, &from)?;
     let command = Command::TransferBetweenSubaccounts(request.clone());
-    match crate::api::written::submit(&chain, command, authorization).await {
+    match crate::api::written::submit(chain, command, authorization).await {
         Ok(events) => {
             let applied = events
                 .iter()
@@ -70,10 +65,10 @@ pub async fn transfer(app: Arc<AppState>, params: Params) -> Answer {
                     _ => None,
                 })
                 .ok_or_else(ApiError::internal)?;
-            Ok(transfer_answer(&chain, applied))
+            Ok(transfer_answer(chain, applied))
         }
-        Err(WriteError::Rejected(Rejection::TransferAlreadyApplied)) => match remembered(&chain) {
-            Some(applied) => Ok(transfer_answer(&chain, &applied)),
+        Err(WriteError::Rejected(Rejection::TransferAlreadyApplied)) => match remembered(chain) {
+            Some(applied) => Ok(transfer_answer(chain, &applied)),
             None => Err(write_error(WriteError::Rejected(Rejection::TransferAlreadyApplied))),
         },
         Err(WriteError::Rejected(Rejection::InsufficientBalance)) => Err(ApiError::new(

@@ -26,19 +26,13 @@ pub(crate) const CLIENT_TRANSFER_ID: Typed<String> = transfer_id(
      terms, the first result is the answer and nothing moves again; with other terms, 409 TRANSFER_ID_REUSED.",
 );
 
-const TRANSFER_FIELDS: &[Field] = &[
+const TRANSFER_FIELDS: &[Field] = account_write_fields![
     FROM.field,
     FROM_SUBACCOUNT.field,
     TO_SUBACCOUNT.field,
     ASSET.field,
     QUANTITY.field,
     CLIENT_TRANSFER_ID.field,
-    CHAIN_ID.field,
-    PRIVATE_KEY.field,
-    SIGNER.field,
-    NONCE.field,
-    EXPIRY.field,
-    SIGNATURE.field,
 ];
 
 /// A transfer between two subaccounts of one owner.

@@ -110,57 +110,38 @@ async fn a_malformed_or_unfunded_transfer_is_refused_and_changes_nothing() {
     );
     let mut bob_for_alice = transfer_body(&alice, 1, 0, "USDC", "1", "bob");
     bob_for_alice["privateKey"] = json!(bob.key);
+    // (from, to, symbol, quantity, id) and what it gets.
     let cases = [
+        ((0, 0, "USDC", "1", "same"), 400, "INVALID_PARAMETER", "toSubaccount"),
+        ((0, 1001, "USDC", "1", "far"), 400, "INVALID_PARAMETER", "toSubaccount"),
+        ((1, 0, "USDC", "0", "zero"), 400, "INVALID_NUMBER", "quantity"),
         (
-            transfer_body(&alice, 0, 0, "USDC", "1", "same"),
-            400,
-            "INVALID_PARAMETER",
-            Some("toSubaccount"),
-        ),
-        (
-            transfer_body(&alice, 0, 1001, "USDC", "1", "far"),
-            400,
-            "INVALID_PARAMETER",
-            Some("toSubaccount"),
-        ),
-        (
-            transfer_body(&alice, 1, 0, "USDC", "0", "zero"),
+            (1, 0, "USDC", "1.0000001", "precise"),
             400,
             "INVALID_NUMBER",
-            Some("quantity"),
+            "quantity",
         ),
+        ((1, 0, "USDC", "1", "a b"), 400, "INVALID_PARAMETER", "clientTransferId"),
+        ((1, 0, "DOGE", "1", "doge"), 404, "UNKNOWN_ASSET", "symbol"),
         (
-            transfer_body(&alice, 1, 0, "USDC", "1.0000001", "precise"),
-            400,
-            "INVALID_NUMBER",
-            Some("quantity"),
-        ),
-        (
-            transfer_body(&alice, 1, 0, "USDC", "1", "a b"),
-            400,
-            "INVALID_PARAMETER",
-            Some("clientTransferId"),
-        ),
-        (
-            transfer_body(&alice, 1, 0, "DOGE", "1", "doge"),
-            404,
-            "UNKNOWN_ASSET",
-            Some("symbol"),
-        ),
-        (
-            transfer_body(&alice, 1, 0, "USDC", "40.000001", "more"),
+            (1, 0, "USDC", "40.000001", "more"),
             422,
             "INSUFFICIENT_BALANCE",
-            Some("quantity"),
+            "quantity",
         ),
-        (
-            transfer_body(&alice, 2, 0, "USDC", "1", "empty"),
-            422,
-            "INSUFFICIENT_BALANCE",
-            Some("quantity"),
-        ),
-        (bob_for_alice, 403, "ACCOUNT_MISMATCH", Some("from")),
+        ((2, 0, "USDC", "1", "empty"), 422, "INSUFFICIENT_BALANCE", "quantity"),
     ];
+    let cases = cases
+        .into_iter()
+        .map(|((from, to, symbol, quantity, id), status, code, field)| {
+            (
+                transfer_body(&alice, from, to, symbol, quantity, id),
+                status,
+                code,
+                Some(field),
+            )
+        })
+        .chain([(bob_for_alice, 403, "ACCOUNT_MISMATCH", Some("from"))]);
     for (body, status, code, field) in cases {
         let answer = server.post_json("/account/transfer", body.clone()).await;
         assert_error(&answer, status, code, field);
@@ -476,18 +457,7 @@ async fn a_restart_brings_back_every_subaccount_balance_order_and_transfer() {
         server.stop().await;
         state
     };
-    let snapshots = std::fs::read_dir(data_dir.path())
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .contains("snapshot")
-        })
-        .count();
-    assert!(snapshots > 0, "a snapshot was written");
+    assert!(common::snapshot_files(data_dir.path()) > 0, "a snapshot was written");
     let server = TestServer::start_in(config(), data_dir.path()).await;
     assert_eq!(read(&server).await, before);
     // The remembered ids came back: a retry still moves nothing.

@@ -347,9 +347,9 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     )
     .await;
     let carol_first = moved["transfer"]["to"].as_str().unwrap().to_string();
-    let in_subaccount = json!({"account": carol_first, "symbol": "ETH/USDC", "orderType": "limit", "direction": "buy",
-        "timeInForce": "GTC", "postOnly": false, "price": "100", "amount": "0.1", "clientOrderId": "", "nonce": "13",
-        "expiry": expiry.to_string(), "triggerPrice": "", "triggerCondition": "", "ocoGroup": "", "expiresAt": "0"});
+    let mut in_subaccount = batch_order("100", "");
+    in_subaccount["account"] = json!(carol_first);
+    in_subaccount["nonce"] = json!("13");
     let (signature, _) = sign("Order", in_subaccount);
     let placed = post_ok(
         server,

@@ -520,6 +520,21 @@ pub fn snapshot_config(folder: &std::path::Path, every_commands: u64) -> std::pa
     path
 }
 
+/// How many files of a data directory hold snapshots.
+pub fn snapshot_files(data_dir: &std::path::Path) -> usize {
+    std::fs::read_dir(data_dir)
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("snapshot")
+        })
+        .count()
+}
+
 /// Copies a folder with everything in it.
 pub fn copy_directory(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();

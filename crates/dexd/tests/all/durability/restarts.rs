@@ -197,18 +197,7 @@ async fn subaccounts_come_back_with_the_same_state_hash_from_the_journal_and_fro
         tokio::time::sleep(Duration::from_millis(300)).await;
         chain.state_hash()
     };
-    let written = std::fs::read_dir(data_dir.path())
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .contains("snapshot")
-        })
-        .count();
-    assert!(written > 0, "a snapshot was written");
+    assert!(common::snapshot_files(data_dir.path()) > 0, "a snapshot was written");
     let venue = Venue::start(Config::load(&snapshots).unwrap(), data_dir.path()).unwrap();
     let chain = venue.chain(1).unwrap();
     assert_eq!(chain.state_hash(), after);
