@@ -369,8 +369,9 @@ pub fn agent_not_allowed() -> ApiError {
         StatusCode::FORBIDDEN,
         "AGENT_NOT_ALLOWED",
         "this key is not an agent the account approved (or its approval ended), or agents may not do this: \
-         an agent may place, cancel, amend and cancel all orders and set the switch, never deposit, withdraw \
-         or approve agents",
+         an agent may place, cancel, amend and cancel all orders and set the switch, never deposit, withdraw, \
+         transfer or approve agents; a subaccount is acted for by its owner's key or an agent the owner \
+         approved, once it has received a transfer",
     )
     .on("account")
 }
