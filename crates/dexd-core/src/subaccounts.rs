@@ -111,7 +111,8 @@ pub enum RememberedTransfer<'a> {
 }
 
 /// The subaccounts a chain knows and the transfers it remembers, as plain data (a snapshot's).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Its default is a chain's before any transfer (the next transfer is number 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubaccountsState {
     /// Every known subaccount: its owner and number, by owner then number.
     pub subaccounts: Vec<(Address, u32)>,
@@ -119,6 +120,16 @@ pub struct SubaccountsState {
     pub remembered: Vec<SubaccountTransfer>,
     /// The number the next transfer gets.
     pub next_transfer_id: u64,
+}
+
+impl Default for SubaccountsState {
+    fn default() -> Self {
+        SubaccountsState {
+            subaccounts: Vec::new(),
+            remembered: Vec::new(),
+            next_transfer_id: 1,
+        }
+    }
 }
 
 /// Every owner's known subaccounts and remembered transfers. Ordered maps where the state hash
