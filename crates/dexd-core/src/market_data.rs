@@ -84,6 +84,32 @@ impl CandleInterval {
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The interval whose candles this one's are folded from where they are kept (the
+    /// history keeps one-minute, one-hour and one-day candles; every interval is a whole number
+    /// of its source's, aligned with it): itself for those three.
+    pub fn source(self) -> CandleInterval {
+        match self {
+            CandleInterval::OneMinute
+            | CandleInterval::FiveMinutes
+            | CandleInterval::FifteenMinutes
+            | CandleInterval::ThirtyMinutes => CandleInterval::OneMinute,
+            CandleInterval::OneHour | CandleInterval::FourHours => CandleInterval::OneHour,
+            CandleInterval::OneDay | CandleInterval::OneWeek => CandleInterval::OneDay,
+        }
+    }
+
+    /// The intervals the history keeps candles of.
+    pub const KEPT: [CandleInterval; 3] = [
+        CandleInterval::OneMinute,
+        CandleInterval::OneHour,
+        CandleInterval::OneDay,
+    ];
+
+    /// Its number in [`CandleInterval::ALL`] (0 for one minute), as the history stores it.
+    pub fn number(self) -> u8 {
+        self as u8
+    }
 }
 
 /// One OHLC candle.
@@ -105,6 +131,40 @@ pub struct Candle {
     pub quote_volume: Amount,
     /// How many trades.
     pub trades: u64,
+}
+
+impl Candle {
+    /// The candle of one trade, in the period that opens at `open_time_ms`.
+    pub fn of_trade(open_time_ms: u64, price: Price, base: Amount, quote: Amount) -> Candle {
+        Candle {
+            open_time_ms,
+            open: price,
+            high: price,
+            low: price,
+            close: price,
+            volume: base,
+            quote_volume: quote,
+            trades: 1,
+        }
+    }
+
+    /// Folds in a later candle of the same period (a trade's, or a shorter interval's): the
+    /// high and low widen, the close is the later one's, volumes and trades add up (volumes
+    /// saturate rather than wrap).
+    pub fn fold(&mut self, later: &Candle) {
+        self.high = self.high.max(later.high);
+        self.low = self.low.min(later.low);
+        self.close = later.close;
+        self.volume = self
+            .volume
+            .checked_add(later.volume)
+            .unwrap_or(Amount::from_units(u128::MAX));
+        self.quote_volume = self
+            .quote_volume
+            .checked_add(later.quote_volume)
+            .unwrap_or(Amount::from_units(u128::MAX));
+        self.trades += later.trades;
+    }
 }
 
 /// The candles of one pair, for every interval.
@@ -202,25 +262,21 @@ impl CandleSeries {
 fn fold_minute(series: &mut VecDeque<Candle>, interval: CandleInterval, minute: &Candle) {
     let open_time_ms = interval.open_time_ms(minute.open_time_ms);
     match series.back_mut() {
-        Some(candle) if candle.open_time_ms == open_time_ms => {
-            candle.high = candle.high.max(minute.high);
-            candle.low = candle.low.min(minute.low);
-            candle.close = minute.close;
-            candle.volume = candle
-                .volume
-                .checked_add(minute.volume)
-                .unwrap_or(Amount::from_units(u128::MAX));
-            candle.quote_volume = candle
-                .quote_volume
-                .checked_add(minute.quote_volume)
-                .unwrap_or(Amount::from_units(u128::MAX));
-            candle.trades += minute.trades;
-        }
+        Some(candle) if candle.open_time_ms == open_time_ms => candle.fold(minute),
         _ => series.push_back(Candle {
             open_time_ms,
             ..*minute
         }),
     }
+}
+
+/// Folds `candles` (of a shorter interval, oldest first) into `interval`'s, oldest first.
+pub fn fold_candles(interval: CandleInterval, candles: impl IntoIterator<Item = Candle>) -> Vec<Candle> {
+    let mut folded: VecDeque<Candle> = VecDeque::new();
+    for candle in candles {
+        fold_minute(&mut folded, interval, &candle);
+    }
+    folded.into()
 }
 
 /// An account's average-cost position on one pair. Amounts are in base units and quote units.

@@ -29,8 +29,10 @@ pub const PROJECTOR_CACHE_KIBIBYTES: i64 = 256 * 1024;
 /// transfers change status), keyed by account, kind and id; version 7 indexes each trade under
 /// its two accounts (`account_trades`, for `/order/accountTrades`); version 8 keeps the
 /// liability roots the vault committed (`liability_roots`, by epoch); version 9 keeps where each
-/// root stands (challengeable, vetoed, final) beside it.
-pub(super) const HISTORY_SCHEMA_VERSION: usize = 10;
+/// root stands (challengeable, vetoed, final) beside it; version 11 keeps every pair's candles
+/// of one minute, one hour and one day from its first trade (`candles`) and indexes trades by
+/// time, so that the whole market history pages by time.
+pub(super) const HISTORY_SCHEMA_VERSION: usize = 11;
 
 /// The `kind` of a transfer between subaccounts in the transfers table (deposits and
 /// withdrawals are `TransferKind`'s 0 and 1): kept under the owner and under each subaccount
@@ -55,6 +57,10 @@ pub(super) const HISTORY_SCHEMA: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY
      CREATE INDEX orders_by_account ON orders (account_key, status, sequence);
      CREATE TABLE trades (trade_id INTEGER PRIMARY KEY, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL, record BLOB NOT NULL);
      CREATE INDEX trades_by_pair ON trades (pair, trade_id);
+     CREATE INDEX trades_by_pair_and_time ON trades (pair, time_ms);
+     CREATE TABLE candles (
+         pair INTEGER NOT NULL, interval INTEGER NOT NULL, open_time_ms INTEGER NOT NULL, record BLOB NOT NULL,
+         PRIMARY KEY (pair, interval, open_time_ms)) WITHOUT ROWID;
      CREATE TABLE account_trades (
          account BLOB NOT NULL, trade_id INTEGER NOT NULL, pair INTEGER NOT NULL, time_ms INTEGER NOT NULL,
          PRIMARY KEY (account, trade_id)) WITHOUT ROWID;

@@ -26,6 +26,7 @@
 
 pub mod backend;
 pub mod backup;
+mod candles;
 pub mod checkpoints;
 mod clock;
 pub mod codec;
@@ -54,6 +55,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
+pub use self::candles::{CandlePage, CandleQuery};
 pub use self::checkpoints::JournalCheckpointer;
 pub use self::checkpoints::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
 pub use self::database::{

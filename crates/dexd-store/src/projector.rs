@@ -255,7 +255,8 @@ fn insert_closed_orders(
     Ok(numbers)
 }
 
-/// Writes a batch's trades (under the trade and under each of its two accounts), transfers
+/// Writes a batch's trades (under the trade and under each of its two accounts, and into the
+/// kept candles), transfers
 /// (their latest state in their first row) and liability roots (recorded, then settled) into the
 /// open transaction. Orders are written apart: settled once per batch, in their last state.
 fn insert_history_events(transaction: &rusqlite::Transaction<'_>, batch: &[Projection]) -> Result<(), StoreError> {
@@ -336,5 +337,13 @@ fn insert_history_events(transaction: &rusqlite::Transaction<'_>, batch: &[Proje
             Event::OrderUpdated(_) | Event::BalanceUpdated { .. } | Event::VaultFrozen(_) => {}
         }
     }
+    let trades = batch
+        .iter()
+        .flat_map(|entry| entry.events.iter())
+        .filter_map(|event| match event {
+            Event::TradeExecuted(trade) => Some(trade),
+            _ => None,
+        });
+    super::candles::project_candles(transaction, trades)?;
     Ok(())
 }

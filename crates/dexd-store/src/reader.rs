@@ -149,6 +149,50 @@ impl StoreReader {
         })
     }
 
+    /// A page of a pair's candles of `interval`, from the pair's first trade on
+    /// ([`crate::candles`]).
+    pub fn candles(
+        &self,
+        pair: PairIndex,
+        interval: dexd_core::CandleInterval,
+        query: crate::CandleQuery,
+    ) -> Result<crate::CandlePage, StoreError> {
+        self.with_connection(|connection| super::candles::read_candles(connection, pair, interval, query))
+    }
+
+    /// Up to `limit` of a pair's trades within `[start_ms, end_ms]` (a range of trade times)
+    /// after trade `after_trade_id`, oldest first: the whole history a page at a time.
+    pub fn trades_from(
+        &self,
+        pair: PairIndex,
+        (start_ms, end_ms): (u64, u64),
+        after_trade_id: u64,
+        limit: usize,
+    ) -> Result<Vec<Trade>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT record FROM trades
+                 WHERE pair = ?1 AND trade_id > ?2 AND time_ms >= ?3 AND time_ms <= ?4
+                 ORDER BY trade_id ASC LIMIT ?5",
+            )?;
+            let rows = statement.query_map(
+                params![
+                    pair.0,
+                    to_sql_integer(after_trade_id),
+                    to_sql_integer(start_ms),
+                    to_sql_integer(end_ms),
+                    to_sql_integer(limit as u64)
+                ],
+                |row| row.get::<_, Vec<u8>>(0),
+            )?;
+            let mut trades = Vec::new();
+            for row in rows {
+                trades.push(codec::decode_trade(&row?)?);
+            }
+            Ok(trades)
+        })
+    }
+
     /// An account's own trades (as maker or taker), optionally on one pair, newest first. The
     /// cursor is the trade id.
     pub fn account_trades(

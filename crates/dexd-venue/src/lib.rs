@@ -198,6 +198,12 @@ impl Chain {
         }
     }
 
+    /// The chain's history as it is now, without waiting: for a read that already waited once
+    /// ([`Chain::history`]) and goes on a page at a time.
+    pub fn history_now(&self) -> &StoreReader {
+        &self.store
+    }
+
     /// Waits until this node's history (and so its engine) holds journal position `minimum`:
     /// `false` if it did not within `timeout`.
     pub async fn wait_for_position(&self, minimum: u64, timeout: Duration) -> bool {

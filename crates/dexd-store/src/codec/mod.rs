@@ -19,7 +19,10 @@ pub use self::authorization::{
     MAX_BATCH_ORDER_HASHES,
 };
 pub use self::liabilities::{decode_root_record, encode_root_record};
-pub use self::records::{decode_order, decode_trade, decode_transfer, encode_order, encode_trade, encode_transfer};
+pub use self::records::{
+    decode_candle, decode_order, decode_trade, decode_transfer, encode_candle, encode_order, encode_trade,
+    encode_transfer,
+};
 pub(crate) use self::records::{get_order, put_order};
 pub use self::subaccounts::{decode_subaccount_transfer, encode_subaccount_transfer};
 

@@ -89,6 +89,21 @@ pub fn encode_trade(trade: &Trade) -> Vec<u8> {
     writer.0
 }
 
+/// Encodes a candle, as the history keeps it.
+pub fn encode_candle(candle: &dexd_core::Candle) -> Vec<u8> {
+    let mut writer = Writer::new();
+    super::snapshot::put_candle(&mut writer, candle);
+    writer.0
+}
+
+/// Decodes a candle.
+pub fn decode_candle(bytes: &[u8]) -> Result<dexd_core::Candle, CodecError> {
+    let mut reader = Reader::new(bytes)?;
+    let candle = super::snapshot::get_candle(&mut reader)?;
+    reader.finish()?;
+    Ok(candle)
+}
+
 /// Decodes a trade.
 pub fn decode_trade(bytes: &[u8]) -> Result<Trade, CodecError> {
     let mut reader = Reader::new(bytes)?;

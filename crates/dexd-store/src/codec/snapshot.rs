@@ -58,7 +58,7 @@ fn get_balance(reader: &mut Reader) -> Result<Balance, CodecError> {
     })
 }
 
-fn put_candle(writer: &mut Writer, candle: &Candle) {
+pub(super) fn put_candle(writer: &mut Writer, candle: &Candle) {
     writer.u64(candle.open_time_ms);
     for price in [candle.open, candle.high, candle.low, candle.close] {
         writer.u64(price.ticks());
@@ -68,7 +68,7 @@ fn put_candle(writer: &mut Writer, candle: &Candle) {
     writer.u64(candle.trades);
 }
 
-fn get_candle(reader: &mut Reader) -> Result<Candle, CodecError> {
+pub(super) fn get_candle(reader: &mut Reader) -> Result<Candle, CodecError> {
     let open_time_ms = reader.u64()?;
     let mut prices = [Price::from_ticks(1).expect("one tick"); 4];
     for price in &mut prices {

@@ -156,6 +156,24 @@ pub struct TradeObject<'a> {
     timestamp: u64,
 }
 
+impl TradeObject<'_> {
+    /// The trade as a line of `/market/trades.csv`: `tradeId,timestamp,price,amount,cost,
+    /// takerDirection,makerOrderId,takerOrderId` and a newline (no field holds a comma or quote).
+    pub fn csv_line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{}\n",
+            self.trade_id,
+            self.timestamp,
+            self.price,
+            self.amount,
+            self.cost,
+            self.taker_direction,
+            self.maker_order_id,
+            self.taker_order_id
+        )
+    }
+}
+
 /// The contract's Trade object.
 pub fn trade<'a>(chain: &'a ChainConfig, trade: &Trade) -> TradeObject<'a> {
     let pair = chain.pair_config(trade.pair);

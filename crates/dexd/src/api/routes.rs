@@ -74,6 +74,9 @@ pub const ROUTES: &[(&Operation, Handler)] = &[
     (&operations::LIABILITY_PROOF, answered_by!(handlers::liability_proof)),
     (&operations::CUSTODY, answered_by!(handlers::custody)),
     (&operations::LIABILITY_ROOTS, answered_by!(handlers::liability_roots)),
+    (&operations::TRADES_CSV, |app, params| {
+        Box::pin(handlers::market_history::trades_csv(app, params))
+    }),
     (&operations::LIABILITY_LEAVES, |app, params| {
         Box::pin(handlers::liability_leaves(app, params))
     }),

@@ -17,6 +17,7 @@ pub mod amend;
 pub mod audit;
 mod batch_signing;
 pub mod liabilities;
+pub mod market_history;
 pub mod order;
 pub mod portfolio;
 pub mod subaccounts;
@@ -44,9 +45,10 @@ pub use self::agents::{agents, approve_agent, revoke_agent};
 pub use self::amend::amend_order;
 pub use self::audit::{audit_journal, audit_roots};
 pub use self::liabilities::{custody, liability_leaves, liability_proof, liability_roots};
+pub use self::market_history::{candles, trade_history};
 pub use self::order::{
-    account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, candles, filled_orders, open_orders,
-    open_positions, order_detail, sell_order_book, trade_history,
+    account_trades, add_order, buy_order_book, cancel_order, cancelled_orders, filled_orders, open_orders,
+    open_positions, order_detail, sell_order_book,
 };
 pub use self::portfolio::{deposit, deposit_history, withdraw, withdraw_history};
 pub use self::subaccounts::{subaccounts, transfer as subaccount_transfer, transfers as subaccount_transfers};

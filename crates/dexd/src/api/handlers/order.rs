@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use dexd_core::{
-    Address, CandleInterval, Command, Decimal, Direction, Event, NewOrder, OrderConditions, OrderId, OrderStatus,
-    OrderType, PairIndex, TimeInForce, Trigger, TriggerCondition,
+    Address, Command, Decimal, Direction, Event, NewOrder, OrderConditions, OrderId, OrderStatus, OrderType, PairIndex,
+    TimeInForce, Trigger, TriggerCondition,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -15,9 +15,9 @@ use super::{account_write, history, signing_domain, spend_write_budget, store_er
 use crate::api::credential::Credential;
 use crate::api::error::ApiError;
 use crate::api::operations::{
-    AMOUNT, BOOK_DEPTH, CANDLE_INTERVAL, CANDLE_LIMIT, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE, OCO_GROUP,
-    ORDER_ID, ORDER_OF_PAIR, ORDER_PAIR, ORDER_TYPE, PAIR, POST_ONLY, SYMBOL_FILTER, TIME_IN_FORCE, TRADE_PAIR_FILTER,
-    TRIGGER_CONDITION, TRIGGER_PRICE,
+    AMOUNT, BOOK_DEPTH, CLIENT_ORDER_ID, DIRECTION, EXPIRES_AT, LIMIT_PRICE, OCO_GROUP, ORDER_ID, ORDER_OF_PAIR,
+    ORDER_PAIR, ORDER_TYPE, PAIR, POST_ONLY, SYMBOL_FILTER, TIME_IN_FORCE, TRADE_PAIR_FILTER, TRIGGER_CONDITION,
+    TRIGGER_PRICE,
 };
 use crate::api::params::Params;
 use crate::api::render;
@@ -440,49 +440,6 @@ pub async fn buy_order_book(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /order/sellOrderbooks
 pub async fn sell_order_book(app: Arc<AppState>, params: Params) -> Answer {
     order_book(app, params, Direction::Sell).await
-}
-
-/// GET /order/tradesOHCL
-pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = params.chain(&app.venue)?;
-    let pair_index = params.require_pair(&chain, &PAIR)?;
-    let interval = params.read(&CANDLE_INTERVAL)?.unwrap_or(CandleInterval::OneMinute);
-    let (start_ms, end_ms) = params.time_range()?;
-    let limit = params.count(&CANDLE_LIMIT)?;
-    let pair = chain.config.pair_config(pair_index);
-    let candles = chain.read_engine(|engine| engine.candles(pair_index, interval, start_ms, end_ms, limit));
-    let candles: Vec<Value> = candles
-        .iter()
-        .map(|candle| render::candle(&chain.config, pair_index, candle))
-        .collect();
-    Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
-        "symbol": pair.symbol,
-        "interval": interval.wire_name(),
-        "candles": candles,
-    }))
-}
-
-/// GET /order/tradeHistories
-pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
-    let chain = params.chain(&app.venue)?;
-    let pair_index = params.require_pair(&chain, &PAIR)?;
-    let request = params.page()?;
-    let page = history(&chain)
-        .await?
-        .trades(pair_index, request)
-        .map_err(store_error)?;
-    let trades: Vec<render::TradeObject> = page
-        .items
-        .iter()
-        .map(|trade| render::trade(&chain.config, trade))
-        .collect();
-    Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
-        "symbol": chain.config.pair_config(pair_index).symbol,
-        "trades": trades,
-        "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
-    }))
 }
 
 /// GET /order/accountTrades (extension): the account's own fills, newest first.

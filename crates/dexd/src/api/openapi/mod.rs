@@ -523,7 +523,11 @@ fn responses(operation: &Operation) -> Value {
     let mut responses = Map::new();
     let schema = json!({"$ref": format!("#/components/schemas/{}", operation.response_schema)});
     let lines = [operations::LIABILITY_LEAF_LINES, operations::AUDIT_JOURNAL_LINES];
-    let mut success = if lines.contains(&operation.response_schema) {
+    let mut success = if operation.response_schema == operations::TRADE_CSV_ROWS {
+        json!({"description": "Success: a header line, then one trade per line, oldest first.", "content": {"text/csv": {
+            "schema": {"type": "string"}
+        }}})
+    } else if lines.contains(&operation.response_schema) {
         // JSON lines: one object of the schema per line (OpenAPI 3.1 has no JSON-lines schema;
         // the line's schema is named in the description and `x-itemSchema`).
         json!({"description": format!("Success: one {} per line.", operation.response_schema), "content": {"application/x-ndjson": {

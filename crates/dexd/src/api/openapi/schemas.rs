@@ -133,7 +133,8 @@ fn trading_schemas() -> Value {
             "candles": {"type": "array", "items": object(json!({
                 "openTime": integer, "open": decimal(), "high": decimal(), "low": decimal(), "close": decimal(),
                 "volume": decimal(), "quoteVolume": decimal(), "trades": integer
-            }))}
+            }))},
+            "nextCursor": cursor.clone()
         })),
         "AccountTradeListResponse": object(json!({"chainId": string(), "account": string(), "trades": array_of("AccountTrade"), "nextCursor": cursor})),
         "TradeListResponse": object(json!({"chainId": string(), "symbol": string(), "trades": array_of("Trade"), "nextCursor": cursor})),

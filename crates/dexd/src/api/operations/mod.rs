@@ -71,6 +71,7 @@ macro_rules! order_fields {
 mod audit;
 mod field;
 mod liabilities;
+mod market_history;
 mod order_terms;
 mod subaccounts;
 mod trading;
@@ -91,6 +92,7 @@ pub use self::audit::{AUDIT_JOURNAL, AUDIT_JOURNAL_LINES, AUDIT_ROOTS, MAX_AUDIT
 pub(crate) use self::audit::{JOURNAL_FROM, JOURNAL_LIMIT, JOURNAL_SEGMENT, ROOTS_FROM, ROOTS_LIMIT};
 pub use self::liabilities::{CUSTODY, LIABILITY_LEAF_LINES, LIABILITY_LEAVES, LIABILITY_PROOF, LIABILITY_ROOTS};
 pub(crate) use self::liabilities::{LEAVES_EPOCH, PROOF_EPOCH};
+pub use self::market_history::{TRADES_CSV, TRADE_CSV_ROWS};
 pub(crate) use self::subaccounts::{CLIENT_TRANSFER_ID, FROM_SUBACCOUNT, TO_SUBACCOUNT};
 pub use self::subaccounts::{SUBACCOUNTS, SUBACCOUNT_TRANSFER, SUBACCOUNT_TRANSFERS};
 pub use self::trading::{
@@ -217,6 +219,23 @@ pub(crate) const CANDLE_LIMIT: Typed<usize> = count(
     DEFAULT_CANDLE_LIMIT,
     "Candles: 1 to 1000, default 500.",
 );
+/// The start of a market history's range (contract version 5): `startTime`'s other name.
+pub(crate) const HISTORY_FROM: Typed<u64> = milliseconds(
+    "from",
+    false,
+    "Only records at or after this time (ms, inclusive); startTime's other name. On /order/tradesOHCL it pages \
+     forward: the first limit candles from here, oldest first, with nextCursor while more remain.",
+);
+/// The end of a market history's range: `endTime`'s other name.
+pub(crate) const HISTORY_TO: Typed<u64> = milliseconds(
+    "to",
+    false,
+    "Only records at or before this time (ms, inclusive); endTime's other name.",
+);
+/// A candle page's cursor.
+pub(crate) const CANDLE_CURSOR: Typed<u64> =
+    cursor("The nextCursor of the previous page: the opening time of the next candle (paging forward, oldest first).");
+
 /// Only an account's trades on this pair.
 pub(crate) const TRADE_PAIR_FILTER: Typed<dexd_core::PairIndex> = pair("pair", false, "Only trades on this pair.");
 
@@ -259,8 +278,11 @@ const OHLC_FIELDS: &[Field] = &[
     START_TIME.field,
     END_TIME.field,
     CANDLE_LIMIT.field,
+    HISTORY_FROM.field,
+    HISTORY_TO.field,
+    CANDLE_CURSOR.field,
 ];
-const TRADE_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, PAIR.field];
+const TRADE_HISTORY_FIELDS: &[Field] = page_fields![CHAIN_ID.field, PAIR.field, HISTORY_FROM.field, HISTORY_TO.field];
 const ACCOUNT_TRADE_FIELDS: &[Field] =
     page_fields![CHAIN_ID.field, ACCOUNT.field, SUBACCOUNT.field, TRADE_PAIR_FILTER.field];
 const POSITION_FIELDS: &[Field] = &[CHAIN_ID.field, PAIR.field, ACCOUNT.field, SUBACCOUNT.field];
@@ -369,7 +391,8 @@ pub const OHLC: Operation = Operation {
     tag: Tag::Order,
     is_post: false,
     paths: &["/order/tradesOHCL", "/order/tradeOHCL"],
-    summary: "OHLC candles of a pair, oldest first; periods without trades are left out.",
+    summary: "OHLC candles of a pair from its first trade, oldest first; periods without trades are left out. The \
+              newest limit in the range, or with from (or cursor) the first limit from there, with nextCursor.",
     fields: OHLC_FIELDS,
     response_schema: "CandleResponse",
     error_statuses: READ_ERRORS,
@@ -380,7 +403,8 @@ pub const TRADE_HISTORY: Operation = Operation {
     tag: Tag::Order,
     is_post: false,
     paths: &["/order/tradeHistories"],
-    summary: "A pair's trades, newest first.",
+    summary:
+        "A pair's trades, newest first, its whole history by time range (from/to or startTime/endTime) and cursor.",
     fields: TRADE_HISTORY_FIELDS,
     response_schema: "TradeListResponse",
     error_statuses: READ_ERRORS,
@@ -619,6 +643,7 @@ pub const ALL: &[Operation] = &[
     SELL_BOOK,
     OHLC,
     TRADE_HISTORY,
+    TRADES_CSV,
     ACCOUNT_TRADES,
     OPEN_POSITIONS,
     DEPOSIT,

@@ -6,6 +6,7 @@ mod cancel_reasons;
 mod conditional_orders;
 mod end_to_end;
 mod hostile_input;
+mod market_history;
 mod openapi;
 mod operability;
 mod operations;

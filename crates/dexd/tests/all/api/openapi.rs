@@ -22,6 +22,7 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("get", "/order/tradesOHCL"),
     ("get", "/order/tradeOHCL"),
     ("get", "/order/tradeHistories"),
+    ("get", "/market/trades.csv"),
     ("get", "/order/openPositions"),
     ("get", "/order/accountTrades"),
     ("post", "/portfolio/deposit"),
@@ -131,6 +132,8 @@ async fn every_documented_parameter_is_accepted_and_no_other() {
             "cursor",
             "startTime",
             "endTime",
+            "from",
+            "to",
             "X-Dexd-Min-Sequence"
         ])
     );
