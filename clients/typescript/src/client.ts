@@ -7,6 +7,7 @@
 
 import { ApiError } from "./errors.js";
 import { encodeAbiParameters, getAddress, keccak256, slice, type Address, type Hash } from "viem";
+import { pinnedEip712 } from "./domain.js";
 import { DexdStream, type StreamOptions } from "./stream.js";
 import { canonicalDecimal, signBatch, signRequest, type Signer } from "./signing.js";
 import { NATIVE_TOKEN, requestWithdrawal, type TransactionSender } from "./vault.js";
@@ -33,6 +34,11 @@ export interface ClientOptions {
   subaccount?: number;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * The venue contract the client signs for (the EIP-712 domain's `verifyingContract`); when
+   * left out, the first answer of `GET /account/eip712` sets it and it is held from then on.
+   */
+  verifyingContract?: string;
 }
 
 /** An order's terms, as `addOrder` and a batch take them. */
@@ -97,6 +103,7 @@ export class DexdClient {
   /** The subaccount the client is bound to (0: the account itself). */
   readonly subaccount: number;
   private readonly fetcher: typeof fetch;
+  private readonly verifyingContract?: string;
   private eip712Types?: Promise<Eip712>;
   private assetsAnswer?: Promise<{ assets: Asset[]; custody: Custody }>;
 
@@ -106,6 +113,7 @@ export class DexdClient {
     this.signer = options.signer;
     this.actingFor = options.account;
     this.subaccount = options.subaccount ?? 0;
+    this.verifyingContract = options.verifyingContract;
     if (!Number.isInteger(this.subaccount) || this.subaccount < 0 || this.subaccount > MAX_SUBACCOUNT) {
       throw new Error(`subaccount is 0 (the account itself) to ${MAX_SUBACCOUNT}`);
     }
@@ -211,9 +219,19 @@ export class DexdClient {
     return this.request<T>("POST", path, {}, { chainId: this.chainId, ...body, ...signed });
   }
 
-  /** The chain's EIP-712 domain and request types (read once). */
+  /**
+   * The chain's EIP-712 domain and request types: read once, checked against the compiled-in
+   * domain and types and pinned to this client's chain and venue contract (`pinnedEip712`);
+   * a venue that publishes another is refused (`SigningRefused`) and nothing is signed.
+   */
   eip712(): Promise<Eip712> {
-    this.eip712Types ??= this.get<Eip712>("/account/eip712");
+    this.eip712Types ??= this.get<Eip712>("/account/eip712").then((published) =>
+      pinnedEip712(published, this.chainId, this.verifyingContract),
+    );
+    // A refusal is not held: the next write asks again (and is refused again by a lying venue).
+    this.eip712Types.catch(() => {
+      this.eip712Types = undefined;
+    });
     return this.eip712Types;
   }
 

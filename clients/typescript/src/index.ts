@@ -3,6 +3,7 @@
 export {
   DexdClient, MAX_SUBACCOUNT, subaccountAddress, type ClientOptions, type OrderTerms,
 } from "./client.js";
+export { DOMAIN_NAME, DOMAIN_VERSION, pinnedEip712, REQUEST_TYPES, SigningRefused } from "./domain.js";
 export { ApiError } from "./errors.js";
 export { canonicalDecimal, keySigner, signBatch, signRequest, walletSigner, type SignedFields, type Signer } from "./signing.js";
 export {

@@ -137,7 +137,8 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
             # walletAddress other than the key's own: the key trades as the account's agent.
             self._client = Client(self.options["baseUrl"], self.options["chainId"],
                                   private_key=self.privateKey or None, account=self.walletAddress or None,
-                                  subaccount=self._subaccount())
+                                  subaccount=self._subaccount(),
+                                  verifying_contract=self.options.get("verifyingContract"))
         return self._client
 
     def _call(self, method, *args: Any, **kwargs: Any) -> Any:

@@ -22,7 +22,7 @@ import requests
 from .errors import Unavailable, error_from_answer
 from .chain import request_withdrawal
 from .liabilities import ProofCheck, check_proof, vault_of
-from .signing import RequestSigner, canonical_decimal, subaccount_address
+from .signing import RequestSigner, canonical_decimal, pinned_eip712, subaccount_address
 from .types import (AccountTrade, Asset, Balance, Candle, Level, Order, OrderBook, Page, Pair, Position, Trade,
                     Transfer)
 
@@ -38,16 +38,18 @@ class Client:
     def __init__(self, base_url: str = "http://127.0.0.1:8080", chain_id: str | int = "1",
                  private_key: Optional[str] = None, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
                  session: Optional[requests.Session] = None, account: Optional[str] = None,
-                 subaccount: int = 0):
+                 subaccount: int = 0, verifying_contract: Optional[str] = None):
         """``account``: trade for this account with ``private_key`` as its approved agent.
         ``subaccount``: bind the client to the account's subaccount of this number (0, the
-        default, is the account itself)."""
+        default, is the account itself). ``verifying_contract``: the venue contract to sign for
+        (the domain's); when left out, the venue's first answer sets it and it is held."""
         if not 0 <= int(subaccount) <= MAX_SUBACCOUNT:
             raise ValueError(f"subaccount is 0 (the account itself) to {MAX_SUBACCOUNT}")
         self.base_url = base_url.rstrip("/")
         self.chain_id = str(chain_id)
         self.timeout_seconds = timeout_seconds
         self.subaccount = int(subaccount)
+        self.verifying_contract = verifying_contract
         self._session = session or requests.Session()
         # The owner's signer moves funds (transfers, deposits, withdrawals); the trading signer
         # signs every order operation as the bound subaccount, with the same key.
@@ -118,9 +120,12 @@ class Client:
                                                 **self._sign(primary_type, message, as_owner=True)})
 
     def eip712(self) -> dict:
-        """The chain's EIP-712 domain and request types (cached)."""
+        """The chain's EIP-712 domain and request types: read once, checked against the
+        compiled-in domain and types and pinned to this client's chain and venue contract; a
+        venue that publishes another is refused (:class:`~dexd_client.signing.SigningRefused`)
+        and nothing is signed."""
         if self._eip712 is None:
-            self._eip712 = self._get("/account/eip712")
+            self._eip712 = pinned_eip712(self._get("/account/eip712"), self.chain_id, self.verifying_contract)
         return self._eip712
 
     # -- market data ----------------------------------------------------------------------------

@@ -34,6 +34,76 @@ def withdrawal_lifetime_ms(eip712: dict) -> int:
     return min(lifetime, eip712.get("maxWithdrawalLifetimeMs", lifetime))
 
 
+#: The domain's name and version every dexd request is signed under.
+DOMAIN_NAME = "dexd"
+DOMAIN_VERSION = "1"
+
+#: Every request type's members, as dexd defines them (compiled in: what the venue publishes is
+#: checked against these, never trusted in their place).
+REQUEST_TYPES: dict[str, list[dict[str, str]]] = {
+    name: [{"name": member, "type": kind} for member, kind in members]
+    for name, members in {
+        "Order": [("account", "address"), ("symbol", "string"), ("orderType", "string"), ("direction", "string"),
+                  ("timeInForce", "string"), ("postOnly", "bool"), ("price", "string"), ("amount", "string"),
+                  ("clientOrderId", "string"), ("nonce", "uint256"), ("expiry", "uint256"),
+                  ("triggerPrice", "string"), ("triggerCondition", "string"), ("ocoGroup", "string"),
+                  ("expiresAt", "uint256")],
+        "OrderBatch": [("account", "address"), ("orders", "Order[]"), ("nonce", "uint256"), ("expiry", "uint256")],
+        "CancelOrder": [("account", "address"), ("symbol", "string"), ("orderId", "bytes32"), ("nonce", "uint256"),
+                        ("expiry", "uint256")],
+        "Deposit": [("account", "address"), ("symbol", "string"), ("quantity", "string"), ("nonce", "uint256"),
+                    ("expiry", "uint256")],
+        "Withdraw": [("account", "address"), ("symbol", "string"), ("quantity", "string"), ("nonce", "uint256"),
+                     ("expiry", "uint256")],
+        "CancelAll": [("account", "address"), ("symbol", "string"), ("nonce", "uint256"), ("expiry", "uint256")],
+        "AmendOrder": [("account", "address"), ("symbol", "string"), ("orderId", "bytes32"), ("price", "string"),
+                       ("amount", "string"), ("nonce", "uint256"), ("expiry", "uint256")],
+        "CancelAllAfter": [("account", "address"), ("timeoutMs", "uint256"), ("nonce", "uint256"),
+                           ("expiry", "uint256")],
+        "ApproveAgent": [("account", "address"), ("agent", "address"), ("name", "string"), ("validUntil", "uint256"),
+                         ("nonce", "uint256"), ("expiry", "uint256")],
+        "RevokeAgent": [("account", "address"), ("agent", "address"), ("nonce", "uint256"), ("expiry", "uint256")],
+        "Transfer": [("account", "address"), ("fromSubaccount", "uint32"), ("toSubaccount", "uint32"),
+                     ("symbol", "string"), ("quantity", "string"), ("clientTransferId", "string"),
+                     ("nonce", "uint256"), ("expiry", "uint256")],
+        # The vault's own withdrawal type (vault chains), signed under the same domain.
+        "Withdrawal": [("account", "address"), ("token", "address"), ("amount", "uint256"),
+                       ("withdrawalId", "uint256"), ("expiry", "uint256")],
+    }.items()
+}
+
+
+class SigningRefused(Exception):
+    """A venue's signing description this client will not sign under (code ``DOMAIN_MISMATCH``)."""
+
+    code = "DOMAIN_MISMATCH"
+
+    def __init__(self, message: str):
+        super().__init__(f"refusing to sign: {message}")
+
+
+def pinned_eip712(published: dict, chain_id: str, verifying_contract: Optional[str] = None) -> dict:
+    """The venue's ``published`` signing description with the compiled-in types, once its domain
+    is dexd's, of ``chain_id``, and of ``verifying_contract`` when one is given; raises
+    :class:`SigningRefused` otherwise, or when it publishes a type with other members."""
+    domain = published["domain"]
+    if domain.get("name") != DOMAIN_NAME or domain.get("version") != DOMAIN_VERSION:
+        raise SigningRefused(f"the venue signs as {domain.get('name')!r} version {domain.get('version')!r}, "
+                             "not dexd version 1")
+    if str(domain.get("chainId")) != str(chain_id):
+        raise SigningRefused(f"the venue publishes the domain of chain {domain.get('chainId')}; "
+                             f"this client signs for chain {chain_id}")
+    if verifying_contract is not None and \
+            to_checksum_address(domain["verifyingContract"]) != to_checksum_address(verifying_contract):
+        raise SigningRefused(f"the venue publishes the contract {domain['verifyingContract']}; "
+                             f"this client signs for {verifying_contract}")
+    for name, members in REQUEST_TYPES.items():
+        theirs = published.get("types", {}).get(name)
+        if theirs is not None and [(m["name"], m["type"]) for m in theirs] != [(m["name"], m["type"]) for m in members]:
+            raise SigningRefused(f"the venue publishes the type {name} with other members than dexd's")
+    return {**published, "types": {"EIP712Domain": published["types"]["EIP712Domain"], **REQUEST_TYPES}}
+
+
 def subaccount_address(owner: str, number: int) -> str:
     """The address of ``owner``'s subaccount ``number`` (contract version 5): the last 20 bytes of
     ``keccak256(abi.encode(owner, uint32(number)))``; number 0 is the owner itself."""
