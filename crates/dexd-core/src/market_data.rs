@@ -184,15 +184,7 @@ impl CandleSeries {
         let minutes = &mut self.series[CandleInterval::OneMinute.index()];
         if let Some(candle) = minutes.back_mut() {
             if time_ms >= candle.open_time_ms && time_ms - candle.open_time_ms < MINUTE_MS {
-                candle.high = candle.high.max(price);
-                candle.low = candle.low.min(price);
-                candle.close = price;
-                candle.volume = candle.volume.checked_add(base).unwrap_or(Amount::from_units(u128::MAX));
-                candle.quote_volume = candle
-                    .quote_volume
-                    .checked_add(quote)
-                    .unwrap_or(Amount::from_units(u128::MAX));
-                candle.trades += 1;
+                candle.fold(&Candle::of_trade(candle.open_time_ms, price, base, quote));
                 return;
             }
         }
@@ -210,16 +202,12 @@ impl CandleSeries {
         if minutes.len() == MAX_CANDLES_PER_SERIES {
             minutes.pop_front();
         }
-        minutes.push_back(Candle {
-            open_time_ms: CandleInterval::OneMinute.open_time_ms(time_ms),
-            open: price,
-            high: price,
-            low: price,
-            close: price,
-            volume: base,
-            quote_volume: quote,
-            trades: 1,
-        });
+        minutes.push_back(Candle::of_trade(
+            CandleInterval::OneMinute.open_time_ms(time_ms),
+            price,
+            base,
+            quote,
+        ));
     }
 
     /// The candles that open within `[start_ms, end_ms]`, oldest first; when more than `limit`
