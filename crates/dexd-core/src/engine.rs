@@ -403,9 +403,10 @@ pub struct Engine {
     order_locations: FxHashMap<OrderId, (PairIndex, SlotKey)>,
     /// The pair of each untriggered order (the order itself is in that pair's trigger book).
     waiting_orders: FxHashMap<OrderId, PairIndex>,
-    /// The open members of each one-cancels-other group, by the group's name (one or two, of
-    /// one account, pair and direction; see `conditions`).
-    oco_groups: FxHashMap<String, Vec<OrderId>>,
+    /// The open members of each one-cancels-other group, by its account and name (one or two,
+    /// of one pair and direction; see `conditions`): a name is the account's own, so nobody can
+    /// take another account's name first.
+    oco_groups: FxHashMap<(Address, String), Vec<OrderId>>,
     /// The open orders that expire, by expiry then id: what the venue's timer reads.
     expiries: BTreeSet<(u64, OrderId)>,
     /// The ids of each account's open orders, indexed by ledger slot (at most

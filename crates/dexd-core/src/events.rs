@@ -153,7 +153,7 @@ pub enum Rejection {
     /// An expiry more than [`crate::MAX_EXPIRY_AHEAD_MS`] ahead (seconds sent for
     /// milliseconds, or a mistake like it).
     ExpiryTooFar,
-    /// A one-cancels-other group that would get a third open order, mix accounts, pairs or
+    /// A one-cancels-other group that would get a third open order, mix pairs or
     /// directions, hold two orders that both rest in the book, take an order that neither
     /// rests nor waits, or join an order that has filled.
     OcoGroupInvalid(&'static str),

@@ -345,7 +345,7 @@ impl Engine {
     /// Each group holds one or two open orders of one account, pair and direction, at most one
     /// of them without a trigger; the expiry index holds exactly the open orders that expire.
     fn check_groups_and_expiries(&self) -> Result<(), String> {
-        for (group, members) in &self.oco_groups {
+        for ((account, group), members) in &self.oco_groups {
             let records: Vec<&OrderRecord> = members.iter().filter_map(|member| self.open_order(member)).collect();
             if records.len() != members.len() || records.is_empty() || records.len() > 2 {
                 return Err(format!(
@@ -354,7 +354,7 @@ impl Engine {
             }
             let first = &records[0].terms;
             let alike = records.iter().all(|record| {
-                record.terms.account == first.account
+                record.terms.account == *account
                     && record.terms.pair == first.pair
                     && record.terms.direction == first.direction
                     && record.terms.conditions().oco_group.as_ref() == Some(group)

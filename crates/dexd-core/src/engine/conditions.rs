@@ -67,14 +67,14 @@ impl Engine {
                     "an order of a group must rest (a GTC limit) or wait for a trigger",
                 ));
             }
-            let members = self.oco_groups.get(group).map_or(&[][..], Vec::as_slice);
+            let members = self
+                .oco_groups
+                .get(&(order.account, group.clone()))
+                .map_or(&[][..], Vec::as_slice);
             match members {
                 [] => {}
                 [member] => {
                     let other = self.open_order(member).expect("invariant: a group's members are open");
-                    if other.terms.account != order.account {
-                        return Err(Rejection::OcoGroupInvalid("the group is another account's"));
-                    }
                     if other.terms.pair != order.pair || other.terms.direction != order.direction {
                         return Err(Rejection::OcoGroupInvalid(
                             "both orders of a group are on one pair and one side",
@@ -97,8 +97,10 @@ impl Engine {
 
     /// The other open order of `order_id`'s group, when `order_id` is a member and has one (an
     /// order that fired left its group, and a later order may have taken the name).
-    pub(super) fn oco_partner(&self, order_id: &OrderId, group: Option<&String>) -> Option<OrderId> {
-        let members = self.oco_groups.get(group?)?;
+    pub(super) fn oco_partner(&self, terms: &NewOrder) -> Option<OrderId> {
+        let order_id = &terms.order_id;
+        let group = terms.conditions().oco_group.clone()?;
+        let members = self.oco_groups.get(&(terms.account, group))?;
         if !members.contains(order_id) {
             return None;
         }
@@ -111,7 +113,7 @@ impl Engine {
     pub(super) fn oco_share(&self, spec: &PairSpec, record: &OrderRecord) -> Amount {
         let whole = required_lock(spec, record);
         let partner = self
-            .oco_partner(&record.terms.order_id, record.terms.conditions().oco_group.as_ref())
+            .oco_partner(&record.terms)
             .and_then(|partner| self.open_order(&partner));
         match partner {
             Some(partner) if partner.status == OrderStatus::Open || partner.sequence < record.sequence => {
@@ -145,7 +147,7 @@ impl Engine {
         // A lone member of the group holds its whole lock, which covers this one's up to its size.
         let covered = self
             .oco_groups
-            .get(order.conditions().oco_group.as_ref().map_or("", String::as_str))
+            .get(&(order.account, order.conditions().oco_group.clone().unwrap_or_default()))
             .and_then(|members| members.first())
             .and_then(|member| self.open_order(member))
             .map_or(Amount::ZERO, |member| member.locked);
@@ -243,7 +245,7 @@ impl Engine {
             .triggers
             .get(&order_id)
             .expect("a due order waits");
-        if let Some(partner) = self.oco_partner(&order_id, record.terms.conditions().oco_group.as_ref()) {
+        if let Some(partner) = self.oco_partner(&record.terms) {
             self.cancel_open_order(partner, CancelReason::OneCancelsOther, now_ms, events);
         }
         let (record, slot) = self.pairs[pair_position]
@@ -358,10 +360,11 @@ impl Engine {
         if let Some(expires_at_ms) = record.terms.conditions().expires_at_ms {
             self.expiries.remove(&(expires_at_ms, order_id));
         }
-        let Some(group) = record.terms.conditions().oco_group.as_ref() else {
+        let Some(group) = record.terms.conditions().oco_group.clone() else {
             return;
         };
-        let Some(members) = self.oco_groups.get_mut(group) else {
+        let group = (record.terms.account, group);
+        let Some(members) = self.oco_groups.get_mut(&group) else {
             return;
         };
         let Some(position) = members.iter().position(|member| *member == order_id) else {
@@ -369,7 +372,7 @@ impl Engine {
         };
         members.remove(position);
         let Some(partner) = members.first().copied() else {
-            self.oco_groups.remove(group);
+            self.oco_groups.remove(&group);
             return;
         };
         let pair_position = usize::from(record.terms.pair.0);
@@ -394,7 +397,7 @@ impl Engine {
     /// Cancels the untriggered partner of `order_id` (a group's order that just filled), if it
     /// has one; balance events are the caller's to push.
     pub(super) fn cancel_partner_on_fill(&mut self, record: &OrderRecord, now_ms: u64, events: &mut Vec<Event>) {
-        if let Some(partner) = self.oco_partner(&record.terms.order_id, record.terms.conditions().oco_group.as_ref()) {
+        if let Some(partner) = self.oco_partner(&record.terms) {
             self.cancel_open_order(partner, CancelReason::OneCancelsOther, now_ms, events);
         }
     }

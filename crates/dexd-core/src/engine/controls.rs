@@ -176,7 +176,7 @@ impl Engine {
         let grouped = old_conditions
             .oco_group
             .as_ref()
-            .and_then(|group| self.oco_groups.get(group))
+            .and_then(|group| self.oco_groups.get(&(account, group.clone())))
             .is_some_and(|members| members.contains(&order_id));
         if grouped {
             return Err(Rejection::OcoGroupInvalid(

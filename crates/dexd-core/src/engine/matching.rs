@@ -65,7 +65,7 @@ impl Engine {
     /// `conditions`); returns the partner, its account's slot and the amount.
     fn borrow_partner_lock(&mut self, spec: &PairSpec, order: &NewOrder) -> Option<(OrderId, AccountSlot, Amount)> {
         let group = order.conditions().oco_group.as_ref()?;
-        let partner = *self.oco_groups.get(group)?.first()?;
+        let partner = *self.oco_groups.get(&(order.account, group.clone()))?.first()?;
         let price = order.price?;
         let whole = match order.direction {
             Direction::Buy => spec.cost(price, order.quantity)?,
@@ -538,7 +538,10 @@ impl Engine {
         if let Some(group) = &conditions.oco_group {
             // A fired trigger order is no longer its group's: its partner was cancelled.
             if record.status == OrderStatus::Untriggered || conditions.trigger.is_none() {
-                let members = self.oco_groups.entry(group.clone()).or_default();
+                let members = self
+                    .oco_groups
+                    .entry((record.terms.account, group.clone()))
+                    .or_default();
                 members.push(record.terms.order_id);
                 assert!(members.len() <= 2, "invariant: a group holds at most two open orders");
             }

@@ -290,7 +290,8 @@ impl Engine {
                 return Err(inconsistent(format!("order {order_id} is open twice")));
             }
             if let Some(group) = &record.terms.conditions().oco_group {
-                if self.oco_groups.get(group).is_some_and(|members| members.len() >= 2) {
+                let key = (record.terms.account, group.clone());
+                if self.oco_groups.get(&key).is_some_and(|members| members.len() >= 2) {
                     return Err(inconsistent(format!("order {order_id} would be a group's third")));
                 }
             }

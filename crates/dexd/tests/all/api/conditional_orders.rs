@@ -203,7 +203,8 @@ async fn an_oco_pair_shares_one_lock_and_one_cancels_the_other() {
     .await;
     assert_eq!(stop["ocoGroup"], "exit-a");
     assert_eq!(server.balance(&alice, "ETH").await["locked"], "3");
-    // A third order, or another account's, in the group.
+    // A third order in the group is refused; another account's order naming it makes a group
+    // of its own (a name is the account's: nobody can take another's first).
     let third = place(
         &server,
         &alice,
@@ -212,14 +213,14 @@ async fn an_oco_pair_shares_one_lock_and_one_cancels_the_other() {
     )
     .await;
     assert_error(&third, 422, "OCO_GROUP_INVALID", Some("ocoGroup"));
-    let foreign = place(
+    let foreign = placed(
         &server,
         &mallory,
         json!({"type": "market", "direction": "sell", "amount": "1", "triggerPrice": "2300",
                "triggerCondition": "below", "ocoGroup": "exit-a"}),
     )
     .await;
-    assert_error(&foreign, 422, "OCO_GROUP_INVALID", Some("ocoGroup"));
+    assert_eq!(foreign["ocoGroup"], "exit-a");
     // Carol lifts part of the take-profit: the stop is cancelled for the group.
     placed(
         &server,
@@ -234,6 +235,8 @@ async fn an_oco_pair_shares_one_lock_and_one_cancels_the_other() {
     );
     assert_eq!(detail(&server, &take_profit["orderId"]).await["filled"], "0.5");
     assert_eq!(server.balance(&alice, "ETH").await["locked"], "1.5");
+    // Mallory's order of the same name is hers alone: untouched.
+    assert_eq!(detail(&server, &foreign["orderId"]).await["status"], "untriggered");
 }
 
 #[tokio::test]
