@@ -26,14 +26,39 @@ pub const SHRINK_EVERY_CHECKS: u64 = 65_536;
 
 type KeyedLimiter<Key> = RateLimiter<Key, DefaultKeyedStateStore<Key>, DefaultClock, StateInformationMiddleware>;
 
+/// The length of the IPv6 prefix one client holds: a /56, the most a provider gives one
+/// customer's site (a /64 is one LAN; counting those, one customer held 256 clients' budgets).
+pub const IPV6_CLIENT_PREFIX_BITS: u32 = 56;
+/// The length of the IPv6 prefix one network holds: a /48, one organisation's allocation, whose
+/// clients together are bounded again (stream connections:
+/// `streams::STREAM_CONNECTIONS_PER_NETWORK_MULTIPLE` times a client's).
+pub const IPV6_NETWORK_PREFIX_BITS: u32 = 48;
+
+/// An IPv6 address's first `bits` bits.
+fn ipv6_prefix(v6: std::net::Ipv6Addr, bits: u32) -> IpAddr {
+    IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> bits)))
+}
+
 /// The client an address counts as for per-client limits: an IPv4 address itself (an IPv6
-/// form of one included), and an IPv6 address's /64 network.
+/// form of one included), and an IPv6 address's /56 ([`IPV6_CLIENT_PREFIX_BITS`]).
 pub fn client_network(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+            None => ipv6_prefix(v6, IPV6_CLIENT_PREFIX_BITS),
+        },
+    }
+}
+
+/// The network an IPv6 client belongs to, its /48 ([`IPV6_NETWORK_PREFIX_BITS`]); `None` for
+/// IPv4 (an address is its own client and its own network).
+pub fn client_wider_network(ip: IpAddr) -> Option<IpAddr> {
+    match ip {
+        IpAddr::V4(_) => None,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(_) => None,
+            None => Some(ipv6_prefix(v6, IPV6_NETWORK_PREFIX_BITS)),
         },
     }
 }
@@ -179,17 +204,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_ipv6_client_is_its_slash_64_and_an_ipv4_client_its_address() {
+    fn an_ipv6_client_is_its_slash_56_and_an_ipv4_client_its_address() {
         let ip = |text: &str| text.parse::<IpAddr>().unwrap();
-        assert_eq!(client_network(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(client_network(ip("2001:db8:1:2aa:aaaa::1")), ip("2001:db8:1:200::"));
+        // Every /64 of a /56 is one client: a customer's 256 LANs share one budget.
         assert_eq!(
-            client_network(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
-            client_network(ip("2001:db8:1:2::7"))
+            client_network(ip("2001:db8:1:2ff:ffff:ffff:ffff:ffff")),
+            client_network(ip("2001:db8:1:200::7"))
         );
         assert_ne!(
-            client_network(ip("2001:db8:1:3::1")),
-            client_network(ip("2001:db8:1:2::1"))
+            client_network(ip("2001:db8:1:300::1")),
+            client_network(ip("2001:db8:1:200::1"))
         );
+        assert_eq!(client_wider_network(ip("2001:db8:1:ff00::1")), Some(ip("2001:db8:1::")));
+        assert_eq!(client_wider_network(ip("203.0.113.9")), None);
         assert_eq!(client_network(ip("203.0.113.9")), ip("203.0.113.9"));
         assert_eq!(client_network(ip("::ffff:203.0.113.9")), ip("203.0.113.9"));
     }
@@ -204,12 +232,12 @@ mod tests {
         assert!(rate_limits.check_ip("2001:db8::1".parse().unwrap()).is_ok());
         assert!(rate_limits.check_ip("2001:db8::2".parse().unwrap()).is_ok());
         assert!(
-            rate_limits.check_ip("2001:db8::3".parse().unwrap()).is_err(),
-            "a third address of the /64"
+            rate_limits.check_ip("2001:db8:0:ff::3".parse().unwrap()).is_err(),
+            "a third address of the /56, in another of its /64s"
         );
         assert!(
-            rate_limits.check_ip("2001:db8:0:1::1".parse().unwrap()).is_ok(),
-            "another /64"
+            rate_limits.check_ip("2001:db8:0:100::1".parse().unwrap()).is_ok(),
+            "another /56"
         );
     }
 }

@@ -31,7 +31,7 @@ pub struct Streams {
     hubs: HashMap<u64, mpsc::Sender<HubRequest>>,
     /// Each chain's live subscriptions, kept by its hub.
     subscriptions: HashMap<u64, Arc<std::sync::atomic::AtomicUsize>>,
-    connections_per_ip: Mutex<HashMap<IpAddr, usize>>,
+    connections_per_ip: Mutex<Connections>,
     max_connections_per_ip: usize,
     max_connections: usize,
     /// Each connection's outbox bounds: messages and bytes.
@@ -39,6 +39,17 @@ pub struct Streams {
     /// The bytes waiting in all outboxes, against `[limits] stream_queue_bytes_total`.
     pub queued_total: Arc<outbox::QueuedTotal>,
     shutdown: watch::Sender<bool>,
+}
+
+/// An IPv6 network's (a /48's) clients hold at most this many times a client's stream
+/// connections together: one organisation's addresses cannot take every slot of the server.
+pub const STREAM_CONNECTIONS_PER_NETWORK_MULTIPLE: usize = 10;
+
+/// The open connections by client (an IPv4 address, an IPv6 /56) and by IPv6 network (a /48).
+#[derive(Default)]
+struct Connections {
+    by_client: HashMap<IpAddr, usize>,
+    by_network: HashMap<IpAddr, usize>,
 }
 
 /// Why a connection was not admitted.
@@ -66,7 +77,7 @@ impl Streams {
         Streams {
             hubs,
             subscriptions,
-            connections_per_ip: Mutex::new(HashMap::new()),
+            connections_per_ip: Mutex::new(Connections::default()),
             max_connections_per_ip: venue.config.limits.max_stream_connections_per_ip,
             max_connections: venue.config.limits.max_stream_connections,
             queue_limits: (
@@ -80,35 +91,47 @@ impl Streams {
 
     /// Admits a connection from `ip`, counting it until [`Streams::connection_closed`].
     pub fn admit(&self, ip: IpAddr) -> Result<(), Refusal> {
+        let network = crate::api::rate_limit::client_wider_network(ip);
         let ip = crate::api::rate_limit::client_network(ip);
         let mut connections = self.connections_per_ip.lock();
-        let total: usize = connections.values().sum();
+        let total: usize = connections.by_client.values().sum();
         if total >= self.max_connections {
             return Err(Refusal::TooMany);
         }
-        let from_address = connections.entry(ip).or_insert(0);
-        if *from_address >= self.max_connections_per_ip {
+        if connections.by_client.get(&ip).copied().unwrap_or(0) >= self.max_connections_per_ip {
             return Err(Refusal::TooManyFromAddress);
         }
-        *from_address += 1;
+        if let Some(network) = network {
+            let in_network = connections.by_network.entry(network).or_insert(0);
+            if *in_network >= self.max_connections_per_ip * STREAM_CONNECTIONS_PER_NETWORK_MULTIPLE {
+                return Err(Refusal::TooManyFromAddress);
+            }
+            *in_network += 1;
+        }
+        *connections.by_client.entry(ip).or_insert(0) += 1;
         Ok(())
     }
 
     /// A connection from `ip` ended.
     pub fn connection_closed(&self, ip: IpAddr) {
+        let network = crate::api::rate_limit::client_wider_network(ip);
         let ip = crate::api::rate_limit::client_network(ip);
         let mut connections = self.connections_per_ip.lock();
-        if let Some(count) = connections.get_mut(&ip) {
-            *count -= 1;
-            if *count == 0 {
-                connections.remove(&ip);
+        let Connections { by_client, by_network } = &mut *connections;
+        for (map, key) in [(by_client, Some(ip)), (by_network, network)] {
+            let Some(key) = key else { continue };
+            if let Some(count) = map.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    map.remove(&key);
+                }
             }
         }
     }
 
     /// Open stream connections.
     pub fn open_connections(&self) -> usize {
-        self.connections_per_ip.lock().values().sum()
+        self.connections_per_ip.lock().by_client.values().sum()
     }
 
     /// Live subscriptions on a chain (as of its hub's last request).
@@ -147,5 +170,48 @@ impl Streams {
     /// Tells every connection that the server stops; each closes with 1001.
     pub fn shut_down(&self) {
         let _ = self.shutdown.send(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streams(per_client: usize, total: usize) -> Streams {
+        Streams {
+            hubs: HashMap::new(),
+            subscriptions: HashMap::new(),
+            connections_per_ip: Mutex::new(Connections::default()),
+            max_connections_per_ip: per_client,
+            max_connections: total,
+            queue_limits: (1, 1),
+            queued_total: Arc::new(outbox::QueuedTotal::new(1)),
+            shutdown: watch::channel(false).0,
+        }
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_slash_56_and_a_slash_48_holds_ten_clients_worth() {
+        let streams = streams(2, 1_000);
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        // Two from one /56, whichever /64s they come from; a third is refused.
+        streams.admit(ip("2001:db8:0:100::1")).unwrap();
+        streams.admit(ip("2001:db8:0:1ff::9")).unwrap();
+        assert_eq!(streams.admit(ip("2001:db8:0:1aa::1")), Err(Refusal::TooManyFromAddress));
+        // The /48 holds twenty across its /56s, then refuses even a fresh /56.
+        for client in 2..=10u32 {
+            for _ in 0..2 {
+                streams.admit(ip(&format!("2001:db8:0:{client:x}00::1"))).unwrap();
+            }
+        }
+        assert_eq!(
+            streams.admit(ip("2001:db8:0:ff00::1")),
+            Err(Refusal::TooManyFromAddress)
+        );
+        assert!(streams.admit(ip("2001:db8:1::1")).is_ok(), "another /48");
+        // A closed connection gives its slot back to both counts.
+        streams.connection_closed(ip("2001:db8:0:100::1"));
+        assert!(streams.admit(ip("2001:db8:0:ff00::1")).is_ok());
+        assert_eq!(streams.open_connections(), 21);
     }
 }
