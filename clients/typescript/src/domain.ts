@@ -4,7 +4,7 @@
  * anything is signed, and its domain pinned to the chain the client was made for and to the venue
  * contract given (or learned from the first answer and then held): a phishing or intercepted
  * server that publishes another chain's or another venue's domain, or other types, gets no
- * signature it could use elsewhere ([`pinnedEip712`]). It sends nothing and holds no key.
+ * signature it could use elsewhere (`pinnedEip712`). It sends nothing and holds no key.
  */
 
 import { getAddress } from "viem";

@@ -150,7 +150,7 @@ impl StoreReader {
     }
 
     /// A page of a pair's candles of `interval`, from the pair's first trade on
-    /// ([`crate::candles`]).
+    /// ([`crate::CandleQuery`] says which).
     pub fn candles(
         &self,
         pair: PairIndex,
