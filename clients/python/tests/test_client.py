@@ -129,3 +129,29 @@ def test_book_stream_is_gapless_and_checksummed(dexd_url):
     assert book["bids"] == {level.price: level.amount for level in rest.bids}
     assert checksum(book) == checksum({"bids": {l.price: l.amount for l in rest.bids},
                                        "asks": {l.price: l.amount for l in rest.asks}})
+
+
+def test_the_whole_history_pages_forward_and_streams_as_csv():
+    # A server of its own: the session's is shared, and its trades are other tests' business.
+    from conftest import running_dexd
+
+    with running_dexd() as dexd_url:
+        _whole_history(dexd_url)
+
+
+def _whole_history(dexd_url):
+    maker = Client(dexd_url, "1", private_key="0x" + secrets.token_hex(32))
+    taker = Client(dexd_url, "1", private_key="0x" + secrets.token_hex(32))
+    maker.deposit("ETH", "1")
+    taker.deposit("USDC", "10000")
+    maker.add_order("ETH/USDC", "sell", "0.5", "2000")
+    for _ in range(3):
+        taker.add_order("ETH/USDC", "buy", "0.01", type="market")
+    lines = list(taker.trades_csv("ETH/USDC"))
+    assert lines[0] == "tradeId,timestamp,price,amount,cost,takerDirection,makerOrderId,takerOrderId"
+    ids = [int(line.split(",")[0]) for line in lines[1:]]
+    assert ids == sorted(ids) and len(ids) >= 3
+    paged = {trade.trade_id for trade in taker.all_pages(taker.trades, "ETH/USDC")}
+    assert {str(trade_id) for trade_id in ids} == {str(trade_id) for trade_id in paged}
+    candles = list(taker.all_candles("ETH/USDC", "1m"))
+    assert sum(candle.trades for candle in candles) == len(ids)

@@ -225,8 +225,10 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
                     params={}) -> list:
         self.load_markets()
         market = self.market(symbol)
+        # With `since`, the first `limit` candles from it (paging forward, as backtests read the
+        # whole history); without, the newest `limit`.
         answer = self._raw("/order/tradesOHCL", pair=market["id"], interval=self.timeframes[timeframe],
-                           startTime=since, limit=min(limit or 500, 1000))
+                           **{"from": since}, limit=min(limit or 500, 1000))
         return [[candle["openTime"], self.parse_number(candle["open"]), self.parse_number(candle["high"]),
                  self.parse_number(candle["low"]), self.parse_number(candle["close"]),
                  self.parse_number(candle["volume"])] for candle in answer["candles"]]

@@ -156,6 +156,39 @@ class Client:
                            endTime=end_time, limit=limit)
         return [Candle.from_json(item) for item in answer["candles"]]
 
+    def candle_page(self, pair: str, interval: str = "1m", from_ms: int = 0, to_ms: Optional[int] = None,
+                    limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        """A page of a pair's candles paging forward from ``from_ms`` (oldest first), with the
+        cursor of the next page while more remain: the whole history, from the first trade."""
+        answer = self._get("/order/tradesOHCL", pair=pair, interval=interval, limit=limit, cursor=cursor,
+                           **{"from": from_ms, "to": to_ms})
+        return Page([Candle.from_json(item) for item in answer["candles"]], answer["nextCursor"])
+
+    def all_candles(self, pair: str, interval: str = "1m", from_ms: int = 0,
+                    to_ms: Optional[int] = None) -> Iterator[Candle]:
+        """Every candle of a pair from ``from_ms`` (to ``to_ms``), oldest first, a page of 1,000 at
+        a time."""
+        cursor = None
+        while True:
+            page = self.candle_page(pair, interval, from_ms, to_ms, limit=1000, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def trades_csv(self, pair: str, from_ms: Optional[int] = None, to_ms: Optional[int] = None) -> Iterator[str]:
+        """Every trade of a pair within ``[from_ms, to_ms]`` as CSV lines, the header first, oldest
+        first, read as the server streams them (``GET /market/trades.csv``)."""
+        query = {"chainId": self.chain_id, "pair": pair, "from": from_ms, "to": to_ms}
+        query = {key: value for key, value in query.items() if value is not None}
+        with self._session.get(self.base_url + "/market/trades.csv", params=query, stream=True,
+                               timeout=self.timeout_seconds) as response:
+            if response.status_code != 200:
+                raise error_from_answer(response.status_code, response.json(), response.headers.get("Retry-After"))
+            for line in response.iter_lines(decode_unicode=True):
+                if line:
+                    yield line
+
     def trades(self, pair: str, limit: Optional[int] = None, cursor: Optional[str] = None,
                start_time: Optional[int] = None, end_time: Optional[int] = None) -> Page:
         answer = self._get("/order/tradeHistories", pair=pair, limit=limit, cursor=cursor, startTime=start_time,
