@@ -274,6 +274,31 @@ export class DexdClient {
     return (await this.get<{ candles: Candle[] }>("/order/tradesOHCL", query)).candles;
   }
 
+  /**
+   * A page of a pair's candles paging forward from `from` (ms; oldest first), with the cursor of
+   * the next page while more remain: the whole history, from the first trade.
+   */
+  async candlePage(pair: string, interval = "1m", page: { from?: number; to?: number; limit?: number; cursor?: string } = {}): Promise<{ candles: Candle[]; nextCursor: string | null }> {
+    const query = { pair, interval, from: page.from ?? 0, to: page.to, limit: page.limit, cursor: page.cursor };
+    return this.get<{ candles: Candle[]; nextCursor: string | null }>("/order/tradesOHCL", query);
+  }
+
+  /** Every trade of a pair within `[from, to]` (ms) as CSV text, the header first, oldest first. */
+  async tradesCsv(pair: string, range: { from?: number; to?: number } = {}): Promise<string> {
+    const response = await this.send("GET", "/market/trades.csv", { chainId: this.chainId, pair, from: range.from, to: range.to });
+    const text = await response.text();
+    if (!response.ok) {
+      let answer: unknown = {};
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        // Not the contract's error body: the status says enough.
+      }
+      throw refusal(response.status, answer);
+    }
+    return text;
+  }
+
   async balances(account?: string): Promise<Balance[]> {
     return (await this.get<{ balances: Balance[] }>("/account/assetBalances", { account: this.account(account) })).balances;
   }
