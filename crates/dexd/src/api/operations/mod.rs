@@ -223,14 +223,15 @@ pub(crate) const CANDLE_LIMIT: Typed<usize> = count(
 pub(crate) const HISTORY_FROM: Typed<u64> = milliseconds(
     "from",
     false,
-    "Only records at or after this time (ms, inclusive); startTime's other name. On /order/tradesOHCL it pages \
+    "Only records at or after this time (ms, inclusive); startTime's other name (given both, the later counts). \
+     On /order/tradesOHCL it pages \
      forward: the first limit candles from here, oldest first, with nextCursor while more remain.",
 );
 /// The end of a market history's range: `endTime`'s other name.
 pub(crate) const HISTORY_TO: Typed<u64> = milliseconds(
     "to",
     false,
-    "Only records at or before this time (ms, inclusive); endTime's other name.",
+    "Only records at or before this time (ms, inclusive); endTime's other name (given both, the earlier counts).",
 );
 /// A candle page's cursor.
 pub(crate) const CANDLE_CURSOR: Typed<u64> =

@@ -399,24 +399,14 @@ impl Params {
     }
 
     /// A market history's range: `from` and `to`, or their other names `startTime` and
-    /// `endTime` (not both of a pair: `400 INVALID_PARAMETER`), every time when left out.
+    /// `endTime`; where a request names both of a pair, the range is where they overlap (the
+    /// later start, the earlier end). Every time when left out.
     pub fn history_range(&self) -> Result<(u64, u64), ApiError> {
         use crate::api::operations::{HISTORY_FROM, HISTORY_TO};
-        for (name, other) in [(&HISTORY_FROM, &START_TIME), (&HISTORY_TO, &END_TIME)] {
-            if self.contains(name.field.name) && self.contains(other.field.name) {
-                return Err(ApiError::invalid(
-                    name.field.name,
-                    format!(
-                        "give {} or {}, not both: they are one parameter",
-                        name.field.name, other.field.name
-                    ),
-                ));
-            }
-        }
         let (start, end) = self.time_range()?;
         Ok((
-            self.read(&HISTORY_FROM)?.unwrap_or(start),
-            self.read(&HISTORY_TO)?.unwrap_or(end),
+            self.read(&HISTORY_FROM)?.map_or(start, |from| from.max(start)),
+            self.read(&HISTORY_TO)?.map_or(end, |to| to.min(end)),
         ))
     }
 
