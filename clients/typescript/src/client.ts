@@ -155,8 +155,9 @@ export class DexdClient {
     return answer as T;
   }
 
-  /** A GET answered with JSON lines (`application/x-ndjson`): the response and its lines. */
-  private async lines<T>(path: string, query: Query): Promise<{ response: Response; lines: T[] }> {
+  /** A GET of this chain answered with text (JSON lines, CSV): the response and its text, or
+   * the contract's error as an `ApiError`. */
+  private async text(path: string, query: Query): Promise<{ response: Response; text: string }> {
     const response = await this.send("GET", path, { chainId: this.chainId, ...query });
     const text = await response.text();
     if (!response.ok) {
@@ -168,6 +169,12 @@ export class DexdClient {
       }
       throw refusal(response.status, answer);
     }
+    return { response, text };
+  }
+
+  /** A GET answered with JSON lines (`application/x-ndjson`): the response and its lines. */
+  private async lines<T>(path: string, query: Query): Promise<{ response: Response; lines: T[] }> {
+    const { response, text } = await this.text(path, query);
     try {
       return { response, lines: text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line) as T) };
     } catch {
@@ -285,18 +292,7 @@ export class DexdClient {
 
   /** Every trade of a pair within `[from, to]` (ms) as CSV text, the header first, oldest first. */
   async tradesCsv(pair: string, range: { from?: number; to?: number } = {}): Promise<string> {
-    const response = await this.send("GET", "/market/trades.csv", { chainId: this.chainId, pair, from: range.from, to: range.to });
-    const text = await response.text();
-    if (!response.ok) {
-      let answer: unknown = {};
-      try {
-        answer = JSON.parse(text);
-      } catch {
-        // Not the contract's error body: the status says enough.
-      }
-      throw refusal(response.status, answer);
-    }
-    return text;
+    return (await this.text("/market/trades.csv", { pair, from: range.from, to: range.to })).text;
   }
 
   async balances(account?: string): Promise<Balance[]> {
