@@ -16,6 +16,7 @@ mod matching;
 mod queries;
 mod state;
 mod subaccount_transfers;
+mod twaps;
 
 pub use self::conditions::MAX_TRIGGERS_FIRED_PER_COMMAND;
 pub use self::state::{EngineState, PairSnapshot, RestoreError};
@@ -43,6 +44,7 @@ use crate::transfer::{
     WithdrawalKey,
 };
 use crate::triggers::TriggerBook;
+use crate::twaps::{NewTwap, TwapRegistry};
 
 pub use crate::configuration::{EngineConfig, EngineLimits};
 
@@ -185,6 +187,24 @@ pub enum Command {
     /// Move available funds between two subaccounts of one owner (contract version 5): the
     /// owner's own request, never an agent's.
     TransferBetweenSubaccounts(SubaccountTransferRequest),
+    /// Start a TWAP order (contract version 5): slices placed over time by
+    /// [`Command::RunTwapSlice`].
+    StartTwap(NewTwap),
+    /// Cancel a running TWAP of `account`.
+    CancelTwap {
+        /// Whose.
+        account: Address,
+        /// Which.
+        twap_id: u64,
+    },
+    /// Slice `slice` of a running TWAP is due: place it (entered by the venue's timer, so a
+    /// replay runs it exactly as the first run did). Refused unless it is the slice due.
+    RunTwapSlice {
+        /// Which TWAP.
+        twap_id: u64,
+        /// Which slice, from 0.
+        slice: u32,
+    },
     /// The chain's configuration: the journal's first command, and again at every change. As
     /// the first command it replaces whatever the engine was built with; later, it may only
     /// add assets and pairs and change fees, minimums and limits
@@ -216,7 +236,9 @@ impl Command {
             | Command::AmendOrder(Amend { account, .. })
             | Command::SetCancelAllAfter { account, .. }
             | Command::ApproveAgent { account, .. }
-            | Command::RevokeAgent { account, .. } => Some(*account),
+            | Command::RevokeAgent { account, .. }
+            | Command::CancelTwap { account, .. } => Some(*account),
+            Command::StartTwap(terms) => Some(terms.account),
             Command::ByAgent { command, .. } => command.account(),
             Command::Deposit(request) | Command::Withdraw(request) => Some(request.account),
             Command::TransferBetweenSubaccounts(request) => Some(request.owner),
@@ -235,6 +257,7 @@ impl Command {
             | Command::RecordVaultFreeze(_)
             | Command::FireCancelAllAfter { .. }
             | Command::ExpireOrder { .. }
+            | Command::RunTwapSlice { .. }
             | Command::Configure(_) => None,
         }
     }
@@ -258,6 +281,7 @@ impl Command {
             | Command::SetCancelAllAfter { .. }
             | Command::ApproveAgent { .. }
             | Command::RevokeAgent { .. }
+            | Command::CancelTwap { .. }
             | Command::CancelOrder { .. } => true,
             Command::ByAgent { command, .. } => command.succeeds_without_funds(),
             _ => false,
@@ -281,6 +305,7 @@ impl Command {
             Command::PlaceOrder(_)
             | Command::AmendOrder(_)
             | Command::SubmitChainDeposit(_)
+            | Command::StartTwap(_)
             | Command::RequestWithdrawal(_) => true,
             // Funds moving inside an owner's leaf change nothing the vault backs; the owner may
             // gather them in number 0 to leave through the exit.
@@ -306,6 +331,9 @@ impl Command {
             | Command::ExpireOrder { .. }
             | Command::ApproveAgent { .. }
             | Command::RevokeAgent { .. }
+            | Command::CancelTwap { .. }
+            // A slice of a frozen chain runs and places nothing, so that the TWAP still ends.
+            | Command::RunTwapSlice { .. }
             | Command::Configure(_) => false,
         }
     }
@@ -423,6 +451,7 @@ pub struct Engine {
     agents: AgentRegistry,
     switches: CancelAllAfterSwitches,
     subaccounts: SubaccountRegistry,
+    twaps: TwapRegistry,
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
@@ -475,6 +504,7 @@ impl Engine {
             agents: AgentRegistry::default(),
             switches: CancelAllAfterSwitches::default(),
             subaccounts: SubaccountRegistry::default(),
+            twaps: TwapRegistry::default(),
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
@@ -645,6 +675,9 @@ impl Engine {
             }
             Command::ByAgent { agent, command } => self.by_agent(agent, *command, now_ms, events),
             Command::TransferBetweenSubaccounts(request) => self.transfer_between_subaccounts(request, now_ms, events),
+            Command::StartTwap(terms) => self.start_twap(terms, now_ms, events),
+            Command::CancelTwap { account, twap_id } => self.cancel_twap(account, twap_id, now_ms, events),
+            Command::RunTwapSlice { twap_id, slice } => self.run_twap_slice(twap_id, slice, now_ms, events),
             Command::Configure(configuration) => self.configure(*configuration, now_ms),
         }
     }

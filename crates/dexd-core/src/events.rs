@@ -12,6 +12,7 @@ use crate::nonces::NonceRejection;
 use crate::order::{Direction, OrderRecord};
 use crate::subaccounts::SubaccountTransfer;
 use crate::transfer::Transfer;
+use crate::twaps::{TwapRecord, TwapRejection};
 
 /// One execution between a resting (maker) order and an incoming (taker) order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,6 +78,8 @@ pub enum Event {
     VaultFrozen(VaultFreeze),
     /// Funds moved between two subaccounts of one owner.
     SubaccountTransferred(SubaccountTransfer),
+    /// A TWAP started, ran a slice, completed or was cancelled (the whole TWAP each time).
+    TwapUpdated(TwapRecord),
 }
 
 /// Why a command was refused. A refused command changed nothing.
@@ -178,6 +181,9 @@ pub enum Rejection {
     /// The owner has [`crate::subaccounts::MAX_REMEMBERED_TRANSFERS_PER_OWNER`] transfers
     /// remembered.
     TooManyTransfers,
+    /// A TWAP command refused: terms out of bounds, too many running, a `clientTwapId` in use,
+    /// no such running TWAP, or a slice not due.
+    Twap(TwapRejection),
     /// A configuration that is not valid, or a change to the journal's that does more than add
     /// assets and pairs and change fees, minimums and limits.
     ConfigurationRefused,

@@ -34,6 +34,7 @@ pub mod subaccounts;
 pub mod switches;
 pub mod transfer;
 pub mod triggers;
+pub mod twaps;
 pub mod wire_names;
 
 #[cfg(test)]
@@ -56,6 +57,8 @@ mod subaccounts_tests;
 pub mod testing;
 #[cfg(test)]
 mod testing_tests;
+#[cfg(test)]
+mod twaps_tests;
 
 pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;
@@ -95,6 +98,7 @@ pub use transfer::{
     chain_request_withdrawal_id, is_chain_request_withdrawal_id, ChainDeposit, ChainDepositSubmission,
     ChainWithdrawalRequest, Transfer, TransferKind, TransferRequest, TransferStatus, VaultWithdrawal, WithdrawalKey,
 };
+pub use twaps::{NewTwap, TwapRecord, TwapRejection, TwapStatus, TwapsState};
 pub use wire_names::{
     CANCEL_REASON_NAMES, CANDLE_INTERVAL_NAMES, DIRECTION_NAMES, ORDER_STATUS_NAMES, ORDER_TYPE_NAMES,
     ROOT_ORIGIN_NAMES, ROOT_STANDING_NAMES, TIME_IN_FORCE_NAMES, TRANSFER_STATUS_NAMES, TRIGGER_CONDITION_NAMES,

@@ -134,6 +134,9 @@ pub struct OrderConditions {
     pub oco_group: Option<String>,
     /// When the order is cancelled if still open, in ms since the epoch.
     pub expires_at_ms: Option<u64>,
+    /// The TWAP this order is a slice of (contract version 5): set by the engine on the orders
+    /// it places for a TWAP, never by a client.
+    pub twap_id: Option<u64>,
     /// The order was journaled before these conditions existed, and its account signed the
     /// `Order` type without them: what rebuilds its signed message needs to know (read from
     /// old journals, never set on a new order). The engine ignores it.
@@ -143,7 +146,7 @@ pub struct OrderConditions {
 impl OrderConditions {
     /// Whether the order carries none of the conditions.
     pub fn is_empty(&self) -> bool {
-        self.trigger.is_none() && self.oco_group.is_none() && self.expires_at_ms.is_none()
+        self.trigger.is_none() && self.oco_group.is_none() && self.expires_at_ms.is_none() && self.twap_id.is_none()
     }
 
     /// The conditions as a [`NewOrder`] holds them: `None` when there is nothing to hold, so
@@ -209,6 +212,7 @@ static NO_CONDITIONS: OrderConditions = OrderConditions {
     trigger: None,
     oco_group: None,
     expires_at_ms: None,
+    twap_id: None,
     signed_without_conditions: false,
 };
 

@@ -120,6 +120,11 @@ impl Engine {
             hasher.update(b"subaccounts");
             self.subaccounts.hash_into(&mut hasher);
         }
+        // Likewise TWAPs: only a chain that has had one feeds them.
+        if !self.twaps.is_empty() {
+            hasher.update(b"twaps");
+            self.twaps.hash_into(&mut hasher);
+        }
         for (address, positions) in positions {
             hasher.update(address.as_bytes());
             for position in positions {

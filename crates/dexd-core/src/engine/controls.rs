@@ -258,6 +258,8 @@ impl Engine {
                 | Command::CancelAll { .. }
                 | Command::AmendOrder(_)
                 | Command::SetCancelAllAfter { .. }
+                | Command::StartTwap(_)
+                | Command::CancelTwap { .. }
         );
         let account = command.account().ok_or(Rejection::AgentNotAllowed)?;
         if !trades || !self.agent_allowed(&account, &agent, now_ms) {

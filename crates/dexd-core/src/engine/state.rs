@@ -18,6 +18,7 @@ use crate::nonces::{LiveBatch, LiveClaim, Nonce, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
 use crate::subaccounts::{SubaccountRegistry, SubaccountsState};
+use crate::twaps::{TwapRegistry, TwapsState};
 
 /// One pair's state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +66,8 @@ pub struct EngineState {
     pub switches: Vec<(Address, u64)>,
     /// The known subaccounts and the remembered transfers between them.
     pub subaccounts: SubaccountsState,
+    /// The running TWAPs and each account's recently finished ones.
+    pub twaps: TwapsState,
     /// The chain's configuration as last journaled (`None` before the journal's first
     /// `Configure`, or for a journal that predates them): a state that carries one is restored
     /// under it.
@@ -142,6 +145,7 @@ impl Engine {
                 .map(|(account, trigger)| (*account, *trigger))
                 .collect(),
             subaccounts: self.subaccounts.state(),
+            twaps: self.twaps.state(),
             configuration: self.configuration(),
         }
     }
@@ -219,6 +223,7 @@ impl Engine {
             engine.switches.set(*account, Some(*trigger_at_ms));
         }
         engine.subaccounts = SubaccountRegistry::restore(state.subaccounts.clone()).map_err(inconsistent)?;
+        engine.twaps = TwapRegistry::restore(state.twaps.clone()).map_err(inconsistent)?;
         engine.restore_positions(&state.positions)?;
         for (index, snapshot) in state.pairs.iter().enumerate() {
             engine.restore_book(index, orders_of_pair(index))?;
