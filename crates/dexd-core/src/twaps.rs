@@ -295,7 +295,7 @@ impl TwapRegistry {
             .filter_map(move |twap_id| self.twaps.get(&twap_id))
     }
 
-    /// The running TWAPs with a slice due at `now_ms`, at most `limit`, lowest id first:
+    /// The running TWAPs with a slice due at `now_ms`, at most `limit`, the earliest due first:
     /// `(twap_id, slice)`, what the venue's timer journals.
     pub fn due(&self, now_ms: u64, limit: usize) -> Vec<(u64, u32)> {
         self.schedule

@@ -266,8 +266,37 @@ pub const SUBACCOUNT_TRANSFER_TYPE: StructType = StructType {
     ],
 };
 
+/// The EIP-712 type of a client-signed TWAP order (contract version 5): `limitPrice` and
+/// `clientTwapId` `""` when absent; `account` a subaccount's address when it trades in one.
+pub const TWAP_TYPE: StructType = StructType {
+    name: "Twap",
+    members: &[
+        ("account", "address"),
+        ("symbol", "string"),
+        ("direction", "string"),
+        ("amount", "string"),
+        ("durationMs", "uint256"),
+        ("intervalMs", "uint256"),
+        ("limitPrice", "string"),
+        ("clientTwapId", "string"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
+/// The EIP-712 type of a client-signed cancel of a running TWAP.
+pub const CANCEL_TWAP_TYPE: StructType = StructType {
+    name: "CancelTwap",
+    members: &[
+        ("account", "address"),
+        ("twapId", "uint256"),
+        ("nonce", "uint256"),
+        ("expiry", "uint256"),
+    ],
+};
+
 /// Every type a request can be signed as.
-pub const REQUEST_TYPES: [&StructType; 11] = [
+pub const REQUEST_TYPES: [&StructType; 13] = [
     &ORDER_TYPE,
     &ORDER_BATCH_TYPE,
     &CANCEL_ORDER_TYPE,
@@ -279,6 +308,8 @@ pub const REQUEST_TYPES: [&StructType; 11] = [
     &APPROVE_AGENT_TYPE,
     &REVOKE_AGENT_TYPE,
     &SUBACCOUNT_TRANSFER_TYPE,
+    &TWAP_TYPE,
+    &CANCEL_TWAP_TYPE,
 ];
 
 /// One member's value.

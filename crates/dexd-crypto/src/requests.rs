@@ -10,15 +10,15 @@
 
 use dexd_core::decimal::format_scaled_units;
 use dexd_core::{
-    AgentGrant, AssetIndex, ChainConfiguration, Command, NewOrder, OrderId, PairIndex, PairSpec, PairSpecError,
-    SubaccountTransferRequest, SwitchSetting, TransferKind, VaultWithdrawal,
+    AgentGrant, AssetIndex, ChainConfiguration, Command, NewOrder, NewTwap, OrderId, PairIndex, PairSpec,
+    PairSpecError, SubaccountTransferRequest, SwitchSetting, TransferKind, VaultWithdrawal,
 };
 use serde_json::Value;
 
 use crate::eip712::{
     FieldValue, OrderMessage, SigningDomain, TypedMessage, AMEND_ORDER_TYPE, APPROVE_AGENT_TYPE, CANCEL_ALL_AFTER_TYPE,
-    CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, DEPOSIT_TYPE, REVOKE_AGENT_TYPE, SUBACCOUNT_TRANSFER_TYPE, WITHDRAWAL_TYPE,
-    WITHDRAW_TYPE,
+    CANCEL_ALL_TYPE, CANCEL_ORDER_TYPE, CANCEL_TWAP_TYPE, DEPOSIT_TYPE, REVOKE_AGENT_TYPE, SUBACCOUNT_TRANSFER_TYPE,
+    TWAP_TYPE, WITHDRAWAL_TYPE, WITHDRAW_TYPE,
 };
 use dexd_core::Address;
 
@@ -339,6 +339,45 @@ impl RequestMessages {
         }
     }
 
+    /// `Twap(account, symbol, direction, amount, durationMs, intervalMs, limitPrice,
+    /// clientTwapId, nonce, expiry)`: a TWAP order started.
+    pub fn twap(&self, terms: &NewTwap, signed: ([u8; 32], u64)) -> TypedMessage {
+        let (symbol, spec) = &self.pairs[usize::from(terms.pair.0)];
+        TypedMessage {
+            struct_type: &TWAP_TYPE,
+            values: vec![
+                FieldValue::Address(terms.account),
+                FieldValue::Text(symbol.clone()),
+                FieldValue::Text(terms.direction.wire_name().to_string()),
+                FieldValue::Text(self.asset_amount(spec.base(), spec.base_amount(terms.quantity).units())),
+                FieldValue::uint(terms.duration_ms),
+                FieldValue::uint(terms.interval_ms),
+                FieldValue::Text(
+                    terms
+                        .limit_price
+                        .map(|price| spec.format_price(price))
+                        .unwrap_or_default(),
+                ),
+                FieldValue::Text(terms.client_twap_id.clone().unwrap_or_default()),
+                FieldValue::Uint(signed.0),
+                FieldValue::uint(signed.1),
+            ],
+        }
+    }
+
+    /// `CancelTwap(account, twapId, nonce, expiry)`.
+    pub fn cancel_twap(&self, account: &Address, twap_id: u64, signed: ([u8; 32], u64)) -> TypedMessage {
+        TypedMessage {
+            struct_type: &CANCEL_TWAP_TYPE,
+            values: vec![
+                FieldValue::Address(*account),
+                FieldValue::uint(twap_id),
+                FieldValue::Uint(signed.0),
+                FieldValue::uint(signed.1),
+            ],
+        }
+    }
+
     /// `RevokeAgent(account, agent, nonce, expiry)`.
     pub fn revoke_agent(&self, account: &Address, agent: &Address, signed: ([u8; 32], u64)) -> TypedMessage {
         TypedMessage {
@@ -456,6 +495,14 @@ impl RequestMessages {
             Command::TransferBetweenSubaccounts(request) if self.has_asset(request.asset) => own(
                 SignedMessage::Other(self.subaccount_transfer(request, signed)),
                 request.owner,
+                None,
+            ),
+            Command::StartTwap(terms) if self.has_pair(terms.pair) => {
+                own(SignedMessage::Other(self.twap(terms, signed)), terms.account, None)
+            }
+            Command::CancelTwap { account, twap_id } => own(
+                SignedMessage::Other(self.cancel_twap(account, *twap_id, signed)),
+                *account,
                 None,
             ),
             Command::RequestWithdrawal(withdrawal) if self.has_asset(withdrawal.request.asset) => own(

@@ -169,6 +169,10 @@ impl Projector {
                         authorization.batch.clone(),
                     ),
                     (None, Some(known)) => (known.nonce, known.expiry_ms, known.signature, known.batch.clone()),
+                    // A TWAP's slice is the engine's, placed by a journaled slice command: it
+                    // carries no signature of its own (the TWAP's signed terms authorize it),
+                    // and, being immediate-or-cancel, it closes in the command that placed it.
+                    (None, None) if write.record.terms.conditions().twap_id.is_some() => ([0; 32], 0, [0; 65], None),
                     (None, None) => {
                         return Err(StoreError::Inconsistent(format!(
                             "order {sequence} changed, but neither its placement nor its open state is known"
@@ -309,6 +313,9 @@ fn insert_history_events(transaction: &rusqlite::Transaction<'_>, batch: &[Proje
                     codec::encode_root_record(record)
                 ])?;
             }
+            // The engine keeps each account's TWAPs (running and recently finished); their
+            // slices are orders, projected as any other.
+            Event::TwapUpdated(_) => {}
             Event::LiabilityRootSettled { epoch, standing } => {
                 settle_root.execute(params![to_sql_integer(*epoch), *standing as u8])?;
             }

@@ -1,7 +1,10 @@
 //! The venue's timers: on the node that leads a chain, they journal the command that fires each
 //! dead man's switch whose time has come ([`Command::FireCancelAllAfter`]) and that cancels
-//! each open order whose `expiresAt` has come ([`Command::ExpireOrder`]), so that the firing is
-//! a journaled fact that a replay or a follower applies exactly as the leader did.
+//! each open order whose `expiresAt` has come ([`Command::ExpireOrder`]), and that runs each
+//! TWAP slice whose time has come ([`Command::RunTwapSlice`]), so that the firing is a journaled
+//! fact that a replay or a follower applies exactly as the leader did. A follower that takes
+//! over reads the same engine, so it runs the slices due from then on (a missed one is caught up
+//! by the next, within the TWAP's bound).
 //!
 //! They decide nothing: the engine refuses a firing that is not due, whose switch was set again
 //! or whose order closed meanwhile, so a late or repeated poll (or a stale leader's) changes
@@ -63,6 +66,7 @@ async fn run(chain: Arc<Chain>) {
         interval.tick().await;
         while chain.is_leading() && fire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
         while chain.is_leading() && expire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
+        while chain.is_leading() && twap_slice_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
     }
 }
 
@@ -118,6 +122,32 @@ async fn expire_due_round(chain: &Chain) -> usize {
                 %order_id,
                 ?error,
                 "an expiry did not apply (the order closed first, or not leading)"
+            );
+        }
+    }
+    count
+}
+
+/// Runs up to [`MAX_SWITCHES_FIRED_PER_POLL`] due TWAP slices, the oldest due first, and waits
+/// for their outcomes; returns how many were due.
+async fn twap_slice_round(chain: &Chain) -> usize {
+    let due = chain.read_engine(|engine| engine.due_twap_slices(chain.clock.now_ms(), MAX_SWITCHES_FIRED_PER_POLL));
+    let count = due.len();
+    let mut queued = Vec::with_capacity(count);
+    for (twap_id, slice) in due {
+        match chain.enqueue(Command::RunTwapSlice { twap_id, slice }, None, None) {
+            Ok(write) => queued.push((twap_id, slice, write)),
+            Err(_) => return 0,
+        }
+    }
+    for (twap_id, slice, write) in queued {
+        if let Err(error) = write.outcome().await {
+            tracing::debug!(
+                chain_id = chain.config.chain_id,
+                twap_id,
+                slice,
+                ?error,
+                "a TWAP slice did not run (the TWAP ended first, or not leading)"
             );
         }
     }

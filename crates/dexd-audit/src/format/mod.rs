@@ -196,6 +196,30 @@ pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
             "quantity": messages.asset_amount(request.asset, request.amount.units()),
             "clientTransferId": request.client_transfer_id,
         }),
+        Command::StartTwap(terms) => {
+            let spec = messages.pair_spec(terms.pair);
+            json!({
+                "type": "startTwap",
+                "account": checksummed(&terms.account),
+                "symbol": pair_symbol(terms.pair),
+                "direction": terms.direction.wire_name(),
+                "amount": messages.asset_amount(spec.base(), spec.base_amount(terms.quantity).units()),
+                "durationMs": terms.duration_ms,
+                "intervalMs": terms.interval_ms,
+                "limitPrice": terms.limit_price.map(|price| spec.format_price(price)),
+                "clientTwapId": terms.client_twap_id,
+            })
+        }
+        Command::CancelTwap { account, twap_id } => json!({
+            "type": "cancelTwap",
+            "account": checksummed(account),
+            "twapId": twap_id.to_string(),
+        }),
+        Command::RunTwapSlice { twap_id, slice } => json!({
+            "type": "runTwapSlice",
+            "twapId": twap_id.to_string(),
+            "slice": slice,
+        }),
         Command::Configure(configuration) => render_configuration(configuration),
     }
 }

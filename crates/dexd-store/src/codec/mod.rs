@@ -13,6 +13,7 @@ mod records;
 pub mod snapshot;
 mod subaccounts;
 mod trading;
+mod twaps;
 
 pub use self::authorization::{
     decode_authorization, decode_batch_place, encode_authorization, encode_batch_place, AUTHORIZATION_ENCODING_VERSION,
@@ -224,6 +225,9 @@ const POST_ONLY_FLAG: u8 = 1;
 /// since contract version 4, clear on one journaled before (whose account signed the `Order`
 /// type without them), which is written exactly as it was.
 const CONDITIONS_FLAG: u8 = 2;
+/// The bit that says the TWAP the order is a slice of follows its conditions (contract
+/// version 5): set only on the orders the engine places for a TWAP.
+const TWAP_FLAG: u8 = 4;
 
 pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.bytes(order.order_id.as_bytes());
@@ -235,7 +239,9 @@ pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
     writer.u8(order.time_in_force as u8);
     let conditions = order.conditions();
     let with_conditions = !conditions.signed_without_conditions;
-    let flags = u8::from(order.post_only) * POST_ONLY_FLAG + u8::from(with_conditions) * CONDITIONS_FLAG;
+    let flags = u8::from(order.post_only) * POST_ONLY_FLAG
+        + u8::from(with_conditions) * CONDITIONS_FLAG
+        + u8::from(conditions.twap_id.is_some()) * TWAP_FLAG;
     writer.u8(flags);
     writer.u64(order.price.map_or(0, Price::ticks));
     writer.u64(order.quantity.lots());
@@ -248,6 +254,9 @@ pub(crate) fn put_new_order(writer: &mut Writer, order: &NewOrder) {
         writer.optional(conditions.expires_at_ms, |writer, expires_at_ms| {
             writer.u64(expires_at_ms)
         });
+    }
+    if let Some(twap_id) = conditions.twap_id {
+        writer.u64(twap_id);
     }
 }
 
@@ -269,12 +278,12 @@ pub(crate) fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError>
         _ => return Err(CodecError("bad time in force")),
     };
     let flags = reader.u8()?;
-    if flags > POST_ONLY_FLAG + CONDITIONS_FLAG {
+    if flags > POST_ONLY_FLAG + CONDITIONS_FLAG + TWAP_FLAG {
         return Err(CodecError("bad order flags"));
     }
     let price = Price::from_ticks(reader.u64()?);
     let quantity = Quantity::from_lots(reader.u64()?);
-    let conditions = if flags & CONDITIONS_FLAG == 0 {
+    let mut conditions = if flags & CONDITIONS_FLAG == 0 {
         OrderConditions {
             signed_without_conditions: true,
             ..OrderConditions::default()
@@ -292,9 +301,13 @@ pub(crate) fn get_new_order(reader: &mut Reader) -> Result<NewOrder, CodecError>
             })?,
             oco_group: reader.text()?,
             expires_at_ms: reader.optional(|reader| reader.u64())?,
+            twap_id: None,
             signed_without_conditions: false,
         }
     };
+    if flags & TWAP_FLAG != 0 {
+        conditions.twap_id = Some(reader.u64()?);
+    }
     Ok(NewOrder {
         order_id,
         client_order_id,
@@ -452,6 +465,9 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.u8(subaccounts::SUBACCOUNT_TRANSFER_TAG);
             subaccounts::put_transfer_request(writer, request);
         }
+        Command::StartTwap(_) | Command::CancelTwap { .. } | Command::RunTwapSlice { .. } => {
+            twaps::put_twap_command(writer, command)
+        }
         Command::ExpireOrder { order_id } => {
             writer.u8(EXPIRE_ORDER_TAG);
             writer.bytes(order_id.as_bytes());
@@ -544,6 +560,7 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
         subaccounts::SUBACCOUNT_TRANSFER_TAG => {
             Command::TransferBetweenSubaccounts(subaccounts::get_transfer_request(reader)?)
         }
+        tag @ twaps::START_TWAP_TAG..=twaps::RUN_TWAP_SLICE_TAG => twaps::get_twap_command(tag, reader)?,
         EXPIRE_ORDER_TAG => Command::ExpireOrder {
             order_id: OrderId::from_bytes(reader.array()?),
         },

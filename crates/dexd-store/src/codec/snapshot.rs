@@ -296,7 +296,9 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.u64(*trigger_at_ms);
     });
     writer.optional(state.configuration.as_ref(), super::configuration::put_configuration);
-    super::subaccounts::put_state(&mut writer, &state.subaccounts);
+    // The TWAP section follows the subaccounts', which is then written even when empty.
+    super::subaccounts::put_state(&mut writer, &state.subaccounts, super::twaps::has_state(&state.twaps));
+    super::twaps::put_state(&mut writer, &state.twaps);
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
     let mut signatures = signatures.iter();
@@ -358,6 +360,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         super::configuration::get_configuration(reader, super::configuration::ConfigurationFields::WithVenueWindow)
     })?;
     let subaccounts = super::subaccounts::get_state(&mut reader)?;
+    let twaps = super::twaps::get_state(&mut reader)?;
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,
@@ -374,6 +377,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         agents,
         switches,
         subaccounts,
+        twaps,
         configuration,
     })
 }

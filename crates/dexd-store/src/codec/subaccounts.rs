@@ -64,9 +64,10 @@ pub fn decode_subaccount_transfer(bytes: &[u8]) -> Result<SubaccountTransfer, Co
 const MINIMUM_TRANSFER_BYTES: usize = 8 + 20 + 4 + 4 + 2 + 16 + 1 + 8;
 
 /// Writes the registry's part of a snapshot. A state without subaccounts writes nothing, so
-/// its snapshot is what it was before they existed.
-pub(super) fn put_state(writer: &mut Writer, state: &SubaccountsState) {
-    if state.subaccounts.is_empty() && state.remembered.is_empty() && state.next_transfer_id <= 1 {
+/// its snapshot is what it was before they existed, unless a later section follows
+/// (`followed`).
+pub(super) fn put_state(writer: &mut Writer, state: &SubaccountsState, followed: bool) {
+    if !followed && state.subaccounts.is_empty() && state.remembered.is_empty() && state.next_transfer_id <= 1 {
         return;
     }
     put_list(writer, &state.subaccounts, |writer, (owner, number)| {

@@ -244,6 +244,7 @@ impl ApiError {
                 "the owner used this clientTransferId for another transfer in the last 24 hours; nothing moved",
             )
             .on("clientTransferId"),
+            Rejection::Twap(rejection) => twap_error(rejection),
             Rejection::TooManyTransfers => unprocessable(
                 "TOO_MANY_TRANSFERS",
                 format!(
@@ -389,4 +390,41 @@ pub fn valid_until_passed() -> ApiError {
         "validUntil must be later than now (ms since the Unix epoch); leave it out for an approval until revoked",
     )
     .on("validUntil")
+}
+
+/// The error for a refused TWAP command.
+fn twap_error(rejection: dexd_core::TwapRejection) -> ApiError {
+    use dexd_core::twaps::{MAX_RUNNING_TWAPS, MAX_RUNNING_TWAPS_PER_ACCOUNT_AND_PAIR};
+    use dexd_core::TwapRejection;
+    match rejection {
+        // Bounds a schema cannot state (a divisor, the pair's minimum) are refused by rule.
+        TwapRejection::Invalid(message) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "TWAP_OUT_OF_BOUNDS", message)
+        }
+        TwapRejection::TooMany => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "TOO_MANY_TWAPS",
+            format!(
+                "the account runs {MAX_RUNNING_TWAPS_PER_ACCOUNT_AND_PAIR} TWAPs on this pair, or the chain \
+                 {MAX_RUNNING_TWAPS}; cancel one or wait for one to end"
+            ),
+        ),
+        TwapRejection::ClientIdReused => ApiError::new(
+            StatusCode::CONFLICT,
+            "DUPLICATE_CLIENT_TWAP_ID",
+            "the account has a TWAP with this clientTwapId and other terms; GET /order/twaps shows it",
+        )
+        .on("clientTwapId"),
+        TwapRejection::NotFound => {
+            ApiError::not_found("TWAP_NOT_FOUND", "no TWAP of this account has that id on this chain").on("twapId")
+        }
+        TwapRejection::NotRunning => ApiError::new(
+            StatusCode::CONFLICT,
+            "TWAP_NOT_RUNNING",
+            "the TWAP completed or was cancelled already",
+        )
+        .on("twapId"),
+        // Only the venue's timer runs slices; no request reaches this.
+        TwapRejection::SliceNotDue => ApiError::internal(),
+    }
 }

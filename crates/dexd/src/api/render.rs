@@ -93,6 +93,8 @@ pub struct OrderObject<'a> {
     trigger_condition: Option<&'static str>,
     oco_group: Option<&'a str>,
     expires_at: Option<u64>,
+    /// The TWAP this order is a slice of, when it is one.
+    twap_id: Option<String>,
     timestamp: u64,
     updated_at: u64,
     signature: String,
@@ -134,9 +136,14 @@ pub fn order<'a>(chain: &'a ChainConfig, stored: &'a StoredOrder) -> OrderObject
         trigger_condition: conditions.trigger.map(|trigger| trigger.condition.wire_name()),
         oco_group: conditions.oco_group.as_deref(),
         expires_at: conditions.expires_at_ms,
+        twap_id: conditions.twap_id.map(|twap_id| twap_id.to_string()),
         timestamp: record.created_at_ms,
         updated_at: record.updated_at_ms,
-        signature: hex_prefixed(&stored.signature),
+        // A TWAP's slice has no signature of its own: the TWAP's signed terms authorize it.
+        signature: match conditions.twap_id {
+            Some(_) => String::new(),
+            None => hex_prefixed(&stored.signature),
+        },
     }
 }
 
@@ -264,6 +271,43 @@ pub fn subaccount_transfer(chain: &ChainConfig, transfer: &dexd_core::Subaccount
         "symbol": chain.asset_config(request.asset).symbol,
         "quantity": asset_amount(chain, request.asset, request.amount.units()),
         "timestamp": transfer.timestamp_ms,
+    })
+}
+
+/// A TWAP order (contract version 5).
+pub fn twap(chain: &ChainConfig, twap: &dexd_core::TwapRecord) -> Value {
+    let terms = &twap.terms;
+    let pair = chain.pair_config(terms.pair);
+    let spec = &pair.spec;
+    let base = |quantity| asset_amount(chain, spec.base(), spec.base_amount(quantity).units());
+    let slices_planned = terms.slice_count();
+    let running = twap.status == dexd_core::TwapStatus::Running;
+    json!({
+        "twapId": twap.twap_id.to_string(),
+        "clientTwapId": terms.client_twap_id,
+        "chainId": chain.chain_id.to_string(),
+        "account": checksummed(&terms.account),
+        "symbol": pair.symbol,
+        "direction": terms.direction.wire_name(),
+        "amount": base(terms.quantity),
+        "filled": base(twap.filled),
+        "remaining": base(twap.remaining()),
+        "cost": asset_amount(chain, spec.quote(), twap.cost.units()),
+        "average": average_price(pair, twap.cost.units(), spec.base_amount(twap.filled).units()),
+        "limitPrice": terms.limit_price.map(|price| spec.format_price(price)),
+        "durationMs": terms.duration_ms,
+        "intervalMs": terms.interval_ms,
+        "status": match twap.status {
+            dexd_core::TwapStatus::Running => "running",
+            dexd_core::TwapStatus::Completed => "completed",
+            dexd_core::TwapStatus::Cancelled => "cancelled",
+        },
+        "slices": twap.slices_run,
+        "slicesPlanned": slices_planned,
+        "nextSliceAt": running.then(|| twap.slice_due_at_ms(twap.next_slice)),
+        "startedAt": twap.started_at_ms,
+        "endsAt": twap.started_at_ms.saturating_add(terms.duration_ms),
+        "updatedAt": twap.updated_at_ms,
     })
 }
 

@@ -22,6 +22,7 @@ pub mod order;
 pub mod portfolio;
 pub mod subaccounts;
 pub mod trading;
+pub mod twaps;
 
 use std::sync::Arc;
 

@@ -77,6 +77,7 @@ fn object_schemas() -> Value {
             "fee": decimal(), "feeAsset": string(), "status": {"enum": ORDER_STATUS_NAMES}, "cancelReason": cancel_reason,
             "triggerPrice": nullable(decimal()), "triggerCondition": trigger_condition,
             "ocoGroup": nullable(string()), "expiresAt": nullable(integer.clone()),
+            "twapId": nullable(string()),
             "timestamp": integer, "updatedAt": integer, "signature": string()
         })),
         "Trade": object(json!({
@@ -223,6 +224,20 @@ fn subaccount_schemas() -> Value {
             "from": string(), "to": string(), "symbol": string(), "quantity": decimal(),
             "timestamp": {"type": "integer", "minimum": 0}
         })),
+        "Twap": object(json!({
+            "twapId": {"type": "string", "pattern": "^[0-9]+$"}, "clientTwapId": nullable(string()), "chainId": string(),
+            "account": string(), "symbol": string(), "direction": {"enum": dexd_core::DIRECTION_NAMES},
+            "amount": decimal(), "filled": decimal(), "remaining": decimal(), "cost": decimal(),
+            "average": nullable(decimal()), "limitPrice": nullable(decimal()),
+            "durationMs": {"type": "integer", "minimum": 0}, "intervalMs": {"type": "integer", "minimum": 0},
+            "status": {"enum": ["running", "completed", "cancelled"]},
+            "slices": {"type": "integer", "minimum": 0}, "slicesPlanned": {"type": "integer", "minimum": 1},
+            "nextSliceAt": nullable(json!({"type": "integer", "minimum": 0})),
+            "startedAt": {"type": "integer", "minimum": 0}, "endsAt": {"type": "integer", "minimum": 0},
+            "updatedAt": {"type": "integer", "minimum": 0}
+        })),
+        "TwapResponse": object(json!({"twap": reference("Twap")})),
+        "TwapListResponse": object(json!({"chainId": string(), "account": string(), "twaps": array_of("Twap")})),
         "SubaccountTransferResponse": object(json!({"transfer": reference("SubaccountTransfer")})),
         "SubaccountTransferListResponse": object(json!({
             "chainId": string(), "account": string(), "transfers": array_of("SubaccountTransfer"),

@@ -75,6 +75,7 @@ mod market_history;
 mod order_terms;
 mod subaccounts;
 mod trading;
+mod twaps;
 
 use dexd_core::CandleInterval;
 use dexd_store::MAX_PAGE_LIMIT;
@@ -103,6 +104,8 @@ pub(crate) use self::trading::{
     AGENT_NAME, AGENT_VALID_UNTIL, AMENDED_AMOUNT, AMENDED_ORDER_ID, AMENDED_PRICE, APPROVED_AGENT, BATCH_CANCEL_ITEMS,
     BATCH_ORDER_ITEMS, CANCEL_ALL_PAIR, REVOKED_AGENT, SWITCH_TIMEOUT,
 };
+pub use self::twaps::{ADD_TWAP, CANCEL_TWAP, TWAPS};
+pub(crate) use self::twaps::{CLIENT_TWAP_ID, TWAP_DURATION, TWAP_ID, TWAP_INTERVAL, TWAP_LIMIT_PRICE};
 
 /// One operation of the contract.
 #[derive(Debug, Clone, Copy)]
@@ -637,6 +640,9 @@ pub const ALL: &[Operation] = &[
     SUBACCOUNT_TRANSFER,
     SUBACCOUNT_TRANSFERS,
     SUBACCOUNTS,
+    ADD_TWAP,
+    CANCEL_TWAP,
+    TWAPS,
     OPEN_ORDERS,
     FILLED_ORDERS,
     CANCELLED_ORDERS,
