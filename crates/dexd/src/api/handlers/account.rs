@@ -265,6 +265,8 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
         "approveAgent": "ApproveAgent",
         "revokeAgent": "RevokeAgent",
         "transfer": "Transfer",
+        "addTwap": "Twap",
+        "cancelTwap": "CancelTwap",
     });
     description["maxLifetimeMs"] = json!(dexd_core::MAX_SIGNED_REQUEST_LIFETIME_MS);
     if vault_chain {
