@@ -70,7 +70,14 @@ impl Actor {
 /// A request's credential, checked for form but not yet for its signature.
 pub enum Credential {
     /// The account's key; the venue signs with it.
-    Key(PrivateKey),
+    Key {
+        /// The key.
+        key: PrivateKey,
+        /// The chain's venue time when the request came, in ms since the epoch: the venue's
+        /// signature expires a few seconds after it, by the clock the engine judges it with
+        /// (which follows a chain whose blocks run ahead of the wall clock).
+        venue_now_ms: u64,
+    },
     /// The client's own signature.
     Signed {
         /// The account that claims to have signed.
@@ -117,7 +124,14 @@ impl Credential {
                 key,
                 acting_for,
                 subaccount,
-            } => Ok((Credential::Key(key), acting_for, subaccount)),
+            } => Ok((
+                Credential::Key {
+                    key,
+                    venue_now_ms: now_ms,
+                },
+                acting_for,
+                subaccount,
+            )),
             CredentialFields::Signed {
                 account,
                 nonce,
@@ -153,7 +167,7 @@ impl Credential {
     fn actor(&self, acting_for: Option<Address>, addresses: &AddressCache) -> Actor {
         let signer = self.account(addresses);
         match (self, acting_for) {
-            (Credential::Key(_), Some(account)) => Actor {
+            (Credential::Key { .. }, Some(account)) => Actor {
                 account,
                 agent: (account != signer).then_some(signer),
             },
@@ -203,7 +217,7 @@ impl Credential {
     /// with a key).
     pub fn recovered_signer(&self, digest: [u8; 32]) -> Option<Address> {
         match self {
-            Credential::Key(_) => None,
+            Credential::Key { .. } => None,
             Credential::Signed { signature, .. } => recover_signer(digest, signature),
         }
     }
@@ -211,7 +225,7 @@ impl Credential {
     /// The account the request acts for (derived from the key, or as claimed by the signer).
     pub fn account(&self, addresses: &AddressCache) -> Address {
         match self {
-            Credential::Key(key) => addresses.address_of(key),
+            Credential::Key { key, .. } => addresses.address_of(key),
             Credential::Signed { account, .. } => *account,
         }
     }
@@ -223,10 +237,13 @@ impl Credential {
     /// sent again by the venue or replayed as a client's request.
     pub fn nonce_and_expiry(&self, now_ms: u64) -> ([u8; 32], u64) {
         match self {
-            Credential::Key(_) => {
+            Credential::Key { venue_now_ms, .. } => {
                 let mut nonce = [0u8; 32];
                 nonce[16..].copy_from_slice(&rand::random::<[u8; 16]>());
-                (nonce, now_ms.saturating_add(VENUE_SIGNED_EXPIRY_AHEAD_MS))
+                (
+                    nonce,
+                    now_ms.max(*venue_now_ms).saturating_add(VENUE_SIGNED_EXPIRY_AHEAD_MS),
+                )
             }
             Credential::Signed { nonce, expiry_ms, .. } => (*nonce, *expiry_ms),
         }
@@ -245,7 +262,7 @@ impl Credential {
     ) -> Result<Authorization, ApiError> {
         let (nonce, expiry_ms) = signed;
         let (signature, client_signed) = match self {
-            Credential::Key(key) => (key.sign_digest(digest), false),
+            Credential::Key { key, .. } => (key.sign_digest(digest), false),
             Credential::Signed {
                 signature,
                 lifetime_ms,

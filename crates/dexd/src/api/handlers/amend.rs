@@ -70,7 +70,7 @@ fn authorized_replacement(
     terms: &AmendTerms,
     replacement: NewOrder,
 ) -> Result<(NewOrder, Authorization), ApiError> {
-    if let Credential::Key(_) = credential {
+    if let Credential::Key { .. } = credential {
         // The venue signs the new order as any order, so that it verifies like one.
         return sign_order(chain, replacement, credential, actor);
     }

@@ -63,14 +63,15 @@ pub(super) type Answer = Result<Value, ApiError>;
 /// parameters and its signature come after.
 pub(super) fn account_write(app: &AppState, params: &Params) -> Result<(Arc<Chain>, Credential, Actor), ApiError> {
     let chain = params.chain(&app.venue)?;
-    let (credential, actor) = Credential::from_fields(params.credential(None)?, dexd_store::now_ms(), &app.addresses)?;
+    let (credential, actor) = credential_of(app, &chain, params)?;
     Ok((chain, credential, actor))
 }
 
 /// A request's credential and who it acts for, from its own fields (a batch item's, or the
 /// request's).
-pub(super) fn credential_of(app: &AppState, params: &Params) -> Result<(Credential, Actor), ApiError> {
-    Credential::from_fields(params.credential(None)?, dexd_store::now_ms(), &app.addresses)
+/// Times are the chain's venue time, which the engine judges a signature's expiry by.
+pub(super) fn credential_of(app: &AppState, chain: &Chain, params: &Params) -> Result<(Credential, Actor), ApiError> {
+    Credential::from_fields(params.credential(None)?, chain.clock.now_ms(), &app.addresses)
 }
 
 /// The prologue of a write only the account itself may make (never an agent for it), with no

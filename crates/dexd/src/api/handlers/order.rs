@@ -34,7 +34,7 @@ pub async fn add_order(app: Arc<AppState>, params: Params) -> Result<Box<RawValu
     let terms = order_terms(&chain, &params, actor.account)?;
     // A key proves the account at once, so its budget is spent before the signing; a client's
     // signature is checked first, or anyone could spend another account's budget.
-    let holds_key = matches!(credential, Credential::Key(_));
+    let holds_key = matches!(credential, Credential::Key { .. });
     if holds_key {
         spend_write_budget(&app, &chain, &terms.account)?;
     }

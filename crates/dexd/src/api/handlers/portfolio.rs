@@ -41,13 +41,14 @@ pub(super) struct TransferTerms {
 pub(super) fn transfer_terms(app: &AppState, params: &Params) -> Result<TransferTerms, ApiError> {
     let chain = params.chain(&app.venue)?;
     let from = params.require(&FROM)?;
-    let (credential, actor) = Credential::from_fields(params.credential(Some(from))?, now_ms(), &app.addresses)?;
+    let (credential, actor) =
+        Credential::from_fields(params.credential(Some(from))?, chain.clock.now_ms(), &app.addresses)?;
     // An agent's key naming the account it acts for: agents never move funds.
     actor.require_own_key()?;
     let signer = credential.account(&app.addresses);
     if from != signer {
         let message = match credential {
-            Credential::Key(_) => "from is not the address of privateKey",
+            Credential::Key { .. } => "from is not the address of privateKey",
             Credential::Signed { .. } => "from is not the signing account",
         };
         return Err(ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_MISMATCH", message).on("from"));
@@ -132,7 +133,7 @@ async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
         .chain(terms.chain.config.chain_id)
         .ok_or_else(ApiError::internal)?;
     let key = match terms.credential {
-        Credential::Key(key) => key,
+        Credential::Key { key, .. } => key,
         Credential::Signed { .. } => {
             return Err(ApiError::invalid(
                 "signature",
@@ -311,7 +312,7 @@ fn withdrawal_id_and_expiry(
 ) -> Result<([u8; 32], u64), ApiError> {
     let wait_ms = vault.withdrawal_wait_ms();
     match credential {
-        Credential::Key(_) => Ok((
+        Credential::Key { .. } => Ok((
             rand::random::<[u8; 32]>(),
             now_ms().saturating_add(vault.config.withdrawal_validity_ms.max(wait_ms)),
         )),

@@ -43,12 +43,17 @@ enum BatchCredential {
 
 impl BatchCredential {
     /// The credential of a batch; `signs_once`: a batch of orders, which may be signed once.
-    fn from_params(app: &AppState, params: &Params, signs_once: bool) -> Result<BatchCredential, ApiError> {
+    fn from_params(
+        app: &AppState,
+        chain: &Chain,
+        params: &Params,
+        signs_once: bool,
+    ) -> Result<BatchCredential, ApiError> {
         // Any signed field at the top makes a batch of orders one signed once: the others are
         // then required (a missing one is named).
         let signed_at_top = params.signed_fields_given().next().is_some();
         if signs_once && !params.contains(PRIVATE_KEY.field.name) && signed_at_top {
-            let (credential, actor) = credential_of(app, params)?;
+            let (credential, actor) = credential_of(app, chain, params)?;
             return Ok(BatchCredential::SignedOnce(credential, actor));
         }
         if !params.contains(PRIVATE_KEY.field.name) {
@@ -67,13 +72,18 @@ impl BatchCredential {
             }
             return Ok(BatchCredential::ItemSigned);
         }
-        let (credential, actor) = credential_of(app, params)?;
+        let (credential, actor) = credential_of(app, chain, params)?;
         Ok(BatchCredential::Key(credential, actor))
     }
 
     /// An item's credential and who it acts for: the batch's key, or the item's own signature
     /// (its `account`, `nonce`, `expiry` and `signature` are required).
-    fn for_item<'a>(&'a self, app: &AppState, item: &'a Params) -> Result<(ItemCredential<'a>, Actor), ApiError> {
+    fn for_item<'a>(
+        &'a self,
+        app: &AppState,
+        chain: &Chain,
+        item: &'a Params,
+    ) -> Result<(ItemCredential<'a>, Actor), ApiError> {
         match self {
             BatchCredential::Key(credential, actor) | BatchCredential::SignedOnce(credential, actor) => {
                 Ok((ItemCredential::Shared(credential), *actor))
@@ -87,7 +97,7 @@ impl BatchCredential {
                     )
                     .on("privateKey"));
                 }
-                let (credential, actor) = credential_of(app, item)?;
+                let (credential, actor) = credential_of(app, chain, item)?;
                 Ok((ItemCredential::Own(credential), actor))
             }
         }
@@ -227,7 +237,7 @@ fn batch_order_terms<'a>(
     for (index, item) in items.iter().enumerate() {
         // The terms first: a malformed order refuses the batch even when its signature is bad.
         let read = order_terms(chain, item, Address::from_bytes([0; 20])).and_then(|terms| {
-            let (credential, actor) = batch_credential.for_item(app, item)?;
+            let (credential, actor) = batch_credential.for_item(app, chain, item)?;
             Ok((
                 NewOrder {
                     account: actor.account,
@@ -250,7 +260,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
     params.refuse_nulls()?;
     const LIST: &str = BATCH_ORDER_ITEMS.field.name;
     let chain = params.chain(&app.venue)?;
-    let batch_credential = BatchCredential::from_params(&app, &params, true)?;
+    let batch_credential = BatchCredential::from_params(&app, &chain, &params, true)?;
     let items = batch_items(&params, &BATCH_ORDER_ITEMS)?;
     one_pair(&chain, &items, LIST)?;
     let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
@@ -357,7 +367,7 @@ pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
     const LIST: &str = BATCH_CANCEL_ITEMS.field.name;
     let chain = params.chain(&app.venue)?;
-    let batch_credential = BatchCredential::from_params(&app, &params, false)?;
+    let batch_credential = BatchCredential::from_params(&app, &chain, &params, false)?;
     let items = batch_items(&params, &BATCH_CANCEL_ITEMS)?;
     let signed_items = matches!(batch_credential, BatchCredential::ItemSigned);
     refuse_malformed_items(&items, LIST, signed_items, |item| {
@@ -429,7 +439,7 @@ fn prepare_cancel(
     // The terms first: a malformed cancel refuses the batch even when its signature is bad.
     let pair_index = item.require_pair(chain, &ORDER_OF_PAIR)?;
     let order_id = item.require(&ORDER_ID)?;
-    let (credential, mut actor) = batch_credential.for_item(app, item)?;
+    let (credential, mut actor) = batch_credential.for_item(app, chain, item)?;
     let account = actor.account;
     let authorization = credential
         .get()

@@ -47,6 +47,9 @@ fn valid_value(field: &Field, scene: &Scene) -> Option<String> {
         ("fromSubaccount", _) => "0".to_string(),
         ("toSubaccount", _) => "1".to_string(),
         ("clientTransferId", _) => "t-1".to_string(),
+        ("durationMs", _) => "300000".to_string(),
+        ("intervalMs", _) => "30000".to_string(),
+        ("twapId", _) => "1".to_string(),
         _ => return None,
     };
     Some(value)

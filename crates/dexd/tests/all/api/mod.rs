@@ -14,6 +14,6 @@ mod rate_limits;
 mod signatures;
 mod signed_requests;
 mod subaccounts;
-mod twaps;
 mod tls;
 mod trading_extensions;
+mod twaps;

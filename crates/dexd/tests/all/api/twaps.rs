@@ -40,7 +40,10 @@ async fn wait_for_slices(server: &TestServer, trader: &Trader, slices: u64) -> V
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("the TWAP did not run {slices} slices: {:?}", twaps_of(server, trader, None).await);
+    panic!(
+        "the TWAP did not run {slices} slices: {:?}",
+        twaps_of(server, trader, None).await
+    );
 }
 
 #[tokio::test]
@@ -52,7 +55,12 @@ async fn a_twap_starts_once_places_its_first_slice_at_once_and_only_its_account_
     assert_eq!(status, 200, "{first}");
     let twap = &first["twap"];
     assert_eq!(
-        (&twap["status"], &twap["amount"], &twap["slicesPlanned"], &twap["clientTwapId"]),
+        (
+            &twap["status"],
+            &twap["amount"],
+            &twap["slicesPlanned"],
+            &twap["clientTwapId"]
+        ),
         (&json!("running"), &json!("1"), &json!(10), &json!("slow-buy"))
     );
     let twap_id = twap["twapId"].as_str().unwrap().to_string();
@@ -79,16 +87,19 @@ async fn a_twap_starts_once_places_its_first_slice_at_once_and_only_its_account_
     assert_eq!(filled.len(), 1, "{filled:?}");
     let slice = &filled[0];
     assert_eq!(
-        (&slice["twapId"], &slice["timeInForce"], &slice["amount"], &slice["signature"]),
+        (
+            &slice["twapId"],
+            &slice["timeInForce"],
+            &slice["amount"],
+            &slice["signature"]
+        ),
         (&json!(twap_id), &json!("IOC"), &json!("0.1"), &json!(""))
     );
     // The taker's fee is taken from the ETH it receives.
     assert_eq!(server.balance(&alice, "USDC").await["available"], "2790");
 
     // Only its account cancels it, once.
-    let cancel = |trader: &Trader| {
-        json!({"chainId": "1", "twapId": twap_id, "privateKey": trader.key})
-    };
+    let cancel = |trader: &Trader| json!({"chainId": "1", "twapId": twap_id, "privateKey": trader.key});
     assert_error(
         &server.post_json("/order/cancelTwap", cancel(&bob)).await,
         404,
@@ -130,10 +141,30 @@ async fn bounds_and_limits_are_refused_whole() {
         (json!({"intervalMs": 29_999}), 422, "TWAP_OUT_OF_BOUNDS", None),
         (json!({"intervalMs": 70_000}), 422, "TWAP_OUT_OF_BOUNDS", None),
         (json!({"amount": "0.001"}), 422, "TWAP_OUT_OF_BOUNDS", None),
-        (json!({"limitPrice": "1000.001"}), 422, "INVALID_TICK", Some("limitPrice")),
-        (json!({"durationMs": "5m"}), 400, "INVALID_PARAMETER", Some("durationMs")),
-        (json!({"clientTwapId": "a/b"}), 400, "INVALID_PARAMETER", Some("clientTwapId")),
-        (json!({"direction": "hold"}), 400, "INVALID_PARAMETER", Some("direction")),
+        (
+            json!({"limitPrice": "1000.001"}),
+            422,
+            "INVALID_TICK",
+            Some("limitPrice"),
+        ),
+        (
+            json!({"durationMs": "5m"}),
+            400,
+            "INVALID_PARAMETER",
+            Some("durationMs"),
+        ),
+        (
+            json!({"clientTwapId": "a/b"}),
+            400,
+            "INVALID_PARAMETER",
+            Some("clientTwapId"),
+        ),
+        (
+            json!({"direction": "hold"}),
+            400,
+            "INVALID_PARAMETER",
+            Some("direction"),
+        ),
     ] {
         let answer = server.post_json("/order/addTwap", with(changes.clone())).await;
         assert_error(&answer, status, code, field);
@@ -155,7 +186,10 @@ async fn bounds_and_limits_are_refused_whole() {
         "ACCOUNT_NOT_FOUND",
         Some("account"),
     );
-    assert!(twaps_of(&server, &alice, None).await.is_empty(), "nothing refused started");
+    assert!(
+        twaps_of(&server, &alice, None).await.is_empty(),
+        "nothing refused started"
+    );
     // Five run on a pair, not six.
     for _ in 0..5 {
         let (status, answer) = server.post_json("/order/addTwap", with(json!({}))).await;
@@ -204,7 +238,8 @@ async fn a_twap_signed_by_its_account_and_one_in_a_subaccount() {
     let (status, _) = server.post_json("/order/addTwap", body(&signature)).await;
     assert_eq!(status, 409);
     // A signed cancel.
-    let cancel = json!({"account": carol.trader.address, "twapId": twap_id, "nonce": "8", "expiry": expiry.to_string()});
+    let cancel =
+        json!({"account": carol.trader.address, "twapId": twap_id, "nonce": "8", "expiry": expiry.to_string()});
     let (signature, _) = carol.sign(&eip712, "CancelTwap", cancel);
     let (status, cancelled) = server
         .post_json(
@@ -213,7 +248,11 @@ async fn a_twap_signed_by_its_account_and_one_in_a_subaccount() {
                    "expiry": expiry, "signature": signature}),
         )
         .await;
-    assert_eq!((status, &cancelled["twap"]["status"]), (200, &json!("cancelled")), "{cancelled}");
+    assert_eq!(
+        (status, &cancelled["twap"]["status"]),
+        (200, &json!("cancelled")),
+        "{cancelled}"
+    );
 
     // In a subaccount: the TWAP is the subaccount's, listed under it and not under the owner.
     let (status, moved) = server
@@ -231,5 +270,9 @@ async fn a_twap_signed_by_its_account_and_one_in_a_subaccount() {
     assert_eq!(status, 200, "{started}");
     assert_eq!(started["twap"]["account"], moved["transfer"]["to"]);
     assert_eq!(twaps_of(&server, &carol.trader, Some("2")).await.len(), 1);
-    assert_eq!(twaps_of(&server, &carol.trader, None).await.len(), 1, "only the signed, cancelled one");
+    assert_eq!(
+        twaps_of(&server, &carol.trader, None).await.len(),
+        1,
+        "only the signed, cancelled one"
+    );
 }

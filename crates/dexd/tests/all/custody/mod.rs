@@ -5,6 +5,7 @@ mod deposits;
 mod forced_withdrawals;
 mod key_safety;
 mod soak_custody;
+mod twap_schedule;
 mod vault_contract;
 mod vault_contract_accounts;
 mod vault_mode;

@@ -388,6 +388,50 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
     venue.withdraw_usdc_and_see_it_paid(&alice, "10", 10 * USDC_UNIT).await;
 }
 
+/// A request made with a key was signed to expire a few seconds after the wall clock, while the
+/// engine judged it by the venue's clock, which follows a chain whose blocks run ahead: on such
+/// a chain every key's order, cancel and TWAP was refused as expired. The venue signs by its
+/// own clock now.
+#[tokio::test]
+async fn a_keys_requests_apply_on_a_chain_whose_clock_runs_ahead() {
+    let (venue, alice) = VaultVenue::start_with_alice_funded(2).await;
+    let newest_root = || async {
+        let (_, custody) = venue.get("/account/custody", &[]).await;
+        custody["roots"]["newestVenueRoot"].as_u64()
+    };
+    venue
+        .eventually("a first root recorded", || async { newest_root().await.is_some() })
+        .await;
+    // Ten minutes ahead, and seen: a root committed at the chain's new time.
+    venue.chain.advance_time(600).await;
+    let ahead = newest_root().await.unwrap() + 2;
+    venue
+        .eventually("a root committed on the chain's new time", || async {
+            newest_root().await.is_some_and(|newest| newest >= ahead)
+        })
+        .await;
+    let (status, placed) = venue
+        .post(
+            "/order/addOrder",
+            json!({"symbol": "WBTC/USDC", "type": "limit", "direction": "buy", "price": "10000", "amount": "0.001",
+                   "privateKey": common::vault_venue::key_of(&alice)}),
+        )
+        .await;
+    assert_eq!(status, 200, "{placed}");
+    let order_id = placed["order"]["orderId"].clone();
+    let (status, cancelled) = venue
+        .post(
+            "/order/cancelOrder",
+            json!({"symbol": "WBTC/USDC", "orderId": order_id, "privateKey": common::vault_venue::key_of(&alice)}),
+        )
+        .await;
+    assert_eq!(
+        (status, &cancelled["order"]["status"]),
+        (200, &json!("cancelled")),
+        "{cancelled}"
+    );
+}
+
 /// Roots committed more often than one takes to be mined and confirmed (an interval shorter
 /// than the confirmations, here a block every 20 ms and a root due every 50 ms) were each
 /// recorded in the same poll as the next fell due: roots took every turn of the payer and no
