@@ -110,6 +110,7 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
                 "fetchTicker": True, "fetchTrades": True, "fetchWithdrawals": True, "withdraw": True,
                 "fetchTickers": False, "fetchPositions": False, "fetchOrders": False, "fetchTime": False,
                 "fetchAccounts": True, "transfer": True, "fetchTransfers": True,
+                "createTwapOrder": True, "cancelTwapOrder": True,
             },
             "timeframes": {"1m": "1m", "5m": "5m", "15m": "15m", "30m": "30m", "1h": "1h", "4h": "4h",
                            "1d": "1d", "1w": "1w"},
@@ -549,3 +550,40 @@ class dexd(ccxt.Exchange):  # noqa: N801 (CCXT names exchange classes in lower c
         transfers = [self._parse_subaccount_transfer(item) for item in answer["transfers"]
                      if code is None or item["symbol"] == code]
         return self.filter_by_since_limit(self.sort_by(transfers, "timestamp"), since, limit)
+
+    # -- TWAP orders (contract version 5) ------------------------------------------------------
+
+    def _parse_twap(self, twap: dict) -> dict:
+        status = {"running": "open", "completed": "closed", "cancelled": "canceled"}[twap["status"]]
+        return self.safe_order({
+            "info": twap, "id": twap["twapId"], "clientOrderId": twap["clientTwapId"],
+            "timestamp": twap["startedAt"], "datetime": self.iso8601(twap["startedAt"]),
+            "lastTradeTimestamp": None, "lastUpdateTimestamp": twap["updatedAt"],
+            "symbol": twap["symbol"], "type": "twap", "timeInForce": None, "postOnly": False,
+            "side": twap["direction"], "price": self.parse_number(twap["limitPrice"]) if twap["limitPrice"] else None,
+            "amount": self.parse_number(twap["amount"]), "filled": self.parse_number(twap["filled"]),
+            "remaining": self.parse_number(twap["remaining"]), "cost": self.parse_number(twap["cost"]),
+            "average": self.parse_number(twap["average"]) if twap["average"] else None,
+            "status": status, "fee": None, "trades": [],
+        })
+
+    def create_twap_order(self, symbol: str, side: str, amount: float, duration: int, params={}) -> dict:
+        """A TWAP of ``amount`` over ``duration`` ms (300,000 to 86,400,000); ``params``:
+        ``interval`` (ms between slices, default 30,000, dividing ``duration``), ``price`` (the
+        limit no slice passes; without it, 3 % from the best price), ``clientOrderId`` (a retry
+        with it starts nothing again). Returned as an order of type ``twap``."""
+        price = params.get("price")
+        answer = self._call(self.client.add_twap_answer, symbol, side, self.number_to_string(amount), int(duration),
+                            int(params.get("interval", 30_000)),
+                            None if price is None else self.number_to_string(price), params.get("clientOrderId"))
+        return self._parse_twap(answer["twap"])
+
+    def cancel_twap_order(self, id: str, symbol: Optional[str] = None, params={}) -> dict:
+        """Cancels a running TWAP: no slice is placed after it."""
+        return self._parse_twap(self._call(self.client.cancel_twap, id))
+
+    def fetch_twap_orders(self, symbol: Optional[str] = None, params={}) -> list:
+        """The account's running TWAPs and its last 20 finished ones."""
+        twaps = [self._parse_twap(twap) for twap in self._call(self.client.twaps)]
+        return [twap for twap in twaps if symbol is None or twap["symbol"] == symbol]
+

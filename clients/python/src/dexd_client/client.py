@@ -501,6 +501,38 @@ class Client:
         message = {"symbol": asset["symbol"], "quantity": quantity_text}
         return self._owner_post("/portfolio/withdraw", "Withdraw", message, body)
 
+    # -- TWAP orders (contract version 5) ------------------------------------------------------
+
+    def add_twap_answer(self, symbol: str, direction: str, amount: Any, duration_ms: int, interval_ms: int,
+                        limit_price: Any = None, client_twap_id: Optional[str] = None) -> dict:
+        """Starts a TWAP: every ``interval_ms`` (30,000 to 3,600,000, dividing ``duration_ms``,
+        300,000 to 86,400,000) the venue places an immediate-or-cancel slice of what remains over
+        the slices left, at ``limit_price`` or within 3 % of the best price; ``{"twap"}``. Sent
+        again with the same ``client_twap_id`` (a fresh one is made when left out), the same TWAP
+        is the answer and nothing starts again."""
+        client_twap_id = client_twap_id or f"sdk-{secrets.token_hex(12)}"
+        message = {"symbol": self._listed_pair(symbol), "direction": direction, "amount": canonical_decimal(amount),
+                   "durationMs": int(duration_ms), "intervalMs": int(interval_ms),
+                   "limitPrice": "" if limit_price is None else canonical_decimal(limit_price),
+                   "clientTwapId": client_twap_id}
+        body = {key: value for key, value in message.items() if value != ""}
+        return self._signed_post("/order/addTwap", "Twap", message, body)
+
+    def add_twap(self, symbol: str, direction: str, amount: Any, duration_ms: int, interval_ms: int,
+                 limit_price: Any = None, client_twap_id: Optional[str] = None) -> dict:
+        """:meth:`add_twap_answer`: the TWAP."""
+        return self.add_twap_answer(symbol, direction, amount, duration_ms, interval_ms, limit_price,
+                                    client_twap_id)["twap"]
+
+    def cancel_twap(self, twap_id: str) -> dict:
+        """Cancels a running TWAP of the account: no slice is placed after it. The TWAP."""
+        message = {"twapId": int(twap_id)}
+        return self._signed_post("/order/cancelTwap", "CancelTwap", message, {"twapId": str(twap_id)})["twap"]
+
+    def twaps(self, account: Optional[str] = None) -> list[dict]:
+        """The account's running TWAPs, then its last 20 finished ones, newest first."""
+        return self._get("/order/twaps", account=self._account(account))["twaps"]
+
     # -- subaccounts (contract version 5) -------------------------------------------------------
 
     def transfer_answer(self, symbol: str, quantity: Any, from_subaccount: int, to_subaccount: int,

@@ -68,6 +68,8 @@ class Order:
     trigger_condition: Optional[str]
     oco_group: Optional[str]
     expires_at: Optional[int]
+    #: The TWAP this order is a slice of (``None`` for any other order).
+    twap_id: Optional[str]
     timestamp: int
     updated_at: int
     signature: str
