@@ -14,7 +14,7 @@ import { NATIVE_TOKEN, requestWithdrawal, type TransactionSender } from "./vault
 import type {
   AccountTrade, Agent, Asset, Balance, BatchResult, Candle, Chain, Custody, CustodyState, Eip712, JournalLine,
   JournalPage, LiabilityLeaf, ListedWithdrawal, LiabilityProof, LiabilityRoot, ListOptions, Order, OrderBook, OrderDetail, Pair,
-  Placed, Position, RateLimits, Reserves, Subaccount, SubaccountTransfer, Tradable, Trade, Transfer,
+  Placed, Position, RateLimits, Reserves, Subaccount, SubaccountTransfer, Tradable, Trade, Transfer, Twap,
 } from "./types.js";
 
 export interface ClientOptions {
@@ -59,6 +59,21 @@ export interface OrderTerms {
   ocoGroup?: string;
   /** When the order is cancelled if still open, in ms since the epoch. */
   expiresAt?: number;
+}
+
+/** A TWAP's terms (`DexdClient.addTwap`). */
+export interface TwapTerms {
+  symbol: string;
+  direction: "buy" | "sell";
+  /** The whole amount of base. */
+  amount: string | number;
+  /** 300,000 to 86,400,000 ms. */
+  durationMs: number;
+  /** 30,000 to 3,600,000 ms, dividing `durationMs`. */
+  intervalMs: number;
+  /** No slice buys above (sells below) it; without it, at most 3 % through the best price. */
+  limitPrice?: string | number;
+  clientTwapId?: string;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -543,6 +558,33 @@ export class DexdClient {
     if (!asset) throw new ApiError(404, "UNKNOWN_ASSET", `no asset ${symbol} on chain ${this.chainId}`, "symbol");
     const units = unitsOf(asset, canonicalDecimal(quantity));
     return requestWithdrawal(wallet, custody.vault as Address, (asset.address ?? NATIVE_TOKEN) as Address, units);
+  }
+
+  /**
+   * Starts a TWAP (contract version 5): every `intervalMs` (30,000 to 3,600,000, dividing
+   * `durationMs`, 300,000 to 86,400,000) the venue places an immediate-or-cancel slice of what
+   * remains over the slices left, at `limitPrice` or within 3 % of the best price. Sent again with
+   * the same `clientTwapId` (a fresh one is made when left out), the same TWAP is the answer.
+   */
+  async addTwap(terms: TwapTerms): Promise<Twap> {
+    const message = {
+      symbol: terms.symbol.toUpperCase(), direction: terms.direction, amount: canonicalDecimal(terms.amount),
+      durationMs: terms.durationMs, intervalMs: terms.intervalMs,
+      limitPrice: terms.limitPrice === undefined ? "" : canonicalDecimal(terms.limitPrice),
+      clientTwapId: terms.clientTwapId ?? `ts-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`,
+    };
+    const body = Object.fromEntries(Object.entries(message).filter(([, value]) => value !== ""));
+    return (await this.signedPost<{ twap: Twap }>("/order/addTwap", "Twap", message, body)).twap;
+  }
+
+  /** Cancels a running TWAP of the account: no slice is placed after it. */
+  async cancelTwap(twapId: string): Promise<Twap> {
+    return (await this.signedPost<{ twap: Twap }>("/order/cancelTwap", "CancelTwap", { twapId: BigInt(twapId) }, { twapId })).twap;
+  }
+
+  /** The account's running TWAPs, then its last 20 finished ones, newest first. */
+  async twaps(account?: string): Promise<Twap[]> {
+    return (await this.get<{ twaps: Twap[] }>("/order/twaps", { account: this.account(account) })).twaps;
   }
 
   /** Approves `agent` (an address) to trade, never to move funds, for the account. */

@@ -27,6 +27,8 @@ const MEMBERS: Record<string, [string, string][]> = {
   ApproveAgent: [["account", "address"], ["agent", "address"], ["name", "string"], ["validUntil", "uint256"], ["nonce", "uint256"], ["expiry", "uint256"]],
   RevokeAgent: [["account", "address"], ["agent", "address"], ["nonce", "uint256"], ["expiry", "uint256"]],
   Transfer: [["account", "address"], ["fromSubaccount", "uint32"], ["toSubaccount", "uint32"], ["symbol", "string"], ["quantity", "string"], ["clientTransferId", "string"], ["nonce", "uint256"], ["expiry", "uint256"]],
+  Twap: [["account", "address"], ["symbol", "string"], ["direction", "string"], ["amount", "string"], ["durationMs", "uint256"], ["intervalMs", "uint256"], ["limitPrice", "string"], ["clientTwapId", "string"], ["nonce", "uint256"], ["expiry", "uint256"]],
+  CancelTwap: [["account", "address"], ["twapId", "uint256"], ["nonce", "uint256"], ["expiry", "uint256"]],
   // The vault's own withdrawal type (vault chains), signed under the same domain.
   Withdrawal: [["account", "address"], ["token", "address"], ["amount", "uint256"], ["withdrawalId", "uint256"], ["expiry", "uint256"]],
 };

@@ -1,7 +1,7 @@
 /** dexd's TypeScript client: REST (`DexdClient`), local signing (`keySigner`, any viem account)
  * and live streams that survive (`DexdStream`). */
 export {
-  DexdClient, MAX_SUBACCOUNT, subaccountAddress, type ClientOptions, type OrderTerms,
+  DexdClient, MAX_SUBACCOUNT, subaccountAddress, type ClientOptions, type OrderTerms, type TwapTerms,
 } from "./client.js";
 export { DOMAIN_NAME, DOMAIN_VERSION, pinnedEip712, REQUEST_TYPES, SigningRefused } from "./domain.js";
 export { ApiError } from "./errors.js";

@@ -16,6 +16,8 @@ export interface Order {
   triggerPrice: string | null; triggerCondition: "above" | "below" | null;
   /** Its one-cancels-other group, and when it expires (ms), or null. */
   ocoGroup: string | null; expiresAt: number | null;
+  /** The TWAP this order is a slice of (null for any other order). */
+  twapId: string | null;
   timestamp: number; updatedAt: number;
   signature: string;
 }
@@ -214,3 +216,30 @@ export interface SubaccountTransfer {
 
 /** One of an owner's subaccounts (number 0 is the owner). */
 export interface Subaccount { subaccount: number; address: string; openOrders: number; balances: Balance[] }
+
+/** A TWAP order (contract version 5): the venue places a slice every `intervalMs`. */
+export interface Twap {
+  twapId: string;
+  clientTwapId: string | null;
+  chainId: string;
+  account: string;
+  symbol: string;
+  direction: "buy" | "sell";
+  amount: string;
+  filled: string;
+  remaining: string;
+  cost: string;
+  average: string | null;
+  limitPrice: string | null;
+  durationMs: number;
+  intervalMs: number;
+  status: "running" | "completed" | "cancelled";
+  /** Slices run so far, of `slicesPlanned`. */
+  slices: number;
+  slicesPlanned: number;
+  /** When the next slice is due (ms), null unless running. */
+  nextSliceAt: number | null;
+  startedAt: number;
+  endsAt: number;
+  updatedAt: number;
+}

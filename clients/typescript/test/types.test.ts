@@ -109,6 +109,7 @@ const PAIRS: { client: string[]; document: string[]; left?: string[]; added?: st
   { client: ["Chain"], document: ["ChainsResponse", "chains"] },
   { client: ["SubaccountTransfer"], document: ["SubaccountTransferResponse", "transfer"] },
   { client: ["Subaccount"], document: ["SubaccountsResponse", "subaccounts"] },
+  { client: ["Twap"], document: ["Twap"] },
   { client: ["Eip712"], document: ["Eip712Response"], left: ["chainId"] },
   { client: ["Placed"], document: ["AddOrderResponse"] },
   { client: ["OrderDetail"], document: ["OrderDetailResponse"] },

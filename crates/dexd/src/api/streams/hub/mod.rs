@@ -314,6 +314,12 @@ impl Hub {
                                 .entry(record.terms.account)
                                 .or_default()
                                 .insert(record.sequence, authorization.clone());
+                        } else if record.terms.conditions().twap_id.is_some() {
+                            // A TWAP's slice has no signature of its own (it renders as "").
+                            self.signatures
+                                .entry(record.terms.account)
+                                .or_default()
+                                .insert(record.sequence, unsigned_slice(record.terms.order_id));
                         }
                         round
                             .orders
@@ -404,5 +410,19 @@ impl Hub {
         self.follower_read = None;
         self.publications.overflowed.store(false, Ordering::Release);
         self.request_engine_copy();
+    }
+}
+
+/// What stands for a TWAP slice's signature: none (the TWAP's signed terms authorize it).
+fn unsigned_slice(order_id: dexd_core::OrderId) -> Authorization {
+    Authorization {
+        order_id: Some(order_id),
+        nonce: [0; 32],
+        expiry_ms: 0,
+        signature: [0; 65],
+        client_signed: false,
+        batch: None,
+        claims_batch_nonce: false,
+        approved_at_block: None,
     }
 }
