@@ -19,6 +19,7 @@ import { canonical, multiply, toUnits } from "./decimal";
 import { button, dateTime, element, fill, row } from "./dom";
 import { depositFromWallet, injectedWallet, keySigner, requestFromWallet, walletSigner } from "./signing";
 import { showLiabilities } from "./liabilities";
+import { Twaps } from "./twap";
 
 /** Rows of each history shown. */
 const HISTORY_ROWS = 50;
@@ -50,8 +51,11 @@ export class Account {
   private subaccount = 0;
   /** Each signer's signer for a subaccount: the same key, the subaccount's address. */
   private readonly subaccountSigners = new WeakMap<Signer, Map<number, Signer>>();
+  /** The TWAP form and the account's TWAPs (`twap.ts`). */
+  private readonly twaps: Twaps;
 
   constructor(private readonly stream: DexdStream, private readonly callbacks: AccountCallbacks) {
+    this.twaps = new Twaps({ ...callbacks, current: () => ({ venue: this.venue, signer: this.trader() }) });
     // A new root comes without a stream message: the account's leaves are looked at again now
     // and then (checked against the vault only when the root changed).
     window.setInterval(() => {
@@ -226,6 +230,7 @@ export class Account {
         "deposits and withdrawals stay the account's own."
       : "Orders, balances and history below are the account's own.";
     element<HTMLButtonElement>("place-order").disabled = signer === null;
+    this.twaps.enable(signer !== null);
     element<HTMLButtonElement>("cancel-all").disabled = signer === null;
     element<HTMLButtonElement>("arm-switch").disabled = signer === null;
     element<HTMLButtonElement>("start-session").hidden = signer === null || this.session !== null;
@@ -363,6 +368,7 @@ export class Account {
       this.renderPosition(position.position);
       this.tradable = tradable;
       this.renderTransfers(deposits, withdrawals);
+      await this.twaps.refresh();
       this.preview();
     } catch (error) {
       this.callbacks.fail(`Account: ${describe(error)}`);

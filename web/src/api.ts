@@ -16,7 +16,7 @@ export type {
 } from "../../clients/typescript/src/index";
 export type {
   AccountTrade, Agent, Asset, Balance, Candle, Chain, Custody, Level, LiabilityProof, Order, Pair, Position,
-  ProofLeaf, Reserve, Subaccount, SubaccountTransfer, Tradable, Trade, Transfer,
+  ProofLeaf, Reserve, Subaccount, SubaccountTransfer, Tradable, Trade, Transfer, Twap,
 } from "../../clients/typescript/src/index";
 
 /** What signs for an account on the page: a wallet, a pasted key, or a session key (an agent). */

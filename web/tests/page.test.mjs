@@ -428,3 +428,47 @@ test("a subaccount: funds moved to it, an order placed and listed there, never o
     await context.close();
   }
 });
+
+test("a TWAP started from the page places its first slice at once and is cancelled from its tab", async () => {
+  const key = "0x" + "e9".repeat(32);
+  const { page, context, sent } = await openPage(browser, dexd.url);
+  try {
+    await waitForBook(page);
+    await page.getByLabel("Or paste a private key").fill(key);
+    await page.getByRole("button", { name: "Use this key" }).click();
+    const owner = (await page.textContent("#signer-state")).match(/0x[0-9a-fA-F]{40}/)[0];
+    await page.getByLabel("Asset").selectOption("USDC");
+    await page.getByLabel("Quantity").fill("20000");
+    await page.getByRole("button", { name: "Deposit", exact: true }).click();
+    await page.getByText(/Deposit of 20000 USDC: confirmed/).waitFor();
+    const asks = (await dexd.get("/order/sellOrderbooks", { chainId: CHAIN, pair: PAIR })).levels;
+    assert.ok(asks.length > 0, "the seeded market has asks");
+    await page.getByLabel("Whole amount").fill("0.1");
+    await page.getByLabel("Over").selectOption("300000");
+    await page.getByLabel("A slice every").selectOption("30000");
+    await page.getByRole("button", { name: "Start TWAP" }).click();
+    await page.getByText(/TWAP started: buy 0\.1 ETH\/USDC in 10 slices, one every 30 s/).waitFor();
+    const [twap] = (await dexd.get("/order/twaps", { chainId: CHAIN, account: owner })).twaps;
+    assert.equal(twap.status, "running");
+    // The first slice is placed at once, an order of the account marked with the TWAP.
+    let slices = [];
+    for (let tries = 0; tries < 100 && slices.length === 0; tries += 1) {
+      const filled = await dexd.get("/order/filledOrders", { chainId: CHAIN, account: owner });
+      slices = filled.orders.filter((order) => order.twapId === twap.twapId);
+      if (slices.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(slices.length, 1);
+    await page.getByRole("tab", { name: "TWAPs" }).click();
+    const listed = page.locator(`#twaps tr[data-twap-id="${twap.twapId}"]`);
+    await listed.waitFor();
+    await listed.getByRole("button", { name: /Cancel the TWAP/ }).click();
+    await page.getByText(/Cancelled the TWAP buy 0\.1 ETH\/USDC/).waitFor();
+    await page.waitForSelector(`#twaps tr[data-twap-id="${twap.twapId}"][data-status="cancelled"]`);
+    // Signed in the page, with the compiled-in Twap and CancelTwap types; the key never sent.
+    assert.ok(sent.some((text) => text.includes("/order/addTwap") && text.includes('"signature"')));
+    assert.ok(sent.some((text) => text.includes("/order/cancelTwap") && text.includes('"signature"')));
+    for (const text of sent) assert.ok(!text.toLowerCase().includes(key.slice(2).toLowerCase()), text.slice(0, 120));
+  } finally {
+    await context.close();
+  }
+});
