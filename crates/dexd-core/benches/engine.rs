@@ -9,6 +9,9 @@
 //! `dexd_with_100k_subaccounts` runs the same stream on the same book with 100,000 subaccounts
 //! in the state (100 owners with 1,000 funded subaccounts each, contract version 5): their
 //! ledger slots, the registry and its reverse index must not slow the traders down.
+//! `dexd_with_1000_twaps` runs it with 1,000 running TWAPs in the state (5 per trader, contract
+//! version 5), and the report times a round of 1,000 due slices, each an immediate-or-cancel
+//! order against the book.
 //!
 //! The comparison is not like for like in dexd's disfavour: lobster keeps only the book, while
 //! dexd also moves balances and locks, takes fees, folds candles and positions, and emits full
@@ -24,8 +27,8 @@ use std::time::Instant;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use dexd_core::{
-    Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, OrderId, Price, SubaccountTransferRequest,
-    TimeInForce,
+    Address, Amount, AssetIndex, Command, Direction, Engine, NewOrder, NewTwap, OrderId, PairIndex, Price, Quantity,
+    SubaccountTransferRequest, TimeInForce,
 };
 use hdrhistogram::Histogram;
 use testing::{account, deposit, order, order_id, Market, SplitMix};
@@ -61,6 +64,70 @@ fn with_subaccounts(warm: &Engine) -> Engine {
         }
     }
     engine
+}
+
+/// Running TWAPs in the third run: the most each trader may run on the pair, for every trader.
+const TWAPS_PER_TRADER: u64 = 5;
+/// A TWAP's slices come this often; they run a day.
+const TWAP_INTERVAL_MS: u64 = 30_000;
+
+/// `warm` with 1,000 running TWAPs, started at time 0 (their first slice is due at once, and
+/// left undone by the trading stream, whose commands all run at time 0).
+fn with_twaps(warm: &Engine) -> Engine {
+    let mut engine = warm.clone();
+    let mut events = Vec::new();
+    for trader in 0..ACCOUNTS {
+        for number in 0..TWAPS_PER_TRADER {
+            events.clear();
+            let twap = Command::StartTwap(NewTwap {
+                account: account(trader),
+                pair: PairIndex(0),
+                direction: if number % 2 == 0 {
+                    Direction::Buy
+                } else {
+                    Direction::Sell
+                },
+                quantity: Quantity::from_lots(2_880 * (1 + number)),
+                duration_ms: 86_400_000,
+                interval_ms: TWAP_INTERVAL_MS,
+                limit_price: None,
+                client_twap_id: None,
+            });
+            engine.execute(twap, 0, &mut events).unwrap();
+        }
+    }
+    assert_eq!(engine.running_twap_count() as u64, ACCOUNTS * TWAPS_PER_TRADER);
+    engine
+}
+
+/// Times one round of every TWAP's due slice, as the venue's timer journals them.
+fn twap_round_report(engine: &Engine) {
+    let mut engine = engine.clone();
+    let mut events = Vec::with_capacity(64);
+    let due = engine.due_twap_slices(0, usize::MAX);
+    let started = Instant::now();
+    for (twap_id, slice) in &due {
+        events.clear();
+        engine
+            .execute(
+                Command::RunTwapSlice {
+                    twap_id: *twap_id,
+                    slice: *slice,
+                },
+                0,
+                &mut events,
+            )
+            .unwrap();
+    }
+    let elapsed = started.elapsed();
+    engine.check_invariants().expect("invariants hold after the slices");
+    println!(
+        "a round of {} TWAP slices: {:.1} µs each, {:.1} ms in all; {} resting orders left",
+        due.len(),
+        elapsed.as_secs_f64() * 1e6 / due.len() as f64,
+        elapsed.as_secs_f64() * 1e3,
+        engine.resting_order_count()
+    );
 }
 
 fn new_engine() -> Engine {
@@ -270,6 +337,10 @@ fn main() {
         crowded.account_count() - warm.account_count() - SUBACCOUNT_OWNERS as usize
     );
     latency_report(&crowded, &stream);
+    let twapped = with_twaps(&warm);
+    println!("with {} running TWAPs in the state:", twapped.running_twap_count());
+    latency_report(&twapped, &stream);
+    twap_round_report(&twapped);
     let lobster_stream: Vec<lobster::OrderType> = stream.iter().map(to_lobster).collect();
     let mut criterion = Criterion::default().configure_from_args().sample_size(20);
     let mut group = criterion.benchmark_group("engine_mixed_stream");
@@ -284,6 +355,13 @@ fn main() {
     group.bench_function("dexd_with_100k_subaccounts", |bencher| {
         bencher.iter_batched(
             || (crowded.clone(), stream.clone(), Vec::with_capacity(64)),
+            |(engine, stream, mut events)| testing::run_stream(engine, stream, &mut events),
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("dexd_with_1000_twaps", |bencher| {
+        bencher.iter_batched(
+            || (twapped.clone(), stream.clone(), Vec::with_capacity(64)),
             |(engine, stream, mut events)| testing::run_stream(engine, stream, &mut events),
             BatchSize::LargeInput,
         )
