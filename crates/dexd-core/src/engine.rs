@@ -205,6 +205,14 @@ pub enum Command {
         /// Which slice, from 0.
         slice: u32,
     },
+    /// Halt a pair, or resume it (contract version 5, an operator's configuration command): a
+    /// halted pair takes cancels only, no order, amend or TWAP slice.
+    SetPairHalted {
+        /// Which pair.
+        pair: PairIndex,
+        /// Halted (`true`) or trading (`false`).
+        halted: bool,
+    },
     /// The chain's configuration: the journal's first command, and again at every change. As
     /// the first command it replaces whatever the engine was built with; later, it may only
     /// add assets and pairs and change fees, minimums and limits
@@ -258,6 +266,7 @@ impl Command {
             | Command::FireCancelAllAfter { .. }
             | Command::ExpireOrder { .. }
             | Command::RunTwapSlice { .. }
+            | Command::SetPairHalted { .. }
             | Command::Configure(_) => None,
         }
     }
@@ -334,6 +343,7 @@ impl Command {
             | Command::CancelTwap { .. }
             // A slice of a frozen chain runs and places nothing, so that the TWAP still ends.
             | Command::RunTwapSlice { .. }
+            | Command::SetPairHalted { .. }
             | Command::Configure(_) => false,
         }
     }
@@ -399,6 +409,8 @@ struct PairState {
     triggers: TriggerBook,
     candles: CandleSeries,
     last_price: Option<Price>,
+    /// The operator halted the pair: it takes cancels only.
+    halted: bool,
 }
 
 /// A fill decided by the planning walk, before anything changes.
@@ -475,6 +487,7 @@ impl Engine {
                     triggers: TriggerBook::default(),
                     candles: CandleSeries::default(),
                     last_price: None,
+                    halted: false,
                 })
             })
             .collect::<Result<Vec<_>, PairSpecError>>()?;
@@ -678,6 +691,11 @@ impl Engine {
             Command::StartTwap(terms) => self.start_twap(terms, now_ms, events),
             Command::CancelTwap { account, twap_id } => self.cancel_twap(account, twap_id, now_ms, events),
             Command::RunTwapSlice { twap_id, slice } => self.run_twap_slice(twap_id, slice, now_ms, events),
+            Command::SetPairHalted { pair, halted } => {
+                let state = self.pairs.get_mut(usize::from(pair.0)).ok_or(Rejection::UnknownPair)?;
+                state.halted = halted;
+                Ok(())
+            }
             Command::Configure(configuration) => self.configure(*configuration, now_ms),
         }
     }

@@ -181,6 +181,8 @@ pub enum Rejection {
     /// The owner has [`crate::subaccounts::MAX_REMEMBERED_TRANSFERS_PER_OWNER`] transfers
     /// remembered.
     TooManyTransfers,
+    /// The pair is halted by the operator: it takes cancels only.
+    PairHalted,
     /// A TWAP command refused: terms out of bounds, too many running, a `clientTwapId` in use,
     /// no such running TWAP, or a slice not due.
     Twap(TwapRejection),

@@ -48,6 +48,8 @@ mod custody_tests;
 #[cfg(test)]
 mod engine_tests;
 #[cfg(test)]
+mod halts_tests;
+#[cfg(test)]
 mod requests_tests;
 #[cfg(test)]
 mod roots_tests;

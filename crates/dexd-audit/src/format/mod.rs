@@ -220,6 +220,11 @@ pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
             "twapId": twap_id.to_string(),
             "slice": slice,
         }),
+        Command::SetPairHalted { pair, halted } => json!({
+            "type": "setPairHalted",
+            "symbol": pair_symbol(*pair),
+            "halted": halted,
+        }),
         Command::Configure(configuration) => render_configuration(configuration),
     }
 }

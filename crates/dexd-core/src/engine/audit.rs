@@ -120,6 +120,14 @@ impl Engine {
             hasher.update(b"subaccounts");
             self.subaccounts.hash_into(&mut hasher);
         }
+        // Likewise halts: only a chain with a halted pair feeds them.
+        let halted = self.halted_pairs();
+        if !halted.is_empty() {
+            hasher.update(b"halted");
+            for pair in halted {
+                hasher.update(pair.0.to_be_bytes());
+            }
+        }
         // Likewise TWAPs: only a chain that has had one feeds them.
         if !self.twaps.is_empty() {
             hasher.update(b"twaps");

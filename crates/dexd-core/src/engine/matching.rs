@@ -197,6 +197,13 @@ impl Engine {
 
     /// The checks that need no walk of the book.
     pub(super) fn check_terms(&self, spec: &PairSpec, order: &NewOrder) -> Result<(), Rejection> {
+        if self
+            .pairs
+            .get(usize::from(order.pair.0))
+            .is_some_and(|state| state.halted)
+        {
+            return Err(Rejection::PairHalted);
+        }
         match (order.order_type, order.price) {
             (OrderType::Limit, None) => return Err(Rejection::InvalidOrder("a limit order needs a price")),
             (OrderType::Market, Some(_)) => return Err(Rejection::InvalidOrder("a market order takes no price")),

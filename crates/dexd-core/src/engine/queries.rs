@@ -160,4 +160,19 @@ impl Engine {
             sell_amount: self.ledger.balance(account, spec.base()).available,
         })
     }
+
+    /// The pairs the operator halted, in order.
+    pub fn halted_pairs(&self) -> Vec<PairIndex> {
+        self.pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, state)| state.halted)
+            .map(|(index, _)| PairIndex(u16::try_from(index).expect("pairs fit u16")))
+            .collect()
+    }
+
+    /// Whether the operator halted `pair`.
+    pub fn is_pair_halted(&self, pair: PairIndex) -> bool {
+        self.pairs.get(usize::from(pair.0)).is_some_and(|state| state.halted)
+    }
 }

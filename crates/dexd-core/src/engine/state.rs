@@ -68,6 +68,8 @@ pub struct EngineState {
     pub subaccounts: SubaccountsState,
     /// The running TWAPs and each account's recently finished ones.
     pub twaps: TwapsState,
+    /// The pairs the operator halted, in order.
+    pub halted_pairs: Vec<PairIndex>,
     /// The chain's configuration as last journaled (`None` before the journal's first
     /// `Configure`, or for a journal that predates them): a state that carries one is restored
     /// under it.
@@ -146,6 +148,7 @@ impl Engine {
                 .collect(),
             subaccounts: self.subaccounts.state(),
             twaps: self.twaps.state(),
+            halted_pairs: self.halted_pairs(),
             configuration: self.configuration(),
         }
     }
@@ -224,6 +227,13 @@ impl Engine {
         }
         engine.subaccounts = SubaccountRegistry::restore(state.subaccounts.clone()).map_err(inconsistent)?;
         engine.twaps = TwapRegistry::restore(state.twaps.clone()).map_err(inconsistent)?;
+        for pair in &state.halted_pairs {
+            engine
+                .pairs
+                .get_mut(usize::from(pair.0))
+                .ok_or_else(|| inconsistent(format!("halted pair {} is not configured", pair.0)))?
+                .halted = true;
+        }
         engine.restore_positions(&state.positions)?;
         for (index, snapshot) in state.pairs.iter().enumerate() {
             engine.restore_book(index, orders_of_pair(index))?;

@@ -18,6 +18,9 @@ pub(super) const CONFIGURE_WITH_FEE_NOTICE_TAG: u8 = 32;
 /// The tag of `Command::Configure` as written now: with the venue-signed window after the rest.
 pub(super) const CONFIGURE_WITH_VENUE_WINDOW_TAG: u8 = 33;
 
+/// The tag of `Command::SetPairHalted` (contract version 5): the pair, then 1 (halted) or 0.
+pub(super) const SET_PAIR_HALTED_TAG: u8 = 38;
+
 /// Which fields a configuration's encoding holds, by the tag it was written under.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum ConfigurationFields {

@@ -468,6 +468,11 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
         Command::StartTwap(_) | Command::CancelTwap { .. } | Command::RunTwapSlice { .. } => {
             twaps::put_twap_command(writer, command)
         }
+        Command::SetPairHalted { pair, halted } => {
+            writer.u8(configuration::SET_PAIR_HALTED_TAG);
+            writer.u16(pair.0);
+            writer.u8(u8::from(*halted));
+        }
         Command::ExpireOrder { order_id } => {
             writer.u8(EXPIRE_ORDER_TAG);
             writer.bytes(order_id.as_bytes());
@@ -561,6 +566,14 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
             Command::TransferBetweenSubaccounts(subaccounts::get_transfer_request(reader)?)
         }
         tag @ twaps::START_TWAP_TAG..=twaps::RUN_TWAP_SLICE_TAG => twaps::get_twap_command(tag, reader)?,
+        configuration::SET_PAIR_HALTED_TAG => Command::SetPairHalted {
+            pair: PairIndex(reader.u16()?),
+            halted: match reader.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(CodecError("bad halt flag")),
+            },
+        },
         EXPIRE_ORDER_TAG => Command::ExpireOrder {
             order_id: OrderId::from_bytes(reader.array()?),
         },

@@ -296,9 +296,15 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.u64(*trigger_at_ms);
     });
     writer.optional(state.configuration.as_ref(), super::configuration::put_configuration);
-    // The TWAP section follows the subaccounts', which is then written even when empty.
-    super::subaccounts::put_state(&mut writer, &state.subaccounts, super::twaps::has_state(&state.twaps));
-    super::twaps::put_state(&mut writer, &state.twaps);
+    // Optional sections, each written only when it or a later one holds something (a state
+    // without them is encoded as before they existed): subaccounts, TWAPs, halted pairs.
+    let halts = !state.halted_pairs.is_empty();
+    let twaps = halts || super::twaps::has_state(&state.twaps);
+    super::subaccounts::put_state(&mut writer, &state.subaccounts, twaps);
+    super::twaps::put_state(&mut writer, &state.twaps, halts);
+    if halts {
+        put_list(&mut writer, &state.halted_pairs, |writer, pair| writer.u16(pair.0));
+    }
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
     let mut signatures = signatures.iter();
@@ -361,6 +367,11 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     })?;
     let subaccounts = super::subaccounts::get_state(&mut reader)?;
     let twaps = super::twaps::get_state(&mut reader)?;
+    let halted_pairs = if reader.remaining() == 0 {
+        Vec::new()
+    } else {
+        get_list(&mut reader, 2, |reader| Ok(dexd_core::PairIndex(reader.u16()?)))?
+    };
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,
@@ -378,6 +389,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         switches,
         subaccounts,
         twaps,
+        halted_pairs,
         configuration,
     })
 }

@@ -114,9 +114,10 @@ pub(super) fn has_state(state: &TwapsState) -> bool {
     !state.twaps.is_empty() || state.next_twap_id > 1
 }
 
-/// Writes the registry's part of a snapshot (nothing for a chain that never had a TWAP).
-pub(super) fn put_state(writer: &mut Writer, state: &TwapsState) {
-    if !has_state(state) {
+/// Writes the registry's part of a snapshot (nothing for a chain that never had a TWAP, unless
+/// a later section follows: `followed`).
+pub(super) fn put_state(writer: &mut Writer, state: &TwapsState, followed: bool) {
+    if !followed && !has_state(state) {
         return;
     }
     put_list(writer, &state.twaps, put_record);
@@ -167,6 +168,14 @@ mod tests {
                 twap_id: 77,
             },
             Command::RunTwapSlice { twap_id: 77, slice: 59 },
+            Command::SetPairHalted {
+                pair: PairIndex(3),
+                halted: true,
+            },
+            Command::SetPairHalted {
+                pair: PairIndex(0),
+                halted: false,
+            },
             Command::ByAgent {
                 agent: Address::from_bytes([0xc0; 20]),
                 command: Box::new(Command::StartTwap(terms())),
@@ -198,11 +207,11 @@ mod tests {
             next_twap_id: 4,
         };
         let mut writer = Writer::new();
-        put_state(&mut writer, &state);
+        put_state(&mut writer, &state, false);
         let mut reader = Reader::new(&writer.0).unwrap();
         assert_eq!(get_state(&mut reader), Ok(state));
         let mut empty = Writer::new();
-        put_state(&mut empty, &TwapsState::default());
+        put_state(&mut empty, &TwapsState::default(), false);
         assert_eq!(empty.0.len(), 1, "a chain without TWAPs writes nothing but the version");
     }
 }

@@ -245,6 +245,11 @@ impl ApiError {
             )
             .on("clientTransferId"),
             Rejection::Twap(rejection) => twap_error(rejection),
+            Rejection::PairHalted => unprocessable(
+                "PAIR_HALTED",
+                "the operator halted this pair: it takes cancels only until it is resumed",
+            )
+            .on("symbol"),
             Rejection::TooManyTransfers => unprocessable(
                 "TOO_MANY_TRANSFERS",
                 format!(
