@@ -11,6 +11,9 @@ import { element } from "./dom";
 import { Market } from "./market";
 import { setUpTabs } from "./tabs";
 
+/** How often the pair shown is looked at again for a halt or a resume. */
+const HALT_RECHECK_MS = 2_000;
+
 function announce(text: string): void {
   element("announcer").textContent = text;
   element("errors").replaceChildren();
@@ -66,9 +69,24 @@ async function main(): Promise<void> {
   let assets: Asset[] = [];
   let custody: Custody = { mode: "ledger" };
 
+  // A pair the operator halted takes cancels only: said above the order form, and looked at
+  // again now and then (a halt comes without a stream message).
+  const showHalt = (pair: Pair) => {
+    const banner = element("pair-halted");
+    banner.hidden = !pair.halted;
+    banner.textContent = pair.halted ? `Trading on ${pair.symbol} is halted by the operator: only cancels are taken.` : "";
+  };
+  window.setInterval(() => {
+    const symbol = pairSelect.value;
+    reader(chainSelect.value).pairs().then((list) => {
+      const pair = list.find((item) => item.symbol === symbol);
+      if (pair && pairSelect.value === symbol) showHalt(pair);
+    }).catch(() => undefined);
+  }, HALT_RECHECK_MS);
   const showPair = async () => {
     const pair = pairs.find((item) => item.symbol === pairSelect.value);
     if (!pair || !market || !account) return;
+    showHalt(pair);
     document.title = `${pair.symbol} · dexd`;
     history.replaceState(null, "", `#${chainSelect.value}/${pair.symbol}`);
     await Promise.all([

@@ -49,6 +49,8 @@ export interface FeeRaise { makerFee: string; takerFee: string; effectiveAt: num
 export interface Pair {
   symbol: string; base: string; quote: string; tickSize: string; stepSize: string; minAmount: string;
   minNotional: string; makerFee: string; takerFee: string; feeRaise: FeeRaise | null; lastPrice: string | null;
+  /** The operator halted the pair: it takes cancels only. */
+  halted: boolean;
 }
 export interface Chain { chainId: string; name: string; custody: "ledger" | "vault" }
 export interface OrderBook { symbol: string; bids: Level[]; asks: Level[]; sequence: number }

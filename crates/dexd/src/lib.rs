@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod api;
 /// The public journal's format and `dexd audit` (the `dexd-audit` crate).
 pub use dexd_audit as audit;
@@ -87,6 +88,8 @@ pub struct ServeOptions {
     /// Run the built-in demo market ([`demo`]); refused unless every chain is a ledger chain on
     /// the embedded journal.
     pub demo: bool,
+    /// Serve the operator's API ([`admin`]) on this listener, to requests bearing this token.
+    pub admin: Option<(TcpListener, admin::AdminToken)>,
 }
 
 /// Starts every chain (journal replay, from the newest snapshot when there is one), then custody
@@ -100,6 +103,7 @@ fn start_in_background(
     connections: api::ConnectionGauge,
     (ready, started): (Arc<OnceLock<axum::Router>>, Arc<OnceLock<Started>>),
     listening_url: String,
+    admin_venue: admin::StartedVenue,
 ) -> tokio::sync::mpsc::Receiver<Box<dyn std::error::Error + Send + Sync>> {
     // A channel rather than a oneshot: the accept loop polls it on every turn, also after the
     // start succeeded and dropped the sender (a closed channel answers `None` each time).
@@ -153,6 +157,7 @@ fn start_in_background(
             journals: api::served_journals::ServedJournals::new(&venue),
         });
         let router = api::router(Arc::clone(&app));
+        let _ = admin_venue.set(Arc::clone(&venue));
         let _ = started.set(Started {
             venue,
             custody,
@@ -197,7 +202,18 @@ pub async fn serve_with_tls(
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    serve_with_options(config, data_dir, listener, ServeOptions { tls, demo: false }, shutdown).await
+    serve_with_options(
+        config,
+        data_dir,
+        listener,
+        ServeOptions {
+            tls,
+            demo: false,
+            admin: None,
+        },
+        shutdown,
+    )
+    .await
 }
 
 /// Like [`serve_with_tls`], with every option of [`ServeOptions`]; a demo on a configuration
@@ -235,6 +251,19 @@ pub async fn serve_with_options(
         Ok(address) => format!("{}://{address}", if tls.is_some() { "https" } else { "http" }),
         Err(_) => String::new(),
     };
+    let admin_venue: admin::StartedVenue = Arc::new(OnceLock::new());
+    // The operator's API on its own listener: stopped with the server.
+    let admin_server = options.admin.map(|(admin_listener, token)| {
+        if let Ok(address) = admin_listener.local_addr() {
+            tracing::info!(address = %address, "dexd admin listening");
+        }
+        let router = admin::router(token, Arc::clone(&admin_venue));
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(admin_listener, router).await {
+                tracing::error!(%error, "the admin listener stopped");
+            }
+        })
+    });
     let mut start_failure = start_in_background(
         config,
         data_dir,
@@ -243,6 +272,7 @@ pub async fn serve_with_options(
         connection_gauge,
         (Arc::clone(&ready), Arc::clone(&started)),
         listening_url,
+        admin_venue,
     );
     // Every connection task holds a clone of `alive`; when all are dropped, `all_closed` ends.
     let (stop_connections, stopping) = tokio::sync::watch::channel(false);
@@ -275,6 +305,9 @@ pub async fn serve_with_options(
             Some(error) = start_failure.recv() => return Err(error),
         };
         spawn_connection(&accepting, stream, remote, permit);
+    }
+    if let Some(admin_server) = admin_server {
+        admin_server.abort();
     }
     // Its `alive` must go too, or the shutdown would wait out its grace for nothing.
     drop(accepting);

@@ -6,6 +6,7 @@
 //! [`dexd::serve`] (or to `chain_commands.rs` for the chain subcommands). It holds no venue
 //! logic.
 
+mod admin_command;
 mod audit_command;
 mod chain_commands;
 mod exit_command;
@@ -59,7 +60,16 @@ enum Command {
         /// on the embedded journal only). The way to look around.
         #[arg(long)]
         demo: bool,
+        /// Serve the operator's API (halt and resume pairs) on this address, apart from the
+        /// public one; it takes requests bearing the token in --admin-token-env.
+        #[arg(long)]
+        admin_listen: Option<SocketAddr>,
+        /// The environment variable holding the operator's token (at least 32 bytes).
+        #[arg(long, default_value = dexd::admin::DEFAULT_ADMIN_TOKEN_ENV)]
+        admin_token_env: String,
     },
+    /// Call a venue's operator API (`dexd serve --admin-listen`), the token from the environment.
+    Admin(admin_command::Admin),
     /// Print the embedded default configuration, as a starting point for your own.
     DefaultConfig,
     /// Copy a data directory while the service runs: each chain's history, then its journal
@@ -111,7 +121,22 @@ fn main() -> ExitCode {
             tls_cert,
             tls_key,
             demo,
-        } => serve(listen, config, data_dir, tls_cert.zip(tls_key), demo),
+            admin_listen,
+            admin_token_env,
+        } => {
+            let admin = match admin_listen {
+                None => None,
+                Some(address) => match dexd::admin::AdminToken::from_environment(&admin_token_env) {
+                    Ok(token) => Some((address, token)),
+                    Err(reason) => {
+                        eprintln!("dexd: {reason}");
+                        return ExitCode::from(2);
+                    }
+                },
+            };
+            serve(listen, config, data_dir, tls_cert.zip(tls_key), demo, admin)
+        }
+        Command::Admin(arguments) => admin_command::run_admin(arguments),
     }
 }
 
@@ -154,6 +179,7 @@ fn serve(
     data_dir: PathBuf,
     tls_files: Option<(PathBuf, PathBuf)>,
     demo: bool,
+    admin: Option<(SocketAddr, dexd::admin::AdminToken)>,
 ) -> ExitCode {
     // Request threads append log lines to a buffer that a log thread writes out every few
     // milliseconds: one write per interval instead of one per line, off the path of the request.
@@ -208,7 +234,17 @@ fn serve(
             }
         };
         tracing::info!(address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), scheme, "dexd listening");
-        let options = dexd::ServeOptions { tls, demo };
+        let admin = match admin {
+            None => None,
+            Some((address, token)) => match tokio::net::TcpListener::bind(address).await {
+                Ok(admin_listener) => Some((admin_listener, token)),
+                Err(error) => {
+                    eprintln!("dexd: cannot listen on {address} for the admin API: {error}");
+                    return ExitCode::from(2);
+                }
+            },
+        };
+        let options = dexd::ServeOptions { tls, demo, admin };
         match dexd::serve_with_options(config, &data_dir, listener, options, shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

@@ -207,6 +207,8 @@ class Pair:
     maker_fee: Decimal
     taker_fee: Decimal
     last_price: Optional[Decimal]
+    #: The operator halted the pair: it takes cancels only.
+    halted: bool
 
     @staticmethod
     def from_json(data: dict) -> "Pair":

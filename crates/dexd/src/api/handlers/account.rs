@@ -179,7 +179,7 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
             let now_ms = dexd_store::now_ms();
             // The fees are the journal's, in force now, with a raise it announced and that has
             // not come yet (the configuration file's raise is announced, not applied at once).
-            let (last_price, fees, raise) = chain.read_engine(|engine| {
+            let (last_price, fees, raise, halted) = chain.read_engine(|engine| {
                 let journaled = engine.config().pairs.get(index);
                 let spec = engine.pair_spec(PairIndex(index as u16));
                 let fees = spec.map_or((pair.definition.maker_fee, pair.definition.taker_fee), |spec| {
@@ -188,7 +188,8 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
                 let raise = journaled
                     .and_then(|definition| definition.fee_raise)
                     .filter(|raise| raise.effective_at_ms > now_ms);
-                (engine.last_price(PairIndex(index as u16)), fees, raise)
+                let halted = engine.is_pair_halted(PairIndex(index as u16));
+                (engine.last_price(PairIndex(index as u16)), fees, raise, halted)
             });
             let definition = &pair.definition;
             json!({
@@ -207,6 +208,7 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
                     "effectiveAt": raise.effective_at_ms,
                 })),
                 "lastPrice": last_price.map(|price| pair.spec.format_price(price)),
+                "halted": halted,
             })
         })
         .collect();

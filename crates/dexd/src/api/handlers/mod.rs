@@ -160,6 +160,11 @@ pub(super) fn store_error(error: StoreError) -> ApiError {
     ApiError::internal()
 }
 
+/// [`write_error`], for the operator's API (`crate::admin`).
+pub(crate) fn write_error_response(error: WriteError) -> ApiError {
+    write_error(error)
+}
+
 pub(super) fn write_error(error: WriteError) -> ApiError {
     match error {
         WriteError::Rejected(rejection) => ApiError::from_rejection(rejection),

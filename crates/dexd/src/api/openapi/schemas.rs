@@ -393,7 +393,8 @@ fn venue_schemas() -> Value {
                 "symbol": string(), "base": string(), "quote": string(), "tickSize": decimal(), "stepSize": decimal(),
                 "minAmount": decimal(), "minNotional": decimal(), "makerFee": decimal(), "takerFee": decimal(),
                 "feeRaise": nullable(object(json!({"makerFee": decimal(), "takerFee": decimal(), "effectiveAt": integer}))),
-                "lastPrice": nullable(decimal())
+                "lastPrice": nullable(decimal()),
+                "halted": {"type": "boolean"}
             }))}
         })),
         "Eip712Response": {

@@ -1,5 +1,6 @@
 //! The HTTP API: every operation, its errors, signatures, agents, limits, TLS and the operator's view.
 
+mod admin;
 mod agents;
 mod batch_signing;
 mod cancel_reasons;

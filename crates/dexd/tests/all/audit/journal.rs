@@ -49,7 +49,7 @@ async fn journal_lines(server: &TestServer) -> (Vec<String>, u64) {
 
 /// Runs `dexd audit --once` against `venue` with the directory `dir`; its success, standard
 /// output and standard error.
-async fn audit_once(venue: &str, dir: &std::path::Path) -> (bool, String, String) {
+pub(crate) async fn audit_once(venue: &str, dir: &std::path::Path) -> (bool, String, String) {
     let output = audit_once_with(venue, dir, &[]).await;
     (
         output.status.success(),
@@ -359,6 +359,58 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     )
     .await;
     assert_eq!(placed["order"]["account"], carol_first);
+    // TWAPs, both ways: Alice's with her key (its first slice journaled by the timer at once),
+    // Carol's signed as a Twap and cancelled as a CancelTwap.
+    let twap = post_ok(
+        server,
+        "/order/addTwap",
+        json!({"chainId": "1", "symbol": "ETH/USDC", "direction": "sell", "amount": "1", "durationMs": 300_000,
+               "intervalMs": 30_000, "limitPrice": "1", "privateKey": alice.key}),
+    )
+    .await;
+    let twap_id = twap["twap"]["twapId"].as_str().unwrap().to_string();
+    for _ in 0..100 {
+        let (_, twaps) = server
+            .get("/order/twaps", &[("chainId", "1"), ("account", &alice.address)])
+            .await;
+        if twaps["twaps"][0]["slices"] == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (signature, _) = sign(
+        "Twap",
+        json!({"account": carol.trader.address, "symbol": "ETH/USDC", "direction": "buy", "amount": "0.5",
+               "durationMs": "600000", "intervalMs": "60000", "limitPrice": "100", "clientTwapId": "c-twap",
+               "nonce": "14", "expiry": expiry.to_string()}),
+    );
+    let carols = post_ok(
+        server,
+        "/order/addTwap",
+        merge(
+            signed(14, signature),
+            json!({"symbol": "ETH/USDC", "direction": "buy", "amount": "0.5", "durationMs": 600_000,
+                   "intervalMs": 60_000, "limitPrice": "100", "clientTwapId": "c-twap"}),
+        ),
+    )
+    .await;
+    let carols_id = carols["twap"]["twapId"].as_str().unwrap().to_string();
+    let (signature, _) = sign(
+        "CancelTwap",
+        json!({"account": carol.trader.address, "twapId": carols_id, "nonce": "15", "expiry": expiry.to_string()}),
+    );
+    post_ok(
+        server,
+        "/order/cancelTwap",
+        merge(signed(15, signature), json!({"twapId": carols_id})),
+    )
+    .await;
+    post_ok(
+        server,
+        "/order/cancelTwap",
+        json!({"chainId": "1", "twapId": twap_id, "privateKey": alice.key}),
+    )
+    .await;
     // Withdrawals, both ways.
     post_ok(
         server,

@@ -2,5 +2,5 @@
 
 mod audit_root_data;
 mod audit_vault;
-mod journal;
+pub(crate) mod journal;
 mod segments;

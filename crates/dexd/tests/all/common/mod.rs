@@ -40,12 +40,40 @@ impl BinaryServer {
         level: &str,
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     ) -> BinaryServer {
-        BinaryServer::launch(data_dir, config, level, log, true, &[])
+        BinaryServer::launch(data_dir, config, level, log, true, &[], &[])
+    }
+
+    /// `dexd serve` with the operator's API on a port of its own (`--admin-listen`), its token
+    /// in the child's environment; returns the server and the admin listener's URL.
+    pub fn start_with_admin(data_dir: &std::path::Path, token: &str) -> (BinaryServer, String) {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let server = BinaryServer::launch(
+            data_dir,
+            None,
+            "info",
+            Some(std::sync::Arc::clone(&log)),
+            true,
+            &["--admin-listen", "127.0.0.1:0"],
+            &[("DEXD_ADMIN_TOKEN", token)],
+        );
+        let text = log.lock().unwrap().clone();
+        let line = text
+            .lines()
+            .find(|line| line.contains("dexd admin listening"))
+            .expect("dexd logs the admin listener's address");
+        let address = line
+            .split("address=")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        (server, format!("http://{address}"))
     }
 
     /// `dexd serve --demo` on the embedded configuration, every log line appended to `log`.
     pub fn start_demo(data_dir: &std::path::Path, log: std::sync::Arc<std::sync::Mutex<String>>) -> BinaryServer {
-        BinaryServer::launch(data_dir, None, "info", Some(log), true, &["--demo"])
+        BinaryServer::launch(data_dir, None, "info", Some(log), true, &["--demo"], &[])
     }
 
     /// Starts the server and returns as soon as it listens, before its chains have started
@@ -55,7 +83,7 @@ impl BinaryServer {
         config: Option<&std::path::Path>,
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
     ) -> BinaryServer {
-        BinaryServer::launch(data_dir, config, "info", log, false, &[])
+        BinaryServer::launch(data_dir, config, "info", log, false, &[], &[])
     }
 
     fn launch(
@@ -65,6 +93,7 @@ impl BinaryServer {
         log: Option<std::sync::Arc<std::sync::Mutex<String>>>,
         wait_until_ready: bool,
         extra_arguments: &[&str],
+        environment: &[(&str, &str)],
     ) -> BinaryServer {
         use std::io::BufRead;
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dexd"));
@@ -80,6 +109,7 @@ impl BinaryServer {
             // A cluster node's configuration names this variable for its secret (the test
             // process's own environment is never changed: its tests run on threads side by side).
             .env(cluster::TEST_CLUSTER_SECRET_VARIABLE, cluster::TEST_CLUSTER_SECRET)
+            .envs(environment.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
