@@ -32,11 +32,14 @@ export function dexdBinary() {
 }
 
 /** Starts dexd on the embedded configuration, or on `config` (a TOML file) when given. */
-export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0", config = null, demo = false } = {}) {
+export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-")), listen = "127.0.0.1:0", config = null, demo = false, adminToken = null } = {}) {
   const configuration = config ? ["--config", config] : [];
   if (demo) configuration.push("--demo");
+  // With an operator's token, the admin API on a port of its own.
+  if (adminToken) configuration.push("--admin-listen", "127.0.0.1:0");
   const child = spawn(dexdBinary(), ["serve", "--listen", listen, "--data-dir", join(work, "data"), ...configuration], {
     stdio: ["ignore", "pipe", "pipe"],
+    env: adminToken ? { ...process.env, DEXD_ADMIN_TOKEN: adminToken } : process.env,
   });
   let log = "";
   child.stdout.on("data", (chunk) => (log += chunk));
@@ -50,6 +53,7 @@ export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-"
     else await new Promise((done) => setTimeout(done, 50));
   }
   const url = `http://${address}`;
+  const adminAddress = /dexd admin listening address=([0-9.:]+)/.exec(log)?.[1] ?? null;
   const halt = async () => {
     if (child.exitCode === null) {
       child.kill("SIGTERM");
@@ -62,7 +66,17 @@ export async function startDexd({ work = mkdtempSync(join(tmpdir(), "dexd-page-"
     /** Stops the process (a graceful stop: streams get 1001), keeping its data. */
     halt,
     /** Starts it again on the same address and data. */
-    restart: () => startDexd({ work, listen: address, config, demo }),
+    restart: () => startDexd({ work, listen: address, config, demo, adminToken }),
+    /** A call of the operator's API (started with `adminToken`). */
+    async admin(path, body) {
+      const response = await fetch(`http://${adminAddress}${path}`, {
+        method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${adminToken}` },
+        body: JSON.stringify(body),
+      });
+      const answer = await response.json();
+      if (!response.ok) throw new Error(`${path}: ${JSON.stringify(answer)}`);
+      return answer;
+    },
     async stop() {
       await halt();
       rmSync(work, { recursive: true, force: true });

@@ -472,3 +472,19 @@ test("a TWAP started from the page places its first slice at once and is cancell
     await context.close();
   }
 });
+
+test("a pair the operator halts says so above the order form, and no longer once resumed", async () => {
+  const operated = await startDexd({ adminToken: "page-test-operator-token-0123456789abcdef" });
+  const { page, context } = await openPage(browser, operated.url);
+  try {
+    await page.waitForSelector("body[data-ready=true]");
+    assert.equal(await page.isVisible("#pair-halted"), false);
+    await operated.admin("/admin/haltPair", { chainId: CHAIN, symbol: PAIR });
+    await page.getByText(`Trading on ${PAIR} is halted by the operator: only cancels are taken.`).waitFor();
+    await operated.admin("/admin/resumePair", { chainId: CHAIN, symbol: PAIR });
+    await page.waitForSelector("#pair-halted", { state: "hidden" });
+  } finally {
+    await context.close();
+    await operated.stop();
+  }
+});
