@@ -4,3 +4,4 @@ mod cluster_custody;
 mod cluster_forwarding;
 mod cluster_script;
 mod cluster_takeover;
+mod cluster_twap;
