@@ -2,7 +2,9 @@
 //! orders, uint256 nonce, uint256 expiry)`.
 //!
 //! Each order of a batch is an `Order` whose `nonce` and `expiry` are the batch's, and its id is
-//! that order's own digest, as for an order signed alone. The batch's signature covers the
+//! that order's own digest, as for an order signed alone; an order equal to one before it in the
+//! batch (the same digest) has its place in its id instead ([`BatchProof::order_id`]), so that a
+//! batch of equal child orders is placed whole. The batch's signature covers the
 //! struct hash of every order, so one order is checked with the batch's signature, its index
 //! and the hashes of the others ([`BatchProof`]). This module hashes and describes; it holds no
 //! key and checks no signature.
@@ -32,6 +34,23 @@ impl BatchProof {
     /// Whether `order` is the order at this proof's index.
     pub fn holds(&self, order: &OrderMessage) -> bool {
         self.order_hashes.get(self.index) == Some(&order_struct_hash(order))
+    }
+
+    /// The id of the order at this proof's index under `domain`: its own digest, or, when an
+    /// earlier order of the batch has the same struct hash (an equal order: the same terms under
+    /// the same nonce), `keccak256(digest ‖ uint8 index)`, so that each of equal orders has its
+    /// own id. An id is thus the digest for every batch journaled before equal orders were
+    /// taken, which had none.
+    pub fn order_id(&self, domain: &SigningDomain) -> [u8; 32] {
+        let own = self.order_hashes[self.index];
+        let digest = domain.digest_of_struct_hash(&own);
+        if !self.order_hashes[..self.index].contains(&own) {
+            return digest;
+        }
+        let mut preimage = [0u8; 33];
+        preimage[..32].copy_from_slice(&digest);
+        preimage[32] = u8::try_from(self.index).expect("a batch holds at most 50 orders");
+        keccak256(preimage).0
     }
 }
 

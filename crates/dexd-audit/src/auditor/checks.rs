@@ -132,7 +132,16 @@ fn check_before_signature(line: &CommandLine, messages: &RequestMessages) -> Res
     }
     let order_digest = signed.message.digest(messages.domain());
     if let Some(order_id) = signed.digest_is_order_id {
-        if *order_id.as_bytes() != order_digest {
+        // An order of a batch signed once that equals one before it has its place in its id.
+        let expected = match &line_signed.batch {
+            Some((place, _)) if usize::from(place.index) < place.order_hashes.len() => dexd_crypto::BatchProof {
+                index: usize::from(place.index),
+                order_hashes: std::sync::Arc::clone(&place.order_hashes),
+            }
+            .order_id(messages.domain()),
+            _ => order_digest,
+        };
+        if *order_id.as_bytes() != expected {
             return fails(format!(
                 "the order id {order_id} is not the digest of the signed message"
             ));

@@ -50,8 +50,8 @@ enum ReadItem {
 /// A malformed item (a 400) refuses the batch. An item whose terms break a pair's rule (a 422: a
 /// price off the tick) is that item's own result: with a key the venue signs the others; with a
 /// client's signature, which covers every item, the refused item is hashed from its parameters'
-/// canonical text as the client signed it. Two items that are the same order (the same terms,
-/// hence the same id under one nonce) refuse the batch.
+/// canonical text as the client signed it. Two items that are the same order (the same terms
+/// under one nonce) each get an id of their own ([`dexd_crypto::BatchProof::order_id`]).
 pub(super) fn sign_once(
     app: &AppState,
     chain: &Chain,
@@ -84,7 +84,6 @@ pub(super) fn sign_once(
                 .map_err(|_| error.clone().within(LIST, *index)),
         })
         .collect::<Result<Vec<[u8; 32]>, ApiError>>()?;
-    refuse_repeated_orders(&covered, &hashes)?;
     let domain = signing_domain(chain);
     let digest = domain.order_batch_digest(&actor.account, &hashes, nonce, expiry_ms);
     let authorization = credential.authorize_actor(digest, &mut actor, (nonce, expiry_ms), None)?;
@@ -155,7 +154,11 @@ fn placements_of(
         })
         .map(|(place, terms)| {
             let mut terms = *terms;
-            terms.order_id = OrderId::from_bytes(domain.digest_of_struct_hash(&order_hashes[place]));
+            let proof = dexd_crypto::BatchProof {
+                index: place,
+                order_hashes: Arc::clone(&order_hashes),
+            };
+            terms.order_id = OrderId::from_bytes(proof.order_id(domain));
             let batch = BatchPlace {
                 index: u8::try_from(place).expect("a batch holds at most 50 orders"),
                 order_hashes: Arc::clone(&order_hashes),
@@ -223,23 +226,4 @@ fn refused_item_message(
         expires_at_ms: item.read(&EXPIRES_AT)?.unwrap_or(0),
         without_conditions: false,
     })
-}
-
-/// 400 for the second of two items that are the same order: under one nonce they would have one
-/// id.
-fn refuse_repeated_orders(covered: &[(usize, ReadItem)], hashes: &[[u8; 32]]) -> Result<(), ApiError> {
-    let mut seen = std::collections::HashMap::with_capacity(hashes.len());
-    for ((index, _), hash) in covered.iter().zip(hashes) {
-        if let Some(first) = seen.insert(*hash, *index) {
-            return Err(ApiError::invalid(
-                "clientOrderId",
-                format!(
-                    "the same order as orders[{first}]: the orders of a batch signed once share its nonce, so two \
-                     orders with the same terms would have the same id; give them different clientOrderIds"
-                ),
-            )
-            .within("orders", *index));
-        }
-    }
-    Ok(())
 }

@@ -1,8 +1,9 @@
 //! Batches of orders signed once (contract version 4), against the real server: a client's one
 //! `OrderBatch` signature (made with alloy's typed-data hasher and k256, sharing no code with
 //! dexd), an agent's, and the venue's with a `privateKey`. Each placed order is checked alone
-//! from what `orderDetail` returns; a batch sent again, one altered order, more than 50 orders or
-//! a credential in an item is refused whole and changes nothing.
+//! from what `orderDetail` returns; equal orders in one batch each get their own id; a batch sent
+//! again, one altered order, more than 50 orders or a credential in an item is refused whole and
+//! changes nothing.
 
 use crate::common;
 
@@ -154,15 +155,49 @@ async fn a_batch_signed_once_places_its_orders_and_each_is_checkable_alone() {
     with_credential["orders"][0]["nonce"] = json!("1");
     let refused = server.post_json("/order/batchOrders", with_credential).await;
     assert_error(&refused, 400, "INVALID_PARAMETER", Some("orders[0].nonce"));
-    let twice = [items[1].clone(), items[1].clone()];
-    let refused = server
-        .post_json(
-            "/order/batchOrders",
-            signed_batch(&eip712, &alice, &account, &twice, "7005"),
-        )
-        .await;
-    assert_error(&refused, 400, "INVALID_PARAMETER", Some("orders[1].clientOrderId"));
     assert_eq!(open_orders(&server, &alice.trader).await, before);
+
+    // Three equal child orders (no client order id) in one batch: each placed, each with its
+    // own id: the first its digest, a repeat keccak256(digest ‖ its index).
+    let child = json!({"symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "900", "amount": "0.1"});
+    let children = [child.clone(), child.clone(), child.clone()];
+    let mut body = signed_batch(
+        &eip712,
+        &alice,
+        &account,
+        &children.clone().map(|mut item| {
+            item["clientOrderId"] = json!("");
+            item
+        }),
+        "7005",
+    );
+    body["orders"] = json!(children);
+    let (status, answer) = server.post_json("/order/batchOrders", body.clone()).await;
+    assert_eq!(status, 200, "{answer}");
+    let ids: Vec<String> = (0..3)
+        .map(|index| {
+            answer["results"][index]["order"]["orderId"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let (_, detail) = server
+        .get("/order/orderDetail", &[("chainId", "1"), ("orderId", &ids[0])])
+        .await;
+    let order: TypedData = serde_json::from_value(detail["typedData"].clone()).unwrap();
+    let digest = order.eip712_signing_hash().unwrap();
+    assert_eq!(ids[0], format!("{digest}"));
+    for index in 1..3u8 {
+        let mut preimage = digest.to_vec();
+        preimage.push(index);
+        assert_eq!(ids[usize::from(index)], format!("{}", keccak256(&preimage)), "{answer}");
+    }
+    assert_eq!(open_orders(&server, &alice.trader).await.len(), before.len() + 3);
+    // Sent again: refused whole, nothing placed twice.
+    let again = server.post_json("/order/batchOrders", body).await;
+    assert_error(&again, 409, "NONCE_REUSED", Some("nonce"));
+    assert_eq!(open_orders(&server, &alice.trader).await.len(), before.len() + 3);
 
     // An order whose price is off the tick is refused alone; the signature, which covers it as
     // the client signed it, still places the other.

@@ -359,6 +359,18 @@ async fn trade_every_way(server: &TestServer) -> u64 {
     )
     .await;
     assert_eq!(placed["order"]["account"], carol_first);
+    // Two equal orders in one batch signed once with a key: each its own id.
+    let child = json!({"symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "90", "amount": "0.1"});
+    let equal = post_ok(
+        server,
+        "/order/batchOrders",
+        json!({"chainId": "1", "privateKey": alice.key, "orders": [child, child]}),
+    )
+    .await;
+    assert_ne!(
+        equal["results"][0]["order"]["orderId"], equal["results"][1]["order"]["orderId"],
+        "{equal}"
+    );
     // TWAPs, both ways: Alice's with her key (its first slice journaled by the timer at once),
     // Carol's signed as a Twap and cancelled as a CancelTwap.
     let twap = post_ok(
