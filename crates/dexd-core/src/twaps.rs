@@ -94,7 +94,7 @@ impl NewTwap {
         if !(MIN_TWAP_INTERVAL_MS..=MAX_TWAP_INTERVAL_MS).contains(&self.interval_ms) {
             return Err("intervalMs must be 30000 to 3600000");
         }
-        if self.duration_ms % self.interval_ms != 0 {
+        if !self.duration_ms.is_multiple_of(self.interval_ms) {
             return Err("intervalMs must divide durationMs");
         }
         if self.quantity.is_zero() {

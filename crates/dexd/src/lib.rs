@@ -102,8 +102,9 @@ fn start_in_background(
     telemetry: Arc<dexd_venue::telemetry::Telemetry>,
     connections: api::ConnectionGauge,
     (ready, started): (Arc<OnceLock<axum::Router>>, Arc<OnceLock<Started>>),
-    listening_url: String,
-    admin_venue: admin::StartedVenue,
+    // The public listener's URL (the cluster's address of this node), and where the admin
+    // listener finds the venue once it has started.
+    (listening_url, admin_venue): (String, admin::StartedVenue),
 ) -> tokio::sync::mpsc::Receiver<Box<dyn std::error::Error + Send + Sync>> {
     // A channel rather than a oneshot: the accept loop polls it on every turn, also after the
     // start succeeded and dropped the sender (a closed channel answers `None` each time).
@@ -271,8 +272,7 @@ pub async fn serve_with_options(
         telemetry,
         connection_gauge,
         (Arc::clone(&ready), Arc::clone(&started)),
-        listening_url,
-        admin_venue,
+        (listening_url, admin_venue),
     );
     // Every connection task holds a clone of `alive`; when all are dropped, `all_closed` ends.
     let (stop_connections, stopping) = tokio::sync::watch::channel(false);
