@@ -387,18 +387,25 @@ test("edit, cancel all, and a session key that trades for the account until it i
   }
 });
 
+/** Waits for the book, pastes `key`, deposits `quantity` USDC and waits for its credit; the
+ * account's address. */
+async function signInAndDeposit(page, key, quantity) {
+  await waitForBook(page);
+  await page.getByLabel("Or paste a private key").fill(key);
+  await page.getByRole("button", { name: "Use this key" }).click();
+  const owner = (await page.textContent("#signer-state")).match(/0x[0-9a-fA-F]{40}/)[0];
+  await page.getByLabel("Asset").selectOption("USDC");
+  await page.getByLabel("Quantity").fill(quantity);
+  await page.getByRole("button", { name: "Deposit", exact: true }).click();
+  await page.getByText(new RegExp(`Deposit of ${quantity} USDC: confirmed`)).waitFor();
+  return owner;
+}
+
 test("a subaccount: funds moved to it, an order placed and listed there, never on the account", async () => {
   const key = "0x" + "e7".repeat(32);
   const { page, context, sent } = await openPage(browser, dexd.url);
   try {
-    await waitForBook(page);
-    await page.getByLabel("Or paste a private key").fill(key);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    const owner = (await page.textContent("#signer-state")).match(/0x[0-9a-fA-F]{40}/)[0];
-    await page.getByLabel("Asset").selectOption("USDC");
-    await page.getByLabel("Quantity").fill("5000");
-    await page.getByRole("button", { name: "Deposit", exact: true }).click();
-    await page.getByText(/Deposit of 5000 USDC: confirmed/).waitFor();
+    const owner = await signInAndDeposit(page, key, "5000");
     await page.getByLabel("From subaccount").fill("0");
     await page.getByLabel("To subaccount").fill("6");
     await page.getByLabel("Token to move").selectOption("USDC");
@@ -433,14 +440,7 @@ test("a TWAP started from the page places its first slice at once and is cancell
   const key = "0x" + "e9".repeat(32);
   const { page, context, sent } = await openPage(browser, dexd.url);
   try {
-    await waitForBook(page);
-    await page.getByLabel("Or paste a private key").fill(key);
-    await page.getByRole("button", { name: "Use this key" }).click();
-    const owner = (await page.textContent("#signer-state")).match(/0x[0-9a-fA-F]{40}/)[0];
-    await page.getByLabel("Asset").selectOption("USDC");
-    await page.getByLabel("Quantity").fill("20000");
-    await page.getByRole("button", { name: "Deposit", exact: true }).click();
-    await page.getByText(/Deposit of 20000 USDC: confirmed/).waitFor();
+    const owner = await signInAndDeposit(page, key, "20000");
     const asks = (await dexd.get("/order/sellOrderbooks", { chainId: CHAIN, pair: PAIR })).levels;
     assert.ok(asks.length > 0, "the seeded market has asks");
     await page.getByLabel("Whole amount").fill("0.1");

@@ -2,5 +2,6 @@
 
 mod audit_root_data;
 mod audit_vault;
+mod every_way;
 pub(crate) mod journal;
 mod segments;

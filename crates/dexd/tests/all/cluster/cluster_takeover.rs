@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cluster::{write_node_config, LEASE_MS};
+use common::cluster::{default_node_config, LEASE_MS};
 use common::{BinaryServer, TestServer, Trader};
 use dexd_store::postgres::test_server::PostgresServer;
 use serde_json::json;
@@ -29,14 +29,7 @@ struct Outcomes {
 async fn every_acknowledged_change_is_there_exactly_once_after_the_leader_dies_under_load() {
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = |node_id| {
-        write_node_config(
-            folder.path(),
-            dexd_venue::config::DEFAULT_CONFIG_TOML,
-            &postgres.url(),
-            node_id,
-        )
-    };
+    let config = |node_id| default_node_config(folder.path(), &postgres, node_id);
     let (config_a, config_b) = (config("node-a"), config("node-b"));
     let (data_a, data_b) = (folder.path().join("node-a"), folder.path().join("node-b"));
     let mut node_a = BinaryServer::start_with(&data_a, Some(&config_a));

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{leader_other_than, write_node_config};
+use common::cluster::{default_node_config, leader_other_than};
 use common::{BinaryServer, TestServer, Trader};
 use dexd_store::postgres::test_server::PostgresServer;
 use serde_json::{json, Value};
@@ -36,14 +36,7 @@ async fn wait_for_slices(server: &TestServer, trader: &Trader, slices: u64, with
 async fn the_node_that_takes_over_runs_the_next_slice_once() {
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = |node_id| {
-        write_node_config(
-            folder.path(),
-            dexd_venue::config::DEFAULT_CONFIG_TOML,
-            &postgres.url(),
-            node_id,
-        )
-    };
+    let config = |node_id| default_node_config(folder.path(), &postgres, node_id);
     let node_a = BinaryServer::start_with(&folder.path().join("node-a"), Some(&config("node-a")));
     let node_b = BinaryServer::start_with(&folder.path().join("node-b"), Some(&config("node-b")));
     let leader = leader_other_than(&node_a.base_url, 1, None, Duration::from_secs(10)).await;

@@ -33,6 +33,21 @@ pub fn write_node_config(
     path
 }
 
+/// The embedded default configuration with the sections of node `node_id` on `postgres`,
+/// written into `folder`; returns its path.
+pub fn default_node_config(
+    folder: &std::path::Path,
+    postgres: &dexd_store::postgres::test_server::PostgresServer,
+    node_id: &str,
+) -> std::path::PathBuf {
+    write_node_config(
+        folder,
+        dexd_venue::config::DEFAULT_CONFIG_TOML,
+        &postgres.url(),
+        node_id,
+    )
+}
+
 /// `account`'s balances on chain 1 as the node at `base_url` serves them once it has applied
 /// journal position `min_sequence` (`X-Dexd-Min-Sequence`), or its error.
 pub async fn balances_at(base_url: &str, account: &str, min_sequence: &str) -> serde_json::Value {

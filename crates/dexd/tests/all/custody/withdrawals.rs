@@ -363,12 +363,9 @@ async fn a_withdrawal_id_is_the_accounts_once_even_after_its_request_expired() {
     assert_eq!(venue.transfers(&alice, "withdraw").await.len(), 1);
 }
 
-/// A chain whose block times run ahead of the wall clock (by minutes here, as on a devnet that
-/// moves its time) once delayed every later root until the wall clock caught up, and with it
-/// every withdrawal. Roots are due by the chain's clock now.
-#[tokio::test]
-async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
-    let (venue, alice) = VaultVenue::start_with_alice_funded(2).await;
+/// Moves the chain's clock ten minutes ahead of the wall clock and waits until the venue has
+/// seen it: a root committed at the chain's new time (the newest root is then ten minutes ahead).
+async fn ten_minutes_ahead_and_seen(venue: &VaultVenue) {
     let newest_root = || async {
         let (_, custody) = venue.get("/account/custody", &[]).await;
         custody["roots"]["newestVenueRoot"].as_u64()
@@ -376,8 +373,6 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
     venue
         .eventually("a first root recorded", || async { newest_root().await.is_some() })
         .await;
-    // Ten minutes ahead, and a root committed at that time: the newest root is now ten minutes
-    // ahead of the wall clock.
     venue.chain.advance_time(600).await;
     let ahead = newest_root().await.unwrap() + 2;
     venue
@@ -385,6 +380,15 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
             newest_root().await.is_some_and(|newest| newest >= ahead)
         })
         .await;
+}
+
+/// A chain whose block times run ahead of the wall clock (by minutes here, as on a devnet that
+/// moves its time) once delayed every later root until the wall clock caught up, and with it
+/// every withdrawal. Roots are due by the chain's clock now.
+#[tokio::test]
+async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
+    let (venue, alice) = VaultVenue::start_with_alice_funded(2).await;
+    ten_minutes_ahead_and_seen(&venue).await;
     venue.withdraw_usdc_and_see_it_paid(&alice, "10", 10 * USDC_UNIT).await;
 }
 
@@ -395,21 +399,7 @@ async fn a_chain_clock_ahead_of_the_wall_clock_does_not_hold_roots_back() {
 #[tokio::test]
 async fn a_keys_requests_apply_on_a_chain_whose_clock_runs_ahead() {
     let (venue, alice) = VaultVenue::start_with_alice_funded(2).await;
-    let newest_root = || async {
-        let (_, custody) = venue.get("/account/custody", &[]).await;
-        custody["roots"]["newestVenueRoot"].as_u64()
-    };
-    venue
-        .eventually("a first root recorded", || async { newest_root().await.is_some() })
-        .await;
-    // Ten minutes ahead, and seen: a root committed at the chain's new time.
-    venue.chain.advance_time(600).await;
-    let ahead = newest_root().await.unwrap() + 2;
-    venue
-        .eventually("a root committed on the chain's new time", || async {
-            newest_root().await.is_some_and(|newest| newest >= ahead)
-        })
-        .await;
+    ten_minutes_ahead_and_seen(&venue).await;
     let (status, placed) = venue
         .post(
             "/order/addOrder",

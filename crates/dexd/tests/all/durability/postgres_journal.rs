@@ -9,19 +9,10 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::cluster::{write_node_config, LEASE_MS};
+use common::cluster::{default_node_config, write_node_config, LEASE_MS};
 use common::{observable_state, BinaryServer, TestServer, Trader};
 use dexd_store::postgres::test_server::PostgresServer;
 use serde_json::json;
-
-fn postgres_config(folder: &std::path::Path, postgres: &PostgresServer, node_id: &str) -> std::path::PathBuf {
-    write_node_config(
-        folder,
-        dexd_venue::config::DEFAULT_CONFIG_TOML,
-        &postgres.url(),
-        node_id,
-    )
-}
 
 /// Trades and transfers of two accounts, each acknowledged: the state to find again.
 async fn trade_a_little(server: &TestServer) -> Vec<String> {
@@ -36,7 +27,7 @@ async fn trade_a_little(server: &TestServer) -> Vec<String> {
 async fn every_acknowledged_change_is_in_postgresql_and_survives_sigkill() {
     let postgres = PostgresServer::start();
     let folder = tempfile::tempdir().unwrap();
-    let config = postgres_config(folder.path(), &postgres, "node-a");
+    let config = default_node_config(folder.path(), &postgres, "node-a");
     let first_data = tempfile::tempdir().unwrap();
     let mut first = BinaryServer::start_with(first_data.path(), Some(&config));
     let accounts = trade_a_little(&TestServer::at(&first.base_url)).await;
@@ -109,11 +100,11 @@ async fn a_follower_serves_the_leaders_state_and_takes_the_chains_over_when_it_d
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut leader = BinaryServer::start_with(
         data_a.path(),
-        Some(&postgres_config(folder.path(), &postgres, "node-a")),
+        Some(&default_node_config(folder.path(), &postgres, "node-a")),
     );
     let follower = BinaryServer::start_with(
         data_b.path(),
-        Some(&postgres_config(folder.path(), &postgres, "node-b")),
+        Some(&default_node_config(folder.path(), &postgres, "node-b")),
     );
     let accounts = trade_a_little(&TestServer::at(&leader.base_url)).await;
     let before = observable_state(&leader.base_url, &accounts).await;
@@ -259,11 +250,11 @@ async fn a_leader_stopped_past_its_lease_never_appends_again_and_follows() {
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let old = BinaryServer::start_with(
         data_a.path(),
-        Some(&postgres_config(folder.path(), &postgres, "node-a")),
+        Some(&default_node_config(folder.path(), &postgres, "node-a")),
     );
     let new = BinaryServer::start_with(
         data_b.path(),
-        Some(&postgres_config(folder.path(), &postgres, "node-b")),
+        Some(&default_node_config(folder.path(), &postgres, "node-b")),
     );
     let mut accounts = trade_a_little(&TestServer::at(&old.base_url)).await;
     let pid = old.child.id().to_string();
@@ -343,11 +334,11 @@ async fn a_followers_book_stream_is_gapless_and_ends_on_the_leaders_rest_book() 
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let leader = BinaryServer::start_with(
         data_a.path(),
-        Some(&postgres_config(folder.path(), &postgres, "node-a")),
+        Some(&default_node_config(folder.path(), &postgres, "node-a")),
     );
     let follower = BinaryServer::start_with(
         data_b.path(),
-        Some(&postgres_config(folder.path(), &postgres, "node-b")),
+        Some(&default_node_config(folder.path(), &postgres, "node-b")),
     );
     let on_leader = TestServer::at(&leader.base_url);
     let traders = [Trader::new(0x31), Trader::new(0x32)];
