@@ -480,3 +480,70 @@ fn a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
     market.print("2400");
     assert_eq!(market.engine.untriggered_order_count(), 0);
 }
+
+/// An expired maker the venue's timer has not cancelled yet: under the rule it is cancelled by
+/// the command that meets it and never filled; an engine of a journal from before the rule
+/// (rules 0) fills it, as that journal's replay must.
+fn taker_meets_an_expired_maker(rules: u64) -> (Vec<Event>, OrderId, Venue) {
+    let mut market = Venue::new(
+        scenario_config(EngineLimits {
+            rules,
+            ..EngineLimits::default()
+        }),
+        1_000_000,
+    );
+    for account in [ALICE, BOB] {
+        market.deposit(account, ETH, 100 * ETH_UNIT);
+        market.deposit(account, USDC, 1_000_000 * USDC_UNIT);
+    }
+    let mut maker = market.order(BOB, Direction::Sell, Some("2000"), "1");
+    let expires_at_ms = market.time_ms + 10_000;
+    maker.conditions_mut().expires_at_ms = Some(expires_at_ms);
+    market.place(maker.clone()).unwrap();
+    market.rest(BOB, Direction::Sell, "2001", "1");
+    // Ten ms past the expiry, before any ExpireOrder: the taker arrives.
+    market.time_ms = expires_at_ms + 9;
+    let taker = NewOrder {
+        time_in_force: TimeInForce::ImmediateOrCancel,
+        ..market.order(ALICE, Direction::Buy, Some("2001"), "1")
+    };
+    let events = market.place(taker).unwrap();
+    (events, maker.order_id, market)
+}
+
+#[test]
+fn an_expired_maker_is_cancelled_by_the_taker_that_meets_it_never_filled() {
+    let (events, maker, market) = taker_meets_an_expired_maker(crate::configuration::CURRENT_RULES);
+    let maker_updates = updates_of(&events, maker);
+    assert_eq!(maker_updates.len(), 1, "{events:?}");
+    assert_eq!(
+        (
+            maker_updates[0].status,
+            maker_updates[0].cancel_reason,
+            maker_updates[0].filled
+        ),
+        (OrderStatus::Cancelled, Some(CancelReason::Expired), Quantity::ZERO)
+    );
+    let trades: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TradeExecuted(trade) => Some(trade.price),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(trades.len(), 1, "the taker walks on to the live order at 2001");
+    assert!(market.engine.open_order(&maker).is_none());
+    assert!(
+        market.engine.due_expiries(u64::MAX, 10).is_empty(),
+        "its expiry is forgotten"
+    );
+    let unlocked = market.engine.balance(&BOB, ETH);
+    assert_eq!(unlocked.locked, Amount::ZERO, "the expired maker's lock is released");
+}
+
+#[test]
+fn a_journal_from_before_the_rule_fills_an_expired_maker_as_it_did() {
+    let (events, maker, _) = taker_meets_an_expired_maker(0);
+    let maker_updates = updates_of(&events, maker);
+    assert_eq!(maker_updates[0].status, OrderStatus::Filled, "{events:?}");
+}

@@ -82,6 +82,12 @@ impl ChainConfiguration {
     /// Checks the configuration on its own: one description per asset, symbols short, upper
     /// case and distinct, a token for every asset but at most one native one.
     pub fn check(&self) -> Result<(), ConfigurationRefused> {
+        if self.engine.limits.rules & !CURRENT_RULES != 0 {
+            return Err(refused(format!(
+                "matching rules {:#x} this engine does not know",
+                self.engine.limits.rules
+            )));
+        }
         if self.engine.limits.venue_signed_window_ms > MAX_VENUE_SIGNED_WINDOW_MS {
             return Err(refused(format!(
                 "a venue-signed window of {} ms; at most {MAX_VENUE_SIGNED_WINDOW_MS} ms",
@@ -173,6 +179,12 @@ pub fn check_engine_change(old: &EngineConfig, new: &EngineConfig) -> Result<(),
             "the venue-signed window went from {old_window} ms to {new_window} ms; once set it may only narrow"
         )));
     }
+    if old.limits.rules & !new.limits.rules != 0 {
+        return Err(refused(format!(
+            "the matching rules went from {:#x} to {:#x}; a rule once adopted stays",
+            old.limits.rules, new.limits.rules
+        )));
+    }
     if old.fee_account != new.fee_account {
         return Err(refused(format!(
             "the fee account changed from {} to {}",
@@ -238,7 +250,18 @@ pub struct EngineLimits {
     /// nothing); once set it may narrow, never widen or return to zero. At most
     /// [`MAX_VENUE_SIGNED_WINDOW_MS`].
     pub venue_signed_window_ms: u64,
+    /// The matching rules the chain adopted, one bit each ([`RULE_EXPIRED_MAKERS_SKIPPED`]):
+    /// zero in journals written before them, so that a replay applies each command as it was
+    /// first applied; once adopted a rule stays. [`CURRENT_RULES`] by default.
+    pub rules: u64,
 }
+
+/// A rule: an order is dead at its `expiresAt` inside matching. A resting order whose expiry
+/// has come is never filled: the command that meets it cancels it (`expired`) and walks on,
+/// whether or not the venue's timer has journaled its expiry yet.
+pub const RULE_EXPIRED_MAKERS_SKIPPED: u64 = 1;
+/// Every rule this version of the engine knows, and what a new configuration adopts.
+pub const CURRENT_RULES: u64 = RULE_EXPIRED_MAKERS_SKIPPED;
 
 /// The widest [`EngineLimits::venue_signed_window_ms`], and the default: 5 s.
 pub const MAX_VENUE_SIGNED_WINDOW_MS: u64 = 5_000;
@@ -257,6 +280,7 @@ impl Default for EngineLimits {
             max_pending_transfers: 100_000,
             fee_notice_ms: DEFAULT_FEE_NOTICE_MS,
             venue_signed_window_ms: MAX_VENUE_SIGNED_WINDOW_MS,
+            rules: CURRENT_RULES,
         }
     }
 }

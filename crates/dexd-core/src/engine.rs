@@ -425,6 +425,9 @@ struct PlannedFill {
 struct Plan {
     fills: Vec<PlannedFill>,
     self_trade_cancels: Vec<SlotKey>,
+    /// Resting orders whose expiry has come, met on the walk: cancelled, never filled (under
+    /// [`crate::configuration::RULE_EXPIRED_MAKERS_SKIPPED`]), with their accounts' slots.
+    expired_cancels: Vec<(SlotKey, AccountSlot)>,
     filled: Quantity,
     cost: Amount,
 }
@@ -467,6 +470,8 @@ pub struct Engine {
     next_order_sequence: u64,
     next_trade_id: u64,
     last_time_ms: u64,
+    /// The time of the command being applied (what matching judges expiries by).
+    command_time_ms: u64,
     /// How many commands the engine has applied: the journal position of the last one, since
     /// every journaled command is applied once and nothing else is.
     journal_sequence: u64,
@@ -521,6 +526,7 @@ impl Engine {
             next_order_sequence: 1,
             next_trade_id: 1,
             last_time_ms: 0,
+            command_time_ms: 0,
             journal_sequence: 0,
             plan: Plan::default(),
             touched_balances: Vec::new(),
@@ -596,6 +602,7 @@ impl Engine {
             return Err(Rejection::VaultFrozen);
         }
         let sequence = self.journal_sequence + 1;
+        self.command_time_ms = now_ms;
         let ledger = &mut self.ledger;
         let custody = &mut self.custody;
         match command {

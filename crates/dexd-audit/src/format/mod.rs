@@ -332,7 +332,7 @@ fn approval(account: &Address, grant: &AgentGrant) -> Value {
 pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
     let ChainConfiguration { description, engine } = configuration;
     let limits = engine.limits;
-    json!({
+    let mut rendered = json!({
         "type": "configure",
         "chainId": description.chain_id.to_string(),
         "venueContract": checksummed(&description.venue_contract),
@@ -370,7 +370,13 @@ pub fn render_configuration(configuration: &ChainConfiguration) -> Value {
                 "effectiveAt": raise.effective_at_ms,
             })),
         })).collect::<Vec<_>>(),
-    })
+    });
+    // The matching rules only when the configuration has some, so that a line of a journal
+    // written before them renders as it did.
+    if limits.rules != 0 {
+        rendered["limits"]["rules"] = json!(limits.rules);
+    }
+    rendered
 }
 
 /// An account's (or its agent's) EIP-712 signature of a command, as its line gives it.

@@ -66,6 +66,11 @@ impl Engine {
         ] {
             hasher.update(limit.to_be_bytes());
         }
+        // Only a configuration with rules feeds them: one without hashes as before they existed.
+        if limits.rules != 0 {
+            hasher.update(b"rules");
+            hasher.update(limits.rules.to_be_bytes());
+        }
     }
 
     /// A BLAKE3 hash of the whole state: balances, books with their time priority, positions,

@@ -183,6 +183,11 @@ impl Engine {
                 self.close_resting_order(spec, record, taker_slot, CancelReason::SelfTradePrevention, now_ms);
             events.push(Event::OrderUpdated(cancelled));
         }
+        for (key, maker_slot) in &plan.expired_cancels {
+            let record = self.pairs[pair_position].book.remove(*key);
+            let cancelled = self.close_resting_order(spec, record, *maker_slot, CancelReason::Expired, now_ms);
+            events.push(Event::OrderUpdated(cancelled));
+        }
         for fill in &plan.fills {
             self.apply_fill(spec, &mut taker, taker_slot, *fill, now_ms, events);
         }
@@ -295,9 +300,13 @@ impl Engine {
         let mut plan = std::mem::take(&mut self.plan);
         plan.fills.clear();
         plan.self_trade_cancels.clear();
+        plan.expired_cancels.clear();
         plan.filled = Quantity::ZERO;
         plan.cost = Amount::ZERO;
         let mut overflow = false;
+        // An expired maker is dead at its expiry, whether or not the timer has journaled it.
+        let expired_by = (self.config.limits.rules & crate::configuration::RULE_EXPIRED_MAKERS_SKIPPED != 0)
+            .then_some(self.command_time_ms);
         let state = &self.pairs[usize::from(order.pair.0)];
         let spec = &state.spec;
         let mut remaining = order.quantity;
@@ -308,6 +317,12 @@ impl Engine {
                 if let Some(limit) = order.price {
                     if !crosses(order.direction, limit, price) {
                         return false;
+                    }
+                }
+                if let (Some(now_ms), Some(expires_at_ms)) = (expired_by, record.terms.conditions().expires_at_ms) {
+                    if expires_at_ms <= now_ms {
+                        plan.expired_cancels.push((key, maker_slot));
+                        return true;
                     }
                 }
                 if Some(maker_slot) == taker_slot {

@@ -15,8 +15,11 @@ pub(super) const CONFIGURE_TAG: u8 = 28;
 /// The tag of `Command::Configure` with the fee notice and each pair's announced fee raise (read
 /// only: no venue-signed window).
 pub(super) const CONFIGURE_WITH_FEE_NOTICE_TAG: u8 = 32;
-/// The tag of `Command::Configure` as written now: with the venue-signed window after the rest.
+/// The tag of `Command::Configure` with the venue-signed window after the rest, and no matching
+/// rules: written for a configuration without rules (as every journal before them has).
 pub(super) const CONFIGURE_WITH_VENUE_WINDOW_TAG: u8 = 33;
+/// The tag of `Command::Configure` with the matching rules after the venue-signed window.
+pub(super) const CONFIGURE_WITH_RULES_TAG: u8 = 39;
 
 /// The tag of `Command::SetPairHalted` (contract version 5): the pair, then 1 (halted) or 0.
 pub(super) const SET_PAIR_HALTED_TAG: u8 = 38;
@@ -28,14 +31,18 @@ pub(crate) enum ConfigurationFields {
     Original,
     /// [`CONFIGURE_WITH_FEE_NOTICE_TAG`]: the fee notice and raises, no venue-signed window.
     WithFeeNotice,
-    /// [`CONFIGURE_WITH_VENUE_WINDOW_TAG`] (and snapshots): every field.
+    /// [`CONFIGURE_WITH_VENUE_WINDOW_TAG`] (and snapshots, which keep the rules in a section of
+    /// their own): every field but the rules.
     WithVenueWindow,
+    /// [`CONFIGURE_WITH_RULES_TAG`]: every field.
+    WithRules,
 }
 
 /// The most assets, and separately pairs, a configuration may list (indexes are `u16`).
 const MAX_LISTED: usize = u16::MAX as usize;
 
-pub(crate) fn put_configuration(writer: &mut Writer, configuration: &ChainConfiguration) {
+/// Writes a configuration with `fields` (the rules only with [`ConfigurationFields::WithRules`]).
+pub(crate) fn put_configuration(writer: &mut Writer, configuration: &ChainConfiguration, fields: ConfigurationFields) {
     let ChainConfiguration { description, engine } = configuration;
     writer.u64(description.chain_id);
     writer.bytes(description.venue_contract.as_bytes());
@@ -82,6 +89,19 @@ pub(crate) fn put_configuration(writer: &mut Writer, configuration: &ChainConfig
         });
     }
     writer.u64(limits.venue_signed_window_ms);
+    if fields >= ConfigurationFields::WithRules {
+        writer.u64(limits.rules);
+    }
+}
+
+/// The tag a `Command::Configure` is written under, and its fields: a configuration without
+/// rules as before they existed, so that its bytes do not change.
+pub(super) fn configure_tag(configuration: &ChainConfiguration) -> (u8, ConfigurationFields) {
+    if configuration.engine.limits.rules == 0 {
+        (CONFIGURE_WITH_VENUE_WINDOW_TAG, ConfigurationFields::WithVenueWindow)
+    } else {
+        (CONFIGURE_WITH_RULES_TAG, ConfigurationFields::WithRules)
+    }
 }
 
 /// Reads a configuration holding `fields`: one written before the fee notice gets the default
@@ -112,6 +132,7 @@ pub(crate) fn get_configuration(
         max_pending_transfers: limit()?,
         fee_notice_ms: dexd_core::DEFAULT_FEE_NOTICE_MS,
         venue_signed_window_ms: 0,
+        rules: 0,
     };
     let (assets, specs) = get_assets(reader)?;
     let mut pairs = get_pairs(reader)?;
@@ -134,6 +155,9 @@ pub(crate) fn get_configuration(
     }
     if fields >= ConfigurationFields::WithVenueWindow {
         limits.venue_signed_window_ms = reader.u64()?;
+    }
+    if fields >= ConfigurationFields::WithRules {
+        limits.rules = reader.u64()?;
     }
     Ok(ChainConfiguration {
         description: ChainDescription {

@@ -478,8 +478,9 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.bytes(order_id.as_bytes());
         }
         Command::Configure(configuration) => {
-            writer.u8(configuration::CONFIGURE_WITH_VENUE_WINDOW_TAG);
-            configuration::put_configuration(writer, configuration);
+            let (tag, fields) = configuration::configure_tag(configuration);
+            writer.u8(tag);
+            configuration::put_configuration(writer, configuration, fields);
         }
     }
 }
@@ -517,6 +518,10 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
         configuration::CONFIGURE_WITH_VENUE_WINDOW_TAG => Command::Configure(Box::new(
             configuration::get_configuration(reader, ConfigurationFields::WithVenueWindow)?,
         )),
+        configuration::CONFIGURE_WITH_RULES_TAG => Command::Configure(Box::new(configuration::get_configuration(
+            reader,
+            ConfigurationFields::WithRules,
+        )?)),
         2 => Command::Deposit(get_transfer_request(reader)?),
         3 => Command::Withdraw(get_transfer_request(reader)?),
         4 => Command::SubmitChainDeposit(ChainDepositSubmission {

@@ -295,15 +295,29 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
         writer.bytes(account.as_bytes());
         writer.u64(*trigger_at_ms);
     });
-    writer.optional(state.configuration.as_ref(), super::configuration::put_configuration);
+    writer.optional(state.configuration.as_ref(), |writer, configuration| {
+        super::configuration::put_configuration(
+            writer,
+            configuration,
+            super::configuration::ConfigurationFields::WithVenueWindow,
+        )
+    });
     // Optional sections, each written only when it or a later one holds something (a state
-    // without them is encoded as before they existed): subaccounts, TWAPs, halted pairs.
-    let halts = !state.halted_pairs.is_empty();
+    // without them is encoded as before they existed): subaccounts, TWAPs, halted pairs, the
+    // configuration's matching rules (its encoding above is the one without them).
+    let rules = state
+        .configuration
+        .as_ref()
+        .map_or(0, |configuration| configuration.engine.limits.rules);
+    let halts = rules != 0 || !state.halted_pairs.is_empty();
     let twaps = halts || super::twaps::has_state(&state.twaps);
     super::subaccounts::put_state(&mut writer, &state.subaccounts, twaps);
     super::twaps::put_state(&mut writer, &state.twaps, halts);
     if halts {
         put_list(&mut writer, &state.halted_pairs, |writer, pair| writer.u16(pair.0));
+    }
+    if rules != 0 {
+        writer.u64(rules);
     }
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
@@ -372,6 +386,14 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     } else {
         get_list(&mut reader, 2, |reader| Ok(dexd_core::PairIndex(reader.u16()?)))?
     };
+    let mut configuration = configuration;
+    if reader.remaining() != 0 {
+        let rules = reader.u64()?;
+        match configuration.as_mut() {
+            Some(configuration) => configuration.engine.limits.rules = rules,
+            None => return Err(CodecError("matching rules without a configuration")),
+        }
+    }
     reader.finish()?;
     Ok(EngineState {
         next_order_sequence,

@@ -173,3 +173,54 @@ fn records_round_trip_and_damage_is_detected() {
     longer.push(0);
     assert!(decode_order(&longer).is_err());
 }
+
+/// A configuration with matching rules is written under its own tag and reads back with them;
+/// one without is written as before the rules existed (tag 33), byte for byte.
+#[test]
+fn a_configuration_keeps_its_matching_rules_and_one_without_its_old_bytes() {
+    let with_rules = dexd_core::testing::eth_usdc_chain(1);
+    assert_eq!(with_rules.engine.limits.rules, dexd_core::CURRENT_RULES);
+    let bytes = encode_command(&Command::Configure(Box::new(with_rules.clone())));
+    assert_eq!(bytes[1], 39);
+    assert_eq!(
+        decode_command(&bytes),
+        Ok(Command::Configure(Box::new(with_rules.clone())))
+    );
+    let mut without = with_rules;
+    without.engine.limits.rules = 0;
+    let bytes = encode_command(&Command::Configure(Box::new(without.clone())));
+    assert_eq!(bytes[1], 33);
+    assert_eq!(decode_command(&bytes), Ok(Command::Configure(Box::new(without))));
+}
+
+/// A snapshot of a chain with matching rules and a halted pair reads back whole: the rules,
+/// kept apart from the configuration's encoding, come back into it.
+#[test]
+fn a_snapshot_keeps_the_matching_rules_and_the_halts() {
+    let configuration = dexd_core::testing::eth_usdc_chain(1);
+    let mut engine = dexd_core::Engine::new(configuration.engine.clone()).unwrap();
+    let mut events = Vec::new();
+    engine
+        .execute(Command::Configure(Box::new(configuration)), 1, &mut events)
+        .unwrap();
+    engine
+        .execute(
+            Command::SetPairHalted {
+                pair: PairIndex(0),
+                halted: true,
+            },
+            2,
+            &mut events,
+        )
+        .unwrap();
+    let state = engine.state();
+    let payload = snapshot::encode_snapshot(&state, &[]);
+    let prefix: [u8; snapshot::STATE_PREFIX_BYTES] = payload[..snapshot::STATE_PREFIX_BYTES].try_into().unwrap();
+    let length = snapshot::state_length(&prefix).unwrap() as usize;
+    let decoded = snapshot::decode_state(&payload[..snapshot::STATE_PREFIX_BYTES + length]).unwrap();
+    assert_eq!(decoded, state);
+    assert_eq!(
+        decoded.configuration.unwrap().engine.limits.rules,
+        dexd_core::CURRENT_RULES
+    );
+}

@@ -319,6 +319,7 @@ impl ChainConfig {
                 max_pending_transfers: limits.max_pending_transfers_per_chain,
                 fee_notice_ms: limits.fee_notice_ms,
                 venue_signed_window_ms: dexd_core::MAX_VENUE_SIGNED_WINDOW_MS,
+                rules: dexd_core::CURRENT_RULES,
             },
         }
     }

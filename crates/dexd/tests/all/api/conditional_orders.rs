@@ -413,3 +413,59 @@ async fn an_expiry_survives_a_restart_and_fires_once_after_it() {
     assert_eq!(server.balance(&alice, "ETH").await["locked"], "0");
     assert_eq!(server.balance(&alice, "ETH").await["available"], "3");
 }
+
+/// A maker quoting with an expiry was filled after it, exactly when prices had moved: takers
+/// aimed 10 to 60 ms past the expiry filled in 7 of 10 rounds, before the venue's timer (every
+/// 100 ms) cancelled the quote. An order is dead at its expiry inside matching now: ten rounds,
+/// run side by side, none fills, and each quote ends cancelled `expired`.
+#[tokio::test]
+async fn no_taker_aimed_just_past_a_makers_expiry_fills_against_it() {
+    let server = TestServer::start().await;
+    let maker = Trader::new(0x3a);
+    let taker = Trader::new(0x3b);
+    server.deposit(&maker, "ETH", "5").await;
+    server.deposit(&taker, "USDC", "100000").await;
+    let first_expiry_ms = now_ms() + 5_600;
+    let mut quotes = Vec::new();
+    for round in 0..10u64 {
+        let expires_at = first_expiry_ms + round * 80;
+        let price = format!("{}", 2000 + round);
+        let order = placed(
+            &server,
+            &maker,
+            json!({"type": "limit", "direction": "sell", "price": price, "amount": "0.1", "expiresAt": expires_at}),
+        )
+        .await;
+        quotes.push((order["orderId"].clone(), expires_at, price));
+    }
+    let takers = quotes.iter().enumerate().map(|(round, (_, expires_at, price))| {
+        let (server, taker, price) = (&server, &taker, price.clone());
+        let aim_ms = expires_at + 10 + (round as u64 * 5) % 50;
+        async move {
+            tokio::time::sleep(Duration::from_millis(aim_ms.saturating_sub(now_ms()))).await;
+            place(
+                server,
+                taker,
+                json!({"type": "limit", "direction": "buy", "price": price, "amount": "0.1", "timeInForce": "IOC"}),
+            )
+            .await
+        }
+    });
+    for (status, answer) in futures_util::future::join_all(takers).await {
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["order"]["filled"], "0",
+            "a taker filled against an expired quote: {answer}"
+        );
+        assert_eq!(answer["trades"].as_array().map(Vec::len), Some(0), "{answer}");
+    }
+    for (order_id, _, _) in &quotes {
+        let order = detail(&server, order_id).await;
+        assert_eq!(
+            (&order["status"], &order["cancelReason"], &order["filled"]),
+            (&json!("cancelled"), &json!("expired"), &json!("0")),
+            "{order}"
+        );
+    }
+    assert_eq!(server.balance(&maker, "ETH").await["total"], "5");
+}
