@@ -456,17 +456,26 @@ fn a_fired_order_that_rests_keeps_its_sequence_and_queues_behind_earlier_orders(
     assert!(updates_of(&events, stop.order_id).is_empty());
 }
 
-/// One command fires at most `MAX_TRIGGERS_FIRED_PER_COMMAND`; those met beyond it wait, and the
-/// next trade that meets them fires them.
-#[test]
-fn a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
-    use crate::engine::MAX_TRIGGERS_FIRED_PER_COMMAND;
-    let mut market = market();
+/// A venue of `rules` where `count` stops (each selling 0.001 at market) wait below 2,400 and a
+/// bid of `bid_amount` at 2,000 takes what they sell.
+fn crowd_of_stops(rules: u64, count: usize, bid_amount: &str) -> Venue {
+    let mut market = Venue::new(
+        scenario_config(EngineLimits {
+            max_open_orders_per_account: 40_000,
+            rules,
+            ..EngineLimits::default()
+        }),
+        1_000_000,
+    );
+    for account in [ALICE, BOB, CAROL] {
+        market.deposit(account, ETH, 100 * ETH_UNIT);
+        market.deposit(account, USDC, 1_000_000 * USDC_UNIT);
+    }
     market.print("2500");
-    let bid = market.order(CAROL, Direction::Buy, Some("2000"), "50");
+    let bid = market.order(CAROL, Direction::Buy, Some("2000"), bid_amount);
     market.place(bid).unwrap();
     let mut events = Vec::new();
-    for _ in 0..=MAX_TRIGGERS_FIRED_PER_COMMAND {
+    for _ in 0..count {
         let mut stop = market.order(ALICE, Direction::Sell, None, "0.001");
         stop.conditions_mut().trigger = market.trigger("2400", TriggerCondition::Below);
         // Unchecked, for speed: the invariants are checked after the trades below.
@@ -475,10 +484,92 @@ fn a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
             .execute(Command::PlaceOrder(stop), market.time_ms, &mut events)
             .unwrap();
     }
+    market
+}
+
+/// One stop more than a command fires.
+const ONE_BEYOND: usize = crate::engine::MAX_TRIGGERS_FIRED_PER_COMMAND + 1;
+
+/// A journal from before the queue: one command fires at most `MAX_TRIGGERS_FIRED_PER_COMMAND`,
+/// those met beyond it go back to waiting, and only the next trade that meets them fires them.
+#[test]
+fn before_the_queue_a_cascade_stops_at_its_bound_and_the_next_trade_fires_the_rest() {
+    let mut market = crowd_of_stops(crate::configuration::RULE_EXPIRED_MAKERS_SKIPPED, ONE_BEYOND, "50");
     market.print("2400");
     assert_eq!(market.engine.untriggered_order_count(), 1);
+    assert!(market.engine.pairs_with_met_triggers_waiting().is_empty());
     market.print("2400");
     assert_eq!(market.engine.untriggered_order_count(), 0);
+}
+
+/// Under the queue, the stop met beyond the bound waits in the pair's queue and fires in the
+/// next command the timer journals, without another trade; a second such command is refused.
+#[test]
+fn a_met_stop_beyond_the_bound_fires_in_the_next_command_without_a_trade() {
+    let mut market = crowd_of_stops(crate::configuration::CURRENT_RULES, ONE_BEYOND, "50");
+    market.print("2400");
+    assert_eq!(market.engine.untriggered_order_count(), 1);
+    assert_eq!(market.engine.pairs_with_met_triggers_waiting(), vec![PAIR]);
+    // The book's price is 2,000 now, far from 2,400: no trade will meet the stop again.
+    let events = market.run(Command::FireMetTriggers { pair: PAIR }).unwrap();
+    assert_eq!(market.engine.untriggered_order_count(), 0);
+    let trades = events
+        .iter()
+        .filter(|event| matches!(event, Event::TradeExecuted(_)))
+        .count();
+    assert_eq!(trades, 1, "the last stop sold into the bid");
+    assert!(market.engine.pairs_with_met_triggers_waiting().is_empty());
+    assert_eq!(
+        market.run(Command::FireMetTriggers { pair: PAIR }),
+        Err(Rejection::NoMetTriggersWaiting)
+    );
+}
+
+/// The queue is state: a snapshot taken while stops wait restores to the same hash, and the
+/// restored engine fires them as the first does.
+#[test]
+fn waiting_met_stops_survive_a_snapshot() {
+    let mut market = crowd_of_stops(crate::configuration::CURRENT_RULES, ONE_BEYOND, "50");
+    market.print("2400");
+    let restored = Engine::from_state(scenario_config(EngineLimits::default()), &market.engine.state()).unwrap();
+    assert_eq!(restored.state_hash(), market.engine.state_hash());
+    assert_eq!(restored.met_pending(), market.engine.met_pending());
+    let mut twin = market.clone();
+    twin.engine = restored;
+    let first = market.run(Command::FireMetTriggers { pair: PAIR }).unwrap();
+    let second = twin.run(Command::FireMetTriggers { pair: PAIR }).unwrap();
+    assert_eq!(first, second);
+    assert_eq!(twin.engine.state_hash(), market.engine.state_hash());
+}
+
+/// A stop placed after the price left its level is not met by the matching that passed it
+/// earlier, though that matching's range still waits: it fires only when a trade meets it.
+#[test]
+fn a_stop_placed_after_a_waiting_range_is_not_fired_by_it() {
+    use crate::engine::MAX_TRIGGERS_FIRED_PER_COMMAND;
+    // The bid takes exactly the first command's stops: those fired later find nothing to sell
+    // into and are cancelled, printing nothing, so the price can go back up while stops wait.
+    let mut market = crowd_of_stops(
+        crate::configuration::CURRENT_RULES,
+        3 * MAX_TRIGGERS_FIRED_PER_COMMAND + 1,
+        "10",
+    );
+    market.print("2400");
+    // The price back to 2,450 (Carol's ask rests, then is lifted): each of those two commands
+    // fires as many as one command fires, and one stop still waits, with the range the first
+    // command's trades at 2,000 met.
+    market.print("2450");
+    assert_eq!(market.engine.untriggered_order_count(), 1);
+    assert_eq!(market.engine.pairs_with_met_triggers_waiting(), vec![PAIR]);
+    let mut late = market.order(ALICE, Direction::Sell, None, "0.001");
+    late.conditions_mut().trigger = market.trigger("2300", TriggerCondition::Below);
+    market.place(late.clone()).unwrap();
+    while market.run(Command::FireMetTriggers { pair: PAIR }).is_ok() {}
+    assert_eq!(market.engine.untriggered_order_count(), 1, "the crowd's last fired");
+    assert_eq!(
+        market.open(&late).map(|record| record.status),
+        Some(OrderStatus::Untriggered)
+    );
 }
 
 /// An expired maker the venue's timer has not cancelled yet: under the rule it is cancelled by

@@ -260,8 +260,15 @@ pub struct EngineLimits {
 /// has come is never filled: the command that meets it cancels it (`expired`) and walks on,
 /// whether or not the venue's timer has journaled its expiry yet.
 pub const RULE_EXPIRED_MAKERS_SKIPPED: u64 = 1;
+/// A rule: every met trigger fires. A matching's met triggers are taken a bounded number per
+/// command ([`crate::engine::MAX_TRIGGERS_FIRED_PER_COMMAND`]); those beyond wait in the pair's
+/// queue of met ranges and fire first in the next command that fires triggers on the pair, or in
+/// the [`crate::Command::FireMetTriggers`] the venue's timer journals, without waiting for a
+/// trade to meet them again. Without it (older journals), met triggers beyond the bound go back
+/// to waiting.
+pub const RULE_MET_TRIGGERS_QUEUED: u64 = 2;
 /// Every rule this version of the engine knows, and what a new configuration adopts.
-pub const CURRENT_RULES: u64 = RULE_EXPIRED_MAKERS_SKIPPED;
+pub const CURRENT_RULES: u64 = RULE_EXPIRED_MAKERS_SKIPPED | RULE_MET_TRIGGERS_QUEUED;
 
 /// The widest [`EngineLimits::venue_signed_window_ms`], and the default: 5 s.
 pub const MAX_VENUE_SIGNED_WINDOW_MS: u64 = 5_000;

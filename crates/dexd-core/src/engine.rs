@@ -109,6 +109,11 @@ struct PairState {
     last_price: Option<Price>,
     /// The operator halted the pair: it takes cancels only.
     halted: bool,
+    /// Matchings whose met triggers are not all fired yet, oldest first (under
+    /// [`crate::configuration::RULE_MET_TRIGGERS_QUEUED`]): at most one per matching that hit
+    /// the bound and one per trigger fired since, so never more than the pair's triggers ever
+    /// fired plus one.
+    met_pending: std::collections::VecDeque<crate::triggers::MetRange>,
 }
 
 /// A fill decided by the planning walk, before anything changes.
@@ -191,6 +196,7 @@ impl Engine {
                     candles: CandleSeries::default(),
                     last_price: None,
                     halted: false,
+                    met_pending: std::collections::VecDeque::new(),
                 })
             })
             .collect::<Result<Vec<_>, PairSpecError>>()?;
@@ -396,6 +402,7 @@ impl Engine {
             Command::StartTwap(terms) => self.start_twap(terms, now_ms, events),
             Command::CancelTwap { account, twap_id } => self.cancel_twap(account, twap_id, now_ms, events),
             Command::RunTwapSlice { twap_id, slice } => self.run_twap_slice(twap_id, slice, now_ms, events),
+            Command::FireMetTriggers { pair } => self.fire_waiting_met_triggers(pair, now_ms, events),
             Command::SetPairHalted { pair, halted } => {
                 let state = self.pairs.get_mut(usize::from(pair.0)).ok_or(Rejection::UnknownPair)?;
                 state.halted = halted;

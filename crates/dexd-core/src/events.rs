@@ -162,6 +162,9 @@ pub enum Rejection {
     OcoGroupInvalid(&'static str),
     /// No open order with that id expires by now.
     ExpiryNotDue,
+    /// The pair has no met trigger waiting to fire, or it is halted (a
+    /// [`crate::Command::FireMetTriggers`] the timer sent late or twice).
+    NoMetTriggersWaiting,
     /// A liability root that is not the vault's next epoch or lacks an asset's total, a root's
     /// standing out of order, or a second freeze.
     RootOutOfOrder,

@@ -349,6 +349,7 @@ pub fn amend_of(order_id: OrderId, replacement: NewOrder) -> Amend {
 
 /// An engine driven as a scenario test drives it: each command one millisecond after the last,
 /// every one run checked ([`execute_checked`]), its orders numbered as they are made.
+#[derive(Clone)]
 pub struct Venue {
     /// The engine, to read.
     pub engine: Engine,

@@ -5,9 +5,15 @@
 //! Plain storage: which orders fire, in which order, and what firing does (the order enters the
 //! book as a taker) is the engine's ([`crate::engine`]). The order in which one matching's met
 //! triggers are handed out is fixed here, and documented in `docs/conditional-orders.md`.
+//!
+//! Under [`crate::configuration::RULE_MET_TRIGGERS_QUEUED`] a matching's met triggers are not
+//! taken out all at once: the matching is remembered as a [`MetRange`] and its triggers are taken
+//! a bounded number at a time ([`TriggerBook::take_met_within`]), so that no command does work
+//! proportional to the number of triggers a price move meets.
 
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use rustc_hash::FxHashMap;
 
@@ -46,6 +52,57 @@ impl IndexEntry {
             TriggerCondition::Below => IndexEntry::Below((Reverse(trigger.price), record.sequence, order_id)),
         }
     }
+}
+
+/// A matching whose met triggers are not all taken out yet (under
+/// [`crate::configuration::RULE_MET_TRIGGERS_QUEUED`]): the prices it printed, the orders it can
+/// meet (those older than it), and how far its walk over the two price indexes has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetRange {
+    /// The matching's first trade's price.
+    pub first_price: Price,
+    /// Its last trade's price.
+    pub last_price: Price,
+    /// The sequence the next order got when the matching printed: an order at or after it was
+    /// placed (or amended) later, and this matching did not meet it.
+    pub sequence_mark: u64,
+    /// Whether the walk is on the second side (the one the price moved towards).
+    pub on_second_side: bool,
+    /// The last entry the walk examined on its side: `(trigger price, sequence, order)`; `None`
+    /// before the side's first.
+    pub cursor: Option<(Price, u64, OrderId)>,
+}
+
+impl MetRange {
+    /// A matching that printed from `first_price` to `last_price` when the next order's sequence
+    /// was `sequence_mark`, not walked yet.
+    pub fn new(first_price: Price, last_price: Price, sequence_mark: u64) -> MetRange {
+        MetRange {
+            first_price,
+            last_price,
+            sequence_mark,
+            on_second_side: false,
+            cursor: None,
+        }
+    }
+
+    /// Whether the walk's side is the `above` index: the price left first the side it moved
+    /// away from (a rise meets `below` triggers at its first trade), then walks the other.
+    fn walks_above(&self) -> bool {
+        let rising = self.last_price >= self.first_price;
+        rising == self.on_second_side
+    }
+}
+
+/// What one bounded walk of a [`MetRange`] took.
+#[derive(Debug, Default)]
+pub struct MetTaken {
+    /// The met orders taken out of the price indexes, in the order they fire.
+    pub orders: Vec<OrderId>,
+    /// How many index entries the walk examined (taken, or placed after the matching).
+    pub examined: usize,
+    /// Whether the range is walked to its end.
+    pub finished: bool,
 }
 
 impl TriggerBook {
@@ -112,6 +169,60 @@ impl TriggerBook {
             above.extend(below);
             above
         }
+    }
+
+    /// Takes out of the price indexes, in the order [`TriggerBook::take_met`] gives, the next
+    /// orders `range` met, examining at most `budget` entries; moves the range's cursor on.
+    /// Entries placed after the matching (`sequence_mark` or later) are examined and passed.
+    pub fn take_met_within(&mut self, range: &mut MetRange, budget: usize) -> MetTaken {
+        let (low, high) = (
+            range.first_price.min(range.last_price),
+            range.first_price.max(range.last_price),
+        );
+        let mut taken = MetTaken::default();
+        while taken.examined < budget {
+            let next = if range.walks_above() {
+                let start = range.cursor.map_or(Bound::Unbounded, Bound::Excluded);
+                self.above
+                    .range((start, Bound::Unbounded))
+                    .next()
+                    .copied()
+                    .filter(|(price, _, _)| *price <= high)
+            } else {
+                let start = range.cursor.map_or(Bound::Unbounded, |(price, sequence, order_id)| {
+                    Bound::Excluded((Reverse(price), sequence, order_id))
+                });
+                self.below
+                    .range((start, Bound::Unbounded))
+                    .next()
+                    .copied()
+                    .filter(|(Reverse(price), _, _)| *price >= low)
+                    .map(|(Reverse(price), sequence, order_id)| (price, sequence, order_id))
+            };
+            match next {
+                Some((price, sequence, order_id)) => {
+                    taken.examined += 1;
+                    range.cursor = Some((price, sequence, order_id));
+                    if sequence < range.sequence_mark {
+                        if range.walks_above() {
+                            self.above.remove(&(price, sequence, order_id));
+                        } else {
+                            self.below.remove(&(Reverse(price), sequence, order_id));
+                        }
+                        taken.orders.push(order_id);
+                    }
+                }
+                None if range.on_second_side => {
+                    taken.finished = true;
+                    break;
+                }
+                None => {
+                    range.on_second_side = true;
+                    range.cursor = None;
+                }
+            }
+        }
+        taken
     }
 
     /// Puts a due order that did not fire back into its price index.

@@ -1,7 +1,8 @@
 //! The venue's timers: on the node that leads a chain, they journal the command that fires each
 //! dead man's switch whose time has come ([`Command::FireCancelAllAfter`]) and that cancels
 //! each open order whose `expiresAt` has come ([`Command::ExpireOrder`]), and that runs each
-//! TWAP slice whose time has come ([`Command::RunTwapSlice`]), so that the firing is a journaled
+//! TWAP slice whose time has come ([`Command::RunTwapSlice`]), and that fires the met triggers a
+//! command left waiting beyond its bound ([`Command::FireMetTriggers`]), so that the firing is a journaled
 //! fact that a replay or a follower applies exactly as the leader did. A follower that takes
 //! over reads the same engine, so it runs the slices due from then on (a missed one is caught up
 //! by the next, within the TWAP's bound).
@@ -67,7 +68,41 @@ async fn run(chain: Arc<Chain>) {
         while chain.is_leading() && fire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
         while chain.is_leading() && expire_due_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
         while chain.is_leading() && twap_slice_round(&chain).await == MAX_SWITCHES_FIRED_PER_POLL {}
+        while chain.is_leading() && met_triggers_round(&chain).await {}
     }
+}
+
+/// Fires, for each pair with met triggers waiting, as many as one command fires, and waits for
+/// the outcomes; returns whether any pair still has some waiting (then the next round follows at
+/// once, so a crowd of met triggers is worked off at the writer's pace).
+async fn met_triggers_round(chain: &Chain) -> bool {
+    let pairs = chain.read_engine(|engine| engine.pairs_with_met_triggers_waiting());
+    if pairs.is_empty() {
+        return false;
+    }
+    let mut queued = Vec::with_capacity(pairs.len());
+    for pair in pairs {
+        match chain.enqueue(Command::FireMetTriggers { pair }, None, None) {
+            Ok(write) => queued.push((pair, write)),
+            Err(_) => return false,
+        }
+    }
+    let mut applied = false;
+    for (pair, write) in queued {
+        match write.outcome().await {
+            Ok(_) => applied = true,
+            Err(error) => tracing::debug!(
+                chain_id = chain.config.chain_id,
+                pair = pair.0,
+                ?error,
+                "met triggers did not fire (a command fired them first, or not leading)"
+            ),
+        }
+    }
+    applied
+        && !chain
+            .read_engine(|engine| engine.pairs_with_met_triggers_waiting())
+            .is_empty()
 }
 
 /// Fires up to [`MAX_SWITCHES_FIRED_PER_POLL`] due switches, oldest trigger first, and waits for

@@ -220,6 +220,10 @@ pub fn render_command(command: &Command, messages: &RequestMessages) -> Value {
             "twapId": twap_id.to_string(),
             "slice": slice,
         }),
+        Command::FireMetTriggers { pair } => json!({
+            "type": "fireMetTriggers",
+            "symbol": pair_symbol(*pair),
+        }),
         Command::SetPairHalted { pair, halted } => json!({
             "type": "setPairHalted",
             "symbol": pair_symbol(*pair),

@@ -133,6 +133,23 @@ impl Engine {
                 hasher.update(pair.0.to_be_bytes());
             }
         }
+        // Likewise met triggers waiting to fire: only while some wait.
+        let met_pending = self.met_pending();
+        if !met_pending.is_empty() {
+            hasher.update(b"met");
+            for (pair, range) in met_pending {
+                hasher.update(pair.0.to_be_bytes());
+                hasher.update(range.first_price.ticks().to_be_bytes());
+                hasher.update(range.last_price.ticks().to_be_bytes());
+                hasher.update(range.sequence_mark.to_be_bytes());
+                hasher.update([u8::from(range.on_second_side)]);
+                if let Some((price, sequence, order_id)) = range.cursor {
+                    hasher.update(price.ticks().to_be_bytes());
+                    hasher.update(sequence.to_be_bytes());
+                    hasher.update(order_id.as_bytes());
+                }
+            }
+        }
         // Likewise TWAPs: only a chain that has had one feeds them.
         if !self.twaps.is_empty() {
             hasher.update(b"twaps");
@@ -278,8 +295,8 @@ impl Engine {
                         record.locked
                     ));
                 }
-                // (A trigger the last price meets may still wait: one command fires at most
-                // MAX_TRIGGERS_FIRED_PER_COMMAND. The property tests hold that below it, all fire.)
+                // (A trigger the last price meets may still wait: in its pair's queue of met
+                // ranges, or in a journal from before that rule, beyond one command's bound.)
                 if record.status != OrderStatus::Untriggered || !record.filled.is_zero() {
                     return Err(format!("order {order_id} waits but is not untriggered, or has filled"));
                 }

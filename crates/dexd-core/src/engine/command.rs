@@ -171,6 +171,13 @@ pub enum Command {
         /// Which slice, from 0.
         slice: u32,
     },
+    /// Fire the met triggers of `pair` that wait beyond the bound of the command that met them
+    /// (entered by the venue's timer; [`crate::configuration::RULE_MET_TRIGGERS_QUEUED`]):
+    /// refused when none waits.
+    FireMetTriggers {
+        /// Which pair.
+        pair: PairIndex,
+    },
     /// Halt a pair, or resume it (contract version 5, an operator's configuration command): a
     /// halted pair takes cancels only, no order, amend or TWAP slice.
     SetPairHalted {
@@ -232,6 +239,7 @@ impl Command {
             | Command::FireCancelAllAfter { .. }
             | Command::ExpireOrder { .. }
             | Command::RunTwapSlice { .. }
+            | Command::FireMetTriggers { .. }
             | Command::SetPairHalted { .. }
             | Command::Configure(_) => None,
         }
@@ -281,6 +289,8 @@ impl Command {
             | Command::AmendOrder(_)
             | Command::SubmitChainDeposit(_)
             | Command::StartTwap(_)
+            // Trades: a frozen chain's met triggers wait (its accounts leave through the exit).
+            | Command::FireMetTriggers { .. }
             | Command::RequestWithdrawal(_) => true,
             // Funds moving inside an owner's leaf change nothing the vault backs; the owner may
             // gather them in number 0 to leave through the exit.

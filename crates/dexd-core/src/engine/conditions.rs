@@ -29,7 +29,10 @@ use crate::order::{
 use crate::pair::PairSpec;
 
 /// The most triggers one command may fire (a cascade included): a bound on one command's work
-/// and events. Triggers met beyond it stay untriggered until the next trade meets them again.
+/// and events. Under [`crate::configuration::RULE_MET_TRIGGERS_QUEUED`] it bounds the entries
+/// of the price indexes one command examines, and triggers met beyond it wait in the pair's
+/// queue of met ranges for the next command (see [`Engine::pairs_with_met_triggers_waiting`]);
+/// without the rule they go back to waiting until the next trade meets them again.
 pub const MAX_TRIGGERS_FIRED_PER_COMMAND: usize = 10_000;
 
 impl Engine {
@@ -192,7 +195,9 @@ impl Engine {
     }
 
     /// Fires the triggers that the trades a matching printed (from `first_price` to
-    /// `last_price`) met, and those their own trades meet in turn.
+    /// `last_price`) met, and those their own trades meet in turn; under
+    /// [`crate::configuration::RULE_MET_TRIGGERS_QUEUED`] those still waiting from earlier
+    /// matchings first.
     pub(super) fn fire_met_triggers(
         &mut self,
         pair: PairIndex,
@@ -200,6 +205,13 @@ impl Engine {
         now_ms: u64,
         events: &mut Vec<Event>,
     ) {
+        if self.config.limits.rules & crate::configuration::RULE_MET_TRIGGERS_QUEUED != 0 {
+            if let Some((first_price, last_price)) = printed {
+                self.remember_met_range(pair, first_price, last_price);
+            }
+            self.fire_queued_met_triggers(pair, now_ms, events);
+            return;
+        }
         let Some((first_price, last_price)) = printed else {
             return;
         };
@@ -227,6 +239,91 @@ impl Engine {
                 due.extend(self.pairs[pair_position].triggers.take_met(first_price, last_price));
             }
         }
+    }
+
+    /// Queues a matching's met range behind those still waiting (none when the pair has no
+    /// trigger: nothing can be met).
+    fn remember_met_range(&mut self, pair: PairIndex, first_price: Price, last_price: Price) {
+        let mark = self.next_order_sequence;
+        let state = &mut self.pairs[usize::from(pair.0)];
+        if state.triggers.is_empty() {
+            return;
+        }
+        let range = crate::triggers::MetRange::new(first_price, last_price, mark);
+        match state.met_pending.back_mut() {
+            // The same prices as a range not walked yet (a crowd of triggers firing into one
+            // level): the later mark meets all the earlier one does, in the same order.
+            Some(back)
+                if back.cursor.is_none()
+                    && !back.on_second_side
+                    && (back.first_price, back.last_price) == (first_price, last_price) =>
+            {
+                back.sequence_mark = mark;
+            }
+            _ => state.met_pending.push_back(range),
+        }
+    }
+
+    /// Walks the pair's met ranges oldest first and fires what they met, examining at most
+    /// [`MAX_TRIGGERS_FIRED_PER_COMMAND`] entries of the price indexes; what is left waits for
+    /// the next command that fires triggers on the pair.
+    fn fire_queued_met_triggers(&mut self, pair: PairIndex, now_ms: u64, events: &mut Vec<Event>) {
+        let pair_position = usize::from(pair.0);
+        let mut budget = MAX_TRIGGERS_FIRED_PER_COMMAND;
+        while budget > 0 {
+            let state = &mut self.pairs[pair_position];
+            let Some(range) = state.met_pending.front_mut() else {
+                break;
+            };
+            let taken = state.triggers.take_met_within(range, budget);
+            if taken.finished {
+                state.met_pending.pop_front();
+            }
+            assert!(taken.examined <= budget, "invariant: a walk stays within its budget");
+            budget -= taken.examined;
+            for order_id in taken.orders {
+                // Cancelled as a fired order's partner: nothing to fire.
+                if !self.waiting_orders.contains_key(&order_id) {
+                    continue;
+                }
+                if let Some((first_price, last_price)) = self.fire_trigger(pair, order_id, now_ms, events) {
+                    self.remember_met_range(pair, first_price, last_price);
+                }
+            }
+        }
+    }
+
+    /// [`Command::FireMetTriggers`](super::Command::FireMetTriggers): the pair's waiting met
+    /// triggers, as many as one command fires.
+    pub(super) fn fire_waiting_met_triggers(
+        &mut self,
+        pair: PairIndex,
+        now_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), Rejection> {
+        let state = self.pairs.get(usize::from(pair.0)).ok_or(Rejection::UnknownPair)?;
+        if state.halted || state.met_pending.is_empty() {
+            return Err(Rejection::NoMetTriggersWaiting);
+        }
+        self.touched_balances.clear();
+        self.fire_queued_met_triggers(pair, now_ms, events);
+        self.push_balance_events(events);
+        Ok(())
+    }
+
+    /// The pairs whose met triggers wait to fire, what the venue's timer journals
+    /// [`Command::FireMetTriggers`](super::Command::FireMetTriggers) for (none while the vault
+    /// is frozen or for a halted pair).
+    pub fn pairs_with_met_triggers_waiting(&self) -> Vec<PairIndex> {
+        if self.custody.is_frozen() {
+            return Vec::new();
+        }
+        self.pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, state)| !state.halted && !state.met_pending.is_empty())
+            .map(|(position, _)| PairIndex(u16::try_from(position).expect("pairs fit u16")))
+            .collect()
     }
 
     /// Fires one untriggered order: its partner is cancelled, then it enters the book as a

@@ -171,6 +171,18 @@ impl Engine {
             .collect()
     }
 
+    /// The met ranges whose triggers wait to fire, by pair then oldest first.
+    pub fn met_pending(&self) -> Vec<(PairIndex, crate::triggers::MetRange)> {
+        self.pairs
+            .iter()
+            .enumerate()
+            .flat_map(|(index, state)| {
+                let pair = PairIndex(u16::try_from(index).expect("pairs fit u16"));
+                state.met_pending.iter().map(move |range| (pair, *range))
+            })
+            .collect()
+    }
+
     /// Whether the operator halted `pair`.
     pub fn is_pair_halted(&self, pair: PairIndex) -> bool {
         self.pairs.get(usize::from(pair.0)).is_some_and(|state| state.halted)

@@ -18,6 +18,7 @@ use crate::nonces::{LiveBatch, LiveClaim, Nonce, NonceRegistry};
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpecError;
 use crate::subaccounts::{SubaccountRegistry, SubaccountsState};
+use crate::triggers::MetRange;
 use crate::twaps::{TwapRegistry, TwapsState};
 
 /// One pair's state.
@@ -70,6 +71,9 @@ pub struct EngineState {
     pub twaps: TwapsState,
     /// The pairs the operator halted, in order.
     pub halted_pairs: Vec<PairIndex>,
+    /// The met ranges whose triggers wait to fire, by pair then oldest first
+    /// ([`crate::configuration::RULE_MET_TRIGGERS_QUEUED`]).
+    pub met_pending: Vec<(PairIndex, MetRange)>,
     /// The chain's configuration as last journaled (`None` before the journal's first
     /// `Configure`, or for a journal that predates them): a state that carries one is restored
     /// under it.
@@ -149,6 +153,7 @@ impl Engine {
             subaccounts: self.subaccounts.state(),
             twaps: self.twaps.state(),
             halted_pairs: self.halted_pairs(),
+            met_pending: self.met_pending(),
             configuration: self.configuration(),
         }
     }
@@ -233,6 +238,14 @@ impl Engine {
                 .get_mut(usize::from(pair.0))
                 .ok_or_else(|| inconsistent(format!("halted pair {} is not configured", pair.0)))?
                 .halted = true;
+        }
+        for (pair, range) in &state.met_pending {
+            engine
+                .pairs
+                .get_mut(usize::from(pair.0))
+                .ok_or_else(|| inconsistent(format!("met triggers wait on pair {}, not configured", pair.0)))?
+                .met_pending
+                .push_back(*range);
         }
         engine.restore_positions(&state.positions)?;
         for (index, snapshot) in state.pairs.iter().enumerate() {

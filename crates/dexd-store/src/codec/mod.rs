@@ -477,6 +477,10 @@ pub(crate) fn put_command(writer: &mut Writer, command: &Command) {
             writer.u8(EXPIRE_ORDER_TAG);
             writer.bytes(order_id.as_bytes());
         }
+        Command::FireMetTriggers { pair } => {
+            writer.u8(FIRE_MET_TRIGGERS_TAG);
+            writer.u16(pair.0);
+        }
         Command::Configure(configuration) => {
             let (tag, fields) = configuration::configure_tag(configuration);
             writer.u8(tag);
@@ -582,6 +586,9 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
         EXPIRE_ORDER_TAG => Command::ExpireOrder {
             order_id: OrderId::from_bytes(reader.array()?),
         },
+        FIRE_MET_TRIGGERS_TAG => Command::FireMetTriggers {
+            pair: PairIndex(reader.u16()?),
+        },
         MARK_UNPAID_TAG => Command::MarkWithdrawalsUnpaid {
             tx_hash: reader.array()?,
             withdrawals: reader.withdrawal_keys()?,
@@ -605,6 +612,9 @@ pub(crate) fn get_command(reader: &mut Reader) -> Result<Command, CodecError> {
 
 /// The tag of `Command::ExpireOrder`.
 const EXPIRE_ORDER_TAG: u8 = 29;
+
+/// The tag of `Command::FireMetTriggers`.
+const FIRE_MET_TRIGGERS_TAG: u8 = 40;
 
 /// The tag of `Command::MarkWithdrawalsUnpaid`.
 const MARK_UNPAID_TAG: u8 = 30;

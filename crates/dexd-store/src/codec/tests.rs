@@ -42,6 +42,7 @@ fn every_command_round_trips() {
             pair: None,
         },
         Command::Deposit(request.clone()),
+        Command::FireMetTriggers { pair: PairIndex(3) },
         Command::Withdraw(request.clone()),
         Command::SubmitChainDeposit(ChainDepositSubmission {
             tx_hash: [5; 32],
@@ -223,4 +224,22 @@ fn a_snapshot_keeps_the_matching_rules_and_the_halts() {
         decoded.configuration.unwrap().engine.limits.rules,
         dexd_core::CURRENT_RULES
     );
+    // Met ranges waiting to fire follow the rules, each with its walk's place.
+    let price = |ticks| dexd_core::Price::from_ticks(ticks).unwrap();
+    let mut waiting = state;
+    let mut walked = dexd_core::triggers::MetRange::new(price(240_000), price(200_000), 77);
+    walked.on_second_side = true;
+    walked.cursor = Some((price(210_000), 12, dexd_core::OrderId::from_bytes([7; 32])));
+    waiting.met_pending = vec![
+        (PairIndex(0), walked),
+        (
+            PairIndex(0),
+            dexd_core::triggers::MetRange::new(price(200_000), price(200_000), 80),
+        ),
+    ];
+    let payload = snapshot::encode_snapshot(&waiting, &[]);
+    let prefix: [u8; snapshot::STATE_PREFIX_BYTES] = payload[..snapshot::STATE_PREFIX_BYTES].try_into().unwrap();
+    let length = snapshot::state_length(&prefix).unwrap() as usize;
+    let decoded = snapshot::decode_state(&payload[..snapshot::STATE_PREFIX_BYTES + length]).unwrap();
+    assert_eq!(decoded, waiting);
 }

@@ -201,7 +201,7 @@ impl ApiError {
             }
             // The venue's timer raced a new setting of the switch or a cancel; nothing to tell a
             // client.
-            Rejection::SwitchNotDue | Rejection::ExpiryNotDue => ApiError::internal(),
+            Rejection::SwitchNotDue | Rejection::ExpiryNotDue | Rejection::NoMetTriggersWaiting => ApiError::internal(),
             Rejection::TriggerAlreadyMet => unprocessable(
                 "TRIGGER_ALREADY_MET",
                 "the pair's last trade price already meets the trigger; nothing was stored",

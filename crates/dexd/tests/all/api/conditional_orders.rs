@@ -469,3 +469,60 @@ async fn no_taker_aimed_just_past_a_makers_expiry_fills_against_it() {
     }
     assert_eq!(server.balance(&maker, "ETH").await["total"], "5");
 }
+
+/// More stops met at once than one command fires (`MAX_TRIGGERS_FIRED_PER_COMMAND`): the rest
+/// fire from the pair's queue by the venue's timer, though no trade meets them again (before the
+/// queue, the last stop waited locked until a trade printed 2,400 or below again).
+#[tokio::test]
+async fn stops_met_beyond_one_commands_bound_all_fire_without_another_trade() {
+    let count = dexd_core::engine::MAX_TRIGGERS_FIRED_PER_COMMAND + 1;
+    let mut config = dexd_venue::config::Config::embedded_default();
+    config.limits.max_open_orders_per_account = u32::try_from(count).unwrap() + 10;
+    config.limits.writes_per_second_per_account = 100_000;
+    let server = TestServer::start_with(config).await;
+    let (alice, bob, carol) = (Trader::new(0xe1), Trader::new(0xe2), Trader::new(0xe3));
+    server.deposit(&alice, "ETH", "20").await;
+    server.deposit(&bob, "ETH", "10").await;
+    server.deposit(&carol, "USDC", "1000000").await;
+    let stop = json!({"symbol": "ETH/USDC", "type": "market", "direction": "sell", "amount": "0.001",
+                      "triggerPrice": "2400", "triggerCondition": "below"});
+    let mut sent = 0;
+    while sent < count {
+        let items = (count - sent).min(50);
+        let (status, body) = server
+            .post_json(
+                "/order/batchOrders",
+                json!({"chainId": "1", "privateKey": alice.key, "orders": vec![stop.clone(); items]}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|result| result["order"]["status"] == "untriggered"),
+            "{body}"
+        );
+        sent += items;
+    }
+    assert_eq!(server.balance(&alice, "ETH").await["locked"], "10.001");
+    // A bid far below takes what the stops sell; then one trade at 2,400 meets them all.
+    placed(
+        &server,
+        &carol,
+        json!({"type": "limit", "direction": "buy", "price": "2000", "amount": "15"}),
+    )
+    .await;
+    print(&server, &bob, &carol, "2400").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let alice_eth = server.balance(&alice, "ETH").await;
+        if alice_eth["locked"] == "0" {
+            assert_eq!(alice_eth["total"], "9.999", "every stop sold its 0.001");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "stops still wait: {alice_eth}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
