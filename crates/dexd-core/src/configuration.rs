@@ -267,8 +267,14 @@ pub const RULE_EXPIRED_MAKERS_SKIPPED: u64 = 1;
 /// trade to meet them again. Without it (older journals), met triggers beyond the bound go back
 /// to waiting.
 pub const RULE_MET_TRIGGERS_QUEUED: u64 = 2;
+/// A rule: an account's signed requests take one room of live nonces whoever signs them (the
+/// account, its agents, its owner for a subaccount): the holder of a claim is the account's
+/// owner, and its agents together hold at most all but [`crate::nonces::owner_reserve`] of it.
+/// Without it (older journals), each signer held a room of its own, so an account and its ten
+/// agents held eleven.
+pub const RULE_NONCES_PER_OWNER: u64 = 4;
 /// Every rule this version of the engine knows, and what a new configuration adopts.
-pub const CURRENT_RULES: u64 = RULE_EXPIRED_MAKERS_SKIPPED | RULE_MET_TRIGGERS_QUEUED;
+pub const CURRENT_RULES: u64 = RULE_EXPIRED_MAKERS_SKIPPED | RULE_MET_TRIGGERS_QUEUED | RULE_NONCES_PER_OWNER;
 
 /// The widest [`EngineLimits::venue_signed_window_ms`], and the default: 5 s.
 pub const MAX_VENUE_SIGNED_WINDOW_MS: u64 = 5_000;

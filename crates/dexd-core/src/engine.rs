@@ -282,8 +282,9 @@ impl Engine {
                     return Err(Rejection::UnknownAccount);
                 }
                 let signer = command.signer().unwrap_or(account);
+                let parties = self.claim_parties(account, signer);
                 self.nonces
-                    .check(&account, &signer, claim, now_ms, max_lifetime_ms)
+                    .check(&parties, claim, now_ms, max_lifetime_ms)
                     .map_err(Rejection::Nonce)?;
                 Some((account, signer))
             }
@@ -294,10 +295,23 @@ impl Engine {
             self.journal_sequence += 1;
             self.last_time_ms = now_ms;
             if let (Some(claim), Some((account, signer))) = (claim, claimant) {
-                self.nonces.record(account, signer, claim, now_ms);
+                let parties = self.claim_parties(account, signer);
+                self.nonces.record(parties, claim, now_ms);
             }
         }
         result
+    }
+
+    /// Who a claim of `signer` for `account` is for and whose room it takes: under
+    /// [`crate::configuration::RULE_NONCES_PER_OWNER`] the account's owner (itself, or a
+    /// subaccount's owner), otherwise the signer.
+    fn claim_parties(&self, account: Address, signer: Address) -> crate::nonces::ClaimParties {
+        let holder = nonce_holder(self.config.limits.rules, &self.subaccounts, &account, &signer);
+        crate::nonces::ClaimParties {
+            account,
+            signer,
+            holder,
+        }
     }
 
     /// Runs one command (time already made monotonic, nonce already checked).
@@ -411,4 +425,13 @@ impl Engine {
             Command::Configure(configuration) => self.configure(*configuration, now_ms),
         }
     }
+}
+
+/// Whose room of live nonces a claim of `signer` for `account` takes under `rules` (see
+/// [`Engine::claim_parties`]); also what a restore counts each live claim under.
+fn nonce_holder(rules: u64, subaccounts: &SubaccountRegistry, account: &Address, signer: &Address) -> Address {
+    if rules & crate::configuration::RULE_NONCES_PER_OWNER == 0 {
+        return *signer;
+    }
+    subaccounts.owner_of(account).map_or(*account, |(owner, _)| owner)
 }

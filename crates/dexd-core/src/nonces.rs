@@ -9,18 +9,23 @@
 //! loses no protection: a signed request is accepted at most once, ever, while memory stays
 //! bounded by the requests of the last lifetime.
 //!
-//! The bounds are per signer and shared fairly, so that nobody's signed requests can be stopped
-//! by someone else's: each signer (an account, or an agent signing for it, counted apart so that
-//! an agent cannot use up its owner's room) holds at most `max_live_nonces_per_account`; and once
-//! the registry holds `max_live_nonces`, a signer holding less than the average share of those
-//! who hold any still gets one, up to twice the limit in all.
+//! The bounds are per holder and shared fairly, so that nobody's signed requests can be stopped
+//! by someone else's. A claim's holder is whose room it takes: under
+//! [`crate::configuration::RULE_NONCES_PER_OWNER`] the owner of the account (the account
+//! itself, or the owner of a subaccount), whoever signed, so that an account and its agents and
+//! subaccounts hold one room, not one each; in journals from before that rule, the signer. Each
+//! holder holds at most `max_live_nonces_per_account`, of which its agents together at most all
+//! but [`owner_reserve`] (so that an agent cannot use up its owner's room: the owner's own
+//! revoke or withdrawal still goes in); and once the registry holds `max_live_nonces`, a holder
+//! holding less than the average share of those who hold any still gets one, up to twice the
+//! limit in all.
 //!
 //! This module does not check signatures (the `dexd` crate does, before the command is queued) and
 //! reads no clock: the time is passed in, so replay rebuilds exactly the same set.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::money::Address;
 
@@ -133,25 +138,51 @@ pub enum NonceRejection {
 /// agent for it).
 pub type LiveClaim = (u64, Address, Nonce, Address);
 
+/// Who a claim is for, who signed it, and whose room it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimParties {
+    /// Whose nonce it is (the command's account).
+    pub account: Address,
+    /// Who signed (the account, its agent, or a subaccount's owner).
+    pub signer: Address,
+    /// Whose room it takes: the signer, or under
+    /// [`crate::configuration::RULE_NONCES_PER_OWNER`] the account's owner.
+    pub holder: Address,
+}
+
+impl ClaimParties {
+    /// Whether an agent signed: the signer is not the holder itself.
+    fn by_agent(&self) -> bool {
+        self.signer != self.holder
+    }
+}
+
+/// The part of a holder's room its agents can never take: a tenth of it, at least one nonce,
+/// so that an owner whose agents are busy can still revoke them or withdraw.
+pub fn owner_reserve(max_live_nonces_per_account: usize) -> usize {
+    (max_live_nonces_per_account / 10).max(1)
+}
+
 /// The live nonces of one chain, with a documented bound.
 #[derive(Clone, Debug)]
 pub struct NonceRegistry {
     max_live_nonces: usize,
     /// So that one signer cannot fill the chain's registry and stop everyone's signed requests.
     max_live_nonces_per_account: usize,
-    live: FxHashSet<(Address, Nonce)>,
+    /// Each live nonce, by account and nonce, with its claim's holder.
+    live: FxHashMap<(Address, Nonce), Address>,
     /// The live nonces claimed by a batch signed once, with the orders of it applied; each is
     /// also in `live`, and leaves with it.
     batches: FxHashMap<(Address, Nonce), LiveBatch>,
     by_expiry: BTreeSet<LiveClaim>,
-    /// Each signer with live nonces: how many, and how many expire at each time. Derived from
-    /// `by_expiry`.
-    by_signer: FxHashMap<Address, SignerNonces>,
+    /// Each holder with live nonces: how many, and how many expire at each time. Derived from
+    /// `by_expiry` and `live`.
+    by_holder: FxHashMap<Address, HeldNonces>,
 }
 
-/// The live nonces of one signer, counted.
+/// The live nonces of one holder, counted.
 #[derive(Clone, Debug, Default)]
-struct SignerNonces {
+struct HeldNonces {
     total: usize,
     by_expiry: BTreeMap<u64, u32>,
 }
@@ -163,29 +194,39 @@ impl NonceRegistry {
         NonceRegistry {
             max_live_nonces,
             max_live_nonces_per_account,
-            live: FxHashSet::default(),
+            live: FxHashMap::default(),
             batches: FxHashMap::default(),
             by_expiry: BTreeSet::new(),
-            by_signer: FxHashMap::default(),
+            by_holder: FxHashMap::default(),
         }
     }
 
-    /// A registry restored from its live claims and the batches among them. A restored signer
-    /// may hold more than today's limit (it was raised and lowered): it takes no new nonce
-    /// until it is under the limit again.
+    /// A registry restored from its live claims and the batches among them, each claim's
+    /// holder given by `holder_of(account, signer)`. A restored holder may hold more than
+    /// today's limit (it was raised and lowered): it takes no new nonce until it is under the
+    /// limit again.
     pub fn restore(
-        max_live_nonces: usize,
-        max_live_nonces_per_account: usize,
+        (max_live_nonces, max_live_nonces_per_account): (usize, usize),
         claims: impl IntoIterator<Item = LiveClaim>,
         batches: impl IntoIterator<Item = (Address, Nonce, LiveBatch)>,
+        holder_of: impl Fn(&Address, &Address) -> Address,
     ) -> NonceRegistry {
         let mut registry = NonceRegistry::new(max_live_nonces, max_live_nonces_per_account);
         for (expiry_ms, account, nonce, signer) in claims {
-            registry.insert(expiry_ms, account, nonce, signer);
+            let holder = holder_of(&account, &signer);
+            registry.insert(
+                expiry_ms,
+                nonce,
+                ClaimParties {
+                    account,
+                    signer,
+                    holder,
+                },
+            );
         }
         for (account, nonce, batch) in batches {
             assert!(
-                registry.live.contains(&(account, nonce)),
+                registry.live.contains_key(&(account, nonce)),
                 "invariant: a restored batch's nonce is live"
             );
             registry.batches.insert((account, nonce), batch);
@@ -193,16 +234,16 @@ impl NonceRegistry {
         registry
     }
 
-    /// Whether `signer` may use `claim` for `account` at `now_ms`, the request living at most
-    /// `max_lifetime_ms`. Changes nothing.
+    /// Whether `parties.signer` may use `claim` for `parties.account` at `now_ms`, the request
+    /// living at most `max_lifetime_ms`. Changes nothing.
     pub fn check(
         &self,
-        account: &Address,
-        signer: &Address,
+        parties: &ClaimParties,
         claim: &NonceClaim,
         now_ms: u64,
         max_lifetime_ms: u64,
     ) -> Result<(), NonceRejection> {
+        let account = &parties.account;
         if claim.expiry_ms <= now_ms {
             return Err(NonceRejection::Expired);
         }
@@ -217,21 +258,29 @@ impl NonceRegistry {
                     _ => Err(NonceRejection::Reused),
                 },
                 Some(_) => Err(NonceRejection::Reused),
-                None if self.live.contains(&(*account, claim.nonce)) => Err(NonceRejection::Reused),
+                None if self.live.contains_key(&(*account, claim.nonce)) => Err(NonceRejection::Reused),
                 None => Err(NonceRejection::BatchNotClaimed),
             };
         }
         if claim.batch.is_some_and(|slot| index_bit(slot.index).is_none()) {
             return Err(NonceRejection::Reused);
         }
-        if self.live.contains(&(*account, claim.nonce)) {
+        if self.live.contains_key(&(*account, claim.nonce)) {
             return Err(NonceRejection::Reused);
         }
-        let held = self.live_of(signer, now_ms);
-        if held >= self.max_live_nonces_per_account {
-            let frees_at_ms = self.by_signer[signer]
-                .by_expiry
-                .range(now_ms + 1..)
+        let held = self.live_of(&parties.holder, now_ms);
+        let room = if parties.by_agent() {
+            self.max_live_nonces_per_account
+                .saturating_sub(owner_reserve(self.max_live_nonces_per_account))
+        } else {
+            self.max_live_nonces_per_account
+        };
+        if held >= room {
+            let frees_at_ms = self
+                .by_holder
+                .get(&parties.holder)
+                .into_iter()
+                .flat_map(|nonces| nonces.by_expiry.range(now_ms + 1..))
                 .next()
                 .map_or(now_ms, |(expiry_ms, _)| *expiry_ms);
             return Err(NonceRejection::AccountFull { frees_at_ms });
@@ -243,19 +292,19 @@ impl NonceRegistry {
             .count();
         let live = self.live.len() - expired;
         if live >= self.max_live_nonces {
-            // Full: only a signer under the average share of those holding nonces gets one, so
-            // a few signers that filled it stop nobody else; twice the limit is the hard end.
-            let signers = self.by_signer.len().max(1);
-            if live >= self.max_live_nonces.saturating_mul(2) || held >= self.max_live_nonces.div_ceil(signers) {
+            // Full: only a holder under the average share of those holding nonces gets one, so
+            // a few holders that filled it stop nobody else; twice the limit is the hard end.
+            let holders = self.by_holder.len().max(1);
+            if live >= self.max_live_nonces.saturating_mul(2) || held >= self.max_live_nonces.div_ceil(holders) {
                 return Err(NonceRejection::Full);
             }
         }
         Ok(())
     }
 
-    /// How many nonces `signer` holds that are still live at `now_ms`.
-    fn live_of(&self, signer: &Address, now_ms: u64) -> usize {
-        self.by_signer.get(signer).map_or(0, |nonces| {
+    /// How many nonces `holder` holds that are still live at `now_ms`.
+    fn live_of(&self, holder: &Address, now_ms: u64) -> usize {
+        self.by_holder.get(holder).map_or(0, |nonces| {
             // Claims that expired stay until the next record (few: each record forgets every
             // claim expired by then), and do not count.
             let expired: usize = nonces
@@ -269,7 +318,8 @@ impl NonceRegistry {
 
     /// Records a claim that [`NonceRegistry::check`] accepted at `now_ms`, first forgetting
     /// every claim that has expired by then.
-    pub fn record(&mut self, account: Address, signer: Address, claim: NonceClaim, now_ms: u64) {
+    pub fn record(&mut self, parties: ClaimParties, claim: NonceClaim, now_ms: u64) {
+        let account = parties.account;
         self.forget_expired(now_ms);
         if let Some(slot) = claim.batch {
             let bit = index_bit(slot.index).expect("invariant: checked before the record");
@@ -290,7 +340,7 @@ impl NonceRegistry {
                 },
             );
         }
-        self.insert(claim.expiry_ms, account, claim.nonce, signer);
+        self.insert(claim.expiry_ms, claim.nonce, parties);
         assert_eq!(self.live.len(), self.by_expiry.len(), "the nonce indexes agree");
         assert!(
             self.batches.len() <= self.live.len(),
@@ -298,10 +348,16 @@ impl NonceRegistry {
         );
     }
 
-    fn insert(&mut self, expiry_ms: u64, account: Address, nonce: Nonce, signer: Address) {
-        if self.live.insert((account, nonce)) {
+    fn insert(&mut self, expiry_ms: u64, nonce: Nonce, parties: ClaimParties) {
+        let ClaimParties {
+            account,
+            signer,
+            holder,
+        } = parties;
+        if let std::collections::hash_map::Entry::Vacant(entry) = self.live.entry((account, nonce)) {
+            entry.insert(holder);
             self.by_expiry.insert((expiry_ms, account, nonce, signer));
-            let nonces = self.by_signer.entry(signer).or_default();
+            let nonces = self.by_holder.entry(holder).or_default();
             nonces.total += 1;
             *nonces.by_expiry.entry(expiry_ms).or_default() += 1;
         }
@@ -340,17 +396,20 @@ impl NonceRegistry {
     }
 
     fn forget_expired(&mut self, now_ms: u64) {
-        while let Some(&(expiry_ms, account, nonce, signer)) = self.by_expiry.first() {
+        while let Some(&(expiry_ms, account, nonce, _)) = self.by_expiry.first() {
             if expiry_ms > now_ms {
                 break;
             }
             self.by_expiry.pop_first();
-            self.live.remove(&(account, nonce));
+            let holder = self
+                .live
+                .remove(&(account, nonce))
+                .expect("invariant: the nonce indexes agree");
             self.batches.remove(&(account, nonce));
             let nonces = self
-                .by_signer
-                .get_mut(&signer)
-                .expect("invariant: a live nonce's signer is counted");
+                .by_holder
+                .get_mut(&holder)
+                .expect("invariant: a live nonce's holder is counted");
             let count = nonces
                 .by_expiry
                 .get_mut(&expiry_ms)
@@ -361,7 +420,7 @@ impl NonceRegistry {
             }
             nonces.total -= 1;
             if nonces.total == 0 {
-                self.by_signer.remove(&signer);
+                self.by_holder.remove(&holder);
             }
         }
     }
@@ -402,13 +461,32 @@ mod tests {
         }
     }
 
+    /// The account itself signing.
+    fn own(who: u8) -> ClaimParties {
+        ClaimParties {
+            account: account(who),
+            signer: account(who),
+            holder: account(who),
+        }
+    }
+
+    /// Agent `agent` signing for `who`: under the per-owner rule (the owner holds the room) or
+    /// before it (the agent holds its own).
+    fn by_agent(who: u8, agent: u8, per_owner: bool) -> ClaimParties {
+        ClaimParties {
+            account: account(who),
+            signer: account(agent),
+            holder: if per_owner { account(who) } else { account(agent) },
+        }
+    }
+
     /// A check and record by the account itself.
     fn check(registry: &NonceRegistry, who: u8, claim: NonceClaim, now_ms: u64) -> Result<(), NonceRejection> {
-        registry.check(&account(who), &account(who), &claim, now_ms, HOUR)
+        registry.check(&own(who), &claim, now_ms, HOUR)
     }
 
     fn record(registry: &mut NonceRegistry, who: u8, claim: NonceClaim, now_ms: u64) {
-        registry.record(account(who), account(who), claim, now_ms);
+        registry.record(own(who), claim, now_ms);
     }
 
     #[test]
@@ -421,7 +499,7 @@ mod tests {
         assert_eq!(check(&registry, 2, claim(7, 2_000), 1_500), Ok(()));
         // An agent of the account may not: the nonce is the account's.
         assert_eq!(
-            registry.check(&account(1), &account(9), &claim(7, 2_000), 1_500, HOUR),
+            registry.check(&by_agent(1, 9, true), &claim(7, 2_000), 1_500, HOUR),
             Err(NonceRejection::Reused)
         );
     }
@@ -441,8 +519,7 @@ mod tests {
         // A withdrawal may live a week.
         assert_eq!(
             registry.check(
-                &account(1),
-                &account(1),
+                &own(1),
                 &claim(1, 1_000 + HOUR + 1),
                 1_000,
                 MAX_SIGNED_WITHDRAWAL_LIFETIME_MS
@@ -480,29 +557,67 @@ mod tests {
         assert_eq!(check(&registry, 2, claim(3, 6_000), 1_500), Ok(()));
         assert_eq!(check(&registry, 1, claim(3, 6_000), 3_000), Ok(()));
         record(&mut registry, 1, claim(3, 6_000), 3_000);
-        assert_eq!(registry.by_signer[&account(1)].total, 2);
+        assert_eq!(registry.by_holder[&account(1)].total, 2);
         // Everything expired: nothing of the account is left behind.
         record(&mut registry, 2, claim(9, 9_000), 8_000);
-        assert!(!registry.by_signer.contains_key(&account(1)));
+        assert!(!registry.by_holder.contains_key(&account(1)));
         assert_eq!(registry.len(), 1);
     }
 
     #[test]
-    fn an_agent_holds_its_own_room_and_never_its_owners() {
+    fn before_the_per_owner_rule_an_agent_held_its_own_room() {
         // Account 1 with its agent 9; each signer may hold 2.
         let mut registry = NonceRegistry::new(100, 2);
         for nonce in [1, 2] {
             registry
-                .check(&account(1), &account(9), &claim(nonce, 5_000), 1_000, HOUR)
+                .check(&by_agent(1, 9, false), &claim(nonce, 5_000), 1_000, HOUR)
                 .unwrap();
-            registry.record(account(1), account(9), claim(nonce, 5_000), 1_000);
+            registry.record(by_agent(1, 9, false), claim(nonce, 5_000), 1_000);
         }
         assert_eq!(
-            registry.check(&account(1), &account(9), &claim(3, 5_000), 1_000, HOUR),
+            registry.check(&by_agent(1, 9, false), &claim(3, 5_000), 1_000, HOUR),
             Err(NonceRejection::AccountFull { frees_at_ms: 5_000 })
         );
         // The owner's own signed requests (a revoke, a withdrawal) still go in.
         assert_eq!(check(&registry, 1, claim(3, 5_000), 1_000), Ok(()));
+    }
+
+    /// An account and its ten agents hold one room, not eleven: the agents together fill all
+    /// but the owner's reserve, and the owner's own requests take that reserve.
+    #[test]
+    fn an_account_and_its_agents_share_one_room_and_the_owner_keeps_a_reserve() {
+        let mut registry = NonceRegistry::new(1_000, 20);
+        let mut nonce = 0u8;
+        let mut taken = 0;
+        for agent in 10..20 {
+            for _ in 0..5 {
+                nonce += 1;
+                if registry
+                    .check(&by_agent(1, agent, true), &claim(nonce, 5_000), 1_000, HOUR)
+                    .is_ok()
+                {
+                    registry.record(by_agent(1, agent, true), claim(nonce, 5_000), 1_000);
+                    taken += 1;
+                }
+            }
+        }
+        assert_eq!(taken, 20 - owner_reserve(20), "ten agents, one room less the reserve");
+        assert_eq!(
+            registry.check(&by_agent(1, 19, true), &claim(200, 5_000), 1_000, HOUR),
+            Err(NonceRejection::AccountFull { frees_at_ms: 5_000 })
+        );
+        // The owner takes its reserve, then it is full too.
+        for reserved in 0..owner_reserve(20) {
+            let claim = claim(201 + reserved as u8, 5_000);
+            check(&registry, 1, claim, 1_000).unwrap();
+            record(&mut registry, 1, claim, 1_000);
+        }
+        assert_eq!(
+            check(&registry, 1, claim(250, 5_000), 1_000),
+            Err(NonceRejection::AccountFull { frees_at_ms: 5_000 })
+        );
+        // Another account is not held up.
+        assert_eq!(check(&registry, 2, claim(1, 5_000), 1_000), Ok(()));
     }
 
     #[test]

@@ -213,12 +213,6 @@ impl Engine {
         engine.next_trade_id = state.next_trade_id;
         engine.last_time_ms = state.last_time_ms;
         engine.journal_sequence = state.journal_sequence;
-        engine.nonces = NonceRegistry::restore(
-            config.limits.max_live_nonces,
-            config.limits.max_live_nonces_per_account,
-            state.nonces.clone(),
-            state.batch_nonces.iter().copied(),
-        );
         engine.custody = Custody::restore(
             config.custody,
             asset_count,
@@ -231,6 +225,15 @@ impl Engine {
             engine.switches.set(*account, Some(*trigger_at_ms));
         }
         engine.subaccounts = SubaccountRegistry::restore(state.subaccounts.clone()).map_err(inconsistent)?;
+        // After the subaccounts: a claim for a subaccount is counted under its owner.
+        let rules = config.limits.rules;
+        let subaccounts = &engine.subaccounts;
+        engine.nonces = NonceRegistry::restore(
+            (config.limits.max_live_nonces, config.limits.max_live_nonces_per_account),
+            state.nonces.clone(),
+            state.batch_nonces.iter().copied(),
+            |account, signer| super::nonce_holder(rules, subaccounts, account, signer),
+        );
         engine.twaps = TwapRegistry::restore(state.twaps.clone()).map_err(inconsistent)?;
         for pair in &state.halted_pairs {
             engine

@@ -293,3 +293,47 @@ async fn a_signed_agent_request_recovers_to_the_agent_and_the_approval_can_be_si
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["orders"].as_array().unwrap().len(), 1);
 }
+
+/// An account and its agents hold one room of live signed requests, not one each: agents
+/// signing for Alice are refused (`429`) once they and she hold all but her reserve, and her own
+/// request still goes in. (Before, each agent held a room of its own: an account with ten agents
+/// held eleven.)
+#[tokio::test]
+async fn an_account_and_its_agents_share_one_room_of_live_requests() {
+    let mut config = dexd_venue::config::Config::embedded_default();
+    config.limits.max_live_nonces_per_account = 10;
+    let server = TestServer::start_with(config).await;
+    let alice = Trader::new(0xa5);
+    let bots = [Trader::new(0xb5), Trader::new(0xb6)];
+    server.deposit(&alice, "USDC", "1000").await;
+    for (index, bot) in bots.iter().enumerate() {
+        let (status, body) = approve(&server, &alice, bot, &format!("bot-{index}")).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let mut accepted = 0;
+    let mut refused = [false, false];
+    for round in 0..20 {
+        let bot = &bots[round % 2];
+        let answer = server.post_json("/order/addOrder", order_for(&alice, bot, "100")).await;
+        match answer.0 {
+            200 => accepted += 1,
+            429 => {
+                assert_eq!(answer.1["error"]["code"], "RATE_LIMITED", "{}", answer.1);
+                refused[round % 2] = true;
+            }
+            _ => panic!("{answer:?}"),
+        }
+    }
+    assert_eq!(refused, [true, true], "both agents reach the shared room's end");
+    // Alice's two approvals hold two of her ten; the reserve (one) is hers alone.
+    assert!(accepted <= 10 - 1 - 2, "{accepted} agent orders in one room of 10");
+    let own = json!({"chainId": "1", "symbol": "ETH/USDC", "type": "limit", "direction": "buy", "price": "100",
+                     "amount": "0.1", "privateKey": alice.key});
+    let (status, body) = server.post_json("/order/addOrder", own.clone()).await;
+    assert_eq!(status, 200, "the owner's reserve: {body}");
+    let (status, body) = server.post_json("/order/addOrder", own).await;
+    assert_eq!(status, 429, "{body}");
+    // Someone else is not held back.
+    let carol = Trader::new(0xc5);
+    server.deposit(&carol, "USDC", "100").await;
+}
