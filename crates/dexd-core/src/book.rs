@@ -180,6 +180,32 @@ impl OrderBook {
         }
     }
 
+    /// The best level of a side (highest bid or lowest ask), without allocating.
+    pub fn best_level(&self, direction: Direction) -> Option<LevelView> {
+        let level = match direction {
+            Direction::Buy => self.bids.iter().next_back(),
+            Direction::Sell => self.asks.iter().next(),
+        };
+        level.map(|(price, level)| LevelView {
+            price: *price,
+            quantity: level.quantity_lots,
+            orders: level.order_count,
+        })
+    }
+
+    /// The level of a side at `price`, if orders rest there, without allocating.
+    pub fn level_at(&self, direction: Direction, price: Price) -> Option<LevelView> {
+        let side = match direction {
+            Direction::Buy => &self.bids,
+            Direction::Sell => &self.asks,
+        };
+        side.get(&price).map(|level| LevelView {
+            price,
+            quantity: level.quantity_lots,
+            orders: level.order_count,
+        })
+    }
+
     /// Visits the resting orders of a side in priority order (best price first, then oldest
     /// first), until `visit` returns `false`.
     pub fn visit_in_priority<'book>(

@@ -14,6 +14,7 @@ mod configure;
 mod controls;
 mod forced_withdrawals;
 mod matching;
+mod open_orders;
 mod queries;
 mod state;
 mod subaccount_transfers;
@@ -46,48 +47,6 @@ use crate::triggers::TriggerBook;
 use crate::twaps::TwapRegistry;
 
 pub use crate::configuration::{EngineConfig, EngineLimits};
-
-/// One account's open orders: those resting in a book and those waiting for their trigger, apart,
-/// so that trading, which adds and removes resting orders, never walks the waiting ones.
-#[derive(Clone, Debug, Default)]
-struct OpenOrderIds {
-    resting: Vec<OrderId>,
-    waiting: Vec<OrderId>,
-}
-
-impl OpenOrderIds {
-    fn len(&self) -> usize {
-        self.resting.len() + self.waiting.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &OrderId> {
-        self.resting.iter().chain(&self.waiting)
-    }
-
-    fn list(&mut self, waiting: bool) -> &mut Vec<OrderId> {
-        if waiting {
-            &mut self.waiting
-        } else {
-            &mut self.resting
-        }
-    }
-
-    /// Takes an order out of the list it is in; whether it was there.
-    fn remove(&mut self, order_id: &OrderId, waiting: bool) -> bool {
-        let list = self.list(waiting);
-        match list.iter().position(|open_id| open_id == order_id) {
-            Some(position) => {
-                list.swap_remove(position);
-                true
-            }
-            None => false,
-        }
-    }
-}
 
 /// What an account can trade on a pair right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,9 +114,8 @@ pub struct Engine {
     oco_groups: FxHashMap<(Address, String), Vec<OrderId>>,
     /// The open orders that expire, by expiry then id: what the venue's timer reads.
     expiries: BTreeSet<(u64, OrderId)>,
-    /// The ids of each account's open orders, indexed by ledger slot (at most
-    /// `max_open_orders_per_account` each, so a linear search is cheap).
-    open_orders_by_slot: Vec<OpenOrderIds>,
+    /// The ids of each account's open orders, indexed by ledger slot, with each one's place.
+    open_orders: open_orders::OpenOrderIndex,
     client_order_ids: FxHashMap<Address, FxHashMap<String, OrderId>>,
     /// Positions per account and pair, indexed by ledger slot; empty until the account trades.
     positions: Vec<Vec<Position>>,
@@ -215,7 +173,7 @@ impl Engine {
             waiting_orders: FxHashMap::default(),
             oco_groups: FxHashMap::default(),
             expiries: BTreeSet::default(),
-            open_orders_by_slot: Vec::new(),
+            open_orders: open_orders::OpenOrderIndex::default(),
             client_order_ids: FxHashMap::default(),
             positions: Vec::new(),
             fee_account: config.fee_account,

@@ -141,6 +141,37 @@ fn a_crossing_sell_fills_at_the_makers_price_with_fees_from_what_each_receives()
     assert_eq!(venue.engine.last_price(PAIR), Price::from_ticks(250_000));
 }
 
+/// The best levels and the depth at a price agree with the book's levels (read without
+/// allocating, for market-data readers).
+#[test]
+fn the_best_levels_and_the_depth_at_a_price_read_the_book() {
+    let mut venue = venue();
+    assert_eq!(venue.engine.best_levels(PAIR), Some((None, None)));
+    venue.deposit(ALICE, ETH, 10 * ETH_UNIT);
+    venue.deposit(BOB, USDC, 100_000 * USDC_UNIT);
+    venue.limit(ALICE, Direction::Sell, "101", "1");
+    venue.limit(ALICE, Direction::Sell, "101", "2");
+    venue.limit(ALICE, Direction::Sell, "102", "1");
+    venue.limit(BOB, Direction::Buy, "99", "1");
+    let (bid, ask) = venue.engine.best_levels(PAIR).unwrap();
+    let (asks, _) = venue.engine.book_levels(PAIR, Direction::Sell, 1).unwrap();
+    let (bids, _) = venue.engine.book_levels(PAIR, Direction::Buy, 1).unwrap();
+    assert_eq!((bid, ask), (Some(bids[0]), Some(asks[0])));
+    assert_eq!((ask.unwrap().quantity, ask.unwrap().orders), (30_000, 2));
+    let spec = venue.engine.pair_spec(PAIR).unwrap();
+    let at_102 = spec.price_from_decimal(crate::testing::decimal("102")).unwrap();
+    let at_100 = spec.price_from_decimal(crate::testing::decimal("100")).unwrap();
+    assert_eq!(
+        venue
+            .engine
+            .depth_at_price(PAIR, Direction::Sell, at_102)
+            .map(|level| level.quantity),
+        Some(10_000)
+    );
+    assert_eq!(venue.engine.depth_at_price(PAIR, Direction::Sell, at_100), None);
+    assert_eq!(venue.engine.best_levels(crate::money::PairIndex(9)), None);
+}
+
 #[test]
 fn better_prices_fill_first_then_older_orders() {
     let mut venue = venue();

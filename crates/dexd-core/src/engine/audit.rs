@@ -326,7 +326,7 @@ impl Engine {
     /// orders that have one.
     fn check_open_order_lists(&self, expected_counts: &FxHashMap<Address, u32>) -> Result<(), String> {
         let counts: FxHashMap<Address, u32> = self
-            .open_orders_by_slot
+            .open_orders
             .iter()
             .enumerate()
             .filter(|(_, orders)| !orders.is_empty())
@@ -338,7 +338,8 @@ impl Engine {
         if &counts != expected_counts {
             return Err("open order counts disagree with the books".to_string());
         }
-        for (index, orders) in self.open_orders_by_slot.iter().enumerate() {
+        self.open_orders.check_positions()?;
+        for (index, orders) in self.open_orders.iter().enumerate() {
             let owner = self.ledger.address(AccountSlot::from_index(index));
             for order_id in orders.iter() {
                 if self.open_order(order_id).map(|record| record.terms.account) != Some(owner) {

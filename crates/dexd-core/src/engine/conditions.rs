@@ -442,7 +442,7 @@ impl Engine {
         waiting: bool,
     ) {
         let order_id = record.terms.order_id;
-        let listed = self.open_orders_by_slot[slot.index()].remove(&order_id, waiting);
+        let listed = self.open_orders.remove(slot, &order_id, waiting);
         assert!(listed, "invariant: an open order is in its account's open orders");
         self.subaccounts.order_closed(&record.terms.account);
         if let Some(client_order_id) = &record.terms.client_order_id {

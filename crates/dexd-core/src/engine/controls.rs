@@ -32,7 +32,7 @@ impl Engine {
             return Ok(());
         };
         let mut orders: Vec<(u64, OrderId)> = self
-            .open_orders_by_slot
+            .open_orders
             .get(slot.index())
             .map(|orders| {
                 orders

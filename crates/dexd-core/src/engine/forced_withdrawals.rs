@@ -62,7 +62,7 @@ impl Engine {
         };
         // The index grows with the first order of an account: one that never placed any has no
         // entry yet.
-        let Some(open) = self.open_orders_by_slot.get(slot.index()) else {
+        let Some(open) = self.open_orders.get(slot.index()) else {
             return;
         };
         let mut holding: Vec<(u64, OrderId)> = open

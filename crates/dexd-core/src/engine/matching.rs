@@ -515,7 +515,7 @@ impl Engine {
     }
 
     pub(super) fn open_orders_of(&self, slot: AccountSlot) -> u32 {
-        self.open_orders_by_slot.get(slot.index()).map_or(0, |orders| {
+        self.open_orders.get(slot.index()).map_or(0, |orders| {
             u32::try_from(orders.len()).expect("open orders per account fit u32")
         })
     }
@@ -539,14 +539,8 @@ impl Engine {
 
     pub(super) fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
         self.subaccounts.order_opened(&record.terms.account);
-        let index = slot.index();
-        if self.open_orders_by_slot.len() <= index {
-            self.open_orders_by_slot.resize_with(index + 1, Default::default);
-        }
         let waiting = record.status == OrderStatus::Untriggered;
-        self.open_orders_by_slot[index]
-            .list(waiting)
-            .push(record.terms.order_id);
+        self.open_orders.insert(slot, record.terms.order_id, waiting);
         if let Some(client_order_id) = &record.terms.client_order_id {
             self.client_order_ids
                 .entry(record.terms.account)

@@ -76,6 +76,18 @@ impl Engine {
         Some((state.book.levels(direction, depth), state.book.sequence()))
     }
 
+    /// The best bid and the best ask of a pair, each with what rests there: read without
+    /// allocating (what a market-data reader or a quoting bot polls). `None` for an unknown pair.
+    pub fn best_levels(&self, pair: PairIndex) -> Option<(Option<LevelView>, Option<LevelView>)> {
+        let book = &self.pairs.get(usize::from(pair.0))?.book;
+        Some((book.best_level(Direction::Buy), book.best_level(Direction::Sell)))
+    }
+
+    /// What rests on one side of a pair's book at `price` (`None`: nothing, or no such pair).
+    pub fn depth_at_price(&self, pair: PairIndex, direction: Direction, price: Price) -> Option<LevelView> {
+        self.pairs.get(usize::from(pair.0))?.book.level_at(direction, price)
+    }
+
     /// The price of a pair's last trade.
     pub fn last_price(&self, pair: PairIndex) -> Option<Price> {
         self.pairs.get(usize::from(pair.0))?.last_price
