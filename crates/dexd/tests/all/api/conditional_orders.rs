@@ -489,20 +489,10 @@ async fn stops_met_beyond_one_commands_bound_all_fire_without_another_trade() {
     let mut sent = 0;
     while sent < count {
         let items = (count - sent).min(50);
-        let (status, body) = server
-            .post_json(
-                "/order/batchOrders",
-                json!({"chainId": "1", "privateKey": alice.key, "orders": vec![stop.clone(); items]}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
+        let results = server.batch_orders(&alice, vec![stop.clone(); items]).await;
         assert!(
-            body["results"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|result| result["order"]["status"] == "untriggered"),
-            "{body}"
+            results.iter().all(|result| result["order"]["status"] == "untriggered"),
+            "{results:?}"
         );
         sent += items;
     }

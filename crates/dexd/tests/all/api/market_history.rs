@@ -27,20 +27,12 @@ async fn ten_thousand_trades(server: &TestServer) {
                        "clientOrderId": format!("b{batch}-{index}")})
             })
             .collect();
-        let (status, body) = server
-            .post_json(
-                "/order/batchOrders",
-                json!({"chainId": "1", "privateKey": alice.key, "orders": orders}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
+        let results = server.batch_orders(&alice, orders).await;
         assert!(
-            body["results"]
-                .as_array()
-                .unwrap()
+            results
                 .iter()
                 .all(|result| result["trades"].as_array().is_some_and(|trades| trades.len() == 1)),
-            "{body}"
+            "{results:?}"
         );
     }
 }

@@ -366,6 +366,19 @@ impl TestServer {
         body
     }
 
+    /// A batch of orders on chain 1 with the trader's key, which must be answered 200: each
+    /// item's result.
+    pub async fn batch_orders(&self, trader: &Trader, orders: Vec<Value>) -> Vec<Value> {
+        let (status, body) = self
+            .post_json(
+                "/order/batchOrders",
+                json!({"chainId": "1", "privateKey": trader.key, "orders": orders}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["results"].as_array().expect("a batch's results").clone()
+    }
+
     /// The first page of an account list on chain 1 (`path`, such as `/order/openOrders`), the
     /// array under `key` (`orders`, `deposits`, `withdrawals`).
     pub async fn account_list(&self, path: &str, trader: &Trader, key: &str) -> Vec<Value> {
