@@ -38,6 +38,8 @@ const MAX_OPEN_ORDERS: u32 = 50_000_000;
 /// The engine and what it needs between calls.
 pub struct Adapter {
     engine: Engine,
+    /// The buying and the selling account (derived once: an address is a digest).
+    accounts: [dexd_core::Address; 2],
     events: Vec<Event>,
     /// The time each command runs at: the message's sequence number, so time only moves on.
     time_ms: u64,
@@ -49,12 +51,9 @@ impl Default for Adapter {
     }
 }
 
-/// The account a side's orders come from.
+/// The account a side's orders come from, by its number.
 fn side_account(direction: Direction) -> dexd_core::Address {
-    match direction {
-        Direction::Buy => account(1),
-        Direction::Sell => account(2),
-    }
+    account(u64::from(side(direction)) + 1)
 }
 
 /// A harness order id as dexd's: the engine hashes an id's last eight bytes.
@@ -120,9 +119,14 @@ impl Adapter {
         }
         Adapter {
             engine,
+            accounts: [side_account(Direction::Buy), side_account(Direction::Sell)],
             events: Vec::with_capacity(1_024),
             time_ms: 1,
         }
+    }
+
+    fn account_of(&self, direction: Direction) -> dexd_core::Address {
+        self.accounts[usize::from(side(direction))]
     }
 
     fn tick(&mut self, sequence_number: u64) -> u64 {
@@ -148,7 +152,7 @@ impl Adapter {
             },
             ..dexd_core::testing::plain_order(
                 order_id(id),
-                side_account(direction),
+                self.account_of(direction),
                 direction,
                 Some(price(price_ticks)),
                 Quantity::from_lots(u64::from(quantity)),
@@ -223,7 +227,7 @@ impl Adapter {
         self.engine
             .execute(
                 Command::CancelOrder {
-                    account: side_account(direction),
+                    account: self.account_of(direction),
                     order_id: order_id(id),
                     pair: Some(PAIR),
                 },

@@ -252,7 +252,8 @@ impl Engine {
         let range = crate::triggers::MetRange::new(first_price, last_price, mark);
         match state.met_pending.back_mut() {
             // The same prices as a range not walked yet (a crowd of triggers firing into one
-            // level): the later mark meets all the earlier one does, in the same order.
+            // level): the later mark meets all the earlier one does, and the two fire as one
+            // matching's, by trigger price, then by time.
             Some(back)
                 if back.cursor.is_none()
                     && !back.on_second_side
