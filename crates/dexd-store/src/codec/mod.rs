@@ -9,6 +9,7 @@ mod authorization;
 mod configuration;
 use configuration::ConfigurationFields;
 mod liabilities;
+mod met_ranges;
 mod records;
 pub mod snapshot;
 mod subaccounts;

@@ -12,7 +12,6 @@
 //! one by one ([`decode_resting_order`]) straight into its own structures: a million orders are
 //! never held whole in between, neither as bytes nor decoded. Reading the file is the store's.
 
-use dexd_core::triggers::MetRange;
 use dexd_core::{
     Address, AgentGrant, Amount, AssetIndex, Balance, Candle, CustodyState, EngineState, LiveBatch, Nonce, OrderRecord,
     PairSnapshot, PendingDeposit, PendingWithdrawal, Position, Price, TransferStatus, WithdrawalKey, WithdrawalOrigin,
@@ -326,7 +325,7 @@ pub fn encode_snapshot(state: &EngineState, signatures: &[OrderSignature]) -> Ve
             rules & dexd_core::RULE_MET_TRIGGERS_QUEUED != 0,
             "invariant: met triggers wait only under their rule"
         );
-        put_list(&mut writer, &state.met_pending, put_met_range);
+        put_list(&mut writer, &state.met_pending, super::met_ranges::put_met_range);
     }
     let state_length = (writer.0.len() - STATE_PREFIX_BYTES) as u64;
     writer.0[1..STATE_PREFIX_BYTES].copy_from_slice(&state_length.to_be_bytes());
@@ -406,7 +405,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
     let met_pending = if reader.remaining() == 0 {
         Vec::new()
     } else {
-        get_list(&mut reader, 2 + 8 + 8 + 8 + 1 + 1, get_met_range)?
+        get_list(&mut reader, 2 + 8 + 8 + 8 + 1 + 1, super::met_ranges::get_met_range)?
     };
     reader.finish()?;
     Ok(EngineState {
@@ -429,52 +428,6 @@ pub fn decode_state(bytes: &[u8]) -> Result<EngineState, CodecError> {
         met_pending,
         configuration,
     })
-}
-
-/// A met range waiting to fire: its pair, prices, mark, side and cursor.
-fn put_met_range(writer: &mut Writer, (pair, range): &(dexd_core::PairIndex, MetRange)) {
-    writer.u16(pair.0);
-    writer.u64(range.first_price.ticks());
-    writer.u64(range.last_price.ticks());
-    writer.u64(range.sequence_mark);
-    writer.u8(u8::from(range.on_second_side));
-    writer.optional(range.cursor.as_ref(), |writer, (price, sequence, order_id)| {
-        writer.u64(price.ticks());
-        writer.u64(*sequence);
-        writer.bytes(order_id.as_bytes());
-    });
-}
-
-fn get_met_range(reader: &mut Reader) -> Result<(dexd_core::PairIndex, MetRange), CodecError> {
-    fn price(reader: &mut Reader) -> Result<Price, CodecError> {
-        Price::from_ticks(reader.u64()?).ok_or(CodecError("a zero price"))
-    }
-    let pair = dexd_core::PairIndex(reader.u16()?);
-    let first_price = price(reader)?;
-    let last_price = price(reader)?;
-    let sequence_mark = reader.u64()?;
-    let on_second_side = match reader.u8()? {
-        0 => false,
-        1 => true,
-        _ => return Err(CodecError("bad side flag")),
-    };
-    let cursor = reader.optional(|reader| {
-        Ok((
-            price(reader)?,
-            reader.u64()?,
-            dexd_core::OrderId::from_bytes(reader.array()?),
-        ))
-    })?;
-    Ok((
-        pair,
-        MetRange {
-            first_price,
-            last_price,
-            sequence_mark,
-            on_second_side,
-            cursor,
-        },
-    ))
 }
 
 /// A pair's part of the state: its book's sequence, its last price, its candles (its orders
