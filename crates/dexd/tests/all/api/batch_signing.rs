@@ -231,23 +231,17 @@ async fn a_key_signs_its_batch_once_and_an_agent_may_sign_one_for_the_account() 
         item("buy", "999.999", "0.5", "k-off-tick"),
         item("buy", "990", "0.5", "k-2"),
     ];
-    let (status, answer) = server
-        .post_json(
-            "/order/batchOrders",
-            json!({"chainId": "1", "privateKey": alice.key, "orders": items}),
-        )
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["results"][1]["error"]["field"], "price", "{answer}");
+    let results = server.batch_orders(&alice, items.to_vec()).await;
+    assert_eq!(results[1]["error"]["field"], "price", "{results:?}");
     let first = check_alone(
         &server,
-        answer["results"][0]["order"]["orderId"].as_str().unwrap(),
+        results[0]["order"]["orderId"].as_str().unwrap(),
         &alice.address,
     )
     .await;
     let second = check_alone(
         &server,
-        answer["results"][2]["order"]["orderId"].as_str().unwrap(),
+        results[2]["order"]["orderId"].as_str().unwrap(),
         &alice.address,
     )
     .await;

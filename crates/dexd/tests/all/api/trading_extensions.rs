@@ -41,19 +41,12 @@ async fn a_batch_places_each_order_in_turn_and_a_refused_one_refuses_no_other() 
     orders.push(too_big);
     // Crosses Bob's offer at 2100: trades on arrival, and its trades are in its result.
     orders.push(buy("2100", "0.1"));
-    let (status, body) = server
-        .post_json(
-            "/order/batchOrders",
-            json!({"chainId": "1", "privateKey": alice.key, "orders": orders}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let results = body["results"].as_array().unwrap();
+    let results = server.batch_orders(&alice, orders).await;
     assert_eq!(results.len(), 4);
     assert_eq!(results[0]["order"]["price"], "2000");
     assert_eq!(results[1]["order"]["status"], "open");
-    assert_eq!(results[2]["error"]["code"], "INSUFFICIENT_BALANCE", "{body}");
-    assert_eq!(results[3]["order"]["status"], "filled", "{body}");
+    assert_eq!(results[2]["error"]["code"], "INSUFFICIENT_BALANCE", "{results:?}");
+    assert_eq!(results[3]["order"]["status"], "filled", "{results:?}");
     assert_eq!(results[3]["trades"].as_array().unwrap().len(), 1);
     let open = server.account_list("/order/openOrders", &alice, "orders").await;
     assert_eq!(open.len(), 2);

@@ -35,13 +35,7 @@ async fn fill_journal(server: &TestServer, positions: u64) -> u64 {
                            "clientOrderId": format!("c-{client_order_id}")})
                 })
                 .collect();
-            let (status, body) = server
-                .post_json(
-                    "/order/batchOrders",
-                    json!({"chainId": "1", "privateKey": trader.key, "orders": orders}),
-                )
-                .await;
-            assert_eq!(status, 200, "{body}");
+            server.batch_orders(trader, orders).await;
         }
     }
 }
