@@ -11,7 +11,7 @@
 //! checks a change; the engine applies it (`Engine::execute`).
 
 use crate::custody::CustodyMode;
-use crate::money::Address;
+use crate::money::{Address, AssetIndex};
 use crate::pair::{AssetSpec, PairDefinition};
 
 /// What the chain is, besides the engine's rules: the EIP-712 domain every account signs under,
@@ -37,6 +37,11 @@ pub struct AssetDescription {
 
 /// The longest asset symbol a configuration may carry, in bytes.
 pub const MAX_ASSET_SYMBOL_BYTES: usize = 32;
+/// The most assets one chain may list (at start or at run time).
+pub const MAX_ASSETS_PER_CHAIN: usize = 1_024;
+/// The most pairs one chain may list (at start or at run time): the live streams keep room
+/// for this many per chain.
+pub const MAX_PAIRS_PER_CHAIN: usize = 1_024;
 
 /// A chain's whole configuration, as `Command::Configure` journals it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +100,13 @@ impl ChainConfiguration {
             )));
         }
         let assets = &self.description.assets;
+        if assets.len() > MAX_ASSETS_PER_CHAIN || self.engine.pairs.len() > MAX_PAIRS_PER_CHAIN {
+            return Err(refused(format!(
+                "{} assets and {} pairs; a chain lists at most {MAX_ASSETS_PER_CHAIN} and {MAX_PAIRS_PER_CHAIN}",
+                assets.len(),
+                self.engine.pairs.len()
+            )));
+        }
         if assets.len() != self.engine.assets.len() {
             return Err(refused(format!(
                 "{} asset descriptions for {} assets",
@@ -158,6 +170,98 @@ impl ChainConfiguration {
             }
         }
         Ok(())
+    }
+}
+
+impl ChainConfiguration {
+    /// The configuration a leader journals when the configuration file says `self` and the
+    /// journal holds `journal`. The journal's assets and pairs come first, in its order (the
+    /// ones the operator listed at run time are kept, at their index), then the file's new ones.
+    /// An asset both hold is the file's (its fields never change, so a file that changes one is
+    /// refused by [`check_change_to`](Self::check_change_to) as before). A pair both hold (by
+    /// its assets' symbols) is the file's when the file changed since it was last journaled
+    /// (`file_changed`), else the journal's, so that a fee changed at run time survives a restart
+    /// with the same file and yields to an edited one. The chain's settings and limits are the
+    /// file's.
+    pub fn merged_with_journal(&self, journal: &ChainConfiguration, file_changed: bool) -> ChainConfiguration {
+        let mut merged = self.clone();
+        let file_assets = &self.description.assets;
+        let file_index = |symbol: &str| file_assets.iter().position(|asset| asset.symbol == symbol);
+        merged.description.assets.clear();
+        merged.engine.assets.clear();
+        for (named, spec) in journal.description.assets.iter().zip(&journal.engine.assets) {
+            match file_index(&named.symbol) {
+                Some(index) => {
+                    merged.description.assets.push(file_assets[index].clone());
+                    merged.engine.assets.push(self.engine.assets[index]);
+                }
+                None => {
+                    merged.description.assets.push(named.clone());
+                    merged.engine.assets.push(*spec);
+                }
+            }
+        }
+        for (named, spec) in file_assets.iter().zip(&self.engine.assets) {
+            if !merged
+                .description
+                .assets
+                .iter()
+                .any(|asset| asset.symbol == named.symbol)
+            {
+                merged.description.assets.push(named.clone());
+                merged.engine.assets.push(*spec);
+            }
+        }
+        // The file's asset indexes where the merged list has them.
+        let merged_index = |file_asset: AssetIndex| {
+            let symbol = &file_assets[usize::from(file_asset.0)].symbol;
+            let position = merged
+                .description
+                .assets
+                .iter()
+                .position(|asset| asset.symbol == *symbol)
+                .expect("invariant: every asset of the file is in the merged list");
+            AssetIndex(u16::try_from(position).expect("invariant: asset indexes fit u16"))
+        };
+        let remapped = |definition: &PairDefinition| PairDefinition {
+            base: merged_index(definition.base),
+            quote: merged_index(definition.quote),
+            ..definition.clone()
+        };
+        let file_pair_of = |journal_pair: &PairDefinition| {
+            let symbols = (
+                journal.asset_symbol(usize::from(journal_pair.base.0)),
+                journal.asset_symbol(usize::from(journal_pair.quote.0)),
+            );
+            self.engine.pairs.iter().position(|pair| {
+                (
+                    self.asset_symbol(usize::from(pair.base.0)),
+                    self.asset_symbol(usize::from(pair.quote.0)),
+                ) == symbols
+            })
+        };
+        let mut pairs = Vec::with_capacity(journal.engine.pairs.len().max(self.engine.pairs.len()));
+        let mut taken = vec![false; self.engine.pairs.len()];
+        for journal_pair in &journal.engine.pairs {
+            match file_pair_of(journal_pair) {
+                Some(index) => {
+                    taken[index] = true;
+                    pairs.push(if file_changed {
+                        remapped(&self.engine.pairs[index])
+                    } else {
+                        journal_pair.clone()
+                    });
+                }
+                None => pairs.push(journal_pair.clone()),
+            }
+        }
+        for (index, file_pair) in self.engine.pairs.iter().enumerate() {
+            if !taken[index] {
+                pairs.push(remapped(file_pair));
+            }
+        }
+        merged.engine.pairs = pairs;
+        merged
     }
 }
 
@@ -301,7 +405,7 @@ impl Default for EngineLimits {
 /// Everything the engine of one chain is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
-    /// The chain's assets; an [`AssetIndex`](crate::money::AssetIndex) is a position in this list.
+    /// The chain's assets; an [`AssetIndex`] is a position in this list.
     pub assets: Vec<AssetSpec>,
     /// The chain's pairs; a [`PairIndex`](crate::money::PairIndex) is a position in this list.
     pub pairs: Vec<PairDefinition>,

@@ -319,3 +319,93 @@ fn a_fill_pays_the_fee_in_force_at_its_time() {
     let after = fee_of(execute_checked(&mut engine, buy(2), 3 + NOTICE_MS).unwrap());
     assert_eq!(after.units(), before.units() * 5, "0.2 % then 1 %");
 }
+
+/// The journal after the operator listed WBTC and WBTC/USDC at run time and cut ETH/USDC's taker
+/// fee (`widened`), against a file that lists DAI and ETH/DAI besides what it had.
+fn file_with_dai() -> ChainConfiguration {
+    let mut file = configuration();
+    file.description.assets.push(AssetDescription {
+        symbol: "DAI".into(),
+        token: Some(Address::from_bytes([0xda; 20])),
+    });
+    file.engine.assets.push(AssetSpec { decimals: 18 });
+    file.engine.pairs.push(PairDefinition {
+        base: ETH,
+        quote: AssetIndex(2),
+        ..eth_usdc_definition()
+    });
+    file
+}
+
+#[test]
+fn a_start_keeps_what_was_listed_at_run_time_at_its_index_and_adds_the_files_after_it() {
+    let journal = widened();
+    let merged = file_with_dai().merged_with_journal(&journal, true);
+    let symbols: Vec<&str> = merged
+        .description
+        .assets
+        .iter()
+        .map(|asset| asset.symbol.as_str())
+        .collect();
+    assert_eq!(symbols, ["ETH", "USDC", "WBTC", "DAI"]);
+    assert_eq!(merged.engine.assets[2].decimals, 8);
+    assert_eq!(merged.engine.pairs.len(), 3);
+    assert_eq!(
+        (merged.engine.pairs[1].base, merged.engine.pairs[1].quote),
+        (AssetIndex(2), USDC)
+    );
+    // The file's ETH/DAI names DAI where the merged list has it (3), not where the file did (2).
+    assert_eq!(
+        (merged.engine.pairs[2].base, merged.engine.pairs[2].quote),
+        (ETH, AssetIndex(3))
+    );
+    assert_eq!(journal.check_change_to(&merged), Ok(()));
+    // An engine under the journal takes it, every pair and balance kept.
+    let mut engine = configured();
+    execute_checked(&mut engine, deposit(ETH, 10u128.pow(18), 1), 2).unwrap();
+    execute_checked(&mut engine, Command::Configure(Box::new(journal)), 3).unwrap();
+    // The file's ETH/USDC fee is above the run-time cut: a raise, announced as every raise is.
+    let announced = engine.with_fee_raises_announced(&merged, 4);
+    assert!(announced.engine.pairs[0].fee_raise.is_some());
+    execute_checked(&mut engine, Command::Configure(Box::new(announced.clone())), 4).unwrap();
+    assert_eq!(engine.configuration(), Some(announced));
+    assert_eq!(
+        engine.balance(&ALICE, ETH).available,
+        Amount::from_units(10u128.pow(18))
+    );
+}
+
+#[test]
+fn a_pair_both_hold_is_the_files_only_when_the_file_changed() {
+    let journal = widened();
+    let cut = journal.engine.pairs[0].taker_fee;
+    let file = configuration();
+    assert_ne!(file.engine.pairs[0].taker_fee, cut);
+    let same_file = file.merged_with_journal(&journal, false);
+    assert_eq!(same_file.engine.pairs[0].taker_fee, cut, "the run-time cut stands");
+    assert_eq!(same_file, journal, "nothing to journal when the file did not change");
+    let edited = file.merged_with_journal(&journal, true);
+    assert_eq!(
+        edited.engine.pairs[0].taker_fee, file.engine.pairs[0].taker_fee,
+        "the edited file applies"
+    );
+    assert_eq!(
+        edited.engine.pairs[1], journal.engine.pairs[1],
+        "the run-time pair is kept either way"
+    );
+}
+
+#[test]
+fn a_kept_pair_keeps_its_announced_raise_time_and_all() {
+    let mut engine = configured();
+    execute_checked(&mut engine, deposit(USDC, 1_000, 1), 2).unwrap();
+    let mut raised = configuration();
+    raised.engine.pairs[0].taker_fee = FeeRate::from_parts_per_million(9_000).unwrap();
+    let announced = engine.with_fee_raises_announced(&raised, 1_000);
+    let raise = announced.engine.pairs[0].fee_raise.expect("a raise is announced");
+    execute_checked(&mut engine, Command::Configure(Box::new(announced.clone())), 1_000).unwrap();
+    // A change that carries the journal's pair as it is (a listing) keeps the raise's time.
+    let again = engine.with_fee_raises_announced(&announced, 50_000);
+    assert_eq!(again.engine.pairs[0].fee_raise, Some(raise));
+    assert_eq!(again, announced);
+}

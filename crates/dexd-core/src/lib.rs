@@ -66,8 +66,8 @@ pub use agents::{AgentGrant, AgentRejection, MAX_AGENTS_PER_ACCOUNT};
 pub use book::LevelView;
 pub use configuration::{
     AssetDescription, ChainConfiguration, ChainDescription, ConfigurationRefused, CURRENT_RULES, DEFAULT_FEE_NOTICE_MS,
-    MAX_ASSET_SYMBOL_BYTES, MAX_VENUE_SIGNED_WINDOW_MS, RULE_EXPIRED_MAKERS_SKIPPED, RULE_MET_TRIGGERS_QUEUED,
-    RULE_NONCES_PER_OWNER,
+    MAX_ASSETS_PER_CHAIN, MAX_ASSET_SYMBOL_BYTES, MAX_PAIRS_PER_CHAIN, MAX_VENUE_SIGNED_WINDOW_MS,
+    RULE_EXPIRED_MAKERS_SKIPPED, RULE_MET_TRIGGERS_QUEUED, RULE_NONCES_PER_OWNER,
 };
 pub use custody::{Custody, CustodyMode, CustodyState, PendingDeposit, PendingWithdrawal, WithdrawalOrigin};
 pub use decimal::{Decimal, DecimalError};

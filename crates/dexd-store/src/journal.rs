@@ -212,6 +212,22 @@ impl Journal for StoreWriter {
     fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError> {
         StoreWriter::bind_custody(self, custody)
     }
+    fn file_configuration(&mut self) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .connection
+            .query_row("SELECT value FROM meta WHERE key = 'file_configuration'", [], |row| {
+                row.get(0)
+            })
+            .optional()?)
+    }
+    fn remember_file_configuration(&mut self, fingerprint: &str) -> Result<(), StoreError> {
+        self.connection.execute(
+            "INSERT INTO meta (key, value) VALUES ('file_configuration', ?1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [fingerprint],
+        )?;
+        Ok(())
+    }
     fn between_batches(&mut self) -> Result<(), StoreError> {
         let journaled_through = self.journaled_through;
         let Some(schedule) = self.checkpoints.as_mut() else {

@@ -72,6 +72,15 @@ pub trait Journal: JournalRead {
     /// [`crate::StoreWriter::bind_custody`]).
     fn bind_custody(&mut self, custody: &str) -> Result<(), StoreError>;
 
+    /// The fingerprint of the configuration file's chain configuration as last journaled (see
+    /// [`Journal::remember_file_configuration`]); `None` before the first.
+    fn file_configuration(&mut self) -> Result<Option<String>, StoreError>;
+
+    /// Records the fingerprint of the file's configuration once the journal holds it, so that a
+    /// later start tells an edited file (whose values then apply) from the same one (under which
+    /// what the operator changed at run time stands).
+    fn remember_file_configuration(&mut self, fingerprint: &str) -> Result<(), StoreError>;
+
     /// From now on appends under `epoch` (a shared journal's leader), or under none (then every
     /// append is refused). A journal of one node has no epochs and ignores it.
     fn lead_under(&mut self, _epoch: Option<u64>) {}

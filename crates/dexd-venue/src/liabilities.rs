@@ -228,7 +228,7 @@ async fn run_keeper(chain: Arc<super::Chain>, keep_roots: usize) {
     loop {
         interval.tick().await;
         if let Err(error) = keep_once(&chain, keep_roots).await {
-            tracing::warn!(chain_id = chain.config.chain_id, %error, "the liability tree files could not be kept now");
+            tracing::warn!(chain_id = chain.chain_id, %error, "the liability tree files could not be kept now");
         }
     }
 }
@@ -300,7 +300,7 @@ async fn keep_once(chain: &Arc<super::Chain>, keep_roots: usize) -> Result<(), S
         let tree = trees.at(sequence).await?;
         if tree.root() != root {
             tracing::error!(
-                chain_id = chain.config.chain_id,
+                chain_id = chain.chain_id,
                 sequence,
                 "the tree rebuilt from the journal does not have the recorded root: its proofs are not served"
             );

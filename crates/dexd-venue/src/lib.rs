@@ -19,6 +19,7 @@ mod batch_nonce;
 pub mod config;
 mod custody_link;
 pub mod liabilities;
+pub mod markets;
 mod projector;
 pub mod publication;
 pub mod snapshotter;
@@ -53,7 +54,7 @@ pub use self::custody_link::vault_chain_setups;
 pub use self::projector::{
     MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
 };
-pub use self::writer::MAX_WRITE_BATCH;
+pub use self::writer::{ReconfigurationChange, ReconfigurationError, MAX_WRITE_BATCH};
 pub use dexd_store::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
 /// How many commands the projector writes in one transaction (the store's limit).
 pub use dexd_store::MAX_PROJECTION_BATCH;
@@ -62,14 +63,13 @@ pub const HISTORY_WAIT_TIMEOUT_MS: u64 = 5_000;
 
 /// One chain's venue.
 pub struct Chain {
-    /// The chain's configuration.
-    pub config: ChainConfig,
-    /// The chain's EIP-712 domain (its separator computed once).
+    /// The chain id.
+    pub chain_id: u64,
+    /// The chain's EIP-712 domain (its separator computed once; it never changes).
     pub signing_domain: dexd_crypto::SigningDomain,
-    /// The messages accounts sign on the chain, built from its configuration.
-    pub messages: dexd_crypto::RequestMessages,
-    /// The chain's configuration as the writer journals it.
-    pub configuration: dexd_core::ChainConfiguration,
+    /// The chain's assets and pairs, the messages signed over them and the journal's
+    /// configuration: swapped by the writer when a journaled configuration changes them.
+    markets: Arc<markets::MarketsCell>,
     store: StoreReader,
     engine: Arc<RwLock<Engine>>,
     writer: mpsc::Sender<WriterMessage>,
@@ -103,6 +103,35 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// The chain's markets now: one consistent set, which a request keeps for its whole life
+    /// (a pair listed meanwhile is in the next request's).
+    pub fn markets(&self) -> Arc<markets::Markets> {
+        self.markets.load()
+    }
+
+    /// Decides and journals a change of the chain's configuration on the writer (an operator's
+    /// listing or fee change): `change` gets the journal's configuration and the time, and its
+    /// result, with raises of fees announced after the chain's notice and checked against the
+    /// journal's rules of change, is journaled; the markets follow once it is durable. Answers
+    /// the journal position and the configuration journaled.
+    pub async fn reconfigure(
+        &self,
+        change: Box<writer::ReconfigurationChange>,
+    ) -> Result<(u64, dexd_core::ChainConfiguration), writer::ReconfigurationError> {
+        let (reply, answer) = oneshot::channel();
+        self.writer
+            .try_send(WriterMessage::Reconfigure(writer::Reconfiguration { change, reply }))
+            .map_err(|error| {
+                writer::ReconfigurationError::Write(match error {
+                    mpsc::error::TrySendError::Full(_) => WriteError::QueueFull,
+                    mpsc::error::TrySendError::Closed(_) => WriteError::NotDurable,
+                })
+            })?;
+        answer
+            .await
+            .unwrap_or(Err(writer::ReconfigurationError::Write(WriteError::NotDurable)))
+    }
+
     /// The folder of the chain's files (its journal on the embedded store, its snapshots, tree
     /// and segment files).
     pub fn data_dir(&self) -> &Path {
@@ -439,7 +468,7 @@ impl Venue {
         let mut chains = HashMap::new();
         for chain in started {
             let chain = chain?;
-            chains.insert(chain.config.chain_id, Arc::new(chain));
+            chains.insert(chain.chain_id, Arc::new(chain));
         }
         Ok(Venue {
             config,

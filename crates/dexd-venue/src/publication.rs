@@ -111,7 +111,9 @@ pub struct StreamInterest {
 }
 
 impl StreamInterest {
-    /// Nothing watched, for `pair_count` pairs.
+    /// Nothing watched, for `pair_count` pairs: a chain's are room for as many as it may ever
+    /// list ([`dexd_core::MAX_PAIRS_PER_CHAIN`]), so a pair listed at run time is watched like
+    /// the others.
     pub fn new(pair_count: usize) -> StreamInterest {
         StreamInterest {
             book_depth: (0..pair_count).map(|_| AtomicUsize::new(0)).collect(),
@@ -185,10 +187,10 @@ impl Publications {
     }
 }
 
-/// A new publication queue for a chain of `pair_count` pairs.
-pub(crate) fn channel(pair_count: usize) -> (Publisher, Publications) {
+/// A new publication queue for a chain.
+pub(crate) fn channel() -> (Publisher, Publications) {
     let (sender, receiver) = tokio::sync::mpsc::channel(MAX_PUBLICATION_BACKLOG);
-    let interest = Arc::new(StreamInterest::new(pair_count));
+    let interest = Arc::new(StreamInterest::new(dexd_core::MAX_PAIRS_PER_CHAIN));
     let overflowed = Arc::new(AtomicBool::new(false));
     let active = Arc::new(AtomicBool::new(false));
     (

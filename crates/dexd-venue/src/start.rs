@@ -32,19 +32,16 @@ fn refuse_a_configuration_the_journal_cannot_take(
     })
 }
 
-/// A chain's configuration as the engine and the journal take it, checked, and the messages its
-/// accounts sign, built from it.
+/// A chain's configuration as the file gives it, checked.
 fn chain_configuration(
     config: &ChainConfig,
     limits: &config::Limits,
-) -> Result<(dexd_core::ChainConfiguration, dexd_crypto::RequestMessages), StoreError> {
+) -> Result<dexd_core::ChainConfiguration, StoreError> {
     let configuration = config.configuration(limits);
     configuration
         .check()
         .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error}", config.chain_id)))?;
-    let messages = dexd_crypto::RequestMessages::new(&configuration)
-        .map_err(|error| StoreError::Inconsistent(format!("chain {}: {error:?}", config.chain_id)))?;
-    Ok((configuration, messages))
+    Ok(configuration)
 }
 
 /// The threads a chain runs besides its writer, started.
@@ -64,7 +61,7 @@ struct RestoredChain {
     leadership: dexd_store::backend::Leadership,
     engine_config: EngineConfig,
     configuration: dexd_core::ChainConfiguration,
-    messages: dexd_crypto::RequestMessages,
+    markets: markets::Markets,
     replayed: Replayed,
     snapshots: SnapshotPlace,
     snapshot_status: Arc<SnapshotStatus>,
@@ -85,7 +82,7 @@ impl RestoredChain {
             .open_store(data_dir, config.chain_id, busy_timeout)?;
         journal.bind_custody(&custody_binding(config))?;
         let engine_config = config.engine_config(&full_config.limits);
-        let (configuration, messages) = chain_configuration(config, &full_config.limits)?;
+        let configuration = chain_configuration(config, &full_config.limits)?;
         let (replayed, snapshots, snapshot_status) = restore_at_start(
             config.chain_id,
             full_config,
@@ -94,7 +91,18 @@ impl RestoredChain {
             &mut projector,
             &engine_config,
         )?;
-        refuse_a_configuration_the_journal_cannot_take(config.chain_id, &replayed.engine, &configuration)?;
+        // What the journal will hold once the writer leads: the journal's listings kept, the
+        // file's added, and its values where it changed since it was last journaled.
+        let remembered = journal.file_configuration()?;
+        let wanted = markets::wanted_configuration(&configuration, &replayed.engine, remembered.as_deref());
+        refuse_a_configuration_the_journal_cannot_take(config.chain_id, &replayed.engine, &wanted)?;
+        // Served until the writer journals its configuration (and on a follower, which never
+        // does): the journal's, or on a new journal what is about to be journaled.
+        let served = replayed
+            .engine
+            .configuration()
+            .unwrap_or_else(|| replayed.engine.with_fee_raises_announced(&wanted, dexd_store::now_ms()));
+        let markets = markets::Markets::new(config, served).map_err(StoreError::Inconsistent)?;
         Ok(RestoredChain {
             journal,
             projector,
@@ -102,7 +110,7 @@ impl RestoredChain {
             leadership,
             engine_config,
             configuration,
-            messages,
+            markets,
             replayed,
             snapshots,
             snapshot_status,
@@ -138,7 +146,8 @@ impl Chain {
             (&journaled, &projected),
             move || run_projector(chain_id, projection_queue, projector, projected_sender),
         );
-        let (publisher, publications) = publication::channel(config.pairs.len());
+        let (publisher, publications) = publication::channel();
+        let markets = Arc::new(markets::MarketsCell::new(restored.markets));
         let leader_epoch = Arc::new(AtomicU64::new(writer::NOT_LEADING));
         let leads_alone = matches!(leadership, dexd_store::backend::Leadership::Always);
         writer::wake_the_writer_when_the_lease_is_lost(&mut leadership, &writer);
@@ -148,7 +157,9 @@ impl Chain {
             engine: Arc::clone(&engine),
             store: journal,
             engine_config,
-            configuration: configuration.clone(),
+            configuration,
+            markets: Arc::clone(&markets),
+            configured_in_batch: false,
             next_sequence: replayed.last_sequence + 1,
             journaled: Arc::clone(&journaled),
             engine_position: Arc::clone(&engine_position),
@@ -167,10 +178,9 @@ impl Chain {
             wait_for_the_writer_to_lead(chain_id, &leader_epoch);
         }
         Ok(Chain {
+            chain_id,
             signing_domain: dexd_crypto::SigningDomain::new(config.chain_id, config.venue_contract),
-            messages: restored.messages,
-            configuration,
-            config,
+            markets,
             store: restored.store_reader,
             engine,
             writer,

@@ -92,7 +92,7 @@ async fn met_triggers_round(chain: &Chain) -> bool {
         match write.outcome().await {
             Ok(_) => applied = true,
             Err(error) => tracing::debug!(
-                chain_id = chain.config.chain_id,
+                chain_id = chain.chain_id,
                 pair = pair.0,
                 ?error,
                 "met triggers did not fire (a command fired them first, or not leading)"
@@ -122,13 +122,13 @@ async fn fire_due_round(chain: &Chain) -> usize {
     for (account, write) in queued {
         match write.outcome().await {
             Ok(events) => tracing::info!(
-                chain_id = chain.config.chain_id,
+                chain_id = chain.chain_id,
                 %account,
                 cancelled = events.len(),
                 "a dead man's switch fired"
             ),
             Err(error) => tracing::debug!(
-                chain_id = chain.config.chain_id,
+                chain_id = chain.chain_id,
                 %account,
                 ?error,
                 "a dead man's switch did not fire (set again, or not leading)"
@@ -153,7 +153,7 @@ async fn expire_due_round(chain: &Chain) -> usize {
     for (order_id, write) in queued {
         if let Err(error) = write.outcome().await {
             tracing::debug!(
-                chain_id = chain.config.chain_id,
+                chain_id = chain.chain_id,
                 %order_id,
                 ?error,
                 "an expiry did not apply (the order closed first, or not leading)"
@@ -178,7 +178,7 @@ async fn twap_slice_round(chain: &Chain) -> usize {
     for (twap_id, slice, write) in queued {
         if let Err(error) = write.outcome().await {
             tracing::debug!(
-                chain_id = chain.config.chain_id,
+                chain_id = chain.chain_id,
                 twap_id,
                 slice,
                 ?error,

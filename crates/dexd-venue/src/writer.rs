@@ -62,6 +62,8 @@ pub(crate) enum WriterMessage {
     Close(oneshot::Sender<()>),
     /// Look at the chain's leadership again (its lease was lost).
     Wake,
+    /// An operator's change of configuration, decided and journaled between two batches.
+    Reconfigure(Reconfiguration),
 }
 
 type Reply = (
@@ -113,9 +115,14 @@ pub(crate) struct WriterState {
     /// Whether a followed command did not apply, leaving the engine to be rebuilt before
     /// anything else touches it.
     pub(crate) needs_rebuild: bool,
-    /// The chain's configuration: journaled as the journal's first command, and again whenever
-    /// the journal's differs, as soon as the writer leads.
+    /// The chain's configuration as the file gives it: journaled as the journal's first
+    /// command, and again when a leader starts and the file changed since it was last journaled
+    /// (merged with what the operator listed at run time: [`crate::markets::wanted_configuration`]).
     pub(crate) configuration: dexd_core::ChainConfiguration,
+    /// The markets the chain serves, swapped after a journaled configuration changes them.
+    pub(crate) markets: Arc<crate::markets::MarketsCell>,
+    /// Whether the batch being written applied a `Configure` (its markets follow once durable).
+    pub(crate) configured_in_batch: bool,
     /// The venue's clock, shared with the chain's custody (which holds it at the chain's time).
     pub(crate) clock: Arc<crate::venue_clock::VenueClock>,
 }
@@ -216,7 +223,9 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
         // journaled and published, before any write queued after it is applied.
         let mut read = None;
         let mut close_reply = None;
+        let mut reconfiguration = None;
         match queue.blocking_recv() {
+            Some(WriterMessage::Reconfigure(asked)) => reconfiguration = Some(asked),
             Some(WriterMessage::Write(first)) => batch.push(first),
             Some(WriterMessage::Group(group)) => batch.extend(group),
             Some(WriterMessage::StreamRead { token, read: asked }) => read = Some((token, asked)),
@@ -224,8 +233,9 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
             Some(WriterMessage::Wake) => continue,
             None => return Turn::Stop(None),
         }
-        while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() && read.is_none() {
+        while batch.len() < MAX_WRITE_BATCH && close_reply.is_none() && read.is_none() && reconfiguration.is_none() {
             match queue.try_recv() {
+                Ok(WriterMessage::Reconfigure(asked)) => reconfiguration = Some(asked),
                 Ok(WriterMessage::Write(request)) => batch.push(request),
                 // A group is never split: it may take the batch up to a group's length past
                 // its usual size.
@@ -241,6 +251,9 @@ fn lead(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) -> T
         }
         write_batch(state, &mut batch);
         answer_stream_read(state, read);
+        if let Some(reconfiguration) = reconfiguration {
+            reconfigure(state, reconfiguration);
+        }
         if close_reply.is_some() {
             return Turn::Stop(close_reply);
         }
@@ -261,16 +274,60 @@ fn journal_the_configuration(state: &mut WriterState) {
     // One time for the announcement and the command: a raise announced at one millisecond and
     // applied at the next would be refused as short of its notice.
     let at_ms = state.clock.now_ms();
-    let announced = state
-        .engine
-        .read()
-        .with_fee_raises_announced(&state.configuration, at_ms);
+    let fingerprint = crate::markets::file_fingerprint(&state.configuration);
+    let remembered = match state.store.file_configuration() {
+        Ok(remembered) => remembered,
+        Err(error) => {
+            // Unknown, the file counts as changed: its values apply, as before run-time changes.
+            tracing::warn!(chain_id = state.chain_id, %error, "cannot read which configuration file was last journaled");
+            None
+        }
+    };
+    let remember = |state: &mut WriterState| {
+        if remembered.as_deref() != Some(fingerprint.as_str()) {
+            if let Err(error) = state.store.remember_file_configuration(&fingerprint) {
+                tracing::warn!(chain_id = state.chain_id, %error, "cannot record the configuration file journaled");
+            }
+        }
+    };
+    let announced = {
+        let engine = state.engine.read();
+        let wanted = crate::markets::wanted_configuration(&state.configuration, &engine, remembered.as_deref());
+        engine.with_fee_raises_announced(&wanted, at_ms)
+    };
     if state.engine.read().configuration().as_ref() == Some(&announced) {
+        remember(state);
+        follow_markets(state);
         return;
     }
+    match write_configuration(state, announced, at_ms) {
+        Ok(sequence) => {
+            remember(state);
+            tracing::info!(
+                chain_id = state.chain_id,
+                sequence,
+                "the chain's configuration journaled"
+            )
+        }
+        Err(error) => tracing::error!(
+            chain_id = state.chain_id,
+            ?error,
+            "the chain's configuration could not be journaled; the chain goes on under the journal's"
+        ),
+    }
+}
+
+/// Journals `configuration` as the leader's next command at `at_ms` (one time for a raise's
+/// announcement and its command: a raise announced at one millisecond and applied at the next
+/// would be refused as short of its notice); its journal position, or why not.
+fn write_configuration(
+    state: &mut WriterState,
+    configuration: dexd_core::ChainConfiguration,
+    at_ms: u64,
+) -> Result<u64, WriteError> {
     let (reply, answer) = oneshot::channel();
     let mut batch = vec![WriteRequest {
-        command: dexd_core::Command::Configure(Box::new(announced)),
+        command: dexd_core::Command::Configure(Box::new(configuration)),
         authorization: None,
         under_epoch: Some(state.epoch),
         reply,
@@ -279,19 +336,66 @@ fn journal_the_configuration(state: &mut WriterState) {
     }];
     write_batch(state, &mut batch);
     match answer.blocking_recv() {
-        Ok(Ok((sequence, _))) => {
-            tracing::info!(
-                chain_id = state.chain_id,
-                sequence,
-                "the chain's configuration journaled"
-            )
+        Ok(Ok((sequence, _))) => Ok(sequence),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(WriteError::NotDurable),
+    }
+}
+
+/// A change of the chain's configuration the operator asked for (listing an asset or a pair,
+/// changing fees), decided by the writer against the journal's configuration so that two
+/// changes never overwrite each other.
+pub struct Reconfiguration {
+    /// The new configuration from the journal's current one and the time it is journaled at;
+    /// fee raises in it are announced after the chain's notice before it is journaled.
+    pub(crate) change: Box<ReconfigurationChange>,
+    /// The answer: the journal position and the configuration journaled.
+    pub(crate) reply: oneshot::Sender<Result<(u64, dexd_core::ChainConfiguration), ReconfigurationError>>,
+}
+
+/// A change of configuration: the new one from the current one and the time, or why not.
+pub type ReconfigurationChange = dyn FnOnce(
+        &dexd_core::ChainConfiguration,
+        u64,
+    ) -> Result<dexd_core::ChainConfiguration, dexd_core::ConfigurationRefused>
+    + Send;
+
+/// Why a change of configuration was not journaled.
+#[derive(Debug)]
+pub enum ReconfigurationError {
+    /// The change cannot be made (its own check, or the journal's rules of change).
+    Refused(dexd_core::ConfigurationRefused),
+    /// The write failed: not the leader, or not durable.
+    Write(WriteError),
+}
+
+/// Decides and journals an operator's change of configuration.
+fn reconfigure(state: &mut WriterState, reconfiguration: Reconfiguration) {
+    let at_ms = state.clock.now_ms();
+    let decided = {
+        let engine = state.engine.read();
+        match engine.configuration() {
+            None => Err(ReconfigurationError::Refused(dexd_core::ConfigurationRefused(
+                "the journal holds no configuration yet".into(),
+            ))),
+            Some(current) => (reconfiguration.change)(&current, at_ms)
+                .map(|next| engine.with_fee_raises_announced(&next, at_ms))
+                .and_then(|next| engine.check_configuration(&next).map(|()| next))
+                .map_err(ReconfigurationError::Refused),
         }
-        Ok(Err(error)) => tracing::error!(
-            chain_id = state.chain_id,
-            ?error,
-            "the chain's configuration could not be journaled; the chain goes on under the journal's"
-        ),
-        Err(_) => tracing::error!(chain_id = state.chain_id, "the configuration's write was dropped"),
+    };
+    let answer = decided.and_then(|next| {
+        write_configuration(state, next.clone(), at_ms)
+            .map(|sequence| (sequence, next))
+            .map_err(ReconfigurationError::Write)
+    });
+    let _ = reconfiguration.reply.send(answer);
+}
+
+/// Swaps the chain's markets for the engine's configuration when it changed them.
+fn follow_markets(state: &WriterState) {
+    if let Some(configuration) = state.engine.read().configuration() {
+        state.markets.follow(state.chain_id, &configuration);
     }
 }
 
@@ -337,6 +441,11 @@ fn follow(queue: &mut mpsc::Receiver<WriterMessage>, state: &mut WriterState) ->
                     }
                 }
                 Ok(WriterMessage::StreamRead { token, read }) => answer_stream_read(state, Some((token, read))),
+                Ok(WriterMessage::Reconfigure(asked)) => {
+                    let _ = asked
+                        .reply
+                        .send(Err(ReconfigurationError::Write(WriteError::NotLeader)));
+                }
                 Ok(WriterMessage::Close(reply)) => return Turn::Stop(Some(reply)),
                 Ok(WriterMessage::Wake) => {}
                 Err(mpsc::error::TryRecvError::Empty) => break,
@@ -431,6 +540,7 @@ fn follow_journal(state: &mut WriterState) -> u64 {
     if state.projection.send(projections).is_err() {
         tracing::error!(chain_id = state.chain_id, "the projector is gone");
     }
+    follow_markets(state);
     count
 }
 
@@ -457,6 +567,9 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
                 if state.projection.send(projections).is_err() {
                     tracing::error!(chain_id = state.chain_id, "the projector is gone");
                 }
+                if std::mem::take(&mut state.configured_in_batch) {
+                    follow_markets(state);
+                }
             }
             Err(error) => {
                 tracing::error!(chain_id = state.chain_id, %error, "journaling a batch failed; answering 503 and rebuilding from the journal");
@@ -465,6 +578,7 @@ fn write_batch(state: &mut WriterState, batch: &mut Vec<WriteRequest>) {
                         *result = Err(WriteError::NotDurable);
                     }
                 }
+                state.configured_in_batch = false;
                 rebuild(state);
             }
         }
@@ -504,11 +618,13 @@ fn apply_batch(
         };
         let time_ms = request.at_ms.unwrap_or_else(|| state.clock.now_ms());
         let encoded = codec::encode_command(&request.command);
+        let configures = matches!(request.command, Command::Configure(_));
         let mut events = Vec::new();
         let result = engine.execute_signed(request.command, claim, time_ms, &mut events);
         batch_nonce.applied(claim, &request.authorization, &result);
         match result {
             Ok(()) => {
+                state.configured_in_batch |= configures;
                 let sequence = state.next_sequence;
                 state.next_sequence += 1;
                 // The engine's own count is what a withdrawal's debit position is read from.
@@ -600,6 +716,7 @@ fn rebuild(state: &mut WriterState) {
                     "chain state rebuilt from the journal (after a failed write or a lost lease)"
                 );
                 while follow_journal(state) > 0 {}
+                follow_markets(state);
                 return;
             }
             Err(error) => {

@@ -358,7 +358,7 @@ fn main() {
         let venue_config = config.clone();
         let venue = workload::start_venue(venue_config, data_path).await;
         let chain = venue.chain(1).unwrap();
-        let messages = chain.messages.clone();
+        let messages = chain.markets().messages.clone();
         let assets = chain.read_engine(|engine| engine.config().assets.len());
         let signing = Instant::now();
         let signed = tokio::task::block_in_place(|| signed_commands(&messages, assets, commands));

@@ -47,6 +47,66 @@ enum Action {
         #[arg(long)]
         symbol: String,
     },
+    /// List an asset (a ledger chain's; a vault chain's are in its configuration file).
+    ListAsset {
+        /// The chain.
+        #[arg(long)]
+        chain_id: u64,
+        /// Its symbol.
+        #[arg(long)]
+        symbol: String,
+        /// Decimals of its smallest unit.
+        #[arg(long)]
+        decimals: u32,
+        /// Its token contract (left out for the chain's native asset).
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// List a pair between two listed assets; it trades at once.
+    ListPair {
+        /// The chain.
+        #[arg(long)]
+        chain_id: u64,
+        /// The asset bought and sold.
+        #[arg(long)]
+        base: String,
+        /// The asset prices are quoted in.
+        #[arg(long)]
+        quote: String,
+        /// The price increment.
+        #[arg(long)]
+        tick_size: String,
+        /// The amount increment.
+        #[arg(long)]
+        step_size: String,
+        /// The smallest amount.
+        #[arg(long)]
+        min_amount: String,
+        /// The smallest price × amount.
+        #[arg(long)]
+        min_notional: String,
+        /// The maker fee rate (0.001 is 0.1 %).
+        #[arg(long)]
+        maker_fee: String,
+        /// The taker fee rate.
+        #[arg(long)]
+        taker_fee: String,
+    },
+    /// Change a pair's fees: a cut at once, a raise after the chain's notice.
+    SetFees {
+        /// The chain.
+        #[arg(long)]
+        chain_id: u64,
+        /// The pair, BASE/QUOTE.
+        #[arg(long)]
+        symbol: String,
+        /// The maker fee rate (0.001 is 0.1 %).
+        #[arg(long)]
+        maker_fee: String,
+        /// The taker fee rate.
+        #[arg(long)]
+        taker_fee: String,
+    },
 }
 
 /// Runs `dexd admin`.
@@ -73,6 +133,50 @@ pub fn run_admin(arguments: Admin) -> ExitCode {
         Action::ResumePair { chain_id, symbol } => client
             .post(format!("{base}/admin/resumePair"))
             .json(&json!({"chainId": chain_id.to_string(), "symbol": symbol})),
+        Action::ListAsset {
+            chain_id,
+            symbol,
+            decimals,
+            token,
+        } => {
+            let mut body = json!({"chainId": chain_id.to_string(), "symbol": symbol, "decimals": decimals});
+            if let Some(token) = token {
+                body["token"] = json!(token);
+            }
+            client.post(format!("{base}/admin/listAsset")).json(&body)
+        }
+        Action::ListPair {
+            chain_id,
+            base: base_asset,
+            quote,
+            tick_size,
+            step_size,
+            min_amount,
+            min_notional,
+            maker_fee,
+            taker_fee,
+        } => client.post(format!("{base}/admin/listPair")).json(&json!({
+            "chainId": chain_id.to_string(),
+            "base": base_asset,
+            "quote": quote,
+            "tickSize": tick_size,
+            "stepSize": step_size,
+            "minAmount": min_amount,
+            "minNotional": min_notional,
+            "makerFee": maker_fee,
+            "takerFee": taker_fee,
+        })),
+        Action::SetFees {
+            chain_id,
+            symbol,
+            maker_fee,
+            taker_fee,
+        } => client.post(format!("{base}/admin/setFees")).json(&json!({
+            "chainId": chain_id.to_string(),
+            "symbol": symbol,
+            "makerFee": maker_fee,
+            "takerFee": taker_fee,
+        })),
     };
     let answer = crate::chain_commands::runtime().block_on(async move {
         let response = request

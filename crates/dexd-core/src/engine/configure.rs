@@ -83,7 +83,9 @@ impl Engine {
     /// at `now_ms`: each existing pair's fees that rise above those in force kept as they are,
     /// with the new ones announced as a raise effective after the chain's notice (the raise the
     /// journal already announces is kept, time and all, when it is the same); fees that fall
-    /// apply at once. New pairs and everything else are `wanted`'s.
+    /// apply at once. A wanted pair that carries a raise wants that raise's fees (a change that
+    /// keeps the journal's pair as it is keeps its raise). New pairs and everything else are
+    /// `wanted`'s.
     pub fn with_fee_raises_announced(&self, wanted: &ChainConfiguration, now_ms: u64) -> ChainConfiguration {
         if self.journal_sequence == 0 || self.description.is_none() {
             return wanted.clone();
@@ -92,7 +94,12 @@ impl Engine {
         let notice_ms = self.config.limits.fee_notice_ms.max(wanted.engine.limits.fee_notice_ms);
         for (index, (state, definition)) in self.pairs.iter().zip(configuration.engine.pairs.iter_mut()).enumerate() {
             let (maker, taker) = state.spec.fees_at(now_ms);
-            let (wanted_maker, wanted_taker) = (definition.maker_fee, definition.taker_fee);
+            // A wanted pair that carries a raise (the journal's own, kept by a change that is
+            // not about its fees) wants the raise's fees: the raise is kept, time and all.
+            let (wanted_maker, wanted_taker) = match definition.fee_raise {
+                Some(raise) => (raise.maker_fee, raise.taker_fee),
+                None => (definition.maker_fee, definition.taker_fee),
+            };
             definition.maker_fee = wanted_maker.min(maker);
             definition.taker_fee = wanted_taker.min(taker);
             definition.fee_raise = (wanted_maker > maker || wanted_taker > taker).then(|| {

@@ -208,6 +208,29 @@ impl Journal for PostgresJournal {
             self.chain_id
         )))
     }
+
+    fn file_configuration(&mut self) -> Result<Option<String>, StoreError> {
+        let row = self
+            .connection
+            .client()?
+            .query_one(
+                "SELECT file_configuration FROM dexd_chains WHERE chain_id = $1",
+                &[&self.chain_id],
+            )
+            .map_err(postgres_error)?;
+        Ok(row.get(0))
+    }
+
+    fn remember_file_configuration(&mut self, fingerprint: &str) -> Result<(), StoreError> {
+        self.connection
+            .client()?
+            .execute(
+                "UPDATE dexd_chains SET file_configuration = $2 WHERE chain_id = $1",
+                &[&self.chain_id, &fingerprint],
+            )
+            .map_err(postgres_error)?;
+        Ok(())
+    }
 }
 
 impl JournalRead for PostgresJournal {

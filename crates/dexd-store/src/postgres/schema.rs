@@ -1,6 +1,7 @@
 //! The PostgreSQL tables, one migration per version; `dexd_schema` records how many have run.
 //!
-//! - `dexd_chains`: each chain's journal identity and the custody its money is bound to.
+//! - `dexd_chains`: each chain's journal identity, the custody its money is bound to, and the
+//!   fingerprint of the configuration file's chain configuration as last journaled.
 //! - `dexd_leases`: each chain's leader, its epoch and when its lease ends (database time).
 //! - `dexd_journal`: every journaled command of every chain, keyed by (chain, sequence), with
 //!   the epoch of the leader that appended it.
@@ -41,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
          file BYTEA NOT NULL,
          written_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
          PRIMARY KEY (chain_id, sequence));",
+    "ALTER TABLE dexd_chains ADD COLUMN file_configuration TEXT;",
 ];
 
 /// Runs the migrations the database lacks, in one transaction under an advisory lock.

@@ -273,7 +273,67 @@ impl ChainConfig {
         }
     }
 
-    /// The engine's configuration for this chain.
+    /// This chain's settings (name, custody, domain, fee account) with the assets and pairs of
+    /// `configuration` (what the journal holds), in its order: an asset keeps the name given
+    /// here for its symbol, or is named by its symbol (one listed at run time).
+    pub fn with_markets_of(&self, configuration: &dexd_core::ChainConfiguration) -> Result<ChainConfig, String> {
+        let (description, engine) = (&configuration.description, &configuration.engine);
+        if description.assets.len() != engine.assets.len() {
+            return Err(format!(
+                "chain {}: {} asset descriptions for {} assets",
+                self.chain_id,
+                description.assets.len(),
+                engine.assets.len()
+            ));
+        }
+        let mut assets = Vec::with_capacity(engine.assets.len());
+        let mut asset_by_symbol = HashMap::with_capacity(engine.assets.len());
+        for (index, (named, spec)) in description.assets.iter().zip(&engine.assets).enumerate() {
+            let name = self
+                .asset(&named.symbol)
+                .map_or_else(|| named.symbol.clone(), |known| self.asset_config(known).name.clone());
+            let index = AssetIndex(u16::try_from(index).map_err(|_| "too many assets".to_string())?);
+            asset_by_symbol.insert(named.symbol.clone(), index);
+            assets.push(AssetConfig {
+                symbol: named.symbol.clone(),
+                name,
+                decimals: spec.decimals,
+                address: named.token,
+            });
+        }
+        let mut pairs = Vec::with_capacity(engine.pairs.len());
+        let mut pair_by_symbol = HashMap::with_capacity(engine.pairs.len());
+        for (index, definition) in engine.pairs.iter().enumerate() {
+            let symbol_of = |asset: AssetIndex| {
+                description
+                    .assets
+                    .get(usize::from(asset.0))
+                    .map(|asset| asset.symbol.clone())
+                    .ok_or_else(|| format!("pair {index} names asset {} the chain does not have", asset.0))
+            };
+            let symbol = format!("{}/{}", symbol_of(definition.base)?, symbol_of(definition.quote)?);
+            let spec = PairSpec::new(definition, &engine.assets).map_err(|error| format!("pair {symbol}: {error}"))?;
+            let index = PairIndex(u16::try_from(index).map_err(|_| "too many pairs".to_string())?);
+            pair_by_symbol.insert(symbol.clone(), index);
+            pairs.push(PairConfig {
+                symbol,
+                definition: definition.clone(),
+                spec,
+            });
+        }
+        Ok(ChainConfig {
+            chain_id: self.chain_id,
+            name: self.name.clone(),
+            venue_contract: self.venue_contract,
+            fee_account: self.fee_account,
+            custody: self.custody.clone(),
+            assets,
+            pairs,
+            asset_by_symbol,
+            pair_by_symbol,
+        })
+    }
+
     /// The chain's whole configuration as the journal records it (`Command::Configure`): the
     /// engine's rules and the chain's description.
     pub fn configuration(&self, limits: &Limits) -> dexd_core::ChainConfiguration {

@@ -44,7 +44,7 @@ pub async fn forward_if_not_leading(
         return None;
     }
     let chain = params.chain(&app.venue).ok()?;
-    let chain_id = chain.config.chain_id;
+    let chain_id = chain.chain_id;
     if chain.is_leading() {
         return None;
     }

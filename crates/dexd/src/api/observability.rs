@@ -140,7 +140,7 @@ struct EngineLevels {
 
 /// One chain's levels: its queue, journal, history, streams, engine, snapshots and custody.
 fn update_chain_levels(app: &AppState, telemetry: &Telemetry, chain: &dexd_venue::Chain, now_ms: u64) {
-    let chain_id = chain.config.chain_id;
+    let chain_id = chain.chain_id;
     let labels = [("chain_id", chain_id.to_string())];
     let gauge = |name: &'static str, value: f64| telemetry.gauge(name, &labels).set(value);
     let journaled = chain.journaled_sequence();
@@ -218,7 +218,8 @@ fn update_custody_levels(
     status: &dexd_custody::CustodyStatus,
     levels: &EngineLevels,
 ) {
-    let chain_id = chain.config.chain_id;
+    let markets = chain.markets();
+    let chain_id = chain.chain_id;
     let labels = [("chain_id", chain_id.to_string())];
     let gauge = |name: &'static str, value: f64| telemetry.gauge(name, &labels).set(value);
     let flag = |on: bool| if on { 1.0 } else { 0.0 };
@@ -233,7 +234,7 @@ fn update_custody_levels(
         gauge("dexd_custody_watcher_lag_blocks", head.saturating_sub(scanned) as f64);
     }
     for (asset, surplus) in &status.reserves_surplus {
-        let config = chain.config.asset_config(*asset);
+        let config = markets.config.asset_config(*asset);
         let whole_units = *surplus as f64 / 10f64.powi(config.decimals.min(77) as i32);
         telemetry
             .gauge(

@@ -289,12 +289,12 @@ async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Par
     let journal_end = if chain.is_leading() {
         Some(chain.journaled_sequence())
     } else {
-        app.cluster.journal_end(chain.config.chain_id, minimum).await
+        app.cluster.journal_end(chain.chain_id, minimum).await
     };
     if let Some(end) = journal_end.filter(|end| *end < minimum) {
         return Err(ApiError::unavailable(format!(
             "chain {}'s journal ends at position {end}: position {minimum} was never written",
-            chain.config.chain_id
+            chain.chain_id
         )));
     }
     if chain
@@ -306,7 +306,7 @@ async fn wait_for_min_sequence(app: &AppState, headers: &HeaderMap, params: &Par
     Err(ApiError::unavailable(format!(
         "this node has not reached journal position {minimum} of chain {} within {MIN_SEQUENCE_WAIT_MS} ms; retry, \
          or read from the chain's leader",
-        chain.config.chain_id
+        chain.chain_id
     )))
 }
 

@@ -40,7 +40,7 @@ impl ServedJournals {
         let chains = venue
             .chains()
             .map(|chain| {
-                let chain_id = chain.config.chain_id;
+                let chain_id = chain.chain_id;
                 let served = ServedJournal {
                     segments: Arc::new(SegmentFiles::new(chain.data_dir(), chain_id)),
                     building: tokio::sync::Mutex::new(()),

@@ -22,6 +22,7 @@ use dexd_venue::Chain;
 pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
     let assets: Vec<Value> = chain
+        .markets()
         .config
         .assets
         .iter()
@@ -36,7 +37,7 @@ pub async fn assets_info(app: Arc<AppState>, params: Params) -> Answer {
         })
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "custody": custody_object(&app, &chain),
         "assets": assets,
     }))
@@ -73,7 +74,7 @@ pub async fn cluster(app: Arc<AppState>, _params: Params) -> Answer {
 }
 
 pub(super) fn custody_object(app: &AppState, chain: &Chain) -> Value {
-    match app.custody.chain(chain.config.chain_id) {
+    match app.custody.chain(chain.chain_id) {
         None => json!({"mode": "ledger"}),
         Some(vault) => {
             let status = vault.status();
@@ -97,7 +98,8 @@ pub(super) fn custody_object(app: &AppState, chain: &Chain) -> Value {
 /// (`dexd_custody::reserves`); on a ledger chain only what it owes.
 pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let (assets, block_number, read_at_ms) = match app.custody.chain(chain.config.chain_id) {
+    let markets = chain.markets();
+    let (assets, block_number, read_at_ms) = match app.custody.chain(chain.chain_id) {
         None => (chain.read_engine(ledger_reserves), None, dexd_store::now_ms()),
         Some(vault) => {
             let reading = shared_vault_reserves(vault).await.map_err(|error: NodeError| {
@@ -110,12 +112,12 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
             (reading.assets.clone(), Some(reading.block_number), reading.read_at_ms)
         }
     };
-    let amount = |asset: AssetIndex, units: u128| render::asset_amount(&chain.config, asset, units);
+    let amount = |asset: AssetIndex, units: u128| render::asset_amount(&markets.config, asset, units);
     let assets: Vec<Value> = assets
         .iter()
         .map(|reserves| {
             let asset = reserves.asset;
-            let config = chain.config.asset_config(asset);
+            let config = markets.config.asset_config(asset);
             json!({
                 "symbol": config.symbol,
                 "onChain": reserves.held_units.map(|held| amount(asset, held)),
@@ -126,7 +128,7 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
         })
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "custody": custody_object(&app, &chain),
         "assets": assets,
         "blockNumber": block_number,
@@ -138,15 +140,16 @@ pub async fn reserves(app: Arc<AppState>, params: Params) -> Answer {
 pub async fn asset_balances(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
     let account = params.account_read()?;
+    let markets = chain.markets();
     let balances: Vec<Value> = chain.read_engine(|engine| {
-        (0..chain.config.assets.len())
+        (0..markets.config.assets.len())
             .map(|index| {
                 let asset = AssetIndex(index as u16);
-                render::balance(&chain.config, asset, engine.balance(&account, asset))
+                render::balance(&markets.config, asset, engine.balance(&account, asset))
             })
             .collect()
     });
-    Ok(json!({"chainId": chain.config.chain_id.to_string(), "account": checksummed(&account), "balances": balances}))
+    Ok(json!({"chainId": chain.chain_id.to_string(), "account": checksummed(&account), "balances": balances}))
 }
 
 /// GET /account/rateLimits: the account's write budget (all chains share it) and its open
@@ -170,7 +173,8 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
     let fee =
         |rate: dexd_core::FeeRate| dexd_core::decimal::format_scaled_units(u128::from(rate.parts_per_million()), 6);
-    let pairs: Vec<Value> = chain
+    let markets = chain.markets();
+    let pairs: Vec<Value> = markets
         .config
         .pairs
         .iter()
@@ -194,8 +198,8 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
             let definition = &pair.definition;
             json!({
                 "symbol": pair.symbol,
-                "base": chain.config.asset_config(definition.base).symbol,
-                "quote": chain.config.asset_config(definition.quote).symbol,
+                "base": markets.config.asset_config(definition.base).symbol,
+                "quote": markets.config.asset_config(definition.quote).symbol,
                 "tickSize": definition.tick_size.to_string(),
                 "stepSize": definition.step_size.to_string(),
                 "minAmount": definition.min_amount.to_string(),
@@ -212,7 +216,7 @@ pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
             })
         })
         .collect();
-    Ok(json!({"chainId": chain.config.chain_id.to_string(), "pairs": pairs}))
+    Ok(json!({"chainId": chain.chain_id.to_string(), "pairs": pairs}))
 }
 
 /// GET /account/tradableAmounts
@@ -221,6 +225,7 @@ pub async fn tradable_amounts(app: Arc<AppState>, params: Params) -> Answer {
     let account = params.account_read()?;
     let tradable: Vec<Value> = chain.read_engine(|engine| {
         chain
+            .markets()
             .config
             .pairs
             .iter()
@@ -231,23 +236,23 @@ pub async fn tradable_amounts(app: Arc<AppState>, params: Params) -> Answer {
                 Some(json!({
                     "symbol": pair.symbol,
                     "buy": {
-                        "maxAmount": render::asset_amount(&chain.config, spec.base(), spec.base_amount(amounts.buy_quantity).units()),
-                        "maxCost": render::asset_amount(&chain.config, spec.quote(), amounts.buy_cost.units()),
+                        "maxAmount": render::asset_amount(&chain.markets().config, spec.base(), spec.base_amount(amounts.buy_quantity).units()),
+                        "maxCost": render::asset_amount(&chain.markets().config, spec.quote(), amounts.buy_cost.units()),
                     },
-                    "sell": {"maxAmount": render::asset_amount(&chain.config, spec.base(), amounts.sell_amount.units())},
+                    "sell": {"maxAmount": render::asset_amount(&chain.markets().config, spec.base(), amounts.sell_amount.units())},
                 }))
             })
             .collect()
     });
-    Ok(json!({"chainId": chain.config.chain_id.to_string(), "account": checksummed(&account), "tradable": tradable}))
+    Ok(json!({"chainId": chain.chain_id.to_string(), "account": checksummed(&account), "tradable": tradable}))
 }
 
 /// GET /account/eip712
 pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
     let mut description = dexd_crypto::request_types_json(signing_domain(&chain));
-    description["chainId"] = json!(chain.config.chain_id.to_string());
-    let vault_chain = chain.config.vault().is_some();
+    description["chainId"] = json!(chain.chain_id.to_string());
+    let vault_chain = chain.markets().config.vault().is_some();
     if vault_chain {
         // On a vault chain a withdrawal is signed as the vault's own type, so that one signature
         // authorises both the debit and the payment.
@@ -275,7 +280,7 @@ pub async fn eip712_types(app: Arc<AppState>, params: Params) -> Answer {
         // A vault withdrawal waits for a final liability root: it may live longer, and must
         // live at least the chain's withdrawal wait.
         description["maxWithdrawalLifetimeMs"] = json!(dexd_core::MAX_SIGNED_WITHDRAWAL_LIFETIME_MS);
-        if let Some(vault) = app.custody.chain(chain.config.chain_id) {
+        if let Some(vault) = app.custody.chain(chain.chain_id) {
             description["minWithdrawalLifetimeMs"] = json!(vault.withdrawal_wait_ms());
         }
     }

@@ -43,7 +43,8 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
         valid_until_ms,
         approved_at_ms: 0,
     };
-    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.approve_agent(&account, &grant, signed));
+    let digest_of =
+        |signed| signing_domain(&chain).digest(&chain.markets().messages.approve_agent(&account, &grant, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &chain, &account)?;
     let command = Command::ApproveAgent { account, grant };
@@ -56,7 +57,7 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
         .find(|grant| grant.agent == agent)
         .ok_or_else(|| ApiError::unavailable("the approval ended before it could be read back"))?;
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         "agent": agent_object(&grant),
     }))
@@ -66,14 +67,15 @@ pub async fn approve_agent(app: Arc<AppState>, params: Params) -> Answer {
 pub async fn revoke_agent(app: Arc<AppState>, params: Params) -> Answer {
     let (chain, credential, account) = own_account_write(&app, &params)?;
     let agent = params.require(&REVOKED_AGENT)?;
-    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.revoke_agent(&account, &agent, signed));
+    let digest_of =
+        |signed| signing_domain(&chain).digest(&chain.markets().messages.revoke_agent(&account, &agent, signed));
     let authorization = own_signature(&chain, &credential, &account, digest_of)?;
     spend_write_budget(&app, &chain, &account)?;
     crate::api::written::submit(&chain, Command::RevokeAgent { account, agent }, authorization)
         .await
         .map_err(write_error)?;
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         "agent": checksummed(&agent),
         "revoked": true,
@@ -87,7 +89,7 @@ pub async fn agents(app: Arc<AppState>, params: Params) -> Answer {
     let grants = chain.read_engine(|engine| engine.agents_of(&account, now_ms()));
     let agents: Vec<Value> = grants.iter().map(agent_object).collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         "agents": agents,
     }))

@@ -32,9 +32,10 @@ struct AmendTerms {
 }
 
 fn amend_terms(chain: &Chain, params: &Params) -> Result<AmendTerms, ApiError> {
+    let markets = chain.markets();
     let pair_index = params.require_pair(chain, &ORDER_OF_PAIR)?;
     let order_id = params.require(&AMENDED_ORDER_ID)?;
-    let pair = chain.config.pair_config(pair_index);
+    let pair = markets.config.pair_config(pair_index);
     let price = params
         .read(&AMENDED_PRICE)?
         .map(|price| pair.spec.price_from_decimal(price))
@@ -75,7 +76,7 @@ fn authorized_replacement(
         return sign_order(chain, replacement, credential, actor);
     }
     let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
-    let message = chain.messages.amend(
+    let message = chain.markets().messages.amend(
         &actor.account,
         &terms.order_id,
         &replacement,
@@ -167,9 +168,10 @@ fn amended(
         signature: authorization.signature,
         batch: None,
     };
+    let markets = chain.markets();
     Ok(json!({
-        "cancelled": render::order(&chain.config, &cancelled),
-        "order": render::order(&chain.config, &placed),
-        "trades": trades_of(chain, events),
+        "cancelled": render::order(&markets.config, &cancelled),
+        "order": render::order(&markets.config, &placed),
+        "trades": trades_of(&markets, events),
     }))
 }

@@ -50,7 +50,7 @@ pub async fn audit_journal(app: Arc<AppState>, params: Params) -> Result<Respons
     let served = app
         .journals
         .chains
-        .get(&chain.config.chain_id)
+        .get(&chain.chain_id)
         .ok_or_else(ApiError::internal)?;
     // A segment is read whole: with `segment`, `from` and `limit` are checked but not used.
     let from = params.read(&JOURNAL_FROM)?;
@@ -128,6 +128,7 @@ fn segment_file_error(error: std::io::Error) -> ApiError {
 /// Renders segment `segment` into its file (blocking) and opens it: 404 while the journal has
 /// not reached its end, 503 while its state hash is not known yet.
 fn build_segment(chain: &dexd_venue::Chain, files: &SegmentFiles, segment: u64) -> Result<OpenSegment, ApiError> {
+    let markets = chain.markets();
     if let Some(opened) = files.open(segment).map_err(segment_file_error)? {
         return Ok(opened);
     }
@@ -136,7 +137,7 @@ fn build_segment(chain: &dexd_venue::Chain, files: &SegmentFiles, segment: u64) 
     if end < last {
         return Err(segment_not_found(segment, last, end));
     }
-    let mut page = PageWriter::new(&chain.messages);
+    let mut page = PageWriter::new(&markets.messages);
     for (expected, command) in (first..=last).zip(&commands) {
         assert_eq!(command.sequence, expected, "a journal has no gaps");
         page.command(
@@ -179,8 +180,9 @@ fn build_segment(chain: &dexd_venue::Chain, files: &SegmentFiles, segment: u64) 
 
 /// Reads and renders the page of `limit` commands from `from`; the body and the journal's end.
 fn render_page(chain: &dexd_venue::Chain, from: u64, limit: u64) -> Result<(Vec<u8>, u64), ApiError> {
+    let markets = chain.markets();
     let (commands, end) = chain.read_journal(from - 1, limit).map_err(store_error)?;
-    let mut page = PageWriter::new(&chain.messages);
+    let mut page = PageWriter::new(&markets.messages);
     for command in &commands {
         let sequence = command.sequence;
         let at_interval = sequence.is_multiple_of(STATE_HASH_INTERVAL);
@@ -216,7 +218,7 @@ pub async fn audit_roots(app: Arc<AppState>, params: Params) -> Result<Value, Ap
     let limit = params.count(&ROOTS_LIMIT)?;
     let reader = history(&chain).await?;
     let (roots, next) = reader.liability_roots_from(from, limit).map_err(store_error)?;
-    let chain_id = chain.config.chain_id;
+    let chain_id = chain.chain_id;
     let roots: Vec<Value> = roots
         .iter()
         .map(|root| {

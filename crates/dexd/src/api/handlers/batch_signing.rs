@@ -78,7 +78,9 @@ pub(super) fn sign_once(
     let hashes = covered
         .iter()
         .map(|(index, read)| match read {
-            ReadItem::Order(terms) => Ok(order_struct_hash(&chain.messages.order(terms, nonce, expiry_ms))),
+            ReadItem::Order(terms) => Ok(order_struct_hash(
+                &chain.markets().messages.order(terms, nonce, expiry_ms),
+            )),
             ReadItem::Refused(error) => refused_item_message(chain, &items[*index], actor.account, (nonce, expiry_ms))
                 .map(|message| order_struct_hash(&message))
                 .map_err(|_| error.clone().within(LIST, *index)),
@@ -192,7 +194,8 @@ fn refused_item_message(
     account: dexd_core::Address,
     (nonce, expiry_ms): ([u8; 32], u64),
 ) -> Result<OrderMessage, ApiError> {
-    let pair = chain.config.pair_config(item.require_pair(chain, &ORDER_PAIR)?);
+    let markets = chain.markets();
+    let pair = markets.config.pair_config(item.require_pair(chain, &ORDER_PAIR)?);
     // The texts as the client gave them, which its signature covers.
     let text =
         |field: &Field| -> Result<String, ApiError> { Ok(item.text(field.name)?.unwrap_or_default().to_string()) };

@@ -99,6 +99,7 @@ async fn tree_file(chain: &Chain, root: &RecordedRoot) -> Result<Arc<TreeFile>, 
 /// not list).
 fn leaf_fields(chain: &Chain, leaf: &LiabilityLeaf) -> serde_json::Map<String, Value> {
     let symbol = chain
+        .markets()
         .config
         .assets
         .iter()
@@ -125,7 +126,7 @@ pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
         .await
         .map_err(|_| ApiError::internal())?
         .map_err(|error| {
-            tracing::warn!(chain_id = chain.config.chain_id, %error, "a liability tree file could not be read");
+            tracing::warn!(chain_id = chain.chain_id, %error, "a liability tree file could not be read");
             ApiError::unavailable("the liability tree's file cannot be read right now; retry shortly")
         })?;
     let leaves: Vec<Value> = proven
@@ -162,7 +163,7 @@ pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
         .collect();
     let record = &root.record;
     let mut proof = serde_json::Map::new();
-    proof.insert("chainId".into(), json!(chain.config.chain_id.to_string()));
+    proof.insert("chainId".into(), json!(chain.chain_id.to_string()));
     proof.insert("account".into(), json!(checksummed(&account)));
     proof.extend(root_identity(record));
     proof.insert("standing".into(), json!(root.standing.wire_name()));
@@ -172,13 +173,14 @@ pub async fn liability_proof(app: Arc<AppState>, params: Params) -> Answer {
 
 /// One root, as `liabilityRoots` lists it.
 pub(super) fn root_object(chain: &Chain, root: &RecordedRoot) -> Value {
+    let markets = chain.markets();
     let record = &root.record;
     let totals: Vec<Value> = record
         .totals
         .iter()
         .enumerate()
         .map(|(index, total)| {
-            let asset = chain.config.asset_config(dexd_core::AssetIndex(index as u16));
+            let asset = markets.config.asset_config(dexd_core::AssetIndex(index as u16));
             let token = asset.address.unwrap_or(dexd_core::Address::from_bytes([0; 20]));
             json!({"symbol": asset.symbol, "token": checksummed(&token), "total": total.units().to_string()})
         })
@@ -211,7 +213,7 @@ pub async fn liability_roots(app: Arc<AppState>, params: Params) -> Answer {
     let request = params.page()?;
     let page = history(&chain).await?.liability_roots(request).map_err(store_error)?;
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "roots": page.items.iter().map(|root| root_object(&chain, root)).collect::<Vec<_>>(),
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
     }))
@@ -264,7 +266,7 @@ pub async fn liability_leaves(app: Arc<AppState>, params: Params) -> Result<Resp
 pub async fn custody(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
     let custody = super::account::custody_object(&app, &chain);
-    let vault = app.custody.chain(chain.config.chain_id);
+    let vault = app.custody.chain(chain.chain_id);
     let terms = vault.and_then(|vault| vault.root_terms());
     let (roots, frozen, exit_epoch, stopped) = chain.read_engine(|engine| {
         let liabilities = engine.custody().liabilities();
@@ -318,7 +320,7 @@ pub async fn custody(app: Arc<AppState>, params: Params) -> Answer {
     });
     let status = vault.map(|vault| vault.status()).unwrap_or_default();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "custody": custody,
         "roots": roots,
         "frozen": frozen,

@@ -26,6 +26,7 @@ pub const CSV_TRADES_PER_CHUNK: usize = 10_000;
 /// GET /order/tradesOHCL
 pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let pair_index = params.require_pair(&chain, &PAIR)?;
     let interval = params.read(&CANDLE_INTERVAL)?.unwrap_or(CandleInterval::OneMinute);
     let (start_ms, end_ms) = params.history_range()?;
@@ -42,14 +43,14 @@ pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
         .await?
         .candles(pair_index, interval, query)
         .map_err(store_error)?;
-    let pair = chain.config.pair_config(pair_index);
+    let pair = markets.config.pair_config(pair_index);
     let candles: Vec<Value> = page
         .candles
         .iter()
-        .map(|candle| render::candle(&chain.config, pair_index, candle))
+        .map(|candle| render::candle(&markets.config, pair_index, candle))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "symbol": pair.symbol,
         "interval": interval.wire_name(),
         "candles": candles,
@@ -60,6 +61,7 @@ pub async fn candles(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /order/tradeHistories
 pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let pair_index = params.require_pair(&chain, &PAIR)?;
     let (start_ms, end_ms) = params.history_range()?;
     let request = dexd_store::PageRequest {
@@ -74,11 +76,11 @@ pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
     let trades: Vec<render::TradeObject> = page
         .items
         .iter()
-        .map(|trade| render::trade(&chain.config, trade))
+        .map(|trade| render::trade(&markets.config, trade))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
-        "symbol": chain.config.pair_config(pair_index).symbol,
+        "chainId": chain.chain_id.to_string(),
+        "symbol": markets.config.pair_config(pair_index).symbol,
         "trades": trades,
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
     }))
@@ -90,6 +92,7 @@ pub async fn trade_history(app: Arc<AppState>, params: Params) -> Answer {
 /// range of any length is never held in memory.
 pub async fn trades_csv(app: Arc<AppState>, params: Params) -> Result<Response, ApiError> {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let pair = params.require_pair(&chain, &PAIR)?;
     let (start_ms, end_ms) = params.history_range()?;
     // Waits once for the history to hold what was acknowledged before the request.
@@ -97,6 +100,7 @@ pub async fn trades_csv(app: Arc<AppState>, params: Params) -> Result<Response, 
     let header = "tradeId,timestamp,price,amount,cost,takerDirection,makerOrderId,takerOrderId\n";
     let chunks = futures_util::stream::unfold(Some(0u64), move |after| {
         let chain = Arc::clone(&chain);
+        let markets = Arc::clone(&markets);
         async move {
             let after = after?;
             let read = tokio::task::spawn_blocking(move || {
@@ -106,7 +110,7 @@ pub async fn trades_csv(app: Arc<AppState>, params: Params) -> Result<Response, 
                     .map_err(|error| std::io::Error::other(error.to_string()))?;
                 let mut text = String::with_capacity(trades.len() * 160);
                 for trade in &trades {
-                    let row = render::trade(&chain.config, trade);
+                    let row = render::trade(&markets.config, trade);
                     text.push_str(&row.csv_line());
                 }
                 let next = (trades.len() == CSV_TRADES_PER_CHUNK).then(|| trades.last().map(|trade| trade.trade_id));

@@ -26,6 +26,7 @@ use dexd_crypto::checksummed;
 use dexd_store::StoredOrder;
 use dexd_store::{now_ms, WriteError};
 
+use dexd_venue::markets::Markets;
 use dexd_venue::Chain;
 
 /// POST /order/addOrder
@@ -108,7 +109,7 @@ pub(super) fn sign_order(
     actor: &mut crate::api::credential::Actor,
 ) -> Result<(NewOrder, dexd_store::Authorization), ApiError> {
     let (nonce, expiry_ms) = credential.nonce_and_expiry(now_ms());
-    let digest = signing_domain(chain).order_digest(&chain.messages.order(&terms, nonce, expiry_ms));
+    let digest = signing_domain(chain).order_digest(&chain.markets().messages.order(&terms, nonce, expiry_ms));
     terms.order_id = OrderId::from_bytes(digest);
     let authorization = credential.authorize_actor(digest, actor, (nonce, expiry_ms), Some(terms.order_id))?;
     Ok((terms, authorization))
@@ -139,10 +140,11 @@ pub(super) fn sign_placement(
 /// The terms of a placement as its parameters give them, checked against the pair's tick and
 /// step; the order id is left for the signing to fill in.
 pub(super) fn order_terms(chain: &Chain, params: &Params, account: Address) -> Result<NewOrder, ApiError> {
+    let markets = chain.markets();
     // Every check of form (400) comes before the pair's rules (422), so that a malformed
     // request is always refused as malformed, whichever of its values breaks a rule too.
     let pair_index = params.require_pair(chain, &ORDER_PAIR)?;
-    let pair = chain.config.pair_config(pair_index);
+    let pair = markets.config.pair_config(pair_index);
     let order_type = params.require(&ORDER_TYPE)?;
     let direction = params.require(&DIRECTION)?;
     let price = params.read(&LIMIT_PRICE)?;
@@ -272,7 +274,8 @@ fn order_conditions(
 /// The answer to a placement, written out while the chain's configuration it borrows from is at
 /// hand, straight from the typed objects: the busiest answer builds no JSON value.
 fn placement_answer(chain: &Chain, stored: &StoredOrder, events: &[Event]) -> Result<Box<RawValue>, ApiError> {
-    let placed = placed_order(chain, stored, events);
+    let markets = chain.markets();
+    let placed = placed_order(&markets, stored, events);
     let order_id = stored.record.terms.order_id;
     serde_json::value::to_raw_value(&placed).map_err(|error| {
         // Strings and numbers always serialize; if that ever changed, the order is on disk
@@ -294,19 +297,19 @@ pub(super) struct PlacedOrder<'a> {
 }
 
 /// A placement's answer: the order and the trades its command's events hold.
-pub(super) fn placed_order<'a>(chain: &'a Chain, stored: &'a StoredOrder, events: &'a [Event]) -> PlacedOrder<'a> {
+pub(super) fn placed_order<'a>(markets: &'a Markets, stored: &'a StoredOrder, events: &'a [Event]) -> PlacedOrder<'a> {
     PlacedOrder {
-        order: render::order(&chain.config, stored),
-        trades: trades_of(chain, events),
+        order: render::order(&markets.config, stored),
+        trades: trades_of(markets, events),
     }
 }
 
 /// The trades among a command's events.
-pub(super) fn trades_of<'a>(chain: &'a Chain, events: &'a [Event]) -> Vec<render::TradeObject<'a>> {
+pub(super) fn trades_of<'a>(markets: &'a Markets, events: &'a [Event]) -> Vec<render::TradeObject<'a>> {
     events
         .iter()
         .filter_map(|event| match event {
-            Event::TradeExecuted(trade) => Some(render::trade(&chain.config, trade)),
+            Event::TradeExecuted(trade) => Some(render::trade(&markets.config, trade)),
             _ => None,
         })
         .collect()
@@ -347,7 +350,7 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
     let pair_index = params.require_pair(&chain, &ORDER_OF_PAIR)?;
     let order_id = params.require(&ORDER_ID)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
-        signing_domain(&chain).digest(&chain.messages.cancel(&account, pair_index, &order_id, signed))
+        signing_domain(&chain).digest(&chain.markets().messages.cancel(&account, pair_index, &order_id, signed))
     })?;
     spend_write_budget(&app, &chain, &account)?;
     let stored = open_order_of(history(&chain).await?, &account, pair_index, &order_id)?;
@@ -370,11 +373,12 @@ pub async fn cancel_order(app: Arc<AppState>, params: Params) -> Answer {
         })
         .ok_or_else(ApiError::internal)?;
     let stored = StoredOrder { record, ..stored };
-    Ok(json!({"order": render::order(&chain.config, &stored)}))
+    Ok(json!({"order": render::order(&chain.markets().config, &stored)}))
 }
 
 async fn order_list(app: Arc<AppState>, params: Params, status: OrderStatus) -> Answer {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let account = params.account_read()?;
     let pair = params.pair(&chain, &SYMBOL_FILTER)?;
     let request = params.page()?;
@@ -385,10 +389,10 @@ async fn order_list(app: Arc<AppState>, params: Params, status: OrderStatus) -> 
     let orders: Vec<render::OrderObject> = page
         .items
         .iter()
-        .map(|stored| render::order(&chain.config, stored))
+        .map(|stored| render::order(&markets.config, stored))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         "orders": orders,
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
@@ -412,18 +416,19 @@ pub async fn cancelled_orders(app: Arc<AppState>, params: Params) -> Answer {
 
 async fn order_book(app: Arc<AppState>, params: Params, direction: Direction) -> Answer {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let pair_index = params.require_pair(&chain, &PAIR)?;
     let depth = params.count(&BOOK_DEPTH)?;
-    let pair = chain.config.pair_config(pair_index);
+    let pair = markets.config.pair_config(pair_index);
     let (levels, sequence) = chain
         .read_engine(|engine| engine.book_levels(pair_index, direction, depth))
         .ok_or_else(ApiError::internal)?;
     let levels: Vec<Value> = levels
         .iter()
-        .map(|level| render::book_level(&chain.config, pair_index, level.price, level.quantity, level.orders))
+        .map(|level| render::book_level(&markets.config, pair_index, level.price, level.quantity, level.orders))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "symbol": pair.symbol,
         "direction": direction.wire_name(),
         "levels": levels,
@@ -445,6 +450,7 @@ pub async fn sell_order_book(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /order/accountTrades (extension): the account's own fills, newest first.
 pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let account = params.account_read()?;
     let pair = params.pair(&chain, &TRADE_PAIR_FILTER)?;
     let request = params.page()?;
@@ -455,10 +461,10 @@ pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
     let trades: Vec<render::AccountTradeObject> = page
         .items
         .iter()
-        .map(|trade| render::account_trade(&chain.config, trade, &account))
+        .map(|trade| render::account_trade(&markets.config, trade, &account))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         "trades": trades,
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
@@ -468,9 +474,10 @@ pub async fn account_trades(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /order/openPositions
 pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
+    let markets = chain.markets();
     let pair_index = params.require_pair(&chain, &PAIR)?;
     let account = params.account_read()?;
-    let pair = chain.config.pair_config(pair_index);
+    let pair = markets.config.pair_config(pair_index);
     let spec = &pair.spec;
     let (position, mark, base_balance, quote_balance) = chain.read_engine(|engine| {
         (
@@ -490,10 +497,10 @@ pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
     let open_orders = history(&chain).await?.open_orders_on_pair(&account, pair_index);
     let open_orders: Vec<render::OrderObject> = open_orders
         .iter()
-        .map(|stored| render::order(&chain.config, stored))
+        .map(|stored| render::order(&markets.config, stored))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "symbol": pair.symbol,
         "account": checksummed(&account),
         "position": {
@@ -502,8 +509,8 @@ pub async fn open_positions(app: Arc<AppState>, params: Params) -> Answer {
             "markPrice": mark.map(|price| spec.format_price(price)),
             "realizedPnl": render::signed_amount(position.realized_pnl_quote, quote_decimals),
             "unrealizedPnl": render::signed_amount(unrealized, quote_decimals),
-            "base": render::balance(&chain.config, spec.base(), base_balance),
-            "quote": render::balance(&chain.config, spec.quote(), quote_balance),
+            "base": render::balance(&markets.config, spec.base(), base_balance),
+            "quote": render::balance(&markets.config, spec.quote(), quote_balance),
         },
         "openOrders": open_orders,
     }))
@@ -519,11 +526,12 @@ pub async fn order_detail(app: Arc<AppState>, params: Params) -> Answer {
         .map_err(store_error)?
         .ok_or_else(|| ApiError::not_found("ORDER_NOT_FOUND", "no such order on this chain").on("orderId"))?;
     let message = chain
+        .markets()
         .messages
         .order(&stored.record.terms, stored.nonce, stored.expiry_ms);
     let domain = signing_domain(&chain);
     let mut detail = json!({
-        "order": render::order(&chain.config, &stored),
+        "order": render::order(&chain.markets().config, &stored),
         "typedData": domain.order_typed_data(&message),
     });
     if let Some(batch) = &stored.batch {

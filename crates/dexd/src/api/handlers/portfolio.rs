@@ -54,7 +54,7 @@ pub(super) fn transfer_terms(app: &AppState, params: &Params) -> Result<Transfer
         return Err(ApiError::new(StatusCode::FORBIDDEN, "ACCOUNT_MISMATCH", message).on("from"));
     }
     let asset = params.asset(&chain, &ASSET)?;
-    let decimals = chain.config.asset_config(asset).decimals;
+    let decimals = chain.markets().config.asset_config(asset).decimals;
     let units = params
         .require(&QUANTITY)?
         .to_scaled_units(decimals)
@@ -80,7 +80,7 @@ pub(super) fn transfer_terms(app: &AppState, params: &Params) -> Result<Transfer
 fn transfer_answer(chain: &Chain, terms: (Address, AssetIndex), name: &str, transfer: &Transfer) -> Value {
     let (account, asset) = terms;
     let balance = chain.read_engine(|engine| engine.balance(&account, asset));
-    json!({name: render::transfer(&chain.config, transfer), "balance": render::balance(&chain.config, asset, balance)})
+    json!({name: render::transfer(&chain.markets().config, transfer), "balance": render::balance(&chain.markets().config, asset, balance)})
 }
 
 fn applied_transfer(events: &[Event]) -> Result<&Transfer, ApiError> {
@@ -102,7 +102,8 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
         units,
         credential,
     } = terms;
-    let digest_of = |signed| signing_domain(&chain).digest(&chain.messages.transfer(kind, &from, asset, units, signed));
+    let digest_of =
+        |signed| signing_domain(&chain).digest(&chain.markets().messages.transfer(kind, &from, asset, units, signed));
     let authorization = own_signature(&chain, &credential, &from, digest_of)?;
     spend_write_budget(app, &chain, &from)?;
     let request = TransferRequest {
@@ -128,10 +129,7 @@ async fn ledger_transfer(app: &AppState, terms: TransferTerms, kind: TransferKin
 /// A vault chain's deposit: dexd sends it from the account with its key, and the credit follows
 /// the confirmations. With a client signature there is no key to send with.
 async fn vault_deposit(app: &AppState, terms: TransferTerms) -> Answer {
-    let vault = app
-        .custody
-        .chain(terms.chain.config.chain_id)
-        .ok_or_else(ApiError::internal)?;
+    let vault = app.custody.chain(terms.chain.chain_id).ok_or_else(ApiError::internal)?;
     let key = match terms.credential {
         Credential::Key { key, .. } => key,
         Credential::Signed { .. } => {
@@ -182,10 +180,7 @@ fn chain_unavailable(reason: &str) -> ApiError {
 /// withdrawal id and its `expiry` the vault's), then paid by the chain's payer.
 async fn vault_withdrawal(app: &AppState, mut terms: TransferTerms) -> Answer {
     terms.credential = terms.credential.for_withdrawal();
-    let vault = app
-        .custody
-        .chain(terms.chain.config.chain_id)
-        .ok_or_else(ApiError::internal)?;
+    let vault = app.custody.chain(terms.chain.chain_id).ok_or_else(ApiError::internal)?;
     let (withdrawal_id, expiry_ms) = withdrawal_id_and_expiry(&terms.credential, vault)?;
     let (chain, from, asset) = (&terms.chain, terms.from, terms.asset);
     if matches!(terms.credential, Credential::Signed { .. }) {
@@ -193,7 +188,7 @@ async fn vault_withdrawal(app: &AppState, mut terms: TransferTerms) -> Answer {
     }
     let withdrawal = WithdrawalTerms {
         account: from,
-        token: chain.config.asset_config(asset).address,
+        token: chain.markets().config.asset_config(asset).address,
         amount_units: terms.units,
         withdrawal_id,
         expiry_ms,
@@ -334,7 +329,7 @@ fn withdrawal_id_and_expiry(
 
 async fn transfer(app: Arc<AppState>, params: Params, kind: TransferKind) -> Answer {
     let terms = transfer_terms(&app, &params)?;
-    match (terms.chain.config.vault().is_some(), kind) {
+    match (terms.chain.markets().config.vault().is_some(), kind) {
         (false, _) => ledger_transfer(&app, terms, kind).await,
         (true, TransferKind::Deposit) => vault_deposit(&app, terms).await,
         (true, TransferKind::Withdrawal) => vault_withdrawal(&app, terms).await,
@@ -350,7 +345,7 @@ fn error_too_large(field: &str) -> ApiError {
 fn transaction_hash(chain: &Chain, account: &Address, asset: AssetIndex, units: u128, kind: TransferKind) -> [u8; 32] {
     let salt: [u8; 16] = rand::random();
     let mut preimage = Vec::with_capacity(80);
-    preimage.extend_from_slice(&chain.config.chain_id.to_be_bytes());
+    preimage.extend_from_slice(&chain.chain_id.to_be_bytes());
     preimage.extend_from_slice(account.as_bytes());
     preimage.extend_from_slice(&asset.0.to_be_bytes());
     preimage.extend_from_slice(&units.to_be_bytes());
@@ -380,12 +375,12 @@ async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind
     let mut transfers: Vec<Value> = page
         .items
         .iter()
-        .map(|transfer| render::transfer(&chain.config, transfer))
+        .map(|transfer| render::transfer(&chain.markets().config, transfer))
         .collect();
     if kind == TransferKind::Withdrawal {
         let has_roots = app
             .custody
-            .chain(chain.config.chain_id)
+            .chain(chain.chain_id)
             .is_some_and(|vault| vault.root_terms().is_some());
         chain.read_engine(|engine| {
             for (object, transfer) in transfers.iter_mut().zip(&page.items) {
@@ -407,7 +402,7 @@ async fn transfer_history(app: Arc<AppState>, params: Params, kind: TransferKind
         TransferKind::Withdrawal => "withdrawals",
     };
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         name: transfers,
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),

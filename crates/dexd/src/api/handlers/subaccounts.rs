@@ -21,7 +21,7 @@ use crate::api::state::AppState;
 use dexd_venue::Chain;
 
 fn transfer_answer(chain: &Chain, transfer: &SubaccountTransfer) -> Value {
-    json!({"transfer": render::subaccount_transfer(&chain.config, transfer)})
+    json!({"transfer": render::subaccount_transfer(&chain.markets().config, transfer)})
 }
 
 /// POST /account/transfer
@@ -45,7 +45,8 @@ pub async fn transfer(app: Arc<AppState>, params: Params) -> Answer {
         amount: Amount::from_units(terms.units),
         client_transfer_id: params.require(&CLIENT_TRANSFER_ID)?,
     };
-    let digest_of = |signed| signing_domain(chain).digest(&chain.messages.subaccount_transfer(&request, signed));
+    let digest_of =
+        |signed| signing_domain(chain).digest(&chain.markets().messages.subaccount_transfer(&request, signed));
     let authorization = own_signature(chain, credential, &from, digest_of)?;
     // Sent again: the first result, and nothing moves (the engine refuses it as applied, should
     // two copies race past this read).
@@ -95,10 +96,10 @@ pub async fn transfers(app: Arc<AppState>, params: Params) -> Answer {
         .iter()
         // A subaccount's rows are kept under its address; only its owner's count.
         .filter(|transfer| transfer.request.owner == owner)
-        .map(|transfer| render::subaccount_transfer(&chain.config, transfer))
+        .map(|transfer| render::subaccount_transfer(&chain.markets().config, transfer))
         .collect();
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&owner),
         "transfers": transfers,
         "nextCursor": page.next_cursor.map(|cursor| cursor.to_string()),
@@ -113,10 +114,10 @@ pub async fn subaccounts(app: Arc<AppState>, params: Params) -> Answer {
         std::iter::once((0, owner))
             .chain(engine.subaccounts_of(&owner))
             .map(|(number, address)| {
-                let balances: Vec<Value> = (0..chain.config.assets.len())
+                let balances: Vec<Value> = (0..chain.markets().config.assets.len())
                     .map(|index| {
                         let asset = AssetIndex(index as u16);
-                        render::balance(&chain.config, asset, engine.balance(&address, asset))
+                        render::balance(&chain.markets().config, asset, engine.balance(&address, asset))
                     })
                     .collect();
                 json!({
@@ -129,7 +130,7 @@ pub async fn subaccounts(app: Arc<AppState>, params: Params) -> Answer {
             .collect()
     });
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&owner),
         "subaccounts": listed,
     }))

@@ -173,7 +173,7 @@ fn one_pair(chain: &Chain, items: &[Params], list: &str) -> Result<PairIndex, Ap
                     "BATCH_MIXES_PAIRS",
                     format!(
                         "a batch holds orders of one pair; this one is not on the first order's pair, {}",
-                        chain.config.pair_config(first).symbol
+                        chain.markets().config.pair_config(first).symbol
                     ),
                 )
                 .on("symbol")
@@ -315,6 +315,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
         });
     }
     let mut placed = placed.iter();
+    let markets = chain.markets();
     let results = results
         .into_iter()
         .map(|result| match result {
@@ -323,7 +324,7 @@ pub async fn batch_orders(app: Arc<AppState>, params: Params) -> Result<Box<RawV
             }),
             Some(_) => Err(ApiError::internal()),
             None => match placed.next().ok_or_else(ApiError::internal)? {
-                Ok((stored, events)) => Ok(PlacementResult::Placed(placed_order(&chain, stored, events))),
+                Ok((stored, events)) => Ok(PlacementResult::Placed(placed_order(&markets, stored, events))),
                 Err(error) => Ok(PlacementResult::Refused { error: error.clone() }),
             },
         })
@@ -415,7 +416,7 @@ pub async fn batch_cancel(app: Arc<AppState>, params: Params) -> Answer {
                     Ok(events) => {
                         let record = cancelled_record(&events, &stored).ok_or_else(ApiError::internal)?;
                         let stored = StoredOrder { record, ..stored };
-                        json!({"order": render::order(&chain.config, &stored)})
+                        json!({"order": render::order(&chain.markets().config, &stored)})
                     }
                     Err(WriteError::Rejected(dexd_core::Rejection::OrderNotFound)) => {
                         json!({"error": order_not_open().object()})
@@ -444,7 +445,7 @@ fn prepare_cancel(
     let authorization = credential
         .get()
         .authorize_actor_client_signature(&mut actor, |signed| {
-            signing_domain(chain).digest(&chain.messages.cancel(&account, pair_index, &order_id, signed))
+            signing_domain(chain).digest(&chain.markets().messages.cancel(&account, pair_index, &order_id, signed))
         })?;
     let stored = open_order_of(reader, &account, pair_index, &order_id)?;
     let command = actor.command(Command::CancelOrder {
@@ -470,7 +471,7 @@ pub async fn cancel_all(app: Arc<AppState>, params: Params) -> Answer {
     let account = actor.account;
     let pair = params.pair(&chain, &CANCEL_ALL_PAIR)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
-        signing_domain(&chain).digest(&chain.messages.cancel_all(&account, pair, signed))
+        signing_domain(&chain).digest(&chain.markets().messages.cancel_all(&account, pair, signed))
     })?;
     spend_write_budget(&app, &chain, &account)?;
     let command = actor.command(Command::CancelAll { account, pair });
@@ -498,7 +499,10 @@ async fn cancelled_orders_answer(chain: &Chain, events: &[Event]) -> Result<Vec<
                 record: record.clone(),
                 ..stored
             };
-            orders.push(serde_json::to_value(render::order(&chain.config, &stored)).map_err(|_| ApiError::internal())?);
+            orders.push(
+                serde_json::to_value(render::order(&chain.markets().config, &stored))
+                    .map_err(|_| ApiError::internal())?,
+            );
         }
     }
     Ok(orders)
@@ -511,7 +515,7 @@ pub async fn cancel_all_after(app: Arc<AppState>, params: Params) -> Answer {
     let account = actor.account;
     let timeout_ms = params.require(&SWITCH_TIMEOUT)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
-        signing_domain(&chain).digest(&chain.messages.cancel_all_after(&account, timeout_ms, signed))
+        signing_domain(&chain).digest(&chain.markets().messages.cancel_all_after(&account, timeout_ms, signed))
     })?;
     spend_write_budget(&app, &chain, &account)?;
     // The engine arms it for the time it applies the command plus the timeout, which is what

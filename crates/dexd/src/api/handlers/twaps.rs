@@ -20,7 +20,7 @@ use crate::api::state::AppState;
 use dexd_venue::Chain;
 
 fn twap_answer(chain: &Chain, twap: &TwapRecord) -> Value {
-    json!({ "twap": render::twap(&chain.config, twap) })
+    json!({ "twap": render::twap(&chain.markets().config, twap) })
 }
 
 /// The account's kept TWAP with the same `clientTwapId` and the same terms: what a request sent
@@ -39,6 +39,7 @@ fn same_twap(chain: &Chain, terms: &NewTwap) -> Option<TwapRecord> {
 pub async fn add_twap(app: Arc<AppState>, params: Params) -> Answer {
     params.refuse_nulls()?;
     let (chain, credential, mut actor) = account_write(&app, &params)?;
+    let markets = chain.markets();
     // Every check of form (400) comes before the pair's rules and the bounds (422).
     let pair_index = params.require_pair(&chain, &ORDER_PAIR)?;
     let direction = params.require(&DIRECTION)?;
@@ -47,7 +48,7 @@ pub async fn add_twap(app: Arc<AppState>, params: Params) -> Answer {
     let interval_ms = params.require(&TWAP_INTERVAL)?;
     let limit_price = params.read(&TWAP_LIMIT_PRICE)?;
     let client_twap_id = params.read(&CLIENT_TWAP_ID)?;
-    let spec = &chain.config.pair_config(pair_index).spec;
+    let spec = &markets.config.pair_config(pair_index).spec;
     let quantity = spec
         .quantity_from_decimal(amount)
         .map_err(|error| ApiError::from_pair_value(AMOUNT.field.name, error))?;
@@ -69,7 +70,7 @@ pub async fn add_twap(app: Arc<AppState>, params: Params) -> Answer {
         .check_bounds()
         .map_err(|message| ApiError::from_rejection(Rejection::Twap(TwapRejection::Invalid(message))))?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
-        signing_domain(&chain).digest(&chain.messages.twap(&terms, signed))
+        signing_domain(&chain).digest(&markets.messages.twap(&terms, signed))
     })?;
     if let Some(kept) = same_twap(&chain, &terms) {
         return Ok(twap_answer(&chain, &kept));
@@ -107,7 +108,7 @@ pub async fn cancel_twap(app: Arc<AppState>, params: Params) -> Answer {
     let account = actor.account;
     let twap_id = params.require(&TWAP_ID)?;
     let authorization = credential.authorize_actor_client_signature(&mut actor, |signed| {
-        signing_domain(&chain).digest(&chain.messages.cancel_twap(&account, twap_id, signed))
+        signing_domain(&chain).digest(&chain.markets().messages.cancel_twap(&account, twap_id, signed))
     })?;
     spend_write_budget(&app, &chain, &account)?;
     let command = actor.command(Command::CancelTwap { account, twap_id });
@@ -125,11 +126,11 @@ pub async fn twaps(app: Arc<AppState>, params: Params) -> Answer {
         engine
             .twaps_of(&account)
             .iter()
-            .map(|twap| render::twap(&chain.config, twap))
+            .map(|twap| render::twap(&chain.markets().config, twap))
             .collect()
     });
     Ok(json!({
-        "chainId": chain.config.chain_id.to_string(),
+        "chainId": chain.chain_id.to_string(),
         "account": checksummed(&account),
         "twaps": twaps,
     }))

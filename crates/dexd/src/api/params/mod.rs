@@ -376,7 +376,7 @@ impl Params {
         if !is_symbol(symbol) {
             return Err(ApiError::invalid(name, "must be an asset symbol such as USDC"));
         }
-        chain.config.asset(symbol).ok_or_else(|| {
+        chain.markets().config.asset(symbol).ok_or_else(|| {
             ApiError::not_found(
                 "UNKNOWN_ASSET",
                 format!("{} is not an asset of this chain", symbol.to_ascii_uppercase()),
@@ -531,7 +531,7 @@ fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError>
     if !well_formed {
         return Err(ApiError::invalid(name, "must be a pair such as ETH/USDC"));
     }
-    chain.config.pair(text).ok_or_else(|| {
+    chain.markets().config.pair(text).ok_or_else(|| {
         ApiError::not_found(
             "UNKNOWN_PAIR",
             format!("{} is not a pair of this chain", text.to_ascii_uppercase()),

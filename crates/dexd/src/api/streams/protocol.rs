@@ -132,7 +132,7 @@ impl ChannelKey {
         let pair_symbol = |chain_id: u64, pair: PairIndex| {
             venue
                 .chain(chain_id)
-                .map(|chain| chain.config.pair_config(pair).symbol.clone())
+                .map(|chain| chain.markets().config.pair_config(pair).symbol.clone())
                 .unwrap_or_default()
         };
         match self {
@@ -359,7 +359,7 @@ fn channel_key(venue: &Venue, channel: &str, object: Map<String, Value>) -> Resu
     let params = Params::from_json_object(object)?;
     params.check_allowed(operation)?;
     let chain = params.chain(venue)?;
-    let chain_id = chain.config.chain_id;
+    let chain_id = chain.chain_id;
     let mut depth = DEFAULT_STREAM_BOOK_DEPTH;
     let key = match channel {
         "book" => {

@@ -2,6 +2,7 @@
 
 mod cluster_custody;
 mod cluster_forwarding;
+mod cluster_markets;
 mod cluster_script;
 mod cluster_takeover;
 mod cluster_twap;

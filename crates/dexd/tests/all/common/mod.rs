@@ -46,10 +46,20 @@ impl BinaryServer {
     /// `dexd serve` with the operator's API on a port of its own (`--admin-listen`), its token
     /// in the child's environment; returns the server and the admin listener's URL.
     pub fn start_with_admin(data_dir: &std::path::Path, token: &str) -> (BinaryServer, String) {
+        BinaryServer::start_with_admin_and_config(data_dir, None, token)
+    }
+
+    /// [`BinaryServer::start_with_admin`] on the configuration file `config` (the embedded one
+    /// when `None`).
+    pub fn start_with_admin_and_config(
+        data_dir: &std::path::Path,
+        config: Option<&std::path::Path>,
+        token: &str,
+    ) -> (BinaryServer, String) {
         let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let server = BinaryServer::launch(
             data_dir,
-            None,
+            config,
             "info",
             Some(std::sync::Arc::clone(&log)),
             true,

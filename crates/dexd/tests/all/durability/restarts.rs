@@ -29,7 +29,8 @@ fn deposit(byte: u8, asset: u16, units: u128, id: u8) -> Command {
 
 fn order(byte: u8, id: u8, direction: Direction, price: &str, amount: &str, venue: &Venue) -> Command {
     let chain = venue.chain(1).unwrap();
-    let spec = &chain.config.pair_config(PairIndex(0)).spec;
+    let markets = chain.markets();
+    let spec = &markets.config.pair_config(PairIndex(0)).spec;
     Command::PlaceOrder(NewOrder {
         order_id: OrderId::from_bytes([id; 32]),
         client_order_id: Some(format!("c{id}")),

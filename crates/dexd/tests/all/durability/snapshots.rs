@@ -122,7 +122,8 @@ impl Traffic {
                 None,
             );
         }
-        let spec = &chain.config.pair_config(PairIndex(0)).spec;
+        let markets = chain.markets();
+        let spec = &markets.config.pair_config(PairIndex(0)).spec;
         let number = self.next_order;
         self.next_order += 1;
         self.placed.push((owner, number));

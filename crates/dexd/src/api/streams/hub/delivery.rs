@@ -44,7 +44,7 @@ impl Hub {
         pair: PairIndex,
         changes: Option<(&[LevelChange], &[LevelChange])>,
     ) -> String {
-        let chain = &self.chain.config;
+        let chain = &self.chain.markets().config;
         let level = |level: &LevelView| render::book_level(chain, pair, level.price, level.quantity, level.orders);
         let change = |change: &LevelChange| {
             let (quantity, orders) = change.level.unwrap_or((0, 0));
@@ -79,7 +79,7 @@ impl Hub {
         pair: PairIndex,
         (sequence, bid, ask): (u64, Option<LevelView>, Option<LevelView>),
     ) -> String {
-        let chain = &self.chain.config;
+        let chain = &self.chain.markets().config;
         let side = |level: Option<LevelView>| match level {
             None => Value::Null,
             Some(level) => {
@@ -120,7 +120,7 @@ impl Hub {
     /// levels of each side whole (`{"price", "amount", "orders"}`), the book's `sequence` and the
     /// `checksum` of those levels.
     pub(super) fn depth_fields(&self, key: &ChannelKey, pair: PairIndex, (sequence, bids, asks): &DepthView) -> String {
-        let chain = &self.chain.config;
+        let chain = &self.chain.markets().config;
         let level = |level: &LevelView| render::book_level(chain, pair, level.price, level.quantity, level.orders);
         let mut fields = self.parameters(key);
         fields.insert("bids".into(), Value::Array(bids.iter().map(level).collect()));
@@ -220,7 +220,7 @@ impl Hub {
                 continue;
             };
             let Some(first) = members.first() else { continue };
-            let chain = &self.chain.config;
+            let chain = &self.chain.markets().config;
             let mut fields = self.parameters(&self.subscriptions[*first].key);
             let rendered: Vec<Value> = trades
                 .iter()
@@ -242,7 +242,10 @@ impl Hub {
             let members = members.clone();
             for candle in candles.values() {
                 let mut fields = parameters.clone();
-                fields.insert("candle".into(), render::candle(&self.chain.config, pair, candle));
+                fields.insert(
+                    "candle".into(),
+                    render::candle(&self.chain.markets().config, pair, candle),
+                );
                 self.push_to(members.clone(), "update", &Value::Object(fields).to_string());
             }
         }
@@ -271,7 +274,8 @@ impl Hub {
                 }
                 let stored = stored_order(record, authorization);
                 rendered.push(
-                    serde_json::to_value(render::order(&self.chain.config, &stored)).expect("an order serializes"),
+                    serde_json::to_value(render::order(&self.chain.markets().config, &stored))
+                        .expect("an order serializes"),
                 );
             }
             let mut fields = self.parameters(&self.subscriptions[*first].key);
@@ -302,7 +306,7 @@ impl Hub {
                 .filter(|index| matches!(self.subscriptions[*index].state, State::Live))
                 .collect();
             let Some(first) = live.first() else { continue };
-            let chain = &self.chain.config;
+            let chain = &self.chain.markets().config;
             let balances: Vec<Value> = round_balances
                 .get(&account)
                 .into_iter()

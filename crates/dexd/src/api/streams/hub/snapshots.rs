@@ -194,7 +194,7 @@ impl Hub {
     fn balances_snapshot(&mut self, index: usize, balances: &[Balance]) {
         self.subscriptions[index].state = State::Live;
         let subscription = &self.subscriptions[index];
-        let chain = &self.chain.config;
+        let chain = &self.chain.markets().config;
         let balances: Vec<Value> = balances
             .iter()
             .enumerate()
@@ -290,7 +290,9 @@ impl Hub {
         subscription.state = State::Live;
         let rendered: Vec<Value> = orders
             .values()
-            .map(|order| serde_json::to_value(render::order(&self.chain.config, order)).expect("an order serializes"))
+            .map(|order| {
+                serde_json::to_value(render::order(&self.chain.markets().config, order)).expect("an order serializes")
+            })
             .collect();
         let mut fields = subscription.key.parameters(&self.venue);
         fields.insert("orders".into(), Value::Array(rendered));

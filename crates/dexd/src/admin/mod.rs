@@ -3,10 +3,13 @@
 //! Bearer <token>`, the token read from an environment variable at start (at least
 //! [`MIN_ADMIN_TOKEN_BYTES`] bytes), compared in constant time.
 //!
-//! What it does today: halt a pair and resume it (a halted pair takes cancels only), each a
-//! journaled `SetPairHalted` command the auditor replays, and list the pairs with their state.
-//! It does not yet list assets or pairs or change fees at run time: those still take an edit of
-//! the configuration file and a restart (docs/operating.md). `dexd admin ...` is its client.
+//! What it does: halt a pair and resume it (a halted pair takes cancels only), each a journaled
+//! `SetPairHalted` command the auditor replays; list an asset or a pair and change a pair's fees
+//! without a restart (`markets.rs`), each a journaled `Configure`; list the pairs with their
+//! state. `dexd admin ...` is its client. It does not serve traders: nothing here is on the
+//! public listener.
+
+mod markets;
 
 use std::sync::{Arc, OnceLock};
 
@@ -94,6 +97,9 @@ pub fn router(token: AdminToken, venue: StartedVenue) -> Router {
         .route("/admin/pairs", get(pairs))
         .route("/admin/haltPair", post(halt_pair))
         .route("/admin/resumePair", post(resume_pair))
+        .route("/admin/listAsset", post(markets::list_asset))
+        .route("/admin/listPair", post(markets::list_pair))
+        .route("/admin/setFees", post(markets::set_fees))
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such admin path") })
         .layer(axum::extract::DefaultBodyLimit::max(MAX_ADMIN_BODY_BYTES))
         .with_state(AdminState { token, venue })
@@ -134,6 +140,7 @@ struct PairRequest {
 fn pair_list(chain: &dexd_venue::Chain) -> Value {
     let halted = chain.read_engine(|engine| engine.halted_pairs());
     let pairs: Vec<Value> = chain
+        .markets()
         .config
         .pairs
         .iter()
@@ -143,7 +150,7 @@ fn pair_list(chain: &dexd_venue::Chain) -> Value {
             json!({"symbol": pair.symbol, "halted": halted.contains(&index)})
         })
         .collect();
-    json!({"chainId": chain.config.chain_id.to_string(), "pairs": pairs})
+    json!({"chainId": chain.chain_id.to_string(), "pairs": pairs})
 }
 
 /// GET /admin/pairs?chainId: every pair with whether it is halted.
@@ -196,7 +203,7 @@ async fn set_halted(
         Ok(chain) => chain,
         Err(error) => return error.into_response(),
     };
-    let Some(pair) = chain.config.pair(&request.symbol) else {
+    let Some(pair) = chain.markets().config.pair(&request.symbol) else {
         return ApiError::not_found("UNKNOWN_PAIR", "no such pair on this chain")
             .on("symbol")
             .into_response();
@@ -204,15 +211,15 @@ async fn set_halted(
     match crate::api::written::submit(&chain, Command::SetPairHalted { pair, halted }, None).await {
         Ok(_) => {
             tracing::warn!(
-                chain_id = chain.config.chain_id,
-                pair = %chain.config.pair_config(pair).symbol,
+                chain_id = chain.chain_id,
+                pair = %chain.markets().config.pair_config(pair).symbol,
                 halted,
                 "the operator {} a pair",
                 if halted { "halted" } else { "resumed" }
             );
             Json(json!({
-                "chainId": chain.config.chain_id.to_string(),
-                "symbol": chain.config.pair_config(pair).symbol,
+                "chainId": chain.chain_id.to_string(),
+                "symbol": chain.markets().config.pair_config(pair).symbol,
                 "halted": halted,
             }))
             .into_response()
