@@ -11,6 +11,8 @@
 //! take their tokens from the configuration file at start, so a vault chain's assets are listed
 //! there (its pairs between listed assets can be added here).
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -62,15 +64,49 @@ struct SetFeesRequest {
     taker_fee: String,
 }
 
-/// The body as `Request`, or the contract's 400.
-fn body_of<Request: DeserializeOwned>(body: &[u8], shape: &str) -> Result<Request, ApiError> {
-    serde_json::from_slice(body).map_err(|error| {
+/// A request that names its chain.
+trait OnChain {
+    fn chain_id(&self) -> &str;
+}
+
+impl OnChain for ListAssetRequest {
+    fn chain_id(&self) -> &str {
+        &self.chain_id
+    }
+}
+
+impl OnChain for ListPairRequest {
+    fn chain_id(&self) -> &str {
+        &self.chain_id
+    }
+}
+
+impl OnChain for SetFeesRequest {
+    fn chain_id(&self) -> &str {
+        &self.chain_id
+    }
+}
+
+/// The operator's request of the shape `shape` and the chain it names: 401 without the token,
+/// the contract's 400 for another body, 404 for an unknown chain, 503 while the venue starts.
+fn operator_request<Request: DeserializeOwned + OnChain>(
+    state: &AdminState,
+    headers: &HeaderMap,
+    body: &[u8],
+    shape: &str,
+) -> Result<(Request, Arc<dexd_venue::Chain>), ApiError> {
+    if !state.token.admits(headers) {
+        return Err(unauthenticated());
+    }
+    let request: Request = serde_json::from_slice(body).map_err(|error| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "MALFORMED_BODY",
             format!("the body must be {shape}: {error}"),
         )
-    })
+    })?;
+    let chain = chain_of(state, headers, request.chain_id())?;
+    Ok((request, chain))
 }
 
 fn decimal(field: &str, text: &str) -> Result<Decimal, ApiError> {
@@ -116,12 +152,13 @@ pub(super) async fn list_asset(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if !state.token.admits(&headers) {
-        return unauthenticated().into_response();
-    }
     let listed = (|| -> Result<_, ApiError> {
-        let request: ListAssetRequest = body_of(&body, "{\"chainId\", \"symbol\", \"decimals\", \"token\"?}")?;
-        let chain = chain_of(&state, &headers, &request.chain_id)?;
+        let (request, chain) = operator_request::<ListAssetRequest>(
+            &state,
+            &headers,
+            &body,
+            "{\"chainId\", \"symbol\", \"decimals\", \"token\"?}",
+        )?;
         if chain.markets().config.vault().is_some() {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
@@ -197,16 +234,14 @@ pub(super) async fn list_pair(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if !state.token.admits(&headers) {
-        return unauthenticated().into_response();
-    }
     let listed = (|| -> Result<_, ApiError> {
-        let request: ListPairRequest = body_of(
+        let (request, chain) = operator_request::<ListPairRequest>(
+            &state,
+            &headers,
             &body,
             "{\"chainId\", \"base\", \"quote\", \"tickSize\", \"stepSize\", \"minAmount\", \"minNotional\", \
              \"makerFee\", \"takerFee\"}",
         )?;
-        let chain = chain_of(&state, &headers, &request.chain_id)?;
         let markets = chain.markets();
         let asset = |field: &str, symbol: &str| {
             markets.config.asset(symbol).ok_or_else(|| {
@@ -291,12 +326,13 @@ pub(super) async fn list_pair(
 /// POST /admin/setFees {chainId, symbol, makerFee, takerFee}: a cut applies at once; a raise is
 /// announced, in force after the chain's notice (the answer's `feeRaise.effectiveAt`).
 pub(super) async fn set_fees(State(state): State<AdminState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
-    if !state.token.admits(&headers) {
-        return unauthenticated().into_response();
-    }
     let asked = (|| -> Result<_, ApiError> {
-        let request: SetFeesRequest = body_of(&body, "{\"chainId\", \"symbol\", \"makerFee\", \"takerFee\"}")?;
-        let chain = chain_of(&state, &headers, &request.chain_id)?;
+        let (request, chain) = operator_request::<SetFeesRequest>(
+            &state,
+            &headers,
+            &body,
+            "{\"chainId\", \"symbol\", \"makerFee\", \"takerFee\"}",
+        )?;
         let pair = chain
             .markets()
             .config

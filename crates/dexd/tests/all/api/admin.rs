@@ -34,15 +34,20 @@ fn dexd_admin(admin_url: &str, arguments: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-async fn halted(server: &TestServer) -> bool {
+/// One pair of `GET /account/assetPairs`.
+async fn listed_pair(server: &TestServer, symbol: &str) -> Option<Value> {
     let (status, pairs) = server.get("/account/assetPairs", &[("chainId", "1")]).await;
     assert_eq!(status, 200, "{pairs}");
     pairs["pairs"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|pair| pair["symbol"] == "ETH/USDC")
-        .unwrap()["halted"]
+        .find(|pair| pair["symbol"] == symbol)
+        .cloned()
+}
+
+async fn halted(server: &TestServer) -> bool {
+    listed_pair(server, "ETH/USDC").await.unwrap()["halted"]
         .as_bool()
         .unwrap()
 }
@@ -154,18 +159,6 @@ fn a_short_or_missing_token_refuses_the_start() {
         assert!(errors.contains("DEXD_ADMIN_TOKEN"), "{errors}");
         assert!(!errors.contains("short"), "the token never shows: {errors}");
     }
-}
-
-/// One pair of `GET /account/assetPairs`.
-async fn listed_pair(server: &TestServer, symbol: &str) -> Option<Value> {
-    let (status, pairs) = server.get("/account/assetPairs", &[("chainId", "1")]).await;
-    assert_eq!(status, 200, "{pairs}");
-    pairs["pairs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|pair| pair["symbol"] == symbol)
-        .cloned()
 }
 
 #[tokio::test]
