@@ -2,7 +2,8 @@
 //! replay of the whole journal gives (state hash, open orders with their signatures, and the
 //! behaviour of the next commands); a damaged, truncated, wrong-version or foreign snapshot is
 //! skipped with a warning, falling back to an older one or to the whole journal, and the state is
-//! still exact.
+//! still exact. A pair the operator listed at run time comes back from a snapshot taken after it,
+//! with its orders.
 
 use crate::common;
 
@@ -427,5 +428,94 @@ async fn a_snapshot_ahead_of_the_history_is_not_used() {
     assert_eq!(chain.snapshots.newest_sequence.load(Ordering::Acquire), 0);
     assert_eq!(chain.state_hash(), hash);
     assert!(open_orders(&chain).await == orders, "the open orders differ");
+    venue.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_listed_at_run_time_comes_back_from_a_snapshot_and_its_orders_with_it() {
+    let data = tempfile::tempdir().unwrap();
+    let venue = Venue::start(config(100), data.path()).unwrap();
+    let chain = venue.chain(1).unwrap();
+    // WBTC/USDT listed at run time, as the operator's API does it.
+    let (wbtc, usdt) = {
+        let markets = chain.markets();
+        (
+            markets.config.asset("WBTC").unwrap(),
+            markets.config.asset("USDT").unwrap(),
+        )
+    };
+    let eth_usdc = chain.markets().configuration.engine.pairs[0].clone();
+    let (listed_at, _) = chain
+        .reconfigure(Box::new(move |current: &dexd_core::ChainConfiguration, _| {
+            let mut next = current.clone();
+            next.engine.pairs.push(dexd_core::PairDefinition {
+                base: wbtc,
+                quote: usdt,
+                fee_raise: None,
+                ..eth_usdc
+            });
+            Ok(next)
+        }))
+        .await
+        .unwrap();
+    let listed = chain.markets().config.pair("WBTC/USDT").expect("listed once durable");
+    chain
+        .submit(
+            Command::Deposit(TransferRequest {
+                transfer_id: [0x77; 32],
+                account: account(1),
+                asset: wbtc,
+                amount: Amount::from_units(100_000_000),
+            }),
+            None,
+        )
+        .await
+        .unwrap();
+    let spec = chain.markets().config.pair_config(listed).spec.clone();
+    let order = NewOrder {
+        order_id: order_id(9_999),
+        client_order_id: None,
+        account: account(1),
+        pair: listed,
+        order_type: OrderType::Limit,
+        direction: Direction::Sell,
+        time_in_force: TimeInForce::GoodTillCancelled,
+        post_only: false,
+        price: Some(spec.price_from_decimal(Decimal::parse("60000").unwrap()).unwrap()),
+        quantity: spec.quantity_from_decimal(Decimal::parse("0.5").unwrap()).unwrap(),
+        conditions: Default::default(),
+    };
+    chain
+        .submit(Command::PlaceOrder(order), authorization(9_999))
+        .await
+        .unwrap();
+    // Enough traffic for a snapshot after the listing.
+    let mut traffic = Traffic::new(11);
+    let mut batches = 0;
+    while list_snapshots(&snapshot_directory(data.path(), 1))
+        .unwrap()
+        .first()
+        .is_none_or(|newest| newest.sequence <= listed_at)
+    {
+        traffic.run(&chain, 20).await;
+        batches += 1;
+        assert!(batches < 100, "no snapshot after the listing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let hash = chain.state_hash();
+    venue.close().await;
+
+    let venue = Venue::start(config(1_000_000), data.path()).unwrap();
+    let chain = venue.chain(1).unwrap();
+    assert!(
+        chain.snapshots.newest_sequence.load(Ordering::Acquire) > listed_at,
+        "the start used a snapshot taken after the listing"
+    );
+    assert_eq!(chain.state_hash(), hash);
+    assert_eq!(chain.markets().config.pair("WBTC/USDT"), Some(listed));
+    let resting = chain
+        .read_engine(|engine| engine.book_levels(listed, Direction::Sell, 10))
+        .unwrap();
+    assert_eq!(resting.0.len(), 1, "the listed pair's order rests again");
     venue.close().await;
 }
