@@ -181,6 +181,20 @@ pub(super) async fn list_asset(
             ),
         };
         let symbol = request.symbol.to_ascii_uppercase();
+        // What both the configuration file and the journal take: a symbol the API and every
+        // signed message can carry.
+        if symbol.is_empty()
+            || symbol.len() > dexd_venue::config::MAX_SYMBOL_LENGTH
+            || !symbol.bytes().all(|byte| byte.is_ascii_alphanumeric())
+        {
+            return Err(ApiError::invalid(
+                "symbol",
+                format!(
+                    "must be 1 to {} letters and digits",
+                    dexd_venue::config::MAX_SYMBOL_LENGTH
+                ),
+            ));
+        }
         let decimals = request.decimals;
         Ok((chain, symbol, token, decimals))
     })();

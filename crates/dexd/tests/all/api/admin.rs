@@ -467,6 +467,15 @@ async fn listings_sent_at_once_each_act_once_and_never_overwrite_each_other() {
         "CONFIGURATION_REFUSED",
         None,
     );
+    for symbol in ["", "A-B", "ABCDEFGHIJKLMNOPQ"] {
+        let crooked = json!({"chainId": "1", "symbol": symbol, "decimals": 6});
+        assert_error(
+            &admin_call(&admin_url, "/admin/listAsset", Some(TOKEN), Some(crooked)).await,
+            400,
+            "INVALID_PARAMETER",
+            Some("symbol"),
+        );
+    }
     let malformed = json!({"chainId": "1", "symbol": "BAD", "decimals": "eighteen"});
     assert_error(
         &admin_call(&admin_url, "/admin/listAsset", Some(TOKEN), Some(malformed)).await,
