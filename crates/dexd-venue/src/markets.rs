@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use arc_swap::ArcSwap;
 
 use crate::config::ChainConfig;
 
@@ -41,19 +41,19 @@ impl Markets {
     }
 }
 
-/// Where the current [`Markets`] are kept: read by every request (an `Arc` taken under a lock
-/// held for a pointer's copy), replaced by the writer alone.
+/// Where the current [`Markets`] are kept: read by every request without a lock (arc-swap, made
+/// for a value read everywhere and replaced rarely), replaced by the writer alone.
 #[derive(Debug)]
-pub(crate) struct MarketsCell(RwLock<Arc<Markets>>);
+pub(crate) struct MarketsCell(ArcSwap<Markets>);
 
 impl MarketsCell {
     pub(crate) fn new(markets: Markets) -> MarketsCell {
-        MarketsCell(RwLock::new(Arc::new(markets)))
+        MarketsCell(ArcSwap::from_pointee(markets))
     }
 
     /// The markets now.
     pub(crate) fn load(&self) -> Arc<Markets> {
-        Arc::clone(&self.0.read())
+        self.0.load_full()
     }
 
     /// Swaps in the markets of `configuration` when it differs from the current one; a
@@ -72,7 +72,7 @@ impl MarketsCell {
                     pairs = markets.config.pairs.len(),
                     "the chain's markets changed"
                 );
-                *self.0.write() = Arc::new(markets);
+                self.0.store(Arc::new(markets));
             }
             Err(error) => {
                 tracing::error!(chain_id, %error, "a journaled configuration cannot be served; keeping the markets")
