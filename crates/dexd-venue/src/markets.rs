@@ -56,15 +56,23 @@ impl MarketsCell {
         self.0.load_full()
     }
 
-    /// Swaps in the markets of `configuration` when it differs from the current one; a
+    /// Swaps in the markets of the engine's configuration when it differs from the current
+    /// one (compared in place: a follower calls this after every batch it follows); a
     /// configuration the venue cannot serve (it was checked before it was journaled, so this
     /// is a bug) keeps the current markets and says so.
-    pub(crate) fn follow(&self, chain_id: u64, configuration: &dexd_core::ChainConfiguration) {
-        let current = self.load();
-        if current.configuration == *configuration {
+    pub(crate) fn follow(&self, chain_id: u64, engine: &dexd_core::Engine) {
+        let current = self.0.load();
+        let Some(description) = engine.description() else {
+            return;
+        };
+        if current.configuration.description == *description && current.configuration.engine == *engine.config() {
             return;
         }
-        match Markets::new(&current.config, configuration.clone()) {
+        let configuration = dexd_core::ChainConfiguration {
+            description: description.clone(),
+            engine: engine.config().clone(),
+        };
+        match Markets::new(&current.config, configuration) {
             Ok(markets) => {
                 tracing::info!(
                     chain_id,

@@ -145,7 +145,5 @@ pub(super) fn reconfigure(state: &mut WriterState, reconfiguration: Reconfigurat
 
 /// Swaps the chain's markets for the engine's configuration when it changed them.
 pub(super) fn follow_markets(state: &WriterState) {
-    if let Some(configuration) = state.engine.read().configuration() {
-        state.markets.follow(state.chain_id, &configuration);
-    }
+    state.markets.follow(state.chain_id, &state.engine.read());
 }
