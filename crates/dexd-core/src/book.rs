@@ -41,6 +41,9 @@ struct Level {
 struct Node {
     record: OrderRecord,
     account_slot: AccountSlot,
+    /// The order's place in its account's list of resting orders, which the engine keeps here
+    /// so that taking the order out of that list needs no search (`engine::open_orders`).
+    owner_position: u32,
     previous: SlotKey,
     next: SlotKey,
 }
@@ -82,14 +85,21 @@ impl OrderBook {
         self.nodes.reserve(additional);
     }
 
-    /// Adds a limit order at the back of its price level. Its price must be set.
-    pub fn insert(&mut self, record: OrderRecord, account_slot: AccountSlot) -> SlotKey {
+    /// The key the next inserted order will get.
+    pub fn vacant_key(&self) -> SlotKey {
+        self.nodes.vacant_key()
+    }
+
+    /// Adds a limit order at the back of its price level; `owner_position` is its place in its
+    /// account's list of resting orders. Its price must be set.
+    pub fn insert(&mut self, record: OrderRecord, account_slot: AccountSlot, owner_position: u32) -> SlotKey {
         let price = record.terms.price.expect("invariant: only limit orders rest");
         let direction = record.terms.direction;
         let remaining = u128::from(record.remaining().lots());
         let key = self.nodes.insert(Node {
             record,
             account_slot,
+            owner_position,
             previous: NO_SLOT,
             next: NO_SLOT,
         });
@@ -150,6 +160,24 @@ impl OrderBook {
     /// The ledger slot of the account of the resting order behind a key.
     pub fn account_slot(&self, key: SlotKey) -> AccountSlot {
         self.nodes[key].account_slot
+    }
+
+    /// The order behind a key, its account's slot and its place in that account's list, or
+    /// `None` when no order rests there (for audits, which must not trust a key).
+    pub fn checked_get(&self, key: SlotKey) -> Option<(&OrderRecord, AccountSlot, u32)> {
+        self.nodes
+            .get(key)
+            .map(|node| (&node.record, node.account_slot, node.owner_position))
+    }
+
+    /// The place of the order behind a key in its account's list of resting orders.
+    pub fn owner_position(&self, key: SlotKey) -> u32 {
+        self.nodes[key].owner_position
+    }
+
+    /// Moves the order behind a key to another place in its account's list.
+    pub fn set_owner_position(&mut self, key: SlotKey, owner_position: u32) {
+        self.nodes[key].owner_position = owner_position;
     }
 
     /// Records a fill of `quantity` against a resting order, keeping the level's total right.

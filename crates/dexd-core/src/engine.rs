@@ -287,14 +287,7 @@ impl Engine {
                 account,
                 order_id,
                 pair,
-            } => {
-                if let Some(pair) = pair {
-                    if self.open_order_pair(&order_id).is_some_and(|at| at != pair) {
-                        return Err(Rejection::OrderNotFound);
-                    }
-                }
-                self.cancel_order(account, order_id, now_ms, events)
-            }
+            } => self.cancel_order((account, order_id, pair), now_ms, events),
             Command::Deposit(request) => {
                 custody.ledger_transfer(ledger, TransferKind::Deposit, request, now_ms, events)
             }

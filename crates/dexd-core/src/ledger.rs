@@ -233,22 +233,26 @@ impl Ledger {
     /// Moves `amount` from available to locked.
     pub fn lock(&mut self, slot: AccountSlot, asset: AssetIndex, amount: Amount) -> Result<(), LedgerError> {
         let balance = self.balance_mut(slot, asset);
-        balance.available = balance
-            .available
-            .checked_sub(amount)
-            .ok_or(LedgerError::InsufficientBalance)?;
-        balance.locked = balance.locked.checked_add(amount).expect("invariant: total fits");
+        *balance = Balance {
+            available: balance
+                .available
+                .checked_sub(amount)
+                .ok_or(LedgerError::InsufficientBalance)?,
+            locked: balance.locked.checked_add(amount).expect("invariant: total fits"),
+        };
         Ok(())
     }
 
     /// Moves `amount` from locked back to available. Releasing more than is locked is a bug.
     pub fn unlock(&mut self, slot: AccountSlot, asset: AssetIndex, amount: Amount) {
         let balance = self.balance_mut(slot, asset);
-        balance.locked = balance
-            .locked
-            .checked_sub(amount)
-            .expect("invariant: an unlock never exceeds the lock");
-        balance.available = balance.available.checked_add(amount).expect("invariant: total fits");
+        *balance = Balance {
+            available: balance.available.checked_add(amount).expect("invariant: total fits"),
+            locked: balance
+                .locked
+                .checked_sub(amount)
+                .expect("invariant: an unlock never exceeds the lock"),
+        };
     }
 
     /// Moves `amount` out of `from`'s locked balance into `to`'s available balance. Money moving

@@ -189,6 +189,9 @@ impl SubaccountRegistry {
 
     /// Counts an order of `account` that opened (nothing for an account that is no subaccount).
     pub(crate) fn order_opened(&mut self, account: &Address) {
+        if self.owner_of.is_empty() {
+            return;
+        }
         if let Some((owner, _)) = self.owner_of.get(account) {
             *self.open_orders_by_owner.entry(*owner).or_default() += 1;
         }
@@ -196,6 +199,9 @@ impl SubaccountRegistry {
 
     /// Counts out an order of `account` that closed.
     pub(crate) fn order_closed(&mut self, account: &Address) {
+        if self.owner_of.is_empty() {
+            return;
+        }
         if let Some((owner, _)) = self.owner_of.get(account) {
             let count = self
                 .open_orders_by_owner

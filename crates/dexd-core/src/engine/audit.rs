@@ -338,26 +338,38 @@ impl Engine {
         if &counts != expected_counts {
             return Err("open order counts disagree with the books".to_string());
         }
-        self.open_orders.check_positions()?;
+        self.open_orders.check_waiting_positions()?;
         for (index, orders) in self.open_orders.iter().enumerate() {
-            let owner = self.ledger.address(AccountSlot::from_index(index));
-            for order_id in orders.iter() {
+            let slot = AccountSlot::from_index(index);
+            let owner = self.ledger.address(slot);
+            // Each resting entry names a live order of this account, whose node keeps this
+            // place, and which the index by id finds there.
+            for (position, (pair, key)) in orders.resting.iter().enumerate() {
+                let entry = self
+                    .pairs
+                    .get(usize::from(pair.0))
+                    .and_then(|state| state.book.checked_get(*key));
+                let Some((record, account_slot, owner_position)) = entry else {
+                    return Err(format!("{owner} lists a resting order where none rests"));
+                };
+                let order_id = record.terms.order_id;
+                if record.terms.account != owner || account_slot != slot {
+                    return Err(format!("order {order_id} is listed as open for {owner} but is not"));
+                }
+                if owner_position as usize != position {
+                    return Err(format!("order {order_id} is not at the place its book keeps"));
+                }
+                if self.order_locations.get(&order_id) != Some(&(*pair, *key)) {
+                    return Err(format!("order {order_id} is listed where the index by id does not put it"));
+                }
+            }
+            for order_id in &orders.waiting {
                 if self.open_order(order_id).map(|record| record.terms.account) != Some(owner) {
                     return Err(format!("order {order_id} is listed as open for {owner} but is not"));
                 }
-            }
-            if !orders
-                .resting
-                .iter()
-                .all(|order_id| self.order_locations.contains_key(order_id))
-                || !orders
-                    .waiting
-                    .iter()
-                    .all(|order_id| self.waiting_orders.contains_key(order_id))
-            {
-                return Err(format!(
-                    "{owner}'s resting and waiting orders are listed in each other's place"
-                ));
+                if !self.waiting_orders.contains_key(order_id) {
+                    return Err(format!("{owner}'s resting and waiting orders are listed in each other's place"));
+                }
             }
         }
         let client_ids: usize = self.client_order_ids.values().map(|ids| ids.len()).sum();

@@ -402,8 +402,7 @@ impl Engine {
     ) {
         let pair_position = usize::from(pair.0);
         let spec = self.pairs[pair_position].spec.clone();
-        let slot = self.pairs[pair_position].book.account_slot(key);
-        let record = self.pairs[pair_position].book.remove(key);
+        let (record, slot) = self.take_from_book(pair_position, key);
         let cancelled = self.close_resting_order(&spec, record, slot, reason, now_ms);
         events.push(Event::OrderUpdated(cancelled));
     }
@@ -443,8 +442,10 @@ impl Engine {
         waiting: bool,
     ) {
         let order_id = record.terms.order_id;
-        let listed = self.open_orders.remove(slot, &order_id, waiting);
-        assert!(listed, "invariant: an open order is in its account's open orders");
+        if waiting {
+            let listed = self.open_orders.remove_waiting(slot, &order_id);
+            assert!(listed, "invariant: a waiting order is in its account's open orders");
+        }
         self.subaccounts.order_closed(&record.terms.account);
         if let Some(client_order_id) = &record.terms.client_order_id {
             let account = record.terms.account;
@@ -538,11 +539,4 @@ impl Engine {
         self.order_locations.len() + self.waiting_orders.len()
     }
 
-    /// The pair of an open order (resting or untriggered).
-    pub(super) fn open_order_pair(&self, order_id: &OrderId) -> Option<PairIndex> {
-        self.order_locations
-            .get(order_id)
-            .map(|(pair, _)| *pair)
-            .or_else(|| self.waiting_orders.get(order_id).copied())
-    }
 }

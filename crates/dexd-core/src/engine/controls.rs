@@ -32,19 +32,14 @@ impl Engine {
             return Ok(());
         };
         let mut orders: Vec<(u64, OrderId)> = self
-            .open_orders
-            .get(slot.index())
-            .map(|orders| {
-                orders
-                    .iter()
-                    .filter_map(|order_id| {
-                        let record = self.open_order(order_id)?;
-                        let on_pair = pair.is_none_or(|pair| record.terms.pair == pair);
-                        on_pair.then_some((record.sequence, *order_id))
-                    })
-                    .collect()
+            .open_order_ids_of(slot)
+            .into_iter()
+            .filter_map(|order_id| {
+                let record = self.open_order(&order_id)?;
+                let on_pair = pair.is_none_or(|pair| record.terms.pair == pair);
+                on_pair.then_some((record.sequence, order_id))
             })
-            .unwrap_or_default();
+            .collect();
         // The index's order depends on how it was built (a snapshot's restore differs from a
         // live run); the orders' own sequence does not, so replay gives the same events.
         orders.sort_unstable();
@@ -207,7 +202,7 @@ impl Engine {
     ) -> crate::order::OrderRecord {
         match location {
             Some(key) => {
-                let mut record = self.pairs[pair_position].book.remove(key);
+                let (mut record, _) = self.take_from_book(pair_position, key);
                 record.locked = crate::money::Amount::ZERO;
                 self.close_resting_order(spec, record, slot, CancelReason::Requested, now_ms)
             }

@@ -60,21 +60,17 @@ impl Engine {
         let Some(slot) = self.ledger.slot(&account) else {
             return;
         };
-        // The index grows with the first order of an account: one that never placed any has no
-        // entry yet.
-        let Some(open) = self.open_orders.get(slot.index()) else {
-            return;
-        };
-        let mut holding: Vec<(u64, OrderId)> = open
-            .iter()
+        let mut holding: Vec<(u64, OrderId)> = self
+            .open_order_ids_of(slot)
+            .into_iter()
             .filter_map(|order_id| {
-                let record = self.open_order(order_id)?;
+                let record = self.open_order(&order_id)?;
                 let spec = &self.pairs[usize::from(record.terms.pair.0)].spec;
                 let locked = match record.terms.direction {
                     Direction::Buy => spec.quote(),
                     Direction::Sell => spec.base(),
                 };
-                (locked == asset).then_some((record.sequence, *order_id))
+                (locked == asset).then_some((record.sequence, order_id))
             })
             .collect();
         // By the orders' own sequence, newest first: the index's order depends on how it was

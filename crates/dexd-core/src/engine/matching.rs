@@ -5,6 +5,7 @@
 
 use super::{Engine, PlannedFill};
 use crate::events::{Event, Rejection, Trade};
+use crate::book::SlotKey;
 use crate::ledger::AccountSlot;
 use crate::market_data::Position;
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};
@@ -116,7 +117,7 @@ impl Engine {
             .quantity
             .checked_sub(self.plan.filled)
             .expect("a plan never overfills");
-        self.check_execution(order, remaining, replaced)?;
+        self.check_execution(order, taker_slot, remaining, replaced)?;
         let required = match (order.direction, order.price) {
             (Direction::Buy, Some(price)) => spec.cost(price, order.quantity).ok_or(Rejection::AmountTooLarge)?,
             (Direction::Buy, None) => self.plan.cost,
@@ -178,13 +179,13 @@ impl Engine {
             _ => None,
         };
         for key in &plan.self_trade_cancels {
-            let record = self.pairs[pair_position].book.remove(*key);
+            let (record, _) = self.take_from_book(pair_position, *key);
             let cancelled =
                 self.close_resting_order(spec, record, taker_slot, CancelReason::SelfTradePrevention, now_ms);
             events.push(Event::OrderUpdated(cancelled));
         }
         for (key, maker_slot) in &plan.expired_cancels {
-            let record = self.pairs[pair_position].book.remove(*key);
+            let (record, _) = self.take_from_book(pair_position, *key);
             let cancelled = self.close_resting_order(spec, record, *maker_slot, CancelReason::Expired, now_ms);
             events.push(Event::OrderUpdated(cancelled));
         }
@@ -265,7 +266,13 @@ impl Engine {
     }
 
     /// The checks that need the planned walk: fill-or-kill, liquidity, limits of resting orders.
-    fn check_execution(&self, order: &NewOrder, remaining: Quantity, replaced: u32) -> Result<(), Rejection> {
+    fn check_execution(
+        &self,
+        order: &NewOrder,
+        taker_slot: Option<AccountSlot>,
+        remaining: Quantity,
+        replaced: u32,
+    ) -> Result<(), Rejection> {
         if order.time_in_force == TimeInForce::FillOrKill && !remaining.is_zero() {
             return Err(Rejection::FillOrKillNotFillable);
         }
@@ -277,8 +284,8 @@ impl Engine {
             && !remaining.is_zero();
         if rests {
             let self_cancels = u32::try_from(self.plan.self_trade_cancels.len()).unwrap_or(u32::MAX);
-            let open_after_cancels = self
-                .open_order_count(&order.account)
+            let open_after_cancels = taker_slot
+                .map_or(0, |slot| self.open_orders_of(slot))
                 .saturating_sub(self_cancels)
                 .saturating_sub(replaced);
             if open_after_cancels >= self.limits.max_open_orders_per_account
@@ -444,7 +451,7 @@ impl Engine {
         }
         let maker = self.pairs[pair_position].book.get(fill.key);
         if maker.remaining().is_zero() {
-            let record = self.pairs[pair_position].book.remove(fill.key);
+            let (record, _) = self.take_from_book(pair_position, fill.key);
             let filled = self.close_resting_order(spec, record, fill.maker_slot, CancelReason::Requested, now_ms);
             events.push(Event::OrderUpdated(filled));
         } else {
@@ -498,11 +505,8 @@ impl Engine {
         taker.locked = still_needed;
         if rests {
             self.register_open_order(&taker, taker_slot);
-            let pair = taker.terms.pair;
-            let order_id = taker.terms.order_id;
             events.push(Event::OrderUpdated(taker.clone()));
-            let key = self.pairs[usize::from(pair.0)].book.insert(taker, taker_slot);
-            self.order_locations.insert(order_id, (pair, key));
+            self.rest_in_book(taker, taker_slot);
         } else {
             if remaining.is_zero() {
                 taker.status = OrderStatus::Filled;
@@ -514,6 +518,19 @@ impl Engine {
         }
     }
 
+    /// The ids of the open orders of the account at `slot`: its resting orders, read from their
+    /// books, then its waiting ones. In the lists' order, which depends on how they were built:
+    /// a caller that acts on several sorts them.
+    pub(super) fn open_order_ids_of(&self, slot: AccountSlot) -> Vec<OrderId> {
+        self.open_orders.get(slot.index()).map_or_else(Vec::new, |orders| {
+            let resting = orders
+                .resting
+                .iter()
+                .map(|(pair, key)| self.pairs[usize::from(pair.0)].book.get(*key).terms.order_id);
+            resting.chain(orders.waiting.iter().copied()).collect()
+        })
+    }
+
     pub(super) fn open_orders_of(&self, slot: AccountSlot) -> u32 {
         self.open_orders.get(slot.index()).map_or(0, |orders| {
             u32::try_from(orders.len()).expect("open orders per account fit u32")
@@ -523,6 +540,10 @@ impl Engine {
     /// Whether the owner of `account` (a subaccount's, or the account itself) holds its limit of
     /// open orders over itself and all its subaccounts, `leaving` of them about to close.
     pub(super) fn owner_at_open_order_limit(&self, account: &Address, leaving: u32) -> bool {
+        if self.subaccounts.count() == 0 {
+            // No subaccount on the chain: every account's own limit is the lower.
+            return false;
+        }
         let owner = self.subaccounts.leaf_account(account);
         let in_subaccounts = self.subaccounts.open_orders_of_subaccounts(&owner);
         if in_subaccounts == 0 && owner == *account {
@@ -537,10 +558,45 @@ impl Engine {
         total.saturating_sub(leaving) >= limit
     }
 
+    /// Puts an order in its pair's book, in its account's list of resting orders (the book
+    /// keeps its place there) and in the index of resting orders by id.
+    pub(super) fn rest_in_book(&mut self, record: OrderRecord, slot: AccountSlot) -> SlotKey {
+        let pair = record.terms.pair;
+        let order_id = record.terms.order_id;
+        let pair_position = usize::from(pair.0);
+        let key = self.pairs[pair_position].book.vacant_key();
+        let owner_position = self.open_orders.insert_resting(slot, (pair, key));
+        let inserted = self.pairs[pair_position].book.insert(record, slot, owner_position);
+        assert_eq!(inserted, key, "invariant: a book inserts at its vacant key");
+        self.order_locations.insert(order_id, (pair, key));
+        key
+    }
+
+    /// Takes the order at `key` out of the book of the pair at `pair_position`, out of its
+    /// account's list of resting orders and out of the index by id; returns it and its account.
+    pub(super) fn take_from_book(&mut self, pair_position: usize, key: SlotKey) -> (OrderRecord, AccountSlot) {
+        let book = &mut self.pairs[pair_position].book;
+        let slot = book.account_slot(key);
+        let owner_position = book.owner_position(key);
+        let record = book.remove(key);
+        let at = (record.terms.pair, key);
+        if let Some((moved_pair, moved_key)) = self.open_orders.remove_resting(slot, owner_position, at) {
+            self.pairs[usize::from(moved_pair.0)]
+                .book
+                .set_owner_position(moved_key, owner_position);
+        }
+        self.order_locations.remove(&record.terms.order_id);
+        (record, slot)
+    }
+
+    /// Counts an order in: its subaccount's owner's count, its account's list of waiting orders
+    /// (a resting order is listed by [`Engine::rest_in_book`]), its client order id, its expiry
+    /// and its group.
     pub(super) fn register_open_order(&mut self, record: &OrderRecord, slot: AccountSlot) {
         self.subaccounts.order_opened(&record.terms.account);
-        let waiting = record.status == OrderStatus::Untriggered;
-        self.open_orders.insert(slot, record.terms.order_id, waiting);
+        if record.status == OrderStatus::Untriggered {
+            self.open_orders.insert_waiting(slot, record.terms.order_id);
+        }
         if let Some(client_order_id) = &record.terms.client_order_id {
             self.client_order_ids
                 .entry(record.terms.account)
@@ -564,8 +620,8 @@ impl Engine {
         }
     }
 
-    /// Forgets an order that left its book: filled when nothing remains, else cancelled for
-    /// `reason`; releases its lock and updates the indexes.
+    /// Forgets an order taken out of its book ([`Engine::take_from_book`]): filled when
+    /// nothing remains, else cancelled for `reason`; releases its lock and updates the indexes.
     pub(super) fn close_resting_order(
         &mut self,
         spec: &PairSpec,
@@ -585,29 +641,30 @@ impl Engine {
             record.status = OrderStatus::Cancelled;
             record.cancel_reason = Some(reason);
         }
-        self.order_locations.remove(&record.terms.order_id);
         self.forget_open_order(spec, &record, slot, false);
         record
     }
 
+    /// Cancels `account`'s open order `order_id`; when the request names a pair, an order on
+    /// another pair is not found.
     pub(super) fn cancel_order(
         &mut self,
-        account: Address,
-        order_id: OrderId,
+        (account, order_id, named_pair): (Address, OrderId, Option<PairIndex>),
         now_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<(), Rejection> {
         // One lookup on the busy path: most cancelled orders rest.
         let location = self.order_locations.get(&order_id).copied();
-        let owner = match location {
-            Some((pair, key)) => self.pairs[usize::from(pair.0)].book.get(key).terms.account,
+        let (owner, pair) = match location {
+            Some((pair, key)) => (self.pairs[usize::from(pair.0)].book.get(key).terms.account, pair),
             None => {
-                self.open_order(&order_id)
-                    .ok_or(Rejection::OrderNotFound)?
-                    .terms
-                    .account
+                let record = self.open_order(&order_id).ok_or(Rejection::OrderNotFound)?;
+                (record.terms.account, record.terms.pair)
             }
         };
+        if named_pair.is_some_and(|named| named != pair) {
+            return Err(Rejection::OrderNotFound);
+        }
         if owner != account {
             return Err(Rejection::NotOwner);
         }
@@ -629,13 +686,16 @@ impl Engine {
     }
 
     pub(super) fn push_balance_events(&mut self, events: &mut Vec<Event>) {
-        for (slot, asset) in self.touched_balances.drain(..) {
-            events.push(Event::BalanceUpdated {
-                account: self.ledger.address(slot),
-                asset,
-                balance: self.ledger.balance_at(slot, asset),
-            });
-        }
+        let ledger = &self.ledger;
+        events.extend(
+            self.touched_balances
+                .drain(..)
+                .map(|(slot, asset)| Event::BalanceUpdated {
+                    account: ledger.address(slot),
+                    asset,
+                    balance: ledger.balance_at(slot, asset),
+                }),
+        );
     }
 }
 

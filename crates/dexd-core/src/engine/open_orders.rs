@@ -1,33 +1,41 @@
-//! Each account's open orders, by ledger slot: the ids of those resting in a book and of those
-//! waiting for their trigger, apart (so that trading, which adds and removes resting orders,
-//! never walks the waiting ones). A short list is searched (a few dozen ids, cheaper than any
-//! index); once an account holds [`INDEX_FROM_ORDERS`] open orders, every order's place in its
-//! list is kept, so that taking one out (a cancel, a fill, a firing) costs the same whether a
-//! market maker holds a hundred or ten thousand. The index is dropped again below
-//! [`UNINDEX_BELOW_ORDERS`], far enough under that an account near the line does not index and
-//! drop on every order.
+//! Each account's open orders, by ledger slot: where those resting in a book are and the ids of
+//! those waiting for their trigger, apart (so that trading, which adds and removes resting
+//! orders, never walks the waiting ones).
 //!
-//! Plain storage: which orders are open is the engine's to decide; this keeps the lists and
-//! their positions in agreement, and nothing else.
+//! A resting order is listed by its place in a book (its pair and its key there), and the book
+//! keeps, in the order's node, the order's place in this list: taking one out (a cancel, a fill)
+//! is a `swap_remove` and one write to the node of the order moved into the gap, with no search
+//! and no map, whether a market maker holds ten orders or ten thousand. Waiting orders are few
+//! and leave by id (a firing, a cancel): a short list is searched, and once an account holds
+//! [`INDEX_FROM_ORDERS`] of them every one's place is kept in a map, dropped again below
+//! [`UNINDEX_BELOW_ORDERS`].
+//!
+//! Plain storage: which orders are open is the engine's to decide, and the engine writes the
+//! places this returns into the book; this keeps the lists and the waiting positions in
+//! agreement, and nothing else.
 
 use rustc_hash::FxHashMap;
 
+use crate::book::SlotKey;
 use crate::ledger::AccountSlot;
-use crate::money::OrderId;
+use crate::money::{OrderId, PairIndex};
 
-/// How many open orders an account holds when its orders' places start being kept.
+/// How many waiting orders an account holds when their places start being kept.
 pub const INDEX_FROM_ORDERS: usize = 64;
-/// Below how many open orders an indexed account's places are dropped again.
+/// Below how many waiting orders an indexed account's places are dropped again.
 pub const UNINDEX_BELOW_ORDERS: usize = 16;
+
+/// Where a resting order is: its pair and its key in that pair's book.
+pub(super) type RestingAt = (PairIndex, SlotKey);
 
 /// One account's open orders: resting and waiting, each list in the order its entries were
 /// last moved (an order taken out is replaced by the list's last, as `swap_remove` does).
 #[derive(Clone, Debug, Default)]
 pub(super) struct OpenOrderIds {
-    pub(super) resting: Vec<OrderId>,
+    pub(super) resting: Vec<RestingAt>,
     pub(super) waiting: Vec<OrderId>,
-    /// Whether every order's place is in [`OpenOrderIndex::positions`].
-    indexed: bool,
+    /// Whether every waiting order's place is in [`OpenOrderIndex::waiting_positions`].
+    waiting_indexed: bool,
 }
 
 impl OpenOrderIds {
@@ -38,26 +46,15 @@ impl OpenOrderIds {
     pub(super) fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    pub(super) fn iter(&self) -> impl Iterator<Item = &OrderId> {
-        self.resting.iter().chain(&self.waiting)
-    }
-
-    fn list(&mut self, waiting: bool) -> &mut Vec<OrderId> {
-        if waiting {
-            &mut self.waiting
-        } else {
-            &mut self.resting
-        }
-    }
 }
 
-/// Every account's open orders, with the places of the orders of accounts that hold many.
+/// Every account's open orders, with the places of the waiting orders of accounts that hold
+/// many.
 #[derive(Clone, Debug, Default)]
 pub(super) struct OpenOrderIndex {
     by_slot: Vec<OpenOrderIds>,
-    /// The index of each open order of an indexed account in its resting or waiting list.
-    positions: FxHashMap<OrderId, u32>,
+    /// The index of each waiting order of an indexed account in its waiting list.
+    waiting_positions: FxHashMap<OrderId, u32>,
 }
 
 fn position_u32(position: usize) -> u32 {
@@ -75,41 +72,72 @@ impl OpenOrderIndex {
         self.by_slot.iter()
     }
 
-    /// Adds an open order at the end of its account's list.
-    pub(super) fn insert(&mut self, slot: AccountSlot, order_id: OrderId, waiting: bool) {
+    fn entry(&mut self, slot: AccountSlot) -> &mut OpenOrderIds {
+        let index = slot.index();
+        if self.by_slot.len() <= index {
+            self.by_slot.resize_with(index + 1, Default::default);
+        }
+        &mut self.by_slot[index]
+    }
+
+    /// Adds a resting order at the end of its account's list; returns its place there, which
+    /// the book keeps with the order.
+    pub(super) fn insert_resting(&mut self, slot: AccountSlot, at: RestingAt) -> u32 {
+        let resting = &mut self.entry(slot).resting;
+        let position = position_u32(resting.len());
+        resting.push(at);
+        position
+    }
+
+    /// Takes the resting order `at`, listed at `position`, out of its account's list; returns
+    /// the order moved into its place (whose place in the book must become `position`), if any.
+    pub(super) fn remove_resting(&mut self, slot: AccountSlot, position: u32, at: RestingAt) -> Option<RestingAt> {
+        let resting = &mut self
+            .by_slot
+            .get_mut(slot.index())
+            .expect("invariant: a resting order's account has a list")
+            .resting;
+        let position = position as usize;
+        assert!(
+            resting.get(position) == Some(&at),
+            "invariant: a resting order is listed at the place its book keeps"
+        );
+        resting.swap_remove(position);
+        resting.get(position).copied()
+    }
+
+    /// Adds a waiting order at the end of its account's list.
+    pub(super) fn insert_waiting(&mut self, slot: AccountSlot, order_id: OrderId) {
         let index = slot.index();
         if self.by_slot.len() <= index {
             self.by_slot.resize_with(index + 1, Default::default);
         }
         let orders = &mut self.by_slot[index];
-        let list = orders.list(waiting);
-        let position = position_u32(list.len());
-        list.push(order_id);
-        if orders.indexed {
-            let previous = self.positions.insert(order_id, position);
+        let position = position_u32(orders.waiting.len());
+        orders.waiting.push(order_id);
+        if orders.waiting_indexed {
+            let previous = self.waiting_positions.insert(order_id, position);
             assert!(previous.is_none(), "invariant: an order is listed open once");
-        } else if orders.len() >= INDEX_FROM_ORDERS {
+        } else if orders.waiting.len() >= INDEX_FROM_ORDERS {
             // Many orders now: keep every one's place from here on.
-            orders.indexed = true;
-            for list in [&orders.resting, &orders.waiting] {
-                for (position, order_id) in list.iter().enumerate() {
-                    let previous = self.positions.insert(*order_id, position_u32(position));
-                    assert!(previous.is_none(), "invariant: an order is listed open once");
-                }
+            orders.waiting_indexed = true;
+            for (position, order_id) in orders.waiting.iter().enumerate() {
+                let previous = self.waiting_positions.insert(*order_id, position_u32(position));
+                assert!(previous.is_none(), "invariant: an order is listed open once");
             }
         }
     }
 
-    /// Takes an order out of its account's list (the list's last takes its place); whether it
-    /// was there.
-    pub(super) fn remove(&mut self, slot: AccountSlot, order_id: &OrderId, waiting: bool) -> bool {
+    /// Takes a waiting order out of its account's list (the list's last takes its place);
+    /// whether it was there.
+    pub(super) fn remove_waiting(&mut self, slot: AccountSlot, order_id: &OrderId) -> bool {
         let Some(orders) = self.by_slot.get_mut(slot.index()) else {
             return false;
         };
-        let indexed = orders.indexed;
-        let list = orders.list(waiting);
+        let indexed = orders.waiting_indexed;
+        let list = &mut orders.waiting;
         let position = if indexed {
-            match self.positions.get(order_id) {
+            match self.waiting_positions.get(order_id) {
                 Some(&position) if list.get(position as usize) == Some(order_id) => position as usize,
                 _ => return false,
             }
@@ -121,42 +149,39 @@ impl OpenOrderIndex {
         };
         list.swap_remove(position);
         if indexed {
-            self.positions.remove(order_id);
+            self.waiting_positions.remove(order_id);
             if let Some(moved) = list.get(position) {
                 *self
-                    .positions
+                    .waiting_positions
                     .get_mut(moved)
                     .expect("invariant: every listed order of an indexed account has a position") =
                     position_u32(position);
             }
-            if orders.len() < UNINDEX_BELOW_ORDERS {
-                orders.indexed = false;
-                for list in [&orders.resting, &orders.waiting] {
-                    for order_id in list {
-                        self.positions.remove(order_id);
-                    }
+            if list.len() < UNINDEX_BELOW_ORDERS {
+                orders.waiting_indexed = false;
+                for order_id in list.iter() {
+                    self.waiting_positions.remove(order_id);
                 }
             }
         }
         true
     }
 
-    /// Whether every listed order of an indexed account has its place in its list as its
-    /// position, and no other order has one.
-    pub(super) fn check_positions(&self) -> Result<(), String> {
+    /// Whether every listed waiting order of an indexed account has its place in its list as
+    /// its position, and no other order has one. (The resting orders' places are checked
+    /// against the books by the engine's audit.)
+    pub(super) fn check_waiting_positions(&self) -> Result<(), String> {
         let mut listed = 0usize;
-        for orders in self.by_slot.iter().filter(|orders| orders.indexed) {
-            for list in [&orders.resting, &orders.waiting] {
-                for (position, order_id) in list.iter().enumerate() {
-                    listed += 1;
-                    if self.positions.get(order_id).map(|at| *at as usize) != Some(position) {
-                        return Err(format!("open order {order_id} is not indexed at its place"));
-                    }
+        for orders in self.by_slot.iter().filter(|orders| orders.waiting_indexed) {
+            for (position, order_id) in orders.waiting.iter().enumerate() {
+                listed += 1;
+                if self.waiting_positions.get(order_id).map(|at| *at as usize) != Some(position) {
+                    return Err(format!("waiting order {order_id} is not indexed at its place"));
                 }
             }
         }
-        if listed != self.positions.len() {
-            return Err("the open-order positions hold orders no list does".to_string());
+        if listed != self.waiting_positions.len() {
+            return Err("the waiting-order positions hold orders no list does".to_string());
         }
         Ok(())
     }
@@ -172,47 +197,75 @@ mod tests {
         OrderId::from_bytes(bytes)
     }
 
-    /// An account's orders grow past the line and shrink below it again, taken out in a scattered
-    /// order: the lists always hold exactly the open orders, the places always agree, and the
-    /// index is kept only while the account holds many.
+    /// An account's waiting orders grow past the line and shrink below it again, taken out in a
+    /// scattered order: the list always holds exactly the waiting orders, the places always
+    /// agree, and the index is kept only while the account holds many.
     #[test]
-    fn places_are_kept_past_the_line_and_dropped_below_it() {
+    fn waiting_places_are_kept_past_the_line_and_dropped_below_it() {
         let slot = AccountSlot::from_index(3);
         let mut index = OpenOrderIndex::default();
-        let mut open: Vec<(u64, bool)> = Vec::new();
+        let mut open: Vec<u64> = Vec::new();
         for number in 0..200u64 {
-            let waiting = number % 7 == 0;
-            index.insert(slot, id(number), waiting);
-            open.push((number, waiting));
-            index.check_positions().unwrap();
+            index.insert_waiting(slot, id(number));
+            open.push(number);
+            index.check_waiting_positions().unwrap();
         }
-        assert!(index.get(3).unwrap().indexed);
-        assert_eq!(index.positions.len(), 200);
+        assert!(index.get(3).unwrap().waiting_indexed);
+        assert_eq!(index.waiting_positions.len(), 200);
         // Out of place, by a stride through what is open.
         let mut cursor = 0usize;
         while !open.is_empty() {
             cursor = (cursor + 37) % open.len();
-            let (number, waiting) = open.swap_remove(cursor);
-            assert!(!index.remove(slot, &id(number), !waiting), "not in the other list");
-            assert!(index.remove(slot, &id(number), waiting));
-            assert!(!index.remove(slot, &id(number), waiting), "taken out once");
-            index.check_positions().unwrap();
+            let number = open.swap_remove(cursor);
+            assert!(index.remove_waiting(slot, &id(number)));
+            assert!(!index.remove_waiting(slot, &id(number)), "taken out once");
+            index.check_waiting_positions().unwrap();
             let orders = index.get(3).unwrap();
             assert_eq!(orders.len(), open.len());
-            let mut listed: Vec<OrderId> = orders.iter().copied().collect();
-            let mut expected: Vec<OrderId> = open.iter().map(|(number, _)| id(*number)).collect();
+            let mut listed = orders.waiting.clone();
+            let mut expected: Vec<OrderId> = open.iter().map(|number| id(*number)).collect();
             listed.sort();
             expected.sort();
             assert_eq!(listed, expected);
             if open.len() < UNINDEX_BELOW_ORDERS {
-                assert!(!orders.indexed && index.positions.is_empty());
+                assert!(!orders.waiting_indexed && index.waiting_positions.is_empty());
             }
         }
         // Back over the line: indexed again.
         for number in 1_000..1_000 + INDEX_FROM_ORDERS as u64 {
-            index.insert(slot, id(number), false);
+            index.insert_waiting(slot, id(number));
         }
-        assert!(index.get(3).unwrap().indexed);
-        index.check_positions().unwrap();
+        assert!(index.get(3).unwrap().waiting_indexed);
+        index.check_waiting_positions().unwrap();
+    }
+
+    /// Resting orders taken out from anywhere in the list: each removal names the order moved
+    /// into the gap, and a place that does not hold the order named is refused loudly.
+    #[test]
+    fn a_resting_order_taken_out_names_the_one_moved_into_its_place() {
+        let slot = AccountSlot::from_index(0);
+        let mut index = OpenOrderIndex::default();
+        let at = |key: usize| (PairIndex(0), key);
+        // The book's side of the bargain: each order's place, as the engine keeps it there.
+        let mut places: Vec<Option<u32>> = Vec::new();
+        for key in 0..10 {
+            places.push(Some(index.insert_resting(slot, at(key))));
+        }
+        for key in [3usize, 9, 0, 5] {
+            let position = places[key].take().expect("listed");
+            if let Some((_, moved)) = index.remove_resting(slot, position, at(key)) {
+                places[moved] = Some(position);
+            }
+            let resting = &index.get(0).unwrap().resting;
+            for (position, (_, key)) in resting.iter().enumerate() {
+                assert_eq!(places[*key], Some(position as u32));
+            }
+        }
+        assert_eq!(index.get(0).unwrap().len(), 6);
+        let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut index = index.clone();
+            index.remove_resting(slot, 0, at(42))
+        }));
+        assert!(wrong.is_err(), "a place that holds another order is an invariant broken");
     }
 }

@@ -331,8 +331,7 @@ impl Engine {
                 self.waiting_orders.insert(order_id, pair);
                 self.pairs[index].triggers.insert(record, slot);
             } else {
-                let key = self.pairs[index].book.insert(record, slot);
-                self.order_locations.insert(order_id, (pair, key));
+                self.rest_in_book(record, slot);
             }
         }
         Ok(())
