@@ -3,7 +3,11 @@
 //! makers). Each measured step keeps the count: `cancel_and_replace` cancels the maker's oldest
 //! order and rests a new one; `fill_and_replace` has a taker take one of the maker's orders whole
 //! (an immediate-or-cancel buy at the best ask) and the maker rest a new one. Both should cost
-//! the same at every size. Run with `cargo bench -p dexd-core --bench open_orders`.
+//! the same at every size. `cancel_and_replace_many_makers/10000` is the same book held by 1,000
+//! makers of 10 orders each: what a cancel costs beyond it at 10,000 in one account is the
+//! account's, what both cost beyond the 10-order figure is the book's (10,000 levels, a slab and
+//! an index by id that no longer fit the caches). Run with
+//! `cargo bench -p dexd-core --bench open_orders`.
 
 /// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks cannot
 /// turn on its own `testing` feature.
@@ -20,12 +24,30 @@ use testing::{account, deposit, order, Market};
 const SIZES: [u64; 4] = [10, 100, 1_000, 10_000];
 const MAKER: u64 = 1;
 const TAKER: u64 = 2;
+/// The first of the many makers' accounts (the one maker and the taker are below it).
+const FIRST_OF_MANY_MAKERS: u64 = 1_000;
 /// The maker's asks sit from this price up, one tick apart.
 const FIRST_ASK_TICKS: u64 = 200_000;
 
 /// An engine where the maker rests `count` asks of one lot, one a tick, and the ids in the order
 /// they were placed.
 fn maker_with(count: u64) -> (Engine, VecDeque<OrderId>, u64) {
+    let (engine, open, next) = makers_with(count, 1);
+    (engine, open.into_iter().map(|(order_id, _)| order_id).collect(), next)
+}
+
+/// The maker's account, or with several makers the account of the `number`th order's.
+fn maker_of(number: u64, makers: u64) -> u64 {
+    if makers == 1 {
+        MAKER
+    } else {
+        FIRST_OF_MANY_MAKERS + number % makers
+    }
+}
+
+/// An engine where `makers` accounts rest `count` asks of one lot between them, one a tick, and
+/// the ids (with their maker's number) in the order they were placed.
+fn makers_with(count: u64, makers: u64) -> (Engine, VecDeque<(OrderId, u64)>, u64) {
     let limits = EngineLimits {
         max_open_orders_per_account: 20_000,
         ..EngineLimits::default()
@@ -36,7 +58,10 @@ fn maker_with(count: u64) -> (Engine, VecDeque<OrderId>, u64) {
     }
     .engine();
     let mut events = Vec::new();
-    for trader in [MAKER, TAKER] {
+    let traders = [MAKER, TAKER]
+        .into_iter()
+        .chain((0..makers).map(|number| maker_of(number, makers)));
+    for trader in traders {
         for asset in 0..2u16 {
             engine
                 .execute(
@@ -49,14 +74,15 @@ fn maker_with(count: u64) -> (Engine, VecDeque<OrderId>, u64) {
     }
     let mut open = VecDeque::new();
     for number in 0..count {
+        let maker = maker_of(number + 1, makers);
         let ask = order(
             number + 1,
-            account(MAKER),
+            account(maker),
             Direction::Sell,
             Some(FIRST_ASK_TICKS + number),
             1,
         );
-        open.push_back(ask.order_id);
+        open.push_back((ask.order_id, maker));
         engine.execute(Command::PlaceOrder(ask), 1, &mut events).unwrap();
     }
     (engine, open, count + 1)
@@ -130,6 +156,42 @@ fn main() {
             },
         );
     }
+    group.finish();
+    let mut group = criterion.benchmark_group("many_makers_same_book");
+    let (count, makers) = (10_000u64, 1_000u64);
+    group.bench_with_input(
+        BenchmarkId::new("cancel_and_replace_many_makers", count),
+        &count,
+        |bencher, &count| {
+            let (mut engine, mut open, mut next) = makers_with(count, makers);
+            let mut events = Vec::new();
+            bencher.iter(|| {
+                events.clear();
+                let (oldest, maker) = open.pop_front().expect("the makers hold orders");
+                engine
+                    .execute(
+                        Command::CancelOrder {
+                            account: account(maker),
+                            order_id: oldest,
+                            pair: None,
+                        },
+                        2,
+                        &mut events,
+                    )
+                    .unwrap();
+                let ask = order(
+                    next,
+                    account(maker),
+                    Direction::Sell,
+                    Some(FIRST_ASK_TICKS + count + next),
+                    1,
+                );
+                next += 1;
+                open.push_back((ask.order_id, maker));
+                engine.execute(Command::PlaceOrder(ask), 2, &mut events).unwrap();
+            });
+        },
+    );
     group.finish();
     criterion.final_summary();
 }

@@ -360,7 +360,9 @@ impl Engine {
                     return Err(format!("order {order_id} is not at the place its book keeps"));
                 }
                 if self.order_locations.get(&order_id) != Some(&(*pair, *key)) {
-                    return Err(format!("order {order_id} is listed where the index by id does not put it"));
+                    return Err(format!(
+                        "order {order_id} is listed where the index by id does not put it"
+                    ));
                 }
             }
             for order_id in &orders.waiting {
@@ -368,7 +370,9 @@ impl Engine {
                     return Err(format!("order {order_id} is listed as open for {owner} but is not"));
                 }
                 if !self.waiting_orders.contains_key(order_id) {
-                    return Err(format!("{owner}'s resting and waiting orders are listed in each other's place"));
+                    return Err(format!(
+                        "{owner}'s resting and waiting orders are listed in each other's place"
+                    ));
                 }
             }
         }

@@ -538,5 +538,4 @@ impl Engine {
     pub(super) fn held_order_count(&self) -> usize {
         self.order_locations.len() + self.waiting_orders.len()
     }
-
 }

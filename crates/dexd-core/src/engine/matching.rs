@@ -4,8 +4,8 @@
 //! touch. The dispatch of every command and the queries are in the parent module.
 
 use super::{Engine, PlannedFill};
-use crate::events::{Event, Rejection, Trade};
 use crate::book::SlotKey;
+use crate::events::{Event, Rejection, Trade};
 use crate::ledger::AccountSlot;
 use crate::market_data::Position;
 use crate::money::{Address, Amount, AssetIndex, OrderId, PairIndex, Price, Quantity};

@@ -266,6 +266,9 @@ mod tests {
             let mut index = index.clone();
             index.remove_resting(slot, 0, at(42))
         }));
-        assert!(wrong.is_err(), "a place that holds another order is an invariant broken");
+        assert!(
+            wrong.is_err(),
+            "a place that holds another order is an invariant broken"
+        );
     }
 }
