@@ -231,6 +231,12 @@ impl Ledger {
     }
 
     /// Moves `amount` from available to locked.
+    ///
+    /// Here and in [`Ledger::unlock`] the balance is written as one value, not field by field:
+    /// the command's balance event reads it whole right after, and a wide read of data written
+    /// by narrower stores cannot be forwarded from them and waits for them to reach the cache
+    /// (written field by field, the peer harness's static workload ran at 2.4 M messages a
+    /// second in place of 3.2 to 3.5; BENCHMARKS.md, 2026-11-29).
     pub fn lock(&mut self, slot: AccountSlot, asset: AssetIndex, amount: Amount) -> Result<(), LedgerError> {
         let balance = self.balance_mut(slot, asset);
         *balance = Balance {

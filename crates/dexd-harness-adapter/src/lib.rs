@@ -13,6 +13,8 @@
 //!
 //! What it does not do: anything of the venue around the engine (no journal, no signatures, no
 //! HTTP). The harness drives every call from one thread, so the state is one thread's.
+//! `examples/replay.rs` replays a harness workload file through [`Adapter`] on one thread with
+//! no transport, the steadier figure to profile.
 
 use std::cell::RefCell;
 use std::os::raw::c_void;
