@@ -667,3 +667,131 @@ fn the_state_hash_of_a_fixed_story_is_the_published_one() {
         .collect();
     assert_eq!(hash, "f994f2321ea78e84624788cdb6a60a65971cc32ec5bbfb99f190936f948944e7");
 }
+
+/// A market maker's many resting orders leave in any order, by every road out of a book (a
+/// cancel, a fill, an amend, a self-trade cancel, a cancel-all): after every command the
+/// account's list names exactly its resting orders, each at the place its book node keeps
+/// (`check_invariants`), and the count agrees with what a model of the open set says.
+#[test]
+fn a_makers_resting_orders_leave_in_any_order_and_the_lists_stay_true() {
+    use crate::testing::{account, amend, deposit, execute_checked, order, Market, SplitMix};
+    let limits = EngineLimits {
+        max_open_orders_per_account: 1_000,
+        ..EngineLimits::default()
+    };
+    let mut engine = Market {
+        limits,
+        ..Market::whole_units()
+    }
+    .engine();
+    let (maker, taker) = (account(1), account(2));
+    for trader in [maker, taker] {
+        for asset in [AssetIndex(0), AssetIndex(1)] {
+            execute_checked(&mut engine, deposit(trader, asset, 10u128.pow(20)), 1).unwrap();
+        }
+    }
+    // Asks from 1,000 up and bids below 900, a few to a level, so that links inside a level
+    // are cut too.
+    let mut open: Vec<OrderId> = Vec::new();
+    let mut number = 0u64;
+    let rest =
+        |engine: &mut Engine, open: &mut Vec<OrderId>, number: u64, (direction, price_ticks): (Direction, u64)| {
+            let placed = order(number, maker, direction, Some(price_ticks), 1);
+            open.push(placed.order_id);
+            execute_checked(engine, Command::PlaceOrder(placed), 2).unwrap();
+        };
+    for index in 0..300u64 {
+        let side = if index % 2 == 0 {
+            (Direction::Sell, 1_000 + index / 3)
+        } else {
+            (Direction::Buy, 900 - index / 3)
+        };
+        number += 1;
+        rest(&mut engine, &mut open, number, side);
+    }
+    assert_eq!(engine.open_order_count(&maker), 300);
+    let mut random = SplitMix(55);
+    let mut taker_number = 1u64 << 40;
+    for step in 0..400u64 {
+        // Asks taken by lifts and self-trade cancels come back, a few a step.
+        if engine.best_levels(PAIR).and_then(|(_, ask)| ask).is_none() || step % 2 == 0 {
+            number += 1;
+            rest(
+                &mut engine,
+                &mut open,
+                number,
+                (Direction::Sell, 1_000 + random.below(200)),
+            );
+        }
+        match step % 4 {
+            // A cancel of any open order.
+            0 => {
+                let order_id = open.swap_remove(random.below(open.len() as u64) as usize);
+                let cancel = Command::CancelOrder {
+                    account: maker,
+                    order_id,
+                    pair: None,
+                };
+                execute_checked(&mut engine, cancel, 3).unwrap();
+            }
+            // The taker lifts the best ask whole.
+            1 => {
+                let best_ask = engine.best_levels(PAIR).and_then(|(_, ask)| ask).expect("asks rest");
+                taker_number += 1;
+                let lift = NewOrder {
+                    time_in_force: TimeInForce::ImmediateOrCancel,
+                    ..order(taker_number, taker, Direction::Buy, Some(best_ask.price.ticks()), 1)
+                };
+                let events = execute_checked(&mut engine, Command::PlaceOrder(lift), 3).unwrap();
+                let filled: Vec<OrderId> = events
+                    .iter()
+                    .filter_map(|event| match event {
+                        Event::TradeExecuted(trade) => Some(trade.maker_order_id),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(filled.len(), 1, "one lot at the best ask fills one maker order");
+                open.retain(|order_id| *order_id != filled[0]);
+            }
+            // An amend of any open order to a new place on its side.
+            2 => {
+                let position = random.below(open.len() as u64) as usize;
+                let old = engine.open_order(&open[position]).expect("open").terms.clone();
+                number += 1;
+                let price_ticks = match old.direction {
+                    Direction::Sell => 1_000 + random.below(200),
+                    Direction::Buy => 800 + random.below(100),
+                };
+                let replacement = order(number, maker, old.direction, Some(price_ticks), 1);
+                open[position] = replacement.order_id;
+                execute_checked(&mut engine, amend(old.order_id, replacement), 3).unwrap();
+            }
+            // A maker's own buy at the best ask: its own asks there are cancelled, not traded.
+            _ => {
+                let best_ask = engine.best_levels(PAIR).and_then(|(_, ask)| ask).expect("asks rest");
+                number += 1;
+                let crossing = NewOrder {
+                    time_in_force: TimeInForce::ImmediateOrCancel,
+                    ..order(number, maker, Direction::Buy, Some(best_ask.price.ticks()), 1)
+                };
+                let events = execute_checked(&mut engine, Command::PlaceOrder(crossing), 3).unwrap();
+                for event in &events {
+                    if let Event::OrderUpdated(record) = event {
+                        if record.cancel_reason == Some(CancelReason::SelfTradePrevention) {
+                            open.retain(|order_id| *order_id != record.terms.order_id);
+                        }
+                    }
+                }
+                assert!(!events.iter().any(|event| matches!(event, Event::TradeExecuted(_))));
+            }
+        }
+        assert_eq!(engine.open_order_count(&maker), open.len() as u32, "step {step}");
+    }
+    let cancel_all = Command::CancelAll {
+        account: maker,
+        pair: Some(PAIR),
+    };
+    execute_checked(&mut engine, cancel_all, 4).unwrap();
+    assert_eq!(engine.open_order_count(&maker), 0);
+    assert_eq!(engine.resting_order_count(), 0);
+}

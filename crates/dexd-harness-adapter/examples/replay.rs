@@ -52,7 +52,9 @@ fn read_workload(path: &str) -> Vec<Record> {
 fn main() {
     let mut arguments = std::env::args().skip(1);
     let path = arguments.next().expect("usage: replay <workload.bin> [rounds]");
-    let rounds: u32 = arguments.next().map_or(3, |rounds| rounds.parse().expect("a number of rounds"));
+    let rounds: u32 = arguments
+        .next()
+        .map_or(3, |rounds| rounds.parse().expect("a number of rounds"));
     let workload = read_workload(&path);
     for round in 1..=rounds {
         let mut adapter = Adapter::new();
