@@ -18,8 +18,8 @@ mod testing;
 use std::collections::VecDeque;
 
 use criterion::{BenchmarkId, Criterion};
-use dexd_core::{AssetIndex, Command, Direction, Engine, EngineLimits, Event, NewOrder, OrderId, TimeInForce};
-use testing::{account, deposit, order, Market};
+use dexd_core::{Command, Direction, Engine, Event, NewOrder, OrderId, TimeInForce};
+use testing::{account, order, Market};
 
 const SIZES: [u64; 4] = [10, 100, 1_000, 10_000];
 const MAKER: u64 = 1;
@@ -48,30 +48,14 @@ fn maker_of(number: u64, makers: u64) -> u64 {
 /// An engine where `makers` accounts rest `count` asks of one lot between them, one a tick, and
 /// the ids (with their maker's number) in the order they were placed.
 fn makers_with(count: u64, makers: u64) -> (Engine, VecDeque<(OrderId, u64)>, u64) {
-    let limits = EngineLimits {
-        max_open_orders_per_account: 20_000,
-        ..EngineLimits::default()
-    };
-    let mut engine = Market {
-        limits,
-        ..Market::eth_usdc()
-    }
-    .engine();
-    let mut events = Vec::new();
     let traders = [MAKER, TAKER]
         .into_iter()
-        .chain((0..makers).map(|number| maker_of(number, makers)));
-    for trader in traders {
-        for asset in 0..2u16 {
-            engine
-                .execute(
-                    deposit(account(trader), AssetIndex(asset), 10u128.pow(30)),
-                    0,
-                    &mut events,
-                )
-                .unwrap();
-        }
-    }
+        .chain((0..makers).map(|number| maker_of(number, makers)))
+        .map(account);
+    let mut engine = Market::eth_usdc()
+        .with_open_order_limit(20_000)
+        .funded_engine(traders, 10u128.pow(30));
+    let mut events = Vec::new();
     let mut open = VecDeque::new();
     for number in 0..count {
         let maker = maker_of(number + 1, makers);

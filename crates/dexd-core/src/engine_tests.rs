@@ -674,22 +674,11 @@ fn the_state_hash_of_a_fixed_story_is_the_published_one() {
 /// (`check_invariants`), and the count agrees with what a model of the open set says.
 #[test]
 fn a_makers_resting_orders_leave_in_any_order_and_the_lists_stay_true() {
-    use crate::testing::{account, amend, deposit, execute_checked, order, Market, SplitMix};
-    let limits = EngineLimits {
-        max_open_orders_per_account: 1_000,
-        ..EngineLimits::default()
-    };
-    let mut engine = Market {
-        limits,
-        ..Market::whole_units()
-    }
-    .engine();
+    use crate::testing::{account, amend, execute_checked, order, Market, SplitMix};
     let (maker, taker) = (account(1), account(2));
-    for trader in [maker, taker] {
-        for asset in [AssetIndex(0), AssetIndex(1)] {
-            execute_checked(&mut engine, deposit(trader, asset, 10u128.pow(20)), 1).unwrap();
-        }
-    }
+    let mut engine = Market::whole_units()
+        .with_open_order_limit(1_000)
+        .funded_engine([maker, taker], 10u128.pow(20));
     // Asks from 1,000 up and bids below 900, a few to a level, so that links inside a level
     // are cut too.
     let mut open: Vec<OrderId> = Vec::new();
@@ -710,6 +699,15 @@ fn a_makers_resting_orders_leave_in_any_order_and_the_lists_stay_true() {
         rest(&mut engine, &mut open, number, side);
     }
     assert_eq!(engine.open_order_count(&maker), 300);
+    // An immediate-or-cancel buy of one lot at the best ask.
+    let buy_one_at_best_ask = |engine: &mut Engine, number: u64, buyer: Address| {
+        let best_ask = engine.best_levels(PAIR).and_then(|(_, ask)| ask).expect("asks rest");
+        let buy = NewOrder {
+            time_in_force: TimeInForce::ImmediateOrCancel,
+            ..order(number, buyer, Direction::Buy, Some(best_ask.price.ticks()), 1)
+        };
+        execute_checked(engine, Command::PlaceOrder(buy), 3).unwrap()
+    };
     let mut random = SplitMix(55);
     let mut taker_number = 1u64 << 40;
     for step in 0..400u64 {
@@ -736,13 +734,8 @@ fn a_makers_resting_orders_leave_in_any_order_and_the_lists_stay_true() {
             }
             // The taker lifts the best ask whole.
             1 => {
-                let best_ask = engine.best_levels(PAIR).and_then(|(_, ask)| ask).expect("asks rest");
                 taker_number += 1;
-                let lift = NewOrder {
-                    time_in_force: TimeInForce::ImmediateOrCancel,
-                    ..order(taker_number, taker, Direction::Buy, Some(best_ask.price.ticks()), 1)
-                };
-                let events = execute_checked(&mut engine, Command::PlaceOrder(lift), 3).unwrap();
+                let events = buy_one_at_best_ask(&mut engine, taker_number, taker);
                 let filled: Vec<OrderId> = events
                     .iter()
                     .filter_map(|event| match event {
@@ -768,13 +761,8 @@ fn a_makers_resting_orders_leave_in_any_order_and_the_lists_stay_true() {
             }
             // A maker's own buy at the best ask: its own asks there are cancelled, not traded.
             _ => {
-                let best_ask = engine.best_levels(PAIR).and_then(|(_, ask)| ask).expect("asks rest");
                 number += 1;
-                let crossing = NewOrder {
-                    time_in_force: TimeInForce::ImmediateOrCancel,
-                    ..order(number, maker, Direction::Buy, Some(best_ask.price.ticks()), 1)
-                };
-                let events = execute_checked(&mut engine, Command::PlaceOrder(crossing), 3).unwrap();
+                let events = buy_one_at_best_ask(&mut engine, number, maker);
                 for event in &events {
                     if let Event::OrderUpdated(record) = event {
                         if record.cancel_reason == Some(CancelReason::SelfTradePrevention) {

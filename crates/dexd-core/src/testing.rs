@@ -250,6 +250,37 @@ impl Market {
     pub fn engine(&self) -> Engine {
         Engine::new(self.config()).expect("a fixture's configuration")
     }
+
+    /// This market with an account's limit of open orders raised to `max_open_orders`, as a
+    /// venue raises a market maker's.
+    pub fn with_open_order_limit(self, max_open_orders: u32) -> Market {
+        Market {
+            limits: EngineLimits {
+                max_open_orders_per_account: max_open_orders,
+                ..self.limits
+            },
+            ..self
+        }
+    }
+
+    /// A new engine on this market where each of `traders` holds `units` of both assets, by
+    /// ledger deposits at time 0.
+    ///
+    /// # Panics
+    ///
+    /// When the engine refuses the configuration or a deposit (a fixture written wrongly).
+    pub fn funded_engine(&self, traders: impl IntoIterator<Item = Address>, units: u128) -> Engine {
+        let mut engine = self.engine();
+        let mut events = Vec::new();
+        for trader in traders {
+            for asset in [BASE, QUOTE] {
+                engine
+                    .execute(deposit(trader, asset, units), 0, &mut events)
+                    .expect("a fixture's deposit applies");
+            }
+        }
+        engine
+    }
 }
 
 /// A small deterministic generator (SplitMix64): the same seed gives the same stream on every

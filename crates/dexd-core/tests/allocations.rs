@@ -15,8 +15,8 @@ mod testing;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use dexd_core::{AssetIndex, Command, Direction, Engine, EngineLimits, Event, NewOrder, OrderId, TimeInForce};
-use testing::{account, amend, deposit, order, Market};
+use dexd_core::{Command, Direction, Engine, Event, NewOrder, OrderId, TimeInForce};
+use testing::{account, amend, order, Market};
 
 /// The system allocator, counting the allocations of the thread that asks.
 struct CountingAllocator;
@@ -77,23 +77,10 @@ struct Warm {
 
 impl Warm {
     fn new() -> Warm {
-        let limits = EngineLimits {
-            max_open_orders_per_account: 10_000,
-            ..EngineLimits::default()
-        };
-        let mut engine = Market {
-            limits,
-            ..Market::whole_units()
-        }
-        .engine();
-        let mut events = Vec::with_capacity(1_024);
-        for trader in [MAKER, TAKER] {
-            for asset in [AssetIndex(0), AssetIndex(1)] {
-                engine
-                    .execute(deposit(account(trader), asset, 10u128.pow(20)), 1, &mut events)
-                    .unwrap();
-            }
-        }
+        let engine = Market::whole_units()
+            .with_open_order_limit(10_000)
+            .funded_engine([account(MAKER), account(TAKER)], 10u128.pow(20));
+        let events = Vec::with_capacity(1_024);
         let mut warm = Warm {
             engine,
             events,
