@@ -91,7 +91,9 @@ pub use order::{
     Amend, CancelReason, Direction, NewOrder, OrderConditions, OrderRecord, OrderStatus, OrderType, TimeInForce,
     Trigger, TriggerCondition, MAX_EXPIRY_AHEAD_MS, MAX_OCO_GROUP_CHARS, MIN_EXPIRY_AHEAD_MS,
 };
-pub use pair::{AssetSpec, FeeRaise, PairDefinition, PairSpec, PairSpecError, PairValueError};
+pub use pair::{
+    fee_rate_from_decimal, fee_rate_text, AssetSpec, FeeRaise, PairDefinition, PairSpec, PairSpecError, PairValueError,
+};
 pub use subaccounts::{
     subaccount_address, SubaccountTransfer, SubaccountTransferRequest, SubaccountsState, MAX_SUBACCOUNT_NUMBER,
     TRANSFER_ID_MEMORY_MS,

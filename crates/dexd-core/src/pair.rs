@@ -116,6 +116,20 @@ pub enum PairValueError {
     TooLarge,
 }
 
+/// A fee rate written as a decimal fraction of what it is taken from (`0.001` is 0.1 %): at most
+/// 1, with at most 6 decimals (a rate is whole parts per million); `None` otherwise.
+pub fn fee_rate_from_decimal(rate: Decimal) -> Option<FeeRate> {
+    rate.to_scaled_units(6)
+        .ok()
+        .and_then(|parts| u32::try_from(parts).ok())
+        .and_then(FeeRate::from_parts_per_million)
+}
+
+/// A fee rate as the decimal fraction the API and the configuration write (`0.001`).
+pub fn fee_rate_text(rate: FeeRate) -> String {
+    format_scaled_units(u128::from(rate.parts_per_million()), 6)
+}
+
 /// A checked pair: every conversion and cost below is exact.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairSpec {
@@ -342,6 +356,19 @@ mod tests {
     use super::*;
 
     use crate::testing::{decimal, eth_and_usdc, eth_usdc_definition};
+
+    /// A fee rate reads from at most 6 decimals up to 1, and writes back as it was read.
+    #[test]
+    fn a_fee_rate_reads_and_writes_as_a_decimal_fraction() {
+        for (text, parts_per_million) in [("0", 0), ("0.001", 1_000), ("0.000001", 1), ("1", 1_000_000)] {
+            let rate = fee_rate_from_decimal(decimal(text)).unwrap();
+            assert_eq!(rate.parts_per_million(), parts_per_million, "{text}");
+            assert_eq!(decimal(&fee_rate_text(rate)), decimal(text), "{text}");
+        }
+        for text in ["0.0000001", "1.000001", "2"] {
+            assert_eq!(fee_rate_from_decimal(decimal(text)), None, "{text}");
+        }
+    }
 
     fn eth_usdc() -> PairSpec {
         PairSpec::new(&eth_usdc_definition(), &eth_and_usdc()).unwrap()

@@ -572,19 +572,12 @@ fn check_pair(
         Decimal::parse(value).map_err(|error| at(line, format!("pair {symbol}: {name} {value:?} {error}")))
     };
     let fee = |value: &str, name: &str| -> Result<FeeRate, ConfigError> {
-        let rate = decimal(value, name)?;
-        let parts = rate
-            .to_scaled_units(6)
-            .ok()
-            .and_then(|parts| u32::try_from(parts).ok())
-            .and_then(FeeRate::from_parts_per_million)
-            .ok_or_else(|| {
-                at(
-                    line,
-                    format!("pair {symbol}: {name} must be between 0 and 1 with at most 6 decimals"),
-                )
-            })?;
-        Ok(parts)
+        dexd_core::fee_rate_from_decimal(decimal(value, name)?).ok_or_else(|| {
+            at(
+                line,
+                format!("pair {symbol}: {name} must be between 0 and 1 with at most 6 decimals"),
+            )
+        })
     };
     let definition = PairDefinition {
         base,

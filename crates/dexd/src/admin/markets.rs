@@ -115,16 +115,8 @@ fn decimal(field: &str, text: &str) -> Result<Decimal, ApiError> {
 
 /// A fee rate written as a fraction (`"0.001"` is 0.1 %), at most 1 with at most 6 decimals.
 fn fee_rate(field: &str, text: &str) -> Result<FeeRate, ApiError> {
-    decimal(field, text)?
-        .to_scaled_units(6)
-        .ok()
-        .and_then(|parts| u32::try_from(parts).ok())
-        .and_then(FeeRate::from_parts_per_million)
+    dexd_core::fee_rate_from_decimal(decimal(field, text)?)
         .ok_or_else(|| ApiError::invalid(field, "must be between 0 and 1 with at most 6 decimals"))
-}
-
-fn fee_text(rate: FeeRate) -> String {
-    dexd_core::decimal::format_scaled_units(u128::from(rate.parts_per_million()), 6)
 }
 
 /// 409 `CONFIGURATION_REFUSED`: the change breaks a rule of configuration changes.
@@ -382,11 +374,11 @@ pub(super) async fn set_fees(State(state): State<AdminState>, headers: HeaderMap
         json!({
             "chainId": chain_id.to_string(),
             "symbol": symbol,
-            "makerFee": fee_text(definition.maker_fee),
-            "takerFee": fee_text(definition.taker_fee),
+            "makerFee": dexd_core::fee_rate_text(definition.maker_fee),
+            "takerFee": dexd_core::fee_rate_text(definition.taker_fee),
             "feeRaise": definition.fee_raise.map(|raise| json!({
-                "makerFee": fee_text(raise.maker_fee),
-                "takerFee": fee_text(raise.taker_fee),
+                "makerFee": dexd_core::fee_rate_text(raise.maker_fee),
+                "takerFee": dexd_core::fee_rate_text(raise.taker_fee),
                 "effectiveAt": raise.effective_at_ms,
             })),
             "journalSequence": sequence,

@@ -171,8 +171,7 @@ pub async fn rate_limits(app: Arc<AppState>, params: Params) -> Answer {
 /// GET /account/assetPairs
 pub async fn asset_pairs(app: Arc<AppState>, params: Params) -> Answer {
     let chain = params.chain(&app.venue)?;
-    let fee =
-        |rate: dexd_core::FeeRate| dexd_core::decimal::format_scaled_units(u128::from(rate.parts_per_million()), 6);
+    let fee = dexd_core::fee_rate_text;
     let markets = chain.markets();
     let pairs: Vec<Value> = markets
         .config
