@@ -14,6 +14,7 @@ mod configure;
 mod controls;
 mod forced_withdrawals;
 mod matching;
+mod open_order_places;
 mod open_orders;
 mod queries;
 mod state;

@@ -430,69 +430,6 @@ impl Engine {
         events.push(Event::OrderUpdated(record));
     }
 
-    /// An order left the open orders (closed, or fired out of its trigger book): out of its
-    /// account's list, the client order ids, the expiries and its group; a partner that stays
-    /// takes back its whole lock (what this order's lock covered was released with it).
-    /// `waiting`: it left the trigger book (else a book).
-    pub(super) fn forget_open_order(
-        &mut self,
-        spec: &PairSpec,
-        record: &OrderRecord,
-        slot: AccountSlot,
-        waiting: bool,
-    ) {
-        let order_id = record.terms.order_id;
-        if waiting {
-            let listed = self.open_orders.remove_waiting(slot, &order_id);
-            assert!(listed, "invariant: a waiting order is in its account's open orders");
-        }
-        self.subaccounts.order_closed(&record.terms.account);
-        if let Some(client_order_id) = &record.terms.client_order_id {
-            let account = record.terms.account;
-            if let Some(ids) = self.client_order_ids.get_mut(&account) {
-                ids.remove(client_order_id);
-                if ids.is_empty() {
-                    self.client_order_ids.remove(&account);
-                }
-            }
-        }
-        if let Some(expires_at_ms) = record.terms.conditions().expires_at_ms {
-            self.expiries.remove(&(expires_at_ms, order_id));
-        }
-        let Some(group) = record.terms.conditions().oco_group.clone() else {
-            return;
-        };
-        let group = (record.terms.account, group);
-        let Some(members) = self.oco_groups.get_mut(&group) else {
-            return;
-        };
-        let Some(position) = members.iter().position(|member| *member == order_id) else {
-            return;
-        };
-        members.remove(position);
-        let Some(partner) = members.first().copied() else {
-            self.oco_groups.remove(&group);
-            return;
-        };
-        let pair_position = usize::from(record.terms.pair.0);
-        let Some(waiting) = self.pairs[pair_position].triggers.get(&partner) else {
-            return;
-        };
-        let whole = required_lock(spec, waiting);
-        let more = whole
-            .checked_sub(waiting.locked)
-            .expect("invariant: a share is at most the whole lock");
-        let paid = paid_asset(spec, waiting.terms.direction);
-        self.ledger
-            .lock(slot, paid, more)
-            .expect("invariant: the lock a partner gave up covers the other's whole lock");
-        self.pairs[pair_position]
-            .triggers
-            .get_mut(&partner)
-            .expect("checked above")
-            .locked = whole;
-    }
-
     /// Cancels the untriggered partner of `order_id` (a group's order that just filled), if it
     /// has one; balance events are the caller's to push.
     pub(super) fn cancel_partner_on_fill(&mut self, record: &OrderRecord, now_ms: u64, events: &mut Vec<Event>) {
