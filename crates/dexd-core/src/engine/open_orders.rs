@@ -72,18 +72,20 @@ impl OpenOrderIndex {
         self.by_slot.iter()
     }
 
-    fn entry(&mut self, slot: AccountSlot) -> &mut OpenOrderIds {
+    /// The lists of the account at `slot`, made when it has none yet. An associated function of
+    /// the lists alone, so that the waiting positions can be written beside it.
+    fn entry(by_slot: &mut Vec<OpenOrderIds>, slot: AccountSlot) -> &mut OpenOrderIds {
         let index = slot.index();
-        if self.by_slot.len() <= index {
-            self.by_slot.resize_with(index + 1, Default::default);
+        if by_slot.len() <= index {
+            by_slot.resize_with(index + 1, Default::default);
         }
-        &mut self.by_slot[index]
+        &mut by_slot[index]
     }
 
     /// Adds a resting order at the end of its account's list; returns its place there, which
     /// the book keeps with the order.
     pub(super) fn insert_resting(&mut self, slot: AccountSlot, at: RestingAt) -> u32 {
-        let resting = &mut self.entry(slot).resting;
+        let resting = &mut Self::entry(&mut self.by_slot, slot).resting;
         let position = position_u32(resting.len());
         resting.push(at);
         position
@@ -108,11 +110,7 @@ impl OpenOrderIndex {
 
     /// Adds a waiting order at the end of its account's list.
     pub(super) fn insert_waiting(&mut self, slot: AccountSlot, order_id: OrderId) {
-        let index = slot.index();
-        if self.by_slot.len() <= index {
-            self.by_slot.resize_with(index + 1, Default::default);
-        }
-        let orders = &mut self.by_slot[index];
+        let orders = Self::entry(&mut self.by_slot, slot);
         let position = position_u32(orders.waiting.len());
         orders.waiting.push(order_id);
         if orders.waiting_indexed {
