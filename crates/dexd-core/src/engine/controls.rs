@@ -32,13 +32,9 @@ impl Engine {
             return Ok(());
         };
         let mut orders: Vec<(u64, OrderId)> = self
-            .open_order_ids_of(slot)
-            .into_iter()
-            .filter_map(|order_id| {
-                let record = self.open_order(&order_id)?;
-                let on_pair = pair.is_none_or(|pair| record.terms.pair == pair);
-                on_pair.then_some((record.sequence, order_id))
-            })
+            .open_order_records_of(slot)
+            .filter(|record| pair.is_none_or(|pair| record.terms.pair == pair))
+            .map(|record| (record.sequence, record.terms.order_id))
             .collect();
         // The index's order depends on how it was built (a snapshot's restore differs from a
         // live run); the orders' own sequence does not, so replay gives the same events.

@@ -61,16 +61,14 @@ impl Engine {
             return;
         };
         let mut holding: Vec<(u64, OrderId)> = self
-            .open_order_ids_of(slot)
-            .into_iter()
-            .filter_map(|order_id| {
-                let record = self.open_order(&order_id)?;
+            .open_order_records_of(slot)
+            .filter_map(|record| {
                 let spec = &self.pairs[usize::from(record.terms.pair.0)].spec;
                 let locked = match record.terms.direction {
                     Direction::Buy => spec.quote(),
                     Direction::Sell => spec.base(),
                 };
-                (locked == asset).then_some((record.sequence, order_id))
+                (locked == asset).then_some((record.sequence, record.terms.order_id))
             })
             .collect();
         // By the orders' own sequence, newest first: the index's order depends on how it was

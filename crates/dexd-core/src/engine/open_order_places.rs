@@ -9,22 +9,25 @@ use super::matching::{paid_asset, required_lock};
 use super::Engine;
 use crate::book::SlotKey;
 use crate::ledger::AccountSlot;
-use crate::money::{Address, OrderId};
+use crate::money::Address;
 use crate::order::{OrderRecord, OrderStatus};
 use crate::pair::PairSpec;
 
 impl Engine {
-    /// The ids of the open orders of the account at `slot`: its resting orders, read from their
-    /// books, then its waiting ones. In the lists' order, which depends on how they were built:
-    /// a caller that acts on several sorts them.
-    pub(super) fn open_order_ids_of(&self, slot: AccountSlot) -> Vec<OrderId> {
-        self.open_orders.get(slot.index()).map_or_else(Vec::new, |orders| {
-            let resting = orders
-                .resting
-                .iter()
-                .map(|(pair, key)| self.pairs[usize::from(pair.0)].book.get(*key).terms.order_id);
-            resting.chain(orders.waiting.iter().copied()).collect()
-        })
+    /// The open orders of the account at `slot`: its resting orders, read from their books
+    /// where its list places them, then its waiting ones. In the lists' order, which depends on
+    /// how they were built: a caller that acts on several sorts them.
+    pub(super) fn open_order_records_of(&self, slot: AccountSlot) -> impl Iterator<Item = &OrderRecord> + '_ {
+        let orders = self.open_orders.get(slot.index());
+        let resting = orders
+            .into_iter()
+            .flat_map(|orders| orders.resting.iter())
+            .map(|(pair, key)| self.pairs[usize::from(pair.0)].book.get(*key));
+        let waiting = orders
+            .into_iter()
+            .flat_map(|orders| orders.waiting.iter())
+            .map(|order_id| self.open_order(order_id).expect("invariant: a listed order is open"));
+        resting.chain(waiting)
     }
 
     pub(super) fn open_orders_of(&self, slot: AccountSlot) -> u32 {
