@@ -59,7 +59,7 @@ impl Engine {
 
     /// Puts an order in its pair's book, in its account's list of resting orders (the book
     /// keeps its place there) and in the index of resting orders by id.
-    pub(super) fn rest_in_book(&mut self, record: OrderRecord, slot: AccountSlot) -> SlotKey {
+    pub(super) fn rest_in_book(&mut self, record: OrderRecord, slot: AccountSlot) {
         let pair = record.terms.pair;
         let order_id = record.terms.order_id;
         let pair_position = usize::from(pair.0);
@@ -68,7 +68,6 @@ impl Engine {
         let inserted = self.pairs[pair_position].book.insert(record, slot, owner_position);
         assert_eq!(inserted, key, "invariant: a book inserts at its vacant key");
         self.order_locations.insert(order_id, (pair, key));
-        key
     }
 
     /// Takes the order at `key` out of the book of the pair at `pair_position`, out of its
