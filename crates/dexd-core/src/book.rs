@@ -1,9 +1,12 @@
 //! One pair's limit order book: resting orders in price-time priority.
 //!
-//! Orders live in a slab; each price level is a FIFO list threaded through the slab, and the
-//! levels of each side sit in a `BTreeMap` keyed by price. Insert, remove and the best price are
-//! O(log levels); cancelling an order in the middle of a level is O(1) once it is found. The book
-//! does not know balances, fees or matching rules: [`crate::engine`] does.
+//! Orders live in a slab and each price level in another; a level is a FIFO list threaded
+//! through the orders' slab, and every order knows its level. The levels of each side are
+//! ordered by a `BTreeMap` from price to level, which is searched only when a level is opened
+//! (an order rests at a price where none rests) or closed (its last order leaves): a fill or a
+//! cancel that leaves orders at the price goes from the order to its level directly. Each
+//! side's best level is kept, so the best price is read without a search. The book does not
+//! know balances, fees or matching rules: [`crate::engine`] does.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +21,11 @@ pub type SlotKey = usize;
 
 const NO_SLOT: SlotKey = usize::MAX;
 
+/// A handle to a price level inside its book's slab of levels.
+type LevelKey = u32;
+
+const NO_LEVEL: LevelKey = LevelKey::MAX;
+
 /// One price level as seen from outside: aggregated quantity and order count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelView {
@@ -31,10 +39,21 @@ pub struct LevelView {
 
 #[derive(Clone, Debug)]
 struct Level {
+    price: Price,
     head: SlotKey,
     tail: SlotKey,
     quantity_lots: u128,
     order_count: u32,
+}
+
+impl Level {
+    fn view(&self) -> LevelView {
+        LevelView {
+            price: self.price,
+            quantity: self.quantity_lots,
+            orders: self.order_count,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -44,17 +63,45 @@ struct Node {
     /// The order's place in its account's list of resting orders, which the engine keeps here
     /// so that taking the order out of that list needs no search (`engine::open_orders`).
     owner_position: u32,
+    /// The order's price level, so that a fill or a cancel needs no search by price.
+    level: LevelKey,
     previous: SlotKey,
     next: SlotKey,
+}
+
+/// One side's levels in price order, and its best level (`NO_LEVEL` when the side is empty).
+#[derive(Clone, Debug)]
+struct Side {
+    by_price: BTreeMap<Price, LevelKey>,
+    best: LevelKey,
+}
+
+impl Default for Side {
+    fn default() -> Side {
+        Side {
+            by_price: BTreeMap::new(),
+            best: NO_LEVEL,
+        }
+    }
 }
 
 /// The resting orders of one pair.
 #[derive(Clone, Debug, Default)]
 pub struct OrderBook {
     nodes: Slab<Node>,
-    bids: BTreeMap<Price, Level>,
-    asks: BTreeMap<Price, Level>,
+    levels: Slab<Level>,
+    bids: Side,
+    asks: Side,
     sequence: u64,
+}
+
+/// Whether `price` is better than `than` for a resting order of `direction`: a higher bid, a
+/// lower ask.
+fn is_better(direction: Direction, price: Price, than: Price) -> bool {
+    match direction {
+        Direction::Buy => price > than,
+        Direction::Sell => price < than,
+    }
 }
 
 impl OrderBook {
@@ -96,20 +143,17 @@ impl OrderBook {
         let price = record.terms.price.expect("invariant: only limit orders rest");
         let direction = record.terms.direction;
         let remaining = u128::from(record.remaining().lots());
+        let level_key = self.open_level(direction, price);
+        let level = &mut self.levels[level_key as usize];
+        let old_tail = level.tail;
         let key = self.nodes.insert(Node {
             record,
             account_slot,
             owner_position,
-            previous: NO_SLOT,
+            level: level_key,
+            previous: old_tail,
             next: NO_SLOT,
         });
-        let level = self.side_mut(direction).entry(price).or_insert(Level {
-            head: NO_SLOT,
-            tail: NO_SLOT,
-            quantity_lots: 0,
-            order_count: 0,
-        });
-        let old_tail = level.tail;
         level.tail = key;
         if old_tail == NO_SLOT {
             level.head = key;
@@ -118,7 +162,6 @@ impl OrderBook {
         level.order_count += 1;
         if old_tail != NO_SLOT {
             self.nodes[old_tail].next = key;
-            self.nodes[key].previous = old_tail;
         }
         self.sequence += 1;
         key
@@ -127,16 +170,13 @@ impl OrderBook {
     /// Takes an order out of the book and returns it.
     pub fn remove(&mut self, key: SlotKey) -> OrderRecord {
         let node = self.nodes.remove(key);
-        let price = node.record.terms.price.expect("invariant: only limit orders rest");
-        let direction = node.record.terms.direction;
         if node.previous != NO_SLOT {
             self.nodes[node.previous].next = node.next;
         }
         if node.next != NO_SLOT {
             self.nodes[node.next].previous = node.previous;
         }
-        let side = self.side_mut(direction);
-        let level = side.get_mut(&price).expect("invariant: a resting order's level exists");
+        let level = &mut self.levels[node.level as usize];
         if level.head == key {
             level.head = node.next;
         }
@@ -146,7 +186,7 @@ impl OrderBook {
         level.quantity_lots -= u128::from(node.record.remaining().lots());
         level.order_count -= 1;
         if level.order_count == 0 {
-            side.remove(&price);
+            self.close_level(node.record.terms.direction, node.level);
         }
         self.sequence += 1;
         node.record
@@ -183,55 +223,36 @@ impl OrderBook {
     /// Records a fill of `quantity` against a resting order, keeping the level's total right.
     /// `update` applies the rest of the fill (cost, fee, lock) to the record.
     pub fn fill(&mut self, key: SlotKey, quantity: Quantity, update: impl FnOnce(&mut OrderRecord)) {
-        let record = &mut self.nodes[key].record;
+        let node = &mut self.nodes[key];
+        let record = &mut node.record;
         record.filled = record
             .filled
             .checked_add(quantity)
             .expect("invariant: fills never exceed the quantity");
         assert!(record.filled <= record.terms.quantity, "invariant: overfilled order");
         update(record);
-        let price = record.terms.price.expect("invariant: only limit orders rest");
-        let direction = record.terms.direction;
-        let level = self
-            .side_mut(direction)
-            .get_mut(&price)
-            .expect("invariant: a resting order's level exists");
-        level.quantity_lots -= u128::from(quantity.lots());
+        self.levels[node.level as usize].quantity_lots -= u128::from(quantity.lots());
         self.sequence += 1;
     }
 
     /// The best (highest bid or lowest ask) price of a side.
     pub fn best_price(&self, direction: Direction) -> Option<Price> {
-        match direction {
-            Direction::Buy => self.bids.keys().next_back().copied(),
-            Direction::Sell => self.asks.keys().next().copied(),
-        }
+        let best = self.side(direction).best;
+        (best != NO_LEVEL).then(|| self.levels[best as usize].price)
     }
 
     /// The best level of a side (highest bid or lowest ask), without allocating.
     pub fn best_level(&self, direction: Direction) -> Option<LevelView> {
-        let level = match direction {
-            Direction::Buy => self.bids.iter().next_back(),
-            Direction::Sell => self.asks.iter().next(),
-        };
-        level.map(|(price, level)| LevelView {
-            price: *price,
-            quantity: level.quantity_lots,
-            orders: level.order_count,
-        })
+        let best = self.side(direction).best;
+        (best != NO_LEVEL).then(|| self.levels[best as usize].view())
     }
 
     /// The level of a side at `price`, if orders rest there, without allocating.
     pub fn level_at(&self, direction: Direction, price: Price) -> Option<LevelView> {
-        let side = match direction {
-            Direction::Buy => &self.bids,
-            Direction::Sell => &self.asks,
-        };
-        side.get(&price).map(|level| LevelView {
-            price,
-            quantity: level.quantity_lots,
-            orders: level.order_count,
-        })
+        self.side(direction)
+            .by_price
+            .get(&price)
+            .map(|level| self.levels[*level as usize].view())
     }
 
     /// Visits the resting orders of a side in priority order (best price first, then oldest
@@ -241,8 +262,8 @@ impl OrderBook {
         direction: Direction,
         mut visit: impl FnMut(SlotKey, &'book OrderRecord, AccountSlot) -> bool,
     ) {
-        let mut visit_level = |level: &'book Level| -> bool {
-            let mut key = level.head;
+        let mut visit_level = |level: LevelKey| -> bool {
+            let mut key = self.levels[level as usize].head;
             while key != NO_SLOT {
                 let node = &self.nodes[key];
                 if !visit(key, &node.record, node.account_slot) {
@@ -252,17 +273,23 @@ impl OrderBook {
             }
             true
         };
+        // The best level is kept: a taker that the best level fills (the common case) visits
+        // no more of the side's map.
+        let best = self.side(direction).best;
+        if best == NO_LEVEL || !visit_level(best) {
+            return;
+        }
         match direction {
             Direction::Buy => {
-                for level in self.bids.values().rev() {
-                    if !visit_level(level) {
+                for level in self.bids.by_price.values().rev().skip(1) {
+                    if !visit_level(*level) {
                         return;
                     }
                 }
             }
             Direction::Sell => {
-                for level in self.asks.values() {
-                    if !visit_level(level) {
+                for level in self.asks.by_price.values().skip(1) {
+                    if !visit_level(*level) {
                         return;
                     }
                 }
@@ -272,14 +299,10 @@ impl OrderBook {
 
     /// The aggregated levels of a side, best first, at most `depth` of them.
     pub fn levels(&self, direction: Direction, depth: usize) -> Vec<LevelView> {
-        let view = |(price, level): (&Price, &Level)| LevelView {
-            price: *price,
-            quantity: level.quantity_lots,
-            orders: level.order_count,
-        };
+        let view = |level: &LevelKey| self.levels[*level as usize].view();
         match direction {
-            Direction::Buy => self.bids.iter().rev().take(depth).map(view).collect(),
-            Direction::Sell => self.asks.iter().take(depth).map(view).collect(),
+            Direction::Buy => self.bids.by_price.values().rev().take(depth).map(view).collect(),
+            Direction::Sell => self.asks.by_price.values().take(depth).map(view).collect(),
         }
     }
 
@@ -305,11 +328,27 @@ impl OrderBook {
     }
 
     /// Checks the book's own structure: level totals and counts match their orders, every
-    /// order sits on the side and level its terms say, time priority holds inside each level.
+    /// order sits on the side and level its terms say and points at that level, time priority
+    /// holds inside each level, each side's kept best level is its best, and no level is
+    /// empty or unreachable.
     pub fn check_structure(&self) -> Result<(), String> {
         let mut seen = 0usize;
+        let mut levels_seen = 0usize;
         for (direction, side) in [(Direction::Buy, &self.bids), (Direction::Sell, &self.asks)] {
-            for (price, level) in side {
+            let best = match direction {
+                Direction::Buy => side.by_price.values().next_back(),
+                Direction::Sell => side.by_price.values().next(),
+            };
+            if best.copied().unwrap_or(NO_LEVEL) != side.best {
+                return Err(format!("the kept best level of the {direction:?} side is not its best"));
+            }
+            for (price, level_key) in &side.by_price {
+                let Some(level) = self.levels.get(*level_key as usize) else {
+                    return Err(format!("a price maps to no level at {price:?}"));
+                };
+                if level.price != *price {
+                    return Err(format!("level filed under another price at {price:?}"));
+                }
                 let mut key = level.head;
                 let mut previous = NO_SLOT;
                 let mut quantity = 0u128;
@@ -320,7 +359,10 @@ impl OrderBook {
                     if node.previous != previous {
                         return Err(format!("broken back link at {price:?}"));
                     }
-                    if node.record.terms.price != Some(*price) || node.record.terms.direction != direction {
+                    if node.record.terms.price != Some(*price)
+                        || node.record.terms.direction != direction
+                        || node.level != *level_key
+                    {
                         return Err(format!("order on the wrong level at {price:?}"));
                     }
                     // A fired trigger order keeps the sequence it was placed with and rests
@@ -342,10 +384,14 @@ impl OrderBook {
                     return Err(format!("level totals wrong at {price:?}"));
                 }
                 seen += count as usize;
+                levels_seen += 1;
             }
         }
         if seen != self.nodes.len() {
             return Err("orders in the slab that no level reaches".to_string());
+        }
+        if levels_seen != self.levels.len() {
+            return Err("levels in the slab that no price reaches".to_string());
         }
         if self.is_crossed() {
             return Err("book crossed".to_string());
@@ -353,10 +399,54 @@ impl OrderBook {
         Ok(())
     }
 
-    fn side_mut(&mut self, direction: Direction) -> &mut BTreeMap<Price, Level> {
+    fn side(&self, direction: Direction) -> &Side {
         match direction {
+            Direction::Buy => &self.bids,
+            Direction::Sell => &self.asks,
+        }
+    }
+
+    /// The level of `direction`'s side at `price`, opened (empty) if none rests there.
+    fn open_level(&mut self, direction: Direction, price: Price) -> LevelKey {
+        let side = match direction {
             Direction::Buy => &mut self.bids,
             Direction::Sell => &mut self.asks,
+        };
+        // The best level is where most orders rest: it is tried before the map.
+        if side.best != NO_LEVEL && self.levels[side.best as usize].price == price {
+            return side.best;
+        }
+        let levels = &mut self.levels;
+        let level_key = *side.by_price.entry(price).or_insert_with(|| {
+            let key = levels.insert(Level {
+                price,
+                head: NO_SLOT,
+                tail: NO_SLOT,
+                quantity_lots: 0,
+                order_count: 0,
+            });
+            LevelKey::try_from(key).expect("invariant: fewer price levels than u32::MAX")
+        });
+        if side.best == NO_LEVEL || is_better(direction, price, levels[side.best as usize].price) {
+            side.best = level_key;
+        }
+        level_key
+    }
+
+    /// Closes a level its last order left, and finds the side's next best when it was the best.
+    fn close_level(&mut self, direction: Direction, level_key: LevelKey) {
+        let level = self.levels.remove(level_key as usize);
+        let side = match direction {
+            Direction::Buy => &mut self.bids,
+            Direction::Sell => &mut self.asks,
+        };
+        side.by_price.remove(&level.price);
+        if side.best == level_key {
+            let next_best = match direction {
+                Direction::Buy => side.by_price.values().next_back(),
+                Direction::Sell => side.by_price.values().next(),
+            };
+            side.best = next_best.copied().unwrap_or(NO_LEVEL);
         }
     }
 }

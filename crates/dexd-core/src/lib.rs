@@ -38,6 +38,8 @@ pub mod twaps;
 pub mod wire_names;
 
 #[cfg(test)]
+mod book_tests;
+#[cfg(test)]
 mod conditions_tests;
 #[cfg(test)]
 mod configuration_tests;
