@@ -5,6 +5,7 @@
 //! It runs on the chain's projector thread, after the journal commit; it never decides anything
 //! and never touches the journal.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -234,12 +235,33 @@ fn insert_closed_orders(
 ) -> Result<Vec<i64>, StoreError> {
     let mut insert_order = transaction.prepare_cached(
         "INSERT INTO orders (order_id, account, pair, status, sequence, created_ms, record, nonce, expiry_ms, signature,
-                             account_key, batch)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                             account_key, batch_number, batch_index)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?;
+    let mut insert_batch = transaction.prepare_cached("INSERT INTO batches (order_hashes) VALUES (?1)")?;
+    // A batch's orders share its signature and its hashes: the hashes are written once for the
+    // orders of a batch that close in one transaction, and each names that row. A batch whose
+    // orders close in several transactions gets a row in each (equal ones): what is kept per
+    // batch is bounded by its orders, and nothing is looked up across transactions.
+    let mut batch_rows: HashMap<[u8; 65], (&std::sync::Arc<[[u8; 32]]>, i64)> = HashMap::new();
     let mut numbers = Vec::with_capacity(closed.len());
     for order in closed {
         let record = &order.record;
+        let batch = match &order.batch {
+            None => None,
+            Some(place) => {
+                let number = match batch_rows.get(&order.signature) {
+                    Some((hashes, number)) if **hashes == place.order_hashes => *number,
+                    _ => {
+                        insert_batch.execute([codec::encode_batch_order_hashes(&place.order_hashes)])?;
+                        let number = transaction.last_insert_rowid();
+                        batch_rows.insert(order.signature, (&place.order_hashes, number));
+                        number
+                    }
+                };
+                Some((number, place.index))
+            }
+        };
         insert_order.execute(params![
             record.terms.order_id.as_bytes(),
             record.terms.account.as_bytes(),
@@ -252,7 +274,8 @@ fn insert_closed_orders(
             to_sql_integer(order.expiry_ms),
             &order.signature[..],
             leading_key(record.terms.account.as_bytes()),
-            order.batch.as_ref().map(codec::encode_batch_place),
+            batch.map(|(number, _)| number),
+            batch.map(|(_, index)| index),
         ])?;
         numbers.push(transaction.last_insert_rowid());
     }

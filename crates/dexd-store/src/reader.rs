@@ -59,15 +59,17 @@ impl StoreReader {
             let columns = match unindexed_number {
                 Some(number) => connection
                     .query_row(
-                        "SELECT record, nonce, expiry_ms, signature, batch FROM orders WHERE number = ?1",
+                        "SELECT record, nonce, expiry_ms, signature, batch_index, batches.order_hashes FROM orders
+                         LEFT JOIN batches ON batches.number = orders.batch_number WHERE orders.number = ?1",
                         [number],
                         StoredOrderColumns::read,
                     )
                     .optional()?,
                 None => connection
                     .query_row(
-                        "SELECT record, nonce, expiry_ms, signature, batch FROM orders
-                         WHERE number IN (SELECT number FROM order_ids WHERE order_key = ?1) AND order_id = ?2",
+                        "SELECT record, nonce, expiry_ms, signature, batch_index, batches.order_hashes FROM orders
+                         LEFT JOIN batches ON batches.number = orders.batch_number
+                         WHERE orders.number IN (SELECT number FROM order_ids WHERE order_key = ?1) AND order_id = ?2",
                         params![leading_key(order_id.as_bytes()), order_id.as_bytes()],
                         StoredOrderColumns::read,
                     )
@@ -93,7 +95,8 @@ impl StoreReader {
         let window = SqlWindow::of(&request);
         self.with_connection(|connection| {
             let mut statement = connection.prepare_cached(
-                "SELECT record, nonce, expiry_ms, signature, batch, sequence FROM orders
+                "SELECT record, nonce, expiry_ms, signature, batch_index, batches.order_hashes, sequence FROM orders
+                 LEFT JOIN batches ON batches.number = orders.batch_number
                  WHERE account_key = ?8 AND account = ?1 AND status = ?2 AND (?3 IS NULL OR pair = ?3)
                    AND created_ms >= ?4 AND created_ms <= ?5 AND sequence < ?6
                  ORDER BY sequence DESC LIMIT ?7",
@@ -109,7 +112,7 @@ impl StoreReader {
                     window.fetch,
                     leading_key(account.as_bytes()),
                 ],
-                |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(5)?)),
+                |row| Ok((StoredOrderColumns::read(row)?, row.get::<_, i64>(6)?)),
             )?;
             let mut items = Vec::new();
             for row in rows {
@@ -371,13 +374,15 @@ impl StoreReader {
         })
     }
 }
-/// The columns `record, nonce, expiry_ms, signature, batch` of an order row, as read.
+/// The columns `record, nonce, expiry_ms, signature, batch_index` of an order row and its
+/// batch's `order_hashes`, as read.
 struct StoredOrderColumns {
     record: Vec<u8>,
     nonce: Vec<u8>,
     expiry_ms: i64,
     signature: Vec<u8>,
-    batch: Option<Vec<u8>>,
+    batch_index: Option<u8>,
+    batch_order_hashes: Option<Vec<u8>>,
 }
 
 impl StoredOrderColumns {
@@ -387,7 +392,8 @@ impl StoredOrderColumns {
             nonce: row.get(1)?,
             expiry_ms: row.get(2)?,
             signature: row.get(3)?,
-            batch: row.get(4)?,
+            batch_index: row.get(4)?,
+            batch_order_hashes: row.get(5)?,
         })
     }
 
@@ -408,7 +414,11 @@ impl StoredOrderColumns {
             nonce,
             expiry_ms: self.expiry_ms as u64,
             signature,
-            batch: self.batch.as_deref().map(codec::decode_batch_place).transpose()?,
+            batch: match (self.batch_index, self.batch_order_hashes) {
+                (Some(index), Some(order_hashes)) => Some(codec::decode_batch_place_in(index, &order_hashes)?),
+                (None, None) => None,
+                _ => return Err(StoreError::Inconsistent("an order names a batch the history lacks".into())),
+            },
         })
     }
 }

@@ -53,7 +53,8 @@ pub fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec
 }
 
 /// A batch place as bytes: the order's index, the batch's count of orders and each order's struct
-/// hash (the journal's authorization ends with it; the history keeps it in a column).
+/// hash (the journal's authorization ends with it; the history keeps the hashes once per batch,
+/// [`encode_batch_order_hashes`]).
 pub fn encode_batch_place(batch: &BatchPlace) -> Vec<u8> {
     assert!(
         (1..=MAX_BATCH_ORDER_HASHES).contains(&batch.order_hashes.len())
@@ -71,14 +72,30 @@ pub fn encode_batch_place(batch: &BatchPlace) -> Vec<u8> {
 pub fn decode_batch_place(bytes: &[u8]) -> Result<BatchPlace, CodecError> {
     let bad = || CodecError("bad stored batch place");
     let (&[index, count], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
-    if count == 0
-        || index >= count
-        || usize::from(count) > MAX_BATCH_ORDER_HASHES
-        || rest.len() != 32 * usize::from(count)
-    {
+    if rest.len() != 32 * usize::from(count) {
         return Err(bad());
     }
-    let order_hashes = rest
+    decode_batch_place_in(index, rest)
+}
+
+/// A batch's order hashes as the history keeps them, once per batch (`batches`): each order's
+/// struct hash, in order.
+pub fn encode_batch_order_hashes(order_hashes: &[[u8; 32]]) -> &[u8] {
+    assert!(
+        (1..=MAX_BATCH_ORDER_HASHES).contains(&order_hashes.len()),
+        "invariant: a batch lists 1 to 50 orders"
+    );
+    order_hashes.as_flattened()
+}
+
+/// An order's place in its batch, from its index and its batch's hashes as
+/// [`encode_batch_order_hashes`] wrote them.
+pub fn decode_batch_place_in(index: u8, order_hashes: &[u8]) -> Result<BatchPlace, CodecError> {
+    let count = order_hashes.len() / 32;
+    if count == 0 || usize::from(index) >= count || count > MAX_BATCH_ORDER_HASHES || order_hashes.len() % 32 != 0 {
+        return Err(CodecError("bad stored batch place"));
+    }
+    let order_hashes = order_hashes
         .chunks_exact(32)
         .map(|hash| hash.try_into().expect("32 bytes"))
         .collect();

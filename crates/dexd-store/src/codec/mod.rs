@@ -17,8 +17,8 @@ mod trading;
 mod twaps;
 
 pub use self::authorization::{
-    decode_authorization, decode_batch_place, encode_authorization, encode_batch_place, AUTHORIZATION_ENCODING_VERSION,
-    MAX_BATCH_ORDER_HASHES,
+    decode_authorization, decode_batch_place, decode_batch_place_in, encode_authorization, encode_batch_order_hashes,
+    encode_batch_place, AUTHORIZATION_ENCODING_VERSION, MAX_BATCH_ORDER_HASHES,
 };
 pub use self::liabilities::{decode_root_record, encode_root_record};
 pub use self::records::{
