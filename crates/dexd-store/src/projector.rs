@@ -243,7 +243,7 @@ fn insert_closed_orders(
     // orders of a batch that close in one transaction, and each names that row. A batch whose
     // orders close in several transactions gets a row in each (equal ones): what is kept per
     // batch is bounded by its orders, and nothing is looked up across transactions.
-    let mut batch_rows: HashMap<[u8; 65], (&std::sync::Arc<[[u8; 32]]>, i64)> = HashMap::new();
+    let mut batch_rows: HashMap<[u8; 65], (&[[u8; 32]], i64)> = HashMap::new();
     let mut numbers = Vec::with_capacity(closed.len());
     for order in closed {
         let record = &order.record;
@@ -251,7 +251,7 @@ fn insert_closed_orders(
             None => None,
             Some(place) => {
                 let number = match batch_rows.get(&order.signature) {
-                    Some((hashes, number)) if **hashes == place.order_hashes => *number,
+                    Some((hashes, number)) if *hashes == &*place.order_hashes => *number,
                     _ => {
                         insert_batch.execute([codec::encode_batch_order_hashes(&place.order_hashes)])?;
                         let number = transaction.last_insert_rowid();

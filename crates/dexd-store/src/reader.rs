@@ -417,7 +417,11 @@ impl StoredOrderColumns {
             batch: match (self.batch_index, self.batch_order_hashes) {
                 (Some(index), Some(order_hashes)) => Some(codec::decode_batch_place_in(index, &order_hashes)?),
                 (None, None) => None,
-                _ => return Err(StoreError::Inconsistent("an order names a batch the history lacks".into())),
+                _ => {
+                    return Err(StoreError::Inconsistent(
+                        "an order names a batch the history lacks".into(),
+                    ))
+                }
             },
         })
     }

@@ -682,7 +682,13 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
     let data_dir = tempfile::tempdir().unwrap();
     let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
     let account = Address::from_bytes([0xa1; 20]);
-    journal_and_project(&mut engine, &mut writer, &mut projector, deposit(account, 1, 10u128.pow(30)), None);
+    journal_and_project(
+        &mut engine,
+        &mut writer,
+        &mut projector,
+        deposit(account, 1, 10u128.pow(30)),
+        None,
+    );
     // Two batches signed once: three orders under signature 0x31, two under 0x32.
     let batches: [(u8, Arc<[[u8; 32]]>); 2] = [
         (0x31, Arc::from(vec![[1; 32], [2; 32], [3; 32]])),
@@ -708,37 +714,35 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
         }
     }
     // Cancels of orders of both batches projected in one transaction, then the rest in another.
-    let cancel_in_one_projection = |engine: &mut Engine,
-                                    writer: &mut StoreWriter,
-                                    projector: &mut Projector,
-                                    cancelled: &[OrderId]| {
-        let first = projector.projected_sequence().unwrap() + 1;
-        let mut entries = Vec::new();
-        let mut projections = Vec::new();
-        for (offset, order_id) in cancelled.iter().enumerate() {
-            let sequence = first + offset as u64;
-            let command = Command::CancelOrder {
-                account,
-                order_id: *order_id,
-                pair: None,
-            };
-            let mut events = Vec::new();
-            entries.push(JournalEntry {
-                sequence,
-                time_ms: sequence,
-                command: codec::encode_command(&command),
-                authorization: None,
-            });
-            engine.execute_signed(command, None, sequence, &mut events).unwrap();
-            projections.push(Projection {
-                sequence,
-                events: Arc::new(events),
-                authorization: None,
-            });
-        }
-        writer.append(&entries).unwrap();
-        projector.project(&projections).unwrap();
-    };
+    let cancel_in_one_projection =
+        |engine: &mut Engine, writer: &mut StoreWriter, projector: &mut Projector, cancelled: &[OrderId]| {
+            let first = projector.projected_sequence().unwrap() + 1;
+            let mut entries = Vec::new();
+            let mut projections = Vec::new();
+            for (offset, order_id) in cancelled.iter().enumerate() {
+                let sequence = first + offset as u64;
+                let command = Command::CancelOrder {
+                    account,
+                    order_id: *order_id,
+                    pair: None,
+                };
+                let mut events = Vec::new();
+                entries.push(JournalEntry {
+                    sequence,
+                    time_ms: sequence,
+                    command: codec::encode_command(&command),
+                    authorization: None,
+                });
+                engine.execute_signed(command, None, sequence, &mut events).unwrap();
+                projections.push(Projection {
+                    sequence,
+                    events: Arc::new(events),
+                    authorization: None,
+                });
+            }
+            writer.append(&entries).unwrap();
+            projector.project(&projections).unwrap();
+        };
     let ids: Vec<OrderId> = orders.iter().map(|(order_id, _, _)| *order_id).collect();
     cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[0], ids[1], ids[3]]);
     cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[2], ids[4]]);
@@ -759,7 +763,9 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
             start_ms: 0,
             end_ms: u64::MAX,
         };
-        let listed = reader.orders(&account, OrderStatus::Cancelled, None, everything).unwrap();
+        let listed = reader
+            .orders(&account, OrderStatus::Cancelled, None, everything)
+            .unwrap();
         assert_eq!(listed.items.len(), orders.len());
         for stored in &listed.items {
             let (_, index, hashes) = orders

@@ -92,7 +92,11 @@ pub fn encode_batch_order_hashes(order_hashes: &[[u8; 32]]) -> &[u8] {
 /// [`encode_batch_order_hashes`] wrote them.
 pub fn decode_batch_place_in(index: u8, order_hashes: &[u8]) -> Result<BatchPlace, CodecError> {
     let count = order_hashes.len() / 32;
-    if count == 0 || usize::from(index) >= count || count > MAX_BATCH_ORDER_HASHES || order_hashes.len() % 32 != 0 {
+    if count == 0
+        || usize::from(index) >= count
+        || count > MAX_BATCH_ORDER_HASHES
+        || !order_hashes.len().is_multiple_of(32)
+    {
         return Err(CodecError("bad stored batch place"));
     }
     let order_hashes = order_hashes
