@@ -43,6 +43,8 @@ pub mod snapshots;
 mod write_error;
 
 #[cfg(test)]
+mod batches_tests;
+#[cfg(test)]
 mod checkpoints_tests;
 #[cfg(test)]
 mod test_config;

@@ -1,0 +1,123 @@
+//! The history's batches: the order hashes of a batch signed once are kept once per projector
+//! transaction, and every closed order of a batch reads back its place in it, before and after
+//! the history is rebuilt from the journal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexd_core::{Address, Command, Engine, OrderId, OrderStatus};
+
+use super::tests::{deposit, journal_and_project, limit_order, venue_signed};
+use super::*;
+use crate::codec;
+
+#[test]
+fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_its_place() {
+    let engine_config = crate::test_config::engine_config();
+    let mut engine = Engine::new(engine_config.clone()).unwrap();
+    let data_dir = tempfile::tempdir().unwrap();
+    let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    let account = Address::from_bytes([0xa1; 20]);
+    journal_and_project(
+        &mut engine,
+        &mut writer,
+        &mut projector,
+        deposit(account, 1, 10u128.pow(30)),
+        None,
+    );
+    // Two batches signed once: three orders under signature 0x31, two under 0x32.
+    let batches: [(u8, Arc<[[u8; 32]]>); 2] = [
+        (0x31, Arc::from(vec![[1; 32], [2; 32], [3; 32]])),
+        (0x32, Arc::from(vec![[4; 32], [5; 32]])),
+    ];
+    let mut orders = Vec::new();
+    for (signature_byte, hashes) in &batches {
+        for index in 0..hashes.len() {
+            let order_id = OrderId::from_bytes([signature_byte + index as u8 * 16; 32]);
+            let authorization = Authorization {
+                // The batch's nonce, claimed by its first order.
+                nonce: [*signature_byte; 32],
+                batch: Some(BatchPlace {
+                    index: index as u8,
+                    order_hashes: hashes.clone(),
+                }),
+                claims_batch_nonce: index == 0,
+                ..venue_signed(order_id, *signature_byte)
+            };
+            let order = limit_order(account, order_id, dexd_core::Direction::Buy, 10);
+            journal_and_project(&mut engine, &mut writer, &mut projector, order, Some(authorization));
+            orders.push((order_id, index as u8, hashes.clone()));
+        }
+    }
+    // Cancels of orders of both batches projected in one transaction, then the rest in another.
+    let cancel_in_one_projection =
+        |engine: &mut Engine, writer: &mut StoreWriter, projector: &mut Projector, cancelled: &[OrderId]| {
+            let first = projector.projected_sequence().unwrap() + 1;
+            let mut entries = Vec::new();
+            let mut projections = Vec::new();
+            for (offset, order_id) in cancelled.iter().enumerate() {
+                let sequence = first + offset as u64;
+                let command = Command::CancelOrder {
+                    account,
+                    order_id: *order_id,
+                    pair: None,
+                };
+                let mut events = Vec::new();
+                entries.push(JournalEntry {
+                    sequence,
+                    time_ms: sequence,
+                    command: codec::encode_command(&command),
+                    authorization: None,
+                });
+                engine.execute_signed(command, None, sequence, &mut events).unwrap();
+                projections.push(Projection {
+                    sequence,
+                    events: Arc::new(events),
+                    authorization: None,
+                });
+            }
+            writer.append(&entries).unwrap();
+            projector.project(&projections).unwrap();
+        };
+    let ids: Vec<OrderId> = orders.iter().map(|(order_id, _, _)| *order_id).collect();
+    cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[0], ids[1], ids[3]]);
+    cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[2], ids[4]]);
+    let batch_rows: i64 = projector
+        .connection
+        .query_row("SELECT COUNT(*) FROM batches", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(batch_rows, 4, "each batch once in each of the two transactions");
+    let check = |reader: &StoreReader| {
+        for (order_id, index, hashes) in &orders {
+            let stored = reader.order(order_id).unwrap().expect("a closed order is found by id");
+            let place = stored.batch.expect("an order of a batch keeps its place");
+            assert_eq!((place.index, &place.order_hashes), (*index, hashes));
+        }
+        let everything = PageRequest {
+            limit: 10,
+            cursor: None,
+            start_ms: 0,
+            end_ms: u64::MAX,
+        };
+        let listed = reader
+            .orders(&account, OrderStatus::Cancelled, None, everything)
+            .unwrap();
+        assert_eq!(listed.items.len(), orders.len());
+        for stored in &listed.items {
+            let (_, index, hashes) = orders
+                .iter()
+                .find(|(order_id, _, _)| *order_id == stored.record.terms.order_id)
+                .expect("one of the orders");
+            let place = stored.batch.as_ref().expect("listed with its place");
+            assert_eq!((place.index, &place.order_hashes), (*index, hashes));
+        }
+    };
+    check(&reader);
+    drop((writer, projector, reader));
+
+    // Rebuilt from the journal alone, the history reads the same.
+    std::fs::remove_file(history_path(data_dir.path(), 1)).unwrap();
+    let (mut writer, mut projector, reader) = open(data_dir.path(), 1, Duration::from_secs(1)).unwrap();
+    writer.replay(&engine_config, Some(&mut projector)).unwrap();
+    check(&reader);
+}
