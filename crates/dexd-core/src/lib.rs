@@ -48,6 +48,8 @@ mod controls_tests;
 #[cfg(test)]
 mod custody_tests;
 #[cfg(test)]
+mod engine_replay_tests;
+#[cfg(test)]
 mod engine_tests;
 #[cfg(test)]
 mod halts_tests;
