@@ -1,6 +1,6 @@
 //! The history's batches: the order hashes of a batch signed once are kept once per projector
-//! transaction, and every closed order of a batch reads back its place in it, before and after
-//! the history is rebuilt from the journal.
+//! transaction, two batches with one signature keep their own, and every closed order of a batch
+//! reads back its place in it, before and after the history is rebuilt from the journal.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,18 +25,23 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
         deposit(account, 1, 10u128.pow(30)),
         None,
     );
-    // Two batches signed once: three orders under signature 0x31, two under 0x32.
-    let batches: [(u8, Arc<[[u8; 32]]>); 2] = [
-        (0x31, Arc::from(vec![[1; 32], [2; 32], [3; 32]])),
-        (0x32, Arc::from(vec![[4; 32], [5; 32]])),
+    // Three batches signed once, by (signature, nonce): three orders under (0x31, 0x31), two
+    // under (0x32, 0x32), and two under (0x31, 0x33): another batch with the first one's
+    // signature bytes. Anyone can make that: the same bytes recover, over another batch's digest,
+    // to another address, which its maker can then approve as its own account's agent. Its
+    // orders must keep their own hashes, never the first batch's.
+    let batches: [(u8, u8, Arc<[[u8; 32]]>); 3] = [
+        (0x31, 0x31, Arc::from(vec![[1; 32], [2; 32], [3; 32]])),
+        (0x32, 0x32, Arc::from(vec![[4; 32], [5; 32]])),
+        (0x31, 0x33, Arc::from(vec![[6; 32], [7; 32]])),
     ];
     let mut orders = Vec::new();
-    for (signature_byte, hashes) in &batches {
+    for (signature_byte, nonce_byte, hashes) in &batches {
         for index in 0..hashes.len() {
-            let order_id = OrderId::from_bytes([signature_byte + index as u8 * 16; 32]);
+            let order_id = OrderId::from_bytes([nonce_byte + index as u8 * 16; 32]);
             let authorization = Authorization {
                 // The batch's nonce, claimed by its first order.
-                nonce: [*signature_byte; 32],
+                nonce: [*nonce_byte; 32],
                 batch: Some(BatchPlace {
                     index: index as u8,
                     order_hashes: hashes.clone(),
@@ -80,13 +85,19 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
             projector.project(&projections).unwrap();
         };
     let ids: Vec<OrderId> = orders.iter().map(|(order_id, _, _)| *order_id).collect();
-    cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[0], ids[1], ids[3]]);
-    cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[2], ids[4]]);
+    // The first batch's orders and the one with its signature close in one transaction too.
+    cancel_in_one_projection(
+        &mut engine,
+        &mut writer,
+        &mut projector,
+        &[ids[0], ids[1], ids[3], ids[5]],
+    );
+    cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[2], ids[4], ids[6]]);
     let batch_rows: i64 = projector
         .connection
         .query_row("SELECT COUNT(*) FROM batches", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(batch_rows, 4, "each batch once in each of the two transactions");
+    assert_eq!(batch_rows, 6, "each batch once in each of the two transactions");
     let check = |reader: &StoreReader| {
         for (order_id, index, hashes) in &orders {
             let stored = reader.order(order_id).unwrap().expect("a closed order is found by id");
