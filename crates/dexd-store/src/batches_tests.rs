@@ -11,6 +11,9 @@ use super::tests::{deposit, journal_and_project, limit_order, venue_signed};
 use super::*;
 use crate::codec;
 
+/// A batch's order hashes, as a batch place shares them.
+type OrderHashes = Arc<[[u8; 32]]>;
+
 #[test]
 fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_its_place() {
     let engine_config = crate::test_config::engine_config();
@@ -30,7 +33,7 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
     // signature bytes. Anyone can make that: the same bytes recover, over another batch's digest,
     // to another address, which its maker can then approve as its own account's agent. Its
     // orders must keep their own hashes, never the first batch's.
-    let batches: [(u8, u8, Arc<[[u8; 32]]>); 3] = [
+    let batches: [(u8, u8, OrderHashes); 3] = [
         (0x31, 0x31, Arc::from(vec![[1; 32], [2; 32], [3; 32]])),
         (0x32, 0x32, Arc::from(vec![[4; 32], [5; 32]])),
         (0x31, 0x33, Arc::from(vec![[6; 32], [7; 32]])),
