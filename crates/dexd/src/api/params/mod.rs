@@ -19,7 +19,7 @@ use dexd_core::{Address, AssetIndex, Decimal, PairIndex};
 use zeroize::Zeroize;
 
 use self::numbers::integral_digits;
-use self::typed::{is_symbol, pair_of, wrong_kind};
+use self::typed::wrong_kind;
 
 use super::error::ApiError;
 use super::operations::{
@@ -504,6 +504,32 @@ pub enum CredentialFields {
         /// The 65-byte `r ‖ s ‖ v` signature.
         signature: [u8; 65],
     },
+}
+
+/// Whether `text` is written as an asset symbol is: 1 to 16 of `A-Z a-z 0-9 . -`.
+fn is_symbol(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= dexd_venue::config::MAX_SYMBOL_LENGTH
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
+}
+
+/// The pair `text` names on `chain`.
+fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError> {
+    let well_formed = text
+        .split_once('/')
+        .is_some_and(|(base, quote)| is_symbol(base) && is_symbol(quote));
+    if !well_formed {
+        return Err(ApiError::invalid(name, "must be a pair such as ETH/USDC"));
+    }
+    chain.markets().config.pair(text).ok_or_else(|| {
+        ApiError::not_found(
+            "UNKNOWN_PAIR",
+            format!("{} is not a pair of this chain", text.to_ascii_uppercase()),
+        )
+        .on(name)
+    })
 }
 
 /// Erases every string inside a JSON value (a batch item may carry a key where none belongs).

@@ -2,11 +2,8 @@
 //! serves, how their text is parsed and which error answers a bad one. The parameters themselves
 //! and their arrival are `mod.rs`'s; this file does not know which operation is running.
 
-use dexd_core::{
-    Address, Decimal, OrderId, PairIndex, MAX_CANCEL_ALL_AFTER_MS, MAX_OCO_GROUP_CHARS, MIN_CANCEL_ALL_AFTER_MS,
-};
+use dexd_core::{Address, Decimal, OrderId, MAX_CANCEL_ALL_AFTER_MS, MAX_OCO_GROUP_CHARS, MIN_CANCEL_ALL_AFTER_MS};
 use dexd_crypto::{parse_address, parse_hex_bytes};
-use dexd_venue::Chain;
 
 use super::{FromParam, Params};
 use crate::api::error::ApiError;
@@ -16,32 +13,6 @@ use crate::api::operations::{Field, Kind, WireWord, MAX_CLIENT_ORDER_ID_LENGTH, 
 pub(super) fn wrong_kind(field: &Field) -> ApiError {
     tracing::error!(field = field.name, kind = ?field.kind, "a field was read as a type its kind is not");
     ApiError::internal()
-}
-
-/// Whether `text` is written as an asset symbol is: 1 to 16 of `A-Z a-z 0-9 . -`.
-pub(super) fn is_symbol(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= dexd_venue::config::MAX_SYMBOL_LENGTH
-        && text
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-')
-}
-
-/// The pair `text` names on `chain`.
-pub(super) fn pair_of(chain: &Chain, name: &str, text: &str) -> Result<PairIndex, ApiError> {
-    let well_formed = text
-        .split_once('/')
-        .is_some_and(|(base, quote)| is_symbol(base) && is_symbol(quote));
-    if !well_formed {
-        return Err(ApiError::invalid(name, "must be a pair such as ETH/USDC"));
-    }
-    chain.markets().config.pair(text).ok_or_else(|| {
-        ApiError::not_found(
-            "UNKNOWN_PAIR",
-            format!("{} is not a pair of this chain", text.to_ascii_uppercase()),
-        )
-        .on(name)
-    })
 }
 
 /// 1 to `max_chars` of `A-Z a-z 0-9` and `punctuation`.
