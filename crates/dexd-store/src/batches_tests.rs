@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use dexd_core::{Address, Command, Engine, OrderId, OrderStatus};
 
-use super::tests::{deposit, journal_and_project, limit_order, venue_signed};
+use super::tests::{deposit, journal_and_project, journal_and_project_together, limit_order, venue_signed};
 use super::*;
-use crate::codec;
 
 /// A batch's order hashes, as a batch place shares them.
 type OrderHashes = Arc<[[u8; 32]]>;
@@ -58,44 +57,33 @@ fn a_batchs_hashes_are_kept_once_per_transaction_and_every_closed_order_reads_it
         }
     }
     // Cancels of orders of both batches projected in one transaction, then the rest in another.
-    let cancel_in_one_projection =
-        |engine: &mut Engine, writer: &mut StoreWriter, projector: &mut Projector, cancelled: &[OrderId]| {
-            let first = projector.projected_sequence().unwrap() + 1;
-            let mut entries = Vec::new();
-            let mut projections = Vec::new();
-            for (offset, order_id) in cancelled.iter().enumerate() {
-                let sequence = first + offset as u64;
-                let command = Command::CancelOrder {
+    let cancels = |cancelled: &[OrderId]| -> Vec<(Command, Option<Authorization>)> {
+        cancelled
+            .iter()
+            .map(|order_id| {
+                let cancel = Command::CancelOrder {
                     account,
                     order_id: *order_id,
                     pair: None,
                 };
-                let mut events = Vec::new();
-                entries.push(JournalEntry {
-                    sequence,
-                    time_ms: sequence,
-                    command: codec::encode_command(&command),
-                    authorization: None,
-                });
-                engine.execute_signed(command, None, sequence, &mut events).unwrap();
-                projections.push(Projection {
-                    sequence,
-                    events: Arc::new(events),
-                    authorization: None,
-                });
-            }
-            writer.append(&entries).unwrap();
-            projector.project(&projections).unwrap();
-        };
+                (cancel, None)
+            })
+            .collect()
+    };
     let ids: Vec<OrderId> = orders.iter().map(|(order_id, _, _)| *order_id).collect();
     // The first batch's orders and the one with its signature close in one transaction too.
-    cancel_in_one_projection(
+    journal_and_project_together(
         &mut engine,
         &mut writer,
         &mut projector,
-        &[ids[0], ids[1], ids[3], ids[5]],
+        cancels(&[ids[0], ids[1], ids[3], ids[5]]),
     );
-    cancel_in_one_projection(&mut engine, &mut writer, &mut projector, &[ids[2], ids[4], ids[6]]);
+    journal_and_project_together(
+        &mut engine,
+        &mut writer,
+        &mut projector,
+        cancels(&[ids[2], ids[4], ids[6]]),
+    );
     let batch_rows: i64 = projector
         .connection
         .query_row("SELECT COUNT(*) FROM batches", [], |row| row.get(0))

@@ -251,26 +251,39 @@ pub(crate) fn journal_and_project(
     command: Command,
     authorization: Option<Authorization>,
 ) {
-    let sequence = projector.projected_sequence().unwrap() + 1;
-    let encoded = codec::encode_command(&command);
-    let mut events = Vec::new();
-    let claim = authorization.as_ref().map(Authorization::claim);
-    engine.execute_signed(command, claim, sequence, &mut events).unwrap();
-    writer
-        .append(&[JournalEntry {
+    journal_and_project_together(engine, writer, projector, vec![(command, authorization)]);
+}
+
+/// Runs `commands` through `engine` in order, then journals them in one append and projects
+/// them in one projector transaction, as the writer and the projector do with a batch.
+pub(crate) fn journal_and_project_together(
+    engine: &mut Engine,
+    writer: &mut StoreWriter,
+    projector: &mut Projector,
+    commands: Vec<(Command, Option<Authorization>)>,
+) {
+    let first = projector.projected_sequence().unwrap() + 1;
+    let mut entries = Vec::new();
+    let mut projections = Vec::new();
+    for ((command, authorization), sequence) in commands.into_iter().zip(first..) {
+        let encoded = codec::encode_command(&command);
+        let mut events = Vec::new();
+        let claim = authorization.as_ref().map(Authorization::claim);
+        engine.execute_signed(command, claim, sequence, &mut events).unwrap();
+        entries.push(JournalEntry {
             sequence,
             time_ms: sequence,
             command: encoded,
             authorization: authorization.clone(),
-        }])
-        .unwrap();
-    projector
-        .project(&[Projection {
+        });
+        projections.push(Projection {
             sequence,
             events: Arc::new(events),
             authorization,
-        }])
-        .unwrap();
+        });
+    }
+    writer.append(&entries).unwrap();
+    projector.project(&projections).unwrap();
 }
 
 /// A deposit of `units` of asset `asset` of the embedded default's first chain.
