@@ -23,7 +23,7 @@
 //! This module does not check signatures (the `dexd` crate does, before the command is queued) and
 //! reads no clock: the time is passed in, so replay rebuilds exactly the same set.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
@@ -174,11 +174,19 @@ pub struct NonceRegistry {
     /// The live nonces claimed by a batch signed once, with the orders of it applied; each is
     /// also in `live`, and leaves with it.
     batches: FxHashMap<(Address, Nonce), LiveBatch>,
-    by_expiry: BTreeSet<LiveClaim>,
+    /// Each live claim by its expiry: a list per expiry time, sorted by (account, nonce,
+    /// signer), so that walking it gives [`LiveClaim`]'s order. A set of whole claims cost a
+    /// signed command a search among 80-byte keys on every check and record (BENCHMARKS.md).
+    by_expiry: BTreeMap<u64, Vec<ExpiringClaim>>,
+    /// How many claims `by_expiry` holds: `live.len()`.
+    claims_by_expiry: usize,
     /// Each holder with live nonces: how many, and how many expire at each time. Derived from
     /// `by_expiry` and `live`.
     by_holder: FxHashMap<Address, HeldNonces>,
 }
+
+/// A live claim as its expiry's list holds it: whose nonce, the nonce, who signed.
+type ExpiringClaim = (Address, Nonce, Address);
 
 /// The live nonces of one holder, counted.
 #[derive(Clone, Debug, Default)]
@@ -196,7 +204,8 @@ impl NonceRegistry {
             max_live_nonces_per_account,
             live: FxHashMap::default(),
             batches: FxHashMap::default(),
-            by_expiry: BTreeSet::new(),
+            by_expiry: BTreeMap::new(),
+            claims_by_expiry: 0,
             by_holder: FxHashMap::default(),
         }
     }
@@ -285,11 +294,7 @@ impl NonceRegistry {
                 .map_or(now_ms, |(expiry_ms, _)| *expiry_ms);
             return Err(NonceRejection::AccountFull { frees_at_ms });
         }
-        let lowest = Address::from_bytes([0; 20]);
-        let expired = self
-            .by_expiry
-            .range(..(now_ms + 1, lowest, Nonce::default(), lowest))
-            .count();
+        let expired: usize = self.by_expiry.range(..=now_ms).map(|(_, claims)| claims.len()).sum();
         let live = self.live.len() - expired;
         if live >= self.max_live_nonces {
             // Full: only a holder under the average share of those holding nonces gets one, so
@@ -341,7 +346,7 @@ impl NonceRegistry {
             );
         }
         self.insert(claim.expiry_ms, claim.nonce, parties);
-        assert_eq!(self.live.len(), self.by_expiry.len(), "the nonce indexes agree");
+        assert_eq!(self.live.len(), self.claims_by_expiry, "the nonce indexes agree");
         assert!(
             self.batches.len() <= self.live.len(),
             "every live batch has its live nonce"
@@ -356,7 +361,13 @@ impl NonceRegistry {
         } = parties;
         if let std::collections::hash_map::Entry::Vacant(entry) = self.live.entry((account, nonce)) {
             entry.insert(holder);
-            self.by_expiry.insert((expiry_ms, account, nonce, signer));
+            let claims = self.by_expiry.entry(expiry_ms).or_default();
+            let claim = (account, nonce, signer);
+            let place = claims
+                .binary_search(&claim)
+                .expect_err("invariant: a claim new to `live` is new to its expiry's list");
+            claims.insert(place, claim);
+            self.claims_by_expiry += 1;
             let nonces = self.by_holder.entry(holder).or_default();
             nonces.total += 1;
             *nonces.by_expiry.entry(expiry_ms).or_default() += 1;
@@ -374,8 +385,12 @@ impl NonceRegistry {
     }
 
     /// Every live claim in a fixed order (expiry, account, nonce, signer), for the state hash.
-    pub fn iter_in_order(&self) -> impl Iterator<Item = &LiveClaim> {
-        self.by_expiry.iter()
+    pub fn iter_in_order(&self) -> impl Iterator<Item = LiveClaim> + '_ {
+        self.by_expiry.iter().flat_map(|(expiry_ms, claims)| {
+            claims
+                .iter()
+                .map(|&(account, nonce, signer)| (*expiry_ms, account, nonce, signer))
+        })
     }
 
     /// Every live nonce a batch claimed, by account and nonce (for the state hash and
@@ -396,32 +411,40 @@ impl NonceRegistry {
     }
 
     fn forget_expired(&mut self, now_ms: u64) {
-        while let Some(&(expiry_ms, account, nonce, _)) = self.by_expiry.first() {
-            if expiry_ms > now_ms {
+        while let Some(entry) = self.by_expiry.first_entry() {
+            if *entry.key() > now_ms {
                 break;
             }
-            self.by_expiry.pop_first();
-            let holder = self
-                .live
-                .remove(&(account, nonce))
-                .expect("invariant: the nonce indexes agree");
-            self.batches.remove(&(account, nonce));
-            let nonces = self
-                .by_holder
-                .get_mut(&holder)
-                .expect("invariant: a live nonce's holder is counted");
-            let count = nonces
-                .by_expiry
-                .get_mut(&expiry_ms)
-                .expect("invariant: a live nonce's expiry is counted");
-            *count -= 1;
-            if *count == 0 {
-                nonces.by_expiry.remove(&expiry_ms);
+            let (expiry_ms, claims) = entry.remove_entry();
+            self.claims_by_expiry -= claims.len();
+            for (account, nonce, _) in claims {
+                self.forget_claim(expiry_ms, account, nonce);
             }
-            nonces.total -= 1;
-            if nonces.total == 0 {
-                self.by_holder.remove(&holder);
-            }
+        }
+    }
+
+    /// Forgets one claim taken out of `by_expiry` from the other indexes.
+    fn forget_claim(&mut self, expiry_ms: u64, account: Address, nonce: Nonce) {
+        let holder = self
+            .live
+            .remove(&(account, nonce))
+            .expect("invariant: the nonce indexes agree");
+        self.batches.remove(&(account, nonce));
+        let nonces = self
+            .by_holder
+            .get_mut(&holder)
+            .expect("invariant: a live nonce's holder is counted");
+        let count = nonces
+            .by_expiry
+            .get_mut(&expiry_ms)
+            .expect("invariant: a live nonce's expiry is counted");
+        *count -= 1;
+        if *count == 0 {
+            nonces.by_expiry.remove(&expiry_ms);
+        }
+        nonces.total -= 1;
+        if nonces.total == 0 {
+            self.by_holder.remove(&holder);
         }
     }
 }
@@ -542,6 +565,40 @@ mod tests {
         record(&mut registry, 1, claim(3, 6_000), 2_000);
         assert_eq!(registry.len(), 2);
         assert_eq!(check(&registry, 1, claim(2, 6_000), 2_000), Err(NonceRejection::Reused));
+    }
+
+    /// The state hash and snapshots walk the live claims in `LiveClaim`'s order (expiry, account,
+    /// nonce, signer) whatever order they came in, and a restored registry walks them the same.
+    #[test]
+    fn live_claims_are_walked_in_their_tuple_order() {
+        let mut registry = NonceRegistry::new(100, 100);
+        let mut expected = Vec::new();
+        // Three expiries, each shared by claims of several accounts, recorded out of order.
+        for (step, (who, nonce, expiry_ms)) in [
+            (3, 5, 9_000),
+            (1, 9, 7_000),
+            (2, 1, 9_000),
+            (1, 2, 9_000),
+            (4, 4, 7_000),
+            (2, 8, 8_000),
+            (1, 1, 7_000),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            record(&mut registry, who, claim(nonce, expiry_ms), 1_000 + step as u64);
+            expected.push((expiry_ms, account(who), Nonce::from_bytes([nonce; 32]), account(who)));
+        }
+        expected.sort();
+        assert_eq!(registry.iter_in_order().collect::<Vec<_>>(), expected);
+        let restored = NonceRegistry::restore((100, 100), expected.iter().rev().copied(), [], |_, signer| *signer);
+        assert_eq!(restored.iter_in_order().collect::<Vec<_>>(), expected);
+        // Forgetting the expired keeps the rest in order.
+        record(&mut registry, 5, claim(1, 20_000), 8_000);
+        expected.retain(|(expiry_ms, ..)| *expiry_ms > 8_000);
+        expected.push((20_000, account(5), Nonce::from_bytes([1; 32]), account(5)));
+        assert_eq!(registry.iter_in_order().collect::<Vec<_>>(), expected);
+        assert_eq!(registry.len(), expected.len());
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl Engine {
                 .filter(|(_, positions)| !positions.is_empty())
                 .map(|(slot, positions)| (u32::try_from(slot).expect("slots fit u32"), positions.clone()))
                 .collect(),
-            nonces: self.nonces.iter_in_order().copied().collect(),
+            nonces: self.nonces.iter_in_order().collect(),
             batch_nonces: self.nonces.batches_in_order(),
             custody: self.custody.state(),
             agents: self
