@@ -12,6 +12,7 @@ use std::time::Duration;
 use alloy::primitives::TxKind;
 use alloy::sol_types::SolCall;
 use common::chain::{BackgroundMiner, USDC_UNIT};
+use common::vault_calls::view;
 use common::vault_venue::{key_of, VaultVenue};
 use dexd_crypto::liability_tree::LiabilityLeaf;
 use dexd_custody::deploy;
@@ -61,7 +62,7 @@ async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
     // may come first (each is at a later position): then the copy is of that one.
     let mut reader = ChainData::new(venue.chain.node.clone(), Some(&venue.chain.anvil.endpoint()), 10_000);
     let mut attempts = 0;
-    let planted_epoch = loop {
+    let (copied_epoch, planted_epoch) = loop {
         let copied_epoch = root_count(&venue).await - 1;
         let mut data = reader.root_data(copied_epoch).await.unwrap();
         // An account the tree does not hold, listed with a balance: a rebuild from this data
@@ -87,13 +88,15 @@ async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
             .await
             .unwrap()
             .unwrap();
+        let planted_data = data.encode();
+        let planted_data_hash = alloy::primitives::keccak256(&planted_data);
         let plant = DexdVaultV2::commitRootWithDataCall {
             root: stored.root,
             journalSequence: stored.journalSequence,
             depositCount_: alloy::primitives::U256::from(stored.depositCount),
             tokens: event.tokens,
             totals: event.totals,
-            data: data.encode().into(),
+            data: planted_data.into(),
         };
         match deploy::send_and_wait(
             &venue.chain.node,
@@ -104,7 +107,28 @@ async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
         )
         .await
         {
-            Ok(receipt) if receipt.succeeded => break root_count(&venue).await - 1,
+            // A root of the venue's may be mined just after the copy, before the count is read:
+            // the copy's epoch is the one whose data hash is the copy's data's.
+            Ok(receipt) if receipt.succeeded => {
+                let count = root_count(&venue).await;
+                let mut planted = None;
+                for epoch in copied_epoch + 1..count {
+                    let data_hash = view(
+                        &venue.chain,
+                        DexdVaultV2::rootDataCall {
+                            epoch: alloy::primitives::U256::from(epoch),
+                        },
+                    )
+                    .await;
+                    if data_hash == planted_data_hash {
+                        planted = Some(epoch);
+                    }
+                }
+                break (
+                    copied_epoch,
+                    planted.expect("the copy's data is in one of the roots after the copied one"),
+                );
+            }
             outcome => {
                 attempts += 1;
                 assert!(attempts < 10, "the copy was never taken: {outcome:?}");
@@ -113,7 +137,7 @@ async fn a_root_whose_data_would_not_rebuild_it_is_vetoed_as_data_mismatch() {
     };
     assert_eq!(
         vault_root(&venue, planted_epoch).await.root,
-        vault_root(&venue, planted_epoch - 1).await.root
+        vault_root(&venue, copied_epoch).await.root
     );
     let line = auditor
         .wait_for_line("the copied root judged", Duration::from_secs(60), |line| {
