@@ -52,7 +52,8 @@ use dexd_store::{Authorization, Events, Journal, Projector, Replayed, StoreError
 
 pub use self::custody_link::vault_chain_setups;
 pub use self::projector::{
-    MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_WAIT_MS,
+    MAX_PROJECTION_BACKLOG_BATCHES, PROJECTION_COALESCE_BELOW_COMMANDS, PROJECTION_COALESCE_MAX_WAIT_MS,
+    PROJECTION_COALESCE_WAIT_MS,
 };
 pub use self::writer::{ReconfigurationChange, ReconfigurationError, MAX_WRITE_BATCH};
 pub use dexd_store::JOURNAL_CHECKPOINT_INTERVAL_COMMANDS;
