@@ -9,7 +9,9 @@
 //! another (one account per side, its open-order limit raised as a venue raises a market
 //! maker's); the pair takes one harness tick as its price step and one unit as its amount
 //! step. A modify is a cancel and a placement under the same id, as the harness defines it
-//! (queue priority lost). The reports are read from the engine's events.
+//! (queue priority lost). The reports are read from the engine's events and handed to the
+//! harness's queue in bursts (256 by default; `DEXD_PUBLICATION_BURST_REPORTS`), the rest in
+//! `engine_flush`, inside the harness's timed window: see [`Transport`].
 //!
 //! What it does not do: anything of the venue around the engine (no journal, no signatures, no
 //! HTTP). The harness drives every call from one thread, so the state is one thread's.
@@ -27,7 +29,10 @@ use dexd_core::{
 
 mod abi;
 
-pub use abi::{CancelMessage, ModifyMessage, NewOrderMessage, Report, Transport};
+pub use abi::{
+    publication_burst_reports, CancelMessage, ModifyMessage, NewOrderMessage, Report, Transport,
+    MAX_PUBLICATION_BURST_REPORTS, PUBLICATION_BURST_REPORTS, PUBLICATION_BURST_VARIABLE,
+};
 use abi::{ME_CANCEL_ACK, ME_CANCEL_REJECT, ME_MODIFY_ACK, ME_MODIFY_REJECT, ME_ORDER_ACK, ME_TRADE};
 
 /// The one pair.
@@ -336,7 +341,8 @@ fn with_state<T>(work: impl FnOnce(&mut Adapter, &mut dyn FnMut(&Report)) -> T) 
 /// `transport` points to the harness's transport table, valid until `engine_shutdown`.
 #[no_mangle]
 pub unsafe extern "C" fn engine_init(_seed: u64, transport: *const c_void, report_sink: *mut c_void) {
-    let transport = Transport::new(transport, report_sink);
+    let burst_reports = publication_burst_reports(std::env::var(PUBLICATION_BURST_VARIABLE).ok().as_deref());
+    let transport = Transport::new(transport, report_sink, burst_reports);
     STATE.with(|state| *state.borrow_mut() = Some((Adapter::new(), transport)));
 }
 
@@ -379,9 +385,16 @@ pub unsafe extern "C" fn engine_on_modify(modify: *const ModifyMessage) {
     with_state(|adapter, emit| adapter.modify_order(modify, &mut |report| emit(report)));
 }
 
-/// `engine_flush`: every call is applied before it returns.
+/// `engine_flush`: every call is applied before it returns; the reports still held are handed
+/// to the harness's queue.
 #[no_mangle]
-pub extern "C" fn engine_flush() {}
+pub extern "C" fn engine_flush() {
+    STATE.with(|state| {
+        if let Some((_, transport)) = state.borrow_mut().as_mut() {
+            transport.publish();
+        }
+    });
+}
 
 /// `engine_query_best_bid`.
 #[no_mangle]

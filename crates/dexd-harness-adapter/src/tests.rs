@@ -102,7 +102,14 @@ fn cancels_and_modifies_of_resting_orders_ack_and_of_others_reject() {
 }
 
 #[test]
-fn the_c_entry_points_collect_reports_without_a_harness() {
+fn the_c_entry_points_hold_reports_until_the_flush_without_a_harness() {
+    let collected_kinds = || -> Vec<u8> {
+        STATE.with(|state| {
+            let state = state.borrow();
+            let transport = &state.as_ref().unwrap().1;
+            transport.collected.iter().map(|report| report.kind).collect()
+        })
+    };
     // SAFETY: a null table makes the transport collect; the messages are valid.
     unsafe {
         engine_init(0, std::ptr::null(), std::ptr::null_mut());
@@ -110,18 +117,27 @@ fn the_c_entry_points_collect_reports_without_a_harness() {
         engine_on_new_order(&new(2, 2, 0, 50, 1, false));
     }
     assert_eq!((engine_query_best_ask(), engine_query_depth_at(50, 1)), (50, 1));
-    let kinds: Vec<u8> = STATE.with(|state| {
-        let state = state.borrow();
-        state
-            .as_ref()
-            .unwrap()
-            .1
-            .collected
-            .iter()
-            .map(|report| report.kind)
-            .collect()
-    });
-    assert_eq!(kinds, vec![ME_ORDER_ACK, ME_ORDER_ACK, ME_TRADE]);
+    assert!(
+        collected_kinds().is_empty(),
+        "three reports are fewer than a burst: held until the flush"
+    );
     engine_flush();
+    assert_eq!(collected_kinds(), vec![ME_ORDER_ACK, ME_ORDER_ACK, ME_TRADE]);
+    engine_flush();
+    assert_eq!(collected_kinds().len(), 3, "a second flush hands nothing over twice");
     engine_shutdown();
+}
+
+#[test]
+fn the_burst_is_read_from_the_environment_within_its_bounds() {
+    assert_eq!(publication_burst_reports(None), PUBLICATION_BURST_REPORTS);
+    assert_eq!(publication_burst_reports(Some("1")), 1);
+    assert_eq!(publication_burst_reports(Some(" 64 ")), 64);
+    assert_eq!(publication_burst_reports(Some("0")), 1, "at least one report a burst");
+    assert_eq!(
+        publication_burst_reports(Some("100000000")),
+        MAX_PUBLICATION_BURST_REPORTS
+    );
+    assert_eq!(publication_burst_reports(Some("many")), PUBLICATION_BURST_REPORTS);
+    assert_eq!(publication_burst_reports(Some("-3")), PUBLICATION_BURST_REPORTS);
 }
