@@ -3,10 +3,10 @@
 //! makers). Each measured step keeps the count: `cancel_and_replace` cancels the maker's oldest
 //! order and rests a new one; `fill_and_replace` has a taker take one of the maker's orders whole
 //! (an immediate-or-cancel buy at the best ask) and the maker rest a new one. Both should cost
-//! the same at every size. `cancel_and_replace_many_makers/10000` is the same book held by 1,000
-//! makers of 10 orders each: what a cancel costs beyond it at 10,000 in one account is the
-//! account's, what both cost beyond the 10-order figure is the book's (10,000 levels, a slab and
-//! an index by id that no longer fit the caches). Run with
+//! the same at every size. `cancel_and_replace_many_makers/<n>` is the same book of n orders
+//! held by makers of 10 orders each (one maker at 10): what a cancel costs beyond it in one
+//! account is the account's, what both cost beyond the 10-order figure is the book's (at
+//! 10,000: 10,000 levels, a slab and an index by id that no longer fit the caches). Run with
 //! `cargo bench -p dexd-core --bench open_orders`.
 
 /// The engine's shared fixtures (`dexd_core::testing`), included: a crate's benchmarks cannot
@@ -26,6 +26,8 @@ const MAKER: u64 = 1;
 const TAKER: u64 = 2;
 /// The first of the many makers' accounts (the one maker and the taker are below it).
 const FIRST_OF_MANY_MAKERS: u64 = 1_000;
+/// How many orders each of the many makers holds.
+const ORDERS_PER_MANY_MAKER: u64 = 10;
 /// The maker's asks sit from this price up, one tick apart.
 const FIRST_ASK_TICKS: u64 = 200_000;
 
@@ -141,41 +143,46 @@ fn main() {
         );
     }
     group.finish();
+    // The same books held by many makers of 10 orders each: what the one maker's cancel costs
+    // beyond this, at each size, is the account's; what both cost beyond the 10-order book is
+    // the book's and the caches'.
     let mut group = criterion.benchmark_group("many_makers_same_book");
-    let (count, makers) = (10_000u64, 1_000u64);
-    group.bench_with_input(
-        BenchmarkId::new("cancel_and_replace_many_makers", count),
-        &count,
-        |bencher, &count| {
-            let (mut engine, mut open, mut next) = makers_with(count, makers);
-            let mut events = Vec::new();
-            bencher.iter(|| {
-                events.clear();
-                let (oldest, maker) = open.pop_front().expect("the makers hold orders");
-                engine
-                    .execute(
-                        Command::CancelOrder {
-                            account: account(maker),
-                            order_id: oldest,
-                            pair: None,
-                        },
-                        2,
-                        &mut events,
-                    )
-                    .unwrap();
-                let ask = order(
-                    next,
-                    account(maker),
-                    Direction::Sell,
-                    Some(FIRST_ASK_TICKS + count + next),
-                    1,
-                );
-                next += 1;
-                open.push_back((ask.order_id, maker));
-                engine.execute(Command::PlaceOrder(ask), 2, &mut events).unwrap();
-            });
-        },
-    );
+    for count in SIZES {
+        let makers = (count / ORDERS_PER_MANY_MAKER).max(1);
+        group.bench_with_input(
+            BenchmarkId::new("cancel_and_replace_many_makers", count),
+            &count,
+            |bencher, &count| {
+                let (mut engine, mut open, mut next) = makers_with(count, makers);
+                let mut events = Vec::new();
+                bencher.iter(|| {
+                    events.clear();
+                    let (oldest, maker) = open.pop_front().expect("the makers hold orders");
+                    engine
+                        .execute(
+                            Command::CancelOrder {
+                                account: account(maker),
+                                order_id: oldest,
+                                pair: None,
+                            },
+                            2,
+                            &mut events,
+                        )
+                        .unwrap();
+                    let ask = order(
+                        next,
+                        account(maker),
+                        Direction::Sell,
+                        Some(FIRST_ASK_TICKS + count + next),
+                        1,
+                    );
+                    next += 1;
+                    open.push_back((ask.order_id, maker));
+                    engine.execute(Command::PlaceOrder(ask), 2, &mut events).unwrap();
+                });
+            },
+        );
+    }
     group.finish();
     criterion.final_summary();
 }
