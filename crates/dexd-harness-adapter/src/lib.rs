@@ -346,7 +346,8 @@ pub unsafe extern "C" fn engine_init(_seed: u64, transport: *const c_void, repor
     STATE.with(|state| *state.borrow_mut() = Some((Adapter::new(), transport)));
 }
 
-/// `engine_shutdown`.
+/// `engine_shutdown`. Reports still held are not handed over here: the harness flushes before
+/// it stops the clock, and its queue may be gone by the time it shuts the engine down.
 #[no_mangle]
 pub extern "C" fn engine_shutdown() {
     STATE.with(|state| *state.borrow_mut() = None);
