@@ -120,12 +120,15 @@ impl StoreWriter {
             let mut insert = transaction.prepare_cached(
                 "INSERT INTO commands (sequence, time_ms, command, authorization) VALUES (?1, ?2, ?3, ?4)",
             )?;
+            // A batch's hashes are written once per append (`codec::BatchHolders`).
+            let mut holders = codec::BatchHolders::default();
             for entry in batch {
+                let holder = holders.holder_for(entry.sequence, &entry.authorization);
                 insert.execute(params![
                     to_sql_integer(entry.sequence),
                     to_sql_integer(entry.time_ms),
                     entry.command,
-                    codec::encode_authorization(&entry.authorization)
+                    codec::encode_authorization_referring(&entry.authorization, holder)
                 ])?;
             }
         }
@@ -275,6 +278,8 @@ pub(super) fn for_each_command(
         "SELECT sequence, time_ms, command, authorization FROM commands
          WHERE sequence > ?1 AND sequence <= ?2 ORDER BY sequence LIMIT ?3",
     )?;
+    let mut holder_row = connection.prepare_cached("SELECT authorization FROM commands WHERE sequence = ?1")?;
+    let mut batches_seen = codec::BatchHashesSeen::default();
     let mut last_sequence = after;
     loop {
         let mut rows = statement.query(params![
@@ -292,7 +297,13 @@ pub(super) fn for_each_command(
             }
             let time_ms = row.get::<_, i64>(1)? as u64;
             let command = codec::decode_command(row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?)?;
-            let authorization = codec::decode_authorization(row.get(3)?)?;
+            let authorization = batches_seen.read(sequence, row.get(3)?, |holder| {
+                holder_row
+                    .query_row([to_sql_integer(holder)], |row| row.get::<_, Option<Vec<u8>>>(0))
+                    .optional()
+                    .map(Option::flatten)
+                    .map_err(StoreError::from)
+            })?;
             last_sequence = sequence;
             read += 1;
             apply(JournaledCommand {

@@ -16,19 +16,61 @@ use crate::records::{Authorization, BatchPlace};
 /// Schema version 2 stored `order id ‖ 128-bit salt ‖ signature` (113 bytes), read as a venue
 /// signature with the salt as nonce and no expiry.
 pub const AUTHORIZATION_ENCODING_VERSION: u8 = 2;
+
+/// The version byte of an order of a batch whose order hashes an earlier row of the same
+/// journal holds: the layout of [`AUTHORIZATION_ENCODING_VERSION`] up to the signature (and the
+/// block), then the order's index, the batch's count of orders and the sequence of that row (8
+/// bytes), instead of the hashes. A batch's 20 orders carried the same 20 hashes 20 times,
+/// two thirds of a batched order's row (BENCHMARKS.md, "What a batched order writes to disk").
+pub const AUTHORIZATION_BY_REFERENCE_VERSION: u8 = 3;
+
+/// An authorization as a journal row holds it: whole, or an order of a batch whose hashes are in
+/// the row of `holder_sequence` ([`super::BatchHashesSeen`] puts them back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredAuthorization {
+    /// Everything is in the row (or the command carries no authorization).
+    Whole(Option<Authorization>),
+    /// An order of a batch; its batch place is read from the row of `holder_sequence`.
+    BatchReference {
+        /// Everything but the batch place (`batch` is `None`).
+        authorization: Authorization,
+        /// The order's index in its batch.
+        index: u8,
+        /// How many orders the batch holds.
+        count: u8,
+        /// The journal position whose row holds the batch's hashes.
+        holder_sequence: u64,
+    },
+}
 pub const LEGACY_AUTHORIZATION_BYTES: usize = 32 + 16 + 65;
 
 /// The most orders a batch's place may list: a batch's limit.
 pub const MAX_BATCH_ORDER_HASHES: usize = 50;
 
 pub fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec<u8>> {
+    encode_authorization_referring(authorization, None)
+}
+
+/// [`encode_authorization`], or, for an order of a batch whose hashes the row of
+/// `holder_sequence` holds, the [`AUTHORIZATION_BY_REFERENCE_VERSION`] encoding that names that
+/// row instead of repeating them (`holder_sequence` is ignored for a command of no batch).
+pub fn encode_authorization_referring(
+    authorization: &Option<Authorization>,
+    holder_sequence: Option<u64>,
+) -> Option<Vec<u8>> {
     authorization.as_ref().map(|authorization| {
-        let batch_bytes = authorization
-            .batch
-            .as_ref()
-            .map_or(0, |batch| 2 + 32 * batch.order_hashes.len());
-        let mut bytes = Vec::with_capacity(2 + 32 + 32 + 8 + 65 + batch_bytes);
-        bytes.push(AUTHORIZATION_ENCODING_VERSION);
+        let holder_sequence = holder_sequence.filter(|_| authorization.batch.is_some());
+        let batch_bytes = match (&authorization.batch, holder_sequence) {
+            (None, _) => 0,
+            (Some(_), Some(_)) => 2 + 8,
+            (Some(batch), None) => 2 + 32 * batch.order_hashes.len(),
+        };
+        let mut bytes = Vec::with_capacity(2 + 32 + 32 + 8 + 65 + 8 + batch_bytes);
+        bytes.push(if holder_sequence.is_some() {
+            AUTHORIZATION_BY_REFERENCE_VERSION
+        } else {
+            AUTHORIZATION_ENCODING_VERSION
+        });
         bytes.push(
             u8::from(authorization.client_signed)
                 | (u8::from(authorization.order_id.is_some()) << 1)
@@ -45,8 +87,19 @@ pub fn encode_authorization(authorization: &Option<Authorization>) -> Option<Vec
         if let Some(block) = authorization.approved_at_block {
             bytes.extend_from_slice(&block.to_be_bytes());
         }
-        if let Some(batch) = &authorization.batch {
-            bytes.extend_from_slice(&encode_batch_place(batch));
+        match (&authorization.batch, holder_sequence) {
+            (Some(batch), Some(holder_sequence)) => {
+                assert!(
+                    (1..=MAX_BATCH_ORDER_HASHES).contains(&batch.order_hashes.len())
+                        && usize::from(batch.index) < batch.order_hashes.len(),
+                    "invariant: a batch lists 1 to 50 orders and the order is one of them"
+                );
+                bytes.push(batch.index);
+                bytes.push(batch.order_hashes.len() as u8);
+                bytes.extend_from_slice(&holder_sequence.to_be_bytes());
+            }
+            (Some(batch), None) => bytes.extend_from_slice(&encode_batch_place(batch)),
+            (None, _) => {}
         }
         bytes
     })
@@ -106,15 +159,26 @@ pub fn decode_batch_place_in(index: u8, order_hashes: &[u8]) -> Result<BatchPlac
     Ok(BatchPlace { index, order_hashes })
 }
 
+/// An authorization whole, as [`encode_authorization`] wrote it; a row that refers to its
+/// batch's hashes elsewhere ([`AUTHORIZATION_BY_REFERENCE_VERSION`]) is refused here: a journal
+/// read goes through [`decode_stored_authorization`] and [`super::BatchHashesSeen`].
 pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorization>, CodecError> {
+    match decode_stored_authorization(bytes)? {
+        StoredAuthorization::Whole(authorization) => Ok(authorization),
+        StoredAuthorization::BatchReference { .. } => Err(CodecError("a batch place stored in another row")),
+    }
+}
+
+/// An authorization as a journal row stores it ([`StoredAuthorization`]).
+pub fn decode_stored_authorization(bytes: Option<Vec<u8>>) -> Result<StoredAuthorization, CodecError> {
     let Some(bytes) = bytes else {
-        return Ok(None);
+        return Ok(StoredAuthorization::Whole(None));
     };
     let bad = || CodecError("bad stored authorization");
     if bytes.len() == LEGACY_AUTHORIZATION_BYTES {
         let mut nonce = [0u8; 32];
         nonce[16..].copy_from_slice(&bytes[32..48]);
-        return Ok(Some(Authorization {
+        return Ok(StoredAuthorization::Whole(Some(Authorization {
             order_id: Some(OrderId::from_bytes(bytes[..32].try_into().expect("32 bytes"))),
             nonce,
             expiry_ms: 0,
@@ -123,10 +187,15 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
             batch: None,
             claims_batch_nonce: false,
             approved_at_block: None,
-        }));
+        })));
     }
     let (&[version, flags], rest) = bytes.split_first_chunk::<2>().ok_or_else(bad)?;
-    if version != AUTHORIZATION_ENCODING_VERSION || flags > 31 || (flags & 12 == 8) {
+    let by_reference = version == AUTHORIZATION_BY_REFERENCE_VERSION;
+    if !(version == AUTHORIZATION_ENCODING_VERSION || by_reference) || flags > 31 || (flags & 12 == 8) {
+        return Err(bad());
+    }
+    if by_reference && flags & 4 == 0 {
+        // Only an order of a batch refers to another row.
         return Err(bad());
     }
     let (order_id, rest) = if flags & 2 != 0 {
@@ -144,21 +213,35 @@ pub fn decode_authorization(bytes: Option<Vec<u8>>) -> Result<Option<Authorizati
     } else {
         (None, rest)
     };
-    let batch = if flags & 4 != 0 {
+    let mut authorization = Authorization {
+        order_id,
+        nonce: *nonce,
+        expiry_ms: u64::from_be_bytes(*expiry),
+        signature: *signature,
+        client_signed: flags & 1 != 0,
+        batch: None,
+        claims_batch_nonce: flags & 8 != 0,
+        approved_at_block,
+    };
+    if by_reference {
+        let (&[index, count], rest) = rest.split_first_chunk::<2>().ok_or_else(bad)?;
+        let holder: [u8; 8] = rest.try_into().map_err(|_| bad())?;
+        if count == 0 || usize::from(count) > MAX_BATCH_ORDER_HASHES || index >= count {
+            return Err(bad());
+        }
+        return Ok(StoredAuthorization::BatchReference {
+            authorization,
+            index,
+            count,
+            holder_sequence: u64::from_be_bytes(holder),
+        });
+    }
+    authorization.batch = if flags & 4 != 0 {
         Some(decode_batch_place(rest)?)
     } else if rest.is_empty() {
         None
     } else {
         return Err(bad());
     };
-    Ok(Some(Authorization {
-        order_id,
-        nonce: *nonce,
-        expiry_ms: u64::from_be_bytes(*expiry),
-        signature: *signature,
-        client_signed: flags & 1 != 0,
-        batch,
-        claims_batch_nonce: flags & 8 != 0,
-        approved_at_block,
-    }))
+    Ok(StoredAuthorization::Whole(Some(authorization)))
 }

@@ -6,6 +6,7 @@
 //! [`snapshot`]. This module does no IO.
 
 mod authorization;
+mod batch_references;
 mod configuration;
 use configuration::ConfigurationFields;
 mod liabilities;
@@ -17,9 +18,11 @@ mod trading;
 mod twaps;
 
 pub use self::authorization::{
-    decode_authorization, decode_batch_place, decode_batch_place_in, encode_authorization, encode_batch_order_hashes,
-    encode_batch_place, AUTHORIZATION_ENCODING_VERSION, MAX_BATCH_ORDER_HASHES,
+    decode_authorization, decode_batch_place, decode_batch_place_in, decode_stored_authorization, encode_authorization,
+    encode_authorization_referring, encode_batch_order_hashes, encode_batch_place, StoredAuthorization,
+    AUTHORIZATION_BY_REFERENCE_VERSION, AUTHORIZATION_ENCODING_VERSION, MAX_BATCH_ORDER_HASHES,
 };
+pub use self::batch_references::{BatchHashesSeen, BatchHolders, MAX_BATCHES_SEEN};
 pub use self::liabilities::{decode_root_record, encode_root_record};
 pub use self::records::{
     decode_candle, decode_order, decode_trade, decode_transfer, encode_candle, encode_order, encode_trade,

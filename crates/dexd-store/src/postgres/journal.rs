@@ -33,6 +33,9 @@ const APPEND: &str = "WITH lease AS (
 const READ: &str = "SELECT sequence, time_ms, command, authorization_record FROM dexd_journal
      WHERE chain_id = $1 AND sequence > $2 AND sequence <= $3 ORDER BY sequence LIMIT $4";
 
+/// One row's authorization: the row that holds the hashes of a batch a read starts inside.
+const READ_AUTHORIZATION: &str = "SELECT authorization_record FROM dexd_journal WHERE chain_id = $1 AND sequence = $2";
+
 /// A chain's journal in PostgreSQL, appending under one leader's epoch.
 pub struct PostgresJournal {
     connection: Connection,
@@ -150,6 +153,8 @@ impl Journal for PostgresJournal {
         let mut times_ms = Vec::with_capacity(batch.len());
         let mut commands = Vec::with_capacity(batch.len());
         let mut authorizations = Vec::with_capacity(batch.len());
+        // A batch's hashes are written once per append (`codec::BatchHolders`).
+        let mut holders = codec::BatchHolders::default();
         for (offset, entry) in batch.iter().enumerate() {
             assert_eq!(
                 entry.sequence,
@@ -159,7 +164,8 @@ impl Journal for PostgresJournal {
             sequences.push(to_bigint(entry.sequence));
             times_ms.push(to_bigint(entry.time_ms));
             commands.push(entry.command.as_slice());
-            authorizations.push(codec::encode_authorization(&entry.authorization));
+            let holder = holders.holder_for(entry.sequence, &entry.authorization);
+            authorizations.push(codec::encode_authorization_referring(&entry.authorization, holder));
         }
         let chain_id = self.chain_id;
         let (client, prepared) = self.session()?;
@@ -265,6 +271,7 @@ impl JournalRead for PostgresJournal {
             keep_going,
         } = range;
         let through = through.min(i64::MAX as u64);
+        let mut batches_seen = codec::BatchHashesSeen::default();
         let mut last_sequence = after;
         loop {
             let chain_id = self.chain_id;
@@ -289,11 +296,17 @@ impl JournalRead for PostgresJournal {
                     )));
                 }
                 last_sequence = sequence;
+                let authorization = batches_seen.read(sequence, row.get(3), |holder| {
+                    client
+                        .query_opt(READ_AUTHORIZATION, &[&chain_id, &to_bigint(holder)])
+                        .map_err(postgres_error)
+                        .map(|row| row.and_then(|row| row.get::<_, Option<Vec<u8>>>(0)))
+                })?;
                 apply(JournaledCommand {
                     sequence,
                     time_ms: from_bigint(row.get(1))?,
                     command: codec::decode_command(row.get::<_, &[u8]>(2))?,
-                    authorization: codec::decode_authorization(row.get(3))?,
+                    authorization,
                 })?;
             }
             if read < REPLAY_READ_CHUNK_COMMANDS || last_sequence >= through || !keep_going() {

@@ -103,6 +103,23 @@ fn appends_are_read_back_in_order_and_replay_to_the_same_engine() {
 }
 
 #[test]
+fn a_batch_s_hashes_are_stored_once_and_read_back_whole() {
+    let server = PostgresServer::start();
+    let (mut journal, _lease) = leading_journal(&server, 1, "node-a", 60_000);
+    journal.append(&deposits(1, 3)).unwrap();
+    crate::tests::batch_hashes_are_written_once_and_read_back_whole(&mut journal);
+    let mut client = connect(&server.url()).unwrap();
+    let holders: i64 = client
+        .query_one(
+            "SELECT count(*) FROM dexd_journal WHERE chain_id = 1 AND length(authorization_record) > 600",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(holders, 1, "of the twenty orders of a batch, one row holds its hashes");
+}
+
+#[test]
 fn a_journal_is_bound_to_its_custody() {
     let server = PostgresServer::start();
     let mut journal = PostgresJournal::open(Connection::open(&server.url()).unwrap(), 7).unwrap();
