@@ -43,6 +43,8 @@ pub mod snapshots;
 mod write_error;
 
 #[cfg(test)]
+mod batch_references_tests;
+#[cfg(test)]
 mod batches_tests;
 #[cfg(test)]
 mod checkpoints_tests;

@@ -16,6 +16,7 @@ use crate::records::{Authorization, BatchPlace};
 /// Schema version 2 stored `order id ‖ 128-bit salt ‖ signature` (113 bytes), read as a venue
 /// signature with the salt as nonce and no expiry.
 pub const AUTHORIZATION_ENCODING_VERSION: u8 = 2;
+pub const LEGACY_AUTHORIZATION_BYTES: usize = 32 + 16 + 65;
 
 /// The version byte of an order of a batch whose order hashes an earlier row of the same
 /// journal holds: the layout of [`AUTHORIZATION_ENCODING_VERSION`] up to the signature (and the
@@ -42,7 +43,6 @@ pub enum StoredAuthorization {
         holder_sequence: u64,
     },
 }
-pub const LEGACY_AUTHORIZATION_BYTES: usize = 32 + 16 + 65;
 
 /// The most orders a batch's place may list: a batch's limit.
 pub const MAX_BATCH_ORDER_HASHES: usize = 50;
@@ -89,11 +89,7 @@ pub fn encode_authorization_referring(
         }
         match (&authorization.batch, holder_sequence) {
             (Some(batch), Some(holder_sequence)) => {
-                assert!(
-                    (1..=MAX_BATCH_ORDER_HASHES).contains(&batch.order_hashes.len())
-                        && usize::from(batch.index) < batch.order_hashes.len(),
-                    "invariant: a batch lists 1 to 50 orders and the order is one of them"
-                );
+                assert_batch_place(batch);
                 bytes.push(batch.index);
                 bytes.push(batch.order_hashes.len() as u8);
                 bytes.extend_from_slice(&holder_sequence.to_be_bytes());
@@ -109,16 +105,21 @@ pub fn encode_authorization_referring(
 /// hash (the journal's authorization ends with it; the history keeps the hashes once per batch,
 /// [`encode_batch_order_hashes`]).
 pub fn encode_batch_place(batch: &BatchPlace) -> Vec<u8> {
-    assert!(
-        (1..=MAX_BATCH_ORDER_HASHES).contains(&batch.order_hashes.len())
-            && usize::from(batch.index) < batch.order_hashes.len(),
-        "invariant: a batch lists 1 to 50 orders and the order is one of them"
-    );
+    assert_batch_place(batch);
     let mut bytes = Vec::with_capacity(2 + 32 * batch.order_hashes.len());
     bytes.push(batch.index);
     bytes.push(batch.order_hashes.len() as u8);
     bytes.extend_from_slice(batch.order_hashes.as_flattened());
     bytes
+}
+
+/// What every stored batch place holds: 1 to 50 orders, the order one of them.
+fn assert_batch_place(batch: &BatchPlace) {
+    assert!(
+        (1..=MAX_BATCH_ORDER_HASHES).contains(&batch.order_hashes.len())
+            && usize::from(batch.index) < batch.order_hashes.len(),
+        "invariant: a batch lists 1 to 50 orders and the order is one of them"
+    );
 }
 
 /// [`encode_batch_place`]'s bytes read back, all of them.

@@ -107,7 +107,7 @@ fn a_batch_s_hashes_are_stored_once_and_read_back_whole() {
     let server = PostgresServer::start();
     let (mut journal, _lease) = leading_journal(&server, 1, "node-a", 60_000);
     journal.append(&deposits(1, 3)).unwrap();
-    crate::tests::batch_hashes_are_written_once_and_read_back_whole(&mut journal);
+    crate::batch_references_tests::batch_hashes_are_written_once_and_read_back_whole(&mut journal);
     let mut client = connect(&server.url()).unwrap();
     let holders: i64 = client
         .query_one(
